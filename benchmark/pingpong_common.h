@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What pingpong.c and raw_tcp_pingpong.c share, so both run one plan and print one format. */
+#ifndef PINGPONG_COMMON_H
+#define PINGPONG_COMMON_H
+
+#include <stdint.h>
+
+#define PP_MAGIC 0x50494e47u /* "PING" */
+
+/* Exit code for "this method is not built": Meson and run_loopback.sh read it as a skip. */
+#define PP_EXIT_SKIP 77
+
+/* The whole run, decided by the client and sent to the server before the first ping so both
+ * walk the same sequence of message sizes and rounds. Host byte order: loopback and
+ * same-architecture peers only. */
+struct pp_plan
+{
+    uint32_t magic;
+    uint32_t check; /* 1: patterns are filled and verified on both sides */
+    uint64_t min_size;
+    uint64_t max_size;
+    uint64_t iters; /* timed rounds at small sizes; pp_rounds() scales it down for large ones */
+};
+
+struct pp_options
+{
+    int server;          /* --server, else --client */
+    const char *addr;    /* listen address (server) or peer address (client) */
+    const char *methods; /* --method-list; NULL for the raw tcp tool */
+    int timeout_ms;      /* bound on every single wait */
+    struct pp_plan plan;
+};
+
+/* Where the client or server stands in the plan. Rounds count warm-up first. */
+struct pp_cursor
+{
+    uint64_t size;
+    uint64_t round;  /* 0 .. warmup + timed - 1 */
+    uint64_t warmup; /* untimed rounds at this size */
+    uint64_t timed;  /* timed rounds at this size */
+};
+
+/* Returns 0, or an exit code after printing usage. with_methods enables --method-list. */
+int pp_parse_options(int argc, char **argv, int with_methods, struct pp_options *out);
+
+/* The first message of the plan; 0 if the plan is empty. */
+int pp_cursor_start(struct pp_cursor *c, const struct pp_plan *plan);
+/* Moves to the next message; 0 when the plan is finished. */
+int pp_cursor_next(struct pp_cursor *c, const struct pp_plan *plan);
+/* Seeds the pattern of one message, so a message from another round never verifies. */
+uint64_t pp_seed(const struct pp_cursor *c);
+
+void pp_fill(void *buf, uint64_t size, uint64_t seed);
+/* Returns 0 when buf's checksum equals that of the pattern for seed. */
+int pp_verify(const void *buf, uint64_t size, uint64_t seed);
+
+double pp_now_us(void);
+
+/* The table: a '#' header, one row per size (no '#'), a final '# done' line. */
+void pp_print_header(const char *tool, const struct pp_options *o);
+void pp_print_row(const struct pp_cursor *c, double elapsed_us);
+void pp_print_footer(void);
+
+#endif /* PINGPONG_COMMON_H */

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Instance life cycle, method activation, posting, cancelling and the Sink callbacks.
+#include "bmi/core/instance.hpp"
+
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+#include "bmi/core/instance_slot.hpp"
+#include "bmi/core/list_io_emulation.hpp"
+#include "methods/method_table.hpp"
+#include "support/logging/log.hpp"
+#include "support/method_address/method_address.hpp"
+
+namespace bmi::core {
+
+namespace {
+constexpr bmi_size_t default_unexpected_quota = 64 << 20;
+
+// Reads "key=value" out of a comma separated option string; false if absent or malformed.
+bool option_value(std::string_view options, std::string_view key, bmi_size_t& out) {
+    for (auto item : support::split_address_list(options)) {
+        if (item.size() <= key.size() || item.substr(0, key.size()) != key ||
+            item[key.size()] != '=')
+            continue;
+        auto digits = item.substr(key.size() + 1);
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+        return ec == std::errc{} && end == digits.data() + digits.size() && out >= 0;
+    }
+    return false;
+}
+
+bmi_size_t env_size(const char* name, bmi_size_t fallback) {
+    const char* text = std::getenv(name);
+    if (text == nullptr) return fallback;
+    bmi_size_t value = 0;
+    auto [end, ec] = std::from_chars(text, text + std::strlen(text), value);
+    return ec == std::errc{} && *end == '\0' && value >= 0 ? value : fallback;
+}
+}  // namespace
+
+Instance::Instance(int& error) : wait_point_(error) {}
+
+int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
+    int error = 0;
+    std::unique_ptr<Instance> instance(new Instance(error));
+    if (error != 0) return error;
+    instance->flags_ = params.flags;
+    instance->unexpected_quota_ = env_size("BMI_UNEXPECTED_QUOTA", default_unexpected_quota);
+    option_value(params.options, "unexpected_quota", instance->unexpected_quota_);
+    option_value(params.options, "unexpected_limit", instance->unexpected_limit_override_);
+    bmi_size_t emulate = 0;
+    instance->emulate_lists_ = option_value(params.options, "emulate_lists", emulate) && emulate;
+
+    auto methods = method::compiled_methods();
+    auto wanted = support::split_address_list(params.method_list);
+    for (std::size_t i = 0; i < methods.size(); ++i) {
+        auto slot = std::make_unique<MethodSlot>();
+        slot->descriptor = &methods[i];
+        slot->index = static_cast<int>(i);
+        slot->allowed = wanted.empty();
+        slot->sink = std::make_unique<SlotSink>(*instance, slot->index);
+        instance->slots_.push_back(std::move(slot));
+    }
+    for (auto name : wanted) {
+        const method::Descriptor* d = method::find_method(name);
+        if (d == nullptr) {
+            BMI_LOG(error, "BMI_initialize: method '%.*s' is not compiled in",
+                    static_cast<int>(name.size()), name.data());
+            return -BMI_ENOPROTOOPT;
+        }
+        instance->slots_[static_cast<std::size_t>(d - methods.data())]->allowed = true;
+    }
+
+    for (auto listen : support::split_address_list(params.listen)) {
+        auto parts = support::split_scheme(listen);
+        if (!parts) return -BMI_EINVAL;
+        int rc = 0;
+        MethodSlot* slot = instance->slot_for_scheme(parts->scheme, rc);
+        if (slot == nullptr) return rc;
+        if (slot->active.load()) return -BMI_EINVAL;  // two listen addresses for one method
+        method::Config config;
+        config.listen_address = std::string(listen);
+        config.flags = params.flags;
+        config.options = params.options;
+        config.unexpected_limit = instance->unexpected_limit_override_;
+        rc = instance->activate(slot->index, config);
+        if (rc != 0) return rc;
+    }
+    if ((params.flags & BMI_INIT_SERVER) && params.listen.empty()) return -BMI_EINVAL;
+    BMI_LOG(control, "initialized: methods '%s' listen '%s' flags %d",
+            params.method_list.c_str(), params.listen.c_str(), params.flags);
+    out = std::move(instance);
+    return 0;
+}
+
+Instance::~Instance() {
+    cancel_pending([](const method::Operation&) { return true; });
+    for (auto& slot : slots_) {
+        if (!slot->active.load()) continue;
+        std::lock_guard lock(slot->lock);
+        wait_point_.remove_fd(slot->method->wait_fd());
+        slot->method.reset();
+    }
+    std::vector<method::Operation*> leftovers;
+    {
+        std::lock_guard lock(state_mutex_);
+        for (auto& context : contexts_) {
+            while (!context.completed.empty()) {
+                auto& op = context.completed.front();
+                context.completed.pop_front();
+                leftovers.push_back(&op);
+            }
+        }
+        // A method that broke its contract and kept ops pending: reclaim them anyway.
+        while (!pending_.empty()) {
+            leftovers.push_back(&pending_.front());
+            pending_.pop_front();
+        }
+        for (auto& [buffer, size] : unexpected_owned_) std::free(buffer);
+        unexpected_owned_.clear();
+        unexpected_.clear();
+    }
+    for (auto* op : leftovers) free_op(op);
+    BMI_LOG(control, "finalized");
+}
+
+int Instance::activate(int index, const method::Config& config) {
+    std::lock_guard activation(activation_mutex_);
+    MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+    if (slot.active.load()) return 0;
+    std::unique_ptr<method::Method> created;
+    int rc = slot.descriptor->create(config, *slot.sink, created);
+    if (rc != 0) {
+        BMI_LOG(error, "%.*s: start failed (%d)", static_cast<int>(slot.descriptor->name.size()),
+                slot.descriptor->name.data(), rc);
+        return rc;
+    }
+    {
+        std::lock_guard lock(slot.lock);
+        slot.method = std::move(created);
+        slot.native_lists = slot.method->native_lists() && !emulate_lists_;
+        rc = wait_point_.add_fd(slot.method->wait_fd());
+        if (rc != 0) {
+            slot.method.reset();
+            return rc;
+        }
+    }
+    {
+        std::lock_guard lock(state_mutex_);
+        if (!methods_string_.empty()) methods_string_ += ',';
+        methods_string_ += slot.descriptor->name;
+    }
+    slot.active.store(true);
+    return 0;
+}
+
+Instance::MethodSlot* Instance::slot_for_scheme(std::string_view scheme, int& error) {
+    for (auto& slot : slots_) {
+        if (slot->descriptor->scheme != scheme) continue;
+        if (!slot->allowed) {
+            error = -BMI_ENOPROTOOPT;
+            return nullptr;
+        }
+        return slot.get();
+    }
+    error = -BMI_ENOPROTOOPT;
+    return nullptr;
+}
+
+int Instance::open_context(bmi_context_id& out) {
+    std::lock_guard lock(state_mutex_);
+    for (int i = 0; i < max_contexts; ++i) {
+        if (contexts_[static_cast<std::size_t>(i)].open) continue;
+        contexts_[static_cast<std::size_t>(i)].open = true;
+        out = i;
+        return 0;
+    }
+    return -BMI_EBUSY;
+}
+
+int Instance::close_context(bmi_context_id context) {
+    {
+        std::lock_guard lock(state_mutex_);
+        if (!context_valid_locked(context)) return -BMI_EINVAL;
+    }
+    cancel_pending([context](const method::Operation& op) { return op.context == context; });
+    std::vector<method::Operation*> done;
+    {
+        std::lock_guard lock(state_mutex_);
+        auto& queue = contexts_[static_cast<std::size_t>(context)].completed;
+        while (!queue.empty()) {
+            auto& op = queue.front();
+            queue.pop_front();
+            op_ids_.erase(op.id);
+            done.push_back(&op);
+        }
+        contexts_[static_cast<std::size_t>(context)].open = false;
+    }
+    for (auto* op : done) free_op(op);
+    return 0;
+}
+
+bool Instance::context_valid_locked(bmi_context_id context) const {
+    return context >= 0 && context < max_contexts &&
+           contexts_[static_cast<std::size_t>(context)].open;
+}
+
+int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actual_size) {
+    const bool is_list = request.list_count > 0;
+    if (request.size < 0) return -BMI_EINVAL;
+    if (!is_list && request.buffer == nullptr && request.size > 0) return -BMI_EINVAL;
+    if (is_list && list_total(request.list, request.sizes, request.list_count) != request.size)
+        return -BMI_EINVAL;
+
+    auto op = std::make_unique<method::Operation>();
+    {
+        std::lock_guard lock(state_mutex_);
+        if (!context_valid_locked(request.context)) return -BMI_EINVAL;
+        AddressEntry* entry = addresses_.find(request.addr);
+        if (entry == nullptr) return -BMI_EINVAL;
+        op->peer_ref = entry->peer;
+        op->method_index = entry->method_index;
+    }
+    MethodSlot& slot = *slots_[static_cast<std::size_t>(op->method_index)];
+    op->kind = request.kind;
+    op->peer = op->peer_ref.get();
+    op->tag = request.tag;
+    op->total_size = request.size;
+    op->user_ptr = request.user_ptr;
+    op->context = request.context;
+    op->single = {request.buffer, request.size};
+    op->segments = &op->single;
+    op->segment_count = 1;
+    if (is_list && slot.native_lists) {
+        op->segment_storage = std::make_unique<method::Segment[]>(
+            static_cast<std::size_t>(request.list_count));
+        for (int i = 0; i < request.list_count; ++i)
+            op->segment_storage[static_cast<std::size_t>(i)] = {
+                const_cast<void*>(request.list[i]), request.sizes[i]};
+        op->segments = op->segment_storage.get();
+        op->segment_count = request.list_count;
+    } else if (is_list) {
+        op->bounce = request.kind == method::OpKind::recv
+                         ? std::malloc(static_cast<std::size_t>(request.size > 0 ? request.size : 1))
+                         : pack_list(request.list, request.sizes, request.list_count, request.size);
+        if (op->bounce == nullptr) return -BMI_ENOMEM;
+        op->single = {op->bounce, request.size};
+        op->user_list = request.list;
+        op->user_sizes = request.sizes;
+        op->user_count = request.list_count;
+    }
+
+    method::Operation* raw = op.release();
+    bmi_op_id_t new_id;
+    {
+        std::lock_guard lock(state_mutex_);
+        new_id = op_ids_.insert(raw);
+        raw->id = new_id;
+        pending_.push_back(*raw);
+    }
+    int rc;
+    {
+        std::lock_guard lock(slot.lock);
+        rc = slot.method->post(*raw);
+    }
+    if (rc == 0) {
+        id = new_id;
+        return 0;
+    }
+    if (rc == 1 && raw->bounce != nullptr && raw->kind == method::OpKind::recv)
+        unpack_list(raw->bounce, raw->actual_size, raw->user_list, raw->user_sizes,
+                    raw->user_count);
+    if (rc == 1 && actual_size != nullptr) *actual_size = raw->actual_size;
+    {
+        std::lock_guard lock(state_mutex_);
+        pending_.erase(pending_.iterator_to(*raw));
+        op_ids_.erase(new_id);
+    }
+    free_op(raw);
+    if (rc == 1) id = 0;
+    return rc;
+}
+
+int Instance::cancel(bmi_op_id_t id, bmi_context_id context) {
+    int index;
+    {
+        std::lock_guard lock(state_mutex_);
+        method::Operation* op = find_op_locked(id, context);
+        if (op == nullptr) return -BMI_EINVAL;
+        if (op->completed) return 0;
+        index = op->method_index;
+    }
+    MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+    std::lock_guard method_lock(slot.lock);
+    method::Operation* op;
+    {
+        // Look again: it may have completed and been reaped while we took the method lock.
+        // Holding that lock now keeps it from completing under us.
+        std::lock_guard lock(state_mutex_);
+        op = find_op_locked(id, context);
+        if (op == nullptr || op->completed) return 0;
+        op->cancel_requested = true;
+    }
+    slot.method->cancel(*op);
+    return 0;
+}
+
+template <class Pick>
+void Instance::cancel_pending(Pick&& pick) {
+    for (auto& slot : slots_) {
+        if (!slot->active.load()) continue;
+        std::lock_guard method_lock(slot->lock);
+        std::vector<method::Operation*> victims;
+        {
+            std::lock_guard lock(state_mutex_);
+            for (auto& op : pending_)
+                if (op.method_index == slot->index && pick(op)) victims.push_back(&op);
+        }
+        for (auto* op : victims) slot->method->cancel(*op);
+    }
+}
+
+method::Operation* Instance::find_op_locked(bmi_op_id_t id, bmi_context_id context) {
+    auto* op = static_cast<method::Operation*>(op_ids_.find(id));
+    if (op == nullptr || op->context != context) return nullptr;
+    return op;
+}
+
+void Instance::free_op(method::Operation* op) {
+    std::free(op->bounce);
+    delete op;
+}
+
+// --- Sink callbacks -------------------------------------------------------------------------
+
+void Instance::on_complete(method::Operation& op, int error) {
+    if (error == 0 && op.bounce != nullptr && op.kind == method::OpKind::recv)
+        unpack_list(op.bounce, op.actual_size, op.user_list, op.user_sizes, op.user_count);
+    bool orphan;
+    {
+        std::lock_guard lock(state_mutex_);
+        if (op.completed) return;  // a method reporting twice must not corrupt the queues
+        op.error = error;
+        op.completed = true;
+        if (op.core_hook.is_linked()) pending_.erase(pending_.iterator_to(op));
+        auto& context = contexts_[static_cast<std::size_t>(op.context)];
+        orphan = !context.open;
+        if (orphan)
+            op_ids_.erase(op.id);
+        else
+            context.completed.push_back(op);
+    }
+    if (orphan) {
+        free_op(&op);
+        return;
+    }
+    wait_point_.signal();
+}
+
+BMI_addr_t Instance::on_register_peer(int method_index,
+                                      const std::shared_ptr<method::Peer>& peer) {
+    std::lock_guard lock(state_mutex_);
+    if (peer->addr() != 0 && addresses_.find(peer->addr()) != nullptr) return peer->addr();
+    return addresses_.add(method_index, peer, "").addr;
+}
+
+void* Instance::on_alloc_unexpected(bmi_size_t size) {
+    std::lock_guard lock(state_mutex_);
+    if (size < 0 || unexpected_bytes_ + size > unexpected_quota_) return nullptr;
+    void* buffer = std::malloc(static_cast<std::size_t>(size > 0 ? size : 1));
+    if (buffer == nullptr) return nullptr;
+    unexpected_bytes_ += size;
+    unexpected_owned_.emplace(buffer, size);
+    return buffer;
+}
+
+void Instance::on_release_unexpected(void* buffer, bmi_size_t) {
+    std::lock_guard lock(state_mutex_);
+    auto it = unexpected_owned_.find(buffer);
+    if (it == unexpected_owned_.end()) return;
+    unexpected_bytes_ -= it->second;
+    unexpected_owned_.erase(it);
+    std::free(buffer);
+}
+
+void Instance::on_deliver_unexpected(int method_index, const std::shared_ptr<method::Peer>& peer,
+                                     void* buffer, bmi_size_t size, bmi_msg_tag_t tag) {
+    {
+        std::lock_guard lock(state_mutex_);
+        BMI_addr_t addr = peer->addr();
+        if (addr == 0 || addresses_.find(addr) == nullptr)
+            addr = addresses_.add(method_index, peer, "").addr;
+        unexpected_.push_back(UnexpectedMessage{0, addr, buffer, size, tag});
+    }
+    wait_point_.signal();
+}
+
+}  // namespace bmi::core

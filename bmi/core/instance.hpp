@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The method control layer: one independent BMI instance. The C API drives one global instance;
+// the C++ API may create any number side by side (a server and a client in one test).
+//
+// Locking (see also methods/method.hpp):
+//  - state_mutex_ guards the op id table, contexts and their completion queues, the unexpected
+//    queue and the reference list. It is held only for bookkeeping, never across a method call.
+//  - Each method slot has its own mutex, held around every call into that method; a method
+//    calls back through Sink, which takes state_mutex_ (order: method -> state, never reverse).
+//  - An Operation is freed only after it completed and was reported by a test call, so holding
+//    its method's mutex (which blocks its completion) pins it; cancel relies on that.
+//  - Sleeping is delegated to WaitPoint, which never holds either kind of lock.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "bmi/core/reference_list.hpp"
+#include "bmi/core/wait_point.hpp"
+#include "methods/method.hpp"
+#include "support/id_generator/id_generator.hpp"
+#include "support/op_queue/op_queue.hpp"
+
+namespace bmi::core {
+
+struct InitParams {
+    std::string method_list;  // "bmi_tcp,bmi_shm"; empty: every compiled method
+    std::string listen;       // "tcp://0.0.0.0:3334,shm://srv"; empty: client only
+    int flags = 0;            // BMI_INIT_SERVER | BMI_TCP_BIND_SPECIFIC | BMI_AUTO_REF_COUNT
+    std::string options;      // "unexpected_quota=BYTES,unexpected_limit=BYTES,emulate_lists=1"
+};
+
+// What a post call asks for. Exactly one of (buffer) or (list) is used.
+struct PostRequest {
+    method::OpKind kind = method::OpKind::send;
+    BMI_addr_t addr = 0;
+    void* buffer = nullptr;  // contiguous; for sends never written
+    const void* const* list = nullptr;
+    const bmi_size_t* sizes = nullptr;
+    int list_count = 0;  // 0: contiguous
+    bmi_size_t size = 0;  // contiguous size, or the list total the caller announced
+    bmi_msg_tag_t tag = 0;
+    void* user_ptr = nullptr;
+    bmi_context_id context = 0;
+};
+
+struct Completion {
+    bmi_op_id_t id = 0;
+    int error = 0;
+    bmi_size_t actual_size = 0;
+    void* user_ptr = nullptr;
+};
+
+struct UnexpectedMessage {
+    int error = 0;
+    BMI_addr_t addr = 0;
+    void* buffer = nullptr;
+    bmi_size_t size = 0;
+    bmi_msg_tag_t tag = 0;
+};
+
+class Instance {
+public:
+    static constexpr int max_contexts = 64;
+
+    // 0 and out set, or -BMI_E* (unknown method, listen address in use, ...).
+    static int create(const InitParams& params, std::unique_ptr<Instance>& out);
+    // Finalizes: cancels every pending op, closes every method, frees undelivered memory.
+    ~Instance();
+    Instance(const Instance&) = delete;
+    Instance& operator=(const Instance&) = delete;
+
+    int open_context(bmi_context_id& out);
+    // Ops still pending on the context are cancelled and freed once the method lets go.
+    int close_context(bmi_context_id context);
+
+    // 0 posted (id set), 1 completed immediately (actual_size set), or -BMI_E*.
+    int post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actual_size);
+
+    // The test family: outputs as in bmi.h; idle waits only while nothing is available.
+    int test(bmi_op_id_t id, bmi_context_id context, int max_idle_ms, int& outcount,
+             Completion& out);
+    int testsome(std::span<const bmi_op_id_t> ids, bmi_context_id context, int max_idle_ms,
+                 int& outcount, std::span<int> indices, std::span<Completion> out);
+    int testcontext(bmi_context_id context, int max_idle_ms, int& outcount,
+                    std::span<Completion> out);
+    int testunexpected(int max_idle_ms, int& outcount, std::span<UnexpectedMessage> out);
+
+    int cancel(bmi_op_id_t id, bmi_context_id context);
+
+    int addr_lookup(std::string_view id_string, BMI_addr_t& out);
+    // Pointer valid until the address is dropped or the next rev lookup of it; nullptr if bad.
+    const char* rev_lookup(BMI_addr_t addr);
+    const char* rev_lookup_unexpected(BMI_addr_t addr);
+    int query_addr_range(BMI_addr_t addr, std::string_view id_string, int netmask);
+
+    void* memalloc(BMI_addr_t addr, bmi_size_t size);
+    int memfree(BMI_addr_t addr, void* buffer);
+    int unexpected_free(void* buffer);
+
+    int set_info(BMI_addr_t addr, int option, void* arg);
+    int get_info(BMI_addr_t addr, int option, void* arg);
+
+    // The listen addresses of all methods, comma separated ("" for a client).
+    std::string listen_addresses();
+    // Names of the active methods, comma separated.
+    std::string active_methods();
+
+private:
+    struct MethodSlot;
+    class SlotSink;
+    struct Context {
+        bool open = false;
+        support::OpQueue<method::Operation, method::SafeHook, &method::Operation::core_hook>
+            completed;
+    };
+
+    Instance(int& error);
+    int activate(int index, const method::Config& config);
+    MethodSlot* slot_for_scheme(std::string_view scheme, int& error);
+    void progress_all();
+    template <class Ready>
+    void wait_for(int max_idle_ms, Ready&& ready);
+
+    // Sink callbacks (method mutex held by the caller).
+    void on_complete(method::Operation& op, int error);
+    BMI_addr_t on_register_peer(int method_index, const std::shared_ptr<method::Peer>& peer);
+    void* on_alloc_unexpected(bmi_size_t size);
+    void on_release_unexpected(void* buffer, bmi_size_t size);
+    void on_deliver_unexpected(int method_index, const std::shared_ptr<method::Peer>& peer,
+                               void* buffer, bmi_size_t size, bmi_msg_tag_t tag);
+
+    // Removes a completed op from its context and frees it (state_mutex_ held).
+    Completion reap_locked(method::Operation& op);
+    void free_op(method::Operation* op);
+    method::Operation* find_op_locked(bmi_op_id_t id, bmi_context_id context);
+    bool context_valid_locked(bmi_context_id context) const;
+    int drop_address(BMI_addr_t addr);
+    // Cancels every pending op for which pick(op) is true (no locks held by the caller).
+    template <class Pick>
+    void cancel_pending(Pick&& pick);
+
+    int flags_ = 0;
+    bool emulate_lists_ = false;  // options "emulate_lists=1": pack even for native methods
+    bmi_size_t unexpected_quota_ = 0;
+    bmi_size_t unexpected_limit_override_ = 0;
+    std::vector<std::unique_ptr<MethodSlot>> slots_;
+    std::mutex activation_mutex_;  // serializes lazy method creation
+    WaitPoint wait_point_;
+
+    std::mutex state_mutex_;
+    support::IdGenerator op_ids_;                  // guarded by state_mutex_
+    std::array<Context, max_contexts> contexts_;   // guarded by state_mutex_
+    // Every posted op that has not completed, linked through core_hook (it moves to its
+    // context's completed queue on completion): close_context and finalize cancel these.
+    support::OpQueue<method::Operation, method::SafeHook, &method::Operation::core_hook>
+        pending_;                                  // guarded by state_mutex_
+    std::deque<UnexpectedMessage> unexpected_;     // guarded by state_mutex_
+    std::unordered_map<void*, bmi_size_t> unexpected_owned_;  // buffers handed out, by size
+    bmi_size_t unexpected_bytes_ = 0;              // guarded by state_mutex_
+    ReferenceList addresses_;                      // guarded by state_mutex_
+    std::string methods_string_;                   // for BMI_TRANSPORT_METHODS_STRING
+    std::string listen_string_;                    // for BMI_GET_METH_ADDR with addr 0
+};
+
+}  // namespace bmi::core

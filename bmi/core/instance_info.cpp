@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Addresses (lookup, reverse lookup, ranges, reference counts), memory and the info options.
+#include "bmi/core/instance.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "bmi/core/instance_slot.hpp"
+#include "support/logging/log.hpp"
+#include "support/method_address/method_address.hpp"
+
+namespace bmi::core {
+
+int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
+    if (id_string.size() >= BMI_MAX_ADDR_LEN) return -BMI_EINVAL;
+    auto parts = support::split_scheme(id_string);
+    if (!parts) return -BMI_EINVAL;
+    {
+        std::lock_guard lock(state_mutex_);
+        if (AddressEntry* entry = addresses_.find_by_string(id_string)) {
+            out = entry->addr;
+            return 0;
+        }
+    }
+    int rc = 0;
+    MethodSlot* slot = slot_for_scheme(parts->scheme, rc);
+    if (slot == nullptr) return rc;
+    if (!slot->active.load()) {
+        method::Config config;
+        config.flags = flags_;
+        config.unexpected_limit = unexpected_limit_override_;
+        rc = activate(slot->index, config);
+        if (rc != 0) return rc;
+    }
+    std::shared_ptr<method::Peer> peer;
+    {
+        std::lock_guard lock(slot->lock);
+        rc = slot->method->lookup(id_string, peer);
+    }
+    if (rc != 0) return rc;
+    std::lock_guard lock(state_mutex_);
+    // Someone else registered the same peer meanwhile, or it contacted us before.
+    if (peer->addr() != 0 && addresses_.find(peer->addr()) != nullptr) {
+        out = peer->addr();
+        return 0;
+    }
+    out = addresses_.add(slot->index, std::move(peer), std::string(id_string)).addr;
+    BMI_LOG(address, "lookup %.*s -> %lld", static_cast<int>(id_string.size()), id_string.data(),
+            static_cast<long long>(out));
+    return 0;
+}
+
+const char* Instance::rev_lookup(BMI_addr_t addr) {
+    std::shared_ptr<method::Peer> peer;
+    int index;
+    {
+        std::lock_guard lock(state_mutex_);
+        AddressEntry* entry = addresses_.find(addr);
+        if (entry == nullptr) return nullptr;
+        peer = entry->peer;
+        index = entry->method_index;
+    }
+    std::string text;
+    {
+        MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+        std::lock_guard lock(slot.lock);
+        text = slot.method->describe_peer(*peer);
+    }
+    std::lock_guard lock(state_mutex_);
+    AddressEntry* entry = addresses_.find(addr);
+    if (entry == nullptr) return nullptr;
+    // Keep the old storage when nothing changed, so earlier pointers stay valid.
+    if (entry->rev_string != text) entry->rev_string = std::move(text);
+    return entry->rev_string.c_str();
+}
+
+const char* Instance::rev_lookup_unexpected(BMI_addr_t addr) {
+    std::shared_ptr<method::Peer> peer;
+    int index;
+    {
+        std::lock_guard lock(state_mutex_);
+        AddressEntry* entry = addresses_.find(addr);
+        if (entry == nullptr) return nullptr;
+        peer = entry->peer;
+        index = entry->method_index;
+    }
+    std::string text;
+    {
+        MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+        std::lock_guard lock(slot.lock);
+        text = slot.method->peer_host(*peer);
+    }
+    std::lock_guard lock(state_mutex_);
+    AddressEntry* entry = addresses_.find(addr);
+    if (entry == nullptr) return nullptr;
+    if (entry->host_string != text) entry->host_string = std::move(text);
+    return entry->host_string.c_str();
+}
+
+int Instance::query_addr_range(BMI_addr_t addr, std::string_view id_string, int netmask) {
+    auto parts = support::split_scheme(id_string);
+    if (!parts) return -BMI_EINVAL;
+    std::shared_ptr<method::Peer> peer;
+    int index;
+    {
+        std::lock_guard lock(state_mutex_);
+        AddressEntry* entry = addresses_.find(addr);
+        if (entry == nullptr) return -BMI_EINVAL;
+        peer = entry->peer;
+        index = entry->method_index;
+    }
+    MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+    if (slot.descriptor->scheme != parts->scheme) return 0;  // another network entirely
+    std::lock_guard lock(slot.lock);
+    return slot.method->query_range(*peer, id_string, netmask);
+}
+
+void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
+    if (size < 0) return nullptr;
+    {
+        std::lock_guard lock(state_mutex_);
+        if (addresses_.find(addr) == nullptr) return nullptr;
+    }
+    // Cache-line alignment helps every method's copies; methods with registration needs
+    // (verbs) will take this over.
+    void* buffer = nullptr;
+    std::size_t bytes = static_cast<std::size_t>(size > 0 ? size : 1);
+    if (posix_memalign(&buffer, 64, bytes) != 0) return nullptr;
+    return buffer;
+}
+
+int Instance::memfree(BMI_addr_t addr, void* buffer) {
+    {
+        std::lock_guard lock(state_mutex_);
+        if (addresses_.find(addr) == nullptr) return -BMI_EINVAL;
+    }
+    std::free(buffer);
+    return 0;
+}
+
+int Instance::unexpected_free(void* buffer) {
+    {
+        std::lock_guard lock(state_mutex_);
+        auto it = unexpected_owned_.find(buffer);
+        // Unknown or already freed: refuse instead of corrupting the heap.
+        if (it == unexpected_owned_.end()) return -BMI_EINVAL;
+        unexpected_bytes_ -= it->second;
+        unexpected_owned_.erase(it);
+    }
+    std::free(buffer);
+    // A method may have stopped reading because the quota was full: let it try again.
+    wait_point_.signal();
+    return 0;
+}
+
+int Instance::drop_address(BMI_addr_t addr) {
+    std::shared_ptr<method::Peer> peer;
+    int index;
+    {
+        std::lock_guard lock(state_mutex_);
+        AddressEntry* entry = addresses_.find(addr);
+        if (entry == nullptr) return -BMI_EINVAL;
+        peer = entry->peer;
+        index = entry->method_index;
+        addresses_.erase(addr);
+    }
+    MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+    std::lock_guard lock(slot.lock);
+    slot.method->forget_peer(*peer);
+    BMI_LOG(address, "dropped %lld", static_cast<long long>(addr));
+    return 0;
+}
+
+int Instance::set_info(BMI_addr_t addr, int option, void* arg) {
+    switch (option) {
+    case BMI_DROP_ADDR:
+        return drop_address(addr);
+    case BMI_INC_ADDR_REF:
+    case BMI_DEC_ADDR_REF: {
+        bool drop = false;
+        {
+            std::lock_guard lock(state_mutex_);
+            AddressEntry* entry = addresses_.find(addr);
+            if (entry == nullptr) return -BMI_EINVAL;
+            if (option == BMI_INC_ADDR_REF) {
+                ++entry->ref_count;
+            } else {
+                if (entry->ref_count == 0) return -BMI_EINVAL;
+                --entry->ref_count;
+                drop = entry->ref_count == 0 && (flags_ & BMI_AUTO_REF_COUNT);
+            }
+        }
+        return drop ? drop_address(addr) : 0;
+    }
+    case BMI_FORCEFUL_CANCEL_MODE:
+    case BMI_OPTIMISTIC_BUFFER_REG:
+        return 0;  // accepted for compatibility: cancel is always forceful, memory needs no reg
+    default:
+        break;
+    }
+    // Method-specific options: to the addressed method, or to every active one for addr 0.
+    std::shared_ptr<method::Peer> peer;
+    int only = -1;
+    if (addr != 0) {
+        std::lock_guard lock(state_mutex_);
+        AddressEntry* entry = addresses_.find(addr);
+        if (entry == nullptr) return -BMI_EINVAL;
+        peer = entry->peer;
+        only = entry->method_index;
+    }
+    int rc = -BMI_ENOSYS;
+    for (auto& slot : slots_) {
+        if (!slot->active.load() || (only >= 0 && slot->index != only)) continue;
+        std::lock_guard lock(slot->lock);
+        int one = slot->method->set_info(peer.get(), option, arg);
+        if (one != -BMI_ENOSYS) rc = one;
+    }
+    return rc;
+}
+
+int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
+    if (arg == nullptr && option != BMI_CHECK_INIT) return -BMI_EINVAL;
+    std::shared_ptr<method::Peer> peer;
+    int only = -1;
+    if (addr != 0) {
+        std::lock_guard lock(state_mutex_);
+        AddressEntry* entry = addresses_.find(addr);
+        if (entry == nullptr) return -BMI_EINVAL;
+        peer = entry->peer;
+        only = entry->method_index;
+    }
+    switch (option) {
+    case BMI_CHECK_INIT:
+        return 0;
+    case BMI_CHECK_MAXSIZE:
+    case BMI_GET_UNEXP_SIZE: {
+        bmi_size_t best = -1;
+        for (auto& slot : slots_) {
+            if (!slot->active.load() || (only >= 0 && slot->index != only)) continue;
+            std::lock_guard lock(slot->lock);
+            bmi_size_t value = option == BMI_CHECK_MAXSIZE ? slot->method->max_message_size()
+                                                           : slot->method->unexpected_limit();
+            // The safe answer across several methods is the smallest.
+            if (best < 0 || value < best) best = value;
+        }
+        if (best < 0) return -BMI_ENODEV;
+        *static_cast<int*>(arg) = best > 0x7fffffff ? 0x7fffffff : static_cast<int>(best);
+        return 0;
+    }
+    case BMI_GET_METH_ADDR:
+        if (peer) {
+            *static_cast<void**>(arg) = peer.get();
+        } else {
+            std::string text = listen_addresses();
+            std::lock_guard lock(state_mutex_);
+            if (listen_string_ != text) listen_string_ = std::move(text);
+            *static_cast<const char**>(arg) = listen_string_.c_str();
+        }
+        return 0;
+    case BMI_TRANSPORT_METHODS_STRING: {
+        std::lock_guard lock(state_mutex_);
+        *static_cast<const char**>(arg) = methods_string_.c_str();
+        return 0;
+    }
+    case BMI_DROP_ADDR_QUERY: {
+        if (!peer) return -BMI_EINVAL;
+        std::lock_guard lock(state_mutex_);
+        AddressEntry* entry = addresses_.find(addr);
+        *static_cast<int*>(arg) = entry != nullptr && entry->ref_count == 0 ? 1 : 0;
+        return 0;
+    }
+    default:
+        break;
+    }
+    int rc = -BMI_ENOSYS;
+    for (auto& slot : slots_) {
+        if (!slot->active.load() || (only >= 0 && slot->index != only)) continue;
+        std::lock_guard lock(slot->lock);
+        int one = slot->method->get_info(peer.get(), option, arg);
+        if (one != -BMI_ENOSYS) return one;
+    }
+    return rc;
+}
+
+std::string Instance::listen_addresses() {
+    std::string out;
+    for (auto& slot : slots_) {
+        if (!slot->active.load()) continue;
+        std::lock_guard lock(slot->lock);
+        std::string one = slot->method->listen_address();
+        if (one.empty()) continue;
+        if (!out.empty()) out += ',';
+        out += one;
+    }
+    return out;
+}
+
+std::string Instance::active_methods() {
+    std::lock_guard lock(state_mutex_);
+    return methods_string_;
+}
+
+}  // namespace bmi::core

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Private pieces of Instance shared by its .cpp files: a method slot and the Sink it hands to
+// its method. Not part of any public interface.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "bmi/core/instance.hpp"
+
+namespace bmi::core {
+
+class Instance::SlotSink final : public method::Sink {
+public:
+    SlotSink(Instance& instance, int index) : instance_(instance), index_(index) {}
+
+    void complete(method::Operation& op, int error) override { instance_.on_complete(op, error); }
+    BMI_addr_t register_peer(const std::shared_ptr<method::Peer>& peer) override {
+        return instance_.on_register_peer(index_, peer);
+    }
+    void* alloc_unexpected(bmi_size_t size) override { return instance_.on_alloc_unexpected(size); }
+    void release_unexpected(void* buffer, bmi_size_t size) override {
+        instance_.on_release_unexpected(buffer, size);
+    }
+    void deliver_unexpected(const std::shared_ptr<method::Peer>& peer, void* buffer,
+                            bmi_size_t size, bmi_msg_tag_t tag) override {
+        instance_.on_deliver_unexpected(index_, peer, buffer, size, tag);
+    }
+
+private:
+    Instance& instance_;
+    int index_;
+};
+
+struct Instance::MethodSlot {
+    const method::Descriptor* descriptor = nullptr;
+    int index = 0;
+    bool allowed = false;            // named in BMI_initialize's method list (or list empty)
+    std::atomic<bool> active{false}; // method created; set once, never cleared before teardown
+    std::mutex lock;                 // held around every call into method
+    std::unique_ptr<method::Method> method;
+    std::unique_ptr<SlotSink> sink;
+    bool native_lists = false;
+};
+
+}  // namespace bmi::core

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The test family (test, testsome, testcontext, testunexpected) and the progress loop behind it.
+//
+// Every test call first looks for something to report, then drives one non-blocking progress
+// pass over all methods, looks again, and only then sleeps on the wait point, for at most the
+// caller's idle time. Anything completing wakes it at once (WaitPoint::signal), so the idle
+// time is a cap, never a delay.
+#include "bmi/core/instance.hpp"
+
+#include "bmi/core/instance_slot.hpp"
+
+namespace bmi::core {
+
+void Instance::progress_all() {
+    for (auto& slot : slots_) {
+        if (!slot->active.load(std::memory_order_acquire)) continue;
+        std::lock_guard lock(slot->lock);
+        slot->method->progress();
+    }
+}
+
+template <class Ready>
+void Instance::wait_for(int max_idle_ms, Ready&& ready) {
+    auto deadline = WaitPoint::Clock::now() + std::chrono::milliseconds(max_idle_ms > 0 ? max_idle_ms : 0);
+    for (;;) {
+        std::uint64_t seen = wait_point_.sequence();
+        {
+            std::lock_guard lock(state_mutex_);
+            if (ready()) return;
+        }
+        progress_all();
+        {
+            std::lock_guard lock(state_mutex_);
+            if (ready()) return;
+        }
+        if (max_idle_ms <= 0 || WaitPoint::Clock::now() >= deadline) return;
+        wait_point_.wait(seen, deadline);
+    }
+}
+
+Completion Instance::reap_locked(method::Operation& op) {
+    auto& context = contexts_[static_cast<std::size_t>(op.context)];
+    context.completed.erase(context.completed.iterator_to(op));
+    op_ids_.erase(op.id);
+    return Completion{op.id, op.error, op.actual_size, op.user_ptr};
+}
+
+int Instance::test(bmi_op_id_t id, bmi_context_id context, int max_idle_ms, int& outcount,
+                   Completion& out) {
+    outcount = 0;
+    int rc = 0;
+    method::Operation* done = nullptr;
+    wait_for(max_idle_ms, [&] {
+        if (!context_valid_locked(context)) {
+            rc = -BMI_EINVAL;
+            return true;
+        }
+        method::Operation* op = find_op_locked(id, context);
+        if (op == nullptr) {
+            rc = -BMI_EINVAL;
+            return true;
+        }
+        if (!op->completed) return false;
+        out = reap_locked(*op);
+        done = op;
+        return true;
+    });
+    if (done != nullptr) {
+        free_op(done);
+        outcount = 1;
+    }
+    return rc;
+}
+
+int Instance::testsome(std::span<const bmi_op_id_t> ids, bmi_context_id context,
+                       int max_idle_ms, int& outcount, std::span<int> indices,
+                       std::span<Completion> out) {
+    outcount = 0;
+    int rc = 0;
+    std::vector<method::Operation*> done;
+    wait_for(max_idle_ms, [&] {
+        if (!context_valid_locked(context)) {
+            rc = -BMI_EINVAL;
+            return true;
+        }
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (ids[i] == 0) continue;  // OrangeFS callers leave holes in the array
+            method::Operation* op = find_op_locked(ids[i], context);
+            if (op == nullptr) {
+                rc = -BMI_EINVAL;
+                return true;
+            }
+        }
+        for (std::size_t i = 0; i < ids.size() && static_cast<std::size_t>(outcount) < out.size();
+             ++i) {
+            if (ids[i] == 0) continue;
+            method::Operation* op = find_op_locked(ids[i], context);
+            if (op == nullptr || !op->completed) continue;
+            out[static_cast<std::size_t>(outcount)] = reap_locked(*op);
+            indices[static_cast<std::size_t>(outcount)] = static_cast<int>(i);
+            ++outcount;
+            done.push_back(op);
+        }
+        return outcount > 0;
+    });
+    for (auto* op : done) free_op(op);
+    return rc;
+}
+
+int Instance::testcontext(bmi_context_id context, int max_idle_ms, int& outcount,
+                          std::span<Completion> out) {
+    outcount = 0;
+    int rc = 0;
+    std::vector<method::Operation*> done;
+    wait_for(max_idle_ms, [&] {
+        if (!context_valid_locked(context)) {
+            rc = -BMI_EINVAL;
+            return true;
+        }
+        auto& queue = contexts_[static_cast<std::size_t>(context)].completed;
+        while (!queue.empty() && static_cast<std::size_t>(outcount) < out.size()) {
+            method::Operation& op = queue.front();
+            out[static_cast<std::size_t>(outcount++)] = reap_locked(op);
+            done.push_back(&op);
+        }
+        return outcount > 0;
+    });
+    for (auto* op : done) free_op(op);
+    return rc;
+}
+
+int Instance::testunexpected(int max_idle_ms, int& outcount, std::span<UnexpectedMessage> out) {
+    outcount = 0;
+    wait_for(max_idle_ms, [&] {
+        while (!unexpected_.empty() && static_cast<std::size_t>(outcount) < out.size()) {
+            out[static_cast<std::size_t>(outcount++)] = unexpected_.front();
+            unexpected_.pop_front();
+        }
+        return outcount > 0;
+    });
+    return 0;
+}
+
+}  // namespace bmi::core

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Leader/follower sleeping on one epoll set; the design is described in the header.
+#include "bmi/core/wait_point.hpp"
+
+#include <cerrno>
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "support/error/error_map.hpp"
+
+namespace bmi::core {
+
+WaitPoint::WaitPoint(int& error) {
+    error = 0;
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_fd_ < 0 || event_fd_ < 0) {
+        error = support::bmi_error_from_errno(errno);
+        return;
+    }
+    error = add_fd(event_fd_);
+}
+
+WaitPoint::~WaitPoint() {
+    if (event_fd_ >= 0) close(event_fd_);
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+int WaitPoint::add_fd(int fd) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0)
+        return support::bmi_error_from_errno(errno);
+    return 0;
+}
+
+void WaitPoint::remove_fd(int fd) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }
+
+std::uint64_t WaitPoint::sequence() const {
+    std::lock_guard lock(wait_mutex_);
+    return sequence_;
+}
+
+void WaitPoint::signal() {
+    bool wake_leader;
+    {
+        std::lock_guard lock(wait_mutex_);
+        ++sequence_;
+        wake_leader = leader_asleep_;
+    }
+    followers_.notify_all();
+    if (wake_leader) {
+        std::uint64_t one = 1;
+        ssize_t ignored = write(event_fd_, &one, sizeof one);
+        (void)ignored;
+    }
+}
+
+void WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline) {
+    std::unique_lock lock(wait_mutex_);
+    if (sequence_ != seen) return;
+    if (leader_asleep_) {
+        // A follower: the leader will make progress and signal, or give up its seat.
+        followers_.wait_until(lock, deadline, [&] { return sequence_ != seen || !leader_asleep_; });
+        return;
+    }
+    leader_asleep_ = true;
+    lock.unlock();
+
+    auto now = Clock::now();
+    int timeout_ms = 0;
+    if (deadline > now) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+        timeout_ms = left > 60000 ? 60000 : static_cast<int>(left);
+    }
+    epoll_event events[8];
+    int n = epoll_wait(epoll_fd_, events, 8, timeout_ms);
+    for (int i = 0; i < n; ++i) {
+        if (events[i].data.fd == event_fd_) {
+            std::uint64_t count;
+            ssize_t ignored = read(event_fd_, &count, sizeof count);
+            (void)ignored;
+        }
+    }
+
+    lock.lock();
+    leader_asleep_ = false;
+    lock.unlock();
+    // Let a follower take the seat (or see that progress is now possible).
+    followers_.notify_all();
+}
+
+}  // namespace bmi::core

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The one kernel wait point of an instance: an epoll set holding every active method's wait fd
+// plus an eventfd for wake-ups from other threads.
+//
+// Many threads may test at once. Only one of them (the leader) sleeps in epoll_wait; the others
+// (followers) sleep on a condition variable. Every completion bumps a sequence number and wakes
+// all followers, and writes the eventfd if the leader is asleep, so a waiter never sleeps past
+// a completion it could use. When the leader's time is up it hands leadership to a follower.
+// The "no missed wake-up" argument: a waiter reads the sequence number before checking for its
+// completion and sleeps only while the number is unchanged, checked under wait_mutex_.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace bmi::core {
+
+class WaitPoint {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    // Sets error to -BMI_E* if the kernel objects could not be made.
+    explicit WaitPoint(int& error);
+    ~WaitPoint();
+    WaitPoint(const WaitPoint&) = delete;
+    WaitPoint& operator=(const WaitPoint&) = delete;
+
+    int add_fd(int fd);
+    void remove_fd(int fd);
+
+    // Snapshot to pass to wait(): read it before checking whether the awaited thing happened.
+    std::uint64_t sequence() const;
+    // Sleeps until deadline or until something was signalled after `seen` was read.
+    void wait(std::uint64_t seen, Clock::time_point deadline);
+    // Something completed: wake whoever sleeps.
+    void signal();
+
+private:
+    int epoll_fd_ = -1;
+    int event_fd_ = -1;
+    mutable std::mutex wait_mutex_;
+    std::condition_variable followers_;
+    std::uint64_t sequence_ = 0;  // guarded by wait_mutex_
+    bool leader_asleep_ = false;  // guarded by wait_mutex_
+};
+
+}  // namespace bmi::core

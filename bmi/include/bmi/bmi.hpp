@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The C++ API: RAII owners over the same control layer as the C API, with no global state, so
+// one process may run several independent sessions (a server and a client in one test, two
+// libraries in one program). Semantics are those of bmi.h; errors come back as
+// std::error_code (bmi::errc) inside a Result, never as exceptions.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bmi-types.h"
+#include "bmi/error.hpp"
+#include "bmi/result.hpp"
+
+namespace bmi {
+
+namespace core {
+class Instance;
+}
+
+class Session;
+
+// A peer as the session knows it; a thin strong type over BMI_addr_t.
+class Address {
+public:
+    constexpr Address() = default;
+    constexpr explicit Address(BMI_addr_t value) : value_(value) {}
+    constexpr BMI_addr_t value() const { return value_; }
+    constexpr explicit operator bool() const { return value_ != 0; }
+    friend constexpr bool operator==(Address, Address) = default;
+
+private:
+    BMI_addr_t value_ = 0;
+};
+static_assert(sizeof(Address) == sizeof(BMI_addr_t));
+
+// A completion context. Closing it (destructor) cancels what is still pending on it.
+// Must not outlive its Session.
+class Context {
+public:
+    Context() = default;
+    Context(Context&& other) noexcept;
+    Context& operator=(Context&& other) noexcept;
+    ~Context();
+    bmi_context_id id() const { return id_; }
+    explicit operator bool() const { return session_ != nullptr; }
+
+private:
+    friend class Session;
+    Context(Session* session, bmi_context_id id) : session_(session), id_(id) {}
+    Session* session_ = nullptr;
+    bmi_context_id id_ = 0;
+};
+
+// What a post returned: either pending (test for id) or already complete.
+struct Posted {
+    bmi_op_id_t id = 0;         // 0 when immediate
+    bool immediate = false;     // finished during the post: do not test
+    bmi_size_t actual_size = 0; // receives that finished immediately
+};
+
+struct Completion {
+    bmi_op_id_t id = 0;
+    std::error_code error;
+    bmi_size_t actual_size = 0;
+    void* user_ptr = nullptr;
+};
+
+// An unexpected message; owns its buffer and frees it (BMI_unexpected_free) on destruction.
+class UnexpectedMessage {
+public:
+    UnexpectedMessage() = default;
+    UnexpectedMessage(UnexpectedMessage&& other) noexcept;
+    UnexpectedMessage& operator=(UnexpectedMessage&& other) noexcept;
+    ~UnexpectedMessage();
+    Address from() const { return from_; }
+    bmi_msg_tag_t tag() const { return tag_; }
+    std::error_code error() const { return error_; }
+    std::span<const std::byte> data() const {
+        return {static_cast<const std::byte*>(buffer_), static_cast<std::size_t>(size_)};
+    }
+
+private:
+    friend class Session;
+    Session* session_ = nullptr;
+    Address from_;
+    void* buffer_ = nullptr;
+    bmi_size_t size_ = 0;
+    bmi_msg_tag_t tag_ = 0;
+    std::error_code error_;
+};
+
+// Memory from BMI_memalloc for one peer's method, freed on destruction.
+class Buffer {
+public:
+    Buffer() = default;
+    Buffer(Buffer&& other) noexcept;
+    Buffer& operator=(Buffer&& other) noexcept;
+    ~Buffer();
+    std::span<std::byte> bytes() const {
+        return {static_cast<std::byte*>(data_), static_cast<std::size_t>(size_)};
+    }
+
+private:
+    friend class Session;
+    Session* session_ = nullptr;
+    Address addr_;
+    void* data_ = nullptr;
+    bmi_size_t size_ = 0;
+};
+
+struct SessionOptions {
+    std::string methods;  // "bmi_tcp"; empty = every compiled method
+    std::string listen;   // "tcp://127.0.0.1:0"; empty = client only
+    int flags = 0;        // BMI_INIT_SERVER, BMI_AUTO_REF_COUNT, ...
+    std::string options;  // "unexpected_quota=BYTES,unexpected_limit=BYTES"
+};
+
+// One independent BMI instance (what BMI_initialize/BMI_finalize bracket in C).
+class Session {
+public:
+    static Result<std::unique_ptr<Session>> create(const SessionOptions& options);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    Result<Address> lookup(std::string_view address);
+    std::string rev_lookup(Address addr);
+    std::string listen_address();
+
+    Result<Context> open_context();
+    Result<Buffer> allocate(Address addr, bmi_size_t size);
+
+    Result<Posted> post_send(Context& ctx, Address to, std::span<const std::byte> data,
+                             bmi_msg_tag_t tag, void* user_ptr = nullptr);
+    Result<Posted> post_send_unexpected(Context& ctx, Address to,
+                                        std::span<const std::byte> data, bmi_msg_tag_t tag,
+                                        void* user_ptr = nullptr);
+    Result<Posted> post_recv(Context& ctx, Address from, std::span<std::byte> buffer,
+                             bmi_msg_tag_t tag, void* user_ptr = nullptr);
+
+    // Waits up to idle for id; nullopt if it is still pending then.
+    Result<std::optional<Completion>> test(Context& ctx, bmi_op_id_t id,
+                                           std::chrono::milliseconds idle);
+    // Fills out with up to out.size() completions of ctx; returns how many.
+    Result<std::size_t> test_context(Context& ctx, std::span<Completion> out,
+                                     std::chrono::milliseconds idle);
+    Result<std::vector<UnexpectedMessage>> test_unexpected(std::size_t max,
+                                                           std::chrono::milliseconds idle);
+    std::error_code cancel(Context& ctx, bmi_op_id_t id);
+    std::error_code drop(Address addr);
+
+private:
+    friend class Context;
+    friend class UnexpectedMessage;
+    friend class Buffer;
+    Session() = default;
+    std::unique_ptr<core::Instance> impl_;
+};
+
+}  // namespace bmi

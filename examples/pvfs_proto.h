@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The toy request/response protocol spoken by examples/pvfs_server.c and pvfs_client.c. */
+#ifndef PVFS_PROTO_H
+#define PVFS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Structs travel in host byte order: both ends of the example run on one kind of machine. A real
+ * PVFS protocol encodes them explicitly. */
+#define PVFS_PROTO_MAGIC 0x50564653u /* "PVFS" */
+
+/* Anything past the header is generated, so the server never holds a response larger than this. */
+#define PVFS_MAX_RESPONSE (16u * 1024u * 1024u)
+
+enum pvfs_op
+{
+    PVFS_OP_GETATTR = 1, /* answered with response_size bytes */
+    PVFS_OP_SHUTDOWN = 2 /* answered like GETATTR, then the server drains and exits */
+};
+
+/* Sent as an unexpected message. The answer is an expected message with the same tag. */
+struct pvfs_request
+{
+    uint32_t magic;
+    uint32_t op;
+    uint64_t request_id;
+    uint64_t response_size; /* total bytes wanted, response header included */
+};
+
+/* Starts every response. A refused request gets this header alone (a short message). */
+struct pvfs_response
+{
+    uint32_t magic;
+    int32_t status; /* 0, or a positive errno value saying why the request was refused */
+    uint64_t request_id;
+    uint64_t size; /* total bytes of this response */
+};
+
+/* The byte at offset i of the payload answering request_id. Mixing in the id makes a response
+ * delivered to the wrong request fail verification. */
+static inline unsigned char pvfs_pattern_byte(uint64_t request_id, size_t i)
+{
+    return (unsigned char)((request_id * 131u + i * 7u + (i >> 9)) & 0xffu);
+}
+
+static inline void pvfs_pattern_fill(unsigned char *payload, size_t len, uint64_t request_id)
+{
+    size_t i;
+    for (i = 0; i < len; i++)
+        payload[i] = pvfs_pattern_byte(request_id, i);
+}
+
+/* Returns the offset of the first wrong byte, or len if the whole payload is right. */
+static inline size_t pvfs_pattern_check(const unsigned char *payload, size_t len,
+                                        uint64_t request_id)
+{
+    size_t i;
+    for (i = 0; i < len; i++)
+        if (payload[i] != pvfs_pattern_byte(request_id, i))
+            return i;
+    return len;
+}
+
+#endif /* PVFS_PROTO_H */

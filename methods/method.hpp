@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The contract between the control layer (bmi/core) and a network method.
+//
+// Locking, decided once for every method:
+//  - The control layer holds the method's own mutex around every call into a Method, so a
+//    method never sees two of its members run at once and needs no locks for its own state.
+//  - A method calls back into the control layer only through Sink, and only from inside one of
+//    its members (so with its mutex held). The control layer never calls a Method while it
+//    holds its own state lock; the lock order is therefore always method -> core.
+//  - Peer::addr() is the one field written by the core and read by the method; it is atomic.
+//
+// Progress model: a method owns one file descriptor (wait_fd) that becomes readable whenever
+// progress() has work to do. tcp returns its epoll fd, shm an eventfd, verbs a completion channel
+// (or an epoll fd around it). The control layer puts every method's fd into one epoll set and
+// sleeps there, so one kernel wait point covers all active methods. A method must not leave its
+// fd readable when progress() cannot make headway (e.g. a socket it does not want to read yet
+// must be removed from its interest set), or the control layer would spin.
+#pragma once
+
+#include <boost/intrusive/list_hook.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "bmi-types.h"
+
+namespace bmi::method {
+
+enum class OpKind : std::uint8_t {
+    send,             // expected message: the receiver has (or will have) a matching recv
+    send_unexpected,  // delivered through BMI_testunexpected; size <= unexpected_limit()
+    recv,             // matches the oldest message from peer with the same tag
+};
+
+// One contiguous piece of a user buffer. Sends never write through data.
+struct Segment {
+    void* data = nullptr;
+    bmi_size_t size = 0;
+};
+
+// A remote endpoint as one method knows it. Created by the method (lookup, or when an unknown
+// peer contacts us); shared with the control layer, which keeps it alive while any BMI_addr_t
+// or operation refers to it.
+class Peer {
+public:
+    virtual ~Peer() = default;
+
+    // The BMI_addr_t the control layer gave this peer, 0 until it is registered.
+    BMI_addr_t addr() const { return addr_.load(std::memory_order_acquire); }
+    void set_addr(BMI_addr_t a) { addr_.store(a, std::memory_order_release); }
+
+private:
+    std::atomic<BMI_addr_t> addr_{0};
+};
+
+using SafeHook =
+    boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
+
+// A posted operation. The control layer allocates it, fills the request fields and keeps it
+// alive until the method reports it complete; the method must not touch it afterwards.
+struct Operation {
+    // Free for the method: links the op on one of the method's own queues while it is pending.
+    SafeHook method_hook;
+    // Owned by the control layer (completion queue of the op's context).
+    SafeHook core_hook;
+
+    // --- request, set by the control layer before post() and constant afterwards ---
+    OpKind kind = OpKind::send;
+    Peer* peer = nullptr;  // kept alive by peer_ref below
+    bmi_msg_tag_t tag = 0;
+    const Segment* segments = nullptr;  // segment_count entries; &single for contiguous ops
+    int segment_count = 0;
+    bmi_size_t total_size = 0;  // send: bytes to send; recv: capacity of the segments
+    Segment single;
+
+    // --- result, set by the method before Sink::complete() or before post() returns 1 ---
+    bmi_size_t actual_size = 0;
+
+    // --- scratch for the method: progress through the segments while pending ---
+    bmi_size_t transferred = 0;
+    std::uint64_t method_word = 0;  // e.g. a transfer cookie
+    void* method_ptr = nullptr;     // e.g. the connection carrying the op
+
+    // --- control layer bookkeeping ---
+    bmi_op_id_t id = 0;
+    bmi_context_id context = 0;
+    void* user_ptr = nullptr;
+    int error = 0;             // final status (0 or -BMI_E*), valid once completed
+    bool completed = false;    // guarded by the core's state lock
+    bool cancel_requested = false;
+    std::shared_ptr<Peer> peer_ref;
+    std::unique_ptr<Segment[]> segment_storage;  // list ops (native path)
+    void* bounce = nullptr;                      // list emulation: the packed buffer
+    const void* const* user_list = nullptr;      // list emulation: where to unpack
+    const bmi_size_t* user_sizes = nullptr;
+    int user_count = 0;
+    int method_index = 0;
+};
+
+// Services the control layer offers a method. Call only from inside a Method member.
+class Sink {
+public:
+    // op finished with error (0 or -BMI_E*); op.actual_size must already be final.
+    virtual void complete(Operation& op, int error) = 0;
+    // Gives an unknown peer (e.g. one that connected to us) a BMI_addr_t and returns it.
+    // Returns the existing one if the peer is registered already.
+    virtual BMI_addr_t register_peer(const std::shared_ptr<Peer>& peer) = 0;
+    // Memory for an incoming unexpected message, charged to the unexpected quota.
+    // nullptr means the quota is full: leave the data in the network and retry in a later
+    // progress() (the control layer makes wait_fd-independent retries when memory is freed).
+    virtual void* alloc_unexpected(bmi_size_t size) = 0;
+    // Returns memory from alloc_unexpected that was never delivered (peer died mid-message).
+    virtual void release_unexpected(void* buffer, bmi_size_t size) = 0;
+    // Hands a complete unexpected message to the application; buffer came from
+    // alloc_unexpected and now belongs to the control layer.
+    virtual void deliver_unexpected(const std::shared_ptr<Peer>& peer, void* buffer,
+                                    bmi_size_t size, bmi_msg_tag_t tag) = 0;
+
+protected:
+    ~Sink() = default;
+};
+
+// What BMI_initialize gave this method.
+struct Config {
+    std::string listen_address;  // "" for a client-only instance, else e.g. "tcp://host:port"
+    int flags = 0;               // BMI_INIT_SERVER | BMI_TCP_BIND_SPECIFIC | ...
+    std::string options;         // the options string of BMI_initialize, may be empty
+    bmi_size_t unexpected_limit = 0;  // 0: the method's default
+};
+
+// A network method. Every member is called with the method's mutex held (see top of file).
+class Method {
+public:
+    // Closes every connection and completes nothing: the control layer has already cancelled
+    // and reaped every outstanding operation before it destroys a method.
+    virtual ~Method() = default;
+
+    virtual std::string_view name() const = 0;    // "bmi_tcp"
+    virtual std::string_view scheme() const = 0;  // "tcp": the address prefix before "://"
+
+    // Resolves an address string of this method's scheme. Must not block on the network for
+    // long (name resolution of a host name may take as long as the resolver does). Returns 0
+    // and sets out, which may be a peer the method already knows (then out->addr() != 0).
+    // -BMI_EINVAL for a malformed string.
+    virtual int lookup(std::string_view address, std::shared_ptr<Peer>& out) = 0;
+
+    // Posts op. 0: pending, the method will call Sink::complete later. 1: finished during the
+    // call (actual_size set, Sink::complete is NOT called). <0: -BMI_E*, nothing posted.
+    virtual int post(Operation& op) = 0;
+
+    // Moves data without blocking; completes operations through the Sink.
+    virtual void progress() = 0;
+
+    // Readable whenever progress() has work (see top of file). Stays valid until destruction.
+    virtual int wait_fd() const = 0;
+
+    // Completes op with -BMI_ECANCEL through the Sink if it is still pending (tearing down the
+    // connection if the op had partly moved data); no-op if it already completed.
+    virtual void cancel(Operation& op) = 0;
+
+    // The application dropped its last reference to peer: close connections, fail the peer's
+    // pending operations with -BMI_ECANCEL.
+    virtual void forget_peer(Peer& peer) = 0;
+
+    // String form another process can pass to lookup (BMI_addr_rev_lookup).
+    virtual std::string describe_peer(const Peer& peer) const = 0;
+    // The peer's network address as seen by us, e.g. "192.168.1.5" (rev_lookup_unexpected).
+    virtual std::string peer_host(const Peer& peer) const = 0;
+
+    // BMI_query_addr_range: 1 if peer is in the range id_string/netmask, 0 if not, <0 error.
+    virtual int query_range(const Peer& peer, std::string_view id_string, int netmask) const = 0;
+
+    // True if post() handles segment_count > 1 itself; otherwise the control layer packs.
+    virtual bool native_lists() const = 0;
+    // Largest unexpected message this method accepts (BMI_GET_UNEXP_SIZE).
+    virtual bmi_size_t unexpected_limit() const = 0;
+    // Largest message this method moves (BMI_CHECK_MAXSIZE).
+    virtual bmi_size_t max_message_size() const = 0;
+
+    // The address this instance listens on ("" if it does not), e.g. for BMI_GET_METH_ADDR.
+    virtual std::string listen_address() const = 0;
+
+    // Method-specific options (BMI_TCP_*); peer may be nullptr for method-wide options.
+    // -BMI_ENOSYS for options the method does not know.
+    virtual int set_info(Peer* peer, int option, void* arg) = 0;
+    virtual int get_info(Peer* peer, int option, void* arg) = 0;
+};
+
+// How the static method table describes a compiled-in method.
+struct Descriptor {
+    std::string_view name;    // "bmi_tcp"
+    std::string_view scheme;  // "tcp"
+    // Creates an instance; returns 0 and sets out, or -BMI_E* (e.g. listen address in use).
+    int (*create)(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
+};
+
+}  // namespace bmi::method

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// tcp address strings and socket addresses: canonical form, resolution, text, range matching.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace bmi::method::tcp {
+
+struct SocketAddress {
+    sockaddr_storage storage{};
+    socklen_t length = 0;
+
+    bool empty() const { return length == 0; }
+    int family() const { return storage.ss_family; }
+    const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+    sockaddr* get() { return reinterpret_cast<sockaddr*>(&storage); }
+};
+
+struct ParsedAddress {
+    std::string canonical;  // "tcp://host:port", brackets around IPv6 literals
+    std::string host;
+    std::uint16_t port = 0;
+};
+
+// "tcp://host:port" -> parts; nullopt for another scheme or a malformed string.
+std::optional<ParsedAddress> parse_tcp_address(std::string_view address);
+
+// getaddrinfo on host (numeric or name); 0 or -BMI_EHOSTNTFD.
+int resolve(const std::string& host, std::uint16_t port, SocketAddress& out);
+// The wildcard address of addr's family with port.
+SocketAddress wildcard_of(const SocketAddress& addr, std::uint16_t port);
+
+// "192.168.1.5" / "::1" (IPv4-mapped IPv6 shown as IPv4); "" if unknown.
+std::string ip_text(const SocketAddress& addr);
+std::uint16_t port_of(const SocketAddress& addr);
+// "tcp://ip:port" of addr.
+std::string describe(const SocketAddress& addr);
+
+// BMI_query_addr_range against addr: "tcp://a.b.c.d" with a CIDR netmask, or a wildcard form
+// "tcp://a.b.*" (netmask ignored). 1 match, 0 no match, -BMI_EINVAL malformed.
+int match_range(const SocketAddress& addr, std::string_view id_string, int netmask);
+
+}  // namespace bmi::method::tcp

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The state of one tcp socket: handshake stage, the frame being read, and the output queues.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "methods/tcp/tcp_peer.hpp"
+#include "methods/tcp/tcp_wire.hpp"
+
+namespace bmi::method::tcp {
+
+enum class ConnState : std::uint8_t {
+    connecting,  // nonblocking connect in flight: only EPOLLOUT is watched
+    await_ack,   // HELLO sent; sends wait in small_queue until HELLO_ACK decides the dialect
+    await_first, // accepted; the first frame decides HELLO (v2) or legacy, and the peer
+    established, // frames flow; v2 tells which framing
+};
+
+enum class ReadPhase : std::uint8_t {
+    header,             // collecting a header
+    body_scratch,       // eager or HELLO payload into scratch (<= 16 KiB or hello_max_body)
+    body_unexpected,    // unexpected payload into memory from Sink::alloc_unexpected
+    body_op,            // DATA chunk or legacy rendezvous payload straight into read_op
+    discard,            // payload nobody can take (receive too small): drop it
+    wait_unexpected,    // alloc_unexpected said no: EPOLLIN off, retried every progress()
+    wait_match,         // legacy rendezvous without a receive: EPOLLIN off until one is posted
+};
+
+enum class OutKind : std::uint8_t {
+    control,     // CTS, NAK, HELLO, HELLO_ACK: bytes only
+    message,     // eager, unexpected or legacy rendezvous: the op completes when written
+    rts,         // the op then waits for CTS or NAK
+    data_chunk,  // one DATA chunk of op
+};
+
+struct OutFrame {
+    OutKind kind = OutKind::control;
+    std::array<std::uint8_t, max_header_size> head{};
+    std::size_t head_length = 0;
+    std::vector<std::uint8_t> body;  // control frames with a body (HELLO)
+    Operation* op = nullptr;
+    bmi_size_t offset = 0;  // payload range inside op
+    bmi_size_t length = 0;
+    std::size_t done = 0;  // bytes of head + body + payload already written
+
+    std::size_t total() const {
+        return head_length + body.size() + static_cast<std::size_t>(length);
+    }
+};
+
+struct Connection {
+    std::uint64_t id = 0;  // epoll data; never reused, so stale events find nothing
+    int fd = -1;
+    bool outbound = false;
+    bool v2 = false;
+    bool closed = false;
+    ConnState state = ConnState::connecting;
+    std::shared_ptr<TcpPeer> peer;  // null until the first frame of an accepted socket
+    SocketAddress remote;
+    std::uint32_t events = 0;  // interest currently registered with epoll
+
+    // --- reading ---
+    ReadPhase phase = ReadPhase::header;
+    std::array<std::uint8_t, max_header_size> head{};
+    std::size_t head_have = 0;
+    Header header;  // the frame whose body is being read
+    std::vector<std::uint8_t> scratch;
+    std::size_t scratch_have = 0;
+    void* unexpected_buffer = nullptr;
+    bmi_size_t unexpected_have = 0;
+    Operation* read_op = nullptr;  // body_op target
+    bmi_size_t body_left = 0;      // body_op, discard: bytes of this frame still to read
+    std::chrono::steady_clock::time_point last_read{};
+    // Receives cleared by our CTS, keyed by the sender's cookie; DATA frames fill them.
+    std::unordered_map<std::uint64_t, Operation*> incoming;
+
+    // --- writing ---
+    std::deque<OutFrame> control_queue;
+    OpList small_queue;  // sends whose header is not written yet, in post order
+    std::unordered_map<std::uint64_t, Operation*> await_cts;  // RTS written, keyed by cookie
+    OpList data_queue;  // sends cleared by CTS, served one chunk at a time
+    std::optional<OutFrame> out;
+
+    Dialect dialect() const {
+        if (state == ConnState::await_first) return Dialect::first_inbound;
+        if (state == ConnState::await_ack) return Dialect::await_ack;
+        return v2 ? Dialect::v2 : Dialect::legacy;
+    }
+    // Mid-frame: the peer owes us bytes, so the stall timer runs.
+    bool partial() const {
+        if (closed) return false;
+        if (phase == ReadPhase::header) return head_have > 0;
+        return phase != ReadPhase::wait_unexpected && phase != ReadPhase::wait_match;
+    }
+    bool has_output() const {
+        return out || !control_queue.empty() ||
+               (state == ConnState::established && (!small_queue.empty() || !data_queue.empty()));
+    }
+};
+
+}  // namespace bmi::method::tcp

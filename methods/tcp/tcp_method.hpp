@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Entry point of the tcp method for the static method table.
+#pragma once
+
+#include <memory>
+
+#include "methods/method.hpp"
+
+namespace bmi::method::tcp {
+
+// Creates a tcp instance; listens when config.listen_address is set. 0, or -BMI_E* (e.g.
+// -BMI_EADDRINUSE, -BMI_EINVAL for a malformed listen address).
+int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
+
+inline constexpr Descriptor descriptor{"bmi_tcp", "tcp", &create};
+
+}  // namespace bmi::method::tcp

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// TcpMethod, the tcp implementation of Method. Its members are spread over files by concern:
+// tcp_method.cpp (API entry points), tcp_connection.cpp (socket lifecycle), tcp_send.cpp
+// (output framing), tcp_recv.cpp (input parsing and matching), tcp_progress.cpp (event loop).
+//
+// Ownership: connections_ owns every open Connection; a closed one moves to graveyard_ until
+// no stack frame can still refer to it. A Connection holds its peer by shared_ptr, a peer its
+// connections by raw pointer. Every pending Operation has an entry in places_ saying which
+// queue holds it; finish() removes it, so an op can never complete twice.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "methods/method.hpp"
+#include "methods/tcp/tcp_connection.hpp"
+#include "methods/tcp/tcp_peer.hpp"
+#include "methods/tcp/tcp_socket.hpp"
+
+namespace bmi::method::tcp {
+
+class TcpMethod final : public Method {
+public:
+    TcpMethod(const Config& config, Sink& sink);
+    ~TcpMethod() override;
+    TcpMethod(const TcpMethod&) = delete;
+    TcpMethod& operator=(const TcpMethod&) = delete;
+
+    // Creates the epoll set, the stall timer and the listener; 0 or -BMI_E*.
+    int start(const Config& config);
+
+    std::string_view name() const override { return "bmi_tcp"; }
+    std::string_view scheme() const override { return "tcp"; }
+    int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
+    int post(Operation& op) override;
+    void progress() override;
+    int wait_fd() const override { return epoll_fd_; }
+    void cancel(Operation& op) override;
+    void forget_peer(Peer& peer) override;
+    std::string describe_peer(const Peer& peer) const override;
+    std::string peer_host(const Peer& peer) const override;
+    int query_range(const Peer& peer, std::string_view id_string, int netmask) const override;
+    bool native_lists() const override { return true; }
+    bmi_size_t unexpected_limit() const override { return unexpected_limit_; }
+    bmi_size_t max_message_size() const override { return INT64_MAX / 2; }
+    std::string listen_address() const override { return listen_address_; }
+    int set_info(Peer* peer, int option, void* arg) override;
+    int get_info(Peer* peer, int option, void* arg) override;
+
+private:
+    enum class Place : std::uint8_t {
+        posting,         // inside post(), not queued yet
+        send_queued,     // in a connection's small_queue, nothing written
+        send_writing,    // the connection's current OutFrame
+        send_await_cts,  // RTS written
+        send_data,       // in data_queue, some DATA may be written
+        recv_posted,     // in the peer's posted_recvs
+        recv_data,       // matched; payload arriving on the connection in method_ptr
+    };
+
+    // tcp_method.cpp
+    std::shared_ptr<TcpPeer> adopt_peer(Operation& op);
+    int post_send(Operation& op);
+    void finish(Operation& op, int error);
+    void place(Operation& op, Place where) { places_[&op] = where; }
+    void fail_posted_recvs(TcpPeer& peer, int error);
+
+    // tcp_connection.cpp
+    Connection* connection_for_send(const std::shared_ptr<TcpPeer>& peer, int& error);
+    Connection* open_outbound(const std::shared_ptr<TcpPeer>& peer, int& error);
+    Connection& add_connection(int fd, bool outbound, std::uint32_t events);
+    void accept_all();
+    void finish_connect(Connection& c);
+    void bind_peer(Connection& c, const std::string& announced, bool legacy);
+    void connection_broken(Connection& c, int error);
+    void fail_connection(Connection& c, int error, bool peer_dead);
+    void fall_back_to_legacy(Connection& c);
+    void retire(Connection& c);
+    void close_peer(TcpPeer& peer, int error, bool peer_dead);
+    void update_interest(Connection& c);
+    Connection* find_connection(std::uint64_t id);
+
+    // tcp_send.cpp
+    void flush(Connection& c);
+    bool next_frame(Connection& c);
+    bool frame_for_small(Connection& c, Operation& op);
+    void frame_written(Connection& c);
+    void queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::uint64_t cookie);
+
+    // tcp_recv.cpp
+    int post_recv(Operation& op);
+    void match_arrival(Operation& op, Arrival& arrival);
+    void on_readable(Connection& c);
+    bool read_step(Connection& c);
+    void on_header(Connection& c);
+    void on_scratch_body(Connection& c);
+    void on_hello(Connection& c, bool ack);
+    void on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* data, bmi_size_t size);
+    void on_rts(Connection& c);
+    void on_cts(Connection& c);
+    void on_data(Connection& c);
+    void on_legacy_rend(Connection& c);
+    void start_legacy_body(Connection& c, Operation& op, bmi_size_t size);
+    void accept_rts(Connection& c, Operation& op, std::uint64_t cookie, bmi_size_t size);
+    void body_op_done(Connection& c);
+    bool try_alloc_unexpected(Connection& c);
+    void deliver_unexpected(Connection& c);
+    Operation* take_posted_recv(TcpPeer& peer, bmi_msg_tag_t tag);
+
+    // tcp_progress.cpp
+    void handle_event(std::uint64_t id, std::uint32_t events);
+    void retry_unexpected();
+    void check_stalls();
+
+    static constexpr std::uint64_t listener_id = 1;
+    static constexpr std::uint64_t timer_id = 2;
+
+    Sink& sink_;
+    int epoll_fd_ = -1;
+    int timer_fd_ = -1;
+    int listen_fd_ = -1;
+    std::string listen_address_;
+    bmi_size_t unexpected_limit_;
+    bool force_legacy_ = false;
+    std::chrono::milliseconds stall_timeout_{10000};
+    BufferSizes buffer_sizes_;
+    std::uint64_t next_connection_id_ = 16;
+    std::uint64_t next_cookie_ = 1;
+    std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+    std::vector<std::unique_ptr<Connection>> graveyard_;
+    std::unordered_map<TcpPeer*, std::shared_ptr<TcpPeer>> peers_;
+    std::unordered_map<std::string, TcpPeer*> peers_by_name_;
+    std::unordered_map<Operation*, Place> places_;
+    // post() reports an op finished during the call by its return value, not through the Sink.
+    Operation* immediate_op_ = nullptr;
+    bool immediate_done_ = false;
+    int immediate_error_ = 0;
+    Operation* cancel_op_ = nullptr;  // completes with -BMI_ECANCEL when its connection dies
+    std::optional<std::chrono::steady_clock::time_point> timer_deadline_;
+};
+
+}  // namespace bmi::method::tcp

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A tcp peer: its identity, its connections, and the receive-matching state shared by them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "methods/method.hpp"
+#include "methods/tcp/tcp_address.hpp"
+#include "support/op_queue/op_queue.hpp"
+
+namespace bmi::method::tcp {
+
+struct Connection;
+
+using OpList = support::OpQueue<Operation, SafeHook, &Operation::method_hook>;
+
+// A message header that arrived before a matching receive was posted.
+struct Arrival {
+    enum class Kind : std::uint8_t {
+        eager,        // payload already read into data
+        rts,          // v2 rendezvous: the sender waits for our CTS, nothing is buffered
+        legacy_rend,  // legacy rendezvous: its payload is still in the socket, reading paused
+    };
+    Kind kind = Kind::eager;
+    bmi_msg_tag_t tag = 0;
+    bmi_size_t size = 0;
+    std::unique_ptr<std::uint8_t[]> data;
+    std::uint64_t connection_id = 0;  // rts, legacy_rend: where the rest of it comes from
+    std::uint64_t cookie = 0;         // rts
+};
+
+class TcpPeer final : public Peer {
+public:
+    // "tcp://host:port" another process can look up: the lookup string or the listen address
+    // announced in HELLO; "" for a peer known only by its socket.
+    std::string canonical;
+    SocketAddress target;  // where to connect; empty until resolved
+    SocketAddress remote;  // remote end of the latest connection (peer_host, ranges)
+    // The peer did not answer HELLO (an OrangeFS process), or spoke legacy to us first.
+    bool legacy = false;
+
+    Connection* send_connection = nullptr;  // one connection carries all our sends
+    std::vector<Connection*> connections;
+    OpList posted_recvs;           // receives with no matching arrival yet, in post order
+    std::deque<Arrival> arrivals;  // arrivals with no matching receive yet, in arrival order
+};
+
+}  // namespace bmi::method::tcp

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Socket helpers for the tcp method.
+#include "methods/tcp/tcp_socket.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "support/error/error_map.hpp"
+
+namespace bmi::method::tcp {
+
+namespace {
+void set_int(int fd, int level, int name, int value) {
+    (void)setsockopt(fd, level, name, &value, sizeof value);
+}
+
+int new_socket(int family, int& fd) {
+    fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    return fd < 0 ? support::bmi_error_from_errno(errno) : 0;
+}
+}  // namespace
+
+void configure_socket(int fd, const BufferSizes& sizes) {
+    set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    // A silently dead peer must fail its operations in bounded time (SPEC §1); keepalive covers
+    // an idle connection, TCP_USER_TIMEOUT one with unacknowledged data.
+    set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+    set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, 5);
+    set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, 1);
+    set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
+    set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, 8000);
+    if (sizes.send > 0) set_int(fd, SOL_SOCKET, SO_SNDBUF, sizes.send);
+    if (sizes.receive > 0) set_int(fd, SOL_SOCKET, SO_RCVBUF, sizes.receive);
+}
+
+int open_listener(const SocketAddress& addr, int& fd) {
+    if (int rc = new_socket(addr.family(), fd); rc < 0) return rc;
+    set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+    if (bind(fd, addr.get(), addr.length) < 0 || listen(fd, 128) < 0) {
+        const int rc = support::bmi_error_from_errno(errno);
+        close(fd);
+        fd = -1;
+        return rc;
+    }
+    return 0;
+}
+
+int start_connect(const SocketAddress& addr, const BufferSizes& sizes, int& fd) {
+    if (int rc = new_socket(addr.family(), fd); rc < 0) return rc;
+    configure_socket(fd, sizes);
+    if (connect(fd, addr.get(), addr.length) < 0 && errno != EINPROGRESS) {
+        const int rc = support::bmi_error_from_errno(errno);
+        close(fd);
+        fd = -1;
+        return rc;
+    }
+    return 0;
+}
+
+int socket_error(int fd) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+    return support::bmi_error_from_errno(err);
+}
+
+SocketAddress peer_address(int fd) {
+    SocketAddress out;
+    out.length = sizeof out.storage;
+    if (getpeername(fd, out.get(), &out.length) < 0) out.length = 0;
+    return out;
+}
+
+SocketAddress local_address(int fd) {
+    SocketAddress out;
+    out.length = sizeof out.storage;
+    if (getsockname(fd, out.get(), &out.length) < 0) out.length = 0;
+    return out;
+}
+
+ssize_t send_vector(int fd, const iovec* iov, int count) {
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<std::size_t>(count);
+    ssize_t n;
+    do {
+        n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+ssize_t receive_vector(int fd, const iovec* iov, int count) {
+    ssize_t n;
+    do {
+        n = readv(fd, iov, count);
+    } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+int segment_iov(const Operation& op, bmi_size_t offset, bmi_size_t length, iovec* iov, int max) {
+    int n = 0;
+    for (int i = 0; i < op.segment_count && n < max && length > 0; ++i) {
+        const Segment& s = op.segments[i];
+        if (offset >= s.size) {
+            offset -= s.size;
+            continue;
+        }
+        const bmi_size_t take = std::min(s.size - offset, length);
+        iov[n].iov_base = static_cast<char*>(s.data) + offset;
+        iov[n].iov_len = static_cast<std::size_t>(take);
+        ++n;
+        length -= take;
+        offset = 0;
+    }
+    return n;
+}
+
+void copy_to_segments(const Operation& op, const void* data, bmi_size_t size) {
+    const auto* src = static_cast<const char*>(data);
+    for (int i = 0; i < op.segment_count && size > 0; ++i) {
+        const bmi_size_t take = std::min(op.segments[i].size, size);
+        if (take > 0) std::memcpy(op.segments[i].data, src, static_cast<std::size_t>(take));
+        src += take;
+        size -= take;
+    }
+}
+
+int iov_batch() {
+    return std::min(IOV_MAX, 64);
+}
+
+}  // namespace bmi::method::tcp

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Thin POSIX socket helpers: option setup, listen, nonblocking connect, vectored I/O.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <string>
+
+#include "bmi-types.h"
+#include "methods/method.hpp"
+#include "methods/tcp/tcp_address.hpp"
+
+namespace bmi::method::tcp {
+
+// Socket buffer sizes from BMI_TCP_BUFFER_*_SIZE; 0 keeps the kernel default.
+struct BufferSizes {
+    int send = 0;
+    int receive = 0;
+};
+
+// TCP_NODELAY, keepalive (idle 5 s, interval 1 s, 3 probes), TCP_USER_TIMEOUT 8 s and the
+// buffer sizes. Failures are ignored: every option is an optimisation or a faster failure.
+void configure_socket(int fd, const BufferSizes& sizes);
+
+// A nonblocking listening socket on addr (SO_REUSEADDR); 0 and fd, or -BMI_E*.
+int open_listener(const SocketAddress& addr, int& fd);
+// Starts a nonblocking connect; 0 and fd (completion is signalled by EPOLLOUT), or -BMI_E*.
+int start_connect(const SocketAddress& addr, const BufferSizes& sizes, int& fd);
+// The pending error of fd as -BMI_E* (0 if none).
+int socket_error(int fd);
+SocketAddress peer_address(int fd);
+SocketAddress local_address(int fd);
+
+// sendmsg with MSG_NOSIGNAL, so a dead peer yields EPIPE rather than SIGPIPE.
+ssize_t send_vector(int fd, const iovec* iov, int count);
+ssize_t receive_vector(int fd, const iovec* iov, int count);
+
+// The iovecs covering bytes [offset, offset + length) of op's segments, at most max entries.
+int segment_iov(const Operation& op, bmi_size_t offset, bmi_size_t length, iovec* iov, int max);
+// Copies size bytes into op's segments from the start (size <= op.total_size).
+void copy_to_segments(const Operation& op, const void* data, bmi_size_t size);
+
+// Largest iovec count handed to one sendmsg/recvmsg (IOV_MAX-aware).
+int iov_batch();
+
+}  // namespace bmi::method::tcp

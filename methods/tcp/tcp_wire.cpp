@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Header and HELLO encoding; see tcp_wire.hpp and doc/methods/tcp.md for the layout.
+#include "methods/tcp/tcp_wire.hpp"
+
+#include <cstring>
+
+namespace bmi::method::tcp {
+
+namespace {
+void put_u16(std::uint8_t* p, std::uint16_t v) {
+    for (int i = 0; i < 2; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+void put_u32(std::uint8_t* p, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+void put_u64(std::uint8_t* p, std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+std::uint16_t get_u16(const std::uint8_t* p) {
+    return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+}
+std::uint32_t get_u32(const std::uint8_t* p) {
+    std::uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+std::uint64_t get_u64(const std::uint8_t* p) {
+    std::uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+bool mode_allowed(Mode m, Dialect d) {
+    switch (d) {
+        case Dialect::first_inbound:
+            return m == Mode::hello || m == Mode::unexpected || m == Mode::eager ||
+                   m == Mode::rendezvous;
+        case Dialect::await_ack:
+            return m == Mode::hello_ack;
+        case Dialect::legacy:
+            return m == Mode::unexpected || m == Mode::eager || m == Mode::rendezvous;
+        case Dialect::v2:
+            return m == Mode::unexpected || m == Mode::eager || m == Mode::rts ||
+                   m == Mode::cts || m == Mode::nak || m == Mode::data;
+    }
+    return false;
+}
+}  // namespace
+
+std::size_t encode_header(const Header& h, bool v2, std::uint8_t* out) {
+    put_u32(out, h.magic);
+    put_u32(out + 4, static_cast<std::uint32_t>(h.mode));
+    put_u64(out + 8, h.tag);
+    put_u64(out + 16, h.size);
+    if (!v2) return legacy_header_size;
+    put_u64(out + 24, h.cookie);
+    return v2_header_size;
+}
+
+Header decode_header(const std::uint8_t* in, bool v2) {
+    Header h;
+    h.magic = get_u32(in);
+    h.mode = static_cast<Mode>(get_u32(in + 4));
+    h.tag = get_u64(in + 8);
+    h.size = get_u64(in + 16);
+    h.cookie = v2 ? get_u64(in + 24) : 0;
+    return h;
+}
+
+int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit) {
+    if (h.magic != wire_magic || !mode_allowed(h.mode, d)) return -BMI_EPROTO;
+    // Compare as unsigned so a size with the top bit set cannot pass as negative.
+    const auto limit = [&](bmi_size_t l) { return h.size <= static_cast<std::uint64_t>(l); };
+    switch (h.mode) {
+        case Mode::unexpected:
+            return limit(unexpected_limit) ? 0 : -BMI_EPROTO;
+        case Mode::eager:
+            return limit(eager_limit) ? 0 : -BMI_EPROTO;
+        case Mode::rendezvous:
+            return limit(legacy_message_limit) ? 0 : -BMI_EPROTO;
+        case Mode::rts:
+            // Anything up to eager_limit travels eagerly; the cap keeps sums from overflowing.
+            return h.size > static_cast<std::uint64_t>(eager_limit) && h.size < (1ull << 62)
+                       ? 0
+                       : -BMI_EPROTO;
+        case Mode::cts:
+        case Mode::nak:
+            return h.size == 0 ? 0 : -BMI_EPROTO;
+        case Mode::data:
+            return h.size > 0 && limit(data_chunk_limit) ? 0 : -BMI_EPROTO;
+        case Mode::hello:
+        case Mode::hello_ack:
+            return h.size >= hello_fixed_size && h.size <= hello_max_body ? 0 : -BMI_EPROTO;
+    }
+    return -BMI_EPROTO;
+}
+
+std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack) {
+    const std::size_t addr_len = std::min<std::size_t>(hello.address.size(), BMI_MAX_ADDR_LEN);
+    const std::size_t body = hello_fixed_size + addr_len;
+    std::vector<std::uint8_t> frame(legacy_header_size + body, 0);
+    Header h;
+    h.mode = ack ? Mode::hello_ack : Mode::hello;
+    h.tag = protocol_version;
+    h.size = body;
+    encode_header(h, false, frame.data());
+    std::uint8_t* p = frame.data() + legacy_header_size;
+    put_u64(p, hello.features);
+    put_u16(p + 8, static_cast<std::uint16_t>(addr_len));
+    std::memcpy(p + 10, hello.address.data(), addr_len);
+    // The reserved bytes after the address stay zero until a security-key proof exists.
+    return frame;
+}
+
+std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body) {
+    if (body.size() < hello_fixed_size || body.size() > hello_max_body) return std::nullopt;
+    Hello out;
+    out.features = get_u64(body.data());
+    const std::size_t addr_len = get_u16(body.data() + 8);
+    if (hello_fixed_size + addr_len != body.size()) return std::nullopt;
+    out.address.assign(reinterpret_cast<const char*>(body.data() + 10), addr_len);
+    return out;
+}
+
+}  // namespace bmi::method::tcp

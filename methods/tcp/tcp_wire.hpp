@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The tcp wire format: legacy (OrangeFS) and v2 frame headers and the HELLO body, as pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bmi-types.h"
+
+namespace bmi::method::tcp {
+
+inline constexpr std::uint32_t wire_magic = 51903;
+
+// Frame modes. The first three are all a legacy peer knows; the rest exist only after HELLO_ACK
+// (or, for HELLO itself, as the one frame a libbmi client risks sending to an unknown acceptor).
+enum class Mode : std::uint32_t {
+    unexpected = 0x2,
+    eager = 0x4,
+    rendezvous = 0x8,  // legacy only: the whole payload follows the header
+    rts = 0x10,        // v2: large message announced, no payload
+    cts = 0x20,        // v2: receiver matched the RTS with cookie
+    nak = 0x40,        // v2: receiver's buffer is too small for the RTS with cookie
+    data = 0x80,       // v2: one chunk of a cleared rendezvous transfer
+    hello = 0x100,
+    hello_ack = 0x101,
+};
+
+inline constexpr std::size_t legacy_header_size = 24;
+inline constexpr std::size_t v2_header_size = 32;
+inline constexpr std::size_t max_header_size = v2_header_size;
+
+inline constexpr bmi_size_t eager_limit = 16 * 1024;
+inline constexpr bmi_size_t legacy_message_limit = 16 * 1024 * 1024;
+inline constexpr bmi_size_t data_chunk_limit = 512 * 1024;
+inline constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
+
+inline constexpr std::uint64_t protocol_version = 1;
+inline constexpr std::uint64_t feature_rendezvous = 1u << 0;
+inline constexpr std::size_t hello_reserved_size = 32;
+inline constexpr std::size_t hello_fixed_size = 8 + 2 + hello_reserved_size;
+inline constexpr std::size_t hello_max_body = hello_fixed_size + BMI_MAX_ADDR_LEN;
+
+struct Header {
+    std::uint32_t magic = wire_magic;
+    Mode mode = Mode::eager;
+    std::uint64_t tag = 0;  // legacy peers write the int32 tag sign-extended
+    std::uint64_t size = 0;
+    std::uint64_t cookie = 0;  // v2 only
+};
+
+// Which frames a connection may receive next; decides both header size and legal modes.
+enum class Dialect : std::uint8_t {
+    first_inbound,  // accepted socket, nothing read yet: HELLO or any legacy frame
+    await_ack,      // we sent HELLO: only HELLO_ACK is legal
+    legacy,         // OrangeFS framing for the rest of the connection
+    v2,             // libbmi framing after the handshake
+};
+
+inline std::size_t header_size(Dialect d) {
+    return d == Dialect::v2 ? v2_header_size : legacy_header_size;
+}
+
+inline bmi_msg_tag_t tag_of(const Header& h) {
+    return static_cast<bmi_msg_tag_t>(static_cast<std::uint32_t>(h.tag));
+}
+inline std::uint64_t wire_tag(bmi_msg_tag_t tag) {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(tag));
+}
+
+// Writes h in little-endian order; returns the bytes used (24 legacy, 32 v2).
+std::size_t encode_header(const Header& h, bool v2, std::uint8_t* out);
+// Reads a header of header_size(v2 ? v2 : legacy) bytes; does not validate.
+Header decode_header(const std::uint8_t* in, bool v2);
+// 0 if h may arrive in dialect d, else -BMI_EPROTO. Checks magic, mode and every size bound so
+// that nothing is ever allocated from an unchecked header.
+int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit);
+
+struct Hello {
+    std::uint64_t features = 0;
+    std::string address;  // sender's listen address, may be empty
+};
+
+// A complete HELLO or HELLO_ACK frame: legacy-layout header plus body.
+std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack);
+// Parses a body whose length the header gave; nullopt if inconsistent.
+std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body);
+
+}  // namespace bmi::method::tcp

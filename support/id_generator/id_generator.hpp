@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Opaque 64-bit ids for objects, with O(1) lookup that rejects stale, freed and foreign ids.
+//
+// An id packs a slot index (low 32 bits) with the slot's generation (high 31 bits, never 0).
+// Freeing a slot bumps its generation, so an id kept after release no longer matches, and a
+// made-up number almost never does. OrangeFS hands out raw pointers as ids, where a stale id is a
+// crash; here it is a nullptr from find(). Not thread safe: the owner holds its lock.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace bmi::support {
+
+class IdGenerator {
+public:
+    using Id = std::int64_t;
+
+    // Registers object and returns its id (> 0). Amortised O(1); may allocate the slot table.
+    Id insert(void* object);
+    // The object registered under id, or nullptr if id is unknown, stale or malformed.
+    void* find(Id id) const;
+    // Forgets id; returns false (and changes nothing) if id was not live.
+    bool erase(Id id);
+    std::size_t size() const { return live_; }
+
+private:
+    struct Slot {
+        void* object = nullptr;
+        std::uint32_t generation = 1;
+        std::uint32_t next_free = 0;  // index + 1 of the next free slot, 0 = end of the list
+    };
+    const Slot* slot_of(Id id) const;
+
+    std::vector<Slot> slots_;
+    std::uint32_t free_head_ = 0;  // index + 1, 0 = empty
+    std::size_t live_ = 0;
+};
+
+}  // namespace bmi::support

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Conformance: list I/O (native and emulated), cancel, ids, contexts, waiting, many threads.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+
+TEST_CASE("list I/O: lists of different shapes with equal totals", "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    auto options = GENERATE(as<std::string>{}, "", "emulate_lists=1");
+    auto total = GENERATE(as<bmi_size_t>{}, 3000, 3000000);
+    INFO("method " << scheme << " options '" << options << "' total " << total);
+    Pair pair = make_peers(scheme, options);
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+
+    std::vector<char> source(static_cast<std::size_t>(total));
+    fill_pattern(source.data(), source.size(), 21);
+    // Sender: three uneven pieces. Receiver: two pieces split elsewhere.
+    bmi_size_t s0 = total / 7, s1 = total / 2, s2 = total - s0 - s1;
+    const void* send_list[3] = {source.data(), source.data() + s0, source.data() + s0 + s1};
+    bmi_size_t send_sizes[3] = {s0, s1, s2};
+    std::vector<char> r0(static_cast<std::size_t>(total / 3)),
+        r1(static_cast<std::size_t>(total - total / 3));
+    const void* recv_list[2] = {r0.data(), r1.data()};
+    bmi_size_t recv_sizes[2] = {total / 3, total - total / 3};
+
+    core::PostRequest recv = recv_request(pair.server, client_addr, nullptr, total, 9);
+    recv.list = recv_list;
+    recv.sizes = recv_sizes;
+    recv.list_count = 2;
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.server.instance->post(recv, rid, nullptr) == 0);
+
+    core::PostRequest send = send_request(pair.client, pair.server_addr, nullptr, total, 9);
+    send.list = send_list;
+    send.sizes = send_sizes;
+    send.list_count = 3;
+    REQUIRE(post_and_wait(pair.client, send).error == 0);
+    auto got = wait_op(pair.server, rid);
+    REQUIRE(got.error == 0);
+    REQUIRE(got.actual_size == total);
+    std::vector<char> joined(r0);
+    joined.insert(joined.end(), r1.begin(), r1.end());
+    REQUIRE(check_pattern(joined.data(), joined.size(), 21));
+
+    SECTION("a list whose sizes do not add up to the total is refused") {
+        send.size = total + 1;
+        bmi_op_id_t id = 0;
+        REQUIRE(pair.client.instance->post(send, id, nullptr) == -BMI_EINVAL);
+    }
+}
+
+TEST_CASE("cancel completes a pending receive with BMI_ECANCEL", "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    char buffer[64];
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, buffer, 64, 1),
+                                       rid, nullptr) == 0);
+    REQUIRE(pair.client.instance->cancel(rid, pair.client.context) == 0);
+    auto got = wait_op(pair.client, rid, 5000);
+    REQUIRE(got.error == -BMI_ECANCEL);
+    // The id is gone now: testing or cancelling it again is a clean error.
+    int outcount = 0;
+    core::Completion c;
+    REQUIRE(pair.client.instance->test(rid, pair.client.context, 0, outcount, c) == -BMI_EINVAL);
+    REQUIRE(pair.client.instance->cancel(rid, pair.client.context) == -BMI_EINVAL);
+}
+
+TEST_CASE("cancel of a large send in flight leaves both sides usable", "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    std::vector<char> big(32 << 20);
+    bmi_op_id_t sid = 0;
+    int rc = pair.client.instance->post(
+        send_request(pair.client, pair.server_addr, big.data(), 32 << 20, 4), sid, nullptr);
+    REQUIRE(rc == 0);  // nobody receives it: it cannot have completed
+    REQUIRE(pair.client.instance->cancel(sid, pair.client.context) == 0);
+    REQUIRE(wait_op(pair.client, sid).error == -BMI_ECANCEL);
+
+    // A later exchange between the same two still works (the method may have had to open a
+    // new connection, so the server learns the client's current address again).
+    client_addr = introduce(pair);
+    char out[16] = "after", in[16] = {};
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in, 16, 5), rid,
+                                       nullptr) == 0);
+    REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr, out, 16, 5))
+                .error == 0);
+    REQUIRE(wait_op(pair.server, rid).error == 0);
+    REQUIRE(std::strcmp(in, "after") == 0);
+}
+
+TEST_CASE("ids are opaque: stale, foreign and made-up ids are rejected", "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    int outcount = 0;
+    core::Completion c;
+    for (bmi_op_id_t bogus : {bmi_op_id_t{-1}, bmi_op_id_t{0}, bmi_op_id_t{12345},
+                              bmi_op_id_t{0x7fffffffffffffff}}) {
+        REQUIRE(pair.client.instance->test(bogus, pair.client.context, 0, outcount, c) ==
+                -BMI_EINVAL);
+        REQUIRE(outcount == 0);
+    }
+    char buffer[8];
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, buffer, 8, 1),
+                                       rid, nullptr) == 0);
+    // The same id tested on another context is foreign there.
+    bmi_context_id other = -1;
+    REQUIRE(pair.client.instance->open_context(other) == 0);
+    REQUIRE(pair.client.instance->test(rid, other, 0, outcount, c) == -BMI_EINVAL);
+    REQUIRE(pair.client.instance->close_context(other) == 0);
+    REQUIRE(pair.client.instance->cancel(rid, pair.client.context) == 0);
+    wait_op(pair.client, rid);
+}
+
+TEST_CASE("addresses: lookup errors, reverse lookup, drop", "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    BMI_addr_t addr = 0;
+    REQUIRE(pair.client.instance->addr_lookup("nosuchmethod://x:1", addr) == -BMI_ENOPROTOOPT);
+    REQUIRE(pair.client.instance->addr_lookup("no scheme at all", addr) == -BMI_EINVAL);
+    REQUIRE(pair.client.instance->addr_lookup(scheme + "://", addr) == -BMI_EINVAL);
+
+    std::string listen = pair.server.instance->listen_addresses();
+    BMI_addr_t again = 0;
+    REQUIRE(pair.client.instance->addr_lookup(listen, again) == 0);
+    REQUIRE(again == pair.server_addr);  // one handle per peer
+    const char* name = pair.client.instance->rev_lookup(pair.server_addr);
+    REQUIRE(name != nullptr);
+    REQUIRE(std::string(name) == listen);
+
+    char buffer[8];
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, buffer, 8, 1),
+                                       rid, nullptr) == 0);
+    REQUIRE(pair.client.instance->set_info(pair.server_addr, BMI_DROP_ADDR, nullptr) == 0);
+    REQUIRE(wait_op(pair.client, rid).error != 0);  // dropping fails what was pending
+    REQUIRE(pair.client.instance->rev_lookup(pair.server_addr) == nullptr);
+    bmi_op_id_t id = 0;
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, buffer, 8, 1),
+                                       id, nullptr) == -BMI_EINVAL);
+}
+
+TEST_CASE("a test with idle time returns as soon as its operation completes",
+          "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    Pump server_pump(*pair.server.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    char in[8] = {}, out[8] = "ping";
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, in, 8, 6),
+                                       rid, nullptr) == 0);
+    std::thread sender([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the client sleep
+        bmi_op_id_t sid = 0;
+        int rc = pair.server.instance->post(send_request(pair.server, client_addr, out, 8, 6),
+                                            sid, nullptr);
+        if (rc == 0) wait_op(pair.server, sid);
+    });
+    auto start = std::chrono::steady_clock::now();
+    int outcount = 0;
+    core::Completion c;
+    REQUIRE(pair.client.instance->test(rid, pair.client.context, 20000, outcount, c) == 0);
+    auto waited = std::chrono::steady_clock::now() - start;
+    sender.join();
+    REQUIRE(outcount == 1);
+    // Far below the 20 s cap: the sleep ended on the message, not on the timer.
+    REQUIRE(waited < std::chrono::seconds(5));
+}
+
+TEST_CASE("completions land in the context they were posted on", "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    Pump server_pump(*pair.server.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    bmi_context_id second = -1;
+    REQUIRE(pair.client.instance->open_context(second) == 0);
+    char a[8], b[8];
+    bmi_op_id_t ra = 0, rb = 0;
+    auto req_a = recv_request(pair.client, pair.server_addr, a, 8, 1);
+    auto req_b = recv_request(pair.client, pair.server_addr, b, 8, 2);
+    req_b.context = second;
+    req_b.user_ptr = b;
+    REQUIRE(pair.client.instance->post(req_a, ra, nullptr) == 0);
+    REQUIRE(pair.client.instance->post(req_b, rb, nullptr) == 0);
+    char msg[8] = "x";
+    post_and_wait(pair.server, send_request(pair.server, client_addr, msg, 8, 2));
+
+    core::Completion got[4];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (outcount == 0 && std::chrono::steady_clock::now() < deadline)
+        REQUIRE(pair.client.instance->testcontext(second, 50, outcount, got) == 0);
+    REQUIRE(outcount == 1);
+    REQUIRE(got[0].id == rb);
+    REQUIRE(got[0].user_ptr == b);
+    REQUIRE(pair.client.instance->testcontext(pair.client.context, 0, outcount, got) == 0);
+    REQUIRE(outcount == 0);  // the other context saw nothing
+    REQUIRE(pair.client.instance->close_context(second) == 0);
+    REQUIRE(pair.client.instance->cancel(ra, pair.client.context) == 0);
+    wait_op(pair.client, ra);
+}
+
+TEST_CASE("many threads post and test at once", "[conformance][threads]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    Pump server_pump(*pair.server.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    constexpr int threads = 6;
+    constexpr int rounds = 50;
+    std::vector<std::thread> workers;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&, t] {
+            bmi_context_id sc = -1, cc = -1;
+            if (pair.server.instance->open_context(sc) != 0 ||
+                pair.client.instance->open_context(cc) != 0) {
+                ++failures;
+                return;
+            }
+            for (int r = 0; r < rounds; ++r) {
+                int value = t * 1000 + r, got_value = -1;
+                core::PostRequest recv = recv_request(pair.client, pair.server_addr, &got_value,
+                                                      sizeof got_value, 1000 + t);
+                recv.context = cc;
+                bmi_op_id_t rid = 0, sid = 0;
+                if (pair.client.instance->post(recv, rid, nullptr) != 0) ++failures;
+                core::PostRequest send = send_request(pair.server, client_addr, &value,
+                                                      sizeof value, 1000 + t);
+                send.context = sc;
+                int rc = pair.server.instance->post(send, sid, nullptr);
+                if (rc < 0) ++failures;
+                for (auto [instance, ctx, id] :
+                     {std::tuple{pair.client.instance.get(), cc, rid},
+                      std::tuple{pair.server.instance.get(), sc, rc == 1 ? bmi_op_id_t{0} : sid}}) {
+                    if (id == 0) continue;
+                    int outcount = 0;
+                    core::Completion c;
+                    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+                    while (outcount == 0 && std::chrono::steady_clock::now() < deadline)
+                        if (instance->test(id, ctx, 20, outcount, c) != 0) break;
+                    if (outcount != 1 || c.error != 0) ++failures;
+                }
+                if (got_value != value) ++failures;
+            }
+            pair.server.instance->close_context(sc);
+            pair.client.instance->close_context(cc);
+        });
+    }
+    for (auto& w : workers) w.join();
+    REQUIRE(failures.load() == 0);
+}

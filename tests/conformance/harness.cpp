@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Implementation of the two-instance conformance harness.
+#include "harness.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstring>
+
+#include <unistd.h>
+
+#include "methods/method_table.hpp"
+
+namespace bmi::test {
+
+std::string test_listen_address(const std::string& scheme) {
+    static std::atomic<int> counter{0};
+    if (scheme == "tcp") return "tcp://127.0.0.1:0";
+    if (scheme == "shm")
+        return "shm://conf-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    return scheme + "://unknown";
+}
+
+std::vector<std::string> compiled_schemes() {
+    std::vector<std::string> out;
+    for (const auto& d : method::compiled_methods()) out.emplace_back(d.scheme);
+    return out;
+}
+
+Pump::Pump(core::Instance& instance) : instance_(instance) {
+    REQUIRE(instance_.open_context(context_) == 0);
+    thread_ = std::thread([this] {
+        core::Completion sink[4];
+        while (!stop_.load()) {
+            int outcount = 0;
+            instance_.testcontext(context_, 5, outcount, sink);
+        }
+    });
+}
+
+Pump::~Pump() {
+    stop_.store(true);
+    thread_.join();
+    instance_.close_context(context_);
+}
+
+Pair make_peers(const std::string& scheme, const std::string& options) {
+    Pair pair;
+    pair.scheme = scheme;
+    core::InitParams server_params;
+    server_params.listen = test_listen_address(scheme);
+    server_params.flags = BMI_INIT_SERVER;
+    server_params.options = options;
+    REQUIRE(core::Instance::create(server_params, pair.server.instance) == 0);
+    REQUIRE(pair.server.instance->open_context(pair.server.context) == 0);
+
+    core::InitParams client_params;
+    client_params.options = options;
+    REQUIRE(core::Instance::create(client_params, pair.client.instance) == 0);
+    REQUIRE(pair.client.instance->open_context(pair.client.context) == 0);
+
+    std::string listen = pair.server.instance->listen_addresses();
+    REQUIRE(!listen.empty());
+    REQUIRE(pair.client.instance->addr_lookup(listen, pair.server_addr) == 0);
+    return pair;
+}
+
+core::Completion wait_op(Side& side, bmi_op_id_t id, int deadline_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+    for (;;) {
+        int outcount = 0;
+        core::Completion c;
+        int rc = side.instance->test(id, side.context, 50, outcount, c);
+        REQUIRE(rc == 0);
+        if (outcount == 1) return c;
+        if (std::chrono::steady_clock::now() > deadline) FAIL("operation did not complete in time");
+    }
+}
+
+core::Completion post_and_wait(Side& side, const core::PostRequest& request, int deadline_ms) {
+    bmi_op_id_t id = 0;
+    bmi_size_t actual = -1;
+    int rc = side.instance->post(request, id, &actual);
+    REQUIRE(rc >= 0);
+    if (rc == 1) return core::Completion{0, 0, actual, request.user_ptr};
+    return wait_op(side, id, deadline_ms);
+}
+
+BMI_addr_t introduce(Pair& pair) {
+    const char hello[] = "hello";
+    auto request = send_request(pair.client, pair.server_addr, hello, sizeof hello, 99);
+    request.kind = method::OpKind::send_unexpected;
+    bmi_op_id_t id = 0;
+    int rc = pair.client.instance->post(request, id, nullptr);
+    REQUIRE(rc >= 0);
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (outcount == 0) {
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        // The client must progress too while the server waits (single-threaded test).
+        if (rc == 0) {
+            int done = 0;
+            core::Completion c;
+            pair.client.instance->test(id, pair.client.context, 0, done, c);
+            if (done == 1) {
+                REQUIRE(c.error == 0);
+                rc = 1;
+            }
+        }
+        REQUIRE(pair.server.instance->testunexpected(10, outcount, got) == 0);
+    }
+    if (rc == 0) wait_op(pair.client, id);
+    REQUIRE(got[0].error == 0);
+    REQUIRE(got[0].size == sizeof hello);
+    REQUIRE(got[0].tag == 99);
+    REQUIRE(std::memcmp(got[0].buffer, hello, sizeof hello) == 0);
+    REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
+    return got[0].addr;
+}
+
+core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data,
+                               bmi_size_t size, bmi_msg_tag_t tag) {
+    core::PostRequest r;
+    r.kind = method::OpKind::send;
+    r.addr = to;
+    r.buffer = const_cast<void*>(data);
+    r.size = size;
+    r.tag = tag;
+    r.context = side.context;
+    return r;
+}
+
+core::PostRequest recv_request(const Side& side, BMI_addr_t from, void* data, bmi_size_t size,
+                               bmi_msg_tag_t tag) {
+    core::PostRequest r;
+    r.kind = method::OpKind::recv;
+    r.addr = from;
+    r.buffer = data;
+    r.size = size;
+    r.tag = tag;
+    r.context = side.context;
+    return r;
+}
+
+void fill_pattern(void* data, std::size_t size, std::uint32_t seed) {
+    auto* bytes = static_cast<unsigned char*>(data);
+    std::uint32_t x = seed * 2654435761u + 1;
+    for (std::size_t i = 0; i < size; ++i) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        bytes[i] = static_cast<unsigned char>(x);
+    }
+}
+
+bool check_pattern(const void* data, std::size_t size, std::uint32_t seed) {
+    std::vector<unsigned char> expect(size);
+    fill_pattern(expect.data(), size, seed);
+    return size == 0 || std::memcmp(expect.data(), data, size) == 0;
+}
+
+}  // namespace bmi::test

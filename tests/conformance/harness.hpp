@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Two real BMI instances in one process over one method: a listening "server" and a "client"
+// that looked the server up. Every wait has a deadline; a background thread can keep an
+// instance's progress going while the test thread posts and tests on its own contexts.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bmi/core/instance.hpp"
+
+namespace bmi::test {
+
+// Listen address a method can bind in a test ("tcp://127.0.0.1:0", "shm://conf-<pid>-<n>").
+std::string test_listen_address(const std::string& scheme);
+// Schemes of every compiled-in method.
+std::vector<std::string> compiled_schemes();
+
+struct Side {
+    std::unique_ptr<core::Instance> instance;
+    bmi_context_id context = -1;
+};
+
+// Keeps calling testcontext on a private empty context so the instance progresses on its own.
+class Pump {
+public:
+    explicit Pump(core::Instance& instance);
+    ~Pump();
+    Pump(const Pump&) = delete;
+    Pump& operator=(const Pump&) = delete;
+
+private:
+    core::Instance& instance_;
+    bmi_context_id context_ = -1;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+struct Pair {
+    Side server;
+    Side client;
+    BMI_addr_t server_addr = 0;  // the server as the client knows it
+    std::string scheme;
+};
+
+// Creates server + client; options go to both (e.g. "emulate_lists=1").
+Pair make_peers(const std::string& scheme, const std::string& options = "");
+
+// Waits for one op; fails the current test (Catch2 REQUIRE) when the deadline passes.
+core::Completion wait_op(Side& side, bmi_op_id_t id, int deadline_ms = 10000);
+
+// Posts and waits; handles immediate completion. Returns the completion (id 0 if immediate).
+core::Completion post_and_wait(Side& side, const core::PostRequest& request,
+                               int deadline_ms = 10000);
+
+// The client sends one unexpected message; the server receives it and returns the client's
+// address as the server sees it.
+BMI_addr_t introduce(Pair& pair);
+
+core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data,
+                               bmi_size_t size, bmi_msg_tag_t tag);
+core::PostRequest recv_request(const Side& side, BMI_addr_t from, void* data, bmi_size_t size,
+                               bmi_msg_tag_t tag);
+
+// Deterministic payload and its check.
+void fill_pattern(void* data, std::size_t size, std::uint32_t seed);
+bool check_pattern(const void* data, std::size_t size, std::uint32_t seed);
+
+}  // namespace bmi::test
