@@ -15,7 +15,6 @@
  * the same number of bytes and 64 MiB does not take a thousand round trips. */
 #define PP_FULL_ROUNDS_LIMIT (64u * 1024u)
 #define PP_MIN_ROUNDS 4u
-#define PP_MAX_SIZE (1ull << 30)
 
 static int usage(const char *argv0, int with_methods)
 {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #define PP_MAGIC 0x50494e47u /* "PING" */
+#define PP_MAX_SIZE (1ull << 30) /* largest message either side agrees to allocate */
 
 /* Exit code for "this method is not built": Meson and run_loopback.sh read it as a skip. */
 #define PP_EXIT_SKIP 77

@@ -143,7 +143,7 @@ struct BMI_unexpected_info
 #define BMI_ENORECVR         (BMIE(6) | BMI_NON_ERRNO_ERROR_BIT | BMI_ERROR)
 #define BMI_ETRYAGAIN        (BMIE(7) | BMI_NON_ERRNO_ERROR_BIT | BMI_ERROR)
 
-/* The human-readable name of a BMI error code (either sign), or "unknown error". */
+/* The name of a BMI error code of either sign ("BMI_EINVAL"), or "unknown BMI error". */
 const char *bmi_status_string(int error_code);
 /* Maps a positive or negative errno value to the negative BMI code. */
 int bmi_errno_to_pvfs(int error);

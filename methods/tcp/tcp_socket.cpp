@@ -133,8 +133,4 @@ void copy_to_segments(const Operation& op, const void* data, bmi_size_t size) {
     }
 }
 
-int iov_batch() {
-    return std::min(IOV_MAX, 64);
-}
-
 }  // namespace bmi::method::tcp

@@ -4,6 +4,7 @@
 
 #include <sys/uio.h>
 
+#include <climits>
 #include <cstddef>
 #include <string>
 
@@ -41,7 +42,7 @@ int segment_iov(const Operation& op, bmi_size_t offset, bmi_size_t length, iovec
 // Copies size bytes into op's segments from the start (size <= op.total_size).
 void copy_to_segments(const Operation& op, const void* data, bmi_size_t size);
 
-// Largest iovec count handed to one sendmsg/recvmsg (IOV_MAX-aware).
-int iov_batch();
+// Largest iovec count handed to one sendmsg/readv (IOV_MAX-aware).
+inline constexpr int iov_batch = IOV_MAX < 64 ? IOV_MAX : 64;
 
 }  // namespace bmi::method::tcp

@@ -3,6 +3,7 @@
 #include "error_map.hpp"
 
 #include <cerrno>
+#include <climits>
 
 #include "bmi-types.h"
 
@@ -84,6 +85,7 @@ constexpr ErrorEntry table[] = {
 std::span<const ErrorEntry> error_table() { return table; }
 
 const ErrorEntry* find_error(int code) {
+    if (code == INT_MIN) return nullptr;
     if (code < 0) code = -code;
     for (const auto& entry : table)
         if (entry.code == code) return &entry;
@@ -91,6 +93,7 @@ const ErrorEntry* find_error(int code) {
 }
 
 int bmi_error_from_errno(int error) {
+    if (error == INT_MIN) return -BMI_EDETAIL;
     if (error < 0) error = -error;
     if (error == 0) return 0;
     for (const auto& entry : table)
@@ -99,6 +102,7 @@ int bmi_error_from_errno(int error) {
 }
 
 int errno_from_bmi_error(int code) {
+    if (code == 0) return 0;
     const ErrorEntry* entry = find_error(code);
     return entry && entry->errno_value != 0 ? entry->errno_value : EIO;
 }

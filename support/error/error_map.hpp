@@ -18,7 +18,7 @@ std::span<const ErrorEntry> error_table();
 const ErrorEntry* find_error(int code);
 // Negative BMI code for an errno of either sign; 0 for 0; -BMI_EDETAIL if unmapped.
 int bmi_error_from_errno(int error);
-// errno for a BMI code of either sign; EIO for codes without one.
+// errno for a BMI code of either sign; 0 for 0; EIO for codes without one.
 int errno_from_bmi_error(int code);
 // "BMI_EINVAL", "BMI_SUCCESS" for 0, "unknown BMI error" otherwise.
 const char* error_name(int code);

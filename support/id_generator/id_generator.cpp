@@ -2,6 +2,8 @@
 // Slot table behind IdGenerator; see the header for the id layout.
 #include "id_generator.hpp"
 
+#include <atomic>
+
 namespace bmi::support {
 
 namespace {
@@ -12,7 +14,15 @@ IdGenerator::Id make_id(std::uint32_t index, std::uint32_t generation) {
 }
 }  // namespace
 
+IdGenerator::IdGenerator() {
+    static std::atomic<std::uint32_t> instances{0};
+    // Spread successive generators far apart in generation space (golden-ratio step).
+    std::uint32_t n = instances.fetch_add(1, std::memory_order_relaxed);
+    first_generation_ = ((n * 0x9E3779B1u) & generation_mask) | 1u;
+}
+
 IdGenerator::Id IdGenerator::insert(void* object) {
+    if (object == nullptr) return 0;
     std::uint32_t index;
     if (free_head_ != 0) {
         index = free_head_ - 1;
@@ -20,6 +30,7 @@ IdGenerator::Id IdGenerator::insert(void* object) {
     } else {
         index = static_cast<std::uint32_t>(slots_.size());
         slots_.emplace_back();
+        slots_.back().generation = first_generation_;
     }
     Slot& slot = slots_[index];
     slot.object = object;

@@ -2,11 +2,13 @@
 // Opaque 64-bit ids for objects, with O(1) lookup that rejects stale, freed and foreign ids.
 //
 // An id packs a slot index (low 32 bits) with the slot's generation (high 31 bits, never 0).
-// Freeing a slot bumps its generation, so an id kept after release no longer matches, and a
-// made-up number almost never does. OrangeFS hands out raw pointers as ids, where a stale id is a
+// Freeing a slot bumps its generation, so an id kept after release no longer matches (until the
+// 31-bit generation of that one slot wraps, after 2^31 reuses), and a made-up number almost
+// never does. OrangeFS hands out raw pointers as ids, where a stale id is a
 // crash; here it is a nullptr from find(). Not thread safe: the owner holds its lock.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -16,7 +18,12 @@ class IdGenerator {
 public:
     using Id = std::int64_t;
 
-    // Registers object and returns its id (> 0). Amortised O(1); may allocate the slot table.
+    // Each generator starts its generations at a different point, so an id from one instance
+    // is (almost always) foreign to another instance in the same process.
+    IdGenerator();
+
+    // Registers object (not nullptr: refused with 0) and returns its id (> 0). Amortised O(1);
+    // may allocate the slot table.
     Id insert(void* object);
     // The object registered under id, or nullptr if id is unknown, stale or malformed.
     void* find(Id id) const;
@@ -27,7 +34,7 @@ public:
 private:
     struct Slot {
         void* object = nullptr;
-        std::uint32_t generation = 1;
+        std::uint32_t generation = 1;  // of the id the slot hands out next / has out now
         std::uint32_t next_free = 0;  // index + 1 of the next free slot, 0 = end of the list
     };
     const Slot* slot_of(Id id) const;
@@ -35,6 +42,7 @@ private:
     std::vector<Slot> slots_;
     std::uint32_t free_head_ = 0;  // index + 1, 0 = empty
     std::size_t live_ = 0;
+    std::uint32_t first_generation_;
 };
 
 }  // namespace bmi::support

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// TcpMethod entry points: creation, lookup, post, cancel, peers and options.
+#include "methods/tcp/tcp_method.hpp"
+
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "methods/tcp/tcp_method_impl.hpp"
+#include "support/error/error_map.hpp"
+#include "support/logging/log.hpp"
+#include "support/method_address/method_address.hpp"
+
+namespace bmi::method::tcp {
+
+int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
+    auto method = std::make_unique<TcpMethod>(config, sink);
+    if (int rc = method->start(config); rc < 0) return rc;
+    out = std::move(method);
+    return 0;
+}
+
+TcpMethod::TcpMethod(const Config& config, Sink& sink)
+    : sink_(sink),
+      unexpected_limit_(config.unexpected_limit > 0 ? config.unexpected_limit
+                                                    : default_unexpected_limit) {
+    const char* legacy = std::getenv("BMI_TCP_LEGACY");
+    force_legacy_ = legacy != nullptr && legacy[0] == '1';
+    if (const char* t = std::getenv("BMI_TCP_STALL_TIMEOUT_MS"); t != nullptr && std::atol(t) > 0)
+        stall_timeout_ = std::chrono::milliseconds(std::atol(t));
+}
+
+TcpMethod::~TcpMethod() {
+    // The control layer reaped every op before destroying us; only memory and fds remain.
+    for (auto& [id, c] : connections_) {
+        if (c->fd >= 0) close(c->fd);
+        if (c->unexpected_buffer != nullptr)
+            sink_.release_unexpected(c->unexpected_buffer, static_cast<bmi_size_t>(c->header.size));
+        c->small_queue.clear();
+        c->data_queue.clear();
+    }
+    for (auto& [raw, peer] : peers_) {
+        peer->posted_recvs.clear();
+        peer->arrivals.clear();
+        peer->connections.clear();
+        peer->send_connection = nullptr;
+    }
+    if (listen_fd_ >= 0) close(listen_fd_);
+    if (timer_fd_ >= 0) close(timer_fd_);
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+int TcpMethod::start(const Config& config) {
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (epoll_fd_ < 0 || timer_fd_ < 0) return support::bmi_error_from_errno(errno);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = timer_id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
+        return support::bmi_error_from_errno(errno);
+    if (config.listen_address.empty()) return 0;
+
+    auto parsed = parse_tcp_address(config.listen_address);
+    if (!parsed) return -BMI_EINVAL;
+    SocketAddress given;
+    if (int rc = resolve(parsed->host, parsed->port, given); rc < 0) return rc;
+    // Without BIND_SPECIFIC a server answers on every interface of the family, but keeps
+    // announcing the name it was given, which is what clients should look up.
+    const SocketAddress bind_to = (config.flags & BMI_TCP_BIND_SPECIFIC) != 0
+                                      ? given
+                                      : wildcard_of(given, parsed->port);
+    if (int rc = open_listener(bind_to, listen_fd_); rc < 0) {
+        BMI_LOG(tcp, "tcp: cannot listen on %s: %d", config.listen_address.c_str(), rc);
+        return rc;
+    }
+    const std::uint16_t port = port_of(local_address(listen_fd_));
+    listen_address_ = "tcp://" + support::format_host_port(parsed->host, port);
+    ev.data.u64 = listener_id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) < 0)
+        return support::bmi_error_from_errno(errno);
+    BMI_LOG(tcp, "tcp: listening on %s", listen_address_.c_str());
+    return 0;
+}
+
+int TcpMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
+    auto parsed = parse_tcp_address(address);
+    if (!parsed) return -BMI_EINVAL;
+    if (auto it = peers_by_name_.find(parsed->canonical); it != peers_by_name_.end()) {
+        out = peers_.at(it->second);
+        return 0;
+    }
+    auto peer = std::make_shared<TcpPeer>();
+    if (int rc = resolve(parsed->host, parsed->port, peer->target); rc < 0) return rc;
+    peer->canonical = parsed->canonical;
+    peer->remote = peer->target;
+    peers_.emplace(peer.get(), peer);
+    peers_by_name_.emplace(peer->canonical, peer.get());
+    out = peer;
+    return 0;
+}
+
+std::shared_ptr<TcpPeer> TcpMethod::adopt_peer(Operation& op) {
+    auto* raw = static_cast<TcpPeer*>(op.peer);
+    if (raw == nullptr) return nullptr;
+    if (auto it = peers_.find(raw); it != peers_.end()) return it->second;
+    // A peer we forgot but the application still uses: track it again so teardown sees it.
+    auto sp = std::static_pointer_cast<TcpPeer>(op.peer_ref);
+    if (sp.get() != raw) return nullptr;
+    peers_.emplace(raw, sp);
+    if (!sp->canonical.empty()) peers_by_name_.emplace(sp->canonical, raw);
+    return sp;
+}
+
+int TcpMethod::post(Operation& op) {
+    if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr))
+        return -BMI_EINVAL;
+    if (!adopt_peer(op)) return -BMI_EINVAL;
+    place(op, Place::posting);
+    immediate_op_ = &op;
+    immediate_done_ = false;
+    int rc = op.kind == OpKind::recv ? post_recv(op) : post_send(op);
+    immediate_op_ = nullptr;
+    if (immediate_done_) return immediate_error_ == 0 ? 1 : immediate_error_;
+    if (rc < 0) places_.erase(&op);
+    return rc;
+}
+
+int TcpMethod::post_send(Operation& op) {
+    auto peer = adopt_peer(op);
+    if (op.kind == OpKind::send_unexpected && op.total_size > unexpected_limit_)
+        return -BMI_EMSGSIZE;
+    if (peer->legacy && op.total_size > legacy_message_limit)
+        return -BMI_EMSGSIZE;
+    if (op.total_size > max_message_size()) return -BMI_EMSGSIZE;
+    int error = 0;
+    Connection* c = connection_for_send(peer, error);
+    if (c == nullptr) return error;
+    op.transferred = 0;
+    op.actual_size = 0;
+    op.method_ptr = c;
+    const bool idle = c->state == ConnState::established && !c->has_output();
+    c->small_queue.push_back(op);
+    place(op, Place::send_queued);
+    // An idle connection gets a direct write, so small sends usually complete inside post().
+    if (idle)
+        flush(*c);
+    else
+        update_interest(*c);
+    return 0;
+}
+
+void TcpMethod::finish(Operation& op, int error) {
+    auto it = places_.find(&op);
+    if (it == places_.end()) return;
+    places_.erase(it);
+    if (&op == cancel_op_) error = -BMI_ECANCEL;
+    op.method_ptr = nullptr;
+    if (error < 0) BMI_LOG(tcp, "tcp: op %lld failed: %s", static_cast<long long>(op.id),
+                           support::error_name(error));
+    if (&op == immediate_op_) {
+        immediate_done_ = true;
+        immediate_error_ = error;
+        return;
+    }
+    sink_.complete(op, error);
+}
+
+void TcpMethod::fail_posted_recvs(TcpPeer& peer, int error) {
+    while (!peer.posted_recvs.empty()) {
+        Operation& op = peer.posted_recvs.front();
+        peer.posted_recvs.pop_front();
+        finish(op, error);
+    }
+}
+
+void TcpMethod::cancel(Operation& op) {
+    auto it = places_.find(&op);
+    if (it == places_.end()) return;
+    auto* c = static_cast<Connection*>(op.method_ptr);
+    switch (it->second) {
+        case Place::posting:
+            return;
+        case Place::send_queued:
+            c->small_queue.erase(c->small_queue.iterator_to(op));
+            finish(op, -BMI_ECANCEL);
+            return;
+        case Place::recv_posted: {
+            auto& peer = *static_cast<TcpPeer*>(op.peer);
+            peer.posted_recvs.erase(peer.posted_recvs.iterator_to(op));
+            finish(op, -BMI_ECANCEL);
+            return;
+        }
+        case Place::send_writing:
+            // Unwritten and the op's first frame: nothing of it is on the wire yet.
+            if (c->out && c->out->done == 0 && c->out->kind != OutKind::data_chunk) {
+                c->out.reset();
+                finish(op, -BMI_ECANCEL);
+                update_interest(*c);
+                return;
+            }
+            break;
+        default:
+            break;
+    }
+    // The op moved part of its message: the stream is out of step, so the connection goes.
+    BMI_LOG(tcp, "tcp: cancel of a transfer in flight closes connection %llu",
+            static_cast<unsigned long long>(c->id));
+    cancel_op_ = &op;
+    fail_connection(*c, -BMI_ECONNRESET, false);
+    cancel_op_ = nullptr;
+}
+
+void TcpMethod::forget_peer(Peer& peer) {
+    auto& p = static_cast<TcpPeer&>(peer);
+    [[maybe_unused]] auto keep = peers_.count(&p) != 0 ? peers_[&p] : nullptr;
+    close_peer(p, -BMI_ECANCEL, false);
+    fail_posted_recvs(p, -BMI_ECANCEL);
+    p.arrivals.clear();
+    if (!p.canonical.empty()) {
+        auto it = peers_by_name_.find(p.canonical);
+        if (it != peers_by_name_.end() && it->second == &p) peers_by_name_.erase(it);
+    }
+    peers_.erase(&p);
+}
+
+std::string TcpMethod::describe_peer(const Peer& peer) const {
+    const auto& p = static_cast<const TcpPeer&>(peer);
+    if (!p.canonical.empty()) return p.canonical;
+    return describe(p.remote.empty() ? p.target : p.remote);
+}
+
+std::string TcpMethod::peer_host(const Peer& peer) const {
+    const auto& p = static_cast<const TcpPeer&>(peer);
+    return ip_text(p.remote.empty() ? p.target : p.remote);
+}
+
+int TcpMethod::query_range(const Peer& peer, std::string_view id_string, int netmask) const {
+    const auto& p = static_cast<const TcpPeer&>(peer);
+    return match_range(p.remote.empty() ? p.target : p.remote, id_string, netmask);
+}
+
+int TcpMethod::set_info(Peer* peer, int option, void* arg) {
+    switch (option) {
+        case BMI_TCP_BUFFER_SEND_SIZE:
+        case BMI_TCP_BUFFER_RECEIVE_SIZE: {
+            if (arg == nullptr || *static_cast<int*>(arg) < 0) return -BMI_EINVAL;
+            int& slot = option == BMI_TCP_BUFFER_SEND_SIZE ? buffer_sizes_.send
+                                                           : buffer_sizes_.receive;
+            slot = *static_cast<int*>(arg);
+            return 0;
+        }
+        case BMI_TCP_CLOSE_SOCKET:
+            if (peer == nullptr) return -BMI_EINVAL;
+            close_peer(static_cast<TcpPeer&>(*peer), -BMI_ECONNRESET, true);
+            fail_posted_recvs(static_cast<TcpPeer&>(*peer), -BMI_ECONNRESET);
+            return 0;
+        default:
+            return -BMI_ENOSYS;
+    }
+}
+
+int TcpMethod::get_info(Peer* peer, int option, void* arg) {
+    (void)peer;
+    if (arg == nullptr) return -BMI_EINVAL;
+    switch (option) {
+        case BMI_TCP_BUFFER_SEND_SIZE:
+            *static_cast<int*>(arg) = buffer_sizes_.send;
+            return 0;
+        case BMI_TCP_BUFFER_RECEIVE_SIZE:
+            *static_cast<int*>(arg) = buffer_sizes_.receive;
+            return 0;
+        case BMI_TCP_CHECK_UNEXPECTED: {
+            // Unexpected data waits in a socket when a header is parked for memory, or when
+            // bytes sit unread on a connection (their mode is unknown until read; report them).
+            int waiting = 0;
+            for (auto& [id, c] : connections_) {
+                if (c->closed) continue;
+                if (c->phase == ReadPhase::wait_unexpected) waiting = 1;
+                int bytes = 0;
+                if (c->state != ConnState::connecting && ioctl(c->fd, FIONREAD, &bytes) == 0 &&
+                    bytes > 0)
+                    waiting = 1;
+            }
+            *static_cast<int*>(arg) = waiting;
+            return 0;
+        }
+        default:
+            return -BMI_ENOSYS;
+    }
+}
+
+}  // namespace bmi::method::tcp

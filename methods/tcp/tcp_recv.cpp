@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Input side: reads frames, checks every header before using it, and matches messages to
+// posted receives (per peer and tag, in header arrival order).
+#include <cerrno>
+#include <cstring>
+
+#include "methods/tcp/tcp_method_impl.hpp"
+#include "support/error/error_map.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::tcp {
+
+namespace {
+// Bounds the frames one connection handles per progress() so that one busy socket cannot
+// starve the others; level-triggered epoll brings us back for the rest.
+constexpr int reads_per_progress = 64;
+}  // namespace
+
+int TcpMethod::post_recv(Operation& op) {
+    TcpPeer& peer = *static_cast<TcpPeer*>(op.peer);
+    op.transferred = 0;
+    op.actual_size = 0;
+    for (auto it = peer.arrivals.begin(); it != peer.arrivals.end(); ++it) {
+        if (it->tag != op.tag) continue;
+        Arrival arrival = std::move(*it);
+        peer.arrivals.erase(it);
+        match_arrival(op, arrival);
+        return 0;
+    }
+    op.method_ptr = nullptr;
+    peer.posted_recvs.push_back(op);
+    place(op, Place::recv_posted);
+    return 0;
+}
+
+void TcpMethod::match_arrival(Operation& op, Arrival& arrival) {
+    if (arrival.kind == Arrival::Kind::eager) {
+        if (arrival.size > op.total_size) {
+            finish(op, -BMI_EMSGSIZE);
+            return;
+        }
+        copy_to_segments(op, arrival.data.get(), arrival.size);
+        op.actual_size = arrival.size;
+        finish(op, 0);
+        return;
+    }
+    Connection* c = find_connection(arrival.connection_id);
+    if (c == nullptr || c->closed) {
+        finish(op, -BMI_ECONNRESET);
+        return;
+    }
+    if (arrival.kind == Arrival::Kind::rts) {
+        if (arrival.size > op.total_size) {
+            queue_control(*c, Mode::nak, arrival.tag, arrival.cookie);
+            finish(op, -BMI_EMSGSIZE);
+            flush(*c);
+            return;
+        }
+        accept_rts(*c, op, arrival.cookie, arrival.size);
+        return;
+    }
+    start_legacy_body(*c, op, arrival.size);
+    update_interest(*c);
+}
+
+Operation* TcpMethod::take_posted_recv(TcpPeer& peer, bmi_msg_tag_t tag) {
+    for (auto it = peer.posted_recvs.begin(); it != peer.posted_recvs.end(); ++it) {
+        if (it->tag != tag) continue;
+        Operation& op = *it;
+        peer.posted_recvs.erase(it);
+        return &op;
+    }
+    return nullptr;
+}
+
+void TcpMethod::on_readable(Connection& c) {
+    for (int i = 0; i < reads_per_progress && !c.closed; ++i)
+        if (!read_step(c)) break;
+    update_interest(c);
+}
+
+// Reads what the current phase needs; false once the socket is drained or reading is paused.
+bool TcpMethod::read_step(Connection& c) {
+    iovec iov[iov_batch];
+    int n = 1;
+    std::uint8_t sink_buffer[16384];
+    const std::size_t hsize = header_size(c.dialect());
+    switch (c.phase) {
+        case ReadPhase::header:
+            iov[0] = {c.head.data() + c.head_have, hsize - c.head_have};
+            break;
+        case ReadPhase::body_scratch:
+            iov[0] = {c.scratch.data() + c.scratch_have, c.scratch.size() - c.scratch_have};
+            break;
+        case ReadPhase::body_unexpected:
+            iov[0] = {static_cast<char*>(c.unexpected_buffer) + c.unexpected_have,
+                      static_cast<std::size_t>(static_cast<bmi_size_t>(c.header.size) -
+                                               c.unexpected_have)};
+            break;
+        case ReadPhase::body_op:
+            n = segment_iov(*c.read_op, c.read_op->transferred, c.body_left, iov, iov_batch);
+            break;
+        case ReadPhase::discard:
+            iov[0] = {sink_buffer, static_cast<std::size_t>(
+                                       std::min<bmi_size_t>(c.body_left, sizeof sink_buffer))};
+            break;
+        case ReadPhase::wait_unexpected:
+        case ReadPhase::wait_match:
+            return false;
+    }
+    const ssize_t got = receive_vector(c.fd, iov, n);
+    if (got == 0) {
+        connection_broken(c, -BMI_ECONNRESET);
+        return false;
+    }
+    if (got < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+        connection_broken(c, support::bmi_error_from_errno(errno));
+        return false;
+    }
+    c.last_read = std::chrono::steady_clock::now();
+    const auto count = static_cast<std::size_t>(got);
+    switch (c.phase) {
+        case ReadPhase::header:
+            c.head_have += count;
+            if (c.head_have == hsize) on_header(c);
+            break;
+        case ReadPhase::body_scratch:
+            c.scratch_have += count;
+            if (c.scratch_have == c.scratch.size()) on_scratch_body(c);
+            break;
+        case ReadPhase::body_unexpected:
+            c.unexpected_have += got;
+            if (c.unexpected_have == static_cast<bmi_size_t>(c.header.size)) deliver_unexpected(c);
+            break;
+        case ReadPhase::body_op:
+            c.read_op->transferred += got;
+            c.body_left -= got;
+            if (c.body_left == 0) body_op_done(c);
+            break;
+        case ReadPhase::discard:
+            c.body_left -= got;
+            if (c.body_left == 0) c.phase = ReadPhase::header;
+            break;
+        default:
+            break;
+    }
+    return true;
+}
+
+void TcpMethod::on_header(Connection& c) {
+    const Header h = decode_header(c.head.data(), c.dialect() == Dialect::v2);
+    c.head_have = 0;
+    if (int err = check_header(h, c.dialect(), unexpected_limit_); err < 0) {
+        BMI_LOG(tcp, "tcp: bad header from %s (magic %u mode 0x%x size %llu); closing",
+                describe(c.remote).c_str(), h.magic, static_cast<unsigned>(h.mode),
+                static_cast<unsigned long long>(h.size));
+        fail_connection(c, err, false);
+        return;
+    }
+    // A first frame other than HELLO comes from an OrangeFS client: legacy for good.
+    if (c.state == ConnState::await_first && h.mode != Mode::hello) {
+        c.state = ConnState::established;
+        c.v2 = false;
+        bind_peer(c, "", true);
+    }
+    c.header = h;
+    switch (h.mode) {
+        case Mode::hello:
+        case Mode::hello_ack:
+        case Mode::eager:
+            c.scratch.resize(static_cast<std::size_t>(h.size));
+            c.scratch_have = 0;
+            if (h.size == 0)
+                on_scratch_body(c);
+            else
+                c.phase = ReadPhase::body_scratch;
+            return;
+        case Mode::unexpected:
+            try_alloc_unexpected(c);
+            return;
+        case Mode::rendezvous:
+            on_legacy_rend(c);
+            return;
+        case Mode::rts:
+            on_rts(c);
+            return;
+        case Mode::cts:
+        case Mode::nak:
+            on_cts(c);
+            return;
+        case Mode::data:
+            on_data(c);
+            return;
+    }
+}
+
+void TcpMethod::on_scratch_body(Connection& c) {
+    c.phase = ReadPhase::header;
+    if (c.header.mode == Mode::eager) {
+        on_eager(c, tag_of(c.header), c.scratch.data(), static_cast<bmi_size_t>(c.header.size));
+        return;
+    }
+    on_hello(c, c.header.mode == Mode::hello_ack);
+}
+
+void TcpMethod::on_hello(Connection& c, bool ack) {
+    auto hello = decode_hello_body(c.scratch);
+    if (!hello) {
+        fail_connection(c, -BMI_EPROTO, false);
+        return;
+    }
+    c.v2 = true;
+    c.state = ConnState::established;
+    if (ack) {
+        BMI_LOG(tcp, "tcp: %s answered HELLO; using v2 frames", describe(c.remote).c_str());
+    } else {
+        bind_peer(c, hello->address, false);
+        OutFrame reply;
+        reply.body = encode_hello(Hello{feature_rendezvous, listen_address_}, true);
+        c.control_queue.push_back(std::move(reply));
+    }
+    flush(c);
+}
+
+void TcpMethod::on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* data,
+                         bmi_size_t size) {
+    TcpPeer& peer = *c.peer;
+    if (Operation* op = take_posted_recv(peer, tag)) {
+        if (size > op->total_size) {
+            finish(*op, -BMI_EMSGSIZE);
+            return;
+        }
+        copy_to_segments(*op, data, size);
+        op->actual_size = size;
+        finish(*op, 0);
+        return;
+    }
+    // size was checked against eager_limit before the payload was read.
+    Arrival arrival;
+    arrival.kind = Arrival::Kind::eager;
+    arrival.tag = tag;
+    arrival.size = size;
+    arrival.data = std::make_unique<std::uint8_t[]>(static_cast<std::size_t>(size) + 1);
+    if (size > 0) std::memcpy(arrival.data.get(), data, static_cast<std::size_t>(size));
+    peer.arrivals.push_back(std::move(arrival));
+}
+
+void TcpMethod::on_rts(Connection& c) {
+    const Header& h = c.header;
+    if (c.incoming.count(h.cookie) != 0) {
+        fail_connection(c, -BMI_EPROTO, false);
+        return;
+    }
+    const auto size = static_cast<bmi_size_t>(h.size);
+    if (Operation* op = take_posted_recv(*c.peer, tag_of(h))) {
+        if (size > op->total_size) {
+            queue_control(c, Mode::nak, tag_of(h), h.cookie);
+            finish(*op, -BMI_EMSGSIZE);
+            flush(c);
+            return;
+        }
+        accept_rts(c, *op, h.cookie, size);
+        return;
+    }
+    // Nothing is buffered for an unmatched RTS: the sender keeps the data until our CTS.
+    Arrival arrival;
+    arrival.kind = Arrival::Kind::rts;
+    arrival.tag = tag_of(h);
+    arrival.size = size;
+    arrival.connection_id = c.id;
+    arrival.cookie = h.cookie;
+    c.peer->arrivals.push_back(std::move(arrival));
+}
+
+void TcpMethod::accept_rts(Connection& c, Operation& op, std::uint64_t cookie, bmi_size_t size) {
+    op.actual_size = size;
+    op.transferred = 0;
+    op.method_word = cookie;
+    op.method_ptr = &c;
+    place(op, Place::recv_data);
+    c.incoming.emplace(cookie, &op);
+    queue_control(c, Mode::cts, op.tag, cookie);
+    flush(c);
+}
+
+void TcpMethod::on_cts(Connection& c) {
+    auto it = c.await_cts.find(c.header.cookie);
+    if (it == c.await_cts.end()) {
+        fail_connection(c, -BMI_EPROTO, false);
+        return;
+    }
+    Operation& op = *it->second;
+    c.await_cts.erase(it);
+    if (c.header.mode == Mode::nak) {
+        finish(op, -BMI_EMSGSIZE);
+        return;
+    }
+    c.data_queue.push_back(op);
+    place(op, Place::send_data);
+    flush(c);
+}
+
+void TcpMethod::on_data(Connection& c) {
+    auto it = c.incoming.find(c.header.cookie);
+    const auto size = static_cast<bmi_size_t>(c.header.size);
+    if (it == c.incoming.end() || it->second->transferred + size > it->second->actual_size) {
+        fail_connection(c, -BMI_EPROTO, false);
+        return;
+    }
+    c.read_op = it->second;
+    c.body_left = size;
+    c.phase = ReadPhase::body_op;
+}
+
+void TcpMethod::on_legacy_rend(Connection& c) {
+    const auto size = static_cast<bmi_size_t>(c.header.size);
+    if (Operation* op = take_posted_recv(*c.peer, tag_of(c.header))) {
+        start_legacy_body(c, *op, size);
+        return;
+    }
+    // The payload follows the header with no way to defer it: stop reading until a receive
+    // for it is posted (what OrangeFS does too), which keeps memory bounded.
+    Arrival arrival;
+    arrival.kind = Arrival::Kind::legacy_rend;
+    arrival.tag = tag_of(c.header);
+    arrival.size = size;
+    arrival.connection_id = c.id;
+    c.peer->arrivals.push_back(std::move(arrival));
+    c.phase = ReadPhase::wait_match;
+}
+
+void TcpMethod::start_legacy_body(Connection& c, Operation& op, bmi_size_t size) {
+    c.last_read = std::chrono::steady_clock::now();
+    c.phase = ReadPhase::header;
+    if (size > op.total_size) {
+        if (size > 0) {
+            c.phase = ReadPhase::discard;
+            c.body_left = size;
+        }
+        finish(op, -BMI_EMSGSIZE);
+        return;
+    }
+    op.actual_size = size;
+    op.transferred = 0;
+    if (size == 0) {
+        finish(op, 0);
+        return;
+    }
+    op.method_ptr = &c;
+    place(op, Place::recv_data);
+    c.read_op = &op;
+    c.body_left = size;
+    c.phase = ReadPhase::body_op;
+}
+
+void TcpMethod::body_op_done(Connection& c) {
+    c.phase = ReadPhase::header;
+    Operation* op = c.read_op;
+    c.read_op = nullptr;
+    if (op->transferred < op->actual_size) return;  // more DATA chunks to come
+    if (c.v2) c.incoming.erase(op->method_word);
+    finish(*op, 0);
+}
+
+bool TcpMethod::try_alloc_unexpected(Connection& c) {
+    const auto size = static_cast<bmi_size_t>(c.header.size);
+    void* buffer = sink_.alloc_unexpected(size);
+    if (buffer == nullptr) {
+        // Quota full: leave the payload in the socket; retried on every progress().
+        c.phase = ReadPhase::wait_unexpected;
+        return false;
+    }
+    c.unexpected_buffer = buffer;
+    c.unexpected_have = 0;
+    c.last_read = std::chrono::steady_clock::now();
+    if (size == 0)
+        deliver_unexpected(c);
+    else
+        c.phase = ReadPhase::body_unexpected;
+    return true;
+}
+
+void TcpMethod::deliver_unexpected(Connection& c) {
+    c.phase = ReadPhase::header;
+    void* buffer = c.unexpected_buffer;
+    c.unexpected_buffer = nullptr;
+    sink_.register_peer(c.peer);
+    sink_.deliver_unexpected(c.peer, buffer, static_cast<bmi_size_t>(c.header.size),
+                             tag_of(c.header));
+}
+
+}  // namespace bmi::method::tcp

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Installs what libbmi needs, builds it in release mode and prints the loopback ping-pong tables
+# next to the raw TCP baseline.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/lib.sh
+
+install_packages
+echo "configure: build/ (release)"
+configure_build build -Dbuildtype=release
+echo "build: ninja -C build (log: build/ninja.log)"
+if ! timeout 2400 ninja -C build -j2 >build/ninja.log 2>&1; then
+    tail -50 build/ninja.log >&2
+    exit 1
+fi
+echo
+timeout 1800 benchmark/run_loopback.sh --build build --compare "$@"

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Shared by demo.sh and test.sh: the Debian packages libbmi needs and how to configure a build.
+# Sourced, not run.
+
+BMI_PACKAGES=(meson ninja-build g++ pkg-config libboost-dev catch2 libibverbs-dev rdma-core
+              netpipe-tcp)
+
+# Installs BMI_PACKAGES with apt-get unless every one is installed already (the common case
+# on a second run, which then needs neither root nor the network).
+install_packages() {
+    local missing=() pkg
+    for pkg in "${BMI_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$pkg")
+    done
+    if ((${#missing[@]} == 0)); then
+        echo "packages: all ${#BMI_PACKAGES[@]} present"
+        return 0
+    fi
+    if ((EUID != 0)); then
+        echo "packages missing: ${missing[*]}; run as root (or install them) first" >&2
+        return 1
+    fi
+    echo "packages: installing ${missing[*]}"
+    timeout 1200 apt-get update
+    DEBIAN_FRONTEND=noninteractive timeout 1800 apt-get install -y --no-install-recommends \
+        "${BMI_PACKAGES[@]}"
+}
+
+# configure_build DIR [MESON OPTIONS...]: sets up DIR, or reconfigures it with the same
+# options, so running a script twice reuses its build. Quiet unless it fails.
+configure_build() {
+    local dir=$1 log rc=0
+    shift
+    log=$(mktemp)
+    if [[ -f $dir/meson-private/coredata.dat ]]; then
+        timeout 600 meson setup --reconfigure "$dir" "$@" >"$log" 2>&1 ||
+            timeout 600 meson setup --wipe "$dir" "$@" >"$log" 2>&1 || rc=$?
+    else
+        timeout 600 meson setup "$dir" "$@" >"$log" 2>&1 || rc=$?
+    fi
+    if ((rc != 0)); then
+        echo "meson setup $dir failed:" >&2
+        cat "$log" >&2
+    fi
+    rm -f "$log"
+    return "$rc"
+}

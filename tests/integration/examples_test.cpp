@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The examples/ programs as real peers: pvfs_server with many concurrent pvfs_clients, and the
+// C++ hello pair.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "process_harness.hpp"
+
+using namespace std::chrono_literals;
+using bmi::integration::Process;
+using bmi::integration::program_from_env;
+
+namespace {
+
+// Response sizes around the interesting edges: header only, eager, the 16 KiB unexpected and
+// eager limits, and large rendezvous transfers.
+const std::vector<std::string> response_sizes = {"24",    "100",   "4096",   "16384",
+                                                 "16385", "65536", "262144", "1048576"};
+
+}  // namespace
+
+TEST_CASE("pvfs_server answers concurrent clients and shuts down cleanly", "[integration]") {
+    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
+    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+
+    Process server = Process::spawn({server_exe, "tcp://127.0.0.1:0"});
+    auto addr = server.read_address(10s);
+    REQUIRE(addr);
+    INFO("server address " << *addr);
+
+    std::vector<Process> clients;
+    for (const auto& size : response_sizes)
+        clients.push_back(Process::spawn(
+            {client_exe, "--iterations", "200", "--size", size, "--timeout-ms", "30000", *addr}));
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+        INFO("client " << i << " with responses of " << response_sizes[i] << " bytes");
+        auto status = clients[i].wait(90s);
+        REQUIRE(status);
+        CHECK(*status == 0);
+        CHECK(clients[i].unread_output().rfind("OK 200/200 requests", 0) == 0);
+    }
+
+    Process stopper = Process::spawn({client_exe, "--iterations", "1", "--shutdown", *addr});
+    auto stopper_status = stopper.wait(30s);
+    REQUIRE(stopper_status);
+    CHECK(*stopper_status == 0);
+
+    auto server_status = server.wait(20s);
+    REQUIRE(server_status);
+    CHECK(*server_status == 0);
+    // 8 x 200 requests, one more from the stopper, and its shutdown request.
+    CHECK(server.unread_output().find("DONE requests=1602 answered=1602 failed=0") !=
+          std::string::npos);
+}
+
+TEST_CASE("pvfs_server stops after --max-requests and a late client fails cleanly",
+          "[integration]") {
+    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
+    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+
+    Process server = Process::spawn({server_exe, "--max-requests", "5", "tcp://127.0.0.1:0"});
+    auto addr = server.read_address(10s);
+    REQUIRE(addr);
+
+    Process client = Process::spawn({client_exe, "--iterations", "5", *addr});
+    auto status = client.wait(30s);
+    REQUIRE(status);
+    CHECK(*status == 0);
+    auto server_status = server.wait(20s);
+    REQUIRE(server_status);
+    CHECK(*server_status == 0);
+
+    // Nobody listens any more: the client must report an error in bounded time, not hang.
+    Process late = Process::spawn({client_exe, "--iterations", "1", "--timeout-ms", "5000", *addr});
+    auto late_status = late.wait(30s);
+    REQUIRE(late_status);
+    CHECK(*late_status == 1);
+    CHECK(late.unread_output().rfind("FAIL 0/1", 0) == 0);
+}
+
+TEST_CASE("hello (C++ API) server answers a client and stops on bye", "[integration]") {
+    const std::string exe = program_from_env("BMI_HELLO");
+    Process server = Process::spawn({exe, "server"});
+    auto addr = server.read_address(10s);
+    REQUIRE(addr);
+
+    Process client = Process::spawn({exe, "client", *addr, "50"});
+    auto status = client.wait(30s);
+    REQUIRE(status);
+    CHECK(*status == 0);
+    CHECK(client.unread_output() == "OK 50 greetings answered\n");
+    auto server_status = server.wait(20s);
+    REQUIRE(server_status);
+    CHECK(*server_status == 0);
+    CHECK(server.unread_output() == "DONE\n");
+}

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Two real tcp instances in one process over loopback: expected, rendezvous, unexpected, lists,
+// immediate completion, cancel, IPv6 and head-of-line behaviour.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "tcp_test_harness.hpp"
+
+using namespace bmi::method;
+using namespace bmi::method::tcp::test;
+
+TEST_CASE("tcp listen address reports the real port", "[tcp]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    const std::string addr = p.server->listen_address();
+    CHECK(addr.rfind("tcp://127.0.0.1:", 0) == 0);
+    CHECK(addr != "tcp://127.0.0.1:0");
+    std::shared_ptr<Peer> again;
+    REQUIRE(p.client->lookup(addr, again) == 0);
+    CHECK(again == p.to_server);  // same canonical string, same Peer
+    CHECK(p.client->describe_peer(*p.to_server) == addr);
+    std::shared_ptr<Peer> bad;
+    CHECK(p.client->lookup("tcp://nohostport", bad) == -BMI_EINVAL);
+    CHECK(p.client->lookup("shm://x:1", bad) == -BMI_EINVAL);
+}
+
+TEST_CASE("tcp expected messages", "[tcp]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    CHECK(p.server_sink.registered_before_delivery);
+    CHECK(p.to_client->addr() != 0);
+    CHECK(p.server->peer_host(*p.to_client) == "127.0.0.1");
+    CHECK(p.server->describe_peer(*p.to_client).rfind("tcp://127.0.0.1:", 0) == 0);
+
+    SECTION("eager send and recv, recv posted first") {
+        auto data = pattern(1000, 1);
+        std::vector<std::uint8_t> in(1000);
+        auto r = make_op(OpKind::recv, p.to_client, 7, in.data(), 1000);
+        REQUIRE(post(*p.server, *r) == 0);
+        auto s = make_op(OpKind::send, p.to_server, 7, data.data(), 1000);
+        REQUIRE(post(*p.client, *s) >= 0);
+        REQUIRE(p.run([&] { return r->completed && s->completed; }));
+        CHECK(r->error == 0);
+        CHECK(s->error == 0);
+        CHECK(r->actual_size == 1000);
+        CHECK(in == data);
+    }
+    SECTION("short message and buffered eager complete immediately") {
+        auto data = pattern(10, 2);
+        auto s = make_op(OpKind::send, p.to_server, 8, data.data(), 10);
+        // The connection is established and idle: the direct write finishes inside post.
+        CHECK(post(*p.client, *s) == 1);
+        p.run([] { return false; }, 0.2);  // let the message arrive and be buffered
+        std::vector<std::uint8_t> in(4096);
+        auto r = make_op(OpKind::recv, p.to_client, 8, in.data(), 4096);
+        CHECK(post(*p.server, *r) == 1);  // matches the buffered eager message
+        CHECK(r->actual_size == 10);
+        CHECK(std::memcmp(in.data(), data.data(), 10) == 0);
+    }
+    SECTION("messages with one tag match in order") {
+        std::vector<std::unique_ptr<Operation>> sends, recvs;
+        std::vector<std::vector<std::uint8_t>> out, in(5, std::vector<std::uint8_t>(64));
+        for (int i = 0; i < 5; ++i) out.push_back(pattern(64, 10 + i));
+        for (int i = 0; i < 5; ++i) {
+            sends.push_back(make_op(OpKind::send, p.to_server, 3, out[i].data(), 64));
+            post(*p.client, *sends.back());
+        }
+        for (int i = 0; i < 5; ++i) {
+            recvs.push_back(make_op(OpKind::recv, p.to_client, 3, in[i].data(), 64));
+            post(*p.server, *recvs.back());
+        }
+        REQUIRE(p.run([&] {
+            for (auto& r : recvs)
+                if (!r->completed) return false;
+            return true;
+        }));
+        for (int i = 0; i < 5; ++i) CHECK(in[i] == out[i]);
+    }
+    SECTION("eager message larger than the receive is EMSGSIZE") {
+        auto data = pattern(2000, 3);
+        std::vector<std::uint8_t> in(100);
+        auto r = make_op(OpKind::recv, p.to_client, 9, in.data(), 100);
+        post(*p.server, *r);
+        auto s = make_op(OpKind::send, p.to_server, 9, data.data(), 2000);
+        post(*p.client, *s);
+        REQUIRE(p.run([&] { return r->completed && s->completed; }));
+        CHECK(r->error == -BMI_EMSGSIZE);
+    }
+    SECTION("rendezvous larger than the receive fails both sides") {
+        auto data = pattern(100000, 4);
+        std::vector<std::uint8_t> in(50000);
+        auto s = make_op(OpKind::send, p.to_server, 10, data.data(), 100000);
+        post(*p.client, *s);
+        auto r = make_op(OpKind::recv, p.to_client, 10, in.data(), 50000);
+        post(*p.server, *r);
+        REQUIRE(p.run([&] { return r->completed && s->completed; }));
+        CHECK(r->error == -BMI_EMSGSIZE);
+        CHECK(s->error == -BMI_EMSGSIZE);
+    }
+}
+
+TEST_CASE("tcp rendezvous moves large messages intact", "[tcp]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    for (std::size_t size : {std::size_t(1) << 20, std::size_t(40) << 20}) {
+        auto data = pattern(size, static_cast<std::uint32_t>(size));
+        std::vector<std::uint8_t> in(size + 100);
+        // Server to client: the server reuses the connection the client opened.
+        auto s = make_op(OpKind::send, p.to_client, 20, data.data(), static_cast<bmi_size_t>(size));
+        REQUIRE(post(*p.server, *s) == 0);
+        auto r = make_op(OpKind::recv, p.to_server, 20, in.data(),
+                         static_cast<bmi_size_t>(in.size()));
+        REQUIRE(post(*p.client, *r) == 0);
+        REQUIRE(p.run([&] { return r->completed && s->completed; }, 10));
+        CHECK(s->error == 0);
+        CHECK(r->error == 0);
+        CHECK(r->actual_size == static_cast<bmi_size_t>(size));
+        CHECK(checksum(in.data(), size) == checksum(data.data(), size));
+    }
+}
+
+TEST_CASE("tcp unexpected messages", "[tcp]") {
+    Pair p("tcp://127.0.0.1:0", 4096);
+    REQUIRE(p.create_status == 0);
+    CHECK(p.server->unexpected_limit() == 4096);
+    REQUIRE(p.connect());
+    SECTION("over the limit is refused at post") {
+        // Each side enforces its own limit when posting (the client keeps the default).
+        const bmi_size_t size = p.client->unexpected_limit() + 1;
+        std::vector<std::uint8_t> big(static_cast<std::size_t>(size));
+        auto s = make_op(OpKind::send_unexpected, p.to_server, 1, big.data(), size);
+        CHECK(p.client->post(*s) == -BMI_EMSGSIZE);
+    }
+    SECTION("quota full pauses the socket without spinning, then delivers") {
+        p.server_sink.quota = p.server_sink.used;  // nothing more fits
+        auto data = pattern(3000, 5);
+        auto s = make_op(OpKind::send_unexpected, p.to_server, 2, data.data(), 3000);
+        post(*p.client, *s);
+        const auto before = p.server_sink.unexpected.size();
+        REQUIRE(p.run([&] { return s->completed; }));
+        for (int i = 0; i < 20; ++i) p.server->progress();
+        CHECK(p.server_sink.unexpected.size() == before);
+        pollfd pfd{p.server->wait_fd(), POLLIN, 0};
+        CHECK(poll(&pfd, 1, 0) == 0);  // not readable while it cannot make headway
+        int waiting = 0;
+        CHECK(p.server->get_info(nullptr, BMI_TCP_CHECK_UNEXPECTED, &waiting) == 0);
+        CHECK(waiting == 1);
+        p.server_sink.quota = 1 << 20;
+        REQUIRE(p.run([&] { return p.server_sink.unexpected.size() > before; }));
+        const auto& u = p.server_sink.unexpected.back();
+        CHECK(u.size == 3000);
+        CHECK(u.tag == 2);
+        CHECK(std::memcmp(u.buffer, data.data(), 3000) == 0);
+        CHECK(u.peer == p.to_client);
+    }
+    SECTION("the server replies to the peer it learned") {
+        auto data = pattern(500, 6);
+        std::vector<std::uint8_t> in(500);
+        auto r = make_op(OpKind::recv, p.to_server, 4, in.data(), 500);
+        post(*p.client, *r);
+        auto s = make_op(OpKind::send, p.to_client, 4, data.data(), 500);
+        post(*p.server, *s);
+        REQUIRE(p.run([&] { return r->completed && s->completed; }));
+        CHECK(in == data);
+    }
+}
+
+TEST_CASE("tcp native list I/O with mismatched segment lists", "[tcp]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    CHECK(p.client->native_lists());
+    for (std::size_t total : {std::size_t(9000), std::size_t(300000)}) {
+        auto data = pattern(total, 7);
+        const std::size_t a = total / 3, b = total / 2;
+        std::vector<Segment> out{{data.data(), bmi_size_t(a)},
+                                 {data.data() + a, bmi_size_t(b - a)},
+                                 {data.data() + b, bmi_size_t(total - b)}};
+        std::vector<std::uint8_t> in1(total / 4), in2(total - total / 4);
+        std::vector<Segment> in{{in1.data(), bmi_size_t(in1.size())},
+                                {in2.data(), bmi_size_t(in2.size())}};
+        auto s = make_list_op(OpKind::send, p.to_server, 30, out);
+        auto r = make_list_op(OpKind::recv, p.to_client, 30, in);
+        post(*p.server, *r);
+        post(*p.client, *s);
+        REQUIRE(p.run([&] { return r->completed && s->completed; }));
+        CHECK(r->error == 0);
+        CHECK(r->actual_size == bmi_size_t(total));
+        in1.insert(in1.end(), in2.begin(), in2.end());
+        CHECK(in1 == data);
+    }
+}
+
+TEST_CASE("tcp cancel", "[tcp]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    SECTION("a posted receive") {
+        std::vector<std::uint8_t> in(100);
+        auto r = make_op(OpKind::recv, p.to_client, 40, in.data(), 100);
+        REQUIRE(post(*p.server, *r) == 0);
+        p.server->cancel(*r);
+        CHECK(r->completed);
+        CHECK(r->error == -BMI_ECANCEL);
+        p.server->cancel(*r);  // already completed: no-op
+        CHECK(p.server_sink.completions.size() == 1);
+    }
+    SECTION("a rendezvous in flight closes its connection; the next send reconnects") {
+        auto big = pattern(1 << 20, 8);
+        auto s = make_op(OpKind::send, p.to_server, 41, big.data(), 1 << 20);
+        REQUIRE(post(*p.client, *s) == 0);
+        p.run([] { return false; }, 0.2);  // RTS goes out, nobody answers
+        REQUIRE_FALSE(s->completed);
+        p.client->cancel(*s);
+        CHECK(s->completed);
+        CHECK(s->error == -BMI_ECANCEL);
+        auto data = pattern(100, 9);
+        std::vector<std::uint8_t> in(100);
+        auto s2 = make_op(OpKind::send, p.to_server, 42, data.data(), 100);
+        REQUIRE(post(*p.client, *s2) >= 0);
+        // The new connection announces no address, so the server sees a new anonymous peer;
+        // the client's message reaches it as unexpected to learn that peer.
+        REQUIRE(p.run([&] { return s2->completed; }));
+        CHECK(s2->error == 0);
+    }
+}
+
+TEST_CASE("tcp head-of-line: small messages overtake an unmatched 32 MiB one", "[tcp]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    const std::size_t big_size = std::size_t(32) << 20;
+    auto big = pattern(big_size, 11);
+    auto sb = make_op(OpKind::send, p.to_server, 50, big.data(), bmi_size_t(big_size));
+    REQUIRE(post(*p.client, *sb) == 0);
+    std::vector<std::unique_ptr<Operation>> smalls, recvs;
+    std::vector<std::vector<std::uint8_t>> in(8, std::vector<std::uint8_t>(256));
+    auto small = pattern(256, 12);
+    for (int i = 0; i < 8; ++i) {
+        smalls.push_back(make_op(OpKind::send, p.to_server, 51, small.data(), 256));
+        post(*p.client, *smalls.back());
+        recvs.push_back(make_op(OpKind::recv, p.to_client, 51, in[i].data(), 256));
+        post(*p.server, *recvs.back());
+    }
+    REQUIRE(p.run([&] {
+        for (auto& r : recvs)
+            if (!r->completed) return false;
+        return true;
+    }));
+    CHECK_FALSE(sb->completed);
+    std::vector<std::uint8_t> in_big(big_size);
+    auto rb = make_op(OpKind::recv, p.to_client, 50, in_big.data(), bmi_size_t(big_size));
+    post(*p.server, *rb);
+    REQUIRE(p.run([&] { return rb->completed && sb->completed; }, 10));
+    CHECK(rb->error == 0);
+    CHECK(checksum(in_big.data(), big_size) == checksum(big.data(), big_size));
+}
+
+TEST_CASE("tcp over IPv6 loopback", "[tcp]") {
+    Pair p("tcp://[::1]:0");
+    if (p.create_status != 0) {
+        WARN("::1 unavailable, skipping");
+        return;
+    }
+    CHECK(p.server->listen_address().rfind("tcp://[::1]:", 0) == 0);
+    REQUIRE(p.connect());
+    CHECK(p.server->peer_host(*p.to_client) == "::1");
+    CHECK(p.server->query_range(*p.to_client, "tcp://[::1]", 128) == 1);
+    auto data = pattern(200000, 13);
+    std::vector<std::uint8_t> in(200000);
+    auto r = make_op(OpKind::recv, p.to_client, 60, in.data(), 200000);
+    post(*p.server, *r);
+    auto s = make_op(OpKind::send, p.to_server, 60, data.data(), 200000);
+    post(*p.client, *s);
+    REQUIRE(p.run([&] { return r->completed && s->completed; }));
+    CHECK(in == data);
+}
+
+TEST_CASE("tcp peer failure completes pending operations", "[tcp]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    std::vector<std::uint8_t> in(100);
+    auto r = make_op(OpKind::recv, p.to_server, 70, in.data(), 100);
+    REQUIRE(post(*p.client, *r) == 0);
+    p.server.reset();  // the server process "dies"
+    REQUIRE(p.run_client_only([&] { return r->completed; }));
+    CHECK(r->error < 0);
+}

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The tcp method against plain POSIX sockets: bad input, legacy (OrangeFS) framing in both
+// directions, the fallback from HELLO to legacy, and the stall timeout.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "methods/tcp/tcp_address.hpp"
+#include "methods/tcp/tcp_wire.hpp"
+#include "tcp_test_harness.hpp"
+
+using namespace bmi::method;
+using namespace bmi::method::tcp;
+using namespace bmi::method::tcp::test;
+
+namespace {
+
+std::uint16_t port_from(const std::string& address) {
+    auto parsed = parse_tcp_address(address);
+    REQUIRE(parsed);
+    return parsed->port;
+}
+
+sockaddr_in loopback(std::uint16_t port) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return sa;
+}
+
+int raw_connect(std::uint16_t port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa = loopback(port);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    return fd;
+}
+
+int raw_listen(std::uint16_t& port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa = loopback(0);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    REQUIRE(listen(fd, 4) == 0);
+    socklen_t len = sizeof sa;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    port = ntohs(sa.sin_port);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    return fd;
+}
+
+int raw_accept(int listener, Method& m) {
+    int fd = -1;
+    drive({&m}, [&] { return (fd = accept(listener, nullptr, nullptr)) >= 0; });
+    if (fd >= 0) fcntl(fd, F_SETFL, O_NONBLOCK);
+    return fd;
+}
+
+bool raw_write(int fd, const void* data, std::size_t size, Method& m) {
+    const auto* p = static_cast<const char*>(data);
+    std::size_t done = 0;
+    return drive({&m}, [&] {
+        ssize_t n = send(fd, p + done, size - done, MSG_NOSIGNAL);
+        if (n > 0) done += static_cast<std::size_t>(n);
+        return done == size;
+    });
+}
+
+bool raw_read(int fd, void* data, std::size_t size, Method& m) {
+    auto* p = static_cast<char*>(data);
+    std::size_t done = 0;
+    return drive({&m}, [&] {
+        ssize_t n = recv(fd, p + done, size - done, 0);
+        if (n > 0) done += static_cast<std::size_t>(n);
+        return done == size || n == 0;
+    }) && done == size;
+}
+
+// True once the other side has closed fd (EOF or reset).
+bool raw_closed(int fd, Method& m, double seconds = 5.0) {
+    return drive({&m}, [&] {
+        char c;
+        ssize_t n = recv(fd, &c, 1, 0);
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    }, seconds);
+}
+
+std::vector<std::uint8_t> legacy_frame(Mode mode, bmi_msg_tag_t tag,
+                                       const std::vector<std::uint8_t>& payload) {
+    std::vector<std::uint8_t> frame(legacy_header_size);
+    Header h;
+    h.mode = mode;
+    h.tag = wire_tag(tag);
+    h.size = payload.size();
+    encode_header(h, false, frame.data());
+    frame.insert(frame.end(), payload.begin(), payload.end());
+    return frame;
+}
+
+Header read_header(int fd, bool v2, Method& m) {
+    std::uint8_t buf[max_header_size] = {};
+    REQUIRE(raw_read(fd, buf, v2 ? v2_header_size : legacy_header_size, m));
+    return decode_header(buf, v2);
+}
+
+}  // namespace
+
+TEST_CASE("a bad magic kills only that connection", "[tcp][raw]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    int fd = raw_connect(port_from(p.server->listen_address()));
+    std::vector<std::uint8_t> junk(legacy_header_size, 0x11);
+    REQUIRE(raw_write(fd, junk.data(), junk.size(), *p.server));
+    CHECK(raw_closed(fd, *p.server));
+    close(fd);
+
+    auto data = pattern(100, 1);
+    std::vector<std::uint8_t> in(100);
+    auto r = make_op(OpKind::recv, p.to_client, 5, in.data(), 100);
+    post(*p.server, *r);
+    auto s = make_op(OpKind::send, p.to_server, 5, data.data(), 100);
+    post(*p.client, *s);
+    REQUIRE(p.run([&] { return r->completed && s->completed; }));
+    CHECK(r->error == 0);
+    CHECK(in == data);
+}
+
+TEST_CASE("an oversized unexpected header closes the connection unread", "[tcp][raw]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    int fd = raw_connect(port_from(p.server->listen_address()));
+    Header h;
+    h.mode = Mode::unexpected;
+    h.size = 1ull << 40;
+    std::uint8_t buf[legacy_header_size];
+    encode_header(h, false, buf);
+    REQUIRE(raw_write(fd, buf, sizeof buf, *p.server));
+    CHECK(raw_closed(fd, *p.server));
+    CHECK(p.server_sink.used == 0);
+    close(fd);
+}
+
+TEST_CASE("v2 handshake from a raw peer; an unknown DATA cookie is a protocol error",
+          "[tcp][raw]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    int fd = raw_connect(port_from(p.server->listen_address()));
+    auto hello = encode_hello(Hello{feature_rendezvous, ""}, false);
+    REQUIRE(raw_write(fd, hello.data(), hello.size(), *p.server));
+    Header ack = read_header(fd, false, *p.server);
+    CHECK(ack.mode == Mode::hello_ack);
+    std::vector<std::uint8_t> body(ack.size);
+    REQUIRE(raw_read(fd, body.data(), body.size(), *p.server));
+    auto parsed = decode_hello_body(body);
+    REQUIRE(parsed);
+    CHECK(parsed->address == p.server->listen_address());
+
+    Header data;
+    data.mode = Mode::data;
+    data.size = 10;
+    data.cookie = 424242;
+    std::uint8_t buf[v2_header_size];
+    encode_header(data, true, buf);
+    REQUIRE(raw_write(fd, buf, sizeof buf, *p.server));
+    CHECK(raw_closed(fd, *p.server));
+    close(fd);
+}
+
+TEST_CASE("legacy client interop", "[tcp][raw][legacy]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    int fd = raw_connect(port_from(p.server->listen_address()));
+    Method& server = *p.server;
+
+    auto hi = legacy_frame(Mode::unexpected, 1, {'h', 'i'});
+    REQUIRE(raw_write(fd, hi.data(), hi.size(), server));
+    REQUIRE(drive({&server}, [&] { return !p.server_sink.unexpected.empty(); }));
+    auto peer = p.server_sink.unexpected.back().peer;
+    CHECK(peer->addr() != 0);
+    CHECK(server.peer_host(*peer) == "127.0.0.1");
+    CHECK(server.query_range(*peer, "tcp://127.0.0.0", 8) == 1);
+
+    // Legacy EAGER arriving before the receive is buffered and matched at post.
+    auto eager_payload = pattern(100, 2);
+    auto eager = legacy_frame(Mode::eager, 5, eager_payload);
+    REQUIRE(raw_write(fd, eager.data(), eager.size(), server));
+    drive({&server}, [] { return false; }, 0.2);
+    std::vector<std::uint8_t> in(200);
+    auto r = make_op(OpKind::recv, peer, 5, in.data(), 200);
+    CHECK(post(server, *r) == 1);
+    CHECK(r->actual_size == 100);
+    CHECK(std::equal(eager_payload.begin(), eager_payload.end(), in.begin()));
+
+    // Legacy REND with no receive: the server stops reading until one is posted.
+    auto rend_payload = pattern(64 * 1024, 3);
+    auto rend = legacy_frame(Mode::rendezvous, 6, rend_payload);
+    REQUIRE(raw_write(fd, rend.data(), rend.size(), server));
+    drive({&server}, [] { return false; }, 0.2);
+    std::vector<std::uint8_t> in_rend(rend_payload.size());
+    auto rr = make_op(OpKind::recv, peer, 6, in_rend.data(), bmi_size_t(in_rend.size()));
+    post(server, *rr);
+    REQUIRE(drive({&server}, [&] { return rr->completed; }));
+    CHECK(rr->error == 0);
+    CHECK(in_rend == rend_payload);
+
+    // Replies to a legacy client use legacy headers: EAGER, then REND with inline payload.
+    auto small = pattern(100, 4);
+    auto s1 = make_op(OpKind::send, peer, 9, small.data(), 100);
+    post(server, *s1);
+    Header h1 = read_header(fd, false, server);
+    CHECK(h1.magic == wire_magic);
+    CHECK(h1.mode == Mode::eager);
+    CHECK(tag_of(h1) == 9);
+    CHECK(h1.size == 100);
+    std::vector<std::uint8_t> got(100);
+    REQUIRE(raw_read(fd, got.data(), got.size(), server));
+    CHECK(got == small);
+
+    auto large = pattern(100000, 5);
+    auto s2 = make_op(OpKind::send, peer, 10, large.data(), 100000);
+    post(server, *s2);
+    Header h2 = read_header(fd, false, server);
+    CHECK(h2.mode == Mode::rendezvous);
+    CHECK(h2.size == 100000);
+    got.resize(100000);
+    REQUIRE(raw_read(fd, got.data(), got.size(), server));
+    CHECK(got == large);
+    REQUIRE(drive({&server}, [&] { return s1->completed && s2->completed; }));
+
+    std::vector<std::uint8_t> huge(1);
+    auto s3 = make_op(OpKind::send, peer, 11, huge.data(), legacy_message_limit + 1);
+    CHECK(server.post(*s3) == -BMI_EMSGSIZE);
+    close(fd);
+}
+
+TEST_CASE("a client falls back to legacy when the acceptor drops HELLO", "[tcp][raw][legacy]") {
+    std::uint16_t port = 0;
+    int listener = raw_listen(port);
+    TestSink sink;
+    std::unique_ptr<Method> client;
+    REQUIRE(create(Config{}, sink, client) == 0);
+    std::shared_ptr<Peer> peer;
+    REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), peer) == 0);
+    auto small = pattern(100, 6);
+    auto large = pattern(100000, 7);
+    auto s1 = make_op(OpKind::send, peer, 3, small.data(), 100);
+    auto s2 = make_op(OpKind::send, peer, 4, large.data(), 100000);
+    REQUIRE(post(*client, *s1) == 0);
+    REQUIRE(post(*client, *s2) == 0);
+
+    // Behave like OrangeFS: read the header, see an unknown mode, close.
+    int first = raw_accept(listener, *client);
+    REQUIRE(first >= 0);
+    Header hello = read_header(first, false, *client);
+    CHECK(hello.mode == Mode::hello);
+    close(first);
+
+    int second = raw_accept(listener, *client);
+    REQUIRE(second >= 0);
+    Header h1 = read_header(second, false, *client);
+    CHECK(h1.mode == Mode::eager);
+    CHECK(tag_of(h1) == 3);
+    std::vector<std::uint8_t> got(100);
+    REQUIRE(raw_read(second, got.data(), got.size(), *client));
+    CHECK(got == small);
+    Header h2 = read_header(second, false, *client);
+    CHECK(h2.mode == Mode::rendezvous);
+    got.resize(100000);
+    REQUIRE(raw_read(second, got.data(), got.size(), *client));
+    CHECK(got == large);
+    REQUIRE(drive({client.get()}, [&] { return s1->completed && s2->completed; }));
+    CHECK(s1->error == 0);
+    CHECK(s2->error == 0);
+    close(second);
+    close(listener);
+}
+
+TEST_CASE("BMI_TCP_LEGACY=1 never sends HELLO", "[tcp][raw][legacy]") {
+    std::uint16_t port = 0;
+    int listener = raw_listen(port);
+    setenv("BMI_TCP_LEGACY", "1", 1);
+    TestSink sink;
+    std::unique_ptr<Method> client;
+    REQUIRE(create(Config{}, sink, client) == 0);
+    unsetenv("BMI_TCP_LEGACY");
+    std::shared_ptr<Peer> peer;
+    REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), peer) == 0);
+    char msg[] = "abc";
+    auto s = make_op(OpKind::send_unexpected, peer, 12, msg, 3);
+    post(*client, *s);
+    int fd = raw_accept(listener, *client);
+    REQUIRE(fd >= 0);
+    Header h = read_header(fd, false, *client);
+    CHECK(h.mode == Mode::unexpected);
+    CHECK(h.size == 3);
+    close(fd);
+    close(listener);
+}
+
+TEST_CASE("a connection stalled mid-header times out", "[tcp][raw]") {
+    setenv("BMI_TCP_STALL_TIMEOUT_MS", "300", 1);
+    Pair p;
+    unsetenv("BMI_TCP_STALL_TIMEOUT_MS");
+    REQUIRE(p.create_status == 0);
+    int fd = raw_connect(port_from(p.server->listen_address()));
+    std::uint8_t partial[10] = {0xBF, 0xCA, 0, 0, 4};
+    REQUIRE(raw_write(fd, partial, sizeof partial, *p.server));
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(raw_closed(fd, *p.server, 3.0));
+    CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(250));
+    close(fd);
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Pure tests of the tcp wire format and address helpers: no sockets.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
+#include "methods/tcp/tcp_address.hpp"
+#include "methods/tcp/tcp_wire.hpp"
+
+using namespace bmi::method::tcp;
+
+TEST_CASE("legacy header layout is the OrangeFS one", "[tcp][wire]") {
+    Header h;
+    h.mode = Mode::eager;
+    h.tag = wire_tag(-2);
+    h.size = 0x0102030405ull;
+    std::uint8_t buf[max_header_size] = {};
+    REQUIRE(encode_header(h, false, buf) == 24);
+    // magic 51903 = 0xCABF, little-endian
+    CHECK(buf[0] == 0xBF);
+    CHECK(buf[1] == 0xCA);
+    CHECK(buf[4] == 4);
+    for (int i = 8; i < 16; ++i) CHECK(buf[i] == (i == 8 ? 0xFE : 0xFF));  // sign-extended -2
+    CHECK(buf[16] == 0x05);
+    CHECK(buf[20] == 0x01);
+    Header back = decode_header(buf, false);
+    CHECK(back.magic == wire_magic);
+    CHECK(back.mode == Mode::eager);
+    CHECK(tag_of(back) == -2);
+    CHECK(back.size == h.size);
+}
+
+TEST_CASE("v2 header round trip carries the cookie", "[tcp][wire]") {
+    Header h;
+    h.mode = Mode::rts;
+    h.tag = wire_tag(77);
+    h.size = 40ull << 20;
+    h.cookie = 0xdeadbeefcafef00dull;
+    std::uint8_t buf[max_header_size];
+    REQUIRE(encode_header(h, true, buf) == 32);
+    Header back = decode_header(buf, true);
+    CHECK(back.cookie == h.cookie);
+    CHECK(back.size == h.size);
+    CHECK(tag_of(back) == 77);
+    CHECK(check_header(back, Dialect::v2, default_unexpected_limit) == 0);
+}
+
+TEST_CASE("check_header rejects what must not be trusted", "[tcp][wire]") {
+    auto check = [](Mode m, std::uint64_t size, Dialect d, std::uint32_t magic = wire_magic) {
+        Header h;
+        h.magic = magic;
+        h.mode = m;
+        h.size = size;
+        return check_header(h, d, 4096);
+    };
+    CHECK(check(Mode::eager, 10, Dialect::legacy, 12345) == -BMI_EPROTO);
+    CHECK(check(static_cast<Mode>(0x3), 10, Dialect::legacy) == -BMI_EPROTO);
+    CHECK(check(Mode::unexpected, 4096, Dialect::legacy) == 0);
+    CHECK(check(Mode::unexpected, 4097, Dialect::v2) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, eager_limit, Dialect::v2) == 0);
+    CHECK(check(Mode::eager, eager_limit + 1, Dialect::v2) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, ~0ull, Dialect::legacy) == -BMI_EPROTO);
+    CHECK(check(Mode::rendezvous, legacy_message_limit, Dialect::legacy) == 0);
+    CHECK(check(Mode::rendezvous, legacy_message_limit + 1, Dialect::legacy) == -BMI_EPROTO);
+    CHECK(check(Mode::rendezvous, 100000, Dialect::v2) == -BMI_EPROTO);  // v2 uses RTS
+    CHECK(check(Mode::rts, 100, Dialect::v2) == -BMI_EPROTO);           // would be eager
+    CHECK(check(Mode::rts, 100000, Dialect::legacy) == -BMI_EPROTO);
+    CHECK(check(Mode::data, data_chunk_limit, Dialect::v2) == 0);
+    CHECK(check(Mode::data, data_chunk_limit + 1, Dialect::v2) == -BMI_EPROTO);
+    CHECK(check(Mode::data, 0, Dialect::v2) == -BMI_EPROTO);
+    CHECK(check(Mode::cts, 5, Dialect::v2) == -BMI_EPROTO);
+    CHECK(check(Mode::hello, hello_fixed_size, Dialect::first_inbound) == 0);
+    CHECK(check(Mode::hello, hello_max_body + 1, Dialect::first_inbound) == -BMI_EPROTO);
+    CHECK(check(Mode::hello, hello_fixed_size, Dialect::v2) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, 10, Dialect::await_ack) == -BMI_EPROTO);
+    CHECK(check(Mode::hello_ack, hello_fixed_size + 3, Dialect::await_ack) == 0);
+}
+
+TEST_CASE("HELLO frames round trip", "[tcp][wire]") {
+    Hello hello{feature_rendezvous, "tcp://node7:3334"};
+    auto frame = encode_hello(hello, true);
+    REQUIRE(frame.size() == legacy_header_size + hello_fixed_size + 16);
+    Header h = decode_header(frame.data(), false);
+    CHECK(h.mode == Mode::hello_ack);
+    CHECK(h.tag == protocol_version);
+    CHECK(h.size == frame.size() - legacy_header_size);
+    auto back = decode_hello_body({frame.data() + legacy_header_size, h.size});
+    REQUIRE(back);
+    CHECK(back->features == feature_rendezvous);
+    CHECK(back->address == hello.address);
+    // The reserved key-proof bytes are zero.
+    for (std::size_t i = frame.size() - hello_reserved_size; i < frame.size(); ++i)
+        CHECK(frame[i] == 0);
+    // A length field that disagrees with the body is refused.
+    frame[legacy_header_size + 8] = 200;
+    CHECK_FALSE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
+    CHECK_FALSE(decode_hello_body({frame.data(), 3}));
+}
+
+TEST_CASE("tcp address parsing and ranges", "[tcp][address]") {
+    auto a = parse_tcp_address("tcp://[::1]:80");
+    REQUIRE(a);
+    CHECK(a->canonical == "tcp://[::1]:80");
+    CHECK(a->host == "::1");
+    CHECK_FALSE(parse_tcp_address("tcp://host"));
+    CHECK_FALSE(parse_tcp_address("udp://host:1"));
+
+    SocketAddress v4;
+    REQUIRE(resolve("192.168.1.77", 5, v4) == 0);
+    CHECK(ip_text(v4) == "192.168.1.77");
+    CHECK(describe(v4) == "tcp://192.168.1.77:5");
+    CHECK(match_range(v4, "tcp://192.168.1.0", 24) == 1);
+    CHECK(match_range(v4, "tcp://192.168.2.0", 24) == 0);
+    CHECK(match_range(v4, "tcp://192.168.0.0", 16) == 1);
+    CHECK(match_range(v4, "tcp://10.0.0.0", 0) == 1);
+    CHECK(match_range(v4, "tcp://192.168.*", -1) == 1);
+    CHECK(match_range(v4, "tcp://192.168.1.*", -1) == 1);
+    CHECK(match_range(v4, "tcp://192.168.10.*", -1) == 0);
+    CHECK(match_range(v4, "tcp://192.168.1.0", 33) == -BMI_EINVAL);
+    CHECK(match_range(v4, "tcp://not-an-ip", 24) == -BMI_EINVAL);
+    CHECK(match_range(v4, "192.168.1.0", 24) == -BMI_EINVAL);
+
+    SocketAddress v6;
+    REQUIRE(resolve("fe80::1:2", 5, v6) == 0);
+    CHECK(match_range(v6, "tcp://fe80::", 64) == 1);
+    CHECK(match_range(v6, "tcp://[fe81::]", 16) == 0);
+    CHECK(match_range(v6, "tcp://192.168.1.0", 24) == 0);
+    CHECK(match_range(v4, "tcp://fe80::", 64) == 0);
+}
