@@ -148,7 +148,7 @@ for entry in "tcp tcp://127.0.0.1:0" "shm shm://bmi-pingpong-$$"; do
     ran=$((ran + 1))
     cat "$tmp/$method.out"
     if ((compare)) && [[ -s $tmp/raw.out ]]; then
-        echo "-- bmi_$method relative to raw TCP (latency ratio < 1 and bandwidth ratio > 1 favour libbmi)"
+        echo "-- bmi_$method / raw TCP (latency ratio < 1 and bandwidth ratio > 1 favour libbmi)"
         print_ratios "$tmp/$method.out" "$tmp/raw.out"
     fi
     echo

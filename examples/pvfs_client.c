@@ -265,6 +265,7 @@ int main(int argc, char **argv)
     }
     printf("%s %" PRIu64 "/%" PRIu64 " requests of %" PRIu64 " bytes, mean round trip %.1f us%s\n",
            failed ? "FAIL" : "OK", done, iterations, size,
-           done ? elapsed * 1e6 / (double)done : 0.0, send_shutdown && !failed ? ", server shut down" : "");
+           done ? elapsed * 1e6 / (double)done : 0.0,
+           send_shutdown && !failed ? ", server shut down" : "");
     return failed ? 1 : 0;
 }

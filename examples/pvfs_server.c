@@ -196,6 +196,8 @@ static int serve_once(struct server *s)
                 fprintf(stderr, "server: BMI_unexpected_free: %s\n", bmi_status_string(rc));
         }
     }
+    /* With sends pending, wait at most 1 ms for them: a new request must not sit behind a
+     * slow client's response. */
     if (s->outstanding > 0)
         return reap(s, outcount > 0 ? 0 : 1);
     return 0;

@@ -123,6 +123,12 @@ protected:
     ~Sink() = default;
 };
 
+// Result of work a lookup can do before the method's mutex is taken (name resolution), so a
+// slow resolver never stalls progress of other threads. Opaque to the control layer.
+struct LookupHint {
+    virtual ~LookupHint() = default;
+};
+
 // What BMI_initialize gave this method.
 struct Config {
     std::string listen_address;  // "" for a client-only instance, else e.g. "tcp://host:port"
@@ -146,6 +152,12 @@ public:
     // and sets out, which may be a peer the method already knows (then out->addr() != 0).
     // -BMI_EINVAL for a malformed string.
     virtual int lookup(std::string_view address, std::shared_ptr<Peer>& out) = 0;
+    // The same with the result of Descriptor::prepare_lookup for this address; methods that
+    // have no prepare_lookup keep the default.
+    virtual int lookup_prepared(std::string_view address, const LookupHint& /*hint*/,
+                                std::shared_ptr<Peer>& out) {
+        return lookup(address, out);
+    }
 
     // Posts op. 0: pending, the method will call Sink::complete later. 1: finished during the
     // call (actual_size set, Sink::complete is NOT called). <0: -BMI_E*, nothing posted.
@@ -195,6 +207,9 @@ struct Descriptor {
     std::string_view scheme;  // "tcp"
     // Creates an instance; returns 0 and sets out, or -BMI_E* (e.g. listen address in use).
     int (*create)(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
+    // Optional (may be nullptr): called WITHOUT any lock before lookup; may block (e.g. in
+    // getaddrinfo). 0 and out set, or -BMI_E* (then lookup is not called).
+    int (*prepare_lookup)(std::string_view address, std::unique_ptr<LookupHint>& out) = nullptr;
 };
 
 }  // namespace bmi::method

@@ -2,6 +2,9 @@
 # Shared by demo.sh and test.sh: the Debian packages libbmi needs and how to configure a build.
 # Sourced, not run.
 
+# Parallel build and test jobs; 2 by default (the CI machines have two cores).
+BMI_JOBS=${BMI_JOBS:-2}
+
 BMI_PACKAGES=(meson ninja-build g++ pkg-config libboost-dev catch2 libibverbs-dev rdma-core
               netpipe-tcp)
 

@@ -41,7 +41,7 @@ run_suite() {
         return
     fi
     echo "=== $name: build (log: $dir/ninja.log)"
-    if ! timeout 2400 ninja -C "$dir" -j2 >"$dir/ninja.log" 2>&1; then
+    if ! timeout 2400 ninja -C "$dir" -j"$BMI_JOBS" >"$dir/ninja.log" 2>&1; then
         tail -50 "$dir/ninja.log"
         record "$name" 0 1 0 "build failed"
         return
@@ -53,7 +53,7 @@ run_suite() {
         wrapper=(--wrapper "setarch $(uname -m) -R")
     fi
     echo "=== $name: test"
-    timeout 3000 meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 \
+    timeout 3000 meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes "$BMI_JOBS" \
         "${wrapper[@]}" >"$dir/test-run.log" 2>&1 || status=$?
     cat "$dir/test-run.log"
     local log=$dir/test-run.log

@@ -32,10 +32,17 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
         rc = activate(slot->index, config);
         if (rc != 0) return rc;
     }
+    // Name resolution may take as long as the resolver likes: do it before taking any lock.
+    std::unique_ptr<method::LookupHint> hint;
+    if (slot->descriptor->prepare_lookup != nullptr) {
+        rc = slot->descriptor->prepare_lookup(id_string, hint);
+        if (rc != 0) return rc;
+    }
     std::shared_ptr<method::Peer> peer;
     {
         std::lock_guard lock(slot->lock);
-        rc = slot->method->lookup(id_string, peer);
+        rc = hint ? slot->method->lookup_prepared(id_string, *hint, peer)
+                  : slot->method->lookup(id_string, peer);
     }
     if (rc != 0) return rc;
     std::lock_guard lock(state_mutex_);

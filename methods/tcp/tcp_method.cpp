@@ -87,16 +87,41 @@ int TcpMethod::start(const Config& config) {
     return 0;
 }
 
-int TcpMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
+namespace {
+// A parsed and resolved address, made before the method lock is taken.
+struct ResolvedAddress final : LookupHint {
+    ParsedAddress parsed;
+    SocketAddress target;
+};
+}  // namespace
+
+int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out) {
+    auto resolved = std::make_unique<ResolvedAddress>();
     auto parsed = parse_tcp_address(address);
     if (!parsed) return -BMI_EINVAL;
-    if (auto it = peers_by_name_.find(parsed->canonical); it != peers_by_name_.end()) {
+    resolved->parsed = std::move(*parsed);
+    if (int rc = resolve(resolved->parsed.host, resolved->parsed.port, resolved->target); rc < 0)
+        return rc;
+    out = std::move(resolved);
+    return 0;
+}
+
+int TcpMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
+    std::unique_ptr<LookupHint> hint;
+    if (int rc = prepare_lookup(address, hint); rc < 0) return rc;
+    return lookup_prepared(address, *hint, out);
+}
+
+int TcpMethod::lookup_prepared(std::string_view, const LookupHint& hint,
+                               std::shared_ptr<Peer>& out) {
+    const auto& resolved = static_cast<const ResolvedAddress&>(hint);
+    if (auto it = peers_by_name_.find(resolved.parsed.canonical); it != peers_by_name_.end()) {
         out = peers_.at(it->second);
         return 0;
     }
     auto peer = std::make_shared<TcpPeer>();
-    if (int rc = resolve(parsed->host, parsed->port, peer->target); rc < 0) return rc;
-    peer->canonical = parsed->canonical;
+    peer->target = resolved.target;
+    peer->canonical = resolved.parsed.canonical;
     peer->remote = peer->target;
     peers_.emplace(peer.get(), peer);
     peers_by_name_.emplace(peer->canonical, peer.get());

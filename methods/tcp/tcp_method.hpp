@@ -11,7 +11,9 @@ namespace bmi::method::tcp {
 // Creates a tcp instance; listens when config.listen_address is set. 0, or -BMI_E* (e.g.
 // -BMI_EADDRINUSE, -BMI_EINVAL for a malformed listen address).
 int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
+// Parses and resolves a "tcp://host:port" string with no lock held (see Descriptor).
+int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out);
 
-inline constexpr Descriptor descriptor{"bmi_tcp", "tcp", &create};
+inline constexpr Descriptor descriptor{"bmi_tcp", "tcp", &create, &prepare_lookup};
 
 }  // namespace bmi::method::tcp

@@ -108,8 +108,8 @@ TEST_CASE("raw_tcp_pingpong prints the same plan in the same format", "[integrat
 
 TEST_CASE("pingpong exits 77 (skip) for a method that is not built", "[integration]") {
     const std::string exe = program_from_env("BMI_PINGPONG");
-    Process server =
-        Process::spawn({exe, "--method-list", "bmi_no_such_method", "--server", "tcp://127.0.0.1:0"});
+    Process server = Process::spawn(
+        {exe, "--method-list", "bmi_no_such_method", "--server", "tcp://127.0.0.1:0"});
     auto status = server.wait(10s);
     REQUIRE(status);
     CHECK(*status == 77);
