@@ -70,7 +70,7 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     if (inline_message) {
         auto size = static_cast<std::size_t>(op.total_size);
         std::uint32_t slots = ring.slots_for(header_size + size);
-        if (ring.free_slots() < slots) return Placed::no_room;
+        if (!ring.has_room(slots)) return Placed::no_room;
         Window w = ring.claim(slots);
         MsgType type = op.kind == OpKind::send_unexpected ? MsgType::unexpected : MsgType::eager;
         write_header(w, type, op.tag, slots, 0, size, 0);
@@ -84,7 +84,7 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     auto max_iovs = static_cast<int>((options_.eager_limit) / sizeof(RemoteIov));
     if (!single_copy_ || count > max_iovs) count = 0;
     std::uint32_t slots = ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
-    if (ring.free_slots() < slots) return Placed::no_room;
+    if (!ring.has_room(slots)) return Placed::no_room;
     std::vector<RemoteIov> iovs(static_cast<std::size_t>(count));
     describe_segments(segments_of(op), iovs);
     std::uint64_t cookie = next_cookie_++;
@@ -101,7 +101,7 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
 }
 
 bool ShmMethod::place_control(Connection& conn, const Control& control) {
-    if (conn.tx.free_slots() < 1) return false;
+    if (!conn.tx.has_room(1)) return false;
     write_header(conn.tx.claim(1), control.type, 0, 1, control.aux, control.size, control.cookie);
     conn.tx.publish(1);
     return true;

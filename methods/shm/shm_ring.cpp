@@ -50,12 +50,13 @@ Window Ring::window(std::uint64_t start, std::uint32_t count) const {
 // --- producer ---
 
 std::uint32_t Ring::free_slots() {
-    std::uint64_t used = own_ - cached_other_;
-    if (used == slot_count_) {
-        cached_other_ = control_->tail.load(std::memory_order_acquire);
-        used = own_ - cached_other_;
-    }
-    return slot_count_ - static_cast<std::uint32_t>(used);
+    cached_other_ = control_->tail.load(std::memory_order_acquire);
+    return slot_count_ - static_cast<std::uint32_t>(own_ - cached_other_);
+}
+
+bool Ring::has_room(std::uint32_t wanted) {
+    if (slot_count_ - (own_ - cached_other_) >= wanted) return true;
+    return free_slots() >= wanted;
 }
 
 Window Ring::claim(std::uint32_t count) const { return window(own_, count); }

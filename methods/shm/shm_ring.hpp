@@ -54,7 +54,11 @@ public:
     }
 
     // --- producer side ---
+    // Exact count of free slots (reads the consumer's index).
     std::uint32_t free_slots();
+    // True if `wanted` slots are free; reads the consumer's index only when the cached copy
+    // says there is not enough room.
+    bool has_room(std::uint32_t wanted);
     // The next `count` unpublished slots (count <= free_slots()).
     Window claim(std::uint32_t count) const;
     void publish(std::uint32_t count);
