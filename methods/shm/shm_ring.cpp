@@ -7,6 +7,7 @@
 namespace bmi::method::shm {
 
 void Window::write(std::size_t offset, const void* source, std::size_t length) const {
+    if (length == 0) return;  // source may be null for an empty message
     const auto* from = static_cast<const std::byte*>(source);
     if (offset < first_size) {
         std::size_t n = std::min(length, first_size - offset);
@@ -19,6 +20,7 @@ void Window::write(std::size_t offset, const void* source, std::size_t length) c
 }
 
 void Window::read(std::size_t offset, void* target, std::size_t length) const {
+    if (length == 0) return;  // target may be null for an empty receive
     auto* to = static_cast<std::byte*>(target);
     if (offset < first_size) {
         std::size_t n = std::min(length, first_size - offset);
