@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// One connection between two instances: its socket, segment, rings and in-flight transfers.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "methods/shm/shm_peer.hpp"
+#include "methods/shm/shm_ring.hpp"
+#include "methods/shm/shm_segment.hpp"
+#include "methods/shm/shm_wire.hpp"
+
+namespace bmi::method::shm {
+
+enum class ConnState : std::uint8_t {
+    connecting,   // initiator: nonblocking connect not finished; rings usable, hello unsent
+    await_reply,  // initiator: hello sent; we may fill our ring but cannot wake the peer yet
+    await_hello,  // acceptor: socket accepted, no segment yet; carries no peer and no ops
+    open,         // both sides attached
+};
+
+// A small reply (CTS, DONE, NAK) waiting for ring space.
+struct Control {
+    MsgType type;
+    std::uint64_t cookie;
+    std::uint64_t size;
+    std::int32_t aux;
+};
+
+// A single-copy receive in progress: we read the sender's memory piece by piece.
+struct Pull {
+    Operation* op;
+    std::uint64_t cookie;
+    std::vector<RemoteIov> iovs;
+    bmi_size_t size;
+};
+
+struct Connection {
+    std::uint64_t id = 0;
+    int fd = -1;
+    ConnState state = ConnState::connecting;
+    bool initiator = false;
+    SharedSegment segment;
+    Ring tx;  // we produce
+    Ring rx;  // we consume
+    int peer_event_fd = -1;
+    pid_t peer_pid = 0;
+    std::shared_ptr<ShmPeer> peer;
+    bool stalled = false;  // an unexpected message waits in rx for quota
+
+    OpList send_queue;                                // header not yet in the ring
+    std::deque<Control> controls;                     // replies waiting for ring space
+    std::deque<Operation*> streams;                   // two-copy sends streaming DATA
+    std::unordered_map<std::uint64_t, Operation*> sends;  // RTS sent, not finished
+    std::unordered_map<std::uint64_t, Operation*> receives;  // CTS sent, DATA expected
+    std::deque<Pull> pulls;
+
+    ~Connection();
+    // True while something here can move without the peer doing anything first.
+    bool has_local_work() const { return !pulls.empty(); }
+};
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Segment-list copies and the process_vm_readv path.
+#include "methods/shm/shm_copy.hpp"
+
+#include <algorithm>
+#include <cerrno>
+
+#include <sys/uio.h>
+
+namespace bmi::method::shm {
+
+namespace {
+// Calls fn(pointer, length) for each contiguous piece of [offset, offset + length) of a list.
+// Works for both local segments and remote iovecs through the accessors.
+template <class List, class Base, class Size, class Fn>
+void for_each_piece(const List& list, Base base, Size size, std::uint64_t offset,
+                    std::size_t length, Fn&& fn) {
+    for (const auto& item : list) {
+        if (length == 0) return;
+        auto item_size = static_cast<std::uint64_t>(size(item));
+        if (offset >= item_size) {
+            offset -= item_size;
+            continue;
+        }
+        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(item_size - offset, length));
+        fn(base(item) + offset, n);
+        length -= n;
+        offset = 0;
+    }
+}
+
+auto segment_base = [](const Segment& s) { return static_cast<std::byte*>(s.data); };
+auto segment_size = [](const Segment& s) { return s.size; };
+}  // namespace
+
+void gather(std::span<const Segment> segments, std::uint64_t from, const Window& window,
+            std::size_t window_offset, std::size_t length) {
+    for_each_piece(segments, segment_base, segment_size, from, length,
+                   [&](const std::byte* p, std::size_t n) {
+                       window.write(window_offset, p, n);
+                       window_offset += n;
+                   });
+}
+
+void scatter(const Window& window, std::size_t window_offset, std::span<const Segment> segments,
+             std::uint64_t to, std::size_t length) {
+    for_each_piece(segments, segment_base, segment_size, to, length,
+                   [&](std::byte* p, std::size_t n) {
+                       window.read(window_offset, p, n);
+                       window_offset += n;
+                   });
+}
+
+int nonempty_segments(std::span<const Segment> segments) {
+    int count = 0;
+    for (const auto& s : segments)
+        if (s.size > 0) ++count;
+    return count;
+}
+
+int describe_segments(std::span<const Segment> segments, std::span<RemoteIov> out) {
+    std::size_t count = 0;
+    for (const auto& s : segments) {
+        if (s.size <= 0) continue;
+        if (count == out.size()) return -1;
+        out[count++] = {reinterpret_cast<std::uintptr_t>(s.data),
+                        static_cast<std::uint64_t>(s.size)};
+    }
+    return static_cast<int>(count);
+}
+
+long read_remote(pid_t pid, std::span<const RemoteIov> remote, std::span<const Segment> local,
+                 std::uint64_t offset, std::size_t length) {
+    // The kernel takes at most IOV_MAX entries per side; a shorter read is fine, the caller
+    // simply comes back for the rest.
+    constexpr std::size_t max_iov = 1024;
+    iovec local_iov[64];
+    iovec remote_iov[64];
+    static_assert(64 <= max_iov);
+    std::size_t local_count = 0, local_bytes = 0;
+    for_each_piece(local, segment_base, segment_size, offset, length,
+                   [&](std::byte* p, std::size_t n) {
+                       if (local_count == std::size(local_iov)) return;
+                       local_iov[local_count++] = {p, n};
+                       local_bytes += n;
+                   });
+    std::size_t remote_count = 0, remote_bytes = 0;
+    auto remote_base = [](const RemoteIov& r) { return r.address; };
+    auto remote_size = [](const RemoteIov& r) { return r.length; };
+    for_each_piece(remote, remote_base, remote_size, offset, local_bytes,
+                   [&](std::uint64_t address, std::size_t n) {
+                       if (remote_count == std::size(remote_iov)) return;
+                       remote_iov[remote_count++] = {reinterpret_cast<void*>(address), n};
+                       remote_bytes += n;
+                   });
+    if (remote_bytes == 0) return -EFAULT;
+    // Trim the local side to what the remote side covers (either may have been capped).
+    std::size_t want = std::min(local_bytes, remote_bytes);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < local_count; ++i) {
+        if (kept + local_iov[i].iov_len >= want) {
+            local_iov[i].iov_len = want - kept;
+            local_count = i + 1;
+            break;
+        }
+        kept += local_iov[i].iov_len;
+    }
+    ssize_t n = process_vm_readv(pid, local_iov, local_count, remote_iov, remote_count, 0);
+    if (n < 0) return -errno;
+    if (n == 0) return -EFAULT;
+    return static_cast<long>(n);
+}
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The copy engine: moving bytes between an operation's segment list and ring windows, and the
+// single-copy read of a peer's memory with process_vm_readv.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "methods/method.hpp"
+#include "methods/shm/shm_ring.hpp"
+#include "methods/shm/shm_wire.hpp"
+
+namespace bmi::method::shm {
+
+// Copies `length` bytes starting at logical offset `from` of the segment list into the window
+// at `window_offset`.
+void gather(std::span<const Segment> segments, std::uint64_t from, const Window& window,
+            std::size_t window_offset, std::size_t length);
+// Copies `length` bytes from the window at `window_offset` into the segment list at `to`.
+void scatter(const Window& window, std::size_t window_offset, std::span<const Segment> segments,
+             std::uint64_t to, std::size_t length);
+
+// The RTS payload describing segments, skipping empty ones. Returns the count written (at most
+// out.size()), or -1 if the list does not fit.
+int describe_segments(std::span<const Segment> segments, std::span<RemoteIov> out);
+int nonempty_segments(std::span<const Segment> segments);
+
+// Reads up to `length` bytes at logical offset `offset` of the remote list into the local list
+// at the same offset. Returns bytes moved (> 0) or -errno.
+long read_remote(pid_t pid, std::span<const RemoteIov> remote, std::span<const Segment> local,
+                 std::uint64_t offset, std::size_t length);
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Abstract Unix sockets and SCM_RIGHTS for the shm connection setup.
+#include "methods/shm/shm_listener.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "bmi-types.h"
+#include "support/error/error_map.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::shm {
+
+namespace {
+socklen_t abstract_address(std::string_view name, sockaddr_un& out) {
+    std::memset(&out, 0, sizeof out);
+    out.sun_family = AF_UNIX;
+    // sun_path[0] stays '\0': the abstract namespace. The uid keeps users apart by name (the
+    // credential check keeps them apart by fact).
+    int n = std::snprintf(out.sun_path + 1, sizeof out.sun_path - 1, "libbmi-shm.%u.%.*s",
+                          static_cast<unsigned>(getuid()), static_cast<int>(name.size()),
+                          name.data());
+    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<std::size_t>(n));
+}
+
+int new_socket() {
+    return socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+}  // namespace
+
+int listen_on(std::string_view name, int& fd) {
+    sockaddr_un address;
+    socklen_t length = abstract_address(name, address);
+    int s = new_socket();
+    if (s < 0) return support::bmi_error_from_errno(errno);
+    if (bind(s, reinterpret_cast<sockaddr*>(&address), length) != 0 || listen(s, 128) != 0) {
+        int rc = support::bmi_error_from_errno(errno);
+        close(s);
+        return rc;
+    }
+    fd = s;
+    return 0;
+}
+
+int connect_to(std::string_view name, int& fd, bool& in_progress) {
+    sockaddr_un address;
+    socklen_t length = abstract_address(name, address);
+    int s = new_socket();
+    if (s < 0) return support::bmi_error_from_errno(errno);
+    in_progress = false;
+    if (connect(s, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+        if (errno == EAGAIN || errno == EINPROGRESS) {
+            in_progress = true;
+        } else {
+            int e = errno;
+            close(s);
+            BMI_LOG(shm, "connect to '%.*s': %s", static_cast<int>(name.size()), name.data(),
+                    std::strerror(e));
+            return e == ENOENT || e == ECONNREFUSED ? -BMI_ECONNREFUSED
+                                                     : support::bmi_error_from_errno(e);
+        }
+    }
+    fd = s;
+    return 0;
+}
+
+int connect_result(int fd) {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+    if (error == 0) return 0;
+    return error == ENOENT ? -BMI_ECONNREFUSED : support::bmi_error_from_errno(error);
+}
+
+int accept_one(int listen_fd) {
+    int s = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    return s < 0 ? -1 : s;
+}
+
+bool peer_is_same_user(int fd, pid_t& pid) {
+    ucred credentials{};
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return false;
+    pid = credentials.pid;
+    return credentials.uid == getuid();
+}
+
+long send_with_fds(int fd, const void* data, std::size_t size, const int* fds, int fd_count) {
+    iovec iov{const_cast<void*>(data), size};
+    msghdr message{};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
+    if (fd_count > 0) {
+        std::memset(control, 0, sizeof control);
+        message.msg_control = control;
+        message.msg_controllen = CMSG_SPACE(static_cast<std::size_t>(fd_count) * sizeof(int));
+        cmsghdr* c = CMSG_FIRSTHDR(&message);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(static_cast<std::size_t>(fd_count) * sizeof(int));
+        std::memcpy(CMSG_DATA(c), fds, static_cast<std::size_t>(fd_count) * sizeof(int));
+    }
+    ssize_t n = sendmsg(fd, &message, MSG_NOSIGNAL);
+    return n < 0 ? -errno : static_cast<long>(n);
+}
+
+long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fds,
+                      int& fd_count) {
+    fd_count = 0;
+    iovec iov{data, size};
+    msghdr message{};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+    if (n < 0) return -errno;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+            int received;
+            std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof received);
+            // Never leak a descriptor a misbehaving peer sent beyond what we asked for.
+            if (fd_count < max_fds)
+                fds[fd_count++] = received;
+            else
+                close(received);
+        }
+    }
+    return static_cast<long>(n);
+}
+
+}  // namespace bmi::method::shm

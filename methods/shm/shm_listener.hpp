@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Unix stream sockets in the abstract namespace: listening, connecting, credential checks and
+// passing descriptors. The socket only carries the connection hello and tells each side when
+// the other is gone (hang-up); messages travel through the shared rings.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string_view>
+
+namespace bmi::method::shm {
+
+// Binds and listens on "\0libbmi-shm.<uid>.<name>". 0 and fd set, -BMI_EADDRINUSE if another
+// live instance holds the name, other -BMI_E* otherwise. No filesystem object is created, so a
+// crashed listener leaves nothing behind and a restarted one binds again.
+int listen_on(std::string_view name, int& fd);
+
+// Nonblocking connect to the listener `name`. 0 with in_progress false (connected) or true
+// (wait for writability, then check with connect_result), or -BMI_ECONNREFUSED when nobody
+// listens there.
+int connect_to(std::string_view name, int& fd, bool& in_progress);
+// Outcome of an in-progress connect: 0 or -BMI_E*.
+int connect_result(int fd);
+
+// Accepts one connection (nonblocking, close-on-exec): fd >= 0, -1 when none is waiting.
+int accept_one(int listen_fd);
+
+// True if the process at the other end runs as our uid; sets pid to its pid.
+bool peer_is_same_user(int fd, pid_t& pid);
+
+// One datagram-like message with descriptors on a stream socket. Returns bytes sent, or -errno.
+long send_with_fds(int fd, const void* data, std::size_t size, const int* fds, int fd_count);
+// Receives up to size bytes and up to max_fds descriptors (close-on-exec). Returns bytes (0 on
+// end of stream) or -errno; fd_count says how many descriptors arrived.
+long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fds,
+                      int& fd_count);
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The Method interface of shm: creation, posting, cancel, peers and addresses.
+#include "methods/shm/shm_method.hpp"
+
+#include <chrono>
+#include <random>
+
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "methods/shm/shm_copy.hpp"
+#include "methods/shm/shm_method_impl.hpp"
+#include "support/logging/log.hpp"
+#include "support/method_address/method_address.hpp"
+
+namespace bmi::method::shm {
+
+int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
+    std::string name;
+    if (!config.listen_address.empty()) {
+        auto parts = support::split_scheme(config.listen_address);
+        if (!parts || parts->scheme != "shm" || !valid_name(parts->rest)) return -BMI_EINVAL;
+        name = std::string(parts->rest);
+    }
+    Options options;
+    int rc = load_options(config.options, config.unexpected_limit, options);
+    if (rc != 0) return rc;
+    auto method = std::make_unique<ShmMethod>(sink, options);
+    rc = method->start(name);
+    if (rc != 0) return rc;
+    out = std::move(method);
+    return 0;
+}
+
+ShmMethod::ShmMethod(Sink& sink, const Options& options)
+    : sink_(sink), options_(options), single_copy_(options.single_copy),
+      spin_budget_us_(options.spin_us) {
+    // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
+    // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
+    if (single_copy_) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    std::random_device random;
+    nonce_ = (static_cast<std::uint64_t>(random()) << 32) ^ random() ^
+             static_cast<std::uint64_t>(
+                 std::chrono::steady_clock::now().time_since_epoch().count());
+    BMI_LOG(shm, "large messages use %s; ring %u x %u bytes, eager limit %lld",
+            single_copy_ ? "single copy (process_vm_readv)" : "two copies (forced)",
+            options_.slot_count, options_.slot_size, static_cast<long long>(options_.eager_limit));
+}
+
+ShmMethod::~ShmMethod() {
+    // The control layer cancelled every operation already; only kernel objects remain.
+    for (auto& [id, conn] : connections_) {
+        if (conn->peer) conn->peer->connection = 0;
+        if (conn->fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+    }
+    connections_.clear();
+    for (auto& [name, weak] : named_)
+        if (auto peer = weak.lock()) peer->unmatched.clear();
+    for (auto& weak : nameless_)
+        if (auto peer = weak.lock()) peer->unmatched.clear();
+    if (listen_fd_ >= 0) close(listen_fd_);
+    if (event_fd_ >= 0) close(event_fd_);
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+std::string ShmMethod::listen_address() const {
+    return listen_name_.empty() ? std::string() : "shm://" + listen_name_;
+}
+
+int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
+    auto parts = support::split_scheme(address);
+    if (!parts || parts->scheme != "shm" || !valid_name(parts->rest)) return -BMI_EINVAL;
+    std::string name(parts->rest);
+    if (name.rfind("pid-", 0) == 0) {
+        // The rev_lookup form of a nameless peer: only meaningful while we know it.
+        for (auto& weak : nameless_) {
+            auto peer = weak.lock();
+            if (peer && "pid-" + std::to_string(peer->pid) == name) {
+                out = peer;
+                return 0;
+            }
+        }
+    }
+    auto& slot = named_[name];
+    auto peer = slot.lock();
+    if (!peer) {
+        peer = std::make_shared<ShmPeer>();
+        peer->name = name;
+        slot = peer;
+    }
+    out = peer;
+    return 0;
+}
+
+int ShmMethod::post(Operation& op) {
+    auto& peer = static_cast<ShmPeer&>(*op.peer);
+    if (op.kind == OpKind::recv) {
+        for (auto it = peer.unmatched.begin(); it != peer.unmatched.end(); ++it) {
+            if (it->tag != op.tag) continue;
+            Unmatched message = std::move(*it);
+            peer.unmatched.erase(it);
+            if (message.type == MsgType::eager) {
+                if (message.size > op.total_size) {
+                    op.actual_size = 0;
+                    sink_.complete(op, -BMI_EMSGSIZE);  // an error cannot be an immediate 1
+                    return 0;
+                }
+                Window whole{message.payload.data(), message.payload.size(), nullptr, 0};
+                scatter(whole, 0, {op.segments, static_cast<std::size_t>(op.segment_count)}, 0,
+                        message.payload.size());
+                op.actual_size = message.size;
+                return 1;
+            }
+            Connection* conn = find_connection(message.connection);
+            if (conn == nullptr) return -BMI_ECONNRESET;  // cannot happen: close drops its RTS
+            start_transfer(*conn, op, message.size, message.cookie, std::move(message.iovs));
+            wake_self();  // the transfer moves in progress()
+            return 0;
+        }
+        // A receive also opens the connection so the peer can reach a client that has not
+        // sent anything yet; failing to connect is not an error for a receive.
+        if (peer.connection == 0 && !peer.name.empty()) {
+            Connection* ignored = nullptr;
+            ensure_connection(op, ignored);
+        }
+        peer.posted.push_back(op);
+        track(op, Where::posted_recv, 0);
+        return 0;
+    }
+    if (op.kind == OpKind::send_unexpected && op.total_size > options_.unexpected_limit)
+        return -BMI_EMSGSIZE;
+    Connection* conn = nullptr;
+    int rc = ensure_connection(op, conn);
+    if (rc != 0) return rc;
+    if (conn->send_queue.empty()) {
+        switch (place_send(*conn, op)) {
+        case Placed::completed:
+            wake_peer(*conn);
+            return 1;
+        case Placed::announced:
+            wake_peer(*conn);
+            return 0;
+        case Placed::no_room:
+            break;
+        }
+    }
+    conn->send_queue.push_back(op);
+    track(op, Where::queued_send, conn->id);
+    // Ask the peer to wake us when it frees space; if space appeared meanwhile, progress()
+    // must run soon even though nobody will write our eventfd.
+    if (conn->tx.block_producer(conn->tx.slot_count() / 2)) wake_self();
+    return 0;
+}
+
+void ShmMethod::cancel(Operation& op) {
+    auto it = tracks_.find(&op);
+    if (it == tracks_.end()) return;
+    Track track = it->second;
+    switch (track.where) {
+    case Where::posted_recv: {
+        auto& peer = static_cast<ShmPeer&>(*op.peer);
+        peer.posted.erase(peer.posted.iterator_to(op));
+        finish(op, -BMI_ECANCEL);
+        return;
+    }
+    case Where::queued_send: {
+        Connection* conn = find_connection(track.connection);
+        if (conn != nullptr) conn->send_queue.erase(conn->send_queue.iterator_to(op));
+        finish(op, -BMI_ECANCEL);
+        return;
+    }
+    case Where::in_flight: {
+        // The peer may already hold our addresses or part of the data; only closing the
+        // connection guarantees it never touches this buffer again.
+        Connection* conn = find_connection(track.connection);
+        if (conn != nullptr) detach_in_flight(*conn, op);
+        finish(op, -BMI_ECANCEL);
+        if (conn != nullptr) {
+            BMI_LOG(shm, "cancel of a transfer in flight closes connection %llu",
+                    static_cast<unsigned long long>(conn->id));
+            close_connection(*conn, -BMI_ECONNRESET);
+        }
+        return;
+    }
+    }
+}
+
+void ShmMethod::forget_peer(Peer& base) {
+    auto& peer = static_cast<ShmPeer&>(base);
+    std::vector<std::uint64_t> doomed;
+    for (auto& [id, conn] : connections_)
+        if (conn->peer.get() == &peer) doomed.push_back(id);
+    for (auto id : doomed)
+        if (Connection* conn = find_connection(id)) close_connection(*conn, -BMI_ECANCEL);
+    fail_peer_receives(peer, -BMI_ECANCEL);
+    peer.unmatched.clear();
+    if (!peer.name.empty()) {
+        auto it = named_.find(peer.name);
+        if (it != named_.end() && it->second.lock().get() == &peer) named_.erase(it);
+    }
+    std::erase_if(nameless_, [&](const std::weak_ptr<ShmPeer>& weak) {
+        auto p = weak.lock();
+        return !p || p.get() == &peer;
+    });
+}
+
+std::string ShmMethod::describe_peer(const Peer& base) const {
+    const auto& peer = static_cast<const ShmPeer&>(base);
+    if (!peer.name.empty()) return "shm://" + peer.name;
+    return "shm://pid-" + std::to_string(peer.pid);
+}
+
+int ShmMethod::query_range(const Peer& peer, std::string_view id_string, int) const {
+    return id_string == "shm://*" || id_string == describe_peer(peer) ? 1 : 0;
+}
+
+// --- operation bookkeeping ---
+
+void ShmMethod::track(Operation& op, Where where, std::uint64_t connection) {
+    tracks_[&op] = Track{where, connection};
+}
+
+void ShmMethod::finish(Operation& op, int error) {
+    tracks_.erase(&op);
+    sink_.complete(op, error);
+}
+
+void ShmMethod::detach_in_flight(Connection& conn, Operation& op) {
+    std::erase_if(conn.sends, [&](const auto& entry) { return entry.second == &op; });
+    std::erase_if(conn.receives, [&](const auto& entry) { return entry.second == &op; });
+    std::erase(conn.streams, &op);
+    std::erase_if(conn.pulls, [&](const Pull& pull) { return pull.op == &op; });
+}
+
+void ShmMethod::fail_peer_receives(ShmPeer& peer, int error) {
+    while (!peer.posted.empty()) {
+        Operation& op = peer.posted.front();
+        peer.posted.pop_front();
+        finish(op, error);
+    }
+}
+
+}  // namespace bmi::method::shm

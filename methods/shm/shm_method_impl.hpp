@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The shm Method: one instance's connections, peers and pending operations.
+//
+// Member functions are spread over three files by concern: shm_method.cpp (the Method
+// interface: posting, cancel, addresses), shm_progress.cpp (sockets, connection life cycle,
+// waiting and waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies).
+// As for every method, the control layer serialises all calls (methods/method.hpp), so no
+// member takes a lock; the only state shared with another process is in the rings.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "methods/method.hpp"
+#include "methods/shm/shm_connection.hpp"
+#include "methods/shm/shm_options.hpp"
+#include "methods/shm/shm_peer.hpp"
+
+namespace bmi::method::shm {
+
+class ShmMethod final : public Method {
+public:
+    ShmMethod(Sink& sink, const Options& options);
+    ~ShmMethod() override;
+    ShmMethod(const ShmMethod&) = delete;
+    ShmMethod& operator=(const ShmMethod&) = delete;
+
+    // Creates the kernel objects and, for a non-empty name, the listener; 0 or -BMI_E*.
+    int start(const std::string& listen_name);
+
+    std::string_view name() const override { return "bmi_shm"; }
+    std::string_view scheme() const override { return "shm"; }
+    int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
+    int post(Operation& op) override;
+    void progress() override;
+    int wait_fd() const override { return epoll_fd_; }
+    void cancel(Operation& op) override;
+    void forget_peer(Peer& peer) override;
+    std::string describe_peer(const Peer& peer) const override;
+    std::string peer_host(const Peer&) const override { return "localhost"; }
+    int query_range(const Peer& peer, std::string_view id_string, int netmask) const override;
+    bool native_lists() const override { return true; }
+    bmi_size_t unexpected_limit() const override { return options_.unexpected_limit; }
+    bmi_size_t max_message_size() const override { return bmi_size_t{1} << 48; }
+    std::string listen_address() const override;
+    int set_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
+    int get_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
+
+private:
+    // Where a pending operation sits, so cancel knows what to unlink.
+    enum class Where : std::uint8_t {
+        posted_recv,  // on its peer's posted list; nothing moved yet
+        queued_send,  // on a connection's send_queue; nothing moved yet
+        in_flight,    // announced (RTS) or partly moved: cancelling closes the connection
+    };
+    struct Track {
+        Where where;
+        std::uint64_t connection;
+    };
+    enum class Placed : std::uint8_t { no_room, completed, announced };
+
+    // --- shm_progress.cpp ---
+    void handle_events();
+    void accept_connections();
+    void on_socket_event(Connection& conn, std::uint32_t events);
+    int open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out);
+    int ensure_connection(Operation& op, Connection*& out);
+    int send_hello(Connection& conn);
+    int receive_hello(Connection& conn);
+    int receive_reply(Connection& conn);
+    void close_connection(Connection& conn, int error);
+    Connection* find_connection(std::uint64_t id);
+    std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);
+    bool poll_pass();
+    bool spin(bool moved);
+    bool prepare_sleep();
+    void wake_self();
+    void drain_self();
+
+    // --- shm_protocol.cpp ---
+    int receive_messages(Connection& conn, bool& moved);
+    int handle_message(Connection& conn, const MsgHeader& header, const Window& window);
+    int handle_reply(Connection& conn, const MsgHeader& header);
+    void match_inline(Connection& conn, const MsgHeader& header, const Window& window);
+    int deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window);
+    void start_transfer(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
+                        std::vector<RemoteIov> iovs);
+    Placed place_send(Connection& conn, Operation& op);
+    bool place_control(Connection& conn, const Control& control);
+    bool stream_data(Connection& conn, bool& moved);
+    bool flush(Connection& conn);
+    int advance_pulls(Connection& conn, bool& moved);
+    void wake_peer(Connection& conn);
+    void write_header(const Window& window, MsgType type, bmi_msg_tag_t tag,
+                      std::uint32_t slots, std::int32_t aux, std::uint64_t size,
+                      std::uint64_t cookie);
+
+    // --- operation bookkeeping (shm_method.cpp) ---
+    void track(Operation& op, Where where, std::uint64_t connection);
+    void finish(Operation& op, int error);
+    void detach_in_flight(Connection& conn, Operation& op);
+    void fail_peer_receives(ShmPeer& peer, int error);
+
+    Sink& sink_;
+    Options options_;
+    bool single_copy_;  // cleared for good when the kernel refuses process_vm_readv
+    int epoll_fd_ = -1;
+    int event_fd_ = -1;
+    int listen_fd_ = -1;
+    std::string listen_name_;
+    std::uint64_t nonce_ = 0;
+    // Ids 0 and 1 tag the listener and the eventfd in the epoll set; connections start at 2.
+    std::uint64_t next_connection_ = 2;
+    std::uint64_t next_cookie_ = 1;
+    std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+    std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
+    std::vector<std::weak_ptr<ShmPeer>> nameless_;
+    std::unordered_map<Operation*, Track> tracks_;
+    int spin_budget_us_ = 0;
+};
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Environment and option-string parsing for the shm method.
+#include "methods/shm/shm_options.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+#include "methods/shm/shm_wire.hpp"
+#include "support/logging/log.hpp"
+#include "support/method_address/method_address.hpp"
+
+namespace bmi::method::shm {
+
+namespace {
+bool parse_number(std::string_view text, long long& out) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc{} && end == text.data() + text.size() && out >= 0;
+}
+
+void from_env(const char* name, long long& value) {
+    const char* text = std::getenv(name);
+    long long parsed = 0;
+    if (text != nullptr && parse_number(text, parsed)) value = parsed;
+}
+
+void from_options(std::string_view options, std::string_view key, long long& value) {
+    for (auto item : support::split_address_list(options)) {
+        if (item.size() <= key.size() || item.substr(0, key.size()) != key ||
+            item[key.size()] != '=')
+            continue;
+        long long parsed = 0;
+        if (parse_number(item.substr(key.size() + 1), parsed)) value = parsed;
+    }
+}
+}  // namespace
+
+int load_options(std::string_view option_string, bmi_size_t unexpected_override, Options& out) {
+    long long slots = out.slot_count, slot_size = out.slot_size, spin = out.spin_us;
+    long long single = out.single_copy ? 1 : 0;
+    from_env("BMI_SHM_RING_SLOTS", slots);
+    from_env("BMI_SHM_SLOT_SIZE", slot_size);
+    from_env("BMI_SHM_SPIN_US", spin);
+    from_env("BMI_SHM_SINGLE_COPY", single);
+    // The option string wins over the environment: it is the more specific of the two.
+    from_options(option_string, "shm_ring_slots", slots);
+    from_options(option_string, "shm_slot_size", slot_size);
+    from_options(option_string, "shm_spin_us", spin);
+    from_options(option_string, "shm_single_copy", single);
+    if (slots > max_slot_count || slot_size > max_slot_size ||
+        !valid_geometry(static_cast<std::uint32_t>(slots), static_cast<std::uint32_t>(slot_size))) {
+        BMI_LOG(error, "shm: bad ring geometry %lld slots x %lld bytes", slots, slot_size);
+        return -BMI_EINVAL;
+    }
+    out.slot_count = static_cast<std::uint32_t>(slots);
+    out.slot_size = static_cast<std::uint32_t>(slot_size);
+    out.spin_us = static_cast<int>(std::min<long long>(spin, 10000));
+    out.single_copy = single != 0;
+    // Inline messages may use at most half a ring so two of them can always be in flight.
+    bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -
+                           static_cast<bmi_size_t>(sizeof(MsgHeader));
+    out.eager_limit = std::min<bmi_size_t>(64 << 10, half_ring);
+    bmi_size_t unexpected = unexpected_override > 0 ? unexpected_override : 16 << 10;
+    out.unexpected_limit = std::min(unexpected, half_ring);
+    return 0;
+}
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A remote shm endpoint and the matching state that belongs to it rather than to a connection.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "methods/method.hpp"
+#include "methods/shm/shm_wire.hpp"
+#include "support/op_queue/op_queue.hpp"
+
+namespace bmi::method::shm {
+
+using OpList = support::OpQueue<Operation, SafeHook, &Operation::method_hook>;
+
+// A message that arrived before a matching receive was posted.
+struct Unmatched {
+    MsgType type = MsgType::eager;  // eager (payload buffered) or rts (waits for a receive)
+    bmi_msg_tag_t tag = 0;
+    bmi_size_t size = 0;
+    std::vector<std::byte> payload;  // eager only; size is bounded by the eager limit
+    std::vector<RemoteIov> iovs;     // rts only; empty means "use the two-copy path"
+    std::uint64_t cookie = 0;        // rts only
+    std::uint64_t connection = 0;    // rts only: the connection that must carry the reply
+};
+
+// Matching is per peer (not per connection) so messages and receives meet however many
+// connections the two instances happen to have open at once.
+class ShmPeer final : public Peer {
+public:
+    std::string name;            // listen name it announced or we looked up; "" if none
+    pid_t pid = 0;               // 0 until a connection told us
+    std::uint64_t nonce = 0;     // with pid, identifies a nameless instance across reconnects
+    std::uint64_t connection = 0;  // id of the connection sends use; 0 when none is open
+    OpList posted;               // receives waiting for a message, in post order
+    std::deque<Unmatched> unmatched;  // messages waiting for a receive, in arrival order
+};
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Sockets, connection life cycle, and the wait / wake-up protocol of the shm method.
+//
+// Waking: our wait_fd is an epoll set holding the listener, every connection socket and our
+// eventfd. Peers write the eventfd only when the ring they fill says we sleep
+// (consumer_sleeping) or when we said we wait for space in a ring they drain
+// (producer_blocked); a busy pair therefore exchanges messages with no system call. progress()
+// clears our sleeping flags on entry, may spin briefly while operations are pending, and sets
+// the flags again before it returns, re-checking the rings afterwards: a message published
+// between our last look and the flag store is seen by that re-check, one published after it
+// sees the flag and writes the eventfd. Work we can do without the peer (pulls, data found by
+// the re-check) makes us write our own eventfd, so the control layer never sleeps on it.
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "methods/shm/shm_listener.hpp"
+#include "methods/shm/shm_method_impl.hpp"
+#include "support/error/error_map.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::shm {
+
+namespace {
+constexpr std::uint64_t listener_tag = 0;
+constexpr std::uint64_t eventfd_tag = 1;
+
+int epoll_set(int epoll_fd, int op, int fd, std::uint32_t events, std::uint64_t tag) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = tag;
+    return epoll_ctl(epoll_fd, op, fd, &ev) == 0 ? 0 : support::bmi_error_from_errno(errno);
+}
+}  // namespace
+
+int ShmMethod::start(const std::string& listen_name) {
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_fd_ < 0 || event_fd_ < 0) return support::bmi_error_from_errno(errno);
+    int rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN, eventfd_tag);
+    if (rc != 0 || listen_name.empty()) return rc;
+    rc = listen_on(listen_name, listen_fd_);
+    if (rc != 0) {
+        BMI_LOG(error, "shm: cannot listen on '%s' (%d)", listen_name.c_str(), rc);
+        return rc;
+    }
+    listen_name_ = listen_name;
+    BMI_LOG(shm, "listening on shm://%s", listen_name.c_str());
+    return epoll_set(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, EPOLLIN, listener_tag);
+}
+
+void ShmMethod::wake_self() {
+    std::uint64_t one = 1;
+    ssize_t ignored = write(event_fd_, &one, sizeof one);
+    (void)ignored;
+}
+
+void ShmMethod::drain_self() {
+    std::uint64_t count;
+    ssize_t ignored = read(event_fd_, &count, sizeof count);
+    (void)ignored;
+}
+
+Connection* ShmMethod::find_connection(std::uint64_t id) {
+    auto it = connections_.find(id);
+    return it == connections_.end() ? nullptr : it->second.get();
+}
+
+void ShmMethod::progress() {
+    drain_self();
+    for (auto& [id, conn] : connections_) {
+        if (conn->state != ConnState::await_hello) conn->rx.wake_consumer();
+    }
+    handle_events();
+    bool moved = poll_pass();
+    moved = spin(moved);
+    if (prepare_sleep()) wake_self();
+}
+
+// Spins while operations are pending and nothing arrives, up to an adaptive budget: it grows
+// while spinning pays off and shrinks while it does not, capped by BMI_SHM_SPIN_US.
+bool ShmMethod::spin(bool moved) {
+    if (moved) {
+        spin_budget_us_ = std::min(options_.spin_us, spin_budget_us_ * 2 + 1);
+        return true;
+    }
+    if (tracks_.empty() || spin_budget_us_ <= 0) return false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_budget_us_);
+    for (int round = 0; round < 100000; ++round) {
+        if (poll_pass()) {
+            spin_budget_us_ = std::min(options_.spin_us, spin_budget_us_ * 2 + 1);
+            return true;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) break;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    spin_budget_us_ /= 2;
+    return false;
+}
+
+// Sets the sleeping flags; true if there is work we can do without the peer.
+bool ShmMethod::prepare_sleep() {
+    bool work = false;
+    for (auto& [id, conn] : connections_) {
+        if (conn->state == ConnState::await_hello) continue;
+        bool arrived = conn->rx.sleep_consumer();
+        if ((arrived && !conn->stalled) || conn->has_local_work()) work = true;
+    }
+    return work;
+}
+
+// One bounded pass over every connection: receive, then send what fits.
+bool ShmMethod::poll_pass() {
+    bool moved = false;
+    std::vector<std::uint64_t> ids;
+    ids.reserve(connections_.size());
+    for (auto& [id, conn] : connections_)
+        if (conn->state != ConnState::await_hello) ids.push_back(id);
+    for (auto id : ids) {
+        Connection* conn = find_connection(id);
+        if (conn == nullptr) continue;
+        int rc = receive_messages(*conn, moved);
+        if (rc == 0) rc = advance_pulls(*conn, moved);
+        if (rc != 0) {
+            close_connection(*conn, rc);
+            continue;
+        }
+        if (flush(*conn)) moved = true;
+    }
+    return moved;
+}
+
+void ShmMethod::handle_events() {
+    epoll_event events[32];
+    int n = epoll_wait(epoll_fd_, events, 32, 0);
+    for (int i = 0; i < n; ++i) {
+        std::uint64_t tag = events[i].data.u64;
+        if (tag == listener_tag) {
+            accept_connections();
+        } else if (tag != eventfd_tag) {
+            if (Connection* conn = find_connection(tag)) on_socket_event(*conn, events[i].events);
+        }
+    }
+}
+
+void ShmMethod::accept_connections() {
+    for (int i = 0; i < 32; ++i) {
+        int fd = accept_one(listen_fd_);
+        if (fd < 0) return;
+        pid_t pid = 0;
+        if (!peer_is_same_user(fd, pid)) {
+            BMI_LOG(error, "shm: refused a connection from another user (pid %d)",
+                    static_cast<int>(pid));
+            close(fd);
+            continue;
+        }
+        auto conn = std::make_unique<Connection>();
+        conn->id = next_connection_++;
+        conn->fd = fd;
+        conn->state = ConnState::await_hello;
+        conn->peer_pid = pid;
+        if (epoll_set(epoll_fd_, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP, conn->id) != 0) continue;
+        connections_.emplace(conn->id, std::move(conn));
+    }
+}
+
+void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
+    int rc = 0;
+    switch (conn.state) {
+    case ConnState::connecting:
+        if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
+        rc = connect_result(conn.fd);
+        if (rc == 0) {
+            pid_t pid = 0;
+            rc = peer_is_same_user(conn.fd, pid) ? 0 : -BMI_EACCES;
+            conn.peer_pid = pid;
+        }
+        if (rc == 0) rc = send_hello(conn);
+        if (rc == 0)
+            rc = epoll_set(epoll_fd_, EPOLL_CTL_MOD, conn.fd, EPOLLIN | EPOLLRDHUP, conn.id);
+        break;
+    case ConnState::await_hello:
+        rc = receive_hello(conn);
+        break;
+    case ConnState::await_reply:
+        rc = receive_reply(conn);
+        break;
+    case ConnState::open: {
+        char byte;
+        ssize_t n = recv(conn.fd, &byte, 1, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+        if (n > 0) {
+            rc = -BMI_EPROTO;  // nothing may follow the hello on the socket
+            break;
+        }
+        // The peer is gone. What it published before dying is still valid (a sender may
+        // have completed those messages already), so take it before closing.
+        bool moved = false;
+        for (std::uint32_t i = 0; i < conn.rx.slot_count() && conn.rx.used_slots() > 0; ++i)
+            if (receive_messages(conn, moved) != 0 || conn.stalled) break;
+        rc = -BMI_ECONNRESET;
+        break;
+    }
+    }
+    if (rc != 0) close_connection(conn, rc);
+}
+
+int ShmMethod::ensure_connection(Operation& op, Connection*& out) {
+    auto& peer = static_cast<ShmPeer&>(*op.peer);
+    if (peer.connection != 0) {
+        out = find_connection(peer.connection);
+        if (out != nullptr) return 0;
+        peer.connection = 0;
+    }
+    // A peer without a listen name can only be reached over the connection it opened.
+    if (peer.name.empty()) return -BMI_ECONNRESET;
+    return open_connection(std::static_pointer_cast<ShmPeer>(op.peer_ref), out);
+}
+
+int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out) {
+    auto conn = std::make_unique<Connection>();
+    conn->id = next_connection_++;
+    conn->initiator = true;
+    conn->peer = peer;
+    int rc = conn->segment.create(options_.slot_count, options_.slot_size);
+    if (rc != 0) return rc;
+    conn->tx = conn->segment.ring(0);
+    conn->rx = conn->segment.ring(1);
+    bool in_progress = false;
+    rc = connect_to(peer->name, conn->fd, in_progress);
+    if (rc != 0) return rc;
+    std::uint32_t events = EPOLLIN | EPOLLRDHUP;
+    if (in_progress) {
+        conn->state = ConnState::connecting;
+        events |= EPOLLOUT;
+    } else {
+        pid_t pid = 0;
+        if (!peer_is_same_user(conn->fd, pid)) {
+            BMI_LOG(error, "shm: listener '%s' belongs to another user", peer->name.c_str());
+            return -BMI_EACCES;
+        }
+        conn->peer_pid = pid;
+        rc = send_hello(*conn);
+        if (rc != 0) return rc;
+    }
+    rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, conn->fd, events, conn->id);
+    if (rc != 0) return rc;
+    peer->connection = conn->id;
+    out = conn.get();
+    BMI_LOG(shm, "connection %llu to shm://%s", static_cast<unsigned long long>(conn->id),
+            peer->name.c_str());
+    connections_.emplace(conn->id, std::move(conn));
+    return 0;
+}
+
+int ShmMethod::send_hello(Connection& conn) {
+    Hello hello{};
+    hello.magic = hello_magic;
+    hello.version = protocol_version;
+    hello.slot_count = options_.slot_count;
+    hello.slot_size = options_.slot_size;
+    hello.pid = static_cast<std::int32_t>(getpid());
+    hello.name_length = static_cast<std::uint32_t>(listen_name_.size());
+    hello.nonce = nonce_;
+    std::memcpy(hello.name, listen_name_.data(), listen_name_.size());
+    int fds[2] = {conn.segment.fd(), event_fd_};
+    long n = send_with_fds(conn.fd, &hello, sizeof hello, fds, 2);
+    if (n != static_cast<long>(sizeof hello))
+        return n < 0 ? support::bmi_error_from_errno(static_cast<int>(-n)) : -BMI_EPROTO;
+    conn.segment.close_fd();  // the mapping stays; the peer now holds its own descriptor
+    conn.state = ConnState::await_reply;
+    return 0;
+}
+
+int ShmMethod::receive_hello(Connection& conn) {
+    Hello hello{};
+    int fds[2] = {-1, -1};
+    int fd_count = 0;
+    long n = receive_with_fds(conn.fd, &hello, sizeof hello, fds, 2, fd_count);
+    if (n == -EAGAIN) return 0;
+    bool ok = n == static_cast<long>(sizeof hello) && fd_count == 2 &&
+              hello.magic == hello_magic && hello.version == protocol_version &&
+              valid_geometry(hello.slot_count, hello.slot_size) &&
+              hello.name_length <= max_name_length &&
+              (hello.name_length == 0 ||
+               valid_name(std::string_view(hello.name, hello.name_length)));
+    if (!ok) {
+        for (int i = 0; i < fd_count; ++i) close(fds[i]);
+        if (n != 0) BMI_LOG(error, "shm: malformed hello on connection, closing it");
+        return -BMI_EPROTO;
+    }
+    int rc = conn.segment.attach(fds[0], hello.slot_count, hello.slot_size);
+    conn.peer_event_fd = fds[1];
+    if (rc != 0) return rc;
+    conn.tx = conn.segment.ring(1);
+    conn.rx = conn.segment.ring(0);
+    conn.peer = peer_for_hello(hello, conn.peer_pid);
+    if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
+        conn.peer->connection = conn.id;
+    HelloReply reply{hello_magic, protocol_version, static_cast<std::int32_t>(getpid()), 0};
+    n = send_with_fds(conn.fd, &reply, sizeof reply, &event_fd_, 1);
+    if (n != static_cast<long>(sizeof reply)) return -BMI_ECONNRESET;
+    conn.state = ConnState::open;
+    BMI_LOG(shm, "accepted connection %llu from %s (pid %d)",
+            static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),
+            static_cast<int>(conn.peer_pid));
+    return 0;
+}
+
+std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid) {
+    std::shared_ptr<ShmPeer> peer;
+    if (hello.name_length > 0) {
+        std::string name(hello.name, hello.name_length);
+        auto& slot = named_[name];
+        peer = slot.lock();
+        if (!peer) {
+            peer = std::make_shared<ShmPeer>();
+            peer->name = name;
+            slot = peer;
+        }
+    } else {
+        std::erase_if(nameless_, [](const auto& weak) { return weak.expired(); });
+        for (auto& weak : nameless_) {
+            auto known = weak.lock();
+            if (known->pid == pid && known->nonce == hello.nonce) peer = known;
+        }
+        if (!peer) {
+            peer = std::make_shared<ShmPeer>();
+            nameless_.push_back(peer);
+        }
+    }
+    peer->pid = pid;
+    peer->nonce = hello.nonce;
+    return peer;
+}
+
+int ShmMethod::receive_reply(Connection& conn) {
+    HelloReply reply{};
+    int fd = -1;
+    int fd_count = 0;
+    long n = receive_with_fds(conn.fd, &reply, sizeof reply, &fd, 1, fd_count);
+    if (n == -EAGAIN) return 0;
+    if (n == 0) return -BMI_ECONNREFUSED;  // the acceptor refused our hello
+    if (n != static_cast<long>(sizeof reply) || fd_count != 1 || reply.magic != hello_magic ||
+        reply.status != 0) {
+        if (fd_count == 1) close(fd);
+        return -BMI_EPROTO;
+    }
+    conn.peer_event_fd = fd;
+    conn.peer->pid = conn.peer_pid;
+    conn.state = ConnState::open;
+    // Whatever we placed before the peer attached went unannounced: announce it once.
+    std::uint64_t one = 1;
+    ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
+    (void)ignored;
+    return 0;
+}
+
+void ShmMethod::close_connection(Connection& conn, int error) {
+    BMI_LOG(shm, "closing connection %llu (%d)", static_cast<unsigned long long>(conn.id), error);
+    auto owned = std::move(connections_[conn.id]);
+    connections_.erase(conn.id);
+    if (conn.fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd, nullptr);
+    while (!conn.send_queue.empty()) {
+        Operation& op = conn.send_queue.front();
+        conn.send_queue.pop_front();
+        finish(op, error);
+    }
+    std::vector<Operation*> victims;
+    for (auto& [cookie, op] : conn.sends) victims.push_back(op);
+    for (auto& [cookie, op] : conn.receives) victims.push_back(op);
+    for (auto* op : conn.streams) victims.push_back(op);
+    for (auto& pull : conn.pulls) victims.push_back(pull.op);
+    conn.sends.clear();
+    conn.receives.clear();
+    conn.streams.clear();
+    conn.pulls.clear();
+    for (auto* op : victims) finish(*op, error);
+    if (ShmPeer* peer = conn.peer.get()) {
+        std::erase_if(peer->unmatched, [&](const Unmatched& m) {
+            return m.type == MsgType::rts && m.connection == conn.id;
+        });
+        if (peer->connection == conn.id) {
+            peer->connection = 0;
+            // Another connection of the same pair (both connected at once) takes over.
+            for (auto& [id, other] : connections_)
+                if (other->peer.get() == peer && other->state != ConnState::await_hello)
+                    peer->connection = id;
+            if (peer->connection == 0) fail_peer_receives(*peer, error);
+        }
+    }
+}
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Ring messages of the shm method: placing sends, receiving and matching, large transfers.
+//
+// Small messages (<= eager limit) are copied into the ring and complete at once. Larger ones
+// are announced with an RTS listing the sender's buffer; the receiver, once a receive matches,
+// reads that memory directly with process_vm_readv and answers DONE (single copy). Where the
+// kernel refuses that (EPERM/ENOSYS) or the user forced it off, the receiver answers CTS and
+// the sender streams DATA chunks through the ring (two copies). A receive that is too small
+// gets -BMI_EMSGSIZE and the sender a NAK with the same error. Every message's header is
+// checked before anything is allocated from or copied out of it; a bad one costs the
+// connection (-BMI_EPROTO), never memory safety.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <unistd.h>
+
+#include "methods/shm/shm_copy.hpp"
+#include "methods/shm/shm_method_impl.hpp"
+#include "support/error/error_map.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::shm {
+
+namespace {
+constexpr std::size_t header_size = sizeof(MsgHeader);
+
+std::span<const Segment> segments_of(const Operation& op) {
+    return {op.segments, static_cast<std::size_t>(op.segment_count)};
+}
+
+// Payload bytes that follow the header, by type; -1 for an unknown type.
+long long payload_of(const MsgHeader& h) {
+    switch (static_cast<MsgType>(h.type)) {
+    case MsgType::eager:
+    case MsgType::unexpected:
+    case MsgType::data:
+        return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
+    case MsgType::rts:
+        return h.aux < 0 ? -1 : static_cast<long long>(h.aux) * 16;
+    case MsgType::cts:
+    case MsgType::done:
+    case MsgType::nak:
+        return 0;
+    }
+    return -1;
+}
+}  // namespace
+
+void ShmMethod::write_header(const Window& window, MsgType type, bmi_msg_tag_t tag,
+                             std::uint32_t slots, std::int32_t aux, std::uint64_t size,
+                             std::uint64_t cookie) {
+    MsgHeader h{static_cast<std::uint32_t>(type), tag, slots, aux, size, cookie};
+    window.write(0, &h, sizeof h);
+}
+
+void ShmMethod::wake_peer(Connection& conn) {
+    if (conn.peer_event_fd >= 0 && conn.tx.consumer_sleeping()) {
+        std::uint64_t one = 1;
+        ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
+        (void)ignored;
+    }
+}
+
+// --- sending ---
+
+ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
+    Ring& ring = conn.tx;
+    bool inline_message = op.kind == OpKind::send_unexpected || op.total_size <= options_.eager_limit;
+    if (inline_message) {
+        auto size = static_cast<std::size_t>(op.total_size);
+        std::uint32_t slots = ring.slots_for(header_size + size);
+        if (!ring.has_room(slots)) return Placed::no_room;
+        Window w = ring.claim(slots);
+        MsgType type = op.kind == OpKind::send_unexpected ? MsgType::unexpected : MsgType::eager;
+        write_header(w, type, op.tag, slots, 0, size, 0);
+        gather(segments_of(op), 0, w, header_size, size);
+        ring.publish(slots);
+        op.actual_size = op.total_size;
+        return Placed::completed;
+    }
+    // The iovec list must fit in an inline message; a longer list falls back to two copies.
+    int count = nonempty_segments(segments_of(op));
+    auto max_iovs = static_cast<int>((options_.eager_limit) / sizeof(RemoteIov));
+    if (!single_copy_ || count > max_iovs) count = 0;
+    std::uint32_t slots = ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
+    if (!ring.has_room(slots)) return Placed::no_room;
+    std::vector<RemoteIov> iovs(static_cast<std::size_t>(count));
+    describe_segments(segments_of(op), iovs);
+    std::uint64_t cookie = next_cookie_++;
+    Window w = ring.claim(slots);
+    write_header(w, MsgType::rts, op.tag, slots, count, static_cast<std::uint64_t>(op.total_size),
+                 cookie);
+    w.write(header_size, iovs.data(), iovs.size() * sizeof(RemoteIov));
+    ring.publish(slots);
+    op.method_word = cookie;
+    op.transferred = 0;
+    conn.sends.emplace(cookie, &op);
+    track(op, Where::in_flight, conn.id);
+    return Placed::announced;
+}
+
+bool ShmMethod::place_control(Connection& conn, const Control& control) {
+    if (!conn.tx.has_room(1)) return false;
+    write_header(conn.tx.claim(1), control.type, 0, 1, control.aux, control.size, control.cookie);
+    conn.tx.publish(1);
+    return true;
+}
+
+// Streams DATA for two-copy sends while the ring has room; false if it ran out of room.
+bool ShmMethod::stream_data(Connection& conn, bool& moved) {
+    Ring& ring = conn.tx;
+    std::uint32_t chunk_slots = std::max<std::uint32_t>(1, ring.slot_count() / 4);
+    for (std::uint32_t round = 0; round < ring.slot_count() && !conn.streams.empty(); ++round) {
+        Operation& op = *conn.streams.front();
+        std::uint32_t slots = std::min(ring.free_slots(), chunk_slots);
+        if (slots == 0) return false;
+        auto left = static_cast<std::size_t>(op.total_size - op.transferred);
+        std::size_t bytes = std::min(left, static_cast<std::size_t>(slots) * ring.slot_size() - header_size);
+        slots = ring.slots_for(header_size + bytes);
+        Window w = ring.claim(slots);
+        write_header(w, MsgType::data, op.tag, slots, 0, bytes, op.method_word);
+        gather(segments_of(op), static_cast<std::uint64_t>(op.transferred), w, header_size, bytes);
+        ring.publish(slots);
+        op.transferred += static_cast<bmi_size_t>(bytes);
+        moved = true;
+        if (op.transferred == op.total_size) {
+            // Every byte is out of the user's buffer: the send is complete locally.
+            conn.streams.pop_front();
+            op.actual_size = op.total_size;
+            finish(op, 0);
+        }
+    }
+    return conn.streams.empty();
+}
+
+bool ShmMethod::flush(Connection& conn) {
+    bool moved = false;
+    bool blocked = false;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        blocked = false;
+        while (!conn.controls.empty() && place_control(conn, conn.controls.front())) {
+            conn.controls.pop_front();
+            moved = true;
+        }
+        if (!conn.controls.empty()) blocked = true;
+        if (!blocked && !stream_data(conn, moved)) blocked = true;
+        while (!blocked && !conn.send_queue.empty()) {
+            Operation& op = conn.send_queue.front();
+            conn.send_queue.pop_front();
+            tracks_.erase(&op);
+            Placed placed = place_send(conn, op);
+            if (placed == Placed::no_room) {
+                conn.send_queue.push_front(op);
+                track(op, Where::queued_send, conn.id);
+                blocked = true;
+                break;
+            }
+            moved = true;
+            if (placed == Placed::completed) finish(op, 0);
+        }
+        if (!blocked) break;
+        // Out of room: ask the peer to wake us when it frees slots, then look once more in
+        // case it already did (the flag may have come too late for it to see).
+        if (!conn.tx.block_producer(std::max<std::uint32_t>(1, conn.tx.slot_count() / 2))) break;
+    }
+    if (!blocked) conn.tx.unblock_producer();
+    if (moved) wake_peer(conn);
+    return moved;
+}
+
+// --- receiving ---
+
+int ShmMethod::receive_messages(Connection& conn, bool& moved) {
+    Ring& ring = conn.rx;
+    conn.stalled = false;
+    bool consumed = false;
+    int rc = 0;
+    for (std::uint32_t i = 0; i < ring.slot_count(); ++i) {
+        std::uint32_t used = ring.used_slots();
+        if (used == 0) break;
+        if (used > ring.slot_count()) {
+            rc = -BMI_EPROTO;
+            break;
+        }
+        MsgHeader header;
+        ring.peek(1).read(0, &header, sizeof header);
+        long long payload = payload_of(header);
+        if (payload < 0 || header.slots == 0 || header.slots > used ||
+            header.slots != ring.slots_for(header_size + static_cast<std::size_t>(payload))) {
+            BMI_LOG(error, "shm: malformed message header (type %u, %u slots) on connection %llu",
+                    header.type, header.slots, static_cast<unsigned long long>(conn.id));
+            rc = -BMI_EPROTO;
+            break;
+        }
+        rc = handle_message(conn, header, ring.peek(header.slots));
+        if (rc == 1) {  // no quota for an unexpected message: leave it in the ring
+            conn.stalled = true;
+            rc = 0;
+            break;
+        }
+        if (rc != 0) break;
+        ring.release(header.slots);
+        consumed = true;
+    }
+    if (consumed) {
+        moved = true;
+        if (conn.peer_event_fd >= 0 && ring.producer_blocked()) {
+            std::uint64_t one = 1;
+            ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
+            (void)ignored;
+        }
+    }
+    return rc;
+}
+
+int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const Window& window) {
+    ShmPeer& peer = *conn.peer;
+    switch (static_cast<MsgType>(header.type)) {
+    case MsgType::eager:
+        match_inline(conn, header, window);
+        return 0;
+    case MsgType::unexpected:
+        return deliver_unexpected(conn, header, window);
+    case MsgType::rts: {
+        if (header.size > static_cast<std::uint64_t>(max_message_size())) return -BMI_EPROTO;
+        std::vector<RemoteIov> iovs(static_cast<std::size_t>(header.aux));
+        window.read(header_size, iovs.data(), iovs.size() * sizeof(RemoteIov));
+        auto size = static_cast<bmi_size_t>(header.size);
+        for (auto& op : peer.posted) {
+            if (op.tag != header.tag) continue;
+            peer.posted.erase(peer.posted.iterator_to(op));
+            tracks_.erase(&op);
+            start_transfer(conn, op, size, header.cookie, std::move(iovs));
+            return 0;
+        }
+        Unmatched m;
+        m.type = MsgType::rts;
+        m.tag = header.tag;
+        m.size = size;
+        m.iovs = std::move(iovs);
+        m.cookie = header.cookie;
+        m.connection = conn.id;
+        peer.unmatched.push_back(std::move(m));
+        return 0;
+    }
+    default:
+        return handle_reply(conn, header);
+    }
+}
+
+int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
+    auto type = static_cast<MsgType>(header.type);
+    if (type == MsgType::data) {
+        auto it = conn.receives.find(header.cookie);
+        if (it == conn.receives.end()) return -BMI_EPROTO;
+        Operation& op = *it->second;
+        if (static_cast<bmi_size_t>(header.size) > op.actual_size - op.transferred)
+            return -BMI_EPROTO;
+        scatter(conn.rx.peek(header.slots), header_size, segments_of(op),
+                static_cast<std::uint64_t>(op.transferred), static_cast<std::size_t>(header.size));
+        op.transferred += static_cast<bmi_size_t>(header.size);
+        if (op.transferred == op.actual_size) {
+            conn.receives.erase(it);
+            finish(op, 0);
+        }
+        return 0;
+    }
+    auto it = conn.sends.find(header.cookie);
+    if (it == conn.sends.end()) return -BMI_EPROTO;
+    Operation& op = *it->second;
+    switch (type) {
+    case MsgType::cts:
+        if (header.size > static_cast<std::uint64_t>(op.total_size)) return -BMI_EPROTO;
+        conn.sends.erase(it);
+        op.transferred = static_cast<bmi_size_t>(header.size);
+        conn.streams.push_back(&op);
+        return 0;
+    case MsgType::done:
+        conn.sends.erase(it);
+        op.actual_size = op.total_size;
+        finish(op, 0);
+        return 0;
+    case MsgType::nak: {
+        conn.sends.erase(it);
+        int error = support::find_error(header.aux) != nullptr && header.aux < 0 ? header.aux
+                                                                                 : -BMI_EPROTO;
+        finish(op, error);
+        return 0;
+    }
+    default:
+        return -BMI_EPROTO;
+    }
+}
+
+void ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Window& window) {
+    ShmPeer& peer = *conn.peer;
+    auto size = static_cast<std::size_t>(header.size);
+    for (auto& op : peer.posted) {
+        if (op.tag != header.tag) continue;
+        peer.posted.erase(peer.posted.iterator_to(op));
+        if (static_cast<bmi_size_t>(size) > op.total_size) {
+            op.actual_size = 0;
+            finish(op, -BMI_EMSGSIZE);
+            return;
+        }
+        scatter(window, header_size, segments_of(op), 0, size);
+        op.actual_size = static_cast<bmi_size_t>(size);
+        finish(op, 0);
+        return;
+    }
+    // Nobody waits yet: keep a copy. Its size is bounded by the sender's ring, and the ring
+    // slots go back to the sender at once.
+    Unmatched m;
+    m.type = MsgType::eager;
+    m.tag = header.tag;
+    m.size = static_cast<bmi_size_t>(size);
+    m.payload.resize(size);
+    window.read(header_size, m.payload.data(), size);
+    peer.unmatched.push_back(std::move(m));
+}
+
+int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header,
+                                  const Window& window) {
+    auto size = static_cast<bmi_size_t>(header.size);
+    void* buffer = sink_.alloc_unexpected(size);
+    if (buffer == nullptr) return 1;
+    window.read(header_size, buffer, static_cast<std::size_t>(size));
+    if (conn.peer->addr() == 0) sink_.register_peer(conn.peer);
+    sink_.deliver_unexpected(conn.peer, buffer, size, header.tag);
+    return 0;
+}
+
+void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
+                               std::uint64_t cookie, std::vector<RemoteIov> iovs) {
+    if (size > op.total_size) {
+        op.actual_size = 0;
+        finish(op, -BMI_EMSGSIZE);
+        conn.controls.push_back(Control{MsgType::nak, cookie, 0, -BMI_EMSGSIZE});
+        return;
+    }
+    op.actual_size = size;
+    op.transferred = 0;
+    op.method_word = cookie;
+    track(op, Where::in_flight, conn.id);
+    if (single_copy_ && !iovs.empty()) {
+        conn.pulls.push_back(Pull{&op, cookie, std::move(iovs), size});
+        return;
+    }
+    conn.receives.emplace(cookie, &op);
+    conn.controls.push_back(Control{MsgType::cts, cookie, 0, 0});
+}
+
+// One bounded step of every single-copy receive on this connection.
+int ShmMethod::advance_pulls(Connection& conn, bool& moved) {
+    std::size_t count = conn.pulls.size();
+    for (std::size_t i = 0; i < count && !conn.pulls.empty(); ++i) {
+        Pull pull = std::move(conn.pulls.front());
+        conn.pulls.pop_front();
+        Operation& op = *pull.op;
+        auto left = static_cast<std::size_t>(pull.size - op.transferred);
+        long n = left == 0 ? 0
+                           : read_remote(conn.peer_pid, pull.iovs, segments_of(op),
+                                         static_cast<std::uint64_t>(op.transferred),
+                                         std::min(left, options_.pull_piece));
+        if (n > 0 || left == 0) {
+            moved = true;
+            op.transferred += n > 0 ? n : 0;
+            if (op.transferred == pull.size) {
+                conn.controls.push_back(Control{MsgType::done, pull.cookie, 0, 0});
+                finish(op, 0);
+            } else {
+                conn.pulls.push_back(std::move(pull));
+            }
+            continue;
+        }
+        if (n == -EPERM || n == -ENOSYS || n == -EACCES) {
+            if (single_copy_)
+                BMI_LOG(shm, "process_vm_readv refused (%s): large messages use two copies",
+                        std::strerror(static_cast<int>(-n)));
+            single_copy_ = false;
+            conn.receives.emplace(pull.cookie, &op);
+            conn.controls.push_back(
+                Control{MsgType::cts, pull.cookie, static_cast<std::uint64_t>(op.transferred), 0});
+            moved = true;
+            continue;
+        }
+        if (n == -ESRCH) {
+            conn.pulls.push_front(std::move(pull));  // close_connection fails it
+            return -BMI_ECONNRESET;
+        }
+        // The sender described memory it does not have: fail both ends of this message.
+        BMI_LOG(error, "shm: reading the sender's buffer failed: %s",
+                std::strerror(static_cast<int>(-n)));
+        int error = support::bmi_error_from_errno(static_cast<int>(-n));
+        finish(op, error);
+        conn.controls.push_back(Control{MsgType::nak, pull.cookie, 0, error});
+        moved = true;
+    }
+    return 0;
+}
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// memfd creation, sealing and mapping for the shm segment; the layout is in the header.
+#include "methods/shm/shm_segment.hpp"
+
+#include <cerrno>
+#include <new>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bmi-types.h"
+#include "support/error/error_map.hpp"
+
+namespace bmi::method::shm {
+
+namespace {
+constexpr std::uint32_t segment_magic = 0x4d485342u;
+constexpr std::size_t control_offset = 128;
+constexpr std::size_t slots_offset = 512;
+constexpr unsigned required_seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+struct SegmentHeader {
+    std::uint32_t magic;
+    std::uint32_t version;
+    std::uint32_t slot_count;
+    std::uint32_t slot_size;
+};
+}  // namespace
+
+SharedSegment::~SharedSegment() {
+    unmap();
+    close_fd();
+}
+
+SharedSegment::SharedSegment(SharedSegment&& other) noexcept { *this = std::move(other); }
+
+SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept {
+    if (this != &other) {
+        unmap();
+        close_fd();
+        base_ = std::exchange(other.base_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+        fd_ = std::exchange(other.fd_, -1);
+        slot_count_ = other.slot_count_;
+        slot_size_ = other.slot_size_;
+    }
+    return *this;
+}
+
+std::size_t SharedSegment::layout_size(std::uint32_t slot_count, std::uint32_t slot_size) {
+    return slots_offset + 2 * static_cast<std::size_t>(slot_count) * slot_size;
+}
+
+int SharedSegment::create(std::uint32_t slot_count, std::uint32_t slot_size) {
+    std::size_t size = layout_size(slot_count, slot_size);
+    int fd = memfd_create("libbmi-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return support::bmi_error_from_errno(errno);
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+        fcntl(fd, F_ADD_SEALS, required_seals) != 0) {
+        int rc = support::bmi_error_from_errno(errno);
+        close(fd);
+        return rc;
+    }
+    void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        int rc = support::bmi_error_from_errno(errno);
+        close(fd);
+        return rc;
+    }
+    unmap();
+    close_fd();
+    base_ = static_cast<std::byte*>(base);
+    size_ = size;
+    fd_ = fd;
+    slot_count_ = slot_count;
+    slot_size_ = slot_size;
+    auto* header = new (base_) SegmentHeader{segment_magic, 1, slot_count, slot_size};
+    (void)header;
+    for (int i = 0; i < 2; ++i) new (base_ + control_offset + i * sizeof(RingControl)) RingControl{};
+    return 0;
+}
+
+int SharedSegment::attach(int fd, std::uint32_t slot_count, std::uint32_t slot_size) {
+    std::size_t size = layout_size(slot_count, slot_size);
+    struct stat st {};
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || (static_cast<unsigned>(seals) & required_seals) != required_seals ||
+        fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != size) {
+        close(fd);
+        return -BMI_EPROTO;
+    }
+    void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) return support::bmi_error_from_errno(errno);
+    unmap();
+    base_ = static_cast<std::byte*>(base);
+    size_ = size;
+    slot_count_ = slot_count;
+    slot_size_ = slot_size;
+    auto* header = reinterpret_cast<const SegmentHeader*>(base_);
+    if (header->magic != segment_magic || header->slot_count != slot_count ||
+        header->slot_size != slot_size) {
+        unmap();
+        return -BMI_EPROTO;
+    }
+    return 0;
+}
+
+void SharedSegment::close_fd() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+}
+
+void SharedSegment::unmap() {
+    if (base_ != nullptr) munmap(base_, size_);
+    base_ = nullptr;
+}
+
+Ring SharedSegment::ring(int index) const {
+    auto* control = reinterpret_cast<RingControl*>(base_ + control_offset +
+                                                   static_cast<std::size_t>(index) *
+                                                       sizeof(RingControl));
+    std::byte* slots = base_ + slots_offset +
+                       static_cast<std::size_t>(index) * slot_count_ * slot_size_;
+    return Ring(control, slots, slot_count_, slot_size_);
+}
+
+}  // namespace bmi::method::shm

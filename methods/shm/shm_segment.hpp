@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The shared segment of one connection: an anonymous memfd holding two rings.
+//
+// Layout (offsets in bytes): [0, 64) SegmentHeader; [128, 256) control of ring 0;
+// [256, 384) control of ring 1; from 512 the slots of ring 0, then those of ring 1.
+// Ring 0 carries initiator -> acceptor, ring 1 acceptor -> initiator. The memfd is sealed
+// against resizing before it is passed, so the acceptor can never be hit by SIGBUS from a
+// peer shrinking it; only the two processes holding the descriptor can map it, and the kernel
+// frees it when both mappings and descriptors are gone (also after SIGKILL).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "methods/shm/shm_ring.hpp"
+
+namespace bmi::method::shm {
+
+class SharedSegment {
+public:
+    SharedSegment() = default;
+    ~SharedSegment();
+    SharedSegment(SharedSegment&& other) noexcept;
+    SharedSegment& operator=(SharedSegment&& other) noexcept;
+    SharedSegment(const SharedSegment&) = delete;
+    SharedSegment& operator=(const SharedSegment&) = delete;
+
+    static std::size_t layout_size(std::uint32_t slot_count, std::uint32_t slot_size);
+
+    // New zeroed, sealed segment; 0 or -BMI_E*. fd() stays open until close_fd().
+    int create(std::uint32_t slot_count, std::uint32_t slot_size);
+    // Maps a segment received from a peer after checking its seals, size and header.
+    // Takes ownership of fd (closed once mapped); 0 or -BMI_E*.
+    int attach(int fd, std::uint32_t slot_count, std::uint32_t slot_size);
+
+    int fd() const { return fd_; }
+    void close_fd();
+    bool mapped() const { return base_ != nullptr; }
+    // Ring `index` (0 or 1) as seen by this process.
+    Ring ring(int index) const;
+
+private:
+    void unmap();
+
+    std::byte* base_ = nullptr;
+    std::size_t size_ = 0;
+    int fd_ = -1;
+    std::uint32_t slot_count_ = 0;
+    std::uint32_t slot_size_ = 0;
+};
+
+}  // namespace bmi::method::shm

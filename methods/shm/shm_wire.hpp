@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What two shm peers exchange: the connection hello over the Unix socket and the message headers
+// that lead every message in a ring.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace bmi::method::shm {
+
+// The first slot of every ring message starts with a MsgHeader; `slots` is how many consecutive
+// slots the message occupies, so the consumer can skip it without understanding the payload.
+enum class MsgType : std::uint32_t {
+    eager = 1,       // expected message, payload inline (size bytes)
+    unexpected = 2,  // unexpected message, payload inline (size bytes)
+    rts = 3,         // large message announced: size = message bytes, aux = iovec count
+    cts = 4,         // receiver wants DATA (two-copy path): size = offset to stream from
+    data = 5,        // one chunk of a two-copy transfer: size = chunk bytes, in order
+    done = 6,        // receiver finished reading the sender's memory (single copy)
+    nak = 7,         // receiver refuses the message: aux = negative BMI error for the sender
+};
+
+struct MsgHeader {
+    std::uint32_t type;
+    std::int32_t tag;
+    std::uint32_t slots;
+    std::int32_t aux;
+    std::uint64_t size;
+    std::uint64_t cookie;  // names one large transfer on one connection
+};
+static_assert(sizeof(MsgHeader) == 32);
+
+// One piece of the sender's buffer, for process_vm_readv on the receiver side.
+struct RemoteIov {
+    std::uint64_t address;
+    std::uint64_t length;
+};
+static_assert(sizeof(RemoteIov) == 16);
+
+inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
+inline constexpr std::uint32_t protocol_version = 1;
+inline constexpr std::size_t max_name_length = 64;
+
+// Sent by the connecting side together with two descriptors: the segment memfd, its eventfd.
+struct Hello {
+    std::uint32_t magic;
+    std::uint32_t version;
+    std::uint32_t slot_count;
+    std::uint32_t slot_size;
+    std::int32_t pid;
+    std::uint32_t name_length;  // 0: the connecting instance does not listen
+    std::uint64_t nonce;        // tells instances of one process apart (reconnects)
+    char name[max_name_length];
+};
+
+// The acceptor's answer, with one descriptor: its eventfd.
+struct HelloReply {
+    std::uint32_t magic;
+    std::uint32_t version;
+    std::int32_t pid;
+    std::int32_t status;  // 0, or a negative BMI error and no descriptor
+};
+
+// Ring geometry limits; both sides check them before trusting a peer's numbers.
+inline constexpr std::uint32_t min_slot_count = 4;
+inline constexpr std::uint32_t max_slot_count = 4096;
+inline constexpr std::uint32_t min_slot_size = 256;
+inline constexpr std::uint32_t max_slot_size = 1u << 20;
+
+// [A-Za-z0-9._-]{1,64}
+inline bool valid_name(std::string_view name) {
+    if (name.empty() || name.size() > max_name_length) return false;
+    for (char c : name) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+inline bool valid_geometry(std::uint32_t slot_count, std::uint32_t slot_size) {
+    return slot_count >= min_slot_count && slot_count <= max_slot_count &&
+           slot_size >= min_slot_size && slot_size <= max_slot_size && slot_size % 64 == 0;
+}
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The shm method across real processes: a peer killed mid-transfer, and listener restarts.
+// Children are forked before this process starts any thread, talk to the parent through a
+// pipe, die with the parent (PR_SET_PDEATHSIG), and are only ever killed by their own pid.
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+
+namespace {
+// A forked child running `body`; the destructor kills and reaps it if it is still there.
+class Child {
+public:
+    template <class Body>
+    explicit Child(Body&& body) {
+        int to_parent[2], to_child[2];
+        REQUIRE(pipe(to_parent) == 0);
+        REQUIRE(pipe(to_child) == 0);
+        pid_ = fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            close(to_parent[0]);
+            close(to_child[1]);
+            // body parks through the callable it gets, so what it created stays alive; it
+            // never returns into Catch's exit path.
+            auto park = [&] {
+                char byte;
+                while (read(to_child[0], &byte, 1) < 0) {}
+            };
+            int rc = body(to_parent[1], park);
+            park();
+            _exit(rc);
+        }
+        close(to_parent[1]);
+        close(to_child[0]);
+        from_child_ = to_parent[0];
+        to_child_ = to_child[1];
+    }
+    ~Child() {
+        if (pid_ > 0) {
+            kill(pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+        close(from_child_);
+        close(to_child_);
+    }
+    // Waits (bounded) for the child's one-byte report; returns it or -1.
+    int wait_report(int timeout_ms = 10000) {
+        pollfd p{from_child_, POLLIN, 0};
+        if (poll(&p, 1, timeout_ms) != 1) return -1;
+        unsigned char byte;
+        return read(from_child_, &byte, 1) == 1 ? byte : -1;
+    }
+    void kill_now() {
+        REQUIRE(kill(pid_, SIGKILL) == 0);
+        REQUIRE(waitpid(pid_, nullptr, 0) == pid_);
+        pid_ = -1;
+    }
+
+private:
+    pid_t pid_ = -1;
+    int from_child_ = -1;
+    int to_child_ = -1;
+};
+
+void report(int fd, unsigned char value) {
+    ssize_t ignored = write(fd, &value, 1);
+    (void)ignored;
+}
+
+std::unique_ptr<core::Instance> make_server(const std::string& listen, int& rc) {
+    core::InitParams params;
+    params.listen = listen;
+    params.flags = BMI_INIT_SERVER;
+    std::unique_ptr<core::Instance> instance;
+    rc = core::Instance::create(params, instance);
+    return instance;
+}
+}  // namespace
+
+TEST_CASE("shm: a peer killed mid-transfer fails the pending operations quickly", "[shm]") {
+    int rc = 0;
+    std::string listen = test_listen_address("shm");
+    auto server = make_server(listen, rc);
+    REQUIRE(rc == 0);
+    Side side{std::move(server), -1};
+    REQUIRE(side.instance->open_context(side.context) == 0);
+
+    // The child introduces itself with an unexpected message, then stops making progress.
+    Child child([&](int to_parent, auto&& park) {
+        std::unique_ptr<core::Instance> client;
+        bmi_context_id context = -1;
+        BMI_addr_t addr = 0;
+        if (core::Instance::create({}, client) != 0 || client->open_context(context) != 0 ||
+            client->addr_lookup(listen, addr) != 0)
+            return 1;
+        int hello = 42;
+        core::PostRequest send;
+        send.kind = method::OpKind::send_unexpected;
+        send.addr = addr;
+        send.buffer = &hello;
+        send.size = sizeof hello;
+        send.context = context;
+        bmi_op_id_t id = 0;
+        if (client->post(send, id, nullptr) != 1) return 2;  // fits the ring: immediate
+        report(to_parent, 'r');
+        park();  // until killed: the instance and its connection stay
+        return 0;
+    });
+    REQUIRE(child.wait_report() == 'r');
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (outcount == 0 && std::chrono::steady_clock::now() < deadline)
+        REQUIRE(side.instance->testunexpected(20, outcount, got) == 0);
+    REQUIRE(outcount == 1);
+    side.instance->unexpected_free(got[0].buffer);
+
+    // A large send the child never receives (announced, in flight) and a receive it never
+    // satisfies.
+    std::vector<char> big(32 << 20);
+    char small[16];
+    bmi_op_id_t sid = 0, rid = 0;
+    REQUIRE(side.instance->post(send_request(side, got[0].addr, big.data(), 32 << 20, 5), sid,
+                                nullptr) == 0);
+    REQUIRE(side.instance->post(recv_request(side, got[0].addr, small, 16, 6), rid, nullptr) ==
+            0);
+    int idle = 0;
+    core::Completion none;
+    REQUIRE(side.instance->test(sid, side.context, 0, idle, none) == 0);
+    REQUIRE(idle == 0);
+
+    auto killed = std::chrono::steady_clock::now();
+    child.kill_now();
+    auto sent = wait_op(side, sid, 5000);
+    auto received = wait_op(side, rid, 5000);
+    REQUIRE(std::chrono::steady_clock::now() - killed < std::chrono::seconds(5));
+    REQUIRE(sent.error == -BMI_ECONNRESET);
+    REQUIRE(received.error == -BMI_ECONNRESET);
+}
+
+TEST_CASE("shm: a listener name can be bound again once its holder is gone", "[shm]") {
+    int rc = 0;
+    SECTION("after the instance is destroyed") {
+        std::string listen = test_listen_address("shm");
+        auto first = make_server(listen, rc);
+        REQUIRE(rc == 0);
+        auto second = make_server(listen, rc);
+        REQUIRE(rc == -BMI_EADDRINUSE);
+        first.reset();
+        auto third = make_server(listen, rc);
+        REQUIRE(rc == 0);
+    }
+    SECTION("after a listening child process is killed") {
+        std::string listen = "restart-" + std::to_string(getpid());
+        std::string address = "shm://" + listen;
+        Child child([&](int to_parent, auto&& park) {
+            int child_rc = 0;
+            auto server = make_server(address, child_rc);
+            report(to_parent, child_rc == 0 ? 'l' : 'e');
+            park();  // until killed, holding the name
+            return child_rc == 0 ? 0 : 1;
+        });
+        REQUIRE(child.wait_report() == 'l');
+        auto taken = make_server(address, rc);
+        REQUIRE(rc == -BMI_EADDRINUSE);
+        child.kill_now();
+        auto restarted = make_server(address, rc);
+        REQUIRE(rc == 0);
+        // And it works: a client reaches the restarted listener.
+        Pair pair;
+        pair.server.instance = std::move(restarted);
+        REQUIRE(pair.server.instance->open_context(pair.server.context) == 0);
+        REQUIRE(core::Instance::create({}, pair.client.instance) == 0);
+        REQUIRE(pair.client.instance->open_context(pair.client.context) == 0);
+        REQUIRE(pair.client.instance->addr_lookup(address, pair.server_addr) == 0);
+        introduce(pair);
+    }
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The SPSC slot ring on its own: wrap-around, a full ring, and two threads moving many messages.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "methods/shm/shm_ring.hpp"
+
+using namespace bmi::method::shm;
+
+namespace {
+// Control block and slots in ordinary memory: the ring does not care where they live.
+struct TestRing {
+    TestRing(std::uint32_t slots, std::uint32_t slot_size)
+        : control(new RingControl{}),
+          storage(static_cast<std::byte*>(std::aligned_alloc(64, std::size_t{slots} * slot_size))),
+          producer(control.get(), storage, slots, slot_size),
+          consumer(control.get(), storage, slots, slot_size) {}
+    ~TestRing() { std::free(storage); }
+    std::unique_ptr<RingControl> control;
+    std::byte* storage;
+    Ring producer;
+    Ring consumer;
+};
+
+std::uint32_t checksum(const std::byte* data, std::size_t size) {
+    std::uint32_t sum = 2166136261u;
+    for (std::size_t i = 0; i < size; ++i) sum = (sum ^ static_cast<std::uint32_t>(data[i])) * 16777619u;
+    return sum;
+}
+}  // namespace
+
+TEST_CASE("ring: messages spanning the end of the ring come back whole", "[shm][ring]") {
+    TestRing ring(8, 256);
+    // 3-slot messages on an 8-slot ring start at every position modulo 8 over time.
+    for (int round = 0; round < 40; ++round) {
+        std::vector<unsigned char> out(3 * 256), in(3 * 256);
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(round + i * 7);
+        REQUIRE(ring.producer.free_slots() == 8);
+        Window w = ring.producer.claim(3);
+        REQUIRE(w.size() == out.size());
+        w.write(0, out.data(), out.size());
+        ring.producer.publish(3);
+        REQUIRE(ring.consumer.used_slots() == 3);
+        ring.consumer.peek(3).read(0, in.data(), in.size());
+        REQUIRE(in == out);
+        ring.consumer.release(3);
+        REQUIRE(ring.consumer.used_slots() == 0);
+    }
+}
+
+TEST_CASE("ring: a full ring refuses more until the consumer releases", "[shm][ring]") {
+    TestRing ring(4, 256);
+    for (int i = 0; i < 4; ++i) {
+        REQUIRE(ring.producer.free_slots() == static_cast<std::uint32_t>(4 - i));
+        ring.producer.claim(1).write(0, &i, sizeof i);
+        ring.producer.publish(1);
+    }
+    REQUIRE(ring.producer.free_slots() == 0);
+    // The producer asks to be woken; with nothing released the re-check says "still full".
+    REQUIRE_FALSE(ring.producer.block_producer(1));
+    REQUIRE(ring.consumer.producer_blocked());
+    int first = -1;
+    ring.consumer.peek(1).read(0, &first, sizeof first);
+    REQUIRE(first == 0);
+    ring.consumer.release(1);
+    REQUIRE(ring.producer.free_slots() == 1);
+    ring.producer.unblock_producer();
+    REQUIRE_FALSE(ring.consumer.producer_blocked());
+}
+
+TEST_CASE("ring: the sleeping flag and its re-check close the lost wake-up window",
+          "[shm][ring]") {
+    TestRing ring(4, 256);
+    REQUIRE_FALSE(ring.consumer.sleep_consumer());  // empty: really asleep
+    REQUIRE(ring.producer.consumer_sleeping());     // so a producer must write the eventfd
+    ring.consumer.wake_consumer();
+    REQUIRE_FALSE(ring.producer.consumer_sleeping());
+    ring.producer.claim(1);
+    ring.producer.publish(1);
+    REQUIRE(ring.consumer.sleep_consumer());  // data arrived: the consumer must not block
+}
+
+TEST_CASE("ring: a fast producer thread and a consumer thread move many messages intact",
+          "[shm][ring]") {
+    constexpr std::uint32_t slots = 16, slot_size = 256;
+    constexpr int messages = 20000;
+    TestRing ring(slots, slot_size);
+    std::atomic<bool> failed{false};
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+
+    // Each message: [length u32][seed u32][checksum u32][payload...], 1..5 slots long.
+    std::thread producer([&] {
+        std::vector<std::byte> buffer(5 * slot_size);
+        std::uint32_t x = 12345;
+        for (int m = 0; m < messages && !failed; ++m) {
+            x = x * 1103515245u + 12345u;
+            std::uint32_t length = 12 + x % (5 * slot_size - 12);
+            for (std::uint32_t i = 12; i < length; ++i)
+                buffer[i] = static_cast<std::byte>((x >> (i % 24)) + i);
+            std::uint32_t sum = checksum(buffer.data() + 12, length - 12);
+            std::memcpy(buffer.data(), &length, 4);
+            std::memcpy(buffer.data() + 4, &m, 4);
+            std::memcpy(buffer.data() + 8, &sum, 4);
+            std::uint32_t need = ring.producer.slots_for(length);
+            while (ring.producer.free_slots() < need) {
+                if (std::chrono::steady_clock::now() > deadline) {
+                    failed = true;
+                    return;
+                }
+                std::this_thread::yield();
+            }
+            ring.producer.claim(need).write(0, buffer.data(), length);
+            ring.producer.publish(need);
+        }
+    });
+    std::vector<std::byte> buffer(5 * slot_size);
+    int received = 0;
+    while (received < messages && !failed) {
+        if (ring.consumer.used_slots() == 0) {
+            if (std::chrono::steady_clock::now() > deadline) failed = true;
+            std::this_thread::yield();
+            continue;
+        }
+        std::uint32_t length = 0, index = 0, sum = 0;
+        ring.consumer.peek(1).read(0, &length, 4);
+        if (length < 12 || length > buffer.size()) {
+            failed = true;
+            break;
+        }
+        std::uint32_t need = ring.consumer.slots_for(length);
+        if (ring.consumer.used_slots() < need) {
+            failed = true;  // the producer publishes whole messages only
+            break;
+        }
+        ring.consumer.peek(need).read(0, buffer.data(), length);
+        std::memcpy(&index, buffer.data() + 4, 4);
+        std::memcpy(&sum, buffer.data() + 8, 4);
+        if (index != static_cast<std::uint32_t>(received) ||
+            sum != checksum(buffer.data() + 12, length - 12))
+            failed = true;
+        ring.consumer.release(need);
+        ++received;
+    }
+    producer.join();
+    REQUIRE_FALSE(failed.load());
+    REQUIRE(received == messages);
+}

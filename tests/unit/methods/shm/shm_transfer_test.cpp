@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The shm method between two or more instances of one process: both large-message paths,
+// a 64 MiB message, many clients on one listener, and what a connection leaves behind.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+
+namespace {
+// Sets an environment variable for the scope of one test; instances read it when created.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+    ~ScopedEnv() { unsetenv(name_); }
+
+private:
+    const char* name_;
+};
+
+std::set<std::string> directory(const char* path) {
+    std::set<std::string> names;
+    if (DIR* d = opendir(path)) {
+        while (dirent* e = readdir(d)) names.insert(e->d_name);
+        closedir(d);
+    }
+    return names;
+}
+
+// One large message client -> server, receive posted first, sent as a 3-piece list.
+void exchange_large(std::size_t size, std::uint32_t seed) {
+    Pair pair = make_peers("shm");
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    std::vector<char> out(size), in(size + 64, 'x');
+    fill_pattern(out.data(), size, seed);
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.server.instance->post(
+                recv_request(pair.server, client_addr, in.data(), static_cast<bmi_size_t>(size), 8),
+                rid, nullptr) == 0);
+    const void* list[3] = {out.data(), out.data() + size / 3, out.data() + size / 2};
+    bmi_size_t sizes[3] = {static_cast<bmi_size_t>(size / 3),
+                           static_cast<bmi_size_t>(size / 2 - size / 3),
+                           static_cast<bmi_size_t>(size - size / 2)};
+    auto send = send_request(pair.client, pair.server_addr, nullptr,
+                             static_cast<bmi_size_t>(size), 8);
+    send.list = list;
+    send.sizes = sizes;
+    send.list_count = 3;
+    REQUIRE(post_and_wait(pair.client, send, 30000).error == 0);
+    auto got = wait_op(pair.server, rid, 30000);
+    REQUIRE(got.error == 0);
+    REQUIRE(got.actual_size == static_cast<bmi_size_t>(size));
+    REQUIRE(check_pattern(in.data(), size, seed));
+    REQUIRE(in[size] == 'x');
+}
+}  // namespace
+
+TEST_CASE("shm: large messages by single copy", "[shm]") {
+    exchange_large(8 << 20, 1);
+}
+
+TEST_CASE("shm: large messages by the two-copy fallback", "[shm]") {
+    ScopedEnv force("BMI_SHM_SINGLE_COPY", "0");
+    exchange_large(8 << 20, 2);
+}
+
+TEST_CASE("shm: a 64 MiB message arrives intact on both paths", "[shm]") {
+    SECTION("single copy") { exchange_large(64 << 20, 3); }
+    SECTION("two copies") {
+        ScopedEnv force("BMI_SHM_SINGLE_COPY", "0");
+        exchange_large(64 << 20, 4);
+    }
+}
+
+TEST_CASE("shm: a receive smaller than a large message fails both ends with EMSGSIZE",
+          "[shm]") {
+    auto single = GENERATE("1", "0");
+    ScopedEnv force("BMI_SHM_SINGLE_COPY", single);
+    Pair pair = make_peers("shm");
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    std::vector<char> out(1 << 20), in(1 << 19);
+    bmi_op_id_t rid = 0, sid = 0;
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in.data(),
+                                                    1 << 19, 2),
+                                       rid, nullptr) == 0);
+    REQUIRE(pair.client.instance->post(send_request(pair.client, pair.server_addr, out.data(),
+                                                    1 << 20, 2),
+                                       sid, nullptr) == 0);
+    REQUIRE(wait_op(pair.server, rid).error == -BMI_EMSGSIZE);
+    REQUIRE(wait_op(pair.client, sid).error == -BMI_EMSGSIZE);
+}
+
+TEST_CASE("shm: eight clients on one listener", "[shm]") {
+    constexpr int clients = 8;
+    core::InitParams server_params;
+    server_params.listen = test_listen_address("shm");
+    server_params.flags = BMI_INIT_SERVER;
+    std::unique_ptr<core::Instance> server;
+    REQUIRE(core::Instance::create(server_params, server) == 0);
+    bmi_context_id server_context = -1;
+    REQUIRE(server->open_context(server_context) == 0);
+
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+        threads.emplace_back([&, c] {
+            std::unique_ptr<core::Instance> client;
+            bmi_context_id context = -1;
+            BMI_addr_t server_addr = 0;
+            if (core::Instance::create({}, client) != 0 || client->open_context(context) != 0 ||
+                client->addr_lookup(server_params.listen, server_addr) != 0) {
+                ++failures;
+                return;
+            }
+            std::vector<char> reply(100000);
+            core::PostRequest recv;
+            recv.kind = method::OpKind::recv;
+            recv.addr = server_addr;
+            recv.buffer = reply.data();
+            recv.size = static_cast<bmi_size_t>(reply.size());
+            recv.tag = 7;
+            recv.context = context;
+            bmi_op_id_t rid = 0, sid = 0;
+            if (client->post(recv, rid, nullptr) != 0) ++failures;
+            int hello = c;
+            core::PostRequest send = recv;
+            send.kind = method::OpKind::send_unexpected;
+            send.buffer = &hello;
+            send.size = sizeof hello;
+            send.tag = 1;
+            int rc = client->post(send, sid, nullptr);
+            if (rc < 0) ++failures;
+            auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            for (bmi_op_id_t id : {rc == 0 ? sid : bmi_op_id_t{0}, rid}) {
+                if (id == 0) continue;
+                int outcount = 0;
+                core::Completion done;
+                while (outcount == 0 && std::chrono::steady_clock::now() < deadline)
+                    client->test(id, context, 20, outcount, done);
+                if (outcount != 1 || done.error != 0) ++failures;
+            }
+            if (!check_pattern(reply.data(), reply.size(), 100 + static_cast<std::uint32_t>(c)))
+                ++failures;
+        });
+    }
+    // The server answers each client at the address its unexpected message came from.
+    std::vector<std::vector<char>> replies(clients, std::vector<char>(100000));
+    std::vector<bmi_op_id_t> sends;
+    int seen = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (seen < clients && std::chrono::steady_clock::now() < deadline) {
+        core::UnexpectedMessage got[clients];
+        int outcount = 0;
+        REQUIRE(server->testunexpected(20, outcount, got) == 0);
+        for (int i = 0; i < outcount; ++i) {
+            int c = -1;
+            REQUIRE(got[i].size == sizeof c);
+            std::memcpy(&c, got[i].buffer, sizeof c);
+            REQUIRE(server->unexpected_free(got[i].buffer) == 0);
+            REQUIRE((c >= 0 && c < clients));
+            auto& reply = replies[static_cast<std::size_t>(c)];
+            fill_pattern(reply.data(), reply.size(), 100 + static_cast<std::uint32_t>(c));
+            core::PostRequest send;
+            send.kind = method::OpKind::send;
+            send.addr = got[i].addr;
+            send.buffer = reply.data();
+            send.size = static_cast<bmi_size_t>(reply.size());
+            send.tag = 7;
+            send.context = server_context;
+            bmi_op_id_t id = 0;
+            int rc = server->post(send, id, nullptr);
+            REQUIRE(rc >= 0);
+            if (rc == 0) sends.push_back(id);
+            ++seen;
+        }
+    }
+    REQUIRE(seen == clients);
+    Side side{std::move(server), server_context};
+    for (auto id : sends) REQUIRE(wait_op(side, id, 20000).error == 0);
+    for (auto& t : threads) t.join();
+    REQUIRE(failures.load() == 0);
+}
+
+TEST_CASE("shm: connections leave nothing in /dev/shm and no descriptors behind", "[shm]") {
+    auto shm_before = directory("/dev/shm");
+    auto fds_before = directory("/proc/self/fd").size();
+    {
+        Pair pair = make_peers("shm");
+        Pump server_pump(*pair.server.instance);
+        Pump client_pump(*pair.client.instance);
+        BMI_addr_t client_addr = introduce(pair);
+        std::vector<char> out(1 << 20), in(1 << 20);
+        bmi_op_id_t rid = 0;
+        REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in.data(),
+                                                        1 << 20, 3),
+                                           rid, nullptr) == 0);
+        REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr,
+                                                        out.data(), 1 << 20, 3))
+                    .error == 0);
+        REQUIRE(wait_op(pair.server, rid).error == 0);
+        // While connected the segment is visible only as a memfd, never as a file.
+        REQUIRE(directory("/dev/shm") == shm_before);
+    }
+    REQUIRE(directory("/dev/shm") == shm_before);
+    REQUIRE(directory("/proc/self/fd").size() == fds_before);
+}
