@@ -78,6 +78,13 @@ struct Connection {
     Operation* read_op = nullptr;  // body_op target
     bmi_size_t body_left = 0;      // body_op, discard: bytes of this frame still to read
     std::chrono::steady_clock::time_point last_read{};
+    // Read-ahead for small frames: one recv() usually brings a header with its eager payload
+    // (and often the next frame too), instead of one system call per piece. Large payloads
+    // (DATA chunks, legacy rendezvous bodies) bypass it and land straight in the receive.
+    std::unique_ptr<std::uint8_t[]> inbuf;
+    std::size_t in_pos = 0;
+    std::size_t in_end = 0;
+    bool drained = false;  // the last read came back short: the socket is empty for now
     // Receives cleared by our CTS, keyed by the sender's cookie; DATA frames fill them.
     std::unordered_map<std::uint64_t, Operation*> incoming;
 

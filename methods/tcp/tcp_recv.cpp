@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Input side: reads frames, checks every header before using it, and matches messages to
 // posted receives (per peer and tag, in header arrival order).
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -14,6 +15,26 @@ namespace {
 // Bounds the frames one connection handles per progress() so that one busy socket cannot
 // starve the others; level-triggered epoll brings us back for the rest.
 constexpr int reads_per_progress = 64;
+constexpr std::size_t read_ahead_size = 64 * 1024;
+
+// Copies buffered input into iov; returns the bytes moved.
+std::size_t take_buffered(Connection& c, const iovec* iov, int n) {
+    std::size_t moved = 0;
+    for (int i = 0; i < n && c.in_pos < c.in_end; ++i) {
+        std::size_t chunk = std::min(iov[i].iov_len, c.in_end - c.in_pos);
+        std::memcpy(iov[i].iov_base, c.inbuf.get() + c.in_pos, chunk);
+        c.in_pos += chunk;
+        moved += chunk;
+        if (chunk < iov[i].iov_len) break;
+    }
+    return moved;
+}
+
+std::size_t iov_total(const iovec* iov, int n) {
+    std::size_t total = 0;
+    for (int i = 0; i < n; ++i) total += iov[i].iov_len;
+    return total;
+}
 }  // namespace
 
 int TcpMethod::post_recv(Operation& op) {
@@ -60,7 +81,8 @@ void TcpMethod::match_arrival(Operation& op, Arrival& arrival) {
         return;
     }
     start_legacy_body(*c, op, arrival.size);
-    update_interest(*c);
+    // Part of the body may sit in the read-ahead buffer, where no epoll event announces it.
+    on_readable(*c);
 }
 
 Operation* TcpMethod::take_posted_recv(TcpPeer& peer, bmi_msg_tag_t tag) {
@@ -74,8 +96,13 @@ Operation* TcpMethod::take_posted_recv(TcpPeer& peer, bmi_msg_tag_t tag) {
 }
 
 void TcpMethod::on_readable(Connection& c) {
-    for (int i = 0; i < reads_per_progress && !c.closed; ++i)
+    c.drained = false;
+    // Buffered input is always worked off (it is bounded, and no epoll event would bring us
+    // back for it); only new reads from the socket count against the fairness bound.
+    for (int i = 0; !c.closed; ++i) {
+        if (i >= reads_per_progress && c.in_pos == c.in_end) break;
         if (!read_step(c)) break;
+    }
     update_interest(c);
 }
 
@@ -108,15 +135,33 @@ bool TcpMethod::read_step(Connection& c) {
         case ReadPhase::wait_match:
             return false;
     }
-    const ssize_t got = receive_vector(c.fd, iov, n);
-    if (got == 0) {
-        connection_broken(c, -BMI_ECONNRESET);
-        return false;
-    }
-    if (got < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-        connection_broken(c, support::bmi_error_from_errno(errno));
-        return false;
+    ssize_t got;
+    if (c.in_pos < c.in_end) {
+        got = static_cast<ssize_t>(take_buffered(c, iov, n));
+    } else {
+        if (c.drained) return false;  // spares the read that would only say EAGAIN
+        const bool direct = c.phase == ReadPhase::body_op && c.body_left >= 
+                            static_cast<bmi_size_t>(read_ahead_size);
+        if (!direct && !c.inbuf) c.inbuf = std::make_unique<std::uint8_t[]>(read_ahead_size);
+        iovec ahead{c.inbuf.get(), read_ahead_size};
+        const ssize_t read = direct ? receive_vector(c.fd, iov, n) : receive_vector(c.fd, &ahead, 1);
+        if (read == 0) {
+            connection_broken(c, -BMI_ECONNRESET);
+            return false;
+        }
+        if (read < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+            connection_broken(c, support::bmi_error_from_errno(errno));
+            return false;
+        }
+        c.drained = static_cast<std::size_t>(read) < (direct ? iov_total(iov, n) : read_ahead_size);
+        if (direct) {
+            got = read;
+        } else {
+            c.in_pos = 0;
+            c.in_end = static_cast<std::size_t>(read);
+            got = static_cast<ssize_t>(take_buffered(c, iov, n));
+        }
     }
     c.last_read = std::chrono::steady_clock::now();
     const auto count = static_cast<std::size_t>(got);
