@@ -7,10 +7,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -188,5 +192,103 @@ TEST_CASE("shm: a listener name can be bound again once its holder is gone", "[s
         REQUIRE(pair.client.instance->open_context(pair.client.context) == 0);
         REQUIRE(pair.client.instance->addr_lookup(address, pair.server_addr) == 0);
         introduce(pair);
+    }
+}
+
+TEST_CASE("shm: a process of another user cannot attach to a listener", "[shm]") {
+    if (getuid() != 0) {
+        WARN("not root: cannot run a child as another user; nothing checked");
+        return;
+    }
+    int rc = 0;
+    std::string name = "other-user-" + std::to_string(getpid());
+    auto server = make_server("shm://" + name, rc);
+    REQUIRE(rc == 0);
+    Side side{std::move(server), -1};
+    REQUIRE(side.instance->open_context(side.context) == 0);
+    constexpr uid_t nobody = 65534;
+
+    SECTION("through the BMI API") {
+        Child child([&](int to_parent, auto&&) {
+            if (setgid(nobody) != 0 || setuid(nobody) != 0) return 1;
+            std::unique_ptr<core::Instance> client;
+            bmi_context_id context = -1;
+            BMI_addr_t addr = 0;
+            if (core::Instance::create({}, client) != 0 || client->open_context(context) != 0)
+                return 2;
+            if (client->addr_lookup("shm://" + name, addr) != 0) {
+                report(to_parent, 'x');  // refused at lookup: fine
+                return 0;
+            }
+            int hello = 7;
+            core::PostRequest send;
+            send.kind = method::OpKind::send_unexpected;
+            send.addr = addr;
+            send.buffer = &hello;
+            send.size = sizeof hello;
+            send.context = context;
+            bmi_op_id_t id = 0;
+            int posted = client->post(send, id, nullptr);
+            if (posted < 0) {
+                report(to_parent, 'x');
+                return 0;
+            }
+            if (posted == 1) {
+                report(to_parent, 'd');  // claimed delivered: the parent checks it was not
+                return 0;
+            }
+            int outcount = 0;
+            core::Completion c;
+            auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            while (outcount == 0 && std::chrono::steady_clock::now() < deadline)
+                client->test(id, context, 20, outcount, c);
+            report(to_parent, outcount == 1 && c.error != 0 ? 'x' : 'd');
+            return 0;
+        });
+        int verdict = -1;
+        core::UnexpectedMessage got[1];
+        int outcount = 0;
+        // Keep the listener progressing while the child tries.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+        while (verdict < 0 && std::chrono::steady_clock::now() < deadline) {
+            REQUIRE(side.instance->testunexpected(20, outcount, got) == 0);
+            REQUIRE(outcount == 0);
+            verdict = child.wait_report(0);
+        }
+        REQUIRE(verdict == 'x');
+    }
+    SECTION("through a raw socket to the owner's rendezvous name") {
+        Child child([&](int to_parent, auto&&) {
+            if (setgid(nobody) != 0 || setuid(nobody) != 0) return 1;
+            int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+            sockaddr_un sa{};
+            sa.sun_family = AF_UNIX;
+            std::string path = std::string(1, '\0') + "libbmi-shm.0." + name;
+            std::memcpy(sa.sun_path, path.data(), path.size());
+            auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+            if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+                report(to_parent, 'c');  // the name exists: connect itself must work
+                return 0;
+            }
+            char junk[64] = {};
+            ssize_t ignored = write(fd, junk, sizeof junk);
+            (void)ignored;
+            // The listener must hang up on us.
+            pollfd p{fd, POLLIN, 0};
+            char byte;
+            bool closed = poll(&p, 1, 5000) == 1 && read(fd, &byte, 1) <= 0;
+            report(to_parent, closed ? 'x' : 'k');
+            return 0;
+        });
+        int verdict = -1;
+        core::UnexpectedMessage got[1];
+        int outcount = 0;
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+        while (verdict < 0 && std::chrono::steady_clock::now() < deadline) {
+            REQUIRE(side.instance->testunexpected(20, outcount, got) == 0);
+            REQUIRE(outcount == 0);
+            verdict = child.wait_report(0);
+        }
+        REQUIRE(verdict == 'x');
     }
 }
