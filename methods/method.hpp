@@ -19,9 +19,12 @@
 
 #include <boost/intrusive/list_hook.hpp>
 
+#include <sys/epoll.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -168,6 +171,16 @@ public:
 
     // Readable whenever progress() has work (see top of file). Stays valid until destruction.
     virtual int wait_fd() const = 0;
+
+    // Fast path for an instance with a single active method: if wait_fd() is an epoll set, the
+    // method may accept the control layer's wake-up fd into it (its events carry
+    // data.u64 == tag and must be ignored by the method). The control layer then sleeps in
+    // epoll_wait on wait_fd() itself, with no lock held, and hands what it returned to
+    // progress_events, which saves a nested epoll and a second epoll_wait per wake-up. The
+    // events may be stale by then (another thread may have progressed): handlers must treat
+    // EAGAIN as "nothing to do". Default: not supported.
+    virtual bool accept_wake_fd(int /*fd*/, std::uint64_t /*tag*/) { return false; }
+    virtual void progress_events(std::span<const epoll_event> /*ready*/) { progress(); }
 
     // Completes op with -BMI_ECANCEL through the Sink if it is still pending (tearing down the
     // connection if the op had partly moved data); no-op if it already completed.

@@ -97,6 +97,8 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
 
 Instance::~Instance() {
     cancel_pending([](const method::Operation&) { return true; });
+    direct_index_.store(-1);
+    wait_point_.set_direct(-1);
     for (auto& slot : slots_) {
         if (!slot->active.load()) continue;
         std::lock_guard lock(slot->lock);
@@ -137,6 +139,8 @@ int Instance::activate(int index, const method::Config& config) {
                 slot.descriptor->name.data(), rc);
         return rc;
     }
+    bool first = true;
+    for (auto& other : slots_) first = first && !other->active.load();
     {
         std::lock_guard lock(slot.lock);
         slot.method = std::move(created);
@@ -145,6 +149,15 @@ int Instance::activate(int index, const method::Config& config) {
         if (rc != 0) {
             slot.method.reset();
             return rc;
+        }
+        // One method alone: sleep on its own epoll set (no nesting, one epoll_wait per
+        // wake-up). A second method brings back the shared set, which holds every fd.
+        if (first && slot.method->accept_wake_fd(wait_point_.wake_fd(), WaitPoint::wake_tag)) {
+            direct_index_.store(index);
+            wait_point_.set_direct(slot.method->wait_fd());
+        } else if (!first) {
+            direct_index_.store(-1);
+            wait_point_.set_direct(-1);
         }
     }
     {

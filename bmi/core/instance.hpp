@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -154,6 +155,9 @@ private:
     bmi_size_t unexpected_limit_override_ = 0;
     std::vector<std::unique_ptr<MethodSlot>> slots_;
     std::mutex activation_mutex_;  // serializes lazy method creation
+    // The one active method the wait point sleeps on directly (see Method::accept_wake_fd),
+    // or -1 while zero or several methods are active.
+    std::atomic<int> direct_index_{-1};
     WaitPoint wait_point_;
 
     std::mutex state_mutex_;

@@ -34,7 +34,16 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
             if (ready()) return;
         }
         if (max_idle_ms <= 0 || WaitPoint::Clock::now() >= deadline) return;
-        wait_point_.wait(seen, deadline);
+        epoll_event ready[64];
+        int n = wait_point_.wait(seen, deadline, ready);
+        int direct = direct_index_.load();
+        if (n > 0 && direct >= 0) {
+            // Direct mode: hand the events the sleep returned to the method, then look again
+            // before another full progress pass.
+            MethodSlot& slot = *slots_[static_cast<std::size_t>(direct)];
+            std::lock_guard lock(slot.lock);
+            slot.method->progress_events({ready, static_cast<std::size_t>(n)});
+        }
     }
 }
 

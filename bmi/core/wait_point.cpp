@@ -59,13 +59,18 @@ void WaitPoint::signal() {
     }
 }
 
-void WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline) {
+void WaitPoint::set_direct(int method_epoll_fd) {
+    direct_fd_.store(method_epoll_fd, std::memory_order_release);
+    signal();  // a leader asleep on the old set must look again
+}
+
+int WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline, std::span<epoll_event> out) {
     std::unique_lock lock(wait_mutex_);
-    if (sequence_ != seen) return;
+    if (sequence_ != seen) return 0;
     if (leader_asleep_) {
         // A follower: the leader will make progress and signal, or give up its seat.
         followers_.wait_until(lock, deadline, [&] { return sequence_ != seen || !leader_asleep_; });
-        return;
+        return 0;
     }
     leader_asleep_ = true;
     lock.unlock();
@@ -76,13 +81,18 @@ void WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline) {
         auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
         timeout_ms = left > 60000 ? 60000 : static_cast<int>(left);
     }
-    epoll_event events[8];
-    int n = epoll_wait(epoll_fd_, events, 8, timeout_ms);
+    const int direct = direct_fd_.load(std::memory_order_acquire);
+    epoll_event events[64];
+    int n = epoll_wait(direct >= 0 ? direct : epoll_fd_, events, 64, timeout_ms);
+    int handed = 0;
     for (int i = 0; i < n; ++i) {
-        if (events[i].data.fd == event_fd_) {
+        bool ours = direct >= 0 ? events[i].data.u64 == wake_tag : events[i].data.fd == event_fd_;
+        if (ours) {
             std::uint64_t count;
             ssize_t ignored = read(event_fd_, &count, sizeof count);
             (void)ignored;
+        } else if (direct >= 0 && static_cast<std::size_t>(handed) < out.size()) {
+            out[static_cast<std::size_t>(handed++)] = events[i];
         }
     }
 
@@ -91,6 +101,7 @@ void WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline) {
     lock.unlock();
     // Let a follower take the seat (or see that progress is now possible).
     followers_.notify_all();
+    return handed;
 }
 
 }  // namespace bmi::core

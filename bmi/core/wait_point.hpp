@@ -10,10 +10,14 @@
 // completion and sleeps only while the number is unchanged, checked under wait_mutex_.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <span>
+
+#include <sys/epoll.h>
 
 namespace bmi::core {
 
@@ -30,16 +34,25 @@ public:
     int add_fd(int fd);
     void remove_fd(int fd);
 
+    // What identifies our eventfd inside a method's epoll set in direct mode.
+    static constexpr std::uint64_t wake_tag = ~std::uint64_t{0};
+    int wake_fd() const { return event_fd_; }
+    // Direct mode (one active method whose epoll set took our eventfd): the leader sleeps on
+    // that set itself and hands its events to the method. -1 returns to the shared set.
+    void set_direct(int method_epoll_fd);
+
     // Snapshot to pass to wait(): read it before checking whether the awaited thing happened.
     std::uint64_t sequence() const;
-    // Sleeps until deadline or until something was signalled after `seen` was read.
-    void wait(std::uint64_t seen, Clock::time_point deadline);
+    // Sleeps until deadline or until something was signalled after `seen` was read. In direct
+    // mode returns the method's ready events (stored in out), else 0.
+    int wait(std::uint64_t seen, Clock::time_point deadline, std::span<epoll_event> out);
     // Something completed: wake whoever sleeps.
     void signal();
 
 private:
     int epoll_fd_ = -1;
     int event_fd_ = -1;
+    std::atomic<int> direct_fd_{-1};
     mutable std::mutex wait_mutex_;
     std::condition_variable followers_;
     std::uint64_t sequence_ = 0;  // guarded by wait_mutex_

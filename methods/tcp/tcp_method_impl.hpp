@@ -42,6 +42,8 @@ public:
     int post(Operation& op) override;
     void progress() override;
     int wait_fd() const override { return epoll_fd_; }
+    bool accept_wake_fd(int fd, std::uint64_t tag) override;
+    void progress_events(std::span<const epoll_event> ready) override;
     void cancel(Operation& op) override;
     void forget_peer(Peer& peer) override;
     std::string describe_peer(const Peer& peer) const override;

@@ -13,13 +13,27 @@
 namespace bmi::method::tcp {
 
 void TcpMethod::progress() {
-    graveyard_.clear();
     epoll_event events[64];
     const int n = epoll_wait(epoll_fd_, events, 64, 0);
-    for (int i = 0; i < n; ++i) handle_event(events[i].data.u64, events[i].events);
+    progress_events({events, static_cast<std::size_t>(n > 0 ? n : 0)});
+}
+
+void TcpMethod::progress_events(std::span<const epoll_event> ready) {
+    graveyard_.clear();
+    // Unknown ids (the control layer's wake-up fd, closed connections) find nothing.
+    for (const auto& event : ready) handle_event(event.data.u64, event.events);
     retry_unexpected();
     check_stalls();
     graveyard_.clear();
+}
+
+bool TcpMethod::accept_wake_fd(int fd, std::uint64_t tag) {
+    // Our own ids (listener, timer, connections counting up from 16) stay far below 2^63.
+    if (tag < (1ull << 63)) return false;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag;
+    return epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0;
 }
 
 void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
@@ -29,8 +43,9 @@ void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
     }
     if (id == timer_id) {
         std::uint64_t expirations = 0;
-        (void)read(timer_fd_, &expirations, sizeof expirations);
-        timer_deadline_.reset();
+        // A handed-over event may be stale: only a real expiry disarms the deadline.
+        if (read(timer_fd_, &expirations, sizeof expirations) == sizeof expirations)
+            timer_deadline_.reset();
         return;
     }
     Connection* c = find_connection(id);

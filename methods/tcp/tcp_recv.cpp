@@ -15,7 +15,10 @@ namespace {
 // Bounds the frames one connection handles per progress() so that one busy socket cannot
 // starve the others; level-triggered epoll brings us back for the rest.
 constexpr int reads_per_progress = 64;
-constexpr std::size_t read_ahead_size = 64 * 1024;
+// Big enough for a header and a typical eager payload in one read; small enough that the
+// payload bytes a DATA header drags into it (and that must be copied once more) stay a few
+// percent of a chunk.
+constexpr std::size_t read_ahead_size = 32 * 1024;
 
 // Copies buffered input into iov; returns the bytes moved.
 std::size_t take_buffered(Connection& c, const iovec* iov, int n) {
@@ -140,8 +143,9 @@ bool TcpMethod::read_step(Connection& c) {
         got = static_cast<ssize_t>(take_buffered(c, iov, n));
     } else {
         if (c.drained) return false;  // spares the read that would only say EAGAIN
-        const bool direct = c.phase == ReadPhase::body_op && c.body_left >= 
-                            static_cast<bmi_size_t>(read_ahead_size);
+        // A large remainder of a payload goes straight to its destination.
+        const bool direct = c.phase != ReadPhase::header && c.phase != ReadPhase::discard &&
+                            iov_total(iov, n) >= read_ahead_size;
         if (!direct && !c.inbuf) c.inbuf = std::make_unique<std::uint8_t[]>(read_ahead_size);
         iovec ahead{c.inbuf.get(), read_ahead_size};
         const ssize_t read = direct ? receive_vector(c.fd, iov, n) : receive_vector(c.fd, &ahead, 1);
@@ -281,7 +285,7 @@ void TcpMethod::on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* d
         finish(*op, 0);
         return;
     }
-    // size was checked against eager_limit before the payload was read.
+    // size was checked against the dialect's eager limit before the payload was read.
     Arrival arrival;
     arrival.kind = Arrival::Kind::eager;
     arrival.tag = tag;

@@ -75,12 +75,12 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit) {
         case Mode::unexpected:
             return limit(unexpected_limit) ? 0 : -BMI_EPROTO;
         case Mode::eager:
-            return limit(eager_limit) ? 0 : -BMI_EPROTO;
+            return limit(d == Dialect::v2 ? v2_eager_limit : eager_limit) ? 0 : -BMI_EPROTO;
         case Mode::rendezvous:
             return limit(legacy_message_limit) ? 0 : -BMI_EPROTO;
         case Mode::rts:
-            // Anything up to eager_limit travels eagerly; the cap keeps sums from overflowing.
-            return h.size > static_cast<std::uint64_t>(eager_limit) && h.size < (1ull << 62)
+            // Anything up to v2_eager_limit travels eagerly; the cap keeps sums from overflowing.
+            return h.size > static_cast<std::uint64_t>(v2_eager_limit) && h.size < (1ull << 62)
                        ? 0
                        : -BMI_EPROTO;
         case Mode::cts:

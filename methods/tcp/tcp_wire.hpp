@@ -33,9 +33,12 @@ inline constexpr std::size_t legacy_header_size = 24;
 inline constexpr std::size_t v2_header_size = 32;
 inline constexpr std::size_t max_header_size = v2_header_size;
 
-inline constexpr bmi_size_t eager_limit = 16 * 1024;
+inline constexpr bmi_size_t eager_limit = 16 * 1024;  // legacy: what OrangeFS sends eagerly
+// Between libbmi peers an eager message saves the RTS/CTS round trip; 64 KiB keeps the memory an
+// unmatched eager message can pin small while covering typical PVFS request/response sizes.
+inline constexpr bmi_size_t v2_eager_limit = 64 * 1024;
 inline constexpr bmi_size_t legacy_message_limit = 16 * 1024 * 1024;
-inline constexpr bmi_size_t data_chunk_limit = 512 * 1024;
+inline constexpr bmi_size_t data_chunk_limit = 1024 * 1024;
 inline constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
 
 inline constexpr std::uint64_t protocol_version = 1;

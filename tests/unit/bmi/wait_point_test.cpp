@@ -22,7 +22,7 @@ TEST_CASE("a signal after the snapshot means wait returns at once") {
     auto seen = wp.sequence();
     wp.signal();
     auto start = WaitPoint::Clock::now();
-    wp.wait(seen, start + 20s);
+    wp.wait(seen, start + 20s, {});
     REQUIRE(WaitPoint::Clock::now() - start < 5s);
 }
 
@@ -30,7 +30,7 @@ TEST_CASE("the wait ends at its deadline when nothing happens") {
     int error = 0;
     WaitPoint wp(error);
     auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start + 30ms);
+    wp.wait(wp.sequence(), start + 30ms, {});
     REQUIRE(WaitPoint::Clock::now() - start >= 30ms);
 }
 
@@ -44,7 +44,7 @@ TEST_CASE("signal wakes a leader and followers sleeping at once") {
     for (int i = 0; i < sleepers; ++i) {
         threads.emplace_back([&, i] {
             auto start = WaitPoint::Clock::now();
-            wp.wait(seen, start + 20s);
+            wp.wait(seen, start + 20s, {});
             slept[static_cast<std::size_t>(i)] = WaitPoint::Clock::now() - start;
         });
     }
@@ -66,7 +66,7 @@ TEST_CASE("a readable method fd wakes the leader") {
         REQUIRE(write(fd, &one, sizeof one) == sizeof one);
     });
     auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start + 20s);
+    wp.wait(wp.sequence(), start + 20s, {});
     poke.join();
     REQUIRE(WaitPoint::Clock::now() - start < 10s);
     wp.remove_fd(fd);

@@ -60,8 +60,9 @@ TEST_CASE("check_header rejects what must not be trusted", "[tcp][wire]") {
     CHECK(check(static_cast<Mode>(0x3), 10, Dialect::legacy) == -BMI_EPROTO);
     CHECK(check(Mode::unexpected, 4096, Dialect::legacy) == 0);
     CHECK(check(Mode::unexpected, 4097, Dialect::v2) == -BMI_EPROTO);
-    CHECK(check(Mode::eager, eager_limit, Dialect::v2) == 0);
-    CHECK(check(Mode::eager, eager_limit + 1, Dialect::v2) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, v2_eager_limit, Dialect::v2) == 0);
+    CHECK(check(Mode::eager, v2_eager_limit + 1, Dialect::v2) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, eager_limit + 1, Dialect::legacy) == -BMI_EPROTO);
     CHECK(check(Mode::eager, ~0ull, Dialect::legacy) == -BMI_EPROTO);
     CHECK(check(Mode::rendezvous, legacy_message_limit, Dialect::legacy) == 0);
     CHECK(check(Mode::rendezvous, legacy_message_limit + 1, Dialect::legacy) == -BMI_EPROTO);
