@@ -69,6 +69,21 @@ static int recv_exact(const struct link *l, bmi_op_id_t id, int posted, bmi_size
     return 0;
 }
 
+/* One ping and its pong, the receive posted first (pp_exchange_fn). */
+static int ping(void *state, uint64_t size, void *out, void *in)
+{
+    const struct link *l = state;
+    bmi_op_id_t rid = 0, sid = 0;
+    bmi_size_t actual = 0;
+    int r = BMI_post_recv(&rid, l->peer, in, (bmi_size_t)size, &actual, BMI_PRE_ALLOC, TAG_DATA,
+                          NULL, l->context, NULL);
+    int s = BMI_post_send(&sid, l->peer, out, (bmi_size_t)size, BMI_PRE_ALLOC, TAG_DATA, NULL,
+                          l->context, NULL);
+    if (finish(l, s, sid, NULL, "ping") != 0)
+        return -1;
+    return recv_exact(l, rid, r, &actual, size, "pong");
+}
+
 static int run_client(struct link *l, const struct pp_options *o)
 {
     struct pp_plan *hello = BMI_memalloc(l->peer, sizeof(*hello), BMI_SEND);
@@ -77,13 +92,11 @@ static int run_client(struct link *l, const struct pp_options *o)
     void *in = BMI_memalloc(l->peer, (bmi_size_t)o->plan.max_size, BMI_RECV);
     bmi_op_id_t rid = 0, sid = 0;
     bmi_size_t actual = 0;
-    struct pp_cursor c;
-    double t0 = 0;
-    int rc = -1, r, s, more;
+    int rc = -1, r, s;
 
     if (hello == NULL || ready == NULL || out == NULL || in == NULL) {
         fprintf(stderr, "pingpong: BMI_memalloc failed\n");
-        goto out;
+        return -1; /* whatever was allocated goes with BMI_finalize and the process */
     }
     /* The server learns our address and the plan from the unexpected hello, and answers only
      * once its first receive is posted. */
@@ -92,35 +105,9 @@ static int run_client(struct link *l, const struct pp_options *o)
                       NULL, l->context, NULL);
     s = BMI_post_sendunexpected(&sid, l->peer, hello, sizeof(*hello), BMI_PRE_ALLOC, TAG_HELLO,
                                 NULL, l->context, NULL);
-    if (finish(l, s, sid, NULL, "hello send") != 0 ||
-        recv_exact(l, rid, r, &actual, sizeof(*ready), "hello answer") != 0)
-        goto out;
-
-    pp_print_header(o->methods, o);
-    for (more = pp_cursor_start(&c, &o->plan); more; more = pp_cursor_next(&c, &o->plan)) {
-        bmi_size_t size = (bmi_size_t)c.size;
-        if (o->plan.check)
-            pp_fill(out, c.size, pp_seed(&c));
-        if (c.round == c.warmup)
-            t0 = pp_now_us();
-        r = BMI_post_recv(&rid, l->peer, in, size, &actual, BMI_PRE_ALLOC, TAG_DATA, NULL,
-                          l->context, NULL);
-        s = BMI_post_send(&sid, l->peer, out, size, BMI_PRE_ALLOC, TAG_DATA, NULL, l->context,
-                          NULL);
-        if (finish(l, s, sid, NULL, "ping") != 0 ||
-            recv_exact(l, rid, r, &actual, c.size, "pong") != 0)
-            goto out;
-        if (o->plan.check && pp_verify(in, c.size, pp_seed(&c)) != 0) {
-            fprintf(stderr, "pingpong: checksum mismatch at %" PRIu64 " bytes, round %" PRIu64
-                            "\n", c.size, c.round);
-            goto out;
-        }
-        if (c.round + 1 == c.warmup + c.timed)
-            pp_print_row(&c, pp_now_us() - t0);
-    }
-    pp_print_footer();
-    rc = 0;
-out:
+    if (finish(l, s, sid, NULL, "hello send") == 0 &&
+        recv_exact(l, rid, r, &actual, sizeof(*ready), "hello answer") == 0)
+        rc = pp_run_client(o, o->methods, out, in, ping, l);
     /* After a failure an operation may still point into these buffers; they stay allocated
      * until BMI_finalize has cancelled it, and the process exits right after. */
     if (rc == 0) {

@@ -192,7 +192,7 @@ static struct
     double best_bw, best_bw_size, min_lat, min_lat_size;
 } summary;
 
-void pp_print_header(const char *tool, const struct pp_options *o)
+static void print_header(const char *tool, const struct pp_options *o)
 {
     printf("# %s: peer %s, sizes %" PRIu64 "..%" PRIu64 " B, iters %" PRIu64 ", check %s\n",
            tool, o->addr, o->plan.min_size, o->plan.max_size, o->plan.iters,
@@ -201,12 +201,13 @@ void pp_print_header(const char *tool, const struct pp_options *o)
     fflush(stdout);
 }
 
-void pp_print_row(const struct pp_cursor *c, double elapsed_us)
+static void print_row(const struct pp_cursor *c, double elapsed_us)
 {
     /* One-way latency is half a round trip; bandwidth counts one direction's bytes. */
     double latency = elapsed_us / (double)c->timed / 2.0;
     double bw = latency > 0 ? (double)c->size / latency : 0.0;
-    printf("  %12" PRIu64 " %8" PRIu64 " %14.2f %14.2f\n", c->size, c->timed, latency, bw);
+    /* Four decimals keep a slow 1-byte exchange from printing a bandwidth of 0. */
+    printf("  %12" PRIu64 " %8" PRIu64 " %14.2f %14.4f\n", c->size, c->timed, latency, bw);
     fflush(stdout);
     if (summary.rows == 0 || latency < summary.min_lat) {
         summary.min_lat = latency;
@@ -219,10 +220,37 @@ void pp_print_row(const struct pp_cursor *c, double elapsed_us)
     summary.rows++;
 }
 
-void pp_print_footer(void)
+static void print_footer(void)
 {
     printf("# done: %d sizes, min latency %.2f us at %.0f B, max bandwidth %.2f MB/s at %.0f B\n",
            summary.rows, summary.min_lat, summary.min_lat_size, summary.best_bw,
            summary.best_bw_size);
     fflush(stdout);
+}
+
+int pp_run_client(const struct pp_options *o, const char *tool, void *out, void *in,
+                  pp_exchange_fn exchange, void *state)
+{
+    struct pp_cursor c;
+    double t0 = 0;
+    int more;
+
+    print_header(tool, o);
+    for (more = pp_cursor_start(&c, &o->plan); more; more = pp_cursor_next(&c, &o->plan)) {
+        if (o->plan.check)
+            pp_fill(out, c.size, pp_seed(&c));
+        if (c.round == c.warmup)
+            t0 = pp_now_us();
+        if (exchange(state, c.size, out, in) != 0)
+            return -1;
+        if (o->plan.check && pp_verify(in, c.size, pp_seed(&c)) != 0) {
+            fprintf(stderr, "%s: checksum mismatch at %" PRIu64 " bytes, round %" PRIu64 "\n",
+                    tool, c.size, c.round);
+            return -1;
+        }
+        if (c.round + 1 == c.warmup + c.timed)
+            print_row(&c, pp_now_us() - t0);
+    }
+    print_footer();
+    return 0;
 }

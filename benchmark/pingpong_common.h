@@ -57,9 +57,13 @@ int pp_verify(const void *buf, uint64_t size, uint64_t seed);
 
 double pp_now_us(void);
 
-/* The table: a '#' header, one row per size (no '#'), a final '# done' line. */
-void pp_print_header(const char *tool, const struct pp_options *o);
-void pp_print_row(const struct pp_cursor *c, double elapsed_us);
-void pp_print_footer(void);
+/* Sends size bytes from out and waits for the echo of the same size in in; 0 on success. */
+typedef int (*pp_exchange_fn)(void *state, uint64_t size, void *out, void *in);
+
+/* The client side of the plan: fills and verifies patterns (--check), times the rounds, and
+ * prints the table (a '#' header, one row per size, a final '# done' line). out and in hold
+ * plan.max_size bytes. Returns 0, or -1 after an exchange or a verification failed. */
+int pp_run_client(const struct pp_options *o, const char *tool, void *out, void *in,
+                  pp_exchange_fn exchange, void *state);
 
 #endif /* PINGPONG_COMMON_H */

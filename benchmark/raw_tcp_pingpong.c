@@ -186,38 +186,23 @@ out:
     return rc;
 }
 
+/* One ping and its echo over the socket (pp_exchange_fn). */
+static int ping(void *state, uint64_t size, void *out, void *in)
+{
+    int fd = *(const int *)state;
+    return io_full(fd, out, size, 1) != 0 || io_full(fd, in, size, 0) != 0 ? -1 : 0;
+}
+
 static int run_client(int fd, const struct pp_options *o)
 {
     unsigned char *out = malloc(o->plan.max_size), *in = malloc(o->plan.max_size);
-    struct pp_cursor c;
     uint64_t ready = 0;
-    double t0 = 0;
-    int more, rc = -1;
-    if (out == NULL || in == NULL) {
+    int rc = -1;
+    if (out == NULL || in == NULL)
         fprintf(stderr, "raw_tcp_pingpong: out of memory\n");
-        goto out;
-    }
-    if (io_full(fd, (void *)&o->plan, sizeof(o->plan), 1) != 0 ||
-        io_full(fd, &ready, sizeof(ready), 0) != 0)
-        goto out;
-    pp_print_header("raw_tcp", o);
-    for (more = pp_cursor_start(&c, &o->plan); more; more = pp_cursor_next(&c, &o->plan)) {
-        if (o->plan.check)
-            pp_fill(out, c.size, pp_seed(&c));
-        if (c.round == c.warmup)
-            t0 = pp_now_us();
-        if (io_full(fd, out, c.size, 1) != 0 || io_full(fd, in, c.size, 0) != 0)
-            goto out;
-        if (o->plan.check && pp_verify(in, c.size, pp_seed(&c)) != 0) {
-            fprintf(stderr, "raw_tcp_pingpong: checksum mismatch at %" PRIu64 " bytes\n", c.size);
-            goto out;
-        }
-        if (c.round + 1 == c.warmup + c.timed)
-            pp_print_row(&c, pp_now_us() - t0);
-    }
-    pp_print_footer();
-    rc = 0;
-out:
+    else if (io_full(fd, (void *)&o->plan, sizeof(o->plan), 1) == 0 &&
+             io_full(fd, &ready, sizeof(ready), 0) == 0)
+        rc = pp_run_client(o, "raw_tcp", out, in, ping, &fd);
     free(out);
     free(in);
     return rc;

@@ -108,7 +108,7 @@ print_ratios() {
                 s = order[i]
                 if (!(s in rlat)) continue
                 # Parenthesised: a bare ">" in a printf argument list is a redirection.
-                printf "  %12s %12.2f %12.2f %9.2f %12.2f %12.2f %9.2f\n", s, lat[s], rlat[s],
+                printf "  %12s %12.2f %12.2f %9.2f %12.4f %12.4f %9.2f\n", s, lat[s], rlat[s],
                        (rlat[s] > 0 ? lat[s] / rlat[s] : 0), bw[s], rbw[s],
                        (rbw[s] > 0 ? bw[s] / rbw[s] : 0)
             }

@@ -2,12 +2,10 @@
 /* A PVFS-style client: posts the receive for each answer first, then sends the request. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bmi.h"
@@ -23,13 +21,6 @@ struct client
     double timeout_s;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int usage(const char *argv0)
 {
     fprintf(stderr,
@@ -44,7 +35,7 @@ static int usage(const char *argv0)
 static int wait_for(struct client *c, bmi_op_id_t id, bmi_error_code_t *error,
                     bmi_size_t *actual)
 {
-    double deadline = now_s() + c->timeout_s;
+    double deadline = pvfs_now_s() + c->timeout_s;
     int outcount = 0, rc, cancelled = 0;
     void *user = NULL;
     for (;;) {
@@ -55,7 +46,7 @@ static int wait_for(struct client *c, bmi_op_id_t id, bmi_error_code_t *error,
         }
         if (outcount == 1)
             return cancelled ? -1 : 0;
-        if (now_s() < deadline)
+        if (pvfs_now_s() < deadline)
             continue;
         if (cancelled) {
             fprintf(stderr, "client: a cancelled operation never completed\n");
@@ -65,7 +56,7 @@ static int wait_for(struct client *c, bmi_op_id_t id, bmi_error_code_t *error,
         if (rc < 0)
             fprintf(stderr, "client: BMI_cancel: %s\n", bmi_status_string(rc));
         cancelled = 1;
-        deadline = now_s() + 2.0;
+        deadline = pvfs_now_s() + 2.0;
     }
 }
 
@@ -157,18 +148,6 @@ static int exchange(struct client *c, uint32_t op, uint64_t request_id, bmi_msg_
     return verify(c, request_id, recv_actual);
 }
 
-static int parse_count(const char *text, uint64_t *out)
-{
-    char *end = NULL;
-    unsigned long long v;
-    errno = 0;
-    v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || text[0] == '-')
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *methods = "bmi_tcp";
@@ -197,11 +176,11 @@ int main(int argc, char **argv)
         if (strcmp(arg, "--methods") == 0)
             methods = argv[++a];
         else if (strcmp(arg, "--iterations") == 0)
-            ok = parse_count(argv[++a], &iterations) == 0;
+            ok = pvfs_parse_count(argv[++a], &iterations) == 0;
         else if (strcmp(arg, "--size") == 0)
-            ok = parse_count(argv[++a], &size) == 0;
+            ok = pvfs_parse_count(argv[++a], &size) == 0;
         else if (strcmp(arg, "--timeout-ms") == 0)
-            ok = parse_count(argv[++a], &timeout_ms) == 0;
+            ok = pvfs_parse_count(argv[++a], &timeout_ms) == 0;
         else
             ok = 0;
         if (!ok)
@@ -237,7 +216,7 @@ int main(int argc, char **argv)
         }
     }
 
-    start = now_s();
+    start = pvfs_now_s();
     for (i = 0; i < iterations && !failed; i++) {
         if (exchange(&c, PVFS_OP_GETATTR, id_base | i, (bmi_msg_tag_t)(i & 0x7fffffff)) != 0) {
             fprintf(stderr, "client: request %" PRIu64 " failed\n", i);
@@ -246,7 +225,7 @@ int main(int argc, char **argv)
             done++;
         }
     }
-    elapsed = now_s() - start;
+    elapsed = pvfs_now_s() - start;
     if (send_shutdown && !failed &&
         exchange(&c, PVFS_OP_SHUTDOWN, id_base | i, (bmi_msg_tag_t)(i & 0x7fffffff)) != 0) {
         fprintf(stderr, "client: shutdown request failed\n");

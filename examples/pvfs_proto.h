@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The toy request/response protocol spoken by examples/pvfs_server.c and pvfs_client.c. */
+/* What examples/pvfs_server.c and pvfs_client.c share: their toy request/response protocol
+ * and two small helpers. Include after defining _POSIX_C_SOURCE (for clock_gettime). */
 #ifndef PVFS_PROTO_H
 #define PVFS_PROTO_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
 
 /* Structs travel in host byte order: both ends of the example run on one kind of machine. A real
  * PVFS protocol encodes them explicitly. */
@@ -60,6 +64,26 @@ static inline size_t pvfs_pattern_check(const unsigned char *payload, size_t len
         if (payload[i] != pvfs_pattern_byte(request_id, i))
             return i;
     return len;
+}
+
+static inline double pvfs_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Parses a non-negative decimal count; returns 0, or -1 for anything else. */
+static inline int pvfs_parse_count(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    unsigned long long v;
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || text[0] == '-')
+        return -1;
+    *out = v;
+    return 0;
 }
 
 #endif /* PVFS_PROTO_H */

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bmi.h"
 #include "pvfs_proto.h"
@@ -43,13 +42,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     interrupted = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int usage(const char *argv0)
@@ -206,9 +198,9 @@ static int serve_once(struct server *s)
 /* Lets the answers already posted reach their clients before BMI_finalize drops them. */
 static void drain(struct server *s)
 {
-    double deadline = now_s() + 10.0;
+    double deadline = pvfs_now_s() + 10.0;
     int i;
-    while (s->outstanding > 0 && now_s() < deadline)
+    while (s->outstanding > 0 && pvfs_now_s() < deadline)
         if (reap(s, 100) < 0)
             break;
     if (s->outstanding == 0)
@@ -217,22 +209,10 @@ static void drain(struct server *s)
     for (i = 0; i < s->capacity; i++)
         if (s->sends[i].in_use && BMI_cancel(s->sends[i].id, s->context) < 0)
             fprintf(stderr, "server: BMI_cancel failed\n");
-    deadline = now_s() + 2.0;
-    while (s->outstanding > 0 && now_s() < deadline)
+    deadline = pvfs_now_s() + 2.0;
+    while (s->outstanding > 0 && pvfs_now_s() < deadline)
         if (reap(s, 100) < 0)
             break;
-}
-
-static int parse_count(const char *text, uint64_t *out)
-{
-    char *end = NULL;
-    unsigned long long v;
-    errno = 0;
-    v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || text[0] == '-')
-        return -1;
-    *out = v;
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -250,10 +230,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--methods") == 0 && i + 1 < argc) {
             methods = argv[++i];
         } else if (strcmp(argv[i], "--max-requests") == 0 && i + 1 < argc) {
-            if (parse_count(argv[++i], &s.max_requests) < 0)
+            if (pvfs_parse_count(argv[++i], &s.max_requests) < 0)
                 return usage(argv[0]);
         } else if (strcmp(argv[i], "--max-outstanding") == 0 && i + 1 < argc) {
-            if (parse_count(argv[++i], &capacity) < 0 || capacity == 0 || capacity > 65536)
+            if (pvfs_parse_count(argv[++i], &capacity) < 0 || capacity == 0 || capacity > 65536)
                 return usage(argv[0]);
         } else if (argv[i][0] != '-') {
             listen_addr = argv[i];
