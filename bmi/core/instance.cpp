@@ -349,6 +349,8 @@ void Instance::free_op(method::Operation* op) {
 // --- Sink callbacks -------------------------------------------------------------------------
 
 void Instance::on_complete(method::Operation& op, int error) {
+    // A failed operation moved no message the caller may use, whatever the method counted.
+    if (error != 0) op.actual_size = 0;
     if (error == 0 && op.bounce != nullptr && op.kind == method::OpKind::recv)
         unpack_list(op.bounce, op.actual_size, op.user_list, op.user_sizes, op.user_count);
     bool orphan;

@@ -79,8 +79,9 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit) {
         case Mode::rendezvous:
             return limit(legacy_message_limit) ? 0 : -BMI_EPROTO;
         case Mode::rts:
-            // Anything up to v2_eager_limit travels eagerly; the cap keeps sums from overflowing.
-            return h.size > static_cast<std::uint64_t>(v2_eager_limit) && h.size < (1ull << 62)
+            // Any size: a peer with another eager limit may announce small messages this way.
+            // The cap keeps sums from overflowing.
+            return h.size < (1ull << 62)
                        ? 0
                        : -BMI_EPROTO;
         case Mode::cts:

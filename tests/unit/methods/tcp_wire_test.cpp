@@ -67,7 +67,8 @@ TEST_CASE("check_header rejects what must not be trusted", "[tcp][wire]") {
     CHECK(check(Mode::rendezvous, legacy_message_limit, Dialect::legacy) == 0);
     CHECK(check(Mode::rendezvous, legacy_message_limit + 1, Dialect::legacy) == -BMI_EPROTO);
     CHECK(check(Mode::rendezvous, 100000, Dialect::v2) == -BMI_EPROTO);  // v2 uses RTS
-    CHECK(check(Mode::rts, 100, Dialect::v2) == -BMI_EPROTO);           // would be eager
+    CHECK(check(Mode::rts, 100, Dialect::v2) == 0);  // a peer with a smaller eager limit
+    CHECK(check(Mode::rts, 1ull << 62, Dialect::v2) == -BMI_EPROTO);
     CHECK(check(Mode::rts, 100000, Dialect::legacy) == -BMI_EPROTO);
     CHECK(check(Mode::data, data_chunk_limit, Dialect::v2) == 0);
     CHECK(check(Mode::data, data_chunk_limit + 1, Dialect::v2) == -BMI_EPROTO);
