@@ -75,7 +75,7 @@ run_suite() {
 }
 
 install_packages
-run_suite plain build-test
+run_suite plain build-test -Dwerror=true
 run_suite asan build-asan -Db_sanitize=address,undefined -Db_lundef=false
 run_suite tsan build-tsan -Db_sanitize=thread -Db_lundef=false
 
