@@ -145,6 +145,11 @@ private:
     method::Operation* find_op_locked(bmi_op_id_t id, bmi_context_id context);
     bool context_valid_locked(bmi_context_id context) const;
     int drop_address(BMI_addr_t addr);
+    // Asks the address's method for a string about the peer and keeps it in entry->*store,
+    // whose c_str() is returned (nullptr for an unknown address).
+    const char* peer_string(BMI_addr_t addr,
+                            std::string (method::Method::*describe)(const method::Peer&) const,
+                            std::string AddressEntry::*store);
     // Cancels every pending op for which pick(op) is true (no locks held by the caller).
     template <class Pick>
     void cancel_pending(Pick&& pick);

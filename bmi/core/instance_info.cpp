@@ -57,7 +57,10 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
     return 0;
 }
 
-const char* Instance::rev_lookup(BMI_addr_t addr) {
+const char* Instance::peer_string(BMI_addr_t addr,
+                                  std::string (method::Method::*describe)(const method::Peer&)
+                                      const,
+                                  std::string AddressEntry::*store) {
     std::shared_ptr<method::Peer> peer;
     int index;
     {
@@ -71,37 +74,22 @@ const char* Instance::rev_lookup(BMI_addr_t addr) {
     {
         MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
         std::lock_guard lock(slot.lock);
-        text = slot.method->describe_peer(*peer);
+        text = (slot.method.get()->*describe)(*peer);
     }
     std::lock_guard lock(state_mutex_);
     AddressEntry* entry = addresses_.find(addr);
     if (entry == nullptr) return nullptr;
     // Keep the old storage when nothing changed, so earlier pointers stay valid.
-    if (entry->rev_string != text) entry->rev_string = std::move(text);
-    return entry->rev_string.c_str();
+    if (entry->*store != text) entry->*store = std::move(text);
+    return (entry->*store).c_str();
+}
+
+const char* Instance::rev_lookup(BMI_addr_t addr) {
+    return peer_string(addr, &method::Method::describe_peer, &AddressEntry::rev_string);
 }
 
 const char* Instance::rev_lookup_unexpected(BMI_addr_t addr) {
-    std::shared_ptr<method::Peer> peer;
-    int index;
-    {
-        std::lock_guard lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
-        if (entry == nullptr) return nullptr;
-        peer = entry->peer;
-        index = entry->method_index;
-    }
-    std::string text;
-    {
-        MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
-        std::lock_guard lock(slot.lock);
-        text = slot.method->peer_host(*peer);
-    }
-    std::lock_guard lock(state_mutex_);
-    AddressEntry* entry = addresses_.find(addr);
-    if (entry == nullptr) return nullptr;
-    if (entry->host_string != text) entry->host_string = std::move(text);
-    return entry->host_string.c_str();
+    return peer_string(addr, &method::Method::peer_host, &AddressEntry::host_string);
 }
 
 int Instance::query_addr_range(BMI_addr_t addr, std::string_view id_string, int netmask) {
