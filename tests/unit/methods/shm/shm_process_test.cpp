@@ -93,6 +93,21 @@ std::unique_ptr<core::Instance> make_server(const std::string& listen, int& rc) 
     rc = core::Instance::create(params, instance);
     return instance;
 }
+
+// Keeps the listener progressing while a child of another user tries to get in; returns the
+// child's verdict ('x' = refused), or -1 if it never reported. Nothing may be delivered.
+int await_refusal(Side& side, Child& child) {
+    int verdict = -1;
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+    while (verdict < 0 && std::chrono::steady_clock::now() < deadline) {
+        REQUIRE(side.instance->testunexpected(20, outcount, got) == 0);
+        REQUIRE(outcount == 0);
+        verdict = child.wait_report(0);
+    }
+    return verdict;
+}
 }  // namespace
 
 TEST_CASE("shm: a peer killed mid-transfer fails the pending operations quickly", "[shm]") {
@@ -245,17 +260,7 @@ TEST_CASE("shm: a process of another user cannot attach to a listener", "[shm]")
             report(to_parent, outcount == 1 && c.error != 0 ? 'x' : 'd');
             return 0;
         });
-        int verdict = -1;
-        core::UnexpectedMessage got[1];
-        int outcount = 0;
-        // Keep the listener progressing while the child tries.
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
-        while (verdict < 0 && std::chrono::steady_clock::now() < deadline) {
-            REQUIRE(side.instance->testunexpected(20, outcount, got) == 0);
-            REQUIRE(outcount == 0);
-            verdict = child.wait_report(0);
-        }
-        REQUIRE(verdict == 'x');
+        REQUIRE(await_refusal(side, child) == 'x');
     }
     SECTION("through a raw socket to the owner's rendezvous name") {
         Child child([&](int to_parent, auto&&) {
@@ -281,15 +286,6 @@ TEST_CASE("shm: a process of another user cannot attach to a listener", "[shm]")
             report(to_parent, closed ? 'x' : 'k');
             return 0;
         });
-        int verdict = -1;
-        core::UnexpectedMessage got[1];
-        int outcount = 0;
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
-        while (verdict < 0 && std::chrono::steady_clock::now() < deadline) {
-            REQUIRE(side.instance->testunexpected(20, outcount, got) == 0);
-            REQUIRE(outcount == 0);
-            verdict = child.wait_report(0);
-        }
-        REQUIRE(verdict == 'x');
+        REQUIRE(await_refusal(side, child) == 'x');
     }
 }
