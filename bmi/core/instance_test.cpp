@@ -2,8 +2,8 @@
 // The test family (test, testsome, testcontext, testunexpected) and the progress loop behind it.
 //
 // Every test call first looks for something to report, then drives one non-blocking progress
-// pass over all methods, looks again, and only then sleeps on the wait point, for at most the
-// caller's idle time. Anything completing wakes it at once (WaitPoint::signal), so the idle
+// pass over all methods (folded into the sleep in direct mode), looks again, and only then
+// sleeps on the wait point, for at most the caller's idle time. Anything completing wakes it at once (WaitPoint::signal), so the idle
 // time is a cap, never a delay.
 #include "bmi/core/instance.hpp"
 
@@ -28,12 +28,18 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
             std::lock_guard lock(state_mutex_);
             if (ready()) return;
         }
-        progress_all();
-        {
-            std::lock_guard lock(state_mutex_);
-            if (ready()) return;
+        // In direct mode a sleep on the method's epoll set returns at once with whatever is
+        // ready and feeds it to the method, so a separate polling pass would only cost an
+        // extra epoll_wait. Without a sleep (idle 0), or with several methods, poll.
+        const bool sleeping = max_idle_ms > 0 && WaitPoint::Clock::now() < deadline;
+        if (!sleeping || direct_index_.load() < 0) {
+            progress_all();
+            {
+                std::lock_guard lock(state_mutex_);
+                if (ready()) return;
+            }
         }
-        if (max_idle_ms <= 0 || WaitPoint::Clock::now() >= deadline) return;
+        if (!sleeping) return;
         epoll_event ready[64];
         int n = wait_point_.wait(seen, deadline, ready);
         int direct = direct_index_.load();
