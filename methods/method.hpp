@@ -182,6 +182,18 @@ public:
     virtual bool accept_wake_fd(int /*fd*/, std::uint64_t /*tag*/) { return false; }
     virtual void progress_events(std::span<const epoll_event> /*ready*/) { progress(); }
 
+    // The sleep protocol, for methods whose peers can deliver without the kernel (shared
+    // memory rings) and therefore signal wait_fd() only when asked to. Before a test call
+    // sleeps, the control layer calls before_sleep(): the method may look for work that costs
+    // no system call (poll its rings, spin for a bounded time) and must then ask its peers to
+    // signal wait_fd() from now on. It returns true if it moved anything or has work it can do
+    // at once; the control layer then looks for completions again instead of sleeping. After
+    // the sleeping thread wakes (and before any other thread may start a new sleep) the
+    // control layer calls after_wake() on every method, so peers stop signalling while the
+    // process is awake and busy. Methods driven by kernel readiness keep the defaults.
+    virtual bool before_sleep() { return false; }
+    virtual void after_wake() {}
+
     // Completes op with -BMI_ECANCEL through the Sink if it is still pending (tearing down the
     // connection if the op had partly moved data); no-op if it already completed.
     virtual void cancel(Operation& op) = 0;

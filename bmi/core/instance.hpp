@@ -128,6 +128,9 @@ private:
     int activate(int index, const method::Config& config);
     MethodSlot* slot_for_scheme(std::string_view scheme, int& error);
     void progress_all();
+    // The sleep protocol of methods/method.hpp: true if a method moved something instead.
+    bool before_sleep_all();
+    void after_wake_all();
     template <class Ready>
     void wait_for(int max_idle_ms, Ready&& ready);
 

@@ -19,6 +19,24 @@ void Instance::progress_all() {
     }
 }
 
+bool Instance::before_sleep_all() {
+    bool moved = false;
+    for (auto& slot : slots_) {
+        if (!slot->active.load(std::memory_order_acquire)) continue;
+        std::lock_guard lock(slot->lock);
+        if (slot->method->before_sleep()) moved = true;
+    }
+    return moved;
+}
+
+void Instance::after_wake_all() {
+    for (auto& slot : slots_) {
+        if (!slot->active.load(std::memory_order_acquire)) continue;
+        std::lock_guard lock(slot->lock);
+        slot->method->after_wake();
+    }
+}
+
 template <class Ready>
 void Instance::wait_for(int max_idle_ms, Ready&& ready) {
     auto deadline = WaitPoint::Clock::now() + std::chrono::milliseconds(max_idle_ms > 0 ? max_idle_ms : 0);
@@ -40,8 +58,11 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
             }
         }
         if (!sleeping) return;
+        // Last chance for work that costs no system call (shared memory rings); the methods
+        // also arm their peers' wake-ups here.
+        if (before_sleep_all()) continue;
         epoll_event ready[64];
-        int n = wait_point_.wait(seen, deadline, ready);
+        int n = wait_point_.wait(seen, deadline, ready, [this] { after_wake_all(); });
         int direct = direct_index_.load();
         if (n > 0 && direct >= 0) {
             // Direct mode: hand the events the sleep returned to the method, then look again

@@ -64,7 +64,8 @@ void WaitPoint::set_direct(int method_epoll_fd) {
     signal();  // a leader asleep on the old set must look again
 }
 
-int WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline, std::span<epoll_event> out) {
+int WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline, std::span<epoll_event> out,
+                    const std::function<void()>& on_wake) {
     std::unique_lock lock(wait_mutex_);
     if (sequence_ != seen) return 0;
     if (leader_asleep_) {
@@ -96,8 +97,11 @@ int WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline, std::span<ep
         }
     }
 
+    if (on_wake) on_wake();
+
     lock.lock();
     leader_asleep_ = false;
+    ++sequence_;
     lock.unlock();
     // Let a follower take the seat (or see that progress is now possible).
     followers_.notify_all();

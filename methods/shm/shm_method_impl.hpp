@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,6 +37,10 @@ public:
     int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
     int post(Operation& op) override;
     void progress() override;
+    bool accept_wake_fd(int fd, std::uint64_t tag) override;
+    void progress_events(std::span<const epoll_event> ready) override;
+    bool before_sleep() override;
+    void after_wake() override;
     int wait_fd() const override { return epoll_fd_; }
     void cancel(Operation& op) override;
     void forget_peer(Peer& peer) override;
@@ -64,6 +69,7 @@ private:
 
     // --- shm_progress.cpp ---
     void handle_events();
+    void dispatch_events(std::span<const epoll_event> ready);
     void accept_connections();
     void on_socket_event(Connection& conn, std::uint32_t events);
     int open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out);
@@ -76,7 +82,8 @@ private:
     std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);
     bool poll_pass();
     bool spin(bool moved);
-    bool prepare_sleep();
+    void grow_spin();
+    void disarm();  // clears our consumer_sleeping flags
     void wake_self();
     void drain_self();
 
@@ -120,6 +127,7 @@ private:
     std::vector<std::weak_ptr<ShmPeer>> nameless_;
     std::unordered_map<Operation*, Track> tracks_;
     int spin_budget_us_ = 0;
+    std::vector<std::uint64_t> pass_ids_;  // scratch of poll_pass
 };
 
 }  // namespace bmi::method::shm

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Sockets, connection life cycle, and the wait / wake-up protocol of the shm method.
 //
-// Waking: our wait_fd is an epoll set holding the listener, every connection socket and our
-// eventfd. Peers write the eventfd only when the ring they fill says we sleep
-// (consumer_sleeping) or when we said we wait for space in a ring they drain
-// (producer_blocked); a busy pair therefore exchanges messages with no system call. progress()
-// clears our sleeping flags on entry, may spin briefly while operations are pending, and sets
-// the flags again before it returns, re-checking the rings afterwards: a message published
+// Waking: our wait_fd is an epoll set holding the listener, every connection socket, our
+// eventfd and, when shm is the only method, the control layer's wake-up fd. Peers write our
+// eventfd only when the ring they fill says we sleep (consumer_sleeping) or when we said we wait
+// for space in a ring they drain (producer_blocked); a busy pair therefore exchanges messages
+// with no system call. The consumer_sleeping flags follow the control layer's sleep protocol
+// (methods/method.hpp): before_sleep() polls the rings, spins briefly while operations are
+// pending, and only then sets the flags, re-checking the rings afterwards (a message published
 // between our last look and the flag store is seen by that re-check, one published after it
-// sees the flag and writes the eventfd. Work we can do without the peer (pulls, data found by
-// the re-check) makes us write our own eventfd, so the control layer never sleeps on it.
+// sees the flag and writes the eventfd); after_wake() clears them and drains the eventfd.
+// Work we can do without the peer makes before_sleep() report progress, or, when posted while
+// another thread may already sleep, makes us write our own eventfd.
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -71,29 +73,63 @@ Connection* ShmMethod::find_connection(std::uint64_t id) {
     return it == connections_.end() ? nullptr : it->second.get();
 }
 
+// Traffic makes the next spin longer (see spin()).
 void ShmMethod::progress() {
+    handle_events();
+    if (poll_pass()) grow_spin();
+}
+
+void ShmMethod::progress_events(std::span<const epoll_event> ready) {
+    dispatch_events(ready);
+    if (poll_pass()) grow_spin();
+}
+
+bool ShmMethod::accept_wake_fd(int fd, std::uint64_t tag) {
+    // Our own tags (listener, eventfd, connections counting up from 2) stay far below 2^63.
+    if (tag < (1ull << 63)) return false;
+    return epoll_set(epoll_fd_, EPOLL_CTL_ADD, fd, EPOLLIN, tag) == 0;
+}
+
+bool ShmMethod::before_sleep() {
+    if (spin(poll_pass())) return true;
+    bool work = false;
+    for (auto& [id, conn] : connections_) {
+        if (conn->state == ConnState::await_hello) continue;
+        bool arrived = conn->rx.sleep_consumer();
+        if ((arrived && !conn->stalled) || conn->has_local_work()) work = true;
+    }
+    // Awake after all: the peers need not write our eventfd.
+    if (work) disarm();
+    return work;
+}
+
+void ShmMethod::after_wake() {
+    disarm();
     drain_self();
+}
+
+void ShmMethod::disarm() {
     for (auto& [id, conn] : connections_) {
         if (conn->state != ConnState::await_hello) conn->rx.wake_consumer();
     }
-    handle_events();
-    bool moved = poll_pass();
-    moved = spin(moved);
-    if (prepare_sleep()) wake_self();
+}
+
+void ShmMethod::grow_spin() {
+    spin_budget_us_ = std::min(options_.spin_us, spin_budget_us_ * 2 + 1);
 }
 
 // Spins while operations are pending and nothing arrives, up to an adaptive budget: it grows
 // while spinning pays off and shrinks while it does not, capped by BMI_SHM_SPIN_US.
 bool ShmMethod::spin(bool moved) {
     if (moved) {
-        spin_budget_us_ = std::min(options_.spin_us, spin_budget_us_ * 2 + 1);
+        grow_spin();
         return true;
     }
     if (tracks_.empty() || spin_budget_us_ <= 0) return false;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_budget_us_);
     for (int round = 0; round < 100000; ++round) {
         if (poll_pass()) {
-            spin_budget_us_ = std::min(options_.spin_us, spin_budget_us_ * 2 + 1);
+            grow_spin();
             return true;
         }
         if (std::chrono::steady_clock::now() >= deadline) break;
@@ -105,22 +141,13 @@ bool ShmMethod::spin(bool moved) {
     return false;
 }
 
-// Sets the sleeping flags; true if there is work we can do without the peer.
-bool ShmMethod::prepare_sleep() {
-    bool work = false;
-    for (auto& [id, conn] : connections_) {
-        if (conn->state == ConnState::await_hello) continue;
-        bool arrived = conn->rx.sleep_consumer();
-        if ((arrived && !conn->stalled) || conn->has_local_work()) work = true;
-    }
-    return work;
-}
-
 // One bounded pass over every connection: receive, then send what fits.
 bool ShmMethod::poll_pass() {
     bool moved = false;
-    std::vector<std::uint64_t> ids;
-    ids.reserve(connections_.size());
+    // Closing a connection erases it from connections_, so walk a copy of the ids (a member,
+    // so the spin loop does not allocate).
+    auto& ids = pass_ids_;
+    ids.clear();
     for (auto& [id, conn] : connections_)
         if (conn->state != ConnState::await_hello) ids.push_back(id);
     for (auto id : ids) {
@@ -140,12 +167,19 @@ bool ShmMethod::poll_pass() {
 void ShmMethod::handle_events() {
     epoll_event events[32];
     int n = epoll_wait(epoll_fd_, events, 32, 0);
-    for (int i = 0; i < n; ++i) {
-        std::uint64_t tag = events[i].data.u64;
+    dispatch_events({events, static_cast<std::size_t>(n > 0 ? n : 0)});
+}
+
+void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
+    for (const auto& event : ready) {
+        std::uint64_t tag = event.data.u64;
         if (tag == listener_tag) {
             accept_connections();
-        } else if (tag != eventfd_tag) {
-            if (Connection* conn = find_connection(tag)) on_socket_event(*conn, events[i].events);
+        } else if (tag == eventfd_tag) {
+            drain_self();
+        } else if (Connection* conn = find_connection(tag)) {
+            // The control layer's wake-up fd finds no connection and is ignored.
+            on_socket_event(*conn, event.events);
         }
     }
 }

@@ -72,3 +72,20 @@ TEST_CASE("a readable method fd wakes the leader") {
     wp.remove_fd(fd);
     close(fd);
 }
+
+TEST_CASE("the sleeping thread runs on_wake, and a snapshot from before it never sleeps") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    // Taken before the leader wakes, as by a thread that armed its peers' wake-ups which the
+    // leader's on_wake then undid: that thread must look again, not sleep unarmed.
+    auto before = wp.sequence();
+    int woke = 0;
+    auto start = WaitPoint::Clock::now();
+    wp.wait(wp.sequence(), start + 20ms, {}, [&] { ++woke; });
+    REQUIRE(woke == 1);
+    auto again = WaitPoint::Clock::now();
+    wp.wait(before, again + 20s, {}, [&] { ++woke; });
+    REQUIRE(WaitPoint::Clock::now() - again < 5s);
+    REQUIRE(woke == 1);  // returned without sleeping, so no on_wake either
+}
