@@ -175,10 +175,9 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
         std::uint64_t tag = event.data.u64;
         if (tag == listener_tag) {
             accept_connections();
-        } else if (tag == eventfd_tag) {
-            drain_self();
         } else if (Connection* conn = find_connection(tag)) {
-            // The control layer's wake-up fd finds no connection and is ignored.
+            // Our eventfd is drained by after_wake(), the only time it can matter; it and the
+            // control layer's wake-up fd find no connection and are ignored here.
             on_socket_event(*conn, event.events);
         }
     }
