@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bmi.h"
 #include "pingpong_common.h"
@@ -132,8 +133,14 @@ static int run_client(struct link *l, const struct pp_options *o)
     s = BMI_post_sendunexpected(&sid, l->peer, hello, sizeof(*hello), BMI_PRE_ALLOC, TAG_HELLO,
                                 NULL, l->context, NULL);
     if (finish(l, s, sid, NULL, "hello send") == 0 &&
-        recv_exact(l, rid, r, &actual, sizeof(*ready), "hello answer") == 0)
+        recv_exact(l, rid, r, &actual, sizeof(*ready), "hello answer") == 0) {
+        if (o->pause_ms > 0) {
+            struct timespec pause = {o->pause_ms / 1000, (long)(o->pause_ms % 1000) * 1000000L};
+            fprintf(stderr, "pingpong: connected, idle for %d ms\n", o->pause_ms);
+            nanosleep(&pause, NULL);
+        }
         rc = pp_run_client(o, o->methods, out, in, ping, stream, l);
+    }
     /* After a failure an operation may still point into these buffers; they stay allocated
      * until BMI_finalize has cancelled it, and the process exits right after. */
     if (rc == 0) {

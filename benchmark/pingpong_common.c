@@ -27,7 +27,7 @@ static int usage(const char *argv0, int flags)
             argv0, argv0,
             flags & PP_OPT_STREAMS ? "\n         [--mode latency|bandwidth|many] [--window N] "
                                      "[--clients N]" : "",
-            flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,...]" : "",
+            flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,...] [--pause-ms MS]" : "",
             flags & PP_OPT_STREAMS
                 ? "  latency: ping-pong; bandwidth: windows of --window messages (default 16),\n"
                   "  each acknowledged; many: --clients clients (default 2) stream at once and\n"
@@ -77,7 +77,7 @@ static int parse_u64(const char *text, uint64_t *out, int allow_suffix)
 
 int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
 {
-    uint64_t timeout = 30000, window = 16, clients = 0;
+    uint64_t timeout = 30000, window = 16, clients = 0, pause = 0;
     int i, mode = 0;
 
     memset(o, 0, sizeof(*o));
@@ -110,6 +110,8 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
             bad = parse_u64(argv[++i], &timeout, 0);
         } else if ((flags & PP_OPT_METHODS) && strcmp(a, "--method-list") == 0) {
             o->methods = argv[++i];
+        } else if ((flags & PP_OPT_METHODS) && strcmp(a, "--pause-ms") == 0) {
+            bad = parse_u64(argv[++i], &pause, 0) || pause > 600000;
         } else if ((flags & PP_OPT_STREAMS) && strcmp(a, "--mode") == 0) {
             bad = parse_mode(argv[++i], &o->plan.mode);
         } else if ((flags & PP_OPT_STREAMS) && strcmp(a, "--window") == 0) {
@@ -136,6 +138,7 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
         fprintf(stderr, "%s: missing role or peer, or a value out of range\n", argv[0]);
         return usage(argv[0], flags);
     }
+    o->pause_ms = (int)pause;
     o->plan.window = (uint32_t)window;
     o->plan.clients = (uint32_t)clients;
     if (o->addr == NULL)

@@ -1,0 +1,459 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""bmi-perf: runs libbmi's benchmark drivers and their peers, prints tables, writes CSV, plots.
+
+Every run is one driver pair (or mpirun, or a single baseline process) started by this script
+with a bounded lifetime; only those processes are ever signalled. The drivers print one table
+format (see benchmark/pingpong_common.c), so every series is a list of rows
+(bytes, iters, latency_us, bw_MBps) and compares line by line with the others.
+"""
+import argparse
+import csv
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at configure time
+MODES = ("latency", "bandwidth", "many")
+METHODS = ("tcp", "shm", "shm-blocking")  # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0
+BASELINES = ("raw-tcp", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd", "memcpy")
+# Open MPI point-to-point through ob1, so the --mca btl choice is what gets measured (Debian's
+# Open MPI would otherwise take the UCX pml and ignore it).
+MPI_NAMES = {"mpi-tcp": "mpi tcp", "mpi-shm": "mpi vader", "mpi-shm-nocopy": "mpi vader nocopy"}
+MPI_MCA = {
+    "mpi-tcp": ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"],
+    "mpi-shm": ["--mca", "btl", "vader,self"],
+    "mpi-shm-nocopy": ["--mca", "btl", "vader,self",
+                       "--mca", "btl_vader_single_copy_mechanism", "none"],
+}
+
+
+class Failure(Exception):
+    """A run that could not produce its table; the message says why, for the user."""
+
+
+class Series:
+    def __init__(self, name, mode, command):
+        self.name, self.mode, self.command = name, mode, command
+        self.rows = []  # (bytes, iters, latency_us, bw_MBps)
+        self.status, self.wall = "not run", 0.0
+
+    def at(self, size):
+        return next((r for r in self.rows if r[0] == size), None)
+
+
+def parse_size(text):
+    m = re.fullmatch(r"(\d+)([KkMmGg]?)", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad size {text!r} (e.g. 1, 4K, 64M)")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+
+
+def parse_list(allowed):
+    def parse(text):
+        items = [] if text in ("", "none") else list(allowed) if text == "all" else text.split(",")
+        bad = [i for i in items if i not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(bad)}; choose from {', '.join(allowed)}, all or none")
+        return items
+    return parse
+
+
+def parse_table(text):
+    rows = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 4 and not line.startswith("#") and words[0].isdigit():
+            rows.append((int(words[0]), int(words[1]), float(words[2]), float(words[3])))
+    return rows
+
+
+class Runner:
+    """Starts the drivers; every process gets a deadline and is reaped before we move on."""
+
+    def __init__(self, args, tmp):
+        self.args, self.tmp = args, tmp
+        self.series, self.done, self.total = [], 0, 0
+        self.tty = sys.stderr.isatty()
+
+    def tool(self, name):
+        dirs = [self.args.bindir, os.path.dirname(os.path.abspath(__file__)), LIBEXECDIR]
+        for d in dirs:
+            if d and os.access(os.path.join(d, name), os.X_OK):
+                return os.path.join(d, name)
+        return None
+
+    def progress(self, text, final=False):
+        if self.tty and not final:
+            sys.stderr.write("\r\033[K" + text)
+        elif final or not self.tty:
+            sys.stderr.write(("\r\033[K" if self.tty else "") + text + "\n")
+        sys.stderr.flush()
+
+    def plan(self, mode, many_ok=True):
+        a = self.args
+        plan = ["--min", str(a.min), "--max", str(a.max), "--iters", str(a.iters)]
+        if mode != "latency":
+            plan += ["--mode", mode, "--window", str(a.window)]
+        if mode == "many" and many_ok:
+            plan += ["--clients", str(a.clients)]
+        return plan + (["--check"] if a.check else [])
+
+    def spawn(self, argv, env=None, name="run"):
+        err = open(os.path.join(self.tmp, f"{name}.{len(self.series)}.err"), "w+")
+        full_env = dict(os.environ, **(env or {}))
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=full_env,
+                                text=True), err
+
+    def follow(self, proc, label, deadline):
+        """Collects proc's stdout until it exits, showing each finished size as progress."""
+        out = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Failure(f"no result within {self.args.timeout} s")
+            ready, _, _ = select.select([proc.stdout], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            line = proc.stdout.readline()
+            if line == "":
+                return "".join(out)
+            out.append(line)
+            if line[:1] == " ":
+                self.progress(f"[{self.done + 1}/{self.total}] {label}: {line.split()[0]} B done")
+
+    def finish(self, procs, deadline):
+        codes = []
+        for p in procs:
+            try:
+                codes.append(p.wait(timeout=max(0.1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes.append(p.wait())
+        return codes
+
+    def record(self, s, started, runner):
+        self.total = max(self.total, self.done + 1)
+        try:
+            s.rows = runner()
+            if not s.rows:
+                raise Failure("printed no table")
+            s.status = "ok"
+        except Failure as e:
+            s.status = f"failed: {e}"
+        s.wall = time.monotonic() - started
+        self.done += 1
+        self.progress(f"[{self.done}/{self.total}] {s.name} {s.mode}: {s.status} "
+                      f"({s.wall:.1f} s)", final=True)
+        self.series.append(s)
+        return s
+
+    def stderr_tail(self, err):
+        err.seek(0)
+        lines = [l.strip() for l in err.read().splitlines() if l.strip()]
+        return lines[-1] if lines else "no diagnostics"
+
+    def bmi(self, method, mode):
+        scheme = "shm" if method.startswith("shm") else method
+        env = {"BMI_SHM_SPIN_US": "0"} if method == "shm-blocking" else {}
+        listen = (f"shm://bmi-perf-{os.getpid()}-{len(self.series)}" if scheme == "shm"
+                  else "tcp://127.0.0.1:0")
+        return self.pair(f"bmi {method}", mode, "pingpong", ["--method-list", f"bmi_{scheme}"],
+                         listen, env)
+
+    def pair(self, name, mode, tool, common, listen, env=None):
+        """One server and its client(s), or only clients when --server names a server."""
+        a, exe = self.args, self.tool(tool)
+        s = Series(name, mode, f"{tool} {' '.join(common + self.plan(mode))}")
+
+        def run():
+            if exe is None:
+                raise Failure(f"{tool} not found (see --bindir)")
+            deadline = time.monotonic() + a.timeout
+            args = common + ["--timeout-ms", str(a.connect_ms)]
+            procs, server, serr = [], None, None
+            try:
+                addr = a.server
+                if addr is None:
+                    server, serr = self.spawn([exe] + args + ["--server", listen], env, "srv")
+                    procs.append(server)
+                    addr = self.read_addr(server, serr)
+                n = a.clients if mode == "many" else 1
+                clients = [self.spawn([exe] + args + ["--client", addr] + self.plan(mode),
+                                      env, "cli") for _ in range(n)]
+                procs += [c for c, _ in clients]
+                # In many mode the server prints the table; with --server we only see clients.
+                reporter = server if mode == "many" and server else clients[0][0]
+                text = self.follow(reporter, f"{name} {mode}", deadline)
+                codes = self.finish(procs, deadline)
+                for (c, cerr), code in zip(clients, codes[-n:]):
+                    if code != 0:
+                        why = self.stderr_tail(cerr)
+                        raise Failure(f"client exit {code}: {why}" if server else
+                                      f"cannot reach server {addr}: {why}")
+                if server is not None and codes[0] != 0:
+                    raise Failure(f"server exit {codes[0]}: {self.stderr_tail(serr)}")
+                return parse_table(text)
+            finally:
+                self.finish([p for p in procs if p.poll() is None], 0)
+        return self.record(s, time.monotonic(), run)
+
+    def read_addr(self, server, err):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([server.stdout], [], [], 0.5)
+            if ready:
+                line = server.stdout.readline()
+                if line.startswith("ADDR "):
+                    return line.split()[1]
+                if line == "":
+                    break
+        code = server.poll()
+        raise Failure("method not built" if code == 77 else
+                      f"server gave no address: {self.stderr_tail(err)}")
+
+    def command(self, name, mode, argv, env=None):
+        """A run whose rank 0 or single process prints the table (MPI, eventfd, memcpy)."""
+        s = Series(name, mode, " ".join(argv))
+
+        def run():
+            if argv[0] is None:
+                raise Failure("tool not found")
+            deadline = time.monotonic() + self.args.timeout
+            proc, err = self.spawn(argv, env, "cmd")
+            try:
+                text = self.follow(proc, f"{name} {mode}", deadline)
+                code = self.finish([proc], deadline)[0]
+            finally:
+                self.finish([proc] if proc.poll() is None else [], 0)
+            if code != 0:
+                raise Failure(f"exit {code}: {self.stderr_tail(err)}")
+            return parse_table(text)
+        return self.record(s, time.monotonic(), run)
+
+    def mpi(self, baseline, mode):
+        a = self.args
+        mpirun = shutil.which("mpirun")
+        exe = self.tool("mpi_pingpong")
+        ranks = a.clients + 1 if mode == "many" else 2
+        if mpirun is None or exe is None:
+            s = Series(MPI_NAMES[baseline], mode, "mpirun")
+            s.status = "n/a (mpirun or mpi_pingpong missing)"
+            self.series.append(s)
+            return s
+        env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+               "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+        argv = ([mpirun, "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1"]
+                + MPI_MCA[baseline] + [exe] + self.plan(mode))
+        return self.command(MPI_NAMES[baseline], mode, argv, env)
+
+    def netpipe(self):
+        """NPtcp's own plan; the power-of-two sizes are kept, recomputed into our units."""
+        a, npt = self.args, shutil.which("NPtcp")
+        s = Series("netpipe", "latency", f"NPtcp -p 0 -l {a.min} -u {a.max}")
+
+        def run():
+            if npt is None:
+                raise Failure("NPtcp not installed (Debian: netpipe-tcp)")
+            port = str(20000 + os.getpid() % 20000)
+            opts = ["-P", port, "-p", "0", "-l", str(a.min), "-u", str(a.max)]
+            deadline = time.monotonic() + a.timeout
+            srv = subprocess.Popen([npt] + opts, cwd=self.tmp, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+            out = os.path.join(self.tmp, "np.out")
+            try:
+                for _ in range(50):  # the receiver must listen before the sender connects
+                    time.sleep(0.1)
+                    cli = subprocess.run([npt, "-h", "127.0.0.1", "-o", out] + opts, cwd=self.tmp,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         timeout=max(1, deadline - time.monotonic()))
+                    if cli.returncode == 0 or srv.poll() is not None:
+                        break
+            except subprocess.TimeoutExpired:
+                raise Failure(f"no result within {a.timeout} s")
+            finally:
+                self.finish([srv], time.monotonic() + 5)
+            rows = []
+            for line in open(out) if os.path.exists(out) else []:
+                w = line.split()
+                if len(w) >= 3 and float(w[2]) > 0:
+                    size, us = int(float(w[0])), float(w[2]) * 1e6
+                    if size & (size - 1) == 0:
+                        rows.append((size, 0, us, size / us))
+            return rows
+        return self.record(s, time.monotonic(), run)
+
+    def idle_cpu(self, method, seconds=3.0):
+        """CPU share of a server whose connected client stays silent: from /proc/PID/stat."""
+        exe, scheme = self.tool("pingpong"), "shm" if method.startswith("shm") else method
+        if exe is None:
+            return None
+        listen = f"shm://bmi-perf-idle-{os.getpid()}" if scheme == "shm" else "tcp://127.0.0.1:0"
+        env = {"BMI_SHM_SPIN_US": "0"} if method == "shm-blocking" else {}
+        common = ["--method-list", f"bmi_{scheme}"]
+        procs = []
+        try:
+            server, serr = self.spawn([exe] + common + ["--server", listen], env, "idle")
+            procs.append(server)
+            addr = self.read_addr(server, serr)
+            pause = int((seconds + 1.5) * 1000)
+            client, _ = self.spawn([exe] + common + ["--client", addr, "--pause-ms", str(pause),
+                                                     "--max", "8", "--iters", "1"], env, "idle")
+            procs.append(client)
+            time.sleep(1.0)  # connected and past the 1 ms spin long before this
+            t0, c0 = time.monotonic(), cpu_ticks(server.pid)
+            time.sleep(seconds)
+            c1, t1 = cpu_ticks(server.pid), time.monotonic()
+            self.finish(procs, time.monotonic() + 10 + pause / 1000)
+            return 100.0 * (c1 - c0) / os.sysconf("SC_CLK_TCK") / (t1 - t0)
+        except (Failure, OSError):
+            return None
+        finally:
+            self.finish([p for p in procs if p.poll() is None], 0)
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime, fields 14 and 15 of stat(5)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="bmi-perf",
+        description="Measure libbmi methods against raw TCP, NetPIPE, Open MPI, eventfd and "
+                    "memcpy on one node (or against a running server with --server): "
+                    "a table on stdout, CSV, and latency/bandwidth plots via gnuplot.",
+        epilog="Example: bmi-perf --quick --methods tcp,shm --out-dir perf. "
+               "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
+               "acknowledged; many = --clients clients stream to one server at once.")
+    p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
+                   help="libbmi methods: tcp, shm, shm-blocking (BMI_SHM_SPIN_US=0), all "
+                        "(default tcp,shm)")
+    p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
+                   help=f"peers to measure: {', '.join(BASELINES)}, all or none (default all)")
+    p.add_argument("--modes", type=parse_list(MODES), default=list(MODES),
+                   help="latency, bandwidth, many, or all (default all)")
+    p.add_argument("--min", type=parse_size, default=1, help="smallest message (default 1)")
+    p.add_argument("--max", type=parse_size, default=None,
+                   help="largest message, K/M/G suffixes (default 64M, --quick 1M)")
+    p.add_argument("--iters", type=int, default=None,
+                   help="timed rounds per size up to 64 KiB, fewer above (default 1000, "
+                        "--quick 100)")
+    p.add_argument("--window", type=int, default=16, help="messages per window (default 16)")
+    p.add_argument("--clients", type=int, default=2, help="clients in many mode (default 2)")
+    p.add_argument("--check", action="store_true", help="fill and verify every message")
+    p.add_argument("--quick", action="store_true", help="smaller plan: up to 1 MiB, 100 rounds")
+    p.add_argument("--server", metavar="ADDR",
+                   help="connect to a running 'pingpong --server' instead of starting one "
+                        "(its method only; no baselines)")
+    p.add_argument("--out-dir", default=".", help="where CSV and plots go (default .)")
+    p.add_argument("--csv", default="bmi-perf.csv", help="CSV file name in --out-dir")
+    p.add_argument("--plot", choices=("png", "svg", "none"), default="png",
+                   help="plot format (default png)")
+    p.add_argument("--markdown", metavar="FILE", help="also write a Markdown report "
+                   "(how doc/PERFORMANCE.md is made); plots are linked relative to it")
+    p.add_argument("--no-idle", dest="idle", action="store_false",
+                   help="skip the idle-server CPU measurement")
+    p.add_argument("--timeout", type=float, default=600, help="bound per run, s (default 600)")
+    p.add_argument("--connect-timeout-ms", dest="connect_ms", type=int, default=10000,
+                   help="bound on every single wait of a BMI driver (default 10000)")
+    p.add_argument("--bindir", help="directory of the drivers (default: next to bmi-perf, "
+                                    "then the installed libexec directory)")
+    a = p.parse_args(argv)
+    a.max = a.max if a.max is not None else (1 << 20 if a.quick else 64 << 20)
+    a.iters = a.iters if a.iters is not None else (100 if a.quick else 1000)
+    if not 1 <= a.min <= a.max <= 1 << 30:
+        p.error("need 1 <= --min <= --max <= 1G")
+    if a.iters < 1 or not 1 <= a.window <= 1024 or not 1 <= a.clients <= 64:
+        p.error("--iters >= 1, --window 1..1024, --clients 1..64")
+    if a.timeout <= 0 or a.connect_ms <= 0:
+        p.error("timeouts must be positive")
+    if a.server is not None:
+        m = re.fullmatch(r"(tcp|shm)://.+", a.server)
+        if not m:
+            p.error(f"--server {a.server!r}: expected tcp://HOST:PORT or shm://NAME")
+        a.methods, a.baselines, a.idle = [m.group(1)], [], False
+    if not a.methods and not a.baselines:
+        p.error("nothing to measure: --methods and --baselines are both empty")
+    return a
+
+
+def run_all(r, a):
+    for mode in a.modes:
+        for m in a.methods:
+            r.bmi(m, mode)
+        if mode == "latency":
+            if "raw-tcp" in a.baselines:
+                r.pair("raw tcp", mode, "raw_tcp_pingpong", [], "tcp://127.0.0.1:0")
+            if "netpipe" in a.baselines:
+                r.netpipe()
+            if "eventfd" in a.baselines:
+                r.command("eventfd", mode, [r.tool("eventfd_pingpong"), "--iters",
+                                            str(a.iters * 10)])
+        for b in a.baselines:
+            if b.startswith("mpi-"):
+                r.mpi(b, mode)
+        if "memcpy" in a.baselines and mode != "many":
+            r.command("memcpy", mode, [r.tool("memcpy_bw"), "--min", str(a.min),
+                                       "--max", str(a.max)])
+
+
+def main(argv=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [here, LIBEXECDIR]
+    import bmi_perf_output as output
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    os.makedirs(a.out_dir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="bmi-perf-")
+    try:
+        r = Runner(a, tmp)
+        r.total = len(a.modes) * (len(a.methods) + len(a.baselines))
+        load = open("/proc/loadavg").read().split()[:3]
+        started = time.time()
+        run_all(r, a)
+        idle = {}
+        if a.idle:
+            for m in (m for m in a.methods if m != "tcp"):
+                idle[m] = r.idle_cpu(m)
+            if "tcp" in a.methods:
+                idle["tcp"] = r.idle_cpu("tcp")
+        output.print_tables(r.series, a.modes, sys.stdout)
+        for m, v in idle.items():
+            print(f"idle server CPU, bmi {m}: " + (f"{v:.2f} %" if v is not None else "n/a"))
+        path = os.path.join(a.out_dir, a.csv)
+        output.write_csv(r.series, path)
+        print(f"\nCSV: {path}")
+        plots = []
+        if a.plot != "none":
+            for mode in a.modes:
+                for kind in ("latency", "bandwidth"):
+                    f = os.path.join(a.out_dir, f"bmi-perf-{mode}-{kind}.{a.plot}")
+                    if output.plot(r.series, mode, kind, f, tmp):
+                        plots.append((mode, kind, f))
+            print("plots: " + (" ".join(f for _, _, f in plots) or "none (gnuplot missing?)"))
+        if a.markdown:
+            import bmi_perf_doc
+            bmi_perf_doc.write(a.markdown, r.series, idle, plots, a, load,
+                               open("/proc/loadavg").read().split()[:3],
+                               time.time() - started, argv if argv is not None else sys.argv[1:])
+            print(f"Markdown: {a.markdown}")
+        bad = [s for s in r.series if s.name.startswith("bmi ") and s.status != "ok"]
+        for s in bad:
+            print(f"bmi-perf: {s.name} {s.mode}: {s.status}", file=sys.stderr)
+        return 1 if bad else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
