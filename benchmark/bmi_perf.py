@@ -351,8 +351,9 @@ def parse_args(argv):
     p.add_argument("--check", action="store_true", help="fill and verify every message")
     p.add_argument("--quick", action="store_true", help="smaller plan: up to 1 MiB, 100 rounds")
     p.add_argument("--server", metavar="ADDR",
-                   help="connect to a running 'pingpong --server' instead of starting one "
-                        "(its method only; no baselines)")
+                   help="connect to a running 'pingpong --method-list bmi_M --server ADDR "
+                        "--forever' instead of starting one (its method only; no baselines, "
+                        "no many mode)")
     p.add_argument("--out-dir", default=".", help="where CSV and plots go (default .)")
     p.add_argument("--csv", default="bmi-perf.csv", help="CSV file name in --out-dir")
     p.add_argument("--plot", choices=("png", "svg", "none"), default="png",
@@ -380,6 +381,7 @@ def parse_args(argv):
         if not m:
             p.error(f"--server {a.server!r}: expected tcp://HOST:PORT or shm://NAME")
         a.methods, a.baselines, a.idle = [m.group(1)], [], False
+        a.modes = [m for m in a.modes if m != "many"] or p.error("--server: no many mode")
     if not a.methods and not a.baselines:
         p.error("nothing to measure: --methods and --baselines are both empty")
     return a
@@ -388,7 +390,9 @@ def parse_args(argv):
 def run_all(r, a):
     for mode in a.modes:
         for m in a.methods:
-            r.bmi(m, mode)
+            s = r.bmi(m, mode)
+            if a.server is not None and s.status != "ok":
+                raise Failure(s.status.removeprefix("failed: "))
         if mode == "latency":
             if "raw-tcp" in a.baselines:
                 r.pair("raw tcp", mode, "raw_tcp_pingpong", [], "tcp://127.0.0.1:0")
@@ -417,7 +421,11 @@ def main(argv=None):
         r.total = len(a.modes) * (len(a.methods) + len(a.baselines))
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
-        run_all(r, a)
+        try:
+            run_all(r, a)
+        except Failure as e:
+            print(f"bmi-perf: {e}", file=sys.stderr)
+            return 1
         idle = {}
         if a.idle:
             for m in (m for m in a.methods if m != "tcp"):
@@ -437,7 +445,7 @@ def main(argv=None):
                     f = os.path.join(a.out_dir, f"bmi-perf-{mode}-{kind}.{a.plot}")
                     if output.plot(r.series, mode, kind, f, tmp):
                         plots.append((mode, kind, f))
-            print("plots: " + (" ".join(f for _, _, f in plots) or "none (gnuplot missing?)"))
+            print("plots: " + (" ".join(f for _, _, f in plots) or "none (no data, or gnuplot missing)"))
         if a.markdown:
             import bmi_perf_doc
             bmi_perf_doc.write(a.markdown, r.series, idle, plots, a, load,

@@ -168,8 +168,9 @@ struct server
     uint64_t k; /* latency: messages echoed so far, selects the half of area[0] */
 };
 
-/* Waits for one client's hello; the first fixes the plan, later ones must agree with it. */
-static int accept_hello(struct server *sv, uint32_t index)
+/* Waits for one client's hello; the first fixes the plan, later ones must agree with it.
+ * patient: wait without a deadline (--forever, between clients). */
+static int accept_hello(struct server *sv, uint32_t index, int patient)
 {
     double deadline = pp_now_us() + (double)sv->l->timeout_ms * 1e3;
     struct BMI_unexpected_info info;
@@ -177,7 +178,7 @@ static int accept_hello(struct server *sv, uint32_t index)
     struct pp_cursor probe;
     int outcount = 0, rc, ok;
     while (outcount == 0) {
-        if (pp_now_us() > deadline) {
+        if (!patient && pp_now_us() > deadline) {
             fprintf(stderr, "pingpong: no client%s within %d ms\n", index > 0 ? " more" : "",
                     sv->l->timeout_ms);
             return -1;
@@ -280,7 +281,7 @@ static int server_reply(void *state, const struct pp_cursor *c, const struct pp_
 }
 
 /* Answers the plan of one client (or of plan.clients in PP_MANY mode). */
-static int run_server(struct link *l, const char *listen)
+static int run_server(struct link *l, const char *listen, int patient)
 {
     static struct server sv;
     struct pp_server_ops ops = {&sv, server_receive, server_reply};
@@ -289,11 +290,12 @@ static int run_server(struct link *l, const char *listen)
     uint32_t j;
     int rc = -1;
 
+    memset(&sv, 0, sizeof(sv));
     sv.l = l;
-    if (accept_hello(&sv, 0) != 0)
+    if (accept_hello(&sv, 0, patient) != 0)
         return -1;
     for (j = 1; j < sv.clients; j++)
-        if (accept_hello(&sv, j) != 0)
+        if (accept_hello(&sv, j, 0) != 0)
             return -1;
     sv.area_bytes = sv.plan.mode == PP_LATENCY ? 2 * sv.plan.max_size : pp_round_bytes(&sv.plan);
     ops_max = (uint64_t)sv.clients * (sv.plan.mode == PP_LATENCY ? 1 : sv.plan.window);
@@ -326,6 +328,11 @@ static int run_server(struct link *l, const char *listen)
         for (j = 0; j < sv.clients; j++)
             BMI_memfree(sv.peer[j], sv.area[j], (bmi_size_t)sv.area_bytes, BMI_RECV);
         BMI_memfree(sv.peer[0], sv.ack, sizeof(*sv.ack), BMI_SEND);
+        free(sv.rid);
+        free(sv.sid);
+        free(sv.actual);
+        free(sv.rposted);
+        free(sv.sposted);
     }
     return rc;
 nomem:
@@ -365,7 +372,10 @@ int main(int argc, char **argv)
         } else {
             printf("ADDR %s\n", listen);
             fflush(stdout);
-            rc = run_server(&l, listen);
+            /* --forever: one plan after another until a plan fails or we are killed. */
+            do
+                rc = run_server(&l, listen, o.forever);
+            while (rc == 0 && o.forever);
         }
     } else {
         rc = BMI_addr_lookup(&l.peer, o.addr, NULL);

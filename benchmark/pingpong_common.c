@@ -19,12 +19,12 @@
 static int usage(const char *argv0, int flags)
 {
     fprintf(stderr,
-            "usage: %s --server [LISTEN_ADDR]\n"
+            "usage: %s --server [LISTEN_ADDR]%s\n"
             "       %s --client PEER_ADDR [--min BYTES] [--max BYTES] [--iters N] [--check]%s\n"
             "  common: [--timeout-ms MS]%s\n"
             "  BYTES take K, M or G (binary). Defaults: --min 1 --max 64M --iters 1000,\n"
             "  listen address tcp://127.0.0.1:0. The server prints 'ADDR <address>' first.\n%s",
-            argv0, argv0,
+            argv0, flags & PP_OPT_METHODS ? " [--forever]" : "", argv0,
             flags & PP_OPT_STREAMS ? "\n         [--mode latency|bandwidth|many] [--window N] "
                                      "[--clients N]" : "",
             flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,...] [--pause-ms MS]" : "",
@@ -98,6 +98,8 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
                 o->addr = argv[++i];
         } else if (strcmp(a, "--check") == 0) {
             o->plan.check = 1;
+        } else if ((flags & PP_OPT_METHODS) && strcmp(a, "--forever") == 0) {
+            o->forever = 1;
         } else if (v == NULL) {
             bad = 1;
         } else if (strcmp(a, "--min") == 0) {
@@ -123,7 +125,8 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
         }
         if (bad) {
             fprintf(stderr, "%s: bad argument %s%s%s\n", argv[0], a, v != NULL ? " " : "",
-                    v != NULL && a[0] == '-' && strcmp(a, "--check") != 0 ? v : "");
+                    v != NULL && a[0] == '-' && strcmp(a, "--check") != 0 &&
+                    strcmp(a, "--forever") != 0 ? v : "");
             return usage(argv[0], flags);
         }
     }

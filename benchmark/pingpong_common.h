@@ -48,6 +48,7 @@ struct pp_options
     const char *methods; /* --method-list; NULL for the raw tcp tool */
     int with_streams;    /* the tool has the streaming modes (--mode, --window, --clients) */
     int timeout_ms;      /* bound on every single wait */
+    int forever;         /* --forever: the BMI server answers one client (or group) after another */
     int pause_ms;        /* --pause-ms: the BMI client idles this long after the hello, so an
                             observer can measure the server's CPU use while it waits */
     struct pp_plan plan;
