@@ -340,50 +340,63 @@ nomem:
     return -1;
 }
 
-int main(int argc, char **argv)
+/* How the server's address reaches its clients: printed for a launcher (standalone) or
+ * broadcast over MPI (pingpong_mpi, see pingpong_mpi.c). The server calls it once with its
+ * address, or NULL when it could not start; under MPI every client calls it once with NULL
+ * before starting BMI and gets the address back (NULL: no server). */
+typedef const char *(*pp_share_fn)(const char *addr, int server);
+
+/* Starts BMI in o's role and runs it; the exit status of the process. client_shares: the
+ * client learns the address from share too (MPI), rather than from the command line. */
+static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
 {
-    struct pp_options o;
     struct link l;
     const char *listen = NULL;
-    int rc = pp_parse_options(argc, argv, PP_OPT_METHODS | PP_OPT_STREAMS, &o);
-    if (rc != 0)
-        return rc;
+    int rc;
     memset(&l, 0, sizeof(l));
-    l.timeout_ms = o.timeout_ms;
-
-    rc = BMI_initialize(o.methods, o.server ? o.addr : NULL, o.server ? BMI_INIT_SERVER : 0,
+    l.timeout_ms = o->timeout_ms;
+    if (!o->server && client_shares && (o->addr = share(NULL, 0)) == NULL) {
+        fprintf(stderr, "pingpong: the server did not start\n");
+        return 1;
+    }
+    rc = BMI_initialize(o->methods, o->server ? o->addr : NULL, o->server ? BMI_INIT_SERVER : 0,
                         NULL);
     if (rc < 0) {
-        fprintf(stderr, "pingpong: BMI_initialize(%s): %s\n", o.methods, bmi_status_string(rc));
+        fprintf(stderr, "pingpong: BMI_initialize(%s): %s\n", o->methods, bmi_status_string(rc));
+        if (o->server)
+            share(NULL, 1);
         return rc == -BMI_ENOPROTOOPT ? PP_EXIT_SKIP : 1;
     }
     rc = BMI_open_context(&l.context);
     if (rc < 0) {
         fprintf(stderr, "pingpong: BMI_open_context: %s\n", bmi_status_string(rc));
+        if (o->server)
+            share(NULL, 1);
         BMI_finalize();
         return 1;
     }
-    if (o.server) {
+    if (o->server) {
         rc = BMI_get_info(0, BMI_GET_METH_ADDR, (void *)&listen);
         if (rc < 0 || listen == NULL) {
             fprintf(stderr, "pingpong: BMI_get_info(BMI_GET_METH_ADDR): %s\n",
                     bmi_status_string(rc));
+            share(NULL, 1);
             rc = -1;
         } else {
-            printf("ADDR %s\n", listen);
-            fflush(stdout);
+            share(listen, 1);
             /* --forever: one plan after another until a plan fails or we are killed. */
             do
-                rc = run_server(&l, listen, o.forever);
-            while (rc == 0 && o.forever);
+                rc = run_server(&l, listen, o->forever);
+            while (rc == 0 && o->forever);
         }
     } else {
-        rc = BMI_addr_lookup(&l.peer, o.addr, NULL);
+        rc = BMI_addr_lookup(&l.peer, o->addr, NULL);
         if (rc < 0) {
-            fprintf(stderr, "pingpong: BMI_addr_lookup(%s): %s\n", o.addr, bmi_status_string(rc));
+            fprintf(stderr, "pingpong: BMI_addr_lookup(%s): %s\n", o->addr,
+                    bmi_status_string(rc));
             rc = rc == -BMI_ENOPROTOOPT ? PP_EXIT_SKIP : -1;
         } else {
-            rc = run_client(&l, &o);
+            rc = run_client(&l, o);
         }
     }
     BMI_close_context(l.context);
@@ -391,3 +404,25 @@ int main(int argc, char **argv)
         rc = -1;
     return rc == 0 ? 0 : rc == PP_EXIT_SKIP ? PP_EXIT_SKIP : 1;
 }
+
+#ifdef PP_WITH_MPI
+#include "pingpong_mpi.h"
+#else
+static const char *print_address(const char *addr, int server)
+{
+    if (server && addr != NULL) {
+        printf("ADDR %s\n", addr);
+        fflush(stdout);
+    }
+    return addr;
+}
+
+int main(int argc, char **argv)
+{
+    struct pp_options o;
+    int rc = pp_parse_options(argc, argv, PP_OPT_METHODS | PP_OPT_STREAMS, &o);
+    if (rc != 0)
+        return rc;
+    return run_role(&o, print_address, 0);
+}
+#endif

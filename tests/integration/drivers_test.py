@@ -114,6 +114,20 @@ def test_mpi():
                   ROOT_ENV, f"mpi {btl} many")
         table(out, 1, 65536, f"mpi {btl} many")
         print(f"mpi {btl}: latency, bandwidth, many ok; same plan as bmi")
+    # The BMI driver under mpirun: the ranks find the BMI server through MPI.
+    bmi_mpi = os.environ["BMI_PINGPONG_MPI"]
+    for m in methods():
+        listen = ["--server", f"shm://drivers-mpi-{os.getpid()}"] if m == "shm" else []
+        out = run(base + ["-np", "2", bmi_mpi, "--method-list", f"bmi_{m}"] + listen +
+                  plans["latency"], ROOT_ENV, f"pingpong_mpi {m}")
+        if table(out, 1, 4096, f"pingpong_mpi {m}") != table(bmi_pair(bmi, m, plans["latency"]),
+                                                            1, 4096, f"bmi {m}"):
+            fail(f"pingpong_mpi {m}: plan differs from standalone pingpong")
+        out = run(base + ["-np", "3", bmi_mpi, "--method-list", f"bmi_{m}"] + listen +
+                  ["--mode", "many", "--clients", "2", "--max", "64K", "--iters", "8", "--check"],
+                  ROOT_ENV, f"pingpong_mpi {m} many")
+        table(out, 1, 65536, f"pingpong_mpi {m} many")
+        print(f"pingpong_mpi bmi_{m}: latency and many ok")
     res = subprocess.run(base + ["-np", "3", exe], capture_output=True, text=True,
                          timeout=TIMEOUT, env=dict(os.environ, **ROOT_ENV))
     if res.returncode == 0 or "needs exactly 2 ranks" not in res.stderr:
