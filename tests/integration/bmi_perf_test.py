@@ -50,7 +50,8 @@ def check_run(tmp, methods):
     baselines = ["raw-tcp", "eventfd", "memcpy"]
     if shutil.which("NPtcp"):
         baselines.append("netpipe")
-    if shutil.which("mpirun") and os.environ.get("BMI_HAVE_MPI") == "1":
+    if shutil.which("mpirun") and os.environ.get("BMI_HAVE_MPI") == "1" and \
+            os.environ.get("BMI_SANITIZE", "none") == "none":  # see drivers_test.py
         baselines += ["mpi-tcp", "mpi-shm"]
     md = os.path.join(tmp, "PERF.md")
     args = ["--methods", ",".join(methods), "--baselines", ",".join(baselines),
