@@ -4,6 +4,8 @@ import csv
 import os
 import subprocess
 
+MODE_TITLES = {"latency": "ping-pong", "bandwidth": "windowed streaming",
+               "many": "many clients to one server"}
 KINDS = (("latency", 2, "latency (us, one way per message)"),
          ("bandwidth", 3, "bandwidth (MB/s)"))
 
@@ -55,10 +57,10 @@ def plot(series, mode, kind, path, tmp):
     terminal = ("svg size 900,560 dynamic" if path.endswith(".svg")
                 else "png size 900,560")
     lines = [f"set terminal {terminal}", f"set output '{path}'",
-             f"set title 'bmi-perf {mode}: {kind}'", "set logscale x 2", "set logscale y",
+             f"set title '{MODE_TITLES[mode]} ({mode} mode): {kind}'", "set logscale x 2", "set logscale y",
              "set format x '%.0b%B'", "set xlabel 'message size (bytes)'",
              f"set ylabel '{dict((k, t) for k, _, t in KINDS)[kind]}'",
-             "set key left top" if kind == "bandwidth" else "set key left top",
+             "set key left top",
              "set grid"]
     curves = []
     for i, s in enumerate(done):
