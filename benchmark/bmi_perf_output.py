@@ -54,13 +54,13 @@ def plot(series, mode, kind, path, tmp):
     done = [s for s in series if s.mode == mode and s.rows]
     if not done:
         return False
-    terminal = ("svg size 900,560 dynamic" if path.endswith(".svg")
-                else "png size 900,560")
+    terminal = ("svg size 1000,560 dynamic" if path.endswith(".svg")
+                else "png size 1000,560")
     lines = [f"set terminal {terminal}", f"set output '{path}'",
              f"set title '{MODE_TITLES[mode]} ({mode} mode): {kind}'", "set logscale x 2", "set logscale y",
              "set format x '%.0b%B'", "set xlabel 'message size (bytes)'",
              f"set ylabel '{dict((k, t) for k, _, t in KINDS)[kind]}'",
-             "set key left top",
+             "set key outside right top",
              "set grid"]
     curves = []
     for i, s in enumerate(done):

@@ -16,9 +16,9 @@
 #define PP_FULL_ROUNDS_LIMIT (64u * 1024u)
 #define PP_MIN_ROUNDS 4u
 
-static int usage(const char *argv0, int flags)
+static int usage(FILE *to, const char *argv0, int flags)
 {
-    fprintf(stderr,
+    fprintf(to,
             "usage: %s --server [LISTEN_ADDR]%s\n"
             "       %s --client PEER_ADDR [--min BYTES] [--max BYTES] [--iters N] [--check]%s\n"
             "  common: [--timeout-ms MS]%s\n"
@@ -92,7 +92,10 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
-        if (strcmp(a, "--server") == 0 || strcmp(a, "--client") == 0) {
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout, argv[0], flags);
+            exit(0); /* nothing started yet; also under mpirun, where every rank sees it */
+        } else if (strcmp(a, "--server") == 0 || strcmp(a, "--client") == 0) {
             mode = a[2] == 's' ? 1 : 2;
             if (v != NULL && v[0] != '-')
                 o->addr = argv[++i];
@@ -127,7 +130,7 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
             fprintf(stderr, "%s: bad argument %s%s%s\n", argv[0], a, v != NULL ? " " : "",
                     v != NULL && a[0] == '-' && strcmp(a, "--check") != 0 &&
                     strcmp(a, "--forever") != 0 ? v : "");
-            return usage(argv[0], flags);
+            return usage(stderr, argv[0], flags);
         }
     }
     if (clients == 0)
@@ -139,7 +142,7 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
         window > PP_MAX_WINDOW || clients > PP_MAX_CLIENTS ||
         (clients != 1 && o->plan.mode != PP_MANY)) {
         fprintf(stderr, "%s: missing role or peer, or a value out of range\n", argv[0]);
-        return usage(argv[0], flags);
+        return usage(stderr, argv[0], flags);
     }
     o->pause_ms = (int)pause;
     o->plan.window = (uint32_t)window;

@@ -153,7 +153,20 @@ def test_mpi():
         fail(f"3 ranks in latency mode must be refused: {res.returncode} {res.stderr}")
 
 
+def test_help():
+    for var in ("BMI_PINGPONG", "BMI_EVENTFD_PINGPONG", "BMI_MEMCPY_BW"):
+        res = subprocess.run([os.environ[var], "--help"], capture_output=True, text=True,
+                             timeout=TIMEOUT)
+        if res.returncode != 0 or "usage:" not in res.stdout:
+            fail(f"{var} --help: exit {res.returncode}")
+        res = subprocess.run([os.environ[var], "--client", "x", "--iters", "0"],
+                             capture_output=True, text=True, timeout=TIMEOUT)
+        if res.returncode != 2 or "out of range" not in res.stderr:
+            fail(f"{var} with --iters 0: exit {res.returncode}, {res.stderr!r}")
+
+
 def test_baselines():
+    test_help()
     evfd = run([os.environ["BMI_EVENTFD_PINGPONG"], "--iters", "200"])
     table(evfd, 8, 8, "eventfd")
     table(run([os.environ["BMI_MEMCPY_BW"], "--max", "64K"]), 1, 65536, "memcpy")
