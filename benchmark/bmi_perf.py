@@ -422,10 +422,11 @@ def run_all(r, a):
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:0] = [here, LIBEXECDIR]
-    import bmi_perf_output as output
     a = parse_args(sys.argv[1:] if argv is None else argv)
+    # The output modules live with the drivers: the same places Runner.tool looks.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [d for d in (a.bindir, here, LIBEXECDIR) if d]
+    import bmi_perf_output as output
     os.makedirs(a.out_dir, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
     try:

@@ -127,6 +127,15 @@ def targets(out, series, idle):
     out += rows + [""]
 
 
+def source_version():
+    try:
+        res = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10)
+        return f"libbmi git {res.stdout.strip()}" if res.returncode == 0 else "libbmi"
+    except OSError:
+        return "libbmi"
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -153,15 +162,28 @@ def write(path, series, idle, plots, a, load_before, load_after, seconds, argv):
            f"- Machine: {cpu}, {os.cpu_count()} CPUs, {platform.platform()}",
            f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, run time "
            f"{seconds:.0f} s",
-           f"- Load average (1/5/15 min) before: {' '.join(load_before)}, after: "
-           f"{' '.join(load_after)}",
+           f"- Load average (1/5/15 min) before: {' '.join(load_before)}, after (with this "
+           f"run's own load): {' '.join(load_after)}",
+           f"- Source: {source_version()}",
            f"- Peers: {mpi} (`--mca pml ob1`, so the chosen BTL is the one measured); NetPIPE "
            "`NPtcp` from Debian's netpipe-tcp; `raw_tcp_pingpong`, `eventfd_pingpong` and "
            "`memcpy_bw` from benchmark/",
            f"- Plan: sizes {a.min}..{a.max} B, {a.iters} timed rounds per size up to 64 KiB "
            f"(fewer above), a tenth of that as warm-up, window {a.window}, {a.clients} clients "
            f"in many mode, check {'on' if a.check else 'off'}", "",
-           "## How to read it", "",
+           ]
+    # The load after includes this run's own processes; only the load before says whether
+    # others were busy.
+    if float(load_before[0]) > 0.5:
+        out += [f"**The machine was not idle** (load average {load_before[0]} before, "
+                f"{load_after[0]} after): other work shared the CPUs, so single numbers are "
+                "noisy. Ratios from one run are fairer than numbers across runs, but repeat "
+                "on an idle machine before drawing conclusions.", ""]
+    if "many" in a.modes and (os.cpu_count() or 1) < a.clients + 1:
+        out += [f"Many mode runs {a.clients + 1} processes on {os.cpu_count()} CPUs: they "
+                "take turns, so it measures a loaded server, as intended, but spinning "
+                "transports lose time to the scheduler there.", ""]
+    out += ["## How to read it", "",
            "- latency: one-way time per message (ping-pong: half a round trip; streaming: "
            "elapsed time / messages). bandwidth: bytes of one direction per second (MB/s = "
            "10^6 B/s). Ratios are libbmi / peer: below 1 is better for latency, above 1 for "
