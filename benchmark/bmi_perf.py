@@ -80,6 +80,7 @@ class Runner:
     def __init__(self, args, tmp):
         self.args, self.tmp = args, tmp
         self.series, self.done, self.total = [], 0, 0
+        self.unread = {}  # pid: stdout bytes read but not yet returned as lines
         self.tty = sys.stderr.isatty()
 
     def tool(self, name):
@@ -108,20 +109,37 @@ class Runner:
     def spawn(self, argv, env=None, name="run"):
         err = open(os.path.join(self.tmp, f"{name}.{len(self.series)}.err"), "w+")
         full_env = dict(os.environ, **(env or {}))
+        # Unbuffered: lines are taken from the pipe as they come (see read_line).
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=full_env,
-                                text=True), err
+                                bufsize=0), err
+
+    def read_line(self, proc, deadline):
+        """The next stdout line of proc; "" at end of file; None at the deadline. select and
+        os.read on the raw pipe, so no line waits in a Python buffer select cannot see."""
+        pending = self.unread.pop(proc.pid, b"")
+        while b"\n" not in pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.unread[proc.pid] = pending
+                return None
+            ready, _, _ = select.select([proc.stdout], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                return pending.decode(errors="replace")
+            pending += chunk
+        line, _, rest = pending.partition(b"\n")
+        self.unread[proc.pid] = rest
+        return line.decode(errors="replace") + "\n"
 
     def follow(self, proc, label, deadline):
         """Collects proc's stdout until it exits, showing each finished size as progress."""
         out = []
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise Failure(f"no result within {self.args.timeout} s")
-            ready, _, _ = select.select([proc.stdout], [], [], min(left, 1.0))
-            if not ready:
-                continue
-            line = proc.stdout.readline()
+            line = self.read_line(proc, deadline)
+            if line is None:
+                raise Failure(f"no result within {self.args.timeout:g} s")
             if line == "":
                 return "".join(out)
             out.append(line)
@@ -206,16 +224,14 @@ class Runner:
 
     def read_addr(self, server, err):
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([server.stdout], [], [], 0.5)
-            if ready:
-                line = server.stdout.readline()
-                if line.startswith("ADDR "):
-                    return line.split()[1]
-                if line == "":
-                    break
-        code = server.poll()
-        raise Failure("method not built" if code == 77 else
+        while True:
+            line = self.read_line(server, deadline)
+            if not line:
+                break
+            if line.startswith("ADDR "):
+                return line.split()[1]
+        self.finish([server], time.monotonic() + 2)
+        raise Failure("method not built" if server.returncode == 77 else
                       f"server gave no address: {self.stderr_tail(err)}")
 
     def command(self, name, mode, argv, env=None):
