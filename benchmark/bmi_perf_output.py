@@ -6,6 +6,10 @@ import subprocess
 
 MODE_TITLES = {"latency": "ping-pong", "bandwidth": "windowed streaming",
                "many": "many clients to one server"}
+# One colour per series (gnuplot's default cycle repeats after eight); libbmi's curves are
+# drawn thicker so they stand out from their peers.
+COLOURS = ("#9400d3", "#009e73", "#56b4e9", "#e69f00", "#f0e442", "#0072b2", "#d55e00",
+           "#000000", "#cc79a7", "#999999", "#8b4513", "#2f4f4f")
 KINDS = (("latency", 2, "latency (us, one way per message)"),
          ("bandwidth", 3, "bandwidth (MB/s)"))
 
@@ -69,7 +73,9 @@ def plot(series, mode, kind, path, tmp):
             for r in s.rows:
                 if r[col - 1] > 0:
                     f.write(f"{r[0]} {r[1]} {r[2]} {r[3]}\n")
-        curves.append(f"'{data}' using 1:{col} with linespoints title '{s.name}'")
+        width = 2.5 if s.name.startswith("bmi") else 1
+        curves.append(f"'{data}' using 1:{col} with linespoints lw {width} "
+                      f"lc rgb '{COLOURS[i % len(COLOURS)]}' title '{s.name}'")
     lines.append("plot " + ", ".join(curves))
     try:
         res = subprocess.run(["gnuplot"], input="\n".join(lines) + "\n", text=True,

@@ -46,7 +46,7 @@ def check_unreachable(tmp):
         fail("unreachable server took more than 30 s to report")
 
 
-def check_run(tmp, methods):
+def check_run(tmp, methods, plots):
     baselines = ["raw-tcp", "eventfd", "memcpy"]
     if shutil.which("NPtcp"):
         baselines.append("netpipe")
@@ -56,7 +56,7 @@ def check_run(tmp, methods):
     md = os.path.join(tmp, "PERF.md")
     args = ["--methods", ",".join(methods), "--baselines", ",".join(baselines),
             "--min", "1", "--max", "16K", "--iters", "10", "--window", "4", "--clients", "2",
-            "--check", "--out-dir", tmp, "--markdown", md, "--plot", "png"]
+            "--check", "--out-dir", tmp, "--markdown", md, "--plot", "png" if plots else "none"]
     res = bmi_perf(args)
     if res.returncode != 0:
         fail(f"bmi-perf: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
@@ -78,15 +78,15 @@ def check_run(tmp, methods):
     for r in rows:
         if float(r["bandwidth_MBps"]) <= 0 or float(r["latency_us"]) <= 0:
             fail(f"CSV row without a positive measurement: {r}")
-    for mode in ("latency", "bandwidth", "many"):
+    for mode in ("latency", "bandwidth", "many") if plots else ():
         for kind in ("latency", "bandwidth"):
             path = os.path.join(tmp, f"bmi-perf-{mode}-{kind}.png")
             with open(path, "rb") as f:
                 if f.read(8) != PNG_MAGIC or os.path.getsize(path) < 2000:
                     fail(f"{path} is not a PNG plot")
     text = open(md).read()
-    for words in ("# libbmi performance", "Load average", "| bytes |", "![latency latency]",
-                  "Where libbmi beats its peers"):
+    for words in ("# libbmi performance", "Load average", "| bytes |",
+                  "Where libbmi beats its peers") + (("![latency latency]",) if plots else ()):
         if words not in text:
             fail(f"Markdown report lacks {words!r}")
     if "shm" in methods and "## shm targets" not in text:
@@ -102,15 +102,16 @@ def check_svg(tmp):
 
 
 def main():
-    if shutil.which("gnuplot") is None:
-        print("SKIP: gnuplot not installed (Debian: gnuplot-nox)")
-        sys.exit(77)
+    plots = shutil.which("gnuplot") is not None
+    if not plots:
+        print("gnuplot not installed (Debian: gnuplot-nox): plots are not checked")
     methods = [m for m in os.environ.get("BMI_ENABLED_METHODS", "").split() if m in ("tcp", "shm")]
     with tempfile.TemporaryDirectory(prefix="bmi-perf-test-") as tmp:
         check_help_and_bad_args()
         check_unreachable(tmp)
-        check_run(tmp, methods)
-        check_svg(tmp)
+        check_run(tmp, methods, plots)
+        if plots:
+            check_svg(tmp)
     print("bmi-perf end to end ok")
 
 
