@@ -398,7 +398,7 @@ nomem:
 }
 
 /* How the server's address reaches its clients: printed for a launcher (standalone) or
- * broadcast over MPI (pingpong_mpi, see pingpong_mpi.c). The server calls it once with its
+ * broadcast over MPI (pingpong_mpi, see pingpong_mpi.h). The server calls it once with its
  * address, or NULL when it could not start; under MPI every client calls it once with NULL
  * before starting BMI and gets the address back (NULL: no server). */
 typedef const char *(*pp_share_fn)(const char *addr, int server);
