@@ -163,7 +163,7 @@ def main(argv=None):
                 idle["tcp"] = r.idle_cpu("tcp")
         output.print_tables(r.series, a.modes, sys.stdout)
         for m, v in idle.items():
-            print(f"idle server CPU, bmi {m}: " + (f"{v:.2f} %" if v is not None else "n/a"))
+            print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
         path = os.path.join(a.out_dir, a.csv)
         output.write_csv(r.series, path)
         print(f"\nCSV: {path}")

@@ -295,18 +295,27 @@ class Runner:
                                                      "--max", "8", "--iters", "1"], env, "idle")
             procs.append(client)
             time.sleep(1.0)  # connected and past the 1 ms spin long before this
-            t0, c0 = time.monotonic(), cpu_ticks(server.pid)
+            t0, c0 = time.monotonic(), cpu_seconds(server.pid)
             time.sleep(seconds)
-            c1, t1 = cpu_ticks(server.pid), time.monotonic()
+            c1, t1 = cpu_seconds(server.pid), time.monotonic()
             self.finish(procs, time.monotonic() + 10 + pause / 1000)
-            return 100.0 * (c1 - c0) / os.sysconf("SC_CLK_TCK") / (t1 - t0)
+            return 100.0 * (c1 - c0) / (t1 - t0)
         except (Failure, OSError):
             return None
         finally:
             self.finish([p for p in procs if p.poll() is None], 0)
 
 
-def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime, fields 14 and 15 of stat(5)
+def cpu_seconds(pid):
+    """CPU time of every thread of pid: nanoseconds from /proc/PID/task/*/schedstat where the
+    kernel has it, else clock ticks (utime + stime) from /proc/PID/stat."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

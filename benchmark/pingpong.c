@@ -15,6 +15,9 @@
 #define TAG_HELLO 1
 #define TAG_DATA 2
 #define TAG_ACK 3
+/* How long one BMI test call may sleep: long, so a waiting peer wakes about once a second
+ * (bmi-perf measures an idle server's CPU), short enough to check the --timeout-ms deadline. */
+#define WAIT_SLICE_MS 1000
 
 struct link
 {
@@ -46,7 +49,7 @@ static int finish(const struct link *l, int posted, bmi_op_id_t id, bmi_size_t *
             fprintf(stderr, "pingpong: %s did not finish in %d ms\n", what, l->timeout_ms);
             return -1; /* BMI_finalize cancels it; the process exits next */
         }
-        rc = BMI_test(id, &outcount, &error, &size, &user, 100, l->context);
+        rc = BMI_test(id, &outcount, &error, &size, &user, WAIT_SLICE_MS, l->context);
         if (rc < 0) {
             fprintf(stderr, "pingpong: BMI_test(%s): %s\n", what, bmi_status_string(rc));
             return -1;
@@ -106,7 +109,7 @@ static int finish_all(const struct link *l, uint64_t n, const int *posted, bmi_o
                 fprintf(stderr, "pingpong: %s did not finish in %d ms\n", what, l->timeout_ms);
                 return -1;
             }
-            rc = BMI_testsome(count, chunk, &outcount, index, errors, actual, users, 100,
+            rc = BMI_testsome(count, chunk, &outcount, index, errors, actual, users, WAIT_SLICE_MS,
                               l->context);
             if (rc < 0) {
                 fprintf(stderr, "pingpong: BMI_testsome(%s): %s\n", what, bmi_status_string(rc));
@@ -242,7 +245,7 @@ static int accept_hello(struct server *sv, uint32_t index, int patient)
                     sv->l->timeout_ms);
             return -1;
         }
-        rc = BMI_testunexpected(1, &outcount, &info, 100);
+        rc = BMI_testunexpected(1, &outcount, &info, WAIT_SLICE_MS);
         if (rc < 0) {
             fprintf(stderr, "pingpong: BMI_testunexpected: %s\n", bmi_status_string(rc));
             return -1;
