@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The MPI baseline for pingpong.c: the same plan and table between MPI ranks 0 and 1. */
+/* The MPI twin of pingpong.c: the same plan, modes and table between MPI ranks. In latency and
+ * bandwidth mode rank 0 is the client and rank 1 the server; in many mode rank 0 is the server
+ * and every other rank a client. The reporting side is always rank 0. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
@@ -12,18 +14,24 @@
 #include "pingpong_common.h"
 
 #define TAG_DATA 2
+#define TAG_ACK 3
 #define MAX_ARGS 64
 
 struct peer
 {
-    int rank; /* the other rank of the pair */
+    int rank;           /* the client's server */
+    MPI_Request *reqs;  /* PP_MAX_WINDOW x clients */
+    unsigned char *buf; /* server: one round per client, pp_round_bytes each */
+    uint64_t stride;
+    const struct pp_plan *plan;
+    int clients; /* server: ranks 1..clients (many) or rank 0 (else) */
 };
 
-static int recv_exact(int from, void *buf, uint64_t size, const char *what)
+static int recv_exact(int from, int tag, void *buf, uint64_t size, const char *what)
 {
     MPI_Status st;
     int count = 0;
-    if (MPI_Recv(buf, (int)size, MPI_BYTE, from, TAG_DATA, MPI_COMM_WORLD, &st) != MPI_SUCCESS)
+    if (MPI_Recv(buf, (int)size, MPI_BYTE, from, tag, MPI_COMM_WORLD, &st) != MPI_SUCCESS)
         return -1;
     MPI_Get_count(&st, MPI_BYTE, &count);
     if ((uint64_t)count != size) {
@@ -41,27 +49,64 @@ static int ping(void *state, uint64_t size, void *out, void *in)
     const struct peer *p = state;
     if (MPI_Send(out, (int)size, MPI_BYTE, p->rank, TAG_DATA, MPI_COMM_WORLD) != MPI_SUCCESS)
         return -1;
-    return recv_exact(p->rank, in, size, "pong");
+    return recv_exact(p->rank, TAG_DATA, in, size, "pong");
 }
 
-/* Echoes every message of the plan, walking the same cursor as the client. */
-static int run_server(const struct pp_plan *plan, void *buf)
+/* A window of nonblocking sends from one buffer, then the ack (pp_stream_fn). */
+static int stream(void *state, uint64_t size, uint64_t window, void *out)
 {
-    struct pp_cursor c;
-    uint64_t k = 0;
-    int more;
-    for (more = pp_cursor_start(&c, plan); more; more = pp_cursor_next(&c, plan), k++) {
-        if (recv_exact(0, buf, c.size, "ping") != 0)
+    const struct peer *p = state;
+    uint64_t ack = 0, i;
+    for (i = 0; i < window; i++)
+        if (MPI_Isend(out, (int)size, MPI_BYTE, p->rank, TAG_DATA, MPI_COMM_WORLD,
+                      &p->reqs[i]) != MPI_SUCCESS)
             return -1;
-        if (plan->check && pp_verify(buf, c.size, pp_seed(&c)) != 0) {
-            fprintf(stderr, "mpi_pingpong: checksum mismatch at %" PRIu64 " bytes, round %" PRIu64
-                            "\n", c.size, c.round);
+    if (MPI_Waitall((int)window, p->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        return -1;
+    return recv_exact(p->rank, TAG_ACK, &ack, sizeof(ack), "ack");
+}
+
+static int client_rank(const struct peer *p, int j)
+{
+    return p->plan->mode == PP_MANY ? j + 1 : 0;
+}
+
+static int server_receive(void *state, const struct pp_cursor *c)
+{
+    struct peer *p = state;
+    uint64_t w = pp_window(p->plan, c->size), i;
+    int j, n = 0;
+    for (j = 0; j < p->clients; j++)
+        for (i = 0; i < w; i++)
+            if (MPI_Irecv(p->buf + j * p->stride + i * c->size, (int)c->size, MPI_BYTE,
+                          client_rank(p, j), TAG_DATA, MPI_COMM_WORLD, &p->reqs[n++]) !=
+                MPI_SUCCESS)
+                return -1;
+    if (MPI_Waitall(n, p->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        return -1;
+    for (j = 0; p->plan->check && j < p->clients; j++)
+        for (i = 0; i < w; i++)
+            if (pp_verify(p->buf + j * p->stride + i * c->size, c->size, pp_seed(c)) != 0) {
+                fprintf(stderr, "mpi_pingpong: checksum mismatch at %" PRIu64 " bytes, round %"
+                                PRIu64 ", client %d\n", c->size, c->round, j);
+                return -1;
+            }
+    return 0;
+}
+
+static int server_reply(void *state, const struct pp_cursor *c, const struct pp_cursor *next)
+{
+    struct peer *p = state;
+    uint64_t ack = PP_MAGIC;
+    int j;
+    (void)next; /* MPI matches early messages itself: nothing to post ahead */
+    if (p->plan->mode == PP_LATENCY)
+        return MPI_Send(p->buf, (int)c->size, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD) ==
+                       MPI_SUCCESS ? 0 : -1;
+    for (j = 0; j < p->clients; j++)
+        if (MPI_Send(&ack, sizeof(ack), MPI_BYTE, client_rank(p, j), TAG_ACK, MPI_COMM_WORLD) !=
+            MPI_SUCCESS)
             return -1;
-        }
-        if (MPI_Send(buf, (int)c.size, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD) != MPI_SUCCESS)
-            return -1;
-    }
-    fprintf(stderr, "mpi_pingpong: rank 1 echoed %" PRIu64 " messages\n", k);
     return 0;
 }
 
@@ -70,10 +115,11 @@ int main(int argc, char **argv)
     /* pp_parse_options wants a role and a peer address; MPI supplies both, so we pose as the
      * client of a fixed "peer" and get pingpong's defaults, suffixes and limits unchanged. */
     char *args[MAX_ARGS];
+    char peer_name[] = "mpi-rank-1", client_flag[] = "--client";
     struct pp_options o;
-    struct peer p = {1};
+    struct peer p;
     void *out = NULL, *in = NULL;
-    int rank = 0, ranks = 0, rc = 0, i, n = 0;
+    int rank = 0, ranks = 0, rc = 0, i, n = 0, server, need;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -84,14 +130,16 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     args[n++] = argv[0];
-    args[n++] = "--client";
-    args[n++] = "mpi-rank-1";
+    args[n++] = client_flag;
+    args[n++] = peer_name;
     for (i = 1; i < argc; i++)
         args[n++] = argv[i];
-    rc = pp_parse_options(n, args, 0, &o);
-    if (rc == 0 && ranks != 2) {
+    rc = pp_parse_options(n, args, PP_OPT_STREAMS, &o);
+    need = o.plan.mode == PP_MANY ? (int)o.plan.clients + 1 : 2;
+    if (rc == 0 && ranks != need) {
         if (rank == 0)
-            fprintf(stderr, "mpi_pingpong: needs exactly 2 ranks, got %d\n", ranks);
+            fprintf(stderr, "mpi_pingpong: mode %s needs exactly %d ranks, got %d\n",
+                    pp_mode_name(o.plan.mode), need, ranks);
         rc = 2;
     }
     if (rc != 0) {
@@ -99,32 +147,50 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    /* Both ranks parsed the same argv, but rank 0's plan is the one timed: send it anyway so
-     * a launcher that passes different arguments per rank cannot split the plan. */
+    /* rank 0's plan is the one timed: a launcher passing different arguments per rank must
+     * not split it. */
     MPI_Bcast(&o.plan, (int)sizeof(o.plan), MPI_BYTE, 0, MPI_COMM_WORLD);
 
+    memset(&p, 0, sizeof(p));
+    p.plan = &o.plan;
+    server = o.plan.mode == PP_MANY ? rank == 0 : rank == 1;
+    p.rank = o.plan.mode == PP_MANY ? 0 : 1;
+    p.clients = o.plan.mode == PP_MANY ? (int)o.plan.clients : 1;
+    p.stride = o.plan.mode == PP_LATENCY ? o.plan.max_size : pp_round_bytes(&o.plan);
+    p.reqs = calloc((size_t)PP_MAX_WINDOW * (size_t)p.clients, sizeof(*p.reqs));
     /* Allocated once and touched, so no timed round pays for first-touch page faults. */
-    out = malloc((size_t)o.plan.max_size);
-    in = malloc((size_t)o.plan.max_size);
-    if (out == NULL || in == NULL) {
-        fprintf(stderr, "mpi_pingpong: rank %d cannot allocate %" PRIu64 " bytes\n", rank,
-                o.plan.max_size);
+    if (server) {
+        p.buf = malloc((size_t)(p.stride * (uint64_t)p.clients));
+        in = p.buf;
+        if (p.buf != NULL)
+            memset(p.buf, 0, (size_t)(p.stride * (uint64_t)p.clients));
+    } else {
+        out = malloc((size_t)o.plan.max_size);
+        in = malloc((size_t)o.plan.max_size);
+        if (out != NULL && in != NULL) {
+            memset(out, 0xa5, (size_t)o.plan.max_size);
+            memset(in, 0, (size_t)o.plan.max_size);
+        }
+    }
+    if (p.reqs == NULL || in == NULL || (!server && out == NULL)) {
+        fprintf(stderr, "mpi_pingpong: rank %d cannot allocate its buffers\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    memset(out, 0xa5, (size_t)o.plan.max_size);
-    memset(in, 0, (size_t)o.plan.max_size);
     MPI_Barrier(MPI_COMM_WORLD);
 
-    /* MPI_Send/MPI_Recv have no deadline: --timeout-ms is accepted but the caller bounds the
-     * whole run (perf_report.sh uses timeout(1)). */
-    if (rank == 0)
-        rc = pp_run_client(&o, "mpi", out, in, ping, &p);
-    else
-        rc = run_server(&o.plan, in);
+    /* MPI calls have no deadline: --timeout-ms is accepted, but the launcher bounds the run
+     * (bmi-perf runs mpirun under timeout(1)). */
+    if (server) {
+        struct pp_server_ops ops = {&p, server_receive, server_reply};
+        rc = pp_run_server(&o.plan, "mpi", "mpi-rank-0", &ops);
+    } else {
+        rc = pp_run_client(&o, "mpi", out, in, ping, stream, &p);
+    }
     if (rc != 0)
         MPI_Abort(MPI_COMM_WORLD, 1); /* the peer is blocked in a call that would never end */
     free(in);
     free(out);
+    free(p.reqs);
     MPI_Finalize();
     return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Options, size plan, patterns and table output shared by the two ping-pong tools. */
+/* Options, size plan, patterns and table output shared by the benchmark drivers. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "pingpong_common.h"
@@ -16,16 +16,41 @@
 #define PP_FULL_ROUNDS_LIMIT (64u * 1024u)
 #define PP_MIN_ROUNDS 4u
 
-static int usage(const char *argv0, int with_methods)
+static int usage(FILE *to, const char *argv0, int flags)
 {
-    fprintf(stderr,
-            "usage: %s --server [LISTEN_ADDR]\n"
-            "       %s --client PEER_ADDR [--min BYTES] [--max BYTES] [--iters N] [--check]\n"
+    fprintf(to,
+            "usage: %s --server [LISTEN_ADDR]%s\n"
+            "       %s --client PEER_ADDR [--min BYTES] [--max BYTES] [--iters N] [--check]%s\n"
             "  common: [--timeout-ms MS]%s\n"
             "  BYTES take K, M or G (binary). Defaults: --min 1 --max 64M --iters 1000,\n"
-            "  listen address tcp://127.0.0.1:0. The server prints 'ADDR <address>' first.\n",
-            argv0, argv0, with_methods ? " [--method-list bmi_tcp,...]" : "");
+            "  listen address tcp://127.0.0.1:0. The server prints 'ADDR <address>' first.\n%s",
+            argv0, flags & PP_OPT_METHODS ? " [--forever]" : "", argv0,
+            flags & PP_OPT_STREAMS ? "\n         [--mode latency|bandwidth|many] [--window N] "
+                                     "[--clients N]" : "",
+            flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,...] [--pause-ms MS]" : "",
+            flags & PP_OPT_STREAMS
+                ? "  latency: ping-pong; bandwidth: windows of --window messages (default 16),\n"
+                  "  each acknowledged; many: --clients clients (default 2) stream at once and\n"
+                  "  the server prints the aggregate table.\n" : "");
     return 2;
+}
+
+static int parse_mode(const char *text, uint32_t *out)
+{
+    uint32_t m;
+    for (m = PP_LATENCY; m <= PP_MANY; m++) {
+        if (strcmp(text, pp_mode_name(m)) == 0) {
+            *out = m;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *pp_mode_name(uint32_t mode)
+{
+    return mode == PP_LATENCY ? "latency" : mode == PP_BANDWIDTH ? "bandwidth"
+         : mode == PP_MANY ? "many" : "?";
 }
 
 static int parse_u64(const char *text, uint64_t *out, int allow_suffix)
@@ -50,27 +75,34 @@ static int parse_u64(const char *text, uint64_t *out, int allow_suffix)
     return 0;
 }
 
-int pp_parse_options(int argc, char **argv, int with_methods, struct pp_options *o)
+int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
 {
-    uint64_t timeout = 30000;
+    uint64_t timeout = 30000, window = 16, clients = 0, pause = 0;
     int i, mode = 0;
 
     memset(o, 0, sizeof(*o));
-    o->methods = with_methods ? "bmi_tcp" : NULL;
+    o->methods = flags & PP_OPT_METHODS ? "bmi_tcp" : NULL;
+    o->with_streams = (flags & PP_OPT_STREAMS) != 0;
     o->plan.magic = PP_MAGIC;
     o->plan.min_size = 1;
     o->plan.max_size = 64u << 20;
     o->plan.iters = 1000;
+    o->plan.mode = PP_LATENCY;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
-        if (strcmp(a, "--server") == 0 || strcmp(a, "--client") == 0) {
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout, argv[0], flags);
+            exit(0); /* nothing started yet; also under mpirun, where every rank sees it */
+        } else if (strcmp(a, "--server") == 0 || strcmp(a, "--client") == 0) {
             mode = a[2] == 's' ? 1 : 2;
             if (v != NULL && v[0] != '-')
                 o->addr = argv[++i];
         } else if (strcmp(a, "--check") == 0) {
             o->plan.check = 1;
+        } else if ((flags & PP_OPT_METHODS) && strcmp(a, "--forever") == 0) {
+            o->forever = 1;
         } else if (v == NULL) {
             bad = 1;
         } else if (strcmp(a, "--min") == 0) {
@@ -81,19 +113,40 @@ int pp_parse_options(int argc, char **argv, int with_methods, struct pp_options 
             bad = parse_u64(argv[++i], &o->plan.iters, 0);
         } else if (strcmp(a, "--timeout-ms") == 0) {
             bad = parse_u64(argv[++i], &timeout, 0);
-        } else if (with_methods && strcmp(a, "--method-list") == 0) {
+        } else if ((flags & PP_OPT_METHODS) && strcmp(a, "--method-list") == 0) {
             o->methods = argv[++i];
+        } else if ((flags & PP_OPT_METHODS) && strcmp(a, "--pause-ms") == 0) {
+            bad = parse_u64(argv[++i], &pause, 0) || pause > 600000;
+        } else if ((flags & PP_OPT_STREAMS) && strcmp(a, "--mode") == 0) {
+            bad = parse_mode(argv[++i], &o->plan.mode);
+        } else if ((flags & PP_OPT_STREAMS) && strcmp(a, "--window") == 0) {
+            bad = parse_u64(argv[++i], &window, 0);
+        } else if ((flags & PP_OPT_STREAMS) && strcmp(a, "--clients") == 0) {
+            bad = parse_u64(argv[++i], &clients, 0);
         } else {
             bad = 1;
         }
-        if (bad)
-            return usage(argv[0], with_methods);
+        if (bad) {
+            fprintf(stderr, "%s: bad argument %s%s%s\n", argv[0], a, v != NULL ? " " : "",
+                    v != NULL && a[0] == '-' && strcmp(a, "--check") != 0 &&
+                    strcmp(a, "--forever") != 0 ? v : "");
+            return usage(stderr, argv[0], flags);
+        }
     }
+    if (clients == 0)
+        clients = o->plan.mode == PP_MANY ? 2 : 1;
     o->server = mode == 1;
     if (mode == 0 || (mode == 2 && o->addr == NULL) || o->plan.min_size == 0 ||
         o->plan.max_size < o->plan.min_size || o->plan.max_size > PP_MAX_SIZE ||
-        o->plan.iters == 0 || timeout == 0 || timeout > 3600000)
-        return usage(argv[0], with_methods);
+        o->plan.iters == 0 || timeout == 0 || timeout > 3600000 || window == 0 ||
+        window > PP_MAX_WINDOW || clients > PP_MAX_CLIENTS ||
+        (clients != 1 && o->plan.mode != PP_MANY)) {
+        fprintf(stderr, "%s: missing role or peer, or a value out of range\n", argv[0]);
+        return usage(stderr, argv[0], flags);
+    }
+    o->pause_ms = (int)pause;
+    o->plan.window = (uint32_t)window;
+    o->plan.clients = (uint32_t)clients;
     if (o->addr == NULL)
         o->addr = "tcp://127.0.0.1:0";
     o->timeout_ms = (int)timeout;
@@ -131,6 +184,29 @@ int pp_cursor_next(struct pp_cursor *c, const struct pp_plan *plan)
         return 0;
     cursor_enter(c, plan, c->size * 2);
     return 1;
+}
+
+uint64_t pp_window(const struct pp_plan *plan, uint64_t size)
+{
+    uint64_t w = plan->window, fit = size > 0 ? PP_WINDOW_BYTES / size : 1;
+    if (plan->mode == PP_LATENCY)
+        return 1;
+    if (fit < 1)
+        fit = 1;
+    return w < fit ? w : fit;
+}
+
+uint64_t pp_round_bytes(const struct pp_plan *plan)
+{
+    uint64_t size, best = 0;
+    for (size = plan->min_size; size <= plan->max_size; size *= 2) {
+        uint64_t b = pp_window(plan, size) * size;
+        if (b > best)
+            best = b;
+        if (size > plan->max_size / 2)
+            break;
+    }
+    return best;
 }
 
 uint64_t pp_seed(const struct pp_cursor *c)
@@ -192,19 +268,23 @@ static struct
     double best_bw, best_bw_size, min_lat, min_lat_size;
 } summary;
 
-static void print_header(const char *tool, const struct pp_options *o)
+static void print_header(const char *tool, const char *addr, const struct pp_plan *plan)
 {
-    printf("# %s: peer %s, sizes %" PRIu64 "..%" PRIu64 " B, iters %" PRIu64 ", check %s\n",
-           tool, o->addr, o->plan.min_size, o->plan.max_size, o->plan.iters,
-           o->plan.check ? "on (timings include pattern work)" : "off");
+    printf("# %s: mode %s, peer %s, sizes %" PRIu64 "..%" PRIu64 " B, iters %" PRIu64
+           ", window %u, clients %u, check %s\n",
+           tool, pp_mode_name(plan->mode), addr, plan->min_size, plan->max_size, plan->iters,
+           plan->mode == PP_LATENCY ? 1u : plan->window, plan->clients,
+           plan->check ? "on (timings include pattern work)" : "off");
     printf("# %12s %8s %14s %14s\n", "bytes", "iters", "latency_us", "bw_MB/s");
     fflush(stdout);
 }
 
-static void print_row(const struct pp_cursor *c, double elapsed_us)
+/* latency_us is the time per one-way message: half a round trip in PP_LATENCY mode, the
+ * streaming time divided by the messages of all clients otherwise; bw_MB/s is bytes moved in
+ * one direction per microsecond. */
+static void print_row(const struct pp_cursor *c, double messages_per_round, double elapsed_us)
 {
-    /* One-way latency is half a round trip; bandwidth counts one direction's bytes. */
-    double latency = elapsed_us / (double)c->timed / 2.0;
+    double latency = elapsed_us / (double)c->timed / messages_per_round;
     double bw = latency > 0 ? (double)c->size / latency : 0.0;
     /* Four decimals keep a slow 1-byte exchange from printing a bandwidth of 0. */
     printf("  %12" PRIu64 " %8" PRIu64 " %14.2f %14.4f\n", c->size, c->timed, latency, bw);
@@ -229,28 +309,69 @@ static void print_footer(void)
 }
 
 int pp_run_client(const struct pp_options *o, const char *tool, void *out, void *in,
-                  pp_exchange_fn exchange, void *state)
+                  pp_exchange_fn exchange, pp_stream_fn stream, void *state)
 {
+    const int report = o->plan.mode != PP_MANY;
     struct pp_cursor c;
     double t0 = 0;
     int more;
 
-    print_header(tool, o);
+    if (o->plan.mode != PP_LATENCY && stream == NULL) {
+        fprintf(stderr, "%s: mode %s is not supported\n", tool, pp_mode_name(o->plan.mode));
+        return -1;
+    }
+    if (report)
+        print_header(tool, o->addr, &o->plan);
     for (more = pp_cursor_start(&c, &o->plan); more; more = pp_cursor_next(&c, &o->plan)) {
+        uint64_t window = pp_window(&o->plan, c.size);
         if (o->plan.check)
             pp_fill(out, c.size, pp_seed(&c));
         if (c.round == c.warmup)
             t0 = pp_now_us();
-        if (exchange(state, c.size, out, in) != 0)
-            return -1;
-        if (o->plan.check && pp_verify(in, c.size, pp_seed(&c)) != 0) {
-            fprintf(stderr, "%s: checksum mismatch at %" PRIu64 " bytes, round %" PRIu64 "\n",
-                    tool, c.size, c.round);
+        if (o->plan.mode == PP_LATENCY) {
+            if (exchange(state, c.size, out, in) != 0)
+                return -1;
+            if (o->plan.check && pp_verify(in, c.size, pp_seed(&c)) != 0) {
+                fprintf(stderr, "%s: checksum mismatch at %" PRIu64 " bytes, round %" PRIu64
+                                "\n", tool, c.size, c.round);
+                return -1;
+            }
+        } else if (stream(state, c.size, window, out) != 0) {
             return -1;
         }
-        if (c.round + 1 == c.warmup + c.timed)
-            print_row(&c, pp_now_us() - t0);
+        if (report && c.round + 1 == c.warmup + c.timed)
+            print_row(&c, o->plan.mode == PP_LATENCY ? 2.0 : (double)window, pp_now_us() - t0);
     }
-    print_footer();
+    if (report)
+        print_footer();
+    return 0;
+}
+
+int pp_run_server(const struct pp_plan *plan, const char *tool, const char *addr,
+                  const struct pp_server_ops *ops)
+{
+    const int report = plan->mode == PP_MANY;
+    struct pp_cursor c, next;
+    uint64_t rounds = 0;
+    double t0 = 0;
+    int more = pp_cursor_start(&c, plan);
+
+    if (report)
+        print_header(tool, addr, plan);
+    for (; more; c = next, rounds++) {
+        if (c.round == c.warmup)
+            t0 = pp_now_us();
+        if (ops->receive(ops->state, &c) != 0)
+            return -1;
+        next = c;
+        more = pp_cursor_next(&next, plan);
+        if (ops->reply(ops->state, &c, more ? &next : NULL) != 0)
+            return -1;
+        if (report && c.round + 1 == c.warmup + c.timed)
+            print_row(&c, (double)pp_window(plan, c.size) * plan->clients, pp_now_us() - t0);
+    }
+    if (report)
+        print_footer();
+    fprintf(stderr, "%s: server finished %" PRIu64 " rounds\n", tool, rounds);
     return 0;
 }

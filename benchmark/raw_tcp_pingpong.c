@@ -202,7 +202,7 @@ static int run_client(int fd, const struct pp_options *o)
         fprintf(stderr, "raw_tcp_pingpong: out of memory\n");
     else if (io_full(fd, (void *)&o->plan, sizeof(o->plan), 1) == 0 &&
              io_full(fd, &ready, sizeof(ready), 0) == 0)
-        rc = pp_run_client(o, "raw_tcp", out, in, ping, &fd);
+        rc = pp_run_client(o, "raw_tcp", out, in, ping, NULL, &fd);
     free(out);
     free(in);
     return rc;

@@ -16,4 +16,9 @@ if ! timeout 2400 ninja -C build -j"$BMI_JOBS" >build/ninja.log 2>&1; then
     exit 1
 fi
 echo
+build/tools/bmi-info
+echo
 timeout 1800 benchmark/run_loopback.sh --build build --compare "$@"
+echo
+echo "All methods against Open MPI, NetPIPE, eventfd and memcpy, with plots:"
+echo "  build/benchmark/bmi-perf --quick --out-dir perf"

@@ -5,8 +5,13 @@
 # Parallel build and test jobs; 2 by default (the CI machines have two cores).
 BMI_JOBS=${BMI_JOBS:-2}
 
-BMI_PACKAGES=(meson ninja-build g++ pkg-config libboost-dev catch2 libibverbs-dev rdma-core
-              netpipe-tcp)
+# The library and its tests need these.
+BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config libboost-dev catch2 libibverbs-dev
+                   rdma-core)
+# The benchmarks' peers and bmi-perf's plots: the build finds them optionally (the core builds
+# and its tests pass without), the MPI driver tests run when they are present.
+BMI_BENCH_PACKAGES=(netpipe-tcp openmpi-bin libopenmpi-dev gnuplot-nox python3)
+BMI_PACKAGES=("${BMI_CORE_PACKAGES[@]}" "${BMI_BENCH_PACKAGES[@]}")
 
 # Installs BMI_PACKAGES with apt-get unless every one is installed already (the common case
 # on a second run, which then needs neither root nor the network).

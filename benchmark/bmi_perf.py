@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""bmi-perf: runs libbmi's benchmark drivers and their peers, prints tables, writes CSV, plots.
+
+This file is the command line; bmi_perf_runs.py starts and follows the processes,
+bmi_perf_output.py prints, writes CSV and plots, bmi_perf_doc.py writes the Markdown report.
+"""
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+
+LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at configure time
+MODES = ("latency", "bandwidth", "many")
+METHODS = ("tcp", "shm", "shm-blocking")  # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0
+BASELINES = ("raw-tcp", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd", "memcpy")
+
+
+def parse_size(text):
+    m = re.fullmatch(r"(\d+)([KkMmGg]?)", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad size {text!r} (e.g. 1, 4K, 64M)")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+
+
+def parse_list(allowed):
+    def parse(text):
+        items = [] if text in ("", "none") else list(allowed) if text == "all" else text.split(",")
+        bad = [i for i in items if i not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(bad)}; choose from {', '.join(allowed)}, all or none")
+        return items
+    return parse
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="bmi-perf",
+        description="Measure libbmi methods against raw TCP, NetPIPE, Open MPI, eventfd and "
+                    "memcpy on one node (or against a running server with --server): "
+                    "a table on stdout, CSV, and latency/bandwidth plots via gnuplot.",
+        epilog="Example: bmi-perf --quick --methods tcp,shm --out-dir perf. "
+               "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
+               "acknowledged; many = --clients clients stream to one server at once.")
+    p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
+                   help="libbmi methods: tcp, shm, shm-blocking (BMI_SHM_SPIN_US=0), all "
+                        "(default tcp,shm)")
+    p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
+                   help=f"peers to measure: {', '.join(BASELINES)}, all or none (default all)")
+    p.add_argument("--modes", type=parse_list(MODES), default=list(MODES),
+                   help="latency, bandwidth, many, or all (default all)")
+    p.add_argument("--min", type=parse_size, default=1, help="smallest message (default 1)")
+    p.add_argument("--max", type=parse_size, default=None,
+                   help="largest message, K/M/G suffixes (default 64M, --quick 1M)")
+    p.add_argument("--iters", type=int, default=None,
+                   help="timed rounds per size up to 64 KiB, fewer above (default 1000, "
+                        "--quick 100)")
+    p.add_argument("--window", type=int, default=16, help="messages per window (default 16)")
+    p.add_argument("--clients", type=int, default=2, help="clients in many mode (default 2)")
+    p.add_argument("--check", action="store_true", help="fill and verify every message")
+    p.add_argument("--quick", action="store_true", help="smaller plan: up to 1 MiB, 100 rounds")
+    p.add_argument("--server", metavar="ADDR",
+                   help="connect to a running 'pingpong --method-list bmi_M --server ADDR "
+                        "--forever' instead of starting one (its method only; no baselines, "
+                        "no many mode)")
+    p.add_argument("--out-dir", default=".", help="where CSV and plots go (default .)")
+    p.add_argument("--csv", default="bmi-perf.csv", help="CSV file name in --out-dir")
+    p.add_argument("--plot", choices=("png", "svg", "none"), default="png",
+                   help="plot format (default png)")
+    p.add_argument("--markdown", metavar="FILE", help="also write a Markdown report "
+                   "(how doc/PERFORMANCE.md is made); plots are linked relative to it")
+    p.add_argument("--no-idle", dest="idle", action="store_false",
+                   help="skip the idle-server CPU measurement")
+    p.add_argument("--timeout", type=float, default=600, help="bound per run, s (default 600)")
+    p.add_argument("--connect-timeout-ms", dest="connect_ms", type=int, default=10000,
+                   help="bound on every single wait of a BMI driver (default 10000)")
+    p.add_argument("--bindir", help="directory of the drivers (default: next to bmi-perf, "
+                                    "then the installed libexec directory)")
+    a = p.parse_args(argv)
+    a.max = a.max if a.max is not None else (1 << 20 if a.quick else 64 << 20)
+    a.iters = a.iters if a.iters is not None else (100 if a.quick else 1000)
+    if not 1 <= a.min <= a.max <= 1 << 30:
+        p.error("need 1 <= --min <= --max <= 1G")
+    if a.iters < 1 or not 1 <= a.window <= 1024 or not 1 <= a.clients <= 64:
+        p.error("--iters >= 1, --window 1..1024, --clients 1..64")
+    if a.timeout <= 0 or a.connect_ms <= 0:
+        p.error("timeouts must be positive")
+    if a.server is not None:
+        m = re.fullmatch(r"(tcp|shm)://.+", a.server)
+        if not m:
+            p.error(f"--server {a.server!r}: expected tcp://HOST:PORT or shm://NAME")
+        a.methods, a.baselines, a.idle = [m.group(1)], [], False
+        a.modes = [m for m in a.modes if m != "many"] or p.error("--server: no many mode")
+    if not a.methods and not a.baselines:
+        p.error("nothing to measure: --methods and --baselines are both empty")
+    return a
+
+
+def planned_runs(a):
+    """How many runs run_all makes, for the progress counter."""
+    n = 0
+    for mode in a.modes:
+        n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
+        if mode == "latency":
+            n += sum(1 for b in ("raw-tcp", "netpipe", "eventfd") if b in a.baselines)
+        if mode != "many":
+            n += "memcpy" in a.baselines
+    return n
+
+
+def run_all(r, a, failure):
+    for mode in a.modes:
+        for m in a.methods:
+            s = r.bmi(m, mode)
+            if a.server is not None and s.status != "ok":
+                raise failure(s.status.removeprefix("failed: "))
+        if mode == "latency":
+            if "raw-tcp" in a.baselines:
+                r.pair("raw tcp", mode, "raw_tcp_pingpong", [], "tcp://127.0.0.1:0")
+            if "netpipe" in a.baselines:
+                r.netpipe()
+            if "eventfd" in a.baselines:
+                r.command("eventfd", mode, [r.tool("eventfd_pingpong"), "--iters",
+                                            str(a.iters * 10)])
+        for b in a.baselines:
+            if b.startswith("mpi-"):
+                r.mpi(b, mode)
+        if "memcpy" in a.baselines and mode != "many":
+            r.command("memcpy", mode, [r.tool("memcpy_bw"), "--min", str(a.min),
+                                       "--max", str(a.max)])
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    # The drivers and the other modules live together: with --bindir, next to this script (a
+    # build tree), or where meson install put them.
+    here = os.path.dirname(os.path.abspath(__file__))
+    tool_dirs = [d for d in (a.bindir, here, LIBEXECDIR) if d]
+    sys.path[:0] = tool_dirs
+    import bmi_perf_output as output
+    from bmi_perf_runs import Failure, Runner
+    os.makedirs(a.out_dir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="bmi-perf-")
+    try:
+        r = Runner(a, tmp, tool_dirs)
+        r.total = planned_runs(a)
+        load = open("/proc/loadavg").read().split()[:3]
+        started = time.time()
+        try:
+            run_all(r, a, Failure)
+        except Failure as e:
+            print(f"bmi-perf: {e}", file=sys.stderr)
+            return 1
+        idle = {}
+        if a.idle:
+            for m in (m for m in a.methods if m != "tcp"):
+                idle[m] = r.idle_cpu(m)
+            if "tcp" in a.methods:
+                idle["tcp"] = r.idle_cpu("tcp")
+        output.print_tables(r.series, a.modes, sys.stdout)
+        for m, v in idle.items():
+            print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
+        path = os.path.join(a.out_dir, a.csv)
+        output.write_csv(r.series, path)
+        print(f"\nCSV: {path}")
+        plots = []
+        if a.plot != "none":
+            for mode in a.modes:
+                for kind in ("latency", "bandwidth"):
+                    f = os.path.join(a.out_dir, f"bmi-perf-{mode}-{kind}.{a.plot}")
+                    if output.plot(r.series, mode, kind, f, tmp):
+                        plots.append((mode, kind, f))
+            print("plots: " + (" ".join(f for _, _, f in plots) or "none (no data, or gnuplot missing)"))
+        if a.markdown:
+            import bmi_perf_doc
+            bmi_perf_doc.write(a.markdown, r.series, idle, plots, a, load,
+                               open("/proc/loadavg").read().split()[:3],
+                               time.time() - started, argv if argv is not None else sys.argv[1:])
+            print(f"Markdown: {a.markdown}")
+        bad = [s for s in r.series if s.name.startswith("bmi ") and s.status != "ok"]
+        for s in bad:
+            print(f"bmi-perf: {s.name} {s.mode}: {s.status}", file=sys.stderr)
+        return 1 if bad else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""bmi-perf --markdown: the report doc/PERFORMANCE.md is made of, from one run's series."""
+import math
+import os
+import platform
+import shutil
+import subprocess
+import time
+
+from bmi_perf_output import MODE_TITLES, fmt
+
+# Each libbmi series and the peers it is compared with.
+PEERS = {"bmi tcp": ["raw tcp", "netpipe", "mpi tcp"],
+         "bmi shm": ["mpi vader", "mpi vader nocopy", "memcpy"],
+         "bmi shm-blocking": ["eventfd", "mpi vader", "mpi vader nocopy", "memcpy"]}
+SMALL = 4096     # "small message" latency: sizes up to this
+LARGE = 1 << 20  # "large message" bandwidth: sizes from this
+
+
+def find(series, name, mode):
+    return next((s for s in series if s.name == name and s.mode == mode and s.rows), None)
+
+
+def ratio(a, b, col):
+    return a[col] / b[col] if a and b and b[col] > 0 else None
+
+
+def geo_mean(values):
+    values = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def table(out, title, mine, peers, col, note=""):
+    """Rows per size: mine, each peer, then mine/peer for every peer."""
+    cols = [s for s in [mine] + peers if s]
+    if mine is None or len(cols) < 2:
+        return
+    unit = "us" if col == 2 else "MB/s"
+    out.append(f"#### {title} ({unit})\n")
+    if note:
+        out.append(note + "\n")
+    head = ["bytes"] + [s.name for s in cols] + [f"{mine.name} / {p.name}" for p in cols[1:]]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---:|" * len(head))
+    sizes = sorted({r[0] for s in cols for r in s.rows})
+    for size in sizes:
+        a = mine.at(size)
+        cells = [str(size)] + [fmt(r[col]) if (r := s.at(size)) else "n/a" for s in cols]
+        cells += [fmt(ratio(a, p.at(size), col)) for p in cols[1:]]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+
+
+def verdict(mine, peer, col):
+    """Geometric mean of mine/peer over the small sizes (latency) or large sizes (bw)."""
+    if mine is None or peer is None:
+        return None
+    keep = (lambda n: n <= SMALL) if col == 2 else (lambda n: n >= LARGE)
+    return geo_mean(ratio(mine.at(r[0]), r, col) for r in peer.rows if keep(r[0]))
+
+
+def summary(out, series, modes):
+    out.append("## Where libbmi beats its peers and where not yet\n")
+    out.append(f"Geometric mean of the per-size ratios: latency over 1 B-{SMALL} B (below 1 "
+               f"beats the peer), bandwidth over sizes from {LARGE >> 20} MiB up (above 1 "
+               "beats the peer).\n")
+    out.append("| libbmi | mode | peer | latency ratio | bandwidth ratio | verdict |")
+    out.append("|---|---|---|---:|---:|---|")
+    for mode in modes:
+        for mine in (s for s in series if s.mode == mode and s.rows and s.name.startswith("bmi")):
+            for peer in (s for s in series if s.mode == mode and s.rows
+                         and s.name in PEERS.get(mine.name, [])):
+                # A copy's time is no message latency: memcpy only bounds bandwidth.
+                lat = verdict(mine, peer, 2) if mode == "latency" and peer.name != "memcpy" \
+                    else None
+                bw = verdict(mine, peer, 3)
+                if lat is None and bw is None:
+                    continue
+                beats = [what for what, v, good in (("latency", lat, lat is not None and lat <= 1),
+                                                    ("bandwidth", bw, bw is not None and bw >= 1))
+                         if good]
+                text = ("beats it in " + " and ".join(beats)) if beats else "not yet"
+                out.append(f"| {mine.name} | {mode} | {peer.name} | {fmt(lat)} | {fmt(bw)} | "
+                           f"{text} |")
+    out.append("")
+
+
+def targets(out, series, idle):
+    """The shm targets of the shm issue, judged from this run."""
+    shm, block = find(series, "bmi shm", "latency"), find(series, "bmi shm-blocking", "latency")
+    vader = find(series, "mpi vader", "latency")
+    nocopy = find(series, "mpi vader nocopy", "latency")
+    evfd = find(series, "eventfd", "latency")
+    mem = find(series, "memcpy", "latency")
+    rows = []
+
+    def judge(name, value, ok, target):
+        rows.append(f"| {name} | {target} | {value} | "
+                    f"{'n/a' if ok is None else 'met' if ok else '**not met**'} |")
+
+    r = ratio(shm.at(8) if shm else None, vader.at(8) if vader else None, 2)
+    judge("8 B latency, shm default vs Open MPI vader", fmt(r), None if r is None else r <= 1,
+          "ratio <= 1")
+    r = ratio(block.at(8) if block else None, evfd.at(8) if evfd else None, 2)
+    judge("8 B latency, shm BMI_SHM_SPIN_US=0 vs eventfd ping-pong", fmt(r),
+          None if r is None else r <= 1.2, "ratio <= 1.2")
+    big = [r for r in (shm.rows if shm else []) if r[0] >= LARGE]
+    vs_mpi, vs_mem = [], []
+    for r in big:
+        best = max([p.at(r[0])[3] for p in (vader, nocopy) if p and p.at(r[0])] or [0])
+        if best > 0:
+            vs_mpi.append(r[3] / best)
+        if mem and mem.at(r[0]):
+            vs_mem.append(r[3] / mem.at(r[0])[3])
+    for what, got, want in (("the better Open MPI setting per size", vs_mpi, 1.2),
+                            ("memcpy", vs_mem, 0.6)):
+        judge(f"shm ping-pong bandwidth from {LARGE >> 20} MiB up vs {what} (range of ratios)",
+              f"{fmt(min(got))}-{fmt(max(got))}" if got else "n/a",
+              min(got) >= want if got else None, f">= {want} at every size")
+    for m, v in idle.items():
+        judge(f"CPU of an idle bmi {m} server (client connected, silent; 3 s from "
+              "/proc/PID/task/*/schedstat)",
+              "n/a" if v is None else f"{v:.3f} %", None if v is None else v < 0.1,
+              "0 % (< 0.1 %: wake-ups only)")
+    out.append("## shm targets\n")
+    out.append("| target | wanted | this run | |")
+    out.append("|---|---|---:|---|")
+    out += rows + [""]
+
+
+def source_version():
+    try:
+        res = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10)
+        return f"libbmi git {res.stdout.strip()}" if res.returncode == 0 else "libbmi"
+    except OSError:
+        return "libbmi"
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mpi = "not found"
+    if shutil.which("mpirun"):
+        res = subprocess.run(["mpirun", "--version"], capture_output=True, text=True)
+        mpi = (res.stdout.splitlines() or ["?"])[0]
+    return cpu, mpi
+
+
+def write(path, series, idle, plots, a, load_before, load_after, seconds, argv):
+    cpu, mpi = machine()
+    out = ["# libbmi performance", "",
+           "Generated by one `bmi-perf` run; every number and ratio below comes from that run. "
+           "Regenerate on an idle machine from the top of the repository after "
+           "`./scripts/demo.sh` (release build in `build/`):", "", "```sh",
+           "build/benchmark/bmi-perf " + " ".join(argv), "```", "",
+           f"- Machine: {cpu}, {os.cpu_count()} CPUs, {platform.platform()}",
+           f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, run time "
+           f"{seconds:.0f} s",
+           f"- Load average (1/5/15 min) before: {' '.join(load_before)}, after (with this "
+           f"run's own load): {' '.join(load_after)}",
+           f"- Source: {source_version()}",
+           f"- Peers: {mpi} (`--mca pml ob1`, so the chosen BTL is the one measured); NetPIPE "
+           "`NPtcp` from Debian's netpipe-tcp; `raw_tcp_pingpong`, `eventfd_pingpong` and "
+           "`memcpy_bw` from benchmark/",
+           f"- Plan: sizes {a.min}..{a.max} B, {a.iters} timed rounds per size up to 64 KiB "
+           f"(fewer above), a tenth of that as warm-up, window {a.window}, {a.clients} clients "
+           f"in many mode, check {'on' if a.check else 'off'}", "",
+           ]
+    # The load after includes this run's own processes; only the load before says whether
+    # others were busy.
+    if float(load_before[0]) > 0.5:
+        out += [f"**The machine was not idle** (load average {load_before[0]} before, "
+                f"{load_after[0]} after): other work shared the CPUs, so single numbers are "
+                "noisy. Ratios from one run are fairer than numbers across runs, but repeat "
+                "on an idle machine before drawing conclusions.", ""]
+    if "many" in a.modes and (os.cpu_count() or 1) < a.clients + 1:
+        out += [f"Many mode runs {a.clients + 1} processes on {os.cpu_count()} CPUs: they "
+                "take turns, so it measures a loaded server, as intended, but spinning "
+                "transports lose time to the scheduler there.", ""]
+    out += ["## How to read it", "",
+           "- latency: one-way time per message (ping-pong: half a round trip; streaming: "
+           "elapsed time / messages). bandwidth: bytes of one direction per second (MB/s = "
+           "10^6 B/s). Ratios are libbmi / peer: below 1 is better for latency, above 1 for "
+           "bandwidth. n/a: that run or size is missing.",
+           "- `bmi shm-blocking` is bmi_shm with `BMI_SHM_SPIN_US=0` (sleep on the eventfd at "
+           "once). `mpi vader nocopy` is Open MPI's shared memory with "
+           "`--mca btl_vader_single_copy_mechanism none`; `mpi vader` uses its default (CMA).",
+           "- memcpy: one copy between two warm buffers, best of 10 batches: the ceiling for "
+           "any shared-memory transport. eventfd: two processes waking each other through "
+           "eventfds with blocking reads: the floor for a sleeping shared-memory transport.",
+           ""]
+    summary(out, series, a.modes)
+    if any(s.name.startswith("bmi shm") for s in series):
+        targets(out, series, idle)
+    base = os.path.dirname(os.path.abspath(path))
+    for mode in a.modes:
+        out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")
+        for m, kind, f in plots:
+            if m == mode:
+                out.append(f"![{mode} {kind}]({os.path.relpath(f, base)})")
+        out.append("")
+        for mine_name, peer_names in PEERS.items():
+            mine = find(series, mine_name, mode)
+            # memcpy has no many mode: its single-copy table is the ceiling there too.
+            peers = [find(series, n, mode) or (find(series, n, "latency") if n == "memcpy"
+                                               else None) for n in peer_names]
+            if n_ok := [p for p in peers if p]:
+                table(out, f"{mine_name}, {mode}: latency", mine, n_ok, 2)
+                table(out, f"{mine_name}, {mode}: bandwidth", mine, n_ok, 3)
+    out.append("## Runs\n")
+    out.append("| series | mode | status | wall s |")
+    out.append("|---|---|---|---:|")
+    for s in series:
+        out.append(f"| {s.name} | {s.mode} | {s.status} | {s.wall:.1f} |")
+    out.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")

@@ -1,0 +1,321 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""bmi-perf's runs: starts the drivers (a BMI or raw TCP server and its clients, mpirun, NetPIPE,
+single-process baselines), follows their output, and turns each into a Series.
+
+Every process gets a deadline and is reaped before the next run starts; only these processes
+are ever signalled. The drivers print one table format (see benchmark/pingpong_common.c), so
+every series is a list of rows (bytes, iters, latency_us, bw_MBps).
+"""
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+
+# Open MPI point-to-point through ob1, so the --mca btl choice is what gets measured (Debian's
+# Open MPI would otherwise take the UCX pml and ignore it).
+MPI_NAMES = {"mpi-tcp": "mpi tcp", "mpi-shm": "mpi vader", "mpi-shm-nocopy": "mpi vader nocopy"}
+MPI_MCA = {
+    "mpi-tcp": ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"],
+    "mpi-shm": ["--mca", "btl", "vader,self"],
+    "mpi-shm-nocopy": ["--mca", "btl", "vader,self",
+                       "--mca", "btl_vader_single_copy_mechanism", "none"],
+}
+
+
+class Failure(Exception):
+    """A run that could not produce its table; the message says why, for the user."""
+
+
+class Series:
+    def __init__(self, name, mode, command):
+        self.name, self.mode, self.command = name, mode, command
+        self.rows = []  # (bytes, iters, latency_us, bw_MBps)
+        self.status, self.wall = "not run", 0.0
+
+    def at(self, size):
+        return next((r for r in self.rows if r[0] == size), None)
+
+
+def parse_table(text):
+    rows = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 4 and not line.startswith("#") and words[0].isdigit():
+            rows.append((int(words[0]), int(words[1]), float(words[2]), float(words[3])))
+    return rows
+
+
+class Runner:
+    """Starts the drivers; every process gets a deadline and is reaped before we move on."""
+
+    def __init__(self, args, tmp, tool_dirs):
+        self.args, self.tmp, self.tool_dirs = args, tmp, tool_dirs
+        self.series, self.done, self.total = [], 0, 0
+        self.unread = {}  # pid: stdout bytes read but not yet returned as lines
+        self.tty = sys.stderr.isatty()
+
+    def tool(self, name):
+        for d in self.tool_dirs:
+            if os.access(os.path.join(d, name), os.X_OK):
+                return os.path.join(d, name)
+        return None
+
+    def progress(self, text, final=False):
+        if self.tty and not final:
+            sys.stderr.write("\r\033[K" + text)
+        elif final or not self.tty:
+            sys.stderr.write(("\r\033[K" if self.tty else "") + text + "\n")
+        sys.stderr.flush()
+
+    def plan(self, mode, many_ok=True):
+        a = self.args
+        plan = ["--min", str(a.min), "--max", str(a.max), "--iters", str(a.iters)]
+        if mode != "latency":
+            plan += ["--mode", mode, "--window", str(a.window)]
+        if mode == "many" and many_ok:
+            plan += ["--clients", str(a.clients)]
+        return plan + (["--check"] if a.check else [])
+
+    def spawn(self, argv, env=None, name="run"):
+        err = open(os.path.join(self.tmp, f"{name}.{len(self.series)}.err"), "w+")
+        full_env = dict(os.environ, **(env or {}))
+        # Unbuffered: lines are taken from the pipe as they come (see read_line).
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=full_env,
+                                bufsize=0), err
+
+    def read_line(self, proc, deadline):
+        """The next stdout line of proc; "" at end of file; None at the deadline. select and
+        os.read on the raw pipe, so no line waits in a Python buffer select cannot see."""
+        pending = self.unread.pop(proc.pid, b"")
+        while b"\n" not in pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.unread[proc.pid] = pending
+                return None
+            ready, _, _ = select.select([proc.stdout], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                return pending.decode(errors="replace")
+            pending += chunk
+        line, _, rest = pending.partition(b"\n")
+        self.unread[proc.pid] = rest
+        return line.decode(errors="replace") + "\n"
+
+    def follow(self, proc, label, deadline):
+        """Collects proc's stdout until it exits, showing each finished size as progress."""
+        out = []
+        while True:
+            line = self.read_line(proc, deadline)
+            if line is None:
+                raise Failure(f"no result within {self.args.timeout:g} s")
+            if line == "":
+                return "".join(out)
+            out.append(line)
+            if line[:1] == " ":
+                self.progress(f"[{self.done + 1}/{self.total}] {label}: {line.split()[0]} B done")
+
+    def finish(self, procs, deadline):
+        codes = []
+        for p in procs:
+            try:
+                codes.append(p.wait(timeout=max(0.1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes.append(p.wait())
+        return codes
+
+    def record(self, s, started, runner):
+        self.total = max(self.total, self.done + 1)
+        try:
+            s.rows = runner()
+            if not s.rows:
+                raise Failure("printed no table")
+            s.status = "ok"
+        except Failure as e:
+            s.status = f"failed: {e}"
+        s.wall = time.monotonic() - started
+        self.done += 1
+        self.progress(f"[{self.done}/{self.total}] {s.name} {s.mode}: {s.status} "
+                      f"({s.wall:.1f} s)", final=True)
+        self.series.append(s)
+        return s
+
+    def stderr_tail(self, err):
+        err.seek(0)
+        lines = [l.strip() for l in err.read().splitlines() if l.strip()]
+        return lines[-1] if lines else "no diagnostics"
+
+    def bmi(self, method, mode):
+        scheme = "shm" if method.startswith("shm") else method
+        env = {"BMI_SHM_SPIN_US": "0"} if method == "shm-blocking" else {}
+        listen = (f"shm://bmi-perf-{os.getpid()}-{len(self.series)}" if scheme == "shm"
+                  else "tcp://127.0.0.1:0")
+        return self.pair(f"bmi {method}", mode, "pingpong", ["--method-list", f"bmi_{scheme}"],
+                         listen, env)
+
+    def pair(self, name, mode, tool, common, listen, env=None):
+        """One server and its client(s), or only clients when --server names a server."""
+        a, exe = self.args, self.tool(tool)
+        s = Series(name, mode, f"{tool} {' '.join(common + self.plan(mode))}")
+
+        def run():
+            if exe is None:
+                raise Failure(f"{tool} not found (see --bindir)")
+            deadline = time.monotonic() + a.timeout
+            args = common + ["--timeout-ms", str(a.connect_ms)]
+            procs, server, serr = [], None, None
+            try:
+                addr = a.server
+                if addr is None:
+                    server, serr = self.spawn([exe] + args + ["--server", listen], env, "srv")
+                    procs.append(server)
+                    addr = self.read_addr(server, serr)
+                n = a.clients if mode == "many" else 1
+                clients = [self.spawn([exe] + args + ["--client", addr] + self.plan(mode),
+                                      env, "cli") for _ in range(n)]
+                procs += [c for c, _ in clients]
+                # In many mode the server prints the table; with --server we only see clients.
+                reporter = server if mode == "many" and server else clients[0][0]
+                text = self.follow(reporter, f"{name} {mode}", deadline)
+                codes = self.finish(procs, deadline)
+                for (c, cerr), code in zip(clients, codes[-n:]):
+                    if code != 0:
+                        why = self.stderr_tail(cerr)
+                        raise Failure(f"client exit {code}: {why}" if server else
+                                      f"cannot reach server {addr}: {why}")
+                if server is not None and codes[0] != 0:
+                    raise Failure(f"server exit {codes[0]}: {self.stderr_tail(serr)}")
+                return parse_table(text)
+            finally:
+                self.finish([p for p in procs if p.poll() is None], 0)
+        return self.record(s, time.monotonic(), run)
+
+    def read_addr(self, server, err):
+        deadline = time.monotonic() + 10
+        while True:
+            line = self.read_line(server, deadline)
+            if not line:
+                break
+            if line.startswith("ADDR "):
+                return line.split()[1]
+        self.finish([server], time.monotonic() + 2)
+        raise Failure("method not built" if server.returncode == 77 else
+                      f"server gave no address: {self.stderr_tail(err)}")
+
+    def command(self, name, mode, argv, env=None):
+        """A run whose rank 0 or single process prints the table (MPI, eventfd, memcpy)."""
+        s = Series(name, mode, " ".join(argv))
+
+        def run():
+            if argv[0] is None:
+                raise Failure("tool not found")
+            deadline = time.monotonic() + self.args.timeout
+            proc, err = self.spawn(argv, env, "cmd")
+            try:
+                text = self.follow(proc, f"{name} {mode}", deadline)
+                code = self.finish([proc], deadline)[0]
+            finally:
+                self.finish([proc] if proc.poll() is None else [], 0)
+            if code != 0:
+                raise Failure(f"exit {code}: {self.stderr_tail(err)}")
+            return parse_table(text)
+        return self.record(s, time.monotonic(), run)
+
+    def mpi(self, baseline, mode):
+        a = self.args
+        mpirun = shutil.which("mpirun")
+        exe = self.tool("mpi_pingpong")
+        ranks = a.clients + 1 if mode == "many" else 2
+        if mpirun is None or exe is None:
+            s = Series(MPI_NAMES[baseline], mode, "mpirun")
+            s.status = "n/a (mpirun or mpi_pingpong missing)"
+            self.series.append(s)
+            return s
+        env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+               "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+        argv = ([mpirun, "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1"]
+                + MPI_MCA[baseline] + [exe] + self.plan(mode))
+        return self.command(MPI_NAMES[baseline], mode, argv, env)
+
+    def netpipe(self):
+        """NPtcp's own plan; the power-of-two sizes are kept, recomputed into our units."""
+        a, npt = self.args, shutil.which("NPtcp")
+        s = Series("netpipe", "latency", f"NPtcp -p 0 -l {a.min} -u {a.max}")
+
+        def run():
+            if npt is None:
+                raise Failure("NPtcp not installed (Debian: netpipe-tcp)")
+            port = str(20000 + os.getpid() % 20000)
+            opts = ["-P", port, "-p", "0", "-l", str(a.min), "-u", str(a.max)]
+            deadline = time.monotonic() + a.timeout
+            srv = subprocess.Popen([npt] + opts, cwd=self.tmp, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+            out = os.path.join(self.tmp, "np.out")
+            try:
+                for _ in range(50):  # the receiver must listen before the sender connects
+                    time.sleep(0.1)
+                    cli = subprocess.run([npt, "-h", "127.0.0.1", "-o", out] + opts, cwd=self.tmp,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         timeout=max(1, deadline - time.monotonic()))
+                    if cli.returncode == 0 or srv.poll() is not None:
+                        break
+            except subprocess.TimeoutExpired:
+                raise Failure(f"no result within {a.timeout} s")
+            finally:
+                self.finish([srv], time.monotonic() + 5)
+            rows = []
+            for line in open(out) if os.path.exists(out) else []:
+                w = line.split()
+                if len(w) >= 3 and float(w[2]) > 0:
+                    size, us = int(float(w[0])), float(w[2]) * 1e6
+                    if size & (size - 1) == 0:
+                        rows.append((size, 0, us, size / us))
+            return rows
+        return self.record(s, time.monotonic(), run)
+
+    def idle_cpu(self, method, seconds=3.0):
+        """CPU share of a server whose connected client stays silent: from /proc/PID/stat."""
+        exe, scheme = self.tool("pingpong"), "shm" if method.startswith("shm") else method
+        if exe is None:
+            return None
+        listen = f"shm://bmi-perf-idle-{os.getpid()}" if scheme == "shm" else "tcp://127.0.0.1:0"
+        env = {"BMI_SHM_SPIN_US": "0"} if method == "shm-blocking" else {}
+        common = ["--method-list", f"bmi_{scheme}"]
+        procs = []
+        try:
+            server, serr = self.spawn([exe] + common + ["--server", listen], env, "idle")
+            procs.append(server)
+            addr = self.read_addr(server, serr)
+            pause = int((seconds + 1.5) * 1000)
+            client, _ = self.spawn([exe] + common + ["--client", addr, "--pause-ms", str(pause),
+                                                     "--max", "8", "--iters", "1"], env, "idle")
+            procs.append(client)
+            time.sleep(1.0)  # connected and past the 1 ms spin long before this
+            t0, c0 = time.monotonic(), cpu_seconds(server.pid)
+            time.sleep(seconds)
+            c1, t1 = cpu_seconds(server.pid), time.monotonic()
+            self.finish(procs, time.monotonic() + 10 + pause / 1000)
+            return 100.0 * (c1 - c0) / (t1 - t0)
+        except (Failure, OSError):
+            return None
+        finally:
+            self.finish([p for p in procs if p.poll() is None], 0)
+
+
+def cpu_seconds(pid):
+    """CPU time of every thread of pid: nanoseconds from /proc/PID/task/*/schedstat where the
+    kernel has it, else clock ticks (utime + stime) from /proc/PID/stat."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

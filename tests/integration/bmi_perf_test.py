@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""bmi-perf end to end at tiny sizes: tables, CSV, PNG and SVG plots, the Markdown report, and
+its failures (bad arguments, an unreachable server) with clear messages in bounded time."""
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+EXE = os.environ["BMI_PERF"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def bmi_perf(args, timeout=240):
+    return subprocess.run([EXE] + args, capture_output=True, text=True, timeout=timeout)
+
+
+def check_help_and_bad_args():
+    res = bmi_perf(["--help"])
+    if res.returncode != 0 or "--methods" not in res.stdout or "--server" not in res.stdout:
+        fail(f"--help: {res.returncode} {res.stdout}")
+    for bad, words in ((["--methods", "nosuch"], "unknown nosuch"),
+                       (["--max", "12Q"], "bad size"),
+                       (["--min", "8", "--max", "4"], "--min <= --max"),
+                       (["--server", "nowhere"], "expected tcp://")):
+        res = bmi_perf(bad)
+        if res.returncode != 2 or words not in res.stderr:
+            fail(f"{bad}: want exit 2 and {words!r}, got {res.returncode}: {res.stderr}")
+
+
+def check_unreachable(tmp):
+    started = time.monotonic()
+    res = bmi_perf(["--server", "tcp://127.0.0.1:1", "--quick", "--out-dir", tmp,
+                    "--connect-timeout-ms", "3000"], timeout=60)
+    if res.returncode != 1 or "cannot reach server tcp://127.0.0.1:1" not in res.stderr:
+        fail(f"unreachable server: {res.returncode} {res.stderr}")
+    if time.monotonic() - started > 30:
+        fail("unreachable server took more than 30 s to report")
+
+
+def check_run(tmp, methods, plots):
+    baselines = ["raw-tcp", "eventfd", "memcpy"]
+    if shutil.which("NPtcp"):
+        baselines.append("netpipe")
+    if shutil.which("mpirun") and os.environ.get("BMI_HAVE_MPI") == "1" and \
+            os.environ.get("BMI_SANITIZE", "none") == "none":  # see drivers_test.py
+        baselines += ["mpi-tcp", "mpi-shm"]
+    md = os.path.join(tmp, "PERF.md")
+    args = ["--methods", ",".join(methods), "--baselines", ",".join(baselines),
+            "--min", "1", "--max", "16K", "--iters", "10", "--window", "4", "--clients", "2",
+            "--check", "--out-dir", tmp, "--markdown", md, "--plot", "png" if plots else "none"]
+    res = bmi_perf(args)
+    if res.returncode != 0:
+        fail(f"bmi-perf: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    for words in ("== latency: latency", "== bandwidth: bandwidth (MB/s)", "== many",
+                  "bmi tcp", "raw tcp"):
+        if words not in res.stdout:
+            fail(f"table lacks {words!r}:\n{res.stdout}")
+    if "B done" not in res.stderr and "ok (" not in res.stderr:
+        fail(f"no progress on stderr: {res.stderr}")
+    with open(os.path.join(tmp, "bmi-perf.csv")) as f:
+        rows = list(csv.DictReader(f))
+    series = {(r["series"], r["mode"]) for r in rows}
+    want = {(f"bmi {m}", mode) for m in methods for mode in ("latency", "bandwidth", "many")}
+    want |= {("raw tcp", "latency"), ("eventfd", "latency"), ("memcpy", "latency")}
+    if "mpi-tcp" in baselines:
+        want |= {("mpi tcp", mode) for mode in ("latency", "bandwidth", "many")}
+    if not want <= series:
+        fail(f"CSV lacks {sorted(want - series)}")
+    for r in rows:
+        if float(r["bandwidth_MBps"]) <= 0 or float(r["latency_us"]) <= 0:
+            fail(f"CSV row without a positive measurement: {r}")
+    for mode in ("latency", "bandwidth", "many") if plots else ():
+        for kind in ("latency", "bandwidth"):
+            path = os.path.join(tmp, f"bmi-perf-{mode}-{kind}.png")
+            with open(path, "rb") as f:
+                if f.read(8) != PNG_MAGIC or os.path.getsize(path) < 2000:
+                    fail(f"{path} is not a PNG plot")
+    text = open(md).read()
+    for words in ("# libbmi performance", "Load average", "| bytes |",
+                  "Where libbmi beats its peers") + (("![latency latency]",) if plots else ()):
+        if words not in text:
+            fail(f"Markdown report lacks {words!r}")
+    if "shm" in methods and "## shm targets" not in text:
+        fail("Markdown report lacks the shm targets")
+
+
+def check_svg(tmp):
+    res = bmi_perf(["--methods", "tcp", "--baselines", "none", "--modes", "latency", "--max",
+                    "1K", "--iters", "5", "--out-dir", tmp, "--plot", "svg", "--no-idle"])
+    path = os.path.join(tmp, "bmi-perf-latency-bandwidth.svg")
+    if res.returncode != 0 or not os.path.exists(path) or "<svg" not in open(path).read(4096):
+        fail(f"svg run: {res.returncode} {res.stderr}")
+
+
+def main():
+    plots = shutil.which("gnuplot") is not None
+    if not plots:
+        print("gnuplot not installed (Debian: gnuplot-nox): plots are not checked")
+    methods = [m for m in os.environ.get("BMI_ENABLED_METHODS", "").split() if m in ("tcp", "shm")]
+    with tempfile.TemporaryDirectory(prefix="bmi-perf-test-") as tmp:
+        check_help_and_bad_args()
+        check_unreachable(tmp)
+        check_run(tmp, methods, plots)
+        if plots:
+            check_svg(tmp)
+    print("bmi-perf end to end ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The benchmark drivers at tiny sizes: every mode over BMI (`bmi`), the MPI twin under mpirun
+(`mpi`, exit 77 without mpirun), and the eventfd and memcpy baselines (`baselines`). Tables
+must be sane (sizes doubling from --min to --max, positive rounds, latency and bandwidth),
+every message verified (--check), and BMI and MPI must print the same plan line by line."""
+import os
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+TIMEOUT = 60
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def table(text, lo, hi, what):
+    rows = [tuple(l.split()) for l in text.splitlines()
+            if l.strip() and not l.startswith("#")]
+    if not any(l.startswith("# done:") for l in text.splitlines()):
+        fail(f"{what}: no '# done' line in\n{text}")
+    if not rows:
+        fail(f"{what}: no rows")
+    sizes = [int(r[0]) for r in rows]
+    if sizes[0] != lo or sizes[-1] != hi or any(b != 2 * a for a, b in zip(sizes, sizes[1:])):
+        fail(f"{what}: sizes {sizes} do not double from {lo} to {hi}")
+    for r in rows:
+        if len(r) != 4 or int(r[1]) <= 0 or float(r[2]) <= 0 or float(r[3]) <= 0:
+            fail(f"{what}: bad row {r}")
+    return [(int(r[0]), int(r[1])) for r in rows]
+
+
+def run(argv, env=None, what=""):
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT,
+                         env=dict(os.environ, **(env or {})))
+    if res.returncode != 0:
+        fail(f"{what or argv}: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    return res.stdout
+
+
+def bmi_pair(exe, method, plan, clients=1):
+    """A server and its clients; returns the reporting side's stdout."""
+    listen = (f"shm://drivers-test-{os.getpid()}" if method == "shm" else "tcp://127.0.0.1:0")
+    common = ["--method-list", f"bmi_{method}", "--timeout-ms", "20000"]
+    server = subprocess.Popen([exe] + common + ["--server", listen], stdout=subprocess.PIPE,
+                              text=True)
+    procs = [server]
+    try:
+        line = server.stdout.readline()
+        if not line.startswith("ADDR "):
+            fail(f"{method}: server printed {line!r}")
+        addr = line.split()[1]
+        procs += [subprocess.Popen([exe] + common + ["--client", addr] + plan,
+                                   stdout=subprocess.PIPE, text=True) for _ in range(clients)]
+        outs = [p.communicate(timeout=TIMEOUT)[0] for p in procs[1:]]
+        sout = server.communicate(timeout=TIMEOUT)[0]
+        for p in procs:
+            if p.returncode != 0:
+                fail(f"{method} {plan}: exit {p.returncode}")
+        return sout if clients > 1 else outs[0]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def methods():
+    return [m for m in os.environ.get("BMI_ENABLED_METHODS", "").split() if m in ("tcp", "shm")]
+
+
+def test_bmi():
+    exe = os.environ["BMI_PINGPONG"]
+    for m in methods():
+        lat = table(bmi_pair(exe, m, ["--max", "4K", "--iters", "10", "--check"]), 1, 4096,
+                    f"{m} latency")
+        bw = table(bmi_pair(exe, m, ["--mode", "bandwidth", "--window", "4", "--min", "64",
+                                     "--max", "256K", "--iters", "8", "--check"]),
+                   64, 262144, f"{m} bandwidth")
+        many_out = bmi_pair(exe, m, ["--mode", "many", "--clients", "3", "--window", "4",
+                                     "--min", "8", "--max", "64K", "--iters", "8", "--check"], 3)
+        if "mode many" not in many_out or "clients 3" not in many_out:
+            fail(f"{m} many: header does not name the mode: {many_out}")
+        table(many_out, 8, 65536, f"{m} many")
+        print(f"bmi_{m}: latency {len(lat)}, bandwidth {len(bw)} sizes ok, many ok")
+
+
+def mpi_usable():
+    """Whether the MPI runs can be checked here; prints why not. .ci/run sets
+    BMI_REQUIRE_MPI=1, so a CI machine without MPI fails instead of skipping."""
+    sanitize = os.environ.get("BMI_SANITIZE", "none")
+    if shutil.which("mpirun") is None or not os.environ.get("BMI_MPI_PINGPONG"):
+        why = "mpirun or mpi_pingpong missing (Debian: openmpi-bin libopenmpi-dev)"
+        if os.environ.get("BMI_REQUIRE_MPI") == "1":
+            fail(why + ", and BMI_REQUIRE_MPI=1")
+        print("SKIP: " + why)
+        return False
+    if "thread" in sanitize:
+        # libmpi is not instrumented; its own threads would only produce noise.
+        print("SKIP: Open MPI under ThreadSanitizer")
+        return False
+    if "address" in sanitize:
+        # Open MPI keeps allocations until exit by design; leaks inside it are not ours.
+        os.environ["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    return True
+
+
+def test_mpi():
+    mpirun, exe = shutil.which("mpirun"), os.environ.get("BMI_MPI_PINGPONG", "")
+    if not mpi_usable():
+        sys.exit(SKIP)
+    bmi = os.environ["BMI_PINGPONG"]
+    base = [mpirun, "--oversubscribe", "--mca", "pml", "ob1"]
+    plans = {"latency": ["--max", "4K", "--iters", "10", "--check"],
+             "bandwidth": ["--mode", "bandwidth", "--window", "4", "--min", "64", "--max",
+                           "256K", "--iters", "8", "--check"]}
+    for btl in ("tcp,self", "vader,self"):
+        for mode, plan in plans.items():
+            out = run(base + ["-np", "2", "--mca", "btl", btl, exe] + plan, ROOT_ENV,
+                      f"mpi {btl} {mode}")
+            lo, hi = (1, 4096) if mode == "latency" else (64, 262144)
+            rows = table(out, lo, hi, f"mpi {btl} {mode}")
+            twin = table(bmi_pair(bmi, "tcp", plan), lo, hi, f"bmi {mode}")
+            if rows != twin:
+                fail(f"{mode}: mpi and bmi plans differ: {rows} vs {twin}")
+        out = run(base + ["-np", "3", "--mca", "btl", btl, exe, "--mode", "many", "--clients",
+                          "2", "--window", "4", "--max", "64K", "--iters", "8", "--check"],
+                  ROOT_ENV, f"mpi {btl} many")
+        table(out, 1, 65536, f"mpi {btl} many")
+        print(f"mpi {btl}: latency, bandwidth, many ok; same plan as bmi")
+    # The BMI driver under mpirun: the ranks find the BMI server through MPI.
+    bmi_mpi = os.environ["BMI_PINGPONG_MPI"]
+    for m in methods():
+        listen = ["--server", f"shm://drivers-mpi-{os.getpid()}"] if m == "shm" else []
+        out = run(base + ["-np", "2", bmi_mpi, "--method-list", f"bmi_{m}"] + listen +
+                  plans["latency"], ROOT_ENV, f"pingpong_mpi {m}")
+        if table(out, 1, 4096, f"pingpong_mpi {m}") != table(bmi_pair(bmi, m, plans["latency"]),
+                                                            1, 4096, f"bmi {m}"):
+            fail(f"pingpong_mpi {m}: plan differs from standalone pingpong")
+        out = run(base + ["-np", "3", bmi_mpi, "--method-list", f"bmi_{m}"] + listen +
+                  ["--mode", "many", "--clients", "2", "--max", "64K", "--iters", "8", "--check"],
+                  ROOT_ENV, f"pingpong_mpi {m} many")
+        table(out, 1, 65536, f"pingpong_mpi {m} many")
+        print(f"pingpong_mpi bmi_{m}: latency and many ok")
+    res = subprocess.run(base + ["-np", "3", exe], capture_output=True, text=True,
+                         timeout=TIMEOUT, env=dict(os.environ, **ROOT_ENV))
+    if res.returncode == 0 or "needs exactly 2 ranks" not in res.stderr:
+        fail(f"3 ranks in latency mode must be refused: {res.returncode} {res.stderr}")
+
+
+def test_help():
+    for var in ("BMI_PINGPONG", "BMI_EVENTFD_PINGPONG", "BMI_MEMCPY_BW"):
+        res = subprocess.run([os.environ[var], "--help"], capture_output=True, text=True,
+                             timeout=TIMEOUT)
+        if res.returncode != 0 or "usage:" not in res.stdout:
+            fail(f"{var} --help: exit {res.returncode}")
+        res = subprocess.run([os.environ[var], "--client", "x", "--iters", "0"],
+                             capture_output=True, text=True, timeout=TIMEOUT)
+        if res.returncode != 2 or "out of range" not in res.stderr:
+            fail(f"{var} with --iters 0: exit {res.returncode}, {res.stderr!r}")
+
+
+def test_baselines():
+    test_help()
+    evfd = run([os.environ["BMI_EVENTFD_PINGPONG"], "--iters", "200"])
+    table(evfd, 8, 8, "eventfd")
+    table(run([os.environ["BMI_MEMCPY_BW"], "--max", "64K"]), 1, 65536, "memcpy")
+    print("eventfd and memcpy tables ok")
+
+
+if __name__ == "__main__":
+    {"bmi": test_bmi, "mpi": test_mpi, "baselines": test_baselines}[sys.argv[1]]()

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// bmi-info: which methods this libbmi has, whether each works here, its limits, the addresses
+// a server would listen on, the RDMA devices, and the settings every method reads.
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bmi.h"
+#include "methods/method_table.hpp"
+#include "tools/bmi_info_rdma.hpp"
+
+namespace {
+
+// What bmi-info says about a method beyond what the library reports; the one place these
+// are listed in code (README.md's environment table says the same for readers). A method
+// not listed here still appears, from the method table, with pointers to its documentation.
+struct MethodNotes {
+    std::string_view scheme;
+    std::string_view probe_listen;  // a listen address for the server probe; "" = none
+    std::string_view eager;
+    std::string_view settings;
+};
+
+constexpr MethodNotes method_notes[] = {
+    {"tcp", "tcp://127.0.0.1:0",
+     "64 KiB eager between libbmi peers (16 KiB with legacy OrangeFS peers); larger messages "
+     "go RTS/CTS and stream into the posted buffer",
+     "BMI_TCP_LEGACY=1 (OrangeFS wire format only), BMI_TCP_STALL_TIMEOUT_MS (default 10000)"},
+    {"shm", "shm://bmi-info-probe",
+     "inline through the ring up to half a ring (slots x slot size / 2); larger messages by "
+     "single copy (process_vm_readv) or pipelined through the ring",
+     "BMI_SHM_SPIN_US (default 20, 0 = pure blocking), BMI_SHM_RING_SLOTS (64), "
+     "BMI_SHM_SLOT_SIZE (8192), BMI_SHM_SINGLE_COPY=0; options shm_spin_us=, "
+     "shm_ring_slots=, shm_slot_size=, shm_single_copy="},
+    {"verbs", "", "see doc/methods/verbs.md", "see doc/methods/verbs.md"},
+};
+
+constexpr std::string_view common_settings =
+    "BMI_DEBUG (log areas: control,address,tcp,shm,verbs,error or all), BMI_UNEXPECTED_QUOTA "
+    "(bytes, default 64 MiB); BMI_initialize options unexpected_quota=, unexpected_limit=, "
+    "emulate_lists=1";
+
+const MethodNotes* notes_for(std::string_view scheme) {
+    for (const auto& n : method_notes)
+        if (n.scheme == scheme) return &n;
+    return nullptr;
+}
+
+int usage(std::ostream& out, int code) {
+    out << "usage: bmi-info [--method NAME]\n"
+           "  Lists the methods compiled into libbmi and whether each can start here, their\n"
+           "  limits (eager, unexpected, maximum message size), the addresses a server would\n"
+           "  listen on, RDMA devices and ports, and the environment variables and options\n"
+           "  each method reads. --method bmi_tcp (or tcp) shows one method only.\n"
+           "  Exit status: 0 if a listed method is usable, 1 if none is, 2 on bad arguments.\n";
+    return code;
+}
+
+std::string size_text(int bytes) {
+    if (bytes == 0x7fffffff) return "2 GiB - 1 B (the int the C API reports; maybe more)";
+    if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+    if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
+    return std::to_string(bytes) + " B";
+}
+
+// The host's up IPv4 and IPv6 addresses, as a tcp server could listen on them.
+std::vector<std::string> host_addresses() {
+    std::vector<std::string> out;
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return out;
+    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+        if (i->ifa_addr == nullptr || !(i->ifa_flags & IFF_UP)) continue;
+        char text[INET6_ADDRSTRLEN] = {};
+        int family = i->ifa_addr->sa_family;
+        if (family == AF_INET)
+            inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text,
+                      sizeof(text));
+        else if (family == AF_INET6)
+            inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, text,
+                      sizeof(text));
+        else
+            continue;
+        out.push_back(std::string(i->ifa_name) + " " +
+                      (family == AF_INET6 ? "[" + std::string(text) + "]" : std::string(text)));
+    }
+    freeifaddrs(list);
+    return out;
+}
+
+void print_limits(std::ostream& out) {
+    int max_size = 0, unexp = 0;
+    int a = BMI_get_info(0, BMI_CHECK_MAXSIZE, &max_size);
+    int b = BMI_get_info(0, BMI_GET_UNEXP_SIZE, &unexp);
+    out << "  limits:   max message " << (a < 0 ? "n/a" : size_text(max_size))
+        << ", unexpected messages up to " << (b < 0 ? "n/a" : size_text(unexp)) << "\n";
+}
+
+// Starts the method alone as a client, then as a server (a client instance starts its
+// method only on first use, so the limits come from the server); prints what it learns.
+bool probe(std::ostream& out, const bmi::method::Descriptor& d) {
+    std::string name(d.name);
+    int rc = BMI_initialize(name.c_str(), nullptr, 0, nullptr);
+    if (rc < 0) {
+        out << "  usable:   no (BMI_initialize: " << bmi_status_string(rc) << ")\n";
+        return false;
+    }
+    BMI_finalize();
+    const MethodNotes* n = notes_for(d.scheme);
+    if (n == nullptr || n->probe_listen.empty()) {
+        out << "  usable:   as a client (no server probe known for this method)\n";
+        return true;
+    }
+    std::string listen(n->probe_listen);
+    if (d.scheme == "shm") listen += "-" + std::to_string(::getpid());
+    rc = BMI_initialize(name.c_str(), listen.c_str(), BMI_INIT_SERVER, nullptr);
+    if (rc < 0) {
+        out << "  usable:   as a client; cannot listen on " << listen << ": "
+            << bmi_status_string(rc) << "\n";
+        return true;
+    }
+    out << "  usable:   yes\n";
+    print_limits(out);
+    const char* addr = nullptr;
+    if (BMI_get_info(0, BMI_GET_METH_ADDR, &addr) >= 0 && addr != nullptr)
+        out << "  server:   listening on " << listen << " gave " << addr << "\n";
+    BMI_finalize();
+    return true;
+}
+
+void print_method(std::ostream& out, const bmi::method::Descriptor& d, bool& any_usable) {
+    out << "\n" << d.name << " (" << d.scheme << "://)\n";
+    any_usable = probe(out, d) || any_usable;
+    const MethodNotes* n = notes_for(d.scheme);
+    if (d.scheme == "tcp") {
+        out << "  listen:   tcp://HOST:PORT on any of these (port 0 = any free port; "
+               "OrangeFS uses 3334):\n";
+        for (const auto& a : host_addresses()) out << "              " << a << "\n";
+    } else if (d.scheme == "shm") {
+        out << "  listen:   shm://NAME, one node only (a socket under /dev/shm rendezvous)\n";
+    }
+    out << "  eager:    " << (n ? n->eager : "see doc/methods/") << "\n";
+    out << "  settings: " << (n ? n->settings : "see doc/methods/") << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string only;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "-h" || a == "--help") return usage(std::cout, 0);
+        if (a == "--method" && i + 1 < argc) {
+            only = argv[++i];
+            continue;
+        }
+        std::cerr << "bmi-info: bad argument " << a << "\n";
+        return usage(std::cerr, 2);
+    }
+    const bmi::method::Descriptor* one = nullptr;
+    if (!only.empty() && (one = bmi::method::find_method(only)) == nullptr) {
+        std::cerr << "bmi-info: method " << only << " is not compiled into this libbmi\n";
+        return 2;
+    }
+    std::cout << "libbmi methods compiled in (preference order):";
+    for (const auto& d : bmi::method::compiled_methods()) std::cout << " " << d.name;
+    std::cout << "\n";
+    bool any_usable = false;
+    for (const auto& d : bmi::method::compiled_methods())
+        if (one == nullptr || one == &d) print_method(std::cout, d, any_usable);
+    std::cout << "\nRDMA devices:\n";
+    bmi::info::print_rdma_devices(std::cout);
+    std::cout << "\nsettings of every method: " << common_settings << "\n";
+    return any_usable ? 0 : 1;
+}
