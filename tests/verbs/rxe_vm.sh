@@ -16,6 +16,8 @@ with COMMAND's exit status.
                   working directory unless --cwd is given
   --cwd DIR       working directory of COMMAND (default: first --dir, else the current one)
   --timeout S     bound on the whole guest run, boot included (default 1800)
+  --boot-timeout S  a guest not running COMMAND after S seconds is stopped and booted once
+                  more (default 120; a boot takes about 10)
   --mem MB        guest memory (default 2048)
   --smp N         guest vCPUs (default 2)
   --mtu N         MTU of the netdev under rxe0 (default 1500, which gives an IB MTU of 1024)
@@ -36,6 +38,7 @@ guest_ip=10.99.0.1
 dirs=()
 cwd=""
 limit=1800
+boot_limit=120
 mem=2048
 smp=2
 mtu=1500
@@ -58,6 +61,7 @@ while (($#)); do
         --cwd) cwd=$(realpath -e "${2:?--cwd needs a directory}") || fail "no directory $2"
                shift 2 ;;
         --timeout) limit=${2:?--timeout needs seconds}; shift 2 ;;
+        --boot-timeout) boot_limit=${2:?--boot-timeout needs seconds}; shift 2 ;;
         --mem) mem=${2:?--mem needs megabytes}; shift 2 ;;
         --smp) smp=${2:?--smp needs a count}; shift 2 ;;
         --mtu) mtu=${2:?--mtu needs a number}; shift 2 ;;
@@ -236,22 +240,49 @@ for i in "${!dirs[@]}"; do
     qemu+=(-virtfs "local,path=${dirs[$i]//,/,,},mount_tag=dir$i,security_model=none,multidevs=remap")
 done
 
+# boot ATTEMPT: runs the guest once; sets qemu_status (124: timed out, "hung": stopped because
+# it did not reach the command within boot_limit seconds).
+boot() {
+    local waited=0 remaining=$((limit - SECONDS))
+    ((remaining > 0)) || { qemu_status=124; return; }
+    : >"$run/console.log"
+    # qemu dies with its parent (timeout), and timeout with this script, even on SIGKILL.
+    setpriv --pdeathsig TERM -- timeout -k 10 "$remaining" \
+        setpriv --pdeathsig KILL -- "${qemu[@]}" </dev/null &
+    qemu_pid=$!
+    # A TCG guest has been seen, rarely, to spin before printing anything at all; one that is
+    # not running the command after boot_limit seconds is stopped so that it can boot again.
+    while ! grep -q 'running the command' "$run/console.log" && kill -0 "$qemu_pid" 2>/dev/null
+    do
+        if ((waited++ >= boot_limit)); then
+            stop_qemu
+            cp "$run/console.log" "$run/console-hung-$1.log"
+            qemu_status=hung
+            return
+        fi
+        sleep 1
+    done
+    qemu_status=0
+    wait "$qemu_pid" || qemu_status=$?
+    qemu_pid=""
+}
+
+SECONDS=0
 started=$(date +%s%N)
-# qemu dies with its parent (timeout), and timeout with this script, even on SIGKILL.
-setpriv --pdeathsig TERM -- timeout -k 10 "$limit" \
-    setpriv --pdeathsig KILL -- "${qemu[@]}" </dev/null &
-qemu_pid=$!
-qemu_status=0
-wait "$qemu_pid" || qemu_status=$?
-qemu_pid=""
+for attempt in 1 2; do
+    boot "$attempt"
+    [[ $qemu_status == hung ]] || break
+    echo "rxe_vm: the guest did not come up within ${boot_limit}s (attempt $attempt)" >&2
+done
 if ((verbose)); then
     cat "$run/console.log" >&2
     echo "rxe_vm: wall time $((($(date +%s%N) - started) / 1000000)) ms" >&2
 fi
 [[ -f $run/rc ]] && exit "$(cat "$run/rc")"
 ((verbose)) || tail -n 30 "$run/console.log" >&2
-if ((qemu_status == 124)); then
+if [[ $qemu_status == 124 ]]; then
     echo "rxe_vm: the guest run timed out after ${limit}s" >&2
     exit 124
 fi
+[[ $qemu_status == hung ]] && fail "the guest did not come up in two boots; see $cache/last-run/"
 fail "the guest ended without an exit status (qemu: $qemu_status); see $cache/last-run/console.log"
