@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs what libbmi needs, then builds and runs the whole test suite three times: plain,
-# with AddressSanitizer + UBSan, and with ThreadSanitizer. The plain build's `verbs` suite runs
-# a second time inside a soft-RoCE qemu guest (tests/verbs/rxe_vm.sh), on real verbs. The last
-# line is the grand total.
+# with AddressSanitizer + UBSan, and with ThreadSanitizer. The `verbs` suite of the plain and
+# ASan builds runs a second time inside a soft-RoCE qemu guest (tests/verbs/rxe_vm.sh), on real
+# verbs. The last line is the grand total.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -91,7 +91,8 @@ run_in_guest() {
     local log=$dir/verbs-guest.log
     echo "=== $name: the verbs suite of $dir in a soft-RoCE guest (log: $log)"
     # --foreground: a signal to this script's process group reaches the harness, which stops qemu.
-    timeout --foreground -k 30 1500 tests/verbs/rxe_vm.sh --dir "$dir" --timeout 1200 "$@" -- \
+    PYTHONUNBUFFERED=1 timeout --foreground -k 30 1500 \
+        tests/verbs/rxe_vm.sh --dir "$dir" --timeout 1200 --no-tty "$@" -- \
         meson test -C "$(realpath "$dir")" --suite verbs --no-rebuild --print-errorlogs \
         --num-processes "$BMI_JOBS" --logbase verbs-guest 2>&1 | tee "$log" || status=$?
     read -r passed failed skipped < <(tally "$log")
@@ -118,6 +119,8 @@ install_packages
 run_suite plain build-test -Dwerror=true
 run_in_guest verbs build-test
 run_suite asan build-asan -Db_sanitize=address,undefined -Db_lundef=false
+# ASan's shadow and quarantine want more than the guest's default 2 GiB.
+run_in_guest verbs-asan build-asan --mem 4096
 run_suite tsan build-tsan -Db_sanitize=thread -Db_lundef=false
 
 echo

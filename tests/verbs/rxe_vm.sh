@@ -22,6 +22,9 @@ with COMMAND's exit status.
   --smp N         guest vCPUs (default 2)
   --mtu N         MTU of the netdev under rxe0 (default 1500, which gives an IB MTU of 1024)
   --prepare       only install the packages and build the cached kernel and initramfs
+  --no-tty        COMMAND's output goes through a pipe instead of the guest's serial tty,
+                  so tools write plain logs (no progress lines or colours); stdio buffers
+                  more, PYTHONUNBUFFERED=1 helps Python tools
   --verbose       print the guest's console log and the wall time afterwards
 exit status: COMMAND's own; 124 the guest run timed out; 125 the guest failed to be built,
   to boot or to set up rxe0 (the console's tail is printed); 130 interrupted.
@@ -44,6 +47,7 @@ smp=2
 mtu=1500
 prepare_only=0
 verbose=0
+tty=1
 # Guest modules in load order; their dependencies come along through modules.dep.
 # crc32_generic: rxe needs the crc32 shash when rxe0 is created. rdma_ucm: for librdmacm.
 modules=(virtio_pci 9pnet_virtio 9p dummy crc32_generic rdma_rxe rdma_ucm)
@@ -67,6 +71,7 @@ while (($#)); do
         --mtu) mtu=${2:?--mtu needs a number}; shift 2 ;;
         --prepare) prepare_only=1; shift ;;
         --verbose) verbose=1; shift ;;
+        --no-tty) tty=0; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; break ;;
         *) usage >&2; fail "unknown option $1" ;;
@@ -223,9 +228,15 @@ for i in "${!dirs[@]}"; do echo "dir$i ${dirs[$i]}"; done >"$run/dirs"
     # ibv_reg_mr pins memory.
     echo 'ulimit -l unlimited'
     printf 'cd -- %q || exit 125\n' "$cwd"
-    printf 'exec'
-    printf ' %q' "$@"
-    echo
+    if ((tty)); then
+        printf 'exec'
+        printf ' %q' "$@"
+        echo
+    else
+        echo 'set -o pipefail'
+        printf '%q ' "$@"
+        echo '2>&1 | cat'
+    fi
 } >"$run/cmd.sh"
 
 qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem"
