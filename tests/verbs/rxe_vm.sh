@@ -131,15 +131,21 @@ build_image() {
     echo "rxe_vm: building the guest from $pkg" >&2
     work=$(mktemp -d "$cache/build.XXXXXX")
     # An archive that moved on to a newer kernel build needs fresh lists.
-    (cd "$work" && { apt_get download "$pkg" busybox-static >/dev/null 2>&1 ||
-        { apt_get update >/dev/null 2>&1; apt_get download "$pkg" busybox-static >/dev/null; }; }) ||
-        { rm -rf "$work"; fail "apt-get download $pkg busybox-static failed"; }
+    if ! (cd "$work" && apt_get download "$pkg" busybox-static >/dev/null 2>&1) &&
+        ! (cd "$work" && apt_get update >/dev/null 2>&1 &&
+            apt_get download "$pkg" busybox-static >/dev/null); then
+        rm -rf "$work"
+        fail "apt-get download $pkg busybox-static failed"
+    fi
     dpkg -x "$work/${pkg}"_*.deb "$work/kernel"
     dpkg -x "$work"/busybox-static_*.deb "$work/busybox"
     mods=$work/kernel/lib/modules/$kver
     tree=$work/initramfs
     busybox=$work/busybox/bin/busybox
-    [[ -f $work/kernel/boot/vmlinuz-$kver ]] || { rm -rf "$work"; fail "$pkg has no vmlinuz-$kver"; }
+    if [[ ! -f $work/kernel/boot/vmlinuz-$kver ]]; then
+        rm -rf "$work"
+        fail "$pkg has no vmlinuz-$kver"
+    fi
     # The .deb ships no modules.dep.
     "$busybox" depmod -b "$work/kernel" "$kver"
     mkdir -p "$tree"/{bin,proc,sys,dev,tmp,lib/modules/"$kver"}
@@ -248,7 +254,8 @@ qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem"
       -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
       -virtfs "local,path=${run//,/,,},mount_tag=rxevmrun,security_model=none")
 for i in "${!dirs[@]}"; do
-    qemu+=(-virtfs "local,path=${dirs[$i]//,/,,},mount_tag=dir$i,security_model=none,multidevs=remap")
+    qemu+=(-virtfs
+           "local,path=${dirs[$i]//,/,,},mount_tag=dir$i,security_model=none,multidevs=remap")
 done
 
 # boot ATTEMPT: runs the guest once; sets qemu_status (124: timed out, "hung": stopped because
