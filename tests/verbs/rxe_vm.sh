@@ -93,9 +93,12 @@ install_host_packages() {
     done
     ((${#missing[@]})) || return 0
     echo "rxe_vm: installing ${missing[*]}" >&2
-    [[ -n $(ls /var/lib/apt/lists/*_Packages* 2>/dev/null) ]] || apt_get update >&2 || true
-    apt_get install -y --no-install-recommends "${missing[@]}" >"$cache/apt.log" 2>&1 ||
-        { tail -20 "$cache/apt.log" >&2; fail "apt-get install ${missing[*]} failed"; }
+    # Missing or stale package lists: update once and try again.
+    if ! apt_get install -y --no-install-recommends "${missing[@]}" >"$cache/apt.log" 2>&1; then
+        apt_get update >>"$cache/apt.log" 2>&1 || true
+        apt_get install -y --no-install-recommends "${missing[@]}" >>"$cache/apt.log" 2>&1 ||
+            { tail -20 "$cache/apt.log" >&2; fail "apt-get install ${missing[*]} failed"; }
+    fi
 }
 
 # The generic amd64 flavour: cloud-amd64 has neither rdma_rxe nor 9p.
