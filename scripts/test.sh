@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs what libbmi needs, then builds and runs the whole test suite three times: plain,
-# with AddressSanitizer + UBSan, and with ThreadSanitizer. The last line is the grand total.
+# with AddressSanitizer + UBSan, and with ThreadSanitizer. The `verbs` suite of the plain and
+# ASan builds runs a second time inside a soft-RoCE qemu guest (tests/verbs/rxe_vm.sh), on real
+# verbs. The last line is the grand total.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -15,19 +17,27 @@ total_passed=0
 total_failed=0
 total_skipped=0
 report=()
+built=()
 
 # record NAME PASSED FAILED SKIPPED [NOTE]
 record() {
     total_passed=$((total_passed + $2))
     total_failed=$((total_failed + $3))
     total_skipped=$((total_skipped + $4))
-    report+=("$(printf '%-6s %4d passed, %4d failed, %4d skipped%s' "$1" "$2" "$3" "$4" \
+    report+=("$(printf '%-10s %4d passed, %4d failed, %4d skipped%s' "$1" "$2" "$3" "$4" \
         "${5:+  ($5)}")")
 }
 
 # The number on meson test's last summary line "LABEL  N" (0 if absent).
 count() {
     awk -v label="$1" 'index($0, label) == 1 { n = $NF } END { print n + 0 }' "$2"
+}
+
+# tally LOG: "PASSED FAILED SKIPPED" from the meson test summary in LOG.
+tally() {
+    echo $(($(count "Ok:" "$1") + $(count "Expected Fail:" "$1"))) \
+        $(($(count "Fail:" "$1") + $(count "Unexpected Pass:" "$1") + $(count "Timeout:" "$1"))) \
+        "$(count "Skipped:" "$1")"
 }
 
 # run_suite NAME DIR [MESON OPTIONS...]
@@ -56,27 +66,61 @@ run_suite() {
     timeout 3000 meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes "$BMI_JOBS" \
         "${wrapper[@]}" >"$dir/test-run.log" 2>&1 || status=$?
     cat "$dir/test-run.log"
-    local log=$dir/test-run.log
-    local ok xfail fail upass timedout skip
-    ok=$(count "Ok:" "$log")
-    xfail=$(count "Expected Fail:" "$log")
-    fail=$(count "Fail:" "$log")
-    upass=$(count "Unexpected Pass:" "$log")
-    timedout=$(count "Timeout:" "$log")
-    skip=$(count "Skipped:" "$log")
-    local failed=$((fail + upass + timedout)) note=""
+    built+=("$dir")
+    local passed failed skipped note=""
+    read -r passed failed skipped < <(tally "$dir/test-run.log")
     # A non-zero exit without a failure in the summary (meson itself failed or timed out) still
     # counts once.
     if ((status != 0 && failed == 0)); then
         failed=1
         note="meson test exited with $status"
     fi
-    record "$name" $((ok + xfail)) "$failed" "$skip" "$note"
+    record "$name" "$passed" "$failed" "$skipped" "$note"
+}
+
+# run_in_guest NAME DIR [RXE_VM OPTIONS...]: runs the `verbs` suite of the build in DIR again,
+# inside the soft-RoCE guest. There everything must run: a skip, a guest that did not start, a
+# timeout and an empty suite each count as failures.
+run_in_guest() {
+    local name=$1 dir=$2 status=0 passed failed skipped note=""
+    shift 2
+    if [[ " ${built[*]} " != *" $dir "* ]]; then
+        record "$name" 0 1 0 "$dir was not built"
+        return
+    fi
+    local log=$dir/verbs-guest.log
+    echo "=== $name: the verbs suite of $dir in a soft-RoCE guest (log: $log)"
+    # --foreground: a signal to this script's process group reaches the harness, which stops qemu.
+    PYTHONUNBUFFERED=1 timeout --foreground -k 30 1500 \
+        tests/verbs/rxe_vm.sh --dir "$dir" --timeout 1200 --no-tty "$@" -- \
+        meson test -C "$(realpath "$dir")" --suite verbs --no-rebuild --print-errorlogs \
+        --num-processes "$BMI_JOBS" --logbase verbs-guest 2>&1 | tee "$log" || status=$?
+    read -r passed failed skipped < <(tally "$log")
+    case $status in
+        124) note="the guest run timed out" ;;
+        125) note="the guest failed to start" ;;
+    esac
+    if ((skipped > 0)); then
+        failed=$((failed + skipped))
+        note="${note:+$note; }$skipped skipped in the guest, counted as failed"
+    fi
+    if ((status != 0 && failed == 0)); then
+        failed=1
+        note=${note:-"exited with $status"}
+    fi
+    if ((passed + failed == 0)); then
+        failed=1
+        note="no verbs test ran"
+    fi
+    record "$name" "$passed" "$failed" 0 "$note"
 }
 
 install_packages
 run_suite plain build-test -Dwerror=true
+run_in_guest verbs build-test
 run_suite asan build-asan -Db_sanitize=address,undefined -Db_lundef=false
+# ASan's shadow and quarantine want more than the guest's default 2 GiB.
+run_in_guest verbs-asan build-asan --mem 4096
 run_suite tsan build-tsan -Db_sanitize=thread -Db_lundef=false
 
 echo
