@@ -73,6 +73,9 @@ def parse_args(argv):
                    help="plot format (default png)")
     p.add_argument("--markdown", metavar="FILE", help="also write a Markdown report "
                    "(how doc/PERFORMANCE.md is made); plots are linked relative to it")
+    p.add_argument("--include", metavar="FILE", action="append", default=[],
+                   help="with --markdown: append this hand-written Markdown file (measurements "
+                        "bmi-perf cannot make, e.g. verbs in an emulated guest); repeatable")
     p.add_argument("--no-idle", dest="idle", action="store_false",
                    help="skip the idle-server CPU measurement")
     p.add_argument("--timeout", type=float, default=600, help="bound per run, s (default 600)")
@@ -87,6 +90,9 @@ def parse_args(argv):
         p.error("need 1 <= --min <= --max <= 1G")
     if a.iters < 1 or not 1 <= a.window <= 1024 or not 1 <= a.clients <= 64:
         p.error("--iters >= 1, --window 1..1024, --clients 1..64")
+    for f in a.include:
+        if not os.path.isfile(f):
+            p.error(f"--include {f}: no such file")
     if a.timeout <= 0 or a.connect_ms <= 0:
         p.error("timeouts must be positive")
     if a.server is not None:

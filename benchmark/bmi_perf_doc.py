@@ -214,6 +214,10 @@ def write(path, series, idle, plots, a, load_before, load_after, seconds, argv):
             if n_ok := [p for p in peers if p]:
                 table(out, f"{mine_name}, {mode}: latency", mine, n_ok, 2)
                 table(out, f"{mine_name}, {mode}: bandwidth", mine, n_ok, 3)
+    # Sections a person wrote (what bmi-perf cannot measure), kept verbatim at each regeneration.
+    for f in a.include:
+        with open(f) as text:
+            out.append(text.read().rstrip("\n") + "\n")
     out.append("## Runs\n")
     out.append("| series | mode | status | wall s |")
     out.append("|---|---|---|---:|")

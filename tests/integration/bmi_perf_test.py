@@ -30,7 +30,8 @@ def check_help_and_bad_args():
     for bad, words in ((["--methods", "nosuch"], "unknown nosuch"),
                        (["--max", "12Q"], "bad size"),
                        (["--min", "8", "--max", "4"], "--min <= --max"),
-                       (["--server", "nowhere"], "expected tcp://")):
+                       (["--server", "nowhere"], "expected tcp://"),
+                       (["--include", "/nonexistent.md"], "no such file")):
         res = bmi_perf(bad)
         if res.returncode != 2 or words not in res.stderr:
             fail(f"{bad}: want exit 2 and {words!r}, got {res.returncode}: {res.stderr}")
@@ -54,7 +55,10 @@ def check_run(tmp, methods, plots):
             os.environ.get("BMI_SANITIZE", "none") == "none":  # see drivers_test.py
         baselines += ["mpi-tcp", "mpi-shm"]
     md = os.path.join(tmp, "PERF.md")
-    args = ["--methods", ",".join(methods), "--baselines", ",".join(baselines),
+    extra = os.path.join(tmp, "written-by-hand.md")
+    with open(extra, "w") as f:
+        f.write("## A hand-written section\n\nkept verbatim\n")
+    args = ["--include", extra, "--methods", ",".join(methods), "--baselines", ",".join(baselines),
             "--min", "1", "--max", "16K", "--iters", "10", "--window", "4", "--clients", "2",
             "--check", "--out-dir", tmp, "--markdown", md, "--plot", "png" if plots else "none"]
     res = bmi_perf(args)
@@ -86,7 +90,7 @@ def check_run(tmp, methods, plots):
                     fail(f"{path} is not a PNG plot")
     text = open(md).read()
     for words in ("# libbmi performance", "Load average", "| bytes |",
-                  "Where libbmi beats its peers") + (("![latency latency]",) if plots else ()):
+                  "Where libbmi beats its peers", "## A hand-written section\n\nkept verbatim") + (("![latency latency]",) if plots else ()):
         if words not in text:
             fail(f"Markdown report lacks {words!r}")
     if "shm" in methods and "## shm targets" not in text:
