@@ -36,10 +36,11 @@ constexpr MethodNotes method_notes[] = {
      "BMI_TCP_LEGACY=1 (OrangeFS wire format only), BMI_TCP_STALL_TIMEOUT_MS (default 10000)"},
     {"shm", "shm://bmi-info-probe",
      "inline through the ring up to half a ring (slots x slot size / 2); larger messages by "
-     "single copy (process_vm_readv) or pipelined through the ring",
+     "pipelined through the ring, from 16 MiB by single copy (process_vm_readv)",
      "BMI_SHM_SPIN_US (default 20, 0 = pure blocking), BMI_SHM_RING_SLOTS (64), "
-     "BMI_SHM_SLOT_SIZE (8192), BMI_SHM_SINGLE_COPY=0; options shm_spin_us=, "
-     "shm_ring_slots=, shm_slot_size=, shm_single_copy="},
+     "BMI_SHM_SLOT_SIZE (8192), BMI_SHM_SINGLE_COPY=0, BMI_SHM_SINGLE_COPY_MIN (16777216); "
+     "options shm_spin_us=, shm_ring_slots=, shm_slot_size=, shm_single_copy=, "
+     "shm_single_copy_min="},
     {"verbs", "", "see doc/methods/verbs.md", "see doc/methods/verbs.md"},
 };
 

@@ -39,15 +39,18 @@ void from_options(std::string_view options, std::string_view key, long long& val
 int load_options(std::string_view option_string, bmi_size_t unexpected_override, Options& out) {
     long long slots = out.slot_count, slot_size = out.slot_size, spin = out.spin_us;
     long long single = out.single_copy ? 1 : 0;
+    long long single_min = out.single_copy_min;
     from_env("BMI_SHM_RING_SLOTS", slots);
     from_env("BMI_SHM_SLOT_SIZE", slot_size);
     from_env("BMI_SHM_SPIN_US", spin);
     from_env("BMI_SHM_SINGLE_COPY", single);
+    from_env("BMI_SHM_SINGLE_COPY_MIN", single_min);
     // The option string wins over the environment: it is the more specific of the two.
     from_options(option_string, "shm_ring_slots", slots);
     from_options(option_string, "shm_slot_size", slot_size);
     from_options(option_string, "shm_spin_us", spin);
     from_options(option_string, "shm_single_copy", single);
+    from_options(option_string, "shm_single_copy_min", single_min);
     if (slots > max_slot_count || slot_size > max_slot_size ||
         !valid_geometry(static_cast<std::uint32_t>(slots), static_cast<std::uint32_t>(slot_size))) {
         BMI_LOG(error, "shm: bad ring geometry %lld slots x %lld bytes", slots, slot_size);
@@ -57,6 +60,7 @@ int load_options(std::string_view option_string, bmi_size_t unexpected_override,
     out.slot_size = static_cast<std::uint32_t>(slot_size);
     out.spin_us = static_cast<int>(std::min<long long>(spin, 10000));
     out.single_copy = single != 0;
+    out.single_copy_min = std::max<long long>(single_min, 0);
     // Inline messages may use at most half a ring so two of them can always be in flight.
     bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -
                            static_cast<bmi_size_t>(sizeof(MsgHeader));

@@ -14,6 +14,13 @@ struct Options {
     std::uint32_t slot_count = 64;    // BMI_SHM_RING_SLOTS, option shm_ring_slots
     std::uint32_t slot_size = 8192;   // BMI_SHM_SLOT_SIZE, option shm_slot_size
     bool single_copy = true;          // BMI_SHM_SINGLE_COPY=0 forces the two-copy path
+    // Smallest message sent by single copy (BMI_SHM_SINGLE_COPY_MIN, shm_single_copy_min);
+    // smaller large messages take the pipelined two-copy path. Measured on the 2-vCPU VM of
+    // doc/PERFORMANCE.md the two-copy pipeline (both processes copy, through a ring that stays
+    // in cache) moves 1.4-2x the bytes per second of process_vm_readv up to 8 MiB and still
+    // ~1.2x at 64 MiB; single copy leaves the sender's CPU free, which is what a server
+    // streaming huge replies to many clients needs, so it takes over from 16 MiB.
+    bmi_size_t single_copy_min = bmi_size_t{16} << 20;
     int spin_us = 20;                 // BMI_SHM_SPIN_US; 0 = block at once
     std::size_t pull_piece = 4u << 20;  // bytes read per process_vm_readv step
     bmi_size_t eager_limit = 0;       // derived: min(64 KiB, half a ring)

@@ -79,10 +79,11 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
         op.actual_size = op.total_size;
         return Placed::completed;
     }
-    // The iovec list must fit in an inline message; a longer list falls back to two copies.
+    // An RTS without iovecs asks for two copies: below single_copy_min that path is faster
+    // (shm_options.hpp), and a list too long for an inline message needs it too.
     int count = nonempty_segments(segments_of(op));
     auto max_iovs = static_cast<int>((options_.eager_limit) / sizeof(RemoteIov));
-    if (!single_copy_ || count > max_iovs) count = 0;
+    if (!single_copy_ || op.total_size < options_.single_copy_min || count > max_iovs) count = 0;
     std::uint32_t slots = ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
     if (!ring.has_room(slots)) return Placed::no_room;
     std::vector<RemoteIov> iovs(static_cast<std::size_t>(count));

@@ -68,8 +68,14 @@ void exchange_large(std::size_t size, std::uint32_t seed) {
 }
 }  // namespace
 
+// BMI_SHM_SINGLE_COPY_MIN=0 sends every large message by single copy, whatever its size.
 TEST_CASE("shm: large messages by single copy", "[shm]") {
+    ScopedEnv all_single("BMI_SHM_SINGLE_COPY_MIN", "0");
     exchange_large(8 << 20, 1);
+}
+
+TEST_CASE("shm: large messages by two copies below the single-copy minimum", "[shm]") {
+    exchange_large(1 << 20, 5);
 }
 
 TEST_CASE("shm: large messages by the two-copy fallback", "[shm]") {
@@ -78,7 +84,7 @@ TEST_CASE("shm: large messages by the two-copy fallback", "[shm]") {
 }
 
 TEST_CASE("shm: a 64 MiB message arrives intact on both paths", "[shm]") {
-    SECTION("single copy") { exchange_large(64 << 20, 3); }
+    SECTION("single copy") { exchange_large(64 << 20, 3); }  // above the default minimum
     SECTION("two copies") {
         ScopedEnv force("BMI_SHM_SINGLE_COPY", "0");
         exchange_large(64 << 20, 4);
@@ -89,6 +95,7 @@ TEST_CASE("shm: a receive smaller than a large message fails both ends with EMSG
           "[shm]") {
     auto single = GENERATE("1", "0");
     ScopedEnv force("BMI_SHM_SINGLE_COPY", single);
+    ScopedEnv all_single("BMI_SHM_SINGLE_COPY_MIN", "0");
     Pair pair = make_peers("shm");
     Pump server_pump(*pair.server.instance);
     Pump client_pump(*pair.client.instance);
