@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The local RDMA plane of one verbs instance: device, port, GID, protection domain, one
+// completion queue behind a completion channel, and the shared receive queue with its buffers.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bmi-types.h"
+#include "methods/verbs/verbs_wire.hpp"
+
+namespace bmi::method::verbs {
+
+// Where to find the device, from the environment and the options string.
+struct DeviceChoice {
+    std::string device;   // "" = the first device with an active port
+    int port = 0;         // 0 = the first active port
+    int gid_index = -1;   // -1 = chosen (see choose_gid_index)
+    int credits = 16;     // eager messages one peer may have in flight to us
+    int srq_base = 64;    // SRQ buffers posted with no peer at all
+    int srq_cap = 1024;   // SRQ buffers never grow past this however many peers connect
+    int send_buffers = 128;
+};
+// Reads BMI_VERBS_* variables, then verbs_* items of the option string; -BMI_EINVAL if bad.
+int load_choice(std::string_view options, DeviceChoice& out);
+
+// True if libibverbs sees at least one device (tests skip without one).
+bool any_device(std::string* reason);
+
+// A block of equal, registered buffers addressed by index.
+struct BufferPool {
+    std::uint8_t* memory = nullptr;
+    ibv_mr* mr = nullptr;
+    std::uint32_t count = 0;
+    std::vector<std::uint32_t> free;  // indexes not in use (send pool only)
+    std::uint8_t* at(std::uint32_t i) const { return memory + std::size_t{i} * buffer_size; }
+};
+
+class Device {
+public:
+    Device() = default;
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    // Opens everything; 0 or -BMI_E* (-BMI_ENODEV without a usable device).
+    int open(const DeviceChoice& choice);
+
+    // Grows the SRQ so it holds `wanted` posted buffers (never past the cap).
+    void grow_srq(std::uint32_t wanted);
+    // Posts receive buffer i to the SRQ again; false if the SRQ refused (treated as fatal).
+    bool post_recv(std::uint32_t index);
+    // Makes the CQ hold at least entries; false if the device refuses.
+    bool reserve_cq(int entries);
+
+    ibv_context* context = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_comp_channel* channel = nullptr;
+    ibv_cq* cq = nullptr;
+    ibv_srq* srq = nullptr;
+    std::uint8_t port = 1;
+    int gid_index = 0;
+    ibv_gid gid{};
+    std::uint16_t lid = 0;
+    ibv_mtu mtu = IBV_MTU_1024;
+    bool ethernet = false;  // RoCE: every address handle needs a GRH
+    int max_send_sge = 1;
+    int max_read_sge = 1;
+    int max_rd_atomic = 1;
+    int max_dest_rd_atomic = 1;
+    std::uint32_t max_msg = 1u << 30;
+    int cq_size = 0;
+    std::uint32_t srq_posted = 0;
+    std::string name;
+    BufferPool recv_pool;
+    BufferPool send_pool;
+    DeviceChoice choice;
+
+private:
+    int open_port(ibv_device* dev);
+    int make_pool(BufferPool& pool, std::uint32_t count, bool free_list);
+    void choose_gid_index(int table_length);
+};
+
+}  // namespace bmi::method::verbs
