@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -77,6 +79,20 @@ VerbsMethod::VerbsMethod(const Config& config, Sink& sink)
                             : default_unexpected_limit) {}
 
 VerbsMethod::~VerbsMethod() {
+    if (const char* e = std::getenv("BMI_VERBS_STATS"); e != nullptr && e[0] == '1') {
+        Stats s;
+        get_info(nullptr, get_stats_option, &s);
+        std::fprintf(stderr,
+                     "verbs stats: reg hits %llu misses %llu; sends %llu (eager %llu, rts %llu, "
+                     "credit %llu); reads %llu; fins %llu; parked %llu; credit waits %llu; "
+                     "srq buffers %llu; connections %llu\n",
+                     (unsigned long long)s.reg_hits, (unsigned long long)s.reg_misses,
+                     (unsigned long long)s.messages, (unsigned long long)s.eager_sends,
+                     (unsigned long long)s.rts_sends, (unsigned long long)s.credit_messages,
+                     (unsigned long long)s.read_wrs, (unsigned long long)s.fins,
+                     (unsigned long long)s.parked, (unsigned long long)s.credit_waits,
+                     (unsigned long long)s.srq_buffers, (unsigned long long)s.connections);
+    }
     // The control layer reaped every op; what is left is verbs objects, memory and fds.
     for (auto& [id, c] : connections_) {
         c->sends.clear();
@@ -292,7 +308,17 @@ int VerbsMethod::query_range(const Peer& peer, std::string_view id_string, int n
 }
 
 int VerbsMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
-int VerbsMethod::get_info(Peer*, int, void*) { return -BMI_ENOSYS; }
+
+int VerbsMethod::get_info(Peer*, int option, void* arg) {
+    if (option != get_stats_option) return -BMI_ENOSYS;
+    Stats out = stats_;
+    out.reg_hits = reg_->hits();
+    out.reg_misses = reg_->misses();
+    out.srq_buffers = device_->srq_posted;
+    out.connections = connections_.size();
+    *static_cast<Stats*>(arg) = out;
+    return 0;
+}
 
 void* VerbsMethod::mem_alloc(bmi_size_t size) {
     return reg_->allocate(static_cast<std::size_t>(size));

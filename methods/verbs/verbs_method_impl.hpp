@@ -19,6 +19,7 @@
 #include "methods/verbs/verbs_connection.hpp"
 #include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_memory.hpp"
+#include "methods/verbs/verbs_method.hpp"
 
 namespace bmi::method::verbs {
 
@@ -122,20 +123,8 @@ private:
     static constexpr std::uint64_t kind_read = 2;
     static constexpr int sq_depth = 128;
 
-    // Counters for doc/PERFORMANCE.md, printed at teardown when BMI_VERBS_STATS is set.
-    struct Stats {
-        std::uint64_t messages = 0;  // SENDs posted, of any type
-        std::uint64_t eager_sends = 0;
-        std::uint64_t rts_sends = 0;
-        std::uint64_t credit_messages = 0;
-        std::uint64_t read_wrs = 0;
-        std::uint64_t fins = 0;
-        std::uint64_t parked = 0;     // messages held back by the unexpected quota
-        std::uint64_t credit_waits = 0;  // pumps that stopped for lack of credits
-    };
-
     Sink& sink_;
-    Stats stats_;
+    Stats stats_;  // reg_*, srq_buffers and connections are filled in by get_info
     std::unique_ptr<Device> device_;
     std::unique_ptr<RegCache> reg_;
     DeviceChoice choice_;

@@ -56,6 +56,7 @@ void VerbsMethod::pump(Connection& c) {
         if (!post_reads(c, t)) return;
         if (t.issued_all || t.error != 0) c.reads.pop_front();
     }
+    if (!c.sends.empty() && c.send_credits == 0) ++stats_.credit_waits;
     while (!c.sends.empty() && c.sq_free > 0 && c.send_credits > 0) {
         if (pool.free.empty()) {
             starved_.push_back(c.id);
