@@ -124,9 +124,11 @@ Connection* VerbsMethod::connection_for(const std::shared_ptr<VerbsPeer>& peer, 
 }
 
 int VerbsMethod::create_qp(Connection& c) {
-    const int wanted = device_->choice.srq_cap + device_->choice.send_buffers +
-                       static_cast<int>(connections_.size() + 1) * sq_depth;
-    if (!device_->reserve_cq(wanted)) return -BMI_ENOMEM;
+    if (static_cast<int>(by_qpn_.size()) >= device_->max_connections) {
+        BMI_LOG(error, "verbs: more than %d connections; raise BMI_VERBS_MAX_CONNECTIONS",
+                device_->max_connections);
+        return -BMI_ENOMEM;
+    }
     ibv_qp_init_attr ia{};
     ia.send_cq = device_->cq;
     ia.recv_cq = device_->cq;
@@ -281,13 +283,16 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
             on_hello(c, remote);
             if (c.state == State::failed) return;
         }
-        if (c.state == State::awaiting_ready && !c.in.empty()) {
+        if (!c.outbound && !c.ready_seen && !c.in.empty() &&
+            (c.state == State::awaiting_ready || c.state == State::ready)) {
+            // (ready already if a SEND on the QP overtook this byte)
             if (c.in.front() != ready_byte) {
                 fail_connection(c, -BMI_EPROTO);
                 return;
             }
             c.in.erase(c.in.begin());
-            became_ready(c);
+            c.ready_seen = true;
+            if (c.state == State::awaiting_ready) became_ready(c);
         }
         if (c.state == State::ready && !c.in.empty()) {
             // Nothing may follow the handshake on this socket.

@@ -95,6 +95,7 @@ struct Connection {
     std::uint32_t psn = 0;
     std::shared_ptr<VerbsPeer> peer;
     bool outbound = false;
+    bool ready_seen = false;  // server: the client's ready byte has arrived
     int error = 0;
 
     // Bootstrap bytes in each direction.

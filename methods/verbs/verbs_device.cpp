@@ -56,9 +56,11 @@ int load_choice(std::string_view options, DeviceChoice& out) {
     bool ok = load_int(options, "BMI_VERBS_PORT", "verbs_port", out.port) &&
               load_int(options, "BMI_VERBS_GID_INDEX", "verbs_gid_index", out.gid_index) &&
               load_int(options, "BMI_VERBS_CREDITS", "verbs_credits", out.credits) &&
-              load_int(options, "BMI_VERBS_SRQ_CAP", "verbs_srq_cap", out.srq_cap);
+              load_int(options, "BMI_VERBS_SRQ_CAP", "verbs_srq_cap", out.srq_cap) &&
+              load_int(options, "BMI_VERBS_MAX_CONNECTIONS", "verbs_max_connections",
+                       out.max_connections);
     if (!ok || out.port < 0 || out.port > 255 || out.gid_index < -1 || out.credits < 2 ||
-        out.credits > 1024 || out.srq_cap < out.credits)
+        out.credits > 1024 || out.srq_cap < out.credits || out.max_connections < 1)
         return -BMI_EINVAL;
     return 0;
 }
@@ -107,7 +109,14 @@ int Device::open(const DeviceChoice& c) {
     if (channel == nullptr) return -BMI_ENODEV;
     // Nonblocking, so progress() can drain events without ever sleeping in the library.
     fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK);
-    cq_size = choice.srq_cap + choice.send_buffers + 256;
+    // Every work request that can complete at once: the SRQ, plus the send queue of every
+    // connection. Sized once: resizing a CQ under traffic is where providers differ most.
+    ibv_device_attr da{};
+    ibv_query_device(context, &da);
+    const int fixed = choice.srq_cap + choice.send_buffers;
+    max_connections = std::min(choice.max_connections, (da.max_cqe - fixed) / sq_depth);
+    if (max_connections < 1) return -BMI_ENOMEM;
+    cq_size = fixed + max_connections * sq_depth;
     cq = ibv_create_cq(context, cq_size, nullptr, channel, 0);
     if (cq == nullptr) return -BMI_ENOMEM;
     ibv_srq_init_attr sa{};
@@ -207,14 +216,6 @@ bool Device::post_recv(std::uint32_t index) {
     wr.num_sge = 1;
     ibv_recv_wr* bad = nullptr;
     return ibv_post_srq_recv(srq, &wr, &bad) == 0;
-}
-
-bool Device::reserve_cq(int entries) {
-    if (entries <= cq_size) return true;
-    int target = std::max(entries, cq_size * 2);
-    if (ibv_resize_cq(cq, target) != 0) return false;
-    cq_size = target;
-    return true;
 }
 
 }  // namespace bmi::method::verbs

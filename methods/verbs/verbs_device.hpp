@@ -24,6 +24,7 @@ struct DeviceChoice {
     int srq_base = 64;    // SRQ buffers posted with no peer at all
     int srq_cap = 1024;   // SRQ buffers never grow past this however many peers connect
     int send_buffers = 128;
+    int max_connections = 128;  // sizes the completion queue, which is never resized
 };
 // Reads BMI_VERBS_* variables, then verbs_* items of the option string; -BMI_EINVAL if bad.
 int load_choice(std::string_view options, DeviceChoice& out);
@@ -54,8 +55,8 @@ public:
     void grow_srq(std::uint32_t wanted);
     // Posts receive buffer i to the SRQ again; false if the SRQ refused (treated as fatal).
     bool post_recv(std::uint32_t index);
-    // Makes the CQ hold at least entries; false if the device refuses.
-    bool reserve_cq(int entries);
+    // Send-queue depth of every QP; the CQ has room for all of them (see open()).
+    static constexpr int sq_depth = 64;
 
     ibv_context* context = nullptr;
     ibv_pd* pd = nullptr;
@@ -74,6 +75,7 @@ public:
     int max_dest_rd_atomic = 1;
     std::uint32_t max_msg = 1u << 30;
     int cq_size = 0;
+    int max_connections = 0;  // what the CQ was sized for
     std::uint32_t srq_posted = 0;
     std::string name;
     BufferPool recv_pool;

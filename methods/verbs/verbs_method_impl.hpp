@@ -121,7 +121,7 @@ private:
     static constexpr std::uint64_t kind_shift = 56;
     static constexpr std::uint64_t kind_send = 1;
     static constexpr std::uint64_t kind_read = 2;
-    static constexpr int sq_depth = 128;
+    static constexpr int sq_depth = Device::sq_depth;
 
     Sink& sink_;
     Stats stats_;  // reg_*, srq_buffers and connections are filled in by get_info

@@ -92,6 +92,11 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
     if ((wc.opcode & IBV_WC_RECV) != 0 && kind == 0) {
         // SRQ buffers are not tied to a QP: an error here is rare (local length error).
         const auto buffer = static_cast<std::uint32_t>(low);
+        // The client's first SEND can overtake its ready byte on the bootstrap socket: a
+        // message on the QP proves the client is in RTS just as well.
+        if (c != nullptr && wc.status == IBV_WC_SUCCESS &&
+            c->state == Connection::State::awaiting_ready)
+            became_ready(*c);
         if (c == nullptr || wc.status != IBV_WC_SUCCESS || c->state != Connection::State::ready) {
             device_->post_recv(buffer);
             if (c != nullptr && wc.status != IBV_WC_SUCCESS) fail_connection(*c, wc_error(wc.status));

@@ -145,7 +145,10 @@ TEST_CASE("verbs: many peers share one SRQ smaller than their combined credits",
     std::vector<BMI_addr_t> addr(peers, 0);
     for (int k = 0; k < peers; ++k) {
         core::UnexpectedMessage hello;
-        REQUIRE(receive_unexpected(*server.instance, hello) == 1);
+        if (receive_unexpected(*server.instance, hello) != 1) {
+            for (auto& c : children) std::fprintf(stderr, "child exit %d\n", c->wait_exit(100));
+            FAIL("only " << k << " peers introduced themselves");
+        }
         int who = *static_cast<int*>(hello.buffer);
         REQUIRE(who >= 0);
         REQUIRE(who < peers);
@@ -154,19 +157,26 @@ TEST_CASE("verbs: many peers share one SRQ smaller than their combined credits",
     }
     std::vector<std::vector<int>> in(peers * messages, std::vector<int>(200000 / sizeof(int)));
     std::vector<bmi_op_id_t> ids;
+    std::vector<bmi_size_t> sizes;
     for (int p = 0; p < peers; ++p)
         for (int i = 0; i < messages; ++i) {
             bmi_op_id_t id = 0;
-            REQUIRE(server.instance->post(
-                        request(OpKind::recv, addr[static_cast<std::size_t>(p)],
-                                in[static_cast<std::size_t>(p * messages + i)].data(), 200000,
-                                3, server.context),
-                        id, nullptr) == 0);
-            ids.push_back(id);
+            bmi_size_t actual = 0;
+            int rc = server.instance->post(
+                request(OpKind::recv, addr[static_cast<std::size_t>(p)],
+                        in[static_cast<std::size_t>(p * messages + i)].data(), 200000, 3,
+                        server.context),
+                id, &actual);
+            REQUIRE(rc >= 0);  // 1: an eager message that was already here
+            ids.push_back(rc == 1 ? 0 : id);
+            sizes.push_back(actual);
         }
     for (int p = 0; p < peers; ++p)
         for (int i = 0; i < messages; ++i) {
-            auto got = server.wait(ids[static_cast<std::size_t>(p * messages + i)]);
+            const auto k = static_cast<std::size_t>(p * messages + i);
+            core::Completion got;
+            got.actual_size = sizes[k];
+            if (ids[k] != 0) got = server.wait(ids[k]);
             REQUIRE(got.error == 0);
             REQUIRE(got.actual_size == size_of(i));
             const auto& v = in[static_cast<std::size_t>(p * messages + i)];
@@ -205,9 +215,13 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
         report(up, 's');
         std::vector<char> in(1 << 20);
         bmi_size_t actual = 0;
-        if (me.run(request(OpKind::recv, me.parent, in.data(), 1 << 20, 8, me.context), 60000,
-                   &actual) != 0 || actual != (1 << 20) || in[12345] != 'z')
+        int rc = me.run(request(OpKind::recv, me.parent, in.data(), 1 << 20, 8, me.context),
+                        60000, &actual);
+        if (rc != 0 || actual != (1 << 20) || in[12345] != 'z') {
+            std::fprintf(stderr, "survivor: receive failed: %d, %lld bytes\n", rc,
+                         static_cast<long long>(actual));
             return 11;
+        }
         char reply[8] = "alive";
         if (me.run(request(OpKind::send, me.parent, reply, 8, 9, me.context)) != 0) return 12;
         return 0;
@@ -241,6 +255,7 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
         REQUIRE(server.instance->test(sid, server.context, 20, outcount, c) == 0);
         REQUIRE(outcount == 0);  // 48 MB cannot have been read yet
     }
+    std::fprintf(stderr, "killing the reader\n");
     victim.kill_now();
     auto sent = server.wait(sid, 30000);
     auto received = server.wait(rid, 30000);
@@ -260,7 +275,9 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
     REQUIRE(server.instance->post(request(OpKind::send, addr[1], ping.data(), 1 << 20, 8,
                                           server.context),
                                   pid, nullptr) == 0);
-    REQUIRE(server.wait(pid).error == 0);
+    auto pinged = server.wait(pid);
+    if (pinged.error != 0) INFO("survivor exit " << survivor.wait_exit(5000));
+    REQUIRE(pinged.error == 0);
     REQUIRE(server.wait(qid).error == 0);
     REQUIRE(std::strcmp(reply, "alive") == 0);
     REQUIRE(survivor.wait_exit() == 0);

@@ -85,6 +85,9 @@ public:
             pid_t r = waitpid(pid_, &status, WNOHANG);
             if (r == pid_) {
                 pid_ = -1;
+                if (WIFSIGNALED(status))
+                    std::fprintf(stderr, "child %d died of signal %d\n", static_cast<int>(r),
+                                 WTERMSIG(status));
                 return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
             }
             usleep(20000);
