@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -93,6 +94,7 @@ VerbsMethod::~VerbsMethod() {
                      (unsigned long long)s.parked, (unsigned long long)s.credit_waits,
                      (unsigned long long)s.srq_buffers, (unsigned long long)s.connections);
     }
+    drain_sends();
     // The control layer reaped every op; what is left is verbs objects, memory and fds.
     for (auto& [id, c] : connections_) {
         c->sends.clear();
@@ -114,6 +116,30 @@ VerbsMethod::~VerbsMethod() {
     if (epoll_fd_ >= 0) close(epoll_fd_);
     reg_.reset();  // before the protection domain goes with the device
     device_.reset();
+}
+
+// An eager send completes once its payload is in our buffer, so a process may finalize while
+// SENDs (the last FIN, a reply) still sit on a send queue; destroying the QP would drop them.
+// Give them a bounded moment to leave. Only send-queue counts change here: no op is left.
+void VerbsMethod::drain_sends() {
+    if (!device_ || device_->cq == nullptr) return;
+    auto busy = [&] {
+        for (auto& [id, c] : connections_)
+            if (c->state == Connection::State::ready && c->sq_free < c->sq_depth) return true;
+        return false;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (busy() && std::chrono::steady_clock::now() < deadline) {
+        ibv_wc wcs[32];
+        const int n = ibv_poll_cq(device_->cq, 32, wcs);
+        for (int i = 0; i < n; ++i) {
+            auto it = by_qpn_.find(wcs[i].qp_num);
+            if (it == by_qpn_.end() || (wcs[i].opcode & IBV_WC_RECV) != 0) continue;
+            ++it->second->sq_free;
+            if (wcs[i].status != IBV_WC_SUCCESS) it->second->state = Connection::State::failed;
+        }
+        if (n <= 0) usleep(1000);
+    }
 }
 
 int VerbsMethod::start(const Config& config) {

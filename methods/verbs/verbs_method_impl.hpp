@@ -62,6 +62,7 @@ private:
     };
 
     // verbs_method.cpp
+    void drain_sends();
     std::shared_ptr<VerbsPeer> adopt_peer(Operation& op);
     void finish(Operation& op, int error);
     void place(Operation& op, Place where) { places_[&op] = where; }

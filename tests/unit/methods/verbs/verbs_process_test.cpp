@@ -224,7 +224,11 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
         }
         char reply[8] = "alive";
         if (me.run(request(OpKind::send, me.parent, reply, 8, 9, me.context)) != 0) return 12;
-        return 0;
+        for (;;) {  // keep progressing (our FIN and reply must leave) until the parent ends us
+            int outcount = 0;
+            core::Completion c[1];
+            me.instance->testcontext(me.context, 50, outcount, c);
+        }
     });
     Server server;
     victim.start(server.address);
@@ -275,10 +279,7 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
     REQUIRE(server.instance->post(request(OpKind::send, addr[1], ping.data(), 1 << 20, 8,
                                           server.context),
                                   pid, nullptr) == 0);
-    auto pinged = server.wait(pid);
-    if (pinged.error != 0) INFO("survivor exit " << survivor.wait_exit(5000));
-    REQUIRE(pinged.error == 0);
+    REQUIRE(server.wait(pid).error == 0);
     REQUIRE(server.wait(qid).error == 0);
     REQUIRE(std::strcmp(reply, "alive") == 0);
-    REQUIRE(survivor.wait_exit() == 0);
 }
