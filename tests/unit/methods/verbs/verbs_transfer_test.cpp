@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// verbs transfers the conformance suite does not reach: lists longer than the device's SGE
+// limit and than an RTS can describe, and unexpected messages held back by a full quota.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <vector>
+
+#include "harness.hpp"
+#include "verbs_test_support.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+
+namespace {
+[[maybe_unused]] const bool device_present = verbs::skip_without_device();
+}
+
+TEST_CASE("verbs: long lists are read piecewise; longer ones are packed", "[verbs]") {
+    auto pieces = GENERATE(as<int>{}, 40, 100);  // an RTS describes at most 64 pieces
+    INFO("send list of " << pieces << " pieces");
+    Pair pair = make_peers("verbs");
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    constexpr bmi_size_t piece = 4000;
+    const bmi_size_t total = piece * pieces;
+    std::vector<char> source(static_cast<std::size_t>(total));
+    fill_pattern(source.data(), source.size(), 51);
+    std::vector<const void*> send_list;
+    std::vector<bmi_size_t> send_sizes;
+    for (int i = 0; i < pieces; ++i) {
+        send_list.push_back(source.data() + i * piece);
+        send_sizes.push_back(piece);
+    }
+    // The receiver: 70 uneven pieces, more than any device's max_sge for one READ.
+    constexpr int recv_pieces = 70;
+    std::vector<char> sink(static_cast<std::size_t>(total));
+    std::vector<const void*> recv_list;
+    std::vector<bmi_size_t> recv_sizes;
+    bmi_size_t at = 0;
+    for (int i = 0; i < recv_pieces; ++i) {
+        bmi_size_t n = i == recv_pieces - 1 ? total - at : total / recv_pieces + (i % 3) - 1;
+        recv_list.push_back(sink.data() + at);
+        recv_sizes.push_back(n);
+        at += n;
+    }
+    core::PostRequest recv = recv_request(pair.server, client_addr, nullptr, total, 12);
+    recv.list = recv_list.data();
+    recv.sizes = recv_sizes.data();
+    recv.list_count = recv_pieces;
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.server.instance->post(recv, rid, nullptr) == 0);
+    core::PostRequest send = send_request(pair.client, pair.server_addr, nullptr, total, 12);
+    send.list = send_list.data();
+    send.sizes = send_sizes.data();
+    send.list_count = pieces;
+    REQUIRE(post_and_wait(pair.client, send).error == 0);
+    auto got = wait_op(pair.server, rid);
+    REQUIRE(got.error == 0);
+    REQUIRE(got.actual_size == total);
+    REQUIRE(check_pattern(sink.data(), sink.size(), 51));
+}
+
+TEST_CASE("verbs: unexpected messages wait in the network while the quota is full",
+          "[verbs]") {
+    // Room for four 8 KB messages; twenty are sent.
+    Pair pair = make_peers("verbs", "unexpected_quota=32768");
+    Pump client_pump(*pair.client.instance);
+    constexpr int count = 20;
+    constexpr bmi_size_t size = 8192;
+    std::vector<std::vector<char>> out(count, std::vector<char>(size));
+    std::vector<bmi_op_id_t> ids;
+    for (int i = 0; i < count; ++i) {
+        fill_pattern(out[static_cast<std::size_t>(i)].data(), size, 70 + i);
+        auto request = send_request(pair.client, pair.server_addr,
+                                    out[static_cast<std::size_t>(i)].data(), size, 500 + i);
+        request.kind = method::OpKind::send_unexpected;
+        bmi_op_id_t id = 0;
+        int rc = pair.client.instance->post(request, id, nullptr);
+        REQUIRE(rc >= 0);
+        if (rc == 0) ids.push_back(id);
+    }
+    // Take four, keep them, and see that no more arrive while they are held.
+    std::vector<core::UnexpectedMessage> held;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (held.size() < 4 && std::chrono::steady_clock::now() < deadline) {
+        core::UnexpectedMessage got[4];
+        int outcount = 0;
+        REQUIRE(pair.server.instance->testunexpected(20, outcount, got) == 0);
+        for (int k = 0; k < outcount; ++k) held.push_back(got[k]);
+    }
+    REQUIRE(held.size() == 4);
+    auto idle_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (std::chrono::steady_clock::now() < idle_until) {
+        core::UnexpectedMessage got[4];
+        int outcount = 0;
+        REQUIRE(pair.server.instance->testunexpected(20, outcount, got) == 0);
+        REQUIRE(outcount == 0);
+    }
+    // Freeing lets the rest in, in order and intact.
+    int next = 0;
+    auto check = [&](const core::UnexpectedMessage& m) {
+        REQUIRE(m.error == 0);
+        REQUIRE(m.tag == 500 + next);
+        REQUIRE(m.size == size);
+        REQUIRE(check_pattern(m.buffer, static_cast<std::size_t>(size), 70 + next));
+        ++next;
+        REQUIRE(pair.server.instance->unexpected_free(m.buffer) == 0);
+    };
+    for (auto& m : held) check(m);
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (next < count && std::chrono::steady_clock::now() < deadline) {
+        core::UnexpectedMessage got[4];
+        int outcount = 0;
+        REQUIRE(pair.server.instance->testunexpected(20, outcount, got) == 0);
+        for (int k = 0; k < outcount; ++k) check(got[k]);
+    }
+    REQUIRE(next == count);
+    for (auto id : ids) REQUIRE(wait_op(pair.client, id).error == 0);
+}
