@@ -105,6 +105,7 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
         if (!c->parked.empty() || !on_message(*c, buffer, wc.byte_len)) {
             if (c->parked.empty()) with_parked_.push_back(c->id);
             c->parked.emplace_back(buffer, wc.byte_len);
+            ++stats_.parked;
             return;
         }
         device_->post_recv(buffer);

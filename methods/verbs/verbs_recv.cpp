@@ -180,10 +180,7 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     }
     if (type == MsgType::unexpected) {
         void* memory = sink_.alloc_unexpected(size);
-        if (memory == nullptr) {
-            ++stats_.parked;
-            return false;
-        }
+        if (memory == nullptr) return false;
         if (size > 0) std::memcpy(memory, body, length);
         sink_.deliver_unexpected(c.peer, memory, size, h.tag);
         return true;
