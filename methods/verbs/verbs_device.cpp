@@ -79,10 +79,11 @@ bool any_device(std::string* reason) {
 
 Device::~Device() {
     if (srq) ibv_destroy_srq(srq);
-    for (BufferPool* pool : {&recv_pool, &send_pool}) {
-        if (pool->mr) ibv_dereg_mr(pool->mr);
-        if (pool->memory) munmap(pool->memory, std::size_t{pool->count} * buffer_size);
-    }
+    for (BufferPool* pool : {&recv_pool, &send_pool})
+        for (auto& c : pool->chunks) {
+            if (c.mr) ibv_dereg_mr(c.mr);
+            if (c.memory) munmap(c.memory, std::size_t{BufferPool::chunk} * buffer_size);
+        }
     if (cq) ibv_destroy_cq(cq);
     if (channel) ibv_destroy_comp_channel(channel);
     if (pd) ibv_dealloc_pd(pd);
@@ -124,10 +125,9 @@ int Device::open(const DeviceChoice& c) {
     sa.attr.max_sge = 1;
     srq = ibv_create_srq(pd, &sa);
     if (srq == nullptr) return -BMI_ENOMEM;
-    if (int r = make_pool(recv_pool, static_cast<std::uint32_t>(choice.srq_cap), false); r < 0)
-        return r;
-    if (int r = make_pool(send_pool, static_cast<std::uint32_t>(choice.send_buffers), true); r < 0)
-        return r;
+    recv_pool.limit = static_cast<std::uint32_t>(choice.srq_cap);
+    send_pool.limit = static_cast<std::uint32_t>(choice.send_buffers);
+    if (!grow_pool(send_pool, send_pool.limit, true)) return -BMI_ENOMEM;
     grow_srq(static_cast<std::uint32_t>(choice.srq_base));
     if (ibv_req_notify_cq(cq, 0) != 0) return -BMI_EIO;
     BMI_LOG(verbs, "verbs: %s port %u gid index %d mtu %d %s", name.c_str(), port, gid_index,
@@ -187,21 +187,30 @@ void Device::choose_gid_index(int table_length) {
     if (ibv_query_gid(context, port, gid_index, &gid) != 0) std::memset(&gid, 0, sizeof gid);
 }
 
-int Device::make_pool(BufferPool& pool, std::uint32_t count, bool free_list) {
-    const std::size_t bytes = std::size_t{count} * buffer_size;
-    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) return -BMI_ENOMEM;
-    pool.memory = static_cast<std::uint8_t*>(memory);
-    pool.count = count;
-    pool.mr = ibv_reg_mr(pd, memory, bytes, IBV_ACCESS_LOCAL_WRITE);
-    if (pool.mr == nullptr) return support::bmi_error_from_errno(errno);
-    if (free_list)
-        for (std::uint32_t i = count; i-- > 0;) pool.free.push_back(i);
-    return 0;
+bool Device::grow_pool(BufferPool& pool, std::uint32_t count, bool free_list) {
+    count = std::min(count, pool.limit);
+    while (pool.count < count) {
+        const std::size_t bytes = std::size_t{BufferPool::chunk} * buffer_size;
+        void* memory =
+            mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (memory == MAP_FAILED) return false;
+        ibv_mr* mr = ibv_reg_mr(pd, memory, bytes, IBV_ACCESS_LOCAL_WRITE);
+        if (mr == nullptr) {
+            munmap(memory, bytes);
+            return false;
+        }
+        pool.chunks.push_back({static_cast<std::uint8_t*>(memory), mr});
+        const std::uint32_t first = pool.count;
+        pool.count += BufferPool::chunk;
+        if (free_list)
+            for (std::uint32_t k = pool.count; k-- > first;) pool.free.push_back(k);
+    }
+    return true;
 }
 
 void Device::grow_srq(std::uint32_t wanted) {
-    wanted = std::min(wanted, recv_pool.count);
+    wanted = std::min(wanted, recv_pool.limit);
+    if (!grow_pool(recv_pool, wanted, false)) wanted = std::min(wanted, recv_pool.count);
     while (srq_posted < wanted && post_recv(srq_posted)) ++srq_posted;
 }
 
@@ -209,7 +218,7 @@ bool Device::post_recv(std::uint32_t index) {
     ibv_sge sge{};
     sge.addr = reinterpret_cast<std::uintptr_t>(recv_pool.at(index));
     sge.length = buffer_size;
-    sge.lkey = recv_pool.mr->lkey;
+    sge.lkey = recv_pool.lkey(index);
     ibv_recv_wr wr{};
     wr.wr_id = index;
     wr.sg_list = &sge;

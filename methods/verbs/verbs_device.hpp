@@ -32,13 +32,22 @@ int load_choice(std::string_view options, DeviceChoice& out);
 // True if libibverbs sees at least one device (tests skip without one).
 bool any_device(std::string* reason);
 
-// A block of equal, registered buffers addressed by index.
+// Equal registered buffers addressed by index, allocated and registered in chunks as the
+// pool grows, so an instance pins only the receive memory its peers can use.
 struct BufferPool {
-    std::uint8_t* memory = nullptr;
-    ibv_mr* mr = nullptr;
-    std::uint32_t count = 0;
+    static constexpr std::uint32_t chunk = 16;  // buffers per registration
+    struct Chunk {
+        std::uint8_t* memory = nullptr;
+        ibv_mr* mr = nullptr;
+    };
+    std::vector<Chunk> chunks;
+    std::uint32_t count = 0;          // buffers allocated so far
+    std::uint32_t limit = 0;          // most buffers it may grow to
     std::vector<std::uint32_t> free;  // indexes not in use (send pool only)
-    std::uint8_t* at(std::uint32_t i) const { return memory + std::size_t{i} * buffer_size; }
+    std::uint8_t* at(std::uint32_t i) const {
+        return chunks[i / chunk].memory + std::size_t{i % chunk} * buffer_size;
+    }
+    std::uint32_t lkey(std::uint32_t i) const { return chunks[i / chunk].mr->lkey; }
 };
 
 class Device {
@@ -84,7 +93,8 @@ public:
 
 private:
     int open_port(ibv_device* dev);
-    int make_pool(BufferPool& pool, std::uint32_t count, bool free_list);
+    // Grows pool to at least count buffers (whole chunks); false if memory is refused.
+    bool grow_pool(BufferPool& pool, std::uint32_t count, bool free_list);
     void choose_gid_index(int table_length);
 };
 

@@ -84,7 +84,7 @@ bool VerbsMethod::post_buffer(Connection& c, std::uint32_t buffer, std::uint32_t
     ibv_sge sge{};
     sge.addr = reinterpret_cast<std::uintptr_t>(pool.at(buffer));
     sge.length = length;
-    sge.lkey = pool.mr->lkey;
+    sge.lkey = pool.lkey(buffer);
     ibv_send_wr wr{};
     wr.wr_id = (kind_send << kind_shift) | buffer;
     wr.sg_list = &sge;
