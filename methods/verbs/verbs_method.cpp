@@ -213,10 +213,15 @@ int VerbsMethod::post(Operation& op) {
     immediate_op_ = &op;
     immediate_done_ = false;
     int rc = op.kind == OpKind::recv ? post_recv(op) : post_send(op);
+    // Whatever the post queued may be sendable now (a receive that matched an RTS has READs
+    // to post); the op itself may finish here, which still counts as immediate.
+    for (std::uint64_t id : std::exchange(to_pump_, {})) {
+        if (auto it = connections_.find(id); it != connections_.end()) {
+            it->second->pump_scheduled = false;
+            pump(*it->second);
+        }
+    }
     immediate_op_ = nullptr;
-    // Whatever the post queued may be sendable now (credits, slots).
-    for (std::uint64_t id : std::exchange(to_pump_, {}))
-        if (auto it = connections_.find(id); it != connections_.end()) it->second->pump_scheduled = false, pump(*it->second);
     reap();
     if (immediate_done_) return immediate_error_ == 0 ? 1 : immediate_error_;
     if (rc < 0) places_.erase(&op);
@@ -283,6 +288,8 @@ void VerbsMethod::cancel(Operation& op) {
             // READs in flight write into the op's buffer: it completes when they are done.
             auto* t = static_cast<RecvTransfer*>(op.method_ptr);
             if (t->error == 0) t->error = -BMI_ECANCEL;
+            // No READ posted yet (the send queue was full): nothing writes into it, finish now.
+            if (t->outstanding == 0) read_done(*t);
             return;
         }
     }

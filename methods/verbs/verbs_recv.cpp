@@ -106,6 +106,7 @@ void VerbsMethod::start_read(Operation& op, Connection& c, std::uint64_t cookie,
 void VerbsMethod::read_done(RecvTransfer& t) {
     for (auto& hd : t.handles) reg_->release(hd);
     Connection& c = *t.connection;
+    std::erase(c.reads, &t);  // a cancelled transfer may still be queued for more READs
     if (c.state == Connection::State::ready)
         queue_control(c, MsgType::fin, t.cookie,
                       t.error == 0 || t.error == -BMI_ECANCEL ? FinStatus::ok : FinStatus::failed);

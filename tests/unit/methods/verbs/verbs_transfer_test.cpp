@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.hpp"
@@ -118,4 +120,59 @@ TEST_CASE("verbs: unexpected messages wait in the network while the quota is ful
     }
     REQUIRE(next == count);
     for (auto id : ids) REQUIRE(wait_op(pair.client, id).error == 0);
+}
+
+TEST_CASE("verbs: cancel during a rendezvous leaves both sides consistent", "[verbs]") {
+    Pair pair = make_peers("verbs");
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    constexpr bmi_size_t big = 16 << 20;
+    std::vector<char> first(static_cast<std::size_t>(big)), second(static_cast<std::size_t>(big));
+    std::vector<char> in(static_cast<std::size_t>(big));
+    fill_pattern(first.data(), first.size(), 81);
+    fill_pattern(second.data(), second.size(), 82);
+
+    SECTION("a cancelled RTS is never matched by a later receive") {
+        bmi_op_id_t sid = 0;
+        REQUIRE(pair.client.instance->post(
+                    send_request(pair.client, pair.server_addr, first.data(), big, 7), sid,
+                    nullptr) == 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the RTS is there
+        REQUIRE(pair.client.instance->cancel(sid, pair.client.context) == 0);
+        REQUIRE(wait_op(pair.client, sid).error == -BMI_ECANCEL);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // and so is the CANCEL
+        bmi_op_id_t tid = 0;
+        REQUIRE(pair.client.instance->post(
+                    send_request(pair.client, pair.server_addr, second.data(), big, 7), tid,
+                    nullptr) == 0);
+        auto got = post_and_wait(pair.server, recv_request(pair.server, client_addr, in.data(),
+                                                           big, 7), 30000);
+        REQUIRE(got.error == 0);
+        REQUIRE(check_pattern(in.data(), in.size(), 82));
+        REQUIRE(wait_op(pair.client, tid, 30000).error == 0);
+    }
+    SECTION("a receive cancelled while reading completes once its READs are done") {
+        bmi_op_id_t rid = 0, sid = 0;
+        REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in.data(), big,
+                                                        8),
+                                           rid, nullptr) == 0);
+        REQUIRE(pair.client.instance->post(
+                    send_request(pair.client, pair.server_addr, first.data(), big, 8), sid,
+                    nullptr) == 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        REQUIRE(pair.server.instance->cancel(rid, pair.server.context) == 0);
+        auto got = wait_op(pair.server, rid, 30000);
+        REQUIRE((got.error == 0 || got.error == -BMI_ECANCEL));
+        REQUIRE(wait_op(pair.client, sid, 30000).error == 0);  // its memory was read or dropped
+    }
+    // Either way the pair still works.
+    char out[16] = "after", small[16] = {};
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, small, 16, 9), rid,
+                                       nullptr) == 0);
+    REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr, out, 16, 9))
+                .error == 0);
+    REQUIRE(wait_op(pair.server, rid).error == 0);
+    REQUIRE(std::string(small) == "after");
 }
