@@ -83,8 +83,10 @@ Connection& VerbsMethod::add_connection(int fd, bool outbound) {
     c->fd = fd;
     c->outbound = outbound;
     c->state = outbound ? Connection::State::connecting : Connection::State::awaiting_hello;
+    c->setup_deadline = std::chrono::steady_clock::now() + setup_timeout_;
     Connection& ref = *c;
     connections_.emplace(c->id, std::move(c));
+    arm_setup_timer();
     epoll_event ev{};
     ev.events = outbound ? EPOLLOUT : EPOLLIN;
     ev.data.u64 = ref.id;

@@ -7,6 +7,7 @@
 #include <infiniband/verbs.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -96,6 +97,7 @@ struct Connection {
     std::shared_ptr<VerbsPeer> peer;
     bool outbound = false;
     bool ready_seen = false;  // server: the client's ready byte has arrived
+    std::chrono::steady_clock::time_point setup_deadline;  // handshake must finish by then
     int error = 0;
 
     // Bootstrap bytes in each direction.

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -113,6 +114,7 @@ VerbsMethod::~VerbsMethod() {
     reads_.clear();
     connections_.clear();
     if (listen_fd_ >= 0) close(listen_fd_);
+    if (timer_fd_ >= 0) close(timer_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
     reg_.reset();  // before the protection domain goes with the device
     device_.reset();
@@ -166,6 +168,12 @@ int VerbsMethod::start(const Config& config) {
     ev.data.u64 = cq_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->channel->fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    ev.data.u64 = timer_id;
+    if (timer_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
+        return support::bmi_error_from_errno(errno);
+    if (const char* t = std::getenv("BMI_VERBS_CONNECT_TIMEOUT_MS"); t != nullptr && std::atol(t) > 0)
+        setup_timeout_ = std::chrono::milliseconds(std::atol(t));
     if (!listen) return 0;
     return open_listener(listen->bootstrap.host, listen->bootstrap.port);
 }

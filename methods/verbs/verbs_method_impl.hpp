@@ -9,6 +9,7 @@
 // where it is; finish() removes it, so an op can never complete twice.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -110,6 +111,8 @@ private:
     void retry_parked();
 
     // verbs_progress.cpp
+    void arm_setup_timer();
+    void check_setup_deadlines();
     void poll_cq();
     void on_completion(const ibv_wc& wc);
     void fail_connection(Connection& c, int error);
@@ -119,6 +122,7 @@ private:
 
     static constexpr std::uint64_t listener_id = 1;
     static constexpr std::uint64_t cq_id = 2;
+    static constexpr std::uint64_t timer_id = 3;
     static constexpr std::uint64_t kind_shift = 56;
     static constexpr std::uint64_t kind_send = 1;
     static constexpr std::uint64_t kind_read = 2;
@@ -131,6 +135,9 @@ private:
     DeviceChoice choice_;
     int epoll_fd_ = -1;
     int listen_fd_ = -1;
+    int timer_fd_ = -1;  // ticks while a handshake is in progress
+    bool timer_armed_ = false;
+    std::chrono::milliseconds setup_timeout_{10000};
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     std::uint64_t next_connection_id_ = 16;

@@ -2,9 +2,11 @@
 // The event loop: bootstrap sockets and the completion channel behind one epoll fd, the
 // completion queue, and what happens when a connection fails.
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <utility>
+#include <vector>
 
 #include "methods/verbs/verbs_method_impl.hpp"
 #include "support/error/error_map.hpp"
@@ -46,6 +48,8 @@ void VerbsMethod::progress() {
             accept_all();
         } else if (id == cq_id) {
             cq_event = true;
+        } else if (id == timer_id) {
+            check_setup_deadlines();
         } else if (auto it = connections_.find(id); it != connections_.end()) {
             on_socket(*it->second, events[i].events);
         }
@@ -70,6 +74,38 @@ void VerbsMethod::progress() {
         }
     to_pump_.clear();
     reap();
+}
+
+// A handshake that does not finish in time (a peer that accepts TCP but never answers, or
+// answers with half a HELLO) fails its connection, so queued sends complete in bounded time.
+// The timer ticks only while some handshake is in progress.
+void VerbsMethod::arm_setup_timer() {
+    if (timer_armed_) return;
+    itimerspec spec{};
+    spec.it_value.tv_nsec = 250'000'000;
+    spec.it_interval.tv_nsec = 250'000'000;
+    timerfd_settime(timer_fd_, 0, &spec, nullptr);
+    timer_armed_ = true;
+}
+
+void VerbsMethod::check_setup_deadlines() {
+    std::uint64_t ticks = 0;
+    [[maybe_unused]] ssize_t n = read(timer_fd_, &ticks, sizeof ticks);
+    const auto now = std::chrono::steady_clock::now();
+    bool pending = false;
+    std::vector<Connection*> late;
+    for (auto& [id, c] : connections_) {
+        if (c->state == Connection::State::ready || c->state == Connection::State::failed)
+            continue;
+        if (now >= c->setup_deadline) late.push_back(c.get());
+        else pending = true;
+    }
+    for (Connection* c : late) fail_connection(*c, -BMI_ETIMEDOUT);
+    if (!pending) {
+        itimerspec off{};
+        timerfd_settime(timer_fd_, 0, &off, nullptr);
+        timer_armed_ = false;
+    }
 }
 
 void VerbsMethod::poll_cq() {

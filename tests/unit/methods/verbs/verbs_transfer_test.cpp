@@ -3,7 +3,13 @@
 // limit and than an RTS can describe, and unexpected messages held back by a full quota.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -175,4 +181,34 @@ TEST_CASE("verbs: cancel during a rendezvous leaves both sides consistent", "[ve
                 .error == 0);
     REQUIRE(wait_op(pair.server, rid).error == 0);
     REQUIRE(std::string(small) == "after");
+}
+
+TEST_CASE("verbs: a peer that never finishes the handshake fails the post in bounded time",
+          "[verbs]") {
+    // A TCP listener that never accepts: connect() succeeds, HELLO is never answered.
+    int mute = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(mute >= 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(mute, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    REQUIRE(listen(mute, 4) == 0);
+    socklen_t len = sizeof sa;
+    REQUIRE(getsockname(mute, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+
+    setenv("BMI_VERBS_CONNECT_TIMEOUT_MS", "500", 1);
+    std::unique_ptr<core::Instance> client;
+    REQUIRE(core::Instance::create({}, client) == 0);
+    Side side{std::move(client), -1};
+    REQUIRE(side.instance->open_context(side.context) == 0);
+    BMI_addr_t addr = 0;
+    REQUIRE(side.instance->addr_lookup("verbs://127.0.0.1:" + std::to_string(ntohs(sa.sin_port)),
+                                       addr) == 0);
+    char data[64] = "never";
+    auto start = std::chrono::steady_clock::now();
+    auto got = post_and_wait(side, send_request(side, addr, data, 64, 1), 10000);
+    unsetenv("BMI_VERBS_CONNECT_TIMEOUT_MS");  // read when the method starts, at the lookup
+    REQUIRE(got.error == -BMI_ETIMEDOUT);
+    REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+    close(mute);
 }
