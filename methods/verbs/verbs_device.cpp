@@ -69,7 +69,9 @@ bool any_device(std::string* reason) {
     int count = 0;
     ibv_device** list = ibv_get_device_list(&count);
     if (list == nullptr) {
-        if (reason) *reason = std::string("ibv_get_device_list failed: ") + std::strerror(errno);
+        if (reason)
+            *reason = std::string("no RDMA device (ibv_get_device_list: ") + std::strerror(errno) +
+                      ")";
         return false;
     }
     ibv_free_device_list(list);
