@@ -274,8 +274,9 @@ void VerbsMethod::cancel(Operation& op) {
         }
         case Place::recv_posted: {
             auto& peer = *static_cast<VerbsPeer*>(op.peer);
-            auto& list = peer.posted[op.tag];
-            list.erase(list.iterator_to(op));
+            auto it = peer.posted.find(op.tag);
+            it->second.erase(it->second.iterator_to(op));
+            if (it->second.empty()) peer.posted.erase(it);
             finish(op, -BMI_ECANCEL);
             return;
         }
