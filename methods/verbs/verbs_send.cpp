@@ -68,8 +68,13 @@ void VerbsMethod::pump(Connection& c) {
     }
     // Nothing carried our consumed-buffer count back: say it alone once it is worth a
     // message (half the window), so a sender never waits on a receiver that only receives.
-    if (c.owed_credits * 2 >= device_->choice.credits && c.sq_free > 0 && !pool.free.empty())
+    if (c.owed_credits * 2 >= device_->choice.credits && c.sq_free > 0) {
+        if (pool.free.empty()) {
+            starved_.push_back(c.id);  // a freed send buffer brings us back here
+            return;
+        }
         send_control(c, Control{MsgType::credit, 0, FinStatus::ok});
+    }
 }
 
 void VerbsMethod::fill_header(Connection& c, MsgHeader& h, MsgType type) {
