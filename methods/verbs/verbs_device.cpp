@@ -58,9 +58,11 @@ int load_choice(std::string_view options, DeviceChoice& out) {
               load_int(options, "BMI_VERBS_CREDITS", "verbs_credits", out.credits) &&
               load_int(options, "BMI_VERBS_SRQ_CAP", "verbs_srq_cap", out.srq_cap) &&
               load_int(options, "BMI_VERBS_MAX_CONNECTIONS", "verbs_max_connections",
-                       out.max_connections);
+                       out.max_connections) &&
+              load_int(options, "BMI_VERBS_SEND_BUFFERS", "verbs_send_buffers", out.send_buffers);
     if (!ok || out.port < 0 || out.port > 255 || out.gid_index < -1 || out.credits < 2 ||
-        out.credits > 1024 || out.srq_cap < out.credits || out.max_connections < 1)
+        out.credits > 1024 || out.srq_cap < out.credits || out.max_connections < 1 ||
+        out.send_buffers < 1 || out.send_buffers > 65536)
         return -BMI_EINVAL;
     return 0;
 }

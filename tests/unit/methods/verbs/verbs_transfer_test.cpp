@@ -212,3 +212,52 @@ TEST_CASE("verbs: a peer that never finishes the handshake fails the post in bou
     REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     close(mute);
 }
+
+TEST_CASE("verbs: both directions at once with few send buffers and credits", "[verbs]") {
+    // 16 send buffers per side are shared by data, FINs and credit returns: every kind of
+    // message has to wait for a buffer at some point, and none may be forgotten.
+    Pair pair = make_peers("verbs", "verbs_send_buffers=16,verbs_credits=4");
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    constexpr int count = 300;
+    auto size_of = [](int i) -> bmi_size_t { return i % 10 == 9 ? 50000 : 1000; };
+    std::vector<std::vector<int>> a_out(count), b_out(count), a_in(count), b_in(count);
+    std::vector<bmi_op_id_t> ops_client, ops_server;
+    for (int i = 0; i < count; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        a_out[k].assign(static_cast<std::size_t>(size_of(i)) / sizeof(int), i);
+        b_out[k].assign(static_cast<std::size_t>(size_of(i)) / sizeof(int), -i);
+        a_in[k].assign(50000 / sizeof(int), 0);
+        b_in[k].assign(50000 / sizeof(int), 0);
+    }
+    auto post = [](Side& side, const core::PostRequest& r, std::vector<bmi_op_id_t>& ids) {
+        bmi_op_id_t id = 0;
+        int rc = side.instance->post(r, id, nullptr);
+        REQUIRE(rc >= 0);
+        if (rc == 0) ids.push_back(id);
+    };
+    for (int i = 0; i < count; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        post(pair.server, recv_request(pair.server, client_addr, a_in[k].data(), 50000, 3),
+             ops_server);
+        post(pair.client, recv_request(pair.client, pair.server_addr, b_in[k].data(), 50000, 4),
+             ops_client);
+    }
+    for (int i = 0; i < count; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        post(pair.client, send_request(pair.client, pair.server_addr, a_out[k].data(),
+                                       size_of(i), 3),
+             ops_client);
+        post(pair.server, send_request(pair.server, client_addr, b_out[k].data(), size_of(i), 4),
+             ops_server);
+    }
+    for (auto id : ops_server) REQUIRE(wait_op(pair.server, id, 60000).error == 0);
+    for (auto id : ops_client) REQUIRE(wait_op(pair.client, id, 60000).error == 0);
+    for (int i = 0; i < count; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        REQUIRE(a_in[k][0] == i);
+        REQUIRE(b_in[k][0] == -i);
+        REQUIRE(a_in[k][static_cast<std::size_t>(size_of(i)) / sizeof(int) - 1] == i);
+    }
+}
