@@ -220,6 +220,13 @@ public:
     // The address this instance listens on ("" if it does not), e.g. for BMI_GET_METH_ADDR.
     virtual std::string listen_address() const = 0;
 
+    // BMI_memalloc / BMI_memfree for a peer of this method. A method whose transfers are
+    // cheaper from memory it prepared (verbs: already registered) returns such memory;
+    // nullptr lets the control layer allocate. mem_free returns false for memory the method
+    // did not allocate (the control layer then frees it).
+    virtual void* mem_alloc(bmi_size_t /*size*/) { return nullptr; }
+    virtual bool mem_free(void* /*buffer*/) { return false; }
+
     // Method-specific options (BMI_TCP_*); peer may be nullptr for method-wide options.
     // -BMI_ENOSYS for options the method does not know.
     virtual int set_info(Peer* peer, int option, void* arg) = 0;

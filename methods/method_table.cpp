@@ -12,6 +12,9 @@
 #if BMI_METHOD_SHM
 #include "methods/shm/shm_method.hpp"
 #endif
+#if BMI_METHOD_VERBS
+#include "methods/verbs/verbs_method.hpp"
+#endif
 
 namespace bmi::method {
 
@@ -22,6 +25,9 @@ constexpr Descriptor table[] = {
 #endif
 #if BMI_METHOD_SHM
     shm::descriptor,
+#endif
+#if BMI_METHOD_VERBS
+    verbs::descriptor,
 #endif
     // A zero-length array is not C++; this sentinel is skipped below.
     Descriptor{"", "", nullptr},

@@ -112,12 +112,21 @@ int Instance::query_addr_range(BMI_addr_t addr, std::string_view id_string, int 
 
 void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
     if (size < 0) return nullptr;
+    int index;
     {
         std::lock_guard lock(state_mutex_);
-        if (addresses_.find(addr) == nullptr) return nullptr;
+        AddressEntry* entry = addresses_.find(addr);
+        if (entry == nullptr) return nullptr;
+        index = entry->method_index;
     }
-    // Cache-line alignment helps every method's copies; methods with registration needs
-    // (verbs) will take this over.
+    // A method with registration needs (verbs) hands out memory it has prepared.
+    {
+        MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+        std::lock_guard lock(slot.lock);
+        if (slot.method)
+            if (void* prepared = slot.method->mem_alloc(size); prepared != nullptr) return prepared;
+    }
+    // Cache-line alignment helps every method's copies.
     void* buffer = nullptr;
     std::size_t bytes = static_cast<std::size_t>(size > 0 ? size : 1);
     if (posix_memalign(&buffer, 64, bytes) != 0) return nullptr;
@@ -125,9 +134,17 @@ void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
 }
 
 int Instance::memfree(BMI_addr_t addr, void* buffer) {
+    int index;
     {
         std::lock_guard lock(state_mutex_);
-        if (addresses_.find(addr) == nullptr) return -BMI_EINVAL;
+        AddressEntry* entry = addresses_.find(addr);
+        if (entry == nullptr) return -BMI_EINVAL;
+        index = entry->method_index;
+    }
+    {
+        MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+        std::lock_guard lock(slot.lock);
+        if (slot.method && slot.method->mem_free(buffer)) return 0;
     }
     std::free(buffer);
     return 0;

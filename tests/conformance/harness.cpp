@@ -5,17 +5,58 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include <unistd.h>
 
+#include "methods/method_config.hpp"
 #include "methods/method_table.hpp"
+#if BMI_METHOD_VERBS
+#include "methods/verbs/verbs_method.hpp"
+#endif
 
 namespace bmi::test {
+
+namespace {
+// BMI_CONFORMANCE_SCHEMES=verbs,tcp picks the methods to test. Unset: every compiled method
+// except verbs, which needs an RDMA device and runs as its own test (suite verbs).
+const char* selected_schemes() { return std::getenv("BMI_CONFORMANCE_SCHEMES"); }
+
+bool scheme_selected(std::string_view scheme) {
+    const char* list = selected_schemes();
+    if (list == nullptr || *list == '\0') return scheme != "verbs";
+    std::string_view rest = list;
+    while (!rest.empty()) {
+        auto comma = rest.find(',');
+        if (rest.substr(0, comma) == scheme) return true;
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
+// Runs before Catch: a verbs run on a host without an RDMA device is a skip (exit 77).
+[[maybe_unused]] const bool skip_check = [] {
+    if (!scheme_selected("verbs") || selected_schemes() == nullptr) return true;
+#if BMI_METHOD_VERBS
+    std::string reason;
+    if (method::verbs::device_available(&reason)) return true;
+    std::fprintf(stderr, "SKIP: verbs conformance: %s\n", reason.c_str());
+#else
+    std::fprintf(stderr, "SKIP: verbs conformance: libbmi built without the verbs method\n");
+#endif
+    std::_Exit(77);
+}();
+}  // namespace
 
 std::string test_listen_address(const std::string& scheme) {
     static std::atomic<int> counter{0};
     if (scheme == "tcp") return "tcp://127.0.0.1:0";
+    if (scheme == "verbs") return "verbs://127.0.0.1:0";
     if (scheme == "shm")
         return "shm://conf-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
     return scheme + "://unknown";
@@ -23,7 +64,8 @@ std::string test_listen_address(const std::string& scheme) {
 
 std::vector<std::string> compiled_schemes() {
     std::vector<std::string> out;
-    for (const auto& d : method::compiled_methods()) out.emplace_back(d.scheme);
+    for (const auto& d : method::compiled_methods())
+        if (scheme_selected(d.scheme)) out.emplace_back(d.scheme);
     return out;
 }
 

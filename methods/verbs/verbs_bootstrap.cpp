@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Connection setup. A nonblocking TCP socket carries one HELLO each way (QPN, PSN, LID, GID,
+// MTU, credits); every step is driven from progress(), so no caller ever waits for a peer.
+// The socket then stays open as the peer's liveness signal.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "methods/verbs/verbs_method_impl.hpp"
+#include "support/error/error_map.hpp"
+#include "support/logging/log.hpp"
+#include "support/method_address/method_address.hpp"
+
+namespace bmi::method::verbs {
+
+namespace {
+std::string ip_text(const sockaddr_storage& ss, std::uint16_t* port) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (ss.ss_family == AF_INET) {
+        const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
+        inet_ntop(AF_INET, &a.sin_addr, text, sizeof text);
+        if (port) *port = ntohs(a.sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
+        inet_ntop(AF_INET6, &a.sin6_addr, text, sizeof text);
+        if (port) *port = ntohs(a.sin6_port);
+    }
+    return text;
+}
+
+void set_socket_options(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+}  // namespace
+
+int VerbsMethod::open_listener(const std::string& host, std::uint16_t port) {
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+    addrinfo* result = nullptr;
+    if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &result) != 0 ||
+        result == nullptr)
+        return -BMI_EINVAL;
+    std::memcpy(&ss, result->ai_addr, result->ai_addrlen);
+    len = result->ai_addrlen;
+    freeaddrinfo(result);
+    listen_fd_ = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) return support::bmi_error_from_errno(errno);
+    int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) < 0 || listen(listen_fd_, 128) < 0)
+        return support::bmi_error_from_errno(errno);
+    sockaddr_storage bound{};
+    socklen_t bound_len = sizeof bound;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &bound_len);
+    std::uint16_t actual = 0;
+    ip_text(bound, &actual);
+    listen_address_ = "verbs://" + support::format_host_port(host, actual);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = listener_id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) < 0)
+        return support::bmi_error_from_errno(errno);
+    BMI_LOG(verbs, "verbs: listening on %s", listen_address_.c_str());
+    return 0;
+}
+
+Connection& VerbsMethod::add_connection(int fd, bool outbound) {
+    auto c = std::make_unique<Connection>();
+    c->id = next_connection_id_++;
+    c->fd = fd;
+    c->outbound = outbound;
+    c->state = outbound ? Connection::State::connecting : Connection::State::awaiting_hello;
+    c->setup_deadline = std::chrono::steady_clock::now() + setup_timeout_;
+    Connection& ref = *c;
+    connections_.emplace(c->id, std::move(c));
+    arm_setup_timer();
+    epoll_event ev{};
+    ev.events = outbound ? EPOLLOUT : EPOLLIN;
+    ev.data.u64 = ref.id;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    return ref;
+}
+
+Connection* VerbsMethod::connection_for(const std::shared_ptr<VerbsPeer>& peer, int& error) {
+    if (peer->connection != nullptr) return peer->connection;
+    if (peer->target_length == 0) {
+        // Known only through a connection it made to us, which is gone: we cannot call back.
+        error = peer->last_error != 0 ? peer->last_error : -BMI_ECONNRESET;
+        return nullptr;
+    }
+    int fd = socket(peer->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        error = support::bmi_error_from_errno(errno);
+        return nullptr;
+    }
+    set_socket_options(fd);
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&peer->target), peer->target_length) < 0 &&
+        errno != EINPROGRESS) {
+        error = support::bmi_error_from_errno(errno);
+        close(fd);
+        return nullptr;
+    }
+    Connection& c = add_connection(fd, true);
+    c.peer = peer;
+    peer->connection = &c;
+    if (int rc = create_qp(c); rc < 0) {
+        error = rc;
+        fail_connection(c, rc);
+        return nullptr;
+    }
+    BMI_LOG(verbs, "verbs: connecting to %s", peer->canonical.c_str());
+    return &c;
+}
+
+int VerbsMethod::create_qp(Connection& c) {
+    if (static_cast<int>(by_qpn_.size()) >= device_->max_connections) {
+        BMI_LOG(error, "verbs: more than %d connections; raise BMI_VERBS_MAX_CONNECTIONS",
+                device_->max_connections);
+        return -BMI_ENOMEM;
+    }
+    ibv_qp_init_attr ia{};
+    ia.send_cq = device_->cq;
+    ia.recv_cq = device_->cq;
+    ia.srq = device_->srq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = sq_depth;
+    ia.cap.max_send_sge = static_cast<std::uint32_t>(std::max(device_->max_send_sge, device_->max_read_sge));
+    c.qp = ibv_create_qp(device_->pd, &ia);
+    if (c.qp == nullptr) return -BMI_ENOMEM;
+    c.sq_depth = sq_depth;
+    c.sq_free = sq_depth;
+    by_qpn_[c.qp->qp_num] = &c;
+    static thread_local std::minstd_rand psn_source{std::random_device{}()};
+    c.psn = psn_source() & 0xffffff;
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = device_->port;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+    if (ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                    IBV_QP_ACCESS_FLAGS) != 0)
+        return -BMI_EIO;
+    return 0;
+}
+
+// INIT -> RTR -> RTS with what the other side's HELLO told us.
+int VerbsMethod::connect_qp(Connection& c, const Hello& remote) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = std::min(device_->mtu, static_cast<ibv_mtu>(remote.mtu));
+    a.dest_qp_num = remote.qp_num;
+    a.rq_psn = remote.psn;
+    a.max_dest_rd_atomic = static_cast<std::uint8_t>(device_->max_dest_rd_atomic);
+    a.min_rnr_timer = 12;  // 0.64 ms before the sender retries an empty SRQ
+    a.ah_attr.dlid = remote.lid;
+    a.ah_attr.port_num = device_->port;
+    // RoCE has no LIDs: every packet needs a GRH with the GID index we chose.
+    if (device_->ethernet || remote.lid == 0) {
+        a.ah_attr.is_global = 1;
+        std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
+        a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(device_->gid_index);
+        a.ah_attr.grh.hop_limit = 64;
+    }
+    if (ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                                    IBV_QP_MIN_RNR_TIMER) != 0)
+        return -BMI_EPROTO;
+    ibv_qp_attr s{};
+    s.qp_state = IBV_QPS_RTS;
+    s.timeout = 17;    // 0.5 s per try; the bootstrap socket notices dead peers sooner
+    s.retry_cnt = 7;
+    s.rnr_retry = 7;   // infinite: an SRQ that is briefly empty only delays
+    s.sq_psn = c.psn;
+    s.max_rd_atomic = static_cast<std::uint8_t>(device_->max_rd_atomic);
+    if (ibv_modify_qp(c.qp, &s, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+        return -BMI_EPROTO;
+    c.send_credits = static_cast<int>(remote.credits);
+    return 0;
+}
+
+void VerbsMethod::fill_hello(const Connection& c, Hello& h) const {
+    h.qp_num = c.qp->qp_num;
+    h.psn = c.psn;
+    h.lid = device_->lid;
+    h.mtu = static_cast<std::uint8_t>(device_->mtu);
+    h.credits = static_cast<std::uint32_t>(device_->choice.credits);
+    h.eager_payload = eager_payload;
+    std::memcpy(h.gid, device_->gid.raw, 16);
+    const std::size_t n = std::min<std::size_t>(listen_address_.size(), max_name);
+    std::memcpy(h.name, listen_address_.data(), n);
+    h.name_length = static_cast<std::uint16_t>(n);
+}
+
+void VerbsMethod::accept_all() {
+    for (;;) {
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;  // EAGAIN, or a connection that died before we took it
+        set_socket_options(fd);
+        Connection& c = add_connection(fd, false);
+        auto peer = std::make_shared<VerbsPeer>();
+        std::uint16_t port = 0;
+        peer->host = ip_text(ss, &port);
+        peer->remote_text = support::format_host_port(peer->host, port);
+        c.peer = peer;  // provisional: HELLO may name a peer we know already
+    }
+}
+
+bool VerbsMethod::flush_out(Connection& c) {
+    while (c.out_done < c.out.size()) {
+        ssize_t n = send(c.fd, c.out.data() + c.out_done, c.out.size() - c.out_done, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR) break;
+            fail_connection(c, -BMI_ECONNRESET);
+            return false;
+        }
+        c.out_done += static_cast<std::size_t>(n);
+    }
+    if (c.out_done == c.out.size()) {
+        c.out.clear();
+        c.out_done = 0;
+    }
+    update_interest(c);
+    return true;
+}
+
+void VerbsMethod::update_interest(Connection& c) {
+    if (c.fd < 0) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | (c.out.empty() ? 0u : static_cast<std::uint32_t>(EPOLLOUT));
+    ev.data.u64 = c.id;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+}
+
+void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
+    using State = Connection::State;
+    if (c.state == State::connecting) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0 || (events & (EPOLLERR | EPOLLHUP)) != 0) {
+            fail_connection(c, err == ECONNREFUSED ? -BMI_ECONNREFUSED : -BMI_EHOSTUNREACH);
+            return;
+        }
+        if ((events & EPOLLOUT) == 0) return;
+        Hello h;
+        fill_hello(c, h);
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(&h);
+        c.out.assign(bytes, bytes + sizeof h);
+        c.state = State::hello_sent;
+        if (!flush_out(c)) return;
+    }
+    if ((events & EPOLLOUT) != 0 && !c.out.empty() && !flush_out(c)) return;
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) == 0) return;
+    std::uint8_t scratch[512];
+    for (;;) {
+        ssize_t n = recv(c.fd, scratch, sizeof scratch, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            fail_connection(c, -BMI_ECONNRESET);  // the peer process is gone
+            return;
+        }
+        if (n < 0) return;
+        c.in.insert(c.in.end(), scratch, scratch + n);
+        if (c.state == State::hello_sent || c.state == State::awaiting_hello) {
+            if (c.in.size() < sizeof(Hello)) continue;
+            Hello remote;
+            std::memcpy(&remote, c.in.data(), sizeof remote);
+            c.in.erase(c.in.begin(), c.in.begin() + sizeof remote);
+            on_hello(c, remote);
+            if (c.state == State::failed) return;
+        }
+        if (!c.outbound && !c.ready_seen && !c.in.empty() &&
+            (c.state == State::awaiting_ready || c.state == State::ready)) {
+            // (ready already if a SEND on the QP overtook this byte)
+            if (c.in.front() != ready_byte) {
+                fail_connection(c, -BMI_EPROTO);
+                return;
+            }
+            c.in.erase(c.in.begin());
+            c.ready_seen = true;
+            if (c.state == State::awaiting_ready) became_ready(c);
+        }
+        if (c.state == State::ready && !c.in.empty()) {
+            // Nothing may follow the handshake on this socket.
+            fail_connection(c, -BMI_EPROTO);
+            return;
+        }
+    }
+}
+
+void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
+    if (remote.magic != hello_magic || remote.version != protocol_version ||
+        remote.name_length > max_name || remote.credits < 1 || remote.credits > 4096 ||
+        remote.eager_payload != eager_payload || remote.mtu < IBV_MTU_256 ||
+        remote.mtu > IBV_MTU_4096) {
+        BMI_LOG(error, "verbs: malformed HELLO on connection %llu",
+                static_cast<unsigned long long>(c.id));
+        fail_connection(c, -BMI_EPROTO);
+        return;
+    }
+    if (!c.outbound) {
+        bind_inbound_peer(c, remote);
+        if (int rc = create_qp(c); rc < 0) {
+            fail_connection(c, rc);
+            return;
+        }
+    }
+    if (int rc = connect_qp(c, remote); rc < 0) {
+        fail_connection(c, rc);
+        return;
+    }
+    if (c.outbound) {
+        // Our QP is in RTS and theirs in RTR since before they answered: tell them.
+        c.out.push_back(static_cast<std::uint8_t>(ready_byte));
+        if (!flush_out(c)) return;
+        became_ready(c);
+        return;
+    }
+    Hello h;
+    fill_hello(c, h);
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&h);
+    c.out.assign(bytes, bytes + sizeof h);
+    c.state = Connection::State::awaiting_ready;
+    flush_out(c);
+}
+
+// An accepting side learns who called from the name in HELLO: a peer we looked up already is
+// the same peer (so a server answering a client that also listens reuses one handle).
+void VerbsMethod::bind_inbound_peer(Connection& c, const Hello& remote) {
+    std::string name(remote.name, remote.name_length);
+    if (!name.empty()) {
+        if (auto it = peers_by_name_.find(name); it != peers_by_name_.end()) {
+            auto known = peers_.at(it->second);
+            known->host = c.peer->host;
+            known->remote_text = c.peer->remote_text;
+            c.peer = known;
+            return;
+        }
+        c.peer->canonical = name;
+        peers_by_name_.emplace(name, c.peer.get());
+    }
+    peers_.emplace(c.peer.get(), c.peer);
+}
+
+void VerbsMethod::became_ready(Connection& c) {
+    c.state = Connection::State::ready;
+    auto& peer = *c.peer;
+    // With two connections to one peer (both sides called at once) the first one carries
+    // our traffic; the other still delivers what arrives on it.
+    if (peer.connection == nullptr) peer.connection = &c;
+    if (!c.outbound) sink_.register_peer(c.peer);
+    device_->grow_srq(static_cast<std::uint32_t>(device_->choice.srq_base) +
+                      static_cast<std::uint32_t>(connections_.size()) *
+                          static_cast<std::uint32_t>(device_->choice.credits));
+    BMI_LOG(verbs, "verbs: connection %llu to %s ready (qpn %u)",
+            static_cast<unsigned long long>(c.id), describe_peer(peer).c_str(), c.qp->qp_num);
+    schedule(c);
+}
+
+}  // namespace bmi::method::verbs

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A verbs peer and its connection: one RC queue pair plus the bootstrap TCP socket, which stays
+// open for the connection's life so that a dead peer is noticed at once (EOF or RST) rather
+// than only after the RC retry timeout of a transfer that happens to be in flight.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "methods/method.hpp"
+#include "methods/verbs/verbs_memory.hpp"
+#include "methods/verbs/verbs_wire.hpp"
+#include "support/op_queue/op_queue.hpp"
+
+namespace bmi::method::verbs {
+
+struct Connection;
+using OpList = support::OpQueue<Operation, SafeHook, &Operation::method_hook>;
+
+// An eager message or RTS that arrived before a matching receive was posted.
+struct Arrival {
+    bool rts = false;
+    bmi_msg_tag_t tag = 0;
+    bmi_size_t size = 0;
+    std::uint64_t cookie = 0;                   // rts
+    std::uint64_t connection_id = 0;            // rts: the connection to read through
+    std::vector<RemoteSegment> segments;        // rts
+    std::unique_ptr<std::uint8_t[]> data;       // eager payload, copied out of the SRQ buffer
+};
+
+class VerbsPeer final : public Peer {
+public:
+    std::string canonical;     // "verbs://host:port" to look up, or "" if it does not listen
+    std::string host;          // bootstrap host (lookup) or remote IP (accepted)
+    std::uint16_t port = 0;    // bootstrap port, 0 if unknown
+    sockaddr_storage target{};  // resolved bootstrap address; target_length 0 if unknown
+    socklen_t target_length = 0;
+    std::string remote_text;   // "ip:port" of the socket, for peers without a name
+    Connection* connection = nullptr;  // the one carrying our traffic, nullptr if none
+    int last_error = 0;        // why the last connection died
+    std::unordered_map<bmi_msg_tag_t, OpList> posted;           // receives waiting, per tag
+    std::unordered_map<bmi_msg_tag_t, std::deque<Arrival>> arrivals;  // unmatched, per tag
+};
+
+// A large send waiting for the receiver's FIN.
+struct SendTransfer {
+    Operation* op = nullptr;  // nullptr once cancelled: only the registration remains
+    Connection* connection = nullptr;
+    std::vector<RegCache::Handle> handles;
+    std::unique_ptr<std::uint8_t[]> packed;  // send lists longer than an RTS can describe
+};
+
+// A large receive reading the sender's memory.
+struct RecvTransfer {
+    Operation* op = nullptr;
+    Connection* connection = nullptr;
+    std::uint64_t read_id = 0;
+    std::uint64_t cookie = 0;
+    std::vector<RemoteSegment> remote;
+    std::vector<RegCache::Handle> handles;  // one per local segment (none for empty ones)
+    std::size_t remote_index = 0, local_index = 0;  // where the next READ starts
+    std::uint64_t remote_offset = 0, local_offset = 0;
+    int outstanding = 0;  // READs posted and not yet completed
+    int error = 0;
+    bool issued_all = false;
+};
+
+// Control messages waiting for a send slot: FIN, CANCEL and CREDIT carry no payload.
+struct Control {
+    MsgType type;
+    std::uint64_t cookie = 0;
+    FinStatus status = FinStatus::ok;
+};
+
+struct Connection {
+    enum class State : std::uint8_t {
+        connecting,      // client: TCP connect in progress
+        hello_sent,      // client: our HELLO is out, waiting for the server's
+        awaiting_hello,  // server: accepted, waiting for the client's HELLO
+        awaiting_ready,  // server: answered, waiting for the client's ready byte
+        ready,           // both QPs in RTS
+        failed,          // QP in error; waiting until its work requests have flushed
+    };
+    std::uint64_t id = 0;
+    State state = State::connecting;
+    int fd = -1;
+    ibv_qp* qp = nullptr;
+    std::uint32_t psn = 0;
+    std::shared_ptr<VerbsPeer> peer;
+    bool outbound = false;
+    bool ready_seen = false;  // server: the client's ready byte has arrived
+    std::chrono::steady_clock::time_point setup_deadline;  // handshake must finish by then
+    int error = 0;
+
+    // Bootstrap bytes in each direction.
+    std::vector<std::uint8_t> in;
+    std::vector<std::uint8_t> out;
+    std::size_t out_done = 0;
+
+    // Flow control (see doc/methods/verbs.md, "Credits").
+    int send_credits = 0;     // eager messages we may still send
+    int owed_credits = 0;     // buffers of theirs we consumed and have not reported back
+    int sq_free = 0;          // free send-queue slots
+    int sq_depth = 0;
+    bool pump_scheduled = false;
+
+    OpList sends;                     // sends not yet on the wire, in post order
+    std::deque<Control> controls;     // control messages not yet on the wire
+    std::deque<RecvTransfer*> reads;  // transfers with READs left to post
+    // SRQ buffers held back because the unexpected quota was full; later messages of this
+    // connection wait behind them so per-tag order holds.
+    std::deque<std::pair<std::uint32_t, std::uint32_t>> parked;  // buffer index, length
+};
+
+}  // namespace bmi::method::verbs

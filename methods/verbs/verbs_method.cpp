@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// VerbsMethod entry points: creation, lookup, post, cancel, peers, options and memory.
+#include "methods/verbs/verbs_method.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "methods/verbs/verbs_method_impl.hpp"
+#include "support/error/error_map.hpp"
+#include "support/logging/log.hpp"
+#include "support/method_address/method_address.hpp"
+
+namespace bmi::method::verbs {
+
+namespace {
+// "host:port" or the long form "device:ibport/host:port"; the device part only matters for a
+// listen address (it picks the local device and port).
+struct VerbsAddress {
+    std::string device;
+    int ib_port = 0;
+    support::HostPort bootstrap;
+};
+
+std::optional<VerbsAddress> parse_address(std::string_view address) {
+    auto parts = support::split_scheme(address);
+    if (!parts || parts->scheme != "verbs") return std::nullopt;
+    VerbsAddress out;
+    std::string_view rest = parts->rest;
+    if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+        auto dev = support::parse_host_port(rest.substr(0, slash));
+        if (!dev || dev->port == 0 || dev->port > 255) return std::nullopt;
+        out.device = dev->host;
+        out.ib_port = dev->port;
+        rest = rest.substr(slash + 1);
+    }
+    auto hp = support::parse_host_port(rest);
+    if (!hp) return std::nullopt;
+    out.bootstrap = std::move(*hp);
+    return out;
+}
+
+int resolve(const std::string& host, std::uint16_t port, sockaddr_storage& out, socklen_t& len) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo* result = nullptr;
+    const std::string service = std::to_string(port);
+    if (getaddrinfo(host.c_str(), service.c_str(), &hints, &result) != 0 || result == nullptr)
+        return -BMI_EHOSTUNREACH;
+    std::memcpy(&out, result->ai_addr, result->ai_addrlen);
+    len = result->ai_addrlen;
+    freeaddrinfo(result);
+    return 0;
+}
+}  // namespace
+
+bool device_available(std::string* reason) { return any_device(reason); }
+
+int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
+    auto method = std::make_unique<VerbsMethod>(config, sink);
+    if (int rc = method->start(config); rc < 0) return rc;
+    out = std::move(method);
+    return 0;
+}
+
+VerbsMethod::VerbsMethod(const Config& config, Sink& sink)
+    : sink_(sink),
+      unexpected_limit_(config.unexpected_limit > 0
+                            ? std::min<bmi_size_t>(config.unexpected_limit, eager_payload)
+                            : default_unexpected_limit) {}
+
+VerbsMethod::~VerbsMethod() {
+    if (const char* e = std::getenv("BMI_VERBS_STATS"); e != nullptr && e[0] == '1') {
+        Stats s;
+        get_info(nullptr, get_stats_option, &s);
+        std::fprintf(stderr,
+                     "verbs stats: reg hits %llu misses %llu; sends %llu (eager %llu, rts %llu, "
+                     "credit %llu); reads %llu; fins %llu; parked %llu; credit waits %llu; "
+                     "srq buffers %llu; connections %llu\n",
+                     (unsigned long long)s.reg_hits, (unsigned long long)s.reg_misses,
+                     (unsigned long long)s.messages, (unsigned long long)s.eager_sends,
+                     (unsigned long long)s.rts_sends, (unsigned long long)s.credit_messages,
+                     (unsigned long long)s.read_wrs, (unsigned long long)s.fins,
+                     (unsigned long long)s.parked, (unsigned long long)s.credit_waits,
+                     (unsigned long long)s.srq_buffers, (unsigned long long)s.connections);
+    }
+    drain_sends();
+    // The control layer reaped every op; what is left is verbs objects, memory and fds.
+    for (auto& [id, c] : connections_) {
+        c->sends.clear();
+        if (c->fd >= 0) close(c->fd);
+        if (c->qp) ibv_destroy_qp(c->qp);
+    }
+    for (auto& [raw, peer] : peers_) {
+        for (auto& [tag, list] : peer->posted) list.clear();
+        peer->connection = nullptr;
+    }
+    for (auto& [cookie, t] : sends_)
+        for (auto& h : t->handles) reg_->release(h);
+    for (auto& [id, t] : reads_)
+        for (auto& h : t->handles) reg_->release(h);
+    sends_.clear();
+    reads_.clear();
+    connections_.clear();
+    if (listen_fd_ >= 0) close(listen_fd_);
+    if (timer_fd_ >= 0) close(timer_fd_);
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    reg_.reset();  // before the protection domain goes with the device
+    device_.reset();
+}
+
+// An eager send completes once its payload is in our buffer, so a process may finalize while
+// SENDs (the last FIN, a reply) still sit on a send queue; destroying the QP would drop them.
+// Give them a bounded moment to leave. Only send-queue counts change here: no op is left.
+void VerbsMethod::drain_sends() {
+    if (!device_ || device_->cq == nullptr) return;
+    auto busy = [&] {
+        for (auto& [id, c] : connections_)
+            if (c->state == Connection::State::ready && c->sq_free < c->sq_depth) return true;
+        return false;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (busy() && std::chrono::steady_clock::now() < deadline) {
+        ibv_wc wcs[32];
+        const int n = ibv_poll_cq(device_->cq, 32, wcs);
+        for (int i = 0; i < n; ++i) {
+            auto it = by_qpn_.find(wcs[i].qp_num);
+            if (it == by_qpn_.end() || (wcs[i].opcode & IBV_WC_RECV) != 0) continue;
+            ++it->second->sq_free;
+            if (wcs[i].status != IBV_WC_SUCCESS) it->second->state = Connection::State::failed;
+        }
+        if (n <= 0) usleep(1000);
+    }
+}
+
+int VerbsMethod::start(const Config& config) {
+    if (int rc = load_choice(config.options, choice_); rc < 0) return rc;
+    std::optional<VerbsAddress> listen;
+    if (!config.listen_address.empty()) {
+        listen = parse_address(config.listen_address);
+        if (!listen) return -BMI_EINVAL;
+        if (!listen->device.empty()) {
+            choice_.device = listen->device;
+            choice_.port = listen->ib_port;
+        }
+    }
+    device_ = std::make_unique<Device>();
+    if (int rc = device_->open(choice_); rc < 0) {
+        BMI_LOG(error, "verbs: no usable RDMA device: %s", support::error_name(rc));
+        return rc;
+    }
+    reg_ = std::make_unique<RegCache>(device_->pd);
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0) return support::bmi_error_from_errno(errno);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = cq_id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->channel->fd, &ev) < 0)
+        return support::bmi_error_from_errno(errno);
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    ev.data.u64 = timer_id;
+    if (timer_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
+        return support::bmi_error_from_errno(errno);
+    if (const char* t = std::getenv("BMI_VERBS_CONNECT_TIMEOUT_MS"); t != nullptr && std::atol(t) > 0)
+        setup_timeout_ = std::chrono::milliseconds(std::atol(t));
+    if (!listen) return 0;
+    return open_listener(listen->bootstrap.host, listen->bootstrap.port);
+}
+
+int VerbsMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
+    auto parsed = parse_address(address);
+    if (!parsed) return -BMI_EINVAL;
+    const std::string canonical =
+        "verbs://" + support::format_host_port(parsed->bootstrap.host, parsed->bootstrap.port);
+    if (auto it = peers_by_name_.find(canonical); it != peers_by_name_.end()) {
+        out = peers_.at(it->second);
+        return 0;
+    }
+    auto peer = std::make_shared<VerbsPeer>();
+    if (int rc = resolve(parsed->bootstrap.host, parsed->bootstrap.port, peer->target,
+                         peer->target_length);
+        rc < 0)
+        return rc;
+    peer->canonical = canonical;
+    peer->host = parsed->bootstrap.host;
+    peer->port = parsed->bootstrap.port;
+    peers_.emplace(peer.get(), peer);
+    peers_by_name_.emplace(canonical, peer.get());
+    out = peer;
+    return 0;
+}
+
+std::shared_ptr<VerbsPeer> VerbsMethod::adopt_peer(Operation& op) {
+    auto* raw = static_cast<VerbsPeer*>(op.peer);
+    if (raw == nullptr) return nullptr;
+    if (auto it = peers_.find(raw); it != peers_.end()) return it->second;
+    // A peer we forgot but the application still uses: track it again.
+    auto sp = std::static_pointer_cast<VerbsPeer>(op.peer_ref);
+    if (sp.get() != raw) return nullptr;
+    peers_.emplace(raw, sp);
+    if (!sp->canonical.empty()) peers_by_name_.emplace(sp->canonical, raw);
+    return sp;
+}
+
+int VerbsMethod::post(Operation& op) {
+    if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr))
+        return -BMI_EINVAL;
+    if (!adopt_peer(op)) return -BMI_EINVAL;
+    place(op, Place::posting);
+    immediate_op_ = &op;
+    immediate_done_ = false;
+    int rc = op.kind == OpKind::recv ? post_recv(op) : post_send(op);
+    // Whatever the post queued may be sendable now (a receive that matched an RTS has READs
+    // to post); the op itself may finish here, which still counts as immediate.
+    for (std::uint64_t id : std::exchange(to_pump_, {})) {
+        if (auto it = connections_.find(id); it != connections_.end()) {
+            it->second->pump_scheduled = false;
+            pump(*it->second);
+        }
+    }
+    immediate_op_ = nullptr;
+    reap();
+    if (immediate_done_) return immediate_error_ == 0 ? 1 : immediate_error_;
+    if (rc < 0) places_.erase(&op);
+    return rc;
+}
+
+void VerbsMethod::finish(Operation& op, int error) {
+    places_.erase(&op);
+    if (error < 0)
+        BMI_LOG(verbs, "verbs: op %lld failed: %s", static_cast<long long>(op.id),
+                support::error_name(error));
+    if (&op == immediate_op_) {
+        immediate_done_ = true;
+        immediate_error_ = error;
+        return;
+    }
+    sink_.complete(op, error);
+}
+
+void VerbsMethod::fail_posted_recvs(VerbsPeer& peer, int error) {
+    for (auto& [tag, list] : peer.posted) {
+        while (!list.empty()) {
+            Operation& op = list.front();
+            list.pop_front();
+            finish(op, error);
+        }
+    }
+    peer.posted.clear();
+}
+
+void VerbsMethod::cancel(Operation& op) {
+    auto it = places_.find(&op);
+    if (it == places_.end()) return;
+    switch (it->second) {
+        case Place::posting:
+            return;
+        case Place::send_queued: {
+            auto* c = static_cast<Connection*>(op.method_ptr);
+            c->sends.erase(c->sends.iterator_to(op));
+            finish(op, -BMI_ECANCEL);
+            return;
+        }
+        case Place::recv_posted: {
+            auto& peer = *static_cast<VerbsPeer*>(op.peer);
+            auto it = peer.posted.find(op.tag);
+            it->second.erase(it->second.iterator_to(op));
+            if (it->second.empty()) peer.posted.erase(it);
+            finish(op, -BMI_ECANCEL);
+            return;
+        }
+        case Place::send_rts: {
+            // The receiver may be reading our memory right now: keep the registration until
+            // its FIN, ask it to drop the RTS, and give the op back to the application.
+            auto st = sends_.find(op.method_word);
+            if (st != sends_.end()) {
+                st->second->op = nullptr;
+                if (st->second->connection->state == Connection::State::ready)
+                    queue_control(*st->second->connection, MsgType::cancel, op.method_word,
+                                  FinStatus::cancelled);
+            }
+            finish(op, -BMI_ECANCEL);
+            return;
+        }
+        case Place::recv_reading: {
+            // READs in flight write into the op's buffer: it completes when they are done.
+            auto* t = static_cast<RecvTransfer*>(op.method_ptr);
+            if (t->error == 0) t->error = -BMI_ECANCEL;
+            // No READ posted yet (the send queue was full): nothing writes into it, finish now.
+            if (t->outstanding == 0) read_done(*t);
+            return;
+        }
+    }
+}
+
+void VerbsMethod::forget_peer(Peer& peer) {
+    auto& p = static_cast<VerbsPeer&>(peer);
+    [[maybe_unused]] auto keep = peers_.count(&p) != 0 ? peers_[&p] : nullptr;
+    std::vector<Connection*> mine;
+    for (auto& [id, c] : connections_)
+        if (c->peer.get() == &p) mine.push_back(c.get());
+    for (Connection* c : mine) fail_connection(*c, -BMI_ECANCEL);
+    fail_posted_recvs(p, -BMI_ECANCEL);
+    p.arrivals.clear();
+    if (!p.canonical.empty()) {
+        auto it = peers_by_name_.find(p.canonical);
+        if (it != peers_by_name_.end() && it->second == &p) peers_by_name_.erase(it);
+    }
+    peers_.erase(&p);
+    reap();
+}
+
+std::string VerbsMethod::describe_peer(const Peer& peer) const {
+    const auto& p = static_cast<const VerbsPeer&>(peer);
+    if (!p.canonical.empty()) return p.canonical;
+    return "verbs://" + p.remote_text;
+}
+
+std::string VerbsMethod::peer_host(const Peer& peer) const {
+    return static_cast<const VerbsPeer&>(peer).host;
+}
+
+int VerbsMethod::query_range(const Peer& peer, std::string_view id_string, int netmask) const {
+    const auto& p = static_cast<const VerbsPeer&>(peer);
+    auto parts = support::split_scheme(id_string);
+    if (!parts) return -BMI_EINVAL;
+    std::string_view want = parts->rest;
+    if (auto colon = want.rfind(':'); colon != std::string_view::npos &&
+                                      want.find(':') == colon)
+        want = want.substr(0, colon);
+    if (want == "*") return 1;
+    in_addr a{}, b{};
+    if (inet_pton(AF_INET, std::string(want).c_str(), &a) != 1 ||
+        inet_pton(AF_INET, p.host.c_str(), &b) != 1)
+        return want == p.host ? 1 : 0;
+    if (netmask <= 0) return ntohl(a.s_addr) == ntohl(b.s_addr) ? 1 : 0;
+    const std::uint32_t mask = netmask >= 32 ? ~0u : ~((1u << (32 - netmask)) - 1);
+    return (ntohl(a.s_addr) & mask) == (ntohl(b.s_addr) & mask) ? 1 : 0;
+}
+
+int VerbsMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
+
+int VerbsMethod::get_info(Peer*, int option, void* arg) {
+    if (option != get_stats_option) return -BMI_ENOSYS;
+    Stats out = stats_;
+    out.reg_hits = reg_->hits();
+    out.reg_misses = reg_->misses();
+    out.srq_buffers = device_->srq_posted;
+    out.connections = connections_.size();
+    *static_cast<Stats*>(arg) = out;
+    return 0;
+}
+
+void* VerbsMethod::mem_alloc(bmi_size_t size) {
+    return reg_->allocate(static_cast<std::size_t>(size));
+}
+
+bool VerbsMethod::mem_free(void* buffer) { return reg_->free(buffer); }
+
+}  // namespace bmi::method::verbs

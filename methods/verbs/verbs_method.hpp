@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The verbs method's entry in the static method table: RDMA over libibverbs RC queue pairs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "methods/method.hpp"
+
+namespace bmi::method::verbs {
+
+// Creates a verbs instance; with a listen address "verbs://host:port" it listens there for
+// bootstrap connections. -BMI_ENODEV without a usable RDMA port, -BMI_EINVAL if malformed.
+int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
+
+inline constexpr Descriptor descriptor{"bmi_verbs", "verbs", &create};
+
+// get_info option (method-wide, peer ignored) that copies the counters below into a Stats:
+// what doc/PERFORMANCE.md reports and what tests check. BMI_VERBS_STATS=1 also prints them
+// to stderr when the instance is destroyed.
+inline constexpr int get_stats_option = 0x7601;
+struct Stats {
+    std::uint64_t reg_hits = 0;    // transfers whose memory was already registered
+    std::uint64_t reg_misses = 0;  // registrations made for one transfer
+    std::uint64_t messages = 0;    // SENDs posted, of any type
+    std::uint64_t eager_sends = 0;
+    std::uint64_t rts_sends = 0;
+    std::uint64_t credit_messages = 0;
+    std::uint64_t read_wrs = 0;
+    std::uint64_t fins = 0;           // FINs received (rendezvous sends finished)
+    std::uint64_t parked = 0;         // messages held back by the unexpected quota
+    std::uint64_t credit_waits = 0;   // times sends queued for lack of credits
+    std::uint64_t srq_buffers = 0;    // receive buffers posted to the SRQ
+    std::uint64_t connections = 0;    // live connections
+};
+
+// True if this host has an RDMA device; otherwise reason says why (tests skip on false).
+bool device_available(std::string* reason);
+
+}  // namespace bmi::method::verbs

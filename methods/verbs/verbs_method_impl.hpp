@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// VerbsMethod, the verbs implementation of Method. Its members are spread over files by
+// concern: verbs_method.cpp (API entry points), verbs_bootstrap.cpp (TCP bootstrap and queue
+// pair states), verbs_send.cpp (what goes on the send queue), verbs_recv.cpp (what the SRQ and
+// RDMA READs bring), verbs_progress.cpp (events, completion queue, failures).
+//
+// Ownership: connections_ owns every Connection until its queue pair has flushed; sends_ and
+// reads_ own the rendezvous transfers. Every pending Operation has an entry in places_ saying
+// where it is; finish() removes it, so an op can never complete twice.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "methods/method.hpp"
+#include "methods/verbs/verbs_connection.hpp"
+#include "methods/verbs/verbs_device.hpp"
+#include "methods/verbs/verbs_memory.hpp"
+#include "methods/verbs/verbs_method.hpp"
+
+namespace bmi::method::verbs {
+
+class VerbsMethod final : public Method {
+public:
+    VerbsMethod(const Config& config, Sink& sink);
+    ~VerbsMethod() override;
+    VerbsMethod(const VerbsMethod&) = delete;
+    VerbsMethod& operator=(const VerbsMethod&) = delete;
+
+    int start(const Config& config);
+
+    std::string_view name() const override { return "bmi_verbs"; }
+    std::string_view scheme() const override { return "verbs"; }
+    int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
+    int post(Operation& op) override;
+    void progress() override;
+    int wait_fd() const override { return epoll_fd_; }
+    void cancel(Operation& op) override;
+    void forget_peer(Peer& peer) override;
+    std::string describe_peer(const Peer& peer) const override;
+    std::string peer_host(const Peer& peer) const override;
+    int query_range(const Peer& peer, std::string_view id_string, int netmask) const override;
+    bool native_lists() const override { return true; }
+    bmi_size_t unexpected_limit() const override { return unexpected_limit_; }
+    bmi_size_t max_message_size() const override { return INT64_MAX / 2; }
+    std::string listen_address() const override { return listen_address_; }
+    int set_info(Peer* peer, int option, void* arg) override;
+    int get_info(Peer* peer, int option, void* arg) override;
+    void* mem_alloc(bmi_size_t size) override;
+    bool mem_free(void* buffer) override;
+
+private:
+    enum class Place : std::uint8_t {
+        posting,       // inside post()
+        send_queued,   // in its connection's sends, nothing on the wire
+        send_rts,      // RTS sent, waiting for FIN; method_word is the cookie
+        recv_posted,   // in the peer's posted list
+        recv_reading,  // READs in flight; method_ptr is the RecvTransfer
+    };
+
+    // verbs_method.cpp
+    void drain_sends();
+    std::shared_ptr<VerbsPeer> adopt_peer(Operation& op);
+    void finish(Operation& op, int error);
+    void place(Operation& op, Place where) { places_[&op] = where; }
+    void fail_posted_recvs(VerbsPeer& peer, int error);
+
+    // verbs_bootstrap.cpp
+    int open_listener(const std::string& host, std::uint16_t port);
+    Connection* connection_for(const std::shared_ptr<VerbsPeer>& peer, int& error);
+    Connection& add_connection(int fd, bool outbound);
+    int create_qp(Connection& c);
+    int connect_qp(Connection& c, const Hello& remote);
+    void fill_hello(const Connection& c, Hello& hello) const;
+    void accept_all();
+    void on_socket(Connection& c, std::uint32_t events);
+    void on_hello(Connection& c, const Hello& remote);
+    void bind_inbound_peer(Connection& c, const Hello& remote);
+    void became_ready(Connection& c);
+    bool flush_out(Connection& c);
+    void update_interest(Connection& c);
+
+    // verbs_send.cpp
+    int post_send(Operation& op);
+    void schedule(Connection& c);
+    void pump(Connection& c);
+    bool send_control(Connection& c, const Control& control);
+    bool send_op(Connection& c, Operation& op);
+    bool send_eager(Connection& c, Operation& op, std::uint32_t buffer);
+    bool send_rts(Connection& c, Operation& op, std::uint32_t buffer);
+    bool post_buffer(Connection& c, std::uint32_t buffer, std::uint32_t length);
+    void fill_header(Connection& c, MsgHeader& h, MsgType type);
+    bool post_reads(Connection& c, RecvTransfer& t);
+    void queue_control(Connection& c, MsgType type, std::uint64_t cookie, FinStatus status);
+
+    // verbs_recv.cpp
+    int post_recv(Operation& op);
+    bool on_message(Connection& c, std::uint32_t buffer, std::uint32_t length);
+    bool on_data_message(Connection& c, const MsgHeader& h, const std::uint8_t* body,
+                         std::uint32_t length);
+    void on_fin(Connection& c, const MsgHeader& h);
+    void on_cancel(Connection& c, const MsgHeader& h);
+    void match(Operation& op, Connection* c, Arrival& arrival);
+    void start_read(Operation& op, Connection& c, std::uint64_t cookie, bmi_size_t size,
+                    std::vector<RemoteSegment> segments);
+    void read_done(RecvTransfer& t);
+    void retry_parked();
+
+    // verbs_progress.cpp
+    void arm_setup_timer();
+    void check_setup_deadlines();
+    void poll_cq();
+    void on_completion(const ibv_wc& wc);
+    void fail_connection(Connection& c, int error);
+    void maybe_retire(Connection& c);
+    void reap();
+    void release_send_buffer(std::uint32_t index);
+
+    static constexpr std::uint64_t listener_id = 1;
+    static constexpr std::uint64_t cq_id = 2;
+    static constexpr std::uint64_t timer_id = 3;
+    static constexpr std::uint64_t kind_shift = 56;
+    static constexpr std::uint64_t kind_send = 1;
+    static constexpr std::uint64_t kind_read = 2;
+    static constexpr int sq_depth = Device::sq_depth;
+
+    Sink& sink_;
+    Stats stats_;  // reg_*, srq_buffers and connections are filled in by get_info
+    std::unique_ptr<Device> device_;
+    std::unique_ptr<RegCache> reg_;
+    DeviceChoice choice_;
+    int epoll_fd_ = -1;
+    int listen_fd_ = -1;
+    int timer_fd_ = -1;  // ticks while a handshake is in progress
+    bool timer_armed_ = false;
+    std::chrono::milliseconds setup_timeout_{10000};
+    std::string listen_address_;
+    bmi_size_t unexpected_limit_;
+    std::uint64_t next_connection_id_ = 16;
+    std::uint64_t next_cookie_ = 1;
+    std::uint64_t next_read_id_ = 1;
+    std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+    std::unordered_map<std::uint32_t, Connection*> by_qpn_;
+    std::vector<std::uint64_t> retired_;  // ids of connections to destroy at a safe point
+    std::unordered_map<VerbsPeer*, std::shared_ptr<VerbsPeer>> peers_;
+    std::unordered_map<std::string, VerbsPeer*> peers_by_name_;
+    std::unordered_map<Operation*, Place> places_;
+    std::unordered_map<std::uint64_t, std::unique_ptr<SendTransfer>> sends_;  // by cookie
+    std::unordered_map<std::uint64_t, std::unique_ptr<RecvTransfer>> reads_;  // by read id
+    std::vector<std::uint64_t> to_pump_;      // connections with new room to send
+    std::vector<std::uint64_t> starved_;      // connections waiting for a send buffer
+    std::vector<std::uint64_t> with_parked_;  // connections holding parked SRQ buffers
+    Operation* immediate_op_ = nullptr;
+    bool immediate_done_ = false;
+    int immediate_error_ = 0;
+};
+
+}  // namespace bmi::method::verbs

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The event loop: bootstrap sockets and the completion channel behind one epoll fd, the
+// completion queue, and what happens when a connection fails.
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <utility>
+#include <vector>
+
+#include "methods/verbs/verbs_method_impl.hpp"
+#include "support/error/error_map.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::verbs {
+
+namespace {
+// What a failed work completion means to the application. The raw status stays in the log.
+int wc_error(ibv_wc_status status) {
+    switch (status) {
+        case IBV_WC_RETRY_EXC_ERR:
+        case IBV_WC_RNR_RETRY_EXC_ERR:
+            return -BMI_ETIMEDOUT;  // the peer stopped answering
+        case IBV_WC_REM_ACCESS_ERR:
+        case IBV_WC_REM_INV_REQ_ERR:
+        case IBV_WC_REM_OP_ERR:
+        case IBV_WC_BAD_RESP_ERR:
+            return -BMI_EPROTO;
+        case IBV_WC_WR_FLUSH_ERR:
+            return -BMI_ECONNRESET;
+        case IBV_WC_LOC_PROT_ERR:
+        case IBV_WC_LOC_ACCESS_ERR:
+        case IBV_WC_MW_BIND_ERR:
+            return -BMI_EFAULT;
+        default:
+            return -BMI_EIO;
+    }
+}
+}  // namespace
+
+void VerbsMethod::progress() {
+    epoll_event events[32];
+    int n = epoll_wait(epoll_fd_, events, 32, 0);
+    bool cq_event = false;
+    for (int i = 0; i < n; ++i) {
+        const std::uint64_t id = events[i].data.u64;
+        if (id == listener_id) {
+            accept_all();
+        } else if (id == cq_id) {
+            cq_event = true;
+        } else if (id == timer_id) {
+            check_setup_deadlines();
+        } else if (auto it = connections_.find(id); it != connections_.end()) {
+            on_socket(*it->second, events[i].events);
+        }
+    }
+    if (cq_event) {
+        // Take every event, acknowledge them in one call, re-arm, and only then poll: a
+        // completion that lands after the poll raises a new event, so none is lost.
+        ibv_cq* cq = nullptr;
+        void* context = nullptr;
+        unsigned count = 0;
+        while (ibv_get_cq_event(device_->channel, &cq, &context) == 0) ++count;
+        if (count > 0) ibv_ack_cq_events(device_->cq, count);
+        ibv_req_notify_cq(device_->cq, 0);
+    }
+    poll_cq();
+    retry_parked();
+    // Pumping can post more work, which cannot complete before the next poll: one pass.
+    for (std::size_t i = 0; i < to_pump_.size(); ++i)
+        if (auto it = connections_.find(to_pump_[i]); it != connections_.end()) {
+            it->second->pump_scheduled = false;
+            pump(*it->second);
+        }
+    to_pump_.clear();
+    reap();
+}
+
+// A handshake that does not finish in time (a peer that accepts TCP but never answers, or
+// answers with half a HELLO) fails its connection, so queued sends complete in bounded time.
+// The timer ticks only while some handshake is in progress.
+void VerbsMethod::arm_setup_timer() {
+    if (timer_armed_) return;
+    itimerspec spec{};
+    spec.it_value.tv_nsec = 250'000'000;
+    spec.it_interval.tv_nsec = 250'000'000;
+    timerfd_settime(timer_fd_, 0, &spec, nullptr);
+    timer_armed_ = true;
+}
+
+void VerbsMethod::check_setup_deadlines() {
+    std::uint64_t ticks = 0;
+    [[maybe_unused]] ssize_t n = read(timer_fd_, &ticks, sizeof ticks);
+    const auto now = std::chrono::steady_clock::now();
+    bool pending = false;
+    std::vector<Connection*> late;
+    for (auto& [id, c] : connections_) {
+        if (c->state == Connection::State::ready || c->state == Connection::State::failed)
+            continue;
+        if (now >= c->setup_deadline) late.push_back(c.get());
+        else pending = true;
+    }
+    for (Connection* c : late) fail_connection(*c, -BMI_ETIMEDOUT);
+    if (!pending) {
+        itimerspec off{};
+        timerfd_settime(timer_fd_, 0, &off, nullptr);
+        timer_armed_ = false;
+    }
+}
+
+void VerbsMethod::poll_cq() {
+    ibv_wc wcs[32];
+    for (;;) {
+        int n = ibv_poll_cq(device_->cq, 32, wcs);
+        if (n <= 0) return;
+        for (int i = 0; i < n; ++i) on_completion(wcs[i]);
+    }
+}
+
+void VerbsMethod::on_completion(const ibv_wc& wc) {
+    auto found = by_qpn_.find(wc.qp_num);
+    Connection* c = found == by_qpn_.end() ? nullptr : found->second;
+    const std::uint64_t kind = wc.wr_id >> kind_shift;
+    const std::uint64_t low = wc.wr_id & ((std::uint64_t{1} << kind_shift) - 1);
+    if (wc.status != IBV_WC_SUCCESS && c != nullptr && c->state != Connection::State::failed)
+        BMI_LOG(verbs, "verbs: connection %llu: %s", static_cast<unsigned long long>(c->id),
+                ibv_wc_status_str(wc.status));
+    if ((wc.opcode & IBV_WC_RECV) != 0 && kind == 0) {
+        // SRQ buffers are not tied to a QP: an error here is rare (local length error).
+        const auto buffer = static_cast<std::uint32_t>(low);
+        // The client's first SEND can overtake its ready byte on the bootstrap socket: a
+        // message on the QP proves the client is in RTS just as well.
+        if (c != nullptr && wc.status == IBV_WC_SUCCESS &&
+            c->state == Connection::State::awaiting_ready)
+            became_ready(*c);
+        if (c == nullptr || wc.status != IBV_WC_SUCCESS || c->state != Connection::State::ready) {
+            device_->post_recv(buffer);
+            if (c != nullptr && wc.status != IBV_WC_SUCCESS) fail_connection(*c, wc_error(wc.status));
+            return;
+        }
+        if (!c->parked.empty() || !on_message(*c, buffer, wc.byte_len)) {
+            if (c->parked.empty()) with_parked_.push_back(c->id);
+            c->parked.emplace_back(buffer, wc.byte_len);
+            ++stats_.parked;
+            return;
+        }
+        device_->post_recv(buffer);
+        ++c->owed_credits;
+        if (c->owed_credits * 2 >= device_->choice.credits) schedule(*c);
+        return;
+    }
+    if (c != nullptr) {
+        ++c->sq_free;
+        schedule(*c);
+    }
+    if (kind == kind_send) {
+        release_send_buffer(static_cast<std::uint32_t>(low));
+    } else if (kind == kind_read) {
+        auto it = reads_.find(low);
+        if (it != reads_.end()) {
+            RecvTransfer& t = *it->second;
+            --t.outstanding;
+            if (wc.status != IBV_WC_SUCCESS && t.error == 0) t.error = wc_error(wc.status);
+            const bool dead = t.connection->state == Connection::State::failed;
+            if (dead && t.error == 0) t.error = t.connection->error;
+            if (t.outstanding == 0 && (t.issued_all || t.error != 0)) read_done(t);
+        }
+    }
+    if (wc.status != IBV_WC_SUCCESS && c != nullptr) fail_connection(*c, wc_error(wc.status));
+    if (c != nullptr) maybe_retire(*c);
+}
+
+// The connection is unusable: its QP goes to the error state so every posted work request
+// flushes, its operations fail with a BMI code, and other connections carry on.
+void VerbsMethod::fail_connection(Connection& c, int error) {
+    using State = Connection::State;
+    if (c.state == State::failed) return;
+    const bool was_ready = c.state == State::ready;
+    c.state = State::failed;
+    c.error = error;
+    BMI_LOG(verbs, "verbs: connection %llu failed: %s", static_cast<unsigned long long>(c.id),
+            support::error_name(error));
+    if (c.qp != nullptr) {
+        ibv_qp_attr a{};
+        a.qp_state = IBV_QPS_ERR;
+        ibv_modify_qp(c.qp, &a, IBV_QP_STATE);
+    }
+    if (c.fd >= 0) {
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+        close(c.fd);
+        c.fd = -1;
+    }
+    while (!c.sends.empty()) {
+        Operation& op = c.sends.front();
+        c.sends.pop_front();
+        finish(op, error);
+    }
+    c.controls.clear();
+    for (auto it = sends_.begin(); it != sends_.end();) {
+        SendTransfer& t = *it->second;
+        if (t.connection != &c) {
+            ++it;
+            continue;
+        }
+        for (auto& hd : t.handles) reg_->release(hd);
+        Operation* op = t.op;
+        it = sends_.erase(it);
+        if (op != nullptr) finish(*op, error);
+    }
+    // Receives reading through this QP finish when their last READ has flushed.
+    c.reads.clear();
+    std::vector<RecvTransfer*> idle;
+    for (auto& [id, t] : reads_)
+        if (t->connection == &c) {
+            if (t->error == 0) t->error = error;
+            if (t->outstanding == 0) idle.push_back(t.get());
+        }
+    for (RecvTransfer* t : idle) read_done(*t);
+    for (auto [buffer, length] : c.parked) device_->post_recv(buffer);
+    c.parked.clear();
+    if (c.peer) {
+        VerbsPeer& peer = *c.peer;
+        peer.last_error = error;
+        if (peer.connection == &c) {
+            peer.connection = nullptr;
+            // Receives from a peer that is gone would wait forever; the RTS it sent cannot be
+            // read any more. Eager messages already here stay deliverable.
+            if (was_ready || c.outbound) fail_posted_recvs(peer, error);
+        }
+        for (auto& [tag, list] : peer.arrivals)
+            std::erase_if(list, [&](const Arrival& a) { return a.rts && a.connection_id == c.id; });
+    }
+    maybe_retire(c);
+}
+
+// A failed connection is destroyed once nothing of it is left on the completion queue.
+void VerbsMethod::maybe_retire(Connection& c) {
+    if (c.state != Connection::State::failed || c.sq_free < c.sq_depth) return;
+    retired_.push_back(c.id);
+}
+
+void VerbsMethod::reap() {
+    for (std::uint64_t id : std::exchange(retired_, {})) {
+        auto it = connections_.find(id);
+        if (it == connections_.end()) continue;
+        Connection& c = *it->second;
+        if (c.qp != nullptr) {
+            by_qpn_.erase(c.qp->qp_num);
+            ibv_destroy_qp(c.qp);
+        }
+        if (c.peer && c.peer->connection == &c) c.peer->connection = nullptr;
+        connections_.erase(it);
+    }
+}
+
+}  // namespace bmi::method::verbs

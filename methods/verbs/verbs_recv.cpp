@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The receive side: messages from the SRQ, matching against posted receives, unexpected
+// messages under the quota, and rendezvous receives that RDMA-READ the sender's memory.
+#include <algorithm>
+#include <cstring>
+
+#include "methods/verbs/verbs_method_impl.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::verbs {
+
+namespace {
+// Copies size bytes into the op's segments; the caller checked that they fit.
+void scatter(Operation& op, const std::uint8_t* data, std::size_t size) {
+    std::size_t at = 0;
+    for (int i = 0; i < op.segment_count && at < size; ++i) {
+        const std::size_t n = std::min(static_cast<std::size_t>(op.segments[i].size), size - at);
+        if (n > 0) std::memcpy(op.segments[i].data, data + at, n);
+        at += n;
+    }
+}
+
+int fin_error(FinStatus status) {
+    switch (status) {
+        case FinStatus::ok: return 0;
+        case FinStatus::cancelled: return -BMI_ECANCEL;
+        case FinStatus::too_long: return -BMI_EMSGSIZE;
+        case FinStatus::failed: return -BMI_EIO;
+    }
+    return -BMI_EPROTO;
+}
+}  // namespace
+
+int VerbsMethod::post_recv(Operation& op) {
+    auto peer = adopt_peer(op);
+    auto it = peer->arrivals.find(op.tag);
+    if (it != peer->arrivals.end() && !it->second.empty()) {
+        Arrival arrival = std::move(it->second.front());
+        it->second.pop_front();
+        if (it->second.empty()) peer->arrivals.erase(it);
+        Connection* c = nullptr;
+        if (auto ct = connections_.find(arrival.connection_id); ct != connections_.end())
+            c = ct->second.get();
+        match(op, c, arrival);
+        return 0;
+    }
+    place(op, Place::recv_posted);
+    peer->posted[op.tag].push_back(op);
+    return 0;
+}
+
+void VerbsMethod::match(Operation& op, Connection* c, Arrival& a) {
+    if (!a.rts) {
+        if (a.size > op.total_size) {
+            finish(op, -BMI_EMSGSIZE);
+            return;
+        }
+        scatter(op, a.data.get(), static_cast<std::size_t>(a.size));
+        op.actual_size = a.size;
+        finish(op, 0);
+        return;
+    }
+    if (c == nullptr || c->state != Connection::State::ready) {
+        finish(op, c != nullptr && c->error != 0 ? c->error : -BMI_ECONNRESET);
+        return;
+    }
+    start_read(op, *c, a.cookie, a.size, std::move(a.segments));
+}
+
+void VerbsMethod::start_read(Operation& op, Connection& c, std::uint64_t cookie, bmi_size_t size,
+                             std::vector<RemoteSegment> segments) {
+    if (size > op.total_size) {
+        queue_control(c, MsgType::fin, cookie, FinStatus::too_long);
+        finish(op, -BMI_EMSGSIZE);
+        return;
+    }
+    auto t = std::make_unique<RecvTransfer>();
+    t->op = &op;
+    t->connection = &c;
+    t->cookie = cookie;
+    t->read_id = next_read_id_++;
+    t->remote = std::move(segments);
+    int error = 0;
+    for (int i = 0; i < op.segment_count; ++i) {
+        RegCache::Handle hd;
+        if (error == 0 && op.segments[i].size > 0)
+            error = reg_->acquire(op.segments[i].data, static_cast<std::size_t>(op.segments[i].size),
+                                  true, hd);
+        t->handles.push_back(hd);
+    }
+    if (error != 0) {
+        for (auto& hd : t->handles) reg_->release(hd);
+        queue_control(c, MsgType::fin, cookie, FinStatus::failed);
+        finish(op, error);
+        return;
+    }
+    op.actual_size = size;
+    op.method_ptr = t.get();
+    place(op, Place::recv_reading);
+    c.reads.push_back(t.get());
+    reads_.emplace(t->read_id, std::move(t));
+    schedule(c);
+}
+
+// All READs of t are complete (or flushed): tell the sender and finish the receive.
+void VerbsMethod::read_done(RecvTransfer& t) {
+    for (auto& hd : t.handles) reg_->release(hd);
+    Connection& c = *t.connection;
+    std::erase(c.reads, &t);  // a cancelled transfer may still be queued for more READs
+    if (c.state == Connection::State::ready)
+        queue_control(c, MsgType::fin, t.cookie,
+                      t.error == 0 || t.error == -BMI_ECANCEL ? FinStatus::ok : FinStatus::failed);
+    Operation& op = *t.op;
+    const int error = t.error;
+    reads_.erase(t.read_id);
+    finish(op, error);
+}
+
+// Handles one SEND that arrived in SRQ buffer `buffer`. False: the message must wait (the
+// unexpected quota is full) and the buffer stays out of the SRQ until retry_parked().
+bool VerbsMethod::on_message(Connection& c, std::uint32_t buffer, std::uint32_t length) {
+    std::uint8_t* data = device_->recv_pool.at(buffer);
+    MsgHeader h;
+    if (length < sizeof h) {
+        fail_connection(c, -BMI_EPROTO);
+        return true;
+    }
+    std::memcpy(&h, data, sizeof h);
+    if (h.credits > 0) {
+        c.send_credits += h.credits;
+        // Counted once: a parked message comes through here again.
+        std::memset(data + offsetof(MsgHeader, credits), 0, sizeof h.credits);
+        schedule(c);
+    }
+    const std::uint8_t* body = data + sizeof h;
+    const std::uint32_t body_length = length - static_cast<std::uint32_t>(sizeof h);
+    switch (static_cast<MsgType>(h.type)) {
+        case MsgType::eager:
+        case MsgType::unexpected:
+        case MsgType::rts:
+            return on_data_message(c, h, body, body_length);
+        case MsgType::fin:
+            on_fin(c, h);
+            return true;
+        case MsgType::cancel:
+            on_cancel(c, h);
+            return true;
+        case MsgType::credit:
+            return true;
+    }
+    BMI_LOG(error, "verbs: unknown message type %u", h.type);
+    fail_connection(c, -BMI_EPROTO);
+    return true;
+}
+
+bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::uint8_t* body,
+                                  std::uint32_t length) {
+    auto& peer = *c.peer;
+    const auto type = static_cast<MsgType>(h.type);
+    const auto size = static_cast<bmi_size_t>(h.size);
+    std::vector<RemoteSegment> segs;
+    if (type == MsgType::rts) {
+        std::uint64_t sum = 0;
+        bool ok = h.seg_count >= 1 && h.seg_count <= max_rts_segments &&
+                  length == h.seg_count * sizeof(RemoteSegment);
+        if (ok) {
+            segs.resize(h.seg_count);
+            std::memcpy(segs.data(), body, length);
+            for (const auto& s : segs) {
+                ok = ok && s.length > 0;
+                sum += s.length;
+            }
+        }
+        if (!ok || sum != h.size || size > max_message_size()) {
+            fail_connection(c, -BMI_EPROTO);
+            return true;
+        }
+    } else if (length != h.size) {
+        fail_connection(c, -BMI_EPROTO);
+        return true;
+    }
+    if (type == MsgType::unexpected) {
+        void* memory = sink_.alloc_unexpected(size);
+        if (memory == nullptr) return false;
+        if (size > 0) std::memcpy(memory, body, length);
+        sink_.deliver_unexpected(c.peer, memory, size, h.tag);
+        return true;
+    }
+    auto posted = peer.posted.find(h.tag);
+    if (posted != peer.posted.end() && !posted->second.empty()) {
+        Operation& op = posted->second.front();
+        posted->second.pop_front();
+        if (posted->second.empty()) peer.posted.erase(posted);
+        places_[&op] = Place::posting;
+        if (type == MsgType::rts) {
+            start_read(op, c, h.cookie, size, std::move(segs));
+        } else if (size > op.total_size) {
+            finish(op, -BMI_EMSGSIZE);
+        } else {
+            scatter(op, body, length);
+            op.actual_size = size;
+            finish(op, 0);
+        }
+        return true;
+    }
+    Arrival a;
+    a.rts = type == MsgType::rts;
+    a.tag = h.tag;
+    a.size = size;
+    a.cookie = h.cookie;
+    a.connection_id = c.id;
+    a.segments = std::move(segs);
+    if (!a.rts && length > 0) {
+        a.data.reset(new std::uint8_t[length]);
+        std::memcpy(a.data.get(), body, length);
+    }
+    peer.arrivals[h.tag].push_back(std::move(a));
+    return true;
+}
+
+void VerbsMethod::on_fin(Connection&, const MsgHeader& h) {
+    auto it = sends_.find(h.cookie);
+    if (it == sends_.end()) return;  // crossed with our CANCEL, or a stale cookie
+    SendTransfer& t = *it->second;
+    for (auto& hd : t.handles) reg_->release(hd);
+    Operation* op = t.op;
+    sends_.erase(it);
+    ++stats_.fins;
+    if (op != nullptr) finish(*op, fin_error(static_cast<FinStatus>(h.status)));
+}
+
+void VerbsMethod::on_cancel(Connection& c, const MsgHeader& h) {
+    for (auto& [tag, list] : c.peer->arrivals) {
+        for (auto it = list.begin(); it != list.end(); ++it) {
+            if (it->rts && it->cookie == h.cookie && it->connection_id == c.id) {
+                list.erase(it);
+                queue_control(c, MsgType::fin, h.cookie, FinStatus::cancelled);
+                return;
+            }
+        }
+    }
+    // Already matched: the READ's FIN releases the sender.
+}
+
+void VerbsMethod::retry_parked() {
+    for (std::size_t i = 0; i < with_parked_.size();) {
+        auto it = connections_.find(with_parked_[i]);
+        Connection* c = it == connections_.end() ? nullptr : it->second.get();
+        while (c != nullptr && !c->parked.empty()) {
+            auto [buffer, length] = c->parked.front();
+            if (!on_message(*c, buffer, length)) break;
+            c->parked.pop_front();
+            device_->post_recv(buffer);
+            ++c->owed_credits;
+            schedule(*c);
+        }
+        if (c == nullptr || c->parked.empty()) {
+            with_parked_[i] = with_parked_.back();
+            with_parked_.pop_back();
+        } else {
+            ++i;
+        }
+    }
+}
+
+}  // namespace bmi::method::verbs

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What travels between two verbs instances: the bootstrap HELLO on the TCP socket, and the
+// header at the front of every SEND on the queue pair. Both ends run libbmi on hosts of the
+// same byte order (checked by the magic in HELLO); fields are fixed width.
+#pragma once
+
+#include <cstdint>
+
+#include "bmi-types.h"
+
+namespace bmi::method::verbs {
+
+inline constexpr std::uint32_t hello_magic = 0x42564231;  // "BVB1", also a byte-order check
+inline constexpr std::uint16_t protocol_version = 1;
+// Payload bytes of one eager buffer; the unexpected limit is capped at this, so an unexpected
+// message is always a single SEND.
+inline constexpr std::uint32_t eager_payload = 16 * 1024;
+inline constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
+inline constexpr std::uint32_t max_name = 255;
+
+// Sent once in each direction on the bootstrap socket. The client sends first; the server
+// answers after its QP is in RTR, and the client then sends one ready byte after reaching RTS,
+// so neither side posts a SEND before the other can receive it.
+struct Hello {
+    std::uint32_t magic = hello_magic;
+    std::uint16_t version = protocol_version;
+    std::uint16_t name_length = 0;  // bytes of name used: the sender's listen address or ""
+    std::uint32_t qp_num = 0;
+    std::uint32_t psn = 0;
+    std::uint16_t lid = 0;
+    std::uint8_t mtu = 0;  // enum ibv_mtu of the sender's port
+    std::uint8_t reserved = 0;
+    std::uint32_t credits = 0;        // eager messages the sender of HELLO can take from us
+    std::uint32_t eager_payload = 0;  // must equal ours
+    std::uint8_t gid[16] = {};
+    char name[max_name + 1] = {};
+};
+inline constexpr char ready_byte = 'R';
+
+enum class MsgType : std::uint8_t {
+    eager = 1,       // tag, size, payload follows the header
+    unexpected = 2,  // the same, delivered through BMI_testunexpected
+    rts = 3,         // rendezvous: size, cookie, seg_count RemoteSegments follow the header
+    fin = 4,         // cookie: the receiver is done with the sender's memory; status
+    cancel = 5,      // cookie: the sender cancelled an RTS; the receiver answers with FIN
+    credit = 6,      // only returns credits; costs no credit itself
+};
+
+enum class FinStatus : std::uint32_t { ok = 0, cancelled = 1, too_long = 2, failed = 3 };
+
+struct MsgHeader {
+    std::uint8_t type = 0;
+    std::uint8_t reserved = 0;
+    std::uint16_t credits = 0;  // eager buffers the sender of this message has freed for us
+    std::uint32_t seg_count = 0;
+    std::int32_t tag = 0;
+    std::uint32_t status = 0;
+    std::uint64_t size = 0;
+    std::uint64_t cookie = 0;
+};
+static_assert(sizeof(MsgHeader) == 32);
+
+// One piece of the sender's memory an RTS offers for RDMA READ.
+struct RemoteSegment {
+    std::uint64_t addr = 0;
+    std::uint64_t length = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t reserved = 0;
+};
+static_assert(sizeof(RemoteSegment) == 24);
+
+inline constexpr std::uint32_t buffer_size = sizeof(MsgHeader) + eager_payload;
+// Segments an RTS can carry in one eager buffer; longer send lists are packed (verbs_send.cpp).
+inline constexpr std::uint32_t max_rts_segments = 64;
+
+}  // namespace bmi::method::verbs
