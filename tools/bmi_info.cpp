@@ -41,7 +41,15 @@ constexpr MethodNotes method_notes[] = {
      "BMI_SHM_SLOT_SIZE (8192), BMI_SHM_SINGLE_COPY=0, BMI_SHM_SINGLE_COPY_MIN (16777216); "
      "options shm_spin_us=, shm_ring_slots=, shm_slot_size=, shm_single_copy=, "
      "shm_single_copy_min="},
-    {"verbs", "", "see doc/methods/verbs.md", "see doc/methods/verbs.md"},
+    {"verbs", "verbs://127.0.0.1:0",
+     "eager SENDs into the shared receive queue up to 16 KiB, credit-based (16 per peer); "
+     "larger messages by RDMA READ of the sender's registered buffers (RTS, READ, FIN)",
+     "BMI_VERBS_DEVICE, BMI_VERBS_PORT (first active port), BMI_VERBS_GID_INDEX (RoCE: first "
+     "IPv4-mapped GID), BMI_VERBS_CREDITS (16), BMI_VERBS_SRQ_CAP (1024), "
+     "BMI_VERBS_SEND_BUFFERS (128), BMI_VERBS_MAX_CONNECTIONS (128), "
+     "BMI_VERBS_CONNECT_TIMEOUT_MS (10000), BMI_VERBS_STATS=1; options verbs_device=, "
+     "verbs_port=, verbs_gid_index=, verbs_credits=, verbs_srq_cap=, verbs_send_buffers=, "
+     "verbs_max_connections="},
 };
 
 constexpr std::string_view common_settings =
