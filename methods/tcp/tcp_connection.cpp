@@ -116,14 +116,12 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
     std::string canonical;
     if (auto parsed = parse_tcp_address(announced)) {
         canonical = parsed->canonical;
-        if (auto it = peers_by_name_.find(canonical); it != peers_by_name_.end())
-            peer = peers_.at(it->second);
+        peer = peers_.named(canonical);
     }
     if (!peer) {
         peer = std::make_shared<TcpPeer>();
         peer->canonical = canonical;
-        peers_.emplace(peer.get(), peer);
-        if (!canonical.empty()) peers_by_name_.emplace(canonical, peer.get());
+        peers_.add(peer);
     }
     peer->remote = c.remote;
     if (legacy) peer->legacy = true;

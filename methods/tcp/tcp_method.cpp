@@ -115,36 +115,23 @@ int TcpMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
 int TcpMethod::lookup_prepared(std::string_view, const LookupHint& hint,
                                std::shared_ptr<Peer>& out) {
     const auto& resolved = static_cast<const ResolvedAddress&>(hint);
-    if (auto it = peers_by_name_.find(resolved.parsed.canonical); it != peers_by_name_.end()) {
-        out = peers_.at(it->second);
+    if (auto known = peers_.named(resolved.parsed.canonical)) {
+        out = known;
         return 0;
     }
     auto peer = std::make_shared<TcpPeer>();
     peer->target = resolved.target;
     peer->canonical = resolved.parsed.canonical;
     peer->remote = peer->target;
-    peers_.emplace(peer.get(), peer);
-    peers_by_name_.emplace(peer->canonical, peer.get());
+    peers_.add(peer);
     out = peer;
     return 0;
-}
-
-std::shared_ptr<TcpPeer> TcpMethod::adopt_peer(Operation& op) {
-    auto* raw = static_cast<TcpPeer*>(op.peer);
-    if (raw == nullptr) return nullptr;
-    if (auto it = peers_.find(raw); it != peers_.end()) return it->second;
-    // A peer we forgot but the application still uses: track it again so teardown sees it.
-    auto sp = std::static_pointer_cast<TcpPeer>(op.peer_ref);
-    if (sp.get() != raw) return nullptr;
-    peers_.emplace(raw, sp);
-    if (!sp->canonical.empty()) peers_by_name_.emplace(sp->canonical, raw);
-    return sp;
 }
 
 int TcpMethod::post(Operation& op) {
     if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr))
         return -BMI_EINVAL;
-    if (!adopt_peer(op)) return -BMI_EINVAL;
+    if (!peers_.adopt(op)) return -BMI_EINVAL;
     place(op, Place::posting);
     immediate_op_ = &op;
     immediate_done_ = false;
@@ -156,7 +143,7 @@ int TcpMethod::post(Operation& op) {
 }
 
 int TcpMethod::post_send(Operation& op) {
-    auto peer = adopt_peer(op);
+    auto peer = peers_.adopt(op);
     if (op.kind == OpKind::send_unexpected && op.total_size > unexpected_limit_)
         return -BMI_EMSGSIZE;
     if (peer->legacy && op.total_size > legacy_message_limit)
@@ -242,15 +229,11 @@ void TcpMethod::cancel(Operation& op) {
 
 void TcpMethod::forget_peer(Peer& peer) {
     auto& p = static_cast<TcpPeer&>(peer);
-    [[maybe_unused]] auto keep = peers_.count(&p) != 0 ? peers_[&p] : nullptr;
+    [[maybe_unused]] auto keep = peers_.owner(&p);
     close_peer(p, -BMI_ECANCEL, false);
     fail_posted_recvs(p, -BMI_ECANCEL);
     p.arrivals.clear();
-    if (!p.canonical.empty()) {
-        auto it = peers_by_name_.find(p.canonical);
-        if (it != peers_by_name_.end() && it->second == &p) peers_by_name_.erase(it);
-    }
-    peers_.erase(&p);
+    peers_.remove(p);
 }
 
 std::string TcpMethod::describe_peer(const Peer& peer) const {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "methods/method.hpp"
+#include "methods/peer_registry.hpp"
 #include "methods/tcp/tcp_connection.hpp"
 #include "methods/tcp/tcp_peer.hpp"
 #include "methods/tcp/tcp_socket.hpp"
@@ -68,7 +69,6 @@ private:
     };
 
     // tcp_method.cpp
-    std::shared_ptr<TcpPeer> adopt_peer(Operation& op);
     int post_send(Operation& op);
     void finish(Operation& op, int error);
     void place(Operation& op, Place where) { places_[&op] = where; }
@@ -137,8 +137,7 @@ private:
     std::uint64_t next_cookie_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::vector<std::unique_ptr<Connection>> graveyard_;
-    std::unordered_map<TcpPeer*, std::shared_ptr<TcpPeer>> peers_;
-    std::unordered_map<std::string, TcpPeer*> peers_by_name_;
+    PeerRegistry<TcpPeer> peers_;
     std::unordered_map<Operation*, Place> places_;
     // post() reports an op finished during the call by its return value, not through the Sink.
     Operation* immediate_op_ = nullptr;

@@ -344,18 +344,14 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
 // the same peer (so a server answering a client that also listens reuses one handle).
 void VerbsMethod::bind_inbound_peer(Connection& c, const Hello& remote) {
     std::string name(remote.name, remote.name_length);
-    if (!name.empty()) {
-        if (auto it = peers_by_name_.find(name); it != peers_by_name_.end()) {
-            auto known = peers_.at(it->second);
-            known->host = c.peer->host;
-            known->remote_text = c.peer->remote_text;
-            c.peer = known;
-            return;
-        }
-        c.peer->canonical = name;
-        peers_by_name_.emplace(name, c.peer.get());
+    if (auto known = name.empty() ? nullptr : peers_.named(name)) {
+        known->host = c.peer->host;
+        known->remote_text = c.peer->remote_text;
+        c.peer = known;
+        return;
     }
-    peers_.emplace(c.peer.get(), c.peer);
+    if (!name.empty()) c.peer->canonical = name;
+    peers_.add(c.peer);
 }
 
 void VerbsMethod::became_ready(Connection& c) {

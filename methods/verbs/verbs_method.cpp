@@ -183,8 +183,8 @@ int VerbsMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
     if (!parsed) return -BMI_EINVAL;
     const std::string canonical =
         "verbs://" + support::format_host_port(parsed->bootstrap.host, parsed->bootstrap.port);
-    if (auto it = peers_by_name_.find(canonical); it != peers_by_name_.end()) {
-        out = peers_.at(it->second);
+    if (auto known = peers_.named(canonical)) {
+        out = known;
         return 0;
     }
     auto peer = std::make_shared<VerbsPeer>();
@@ -195,28 +195,15 @@ int VerbsMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
     peer->canonical = canonical;
     peer->host = parsed->bootstrap.host;
     peer->port = parsed->bootstrap.port;
-    peers_.emplace(peer.get(), peer);
-    peers_by_name_.emplace(canonical, peer.get());
+    peers_.add(peer);
     out = peer;
     return 0;
-}
-
-std::shared_ptr<VerbsPeer> VerbsMethod::adopt_peer(Operation& op) {
-    auto* raw = static_cast<VerbsPeer*>(op.peer);
-    if (raw == nullptr) return nullptr;
-    if (auto it = peers_.find(raw); it != peers_.end()) return it->second;
-    // A peer we forgot but the application still uses: track it again.
-    auto sp = std::static_pointer_cast<VerbsPeer>(op.peer_ref);
-    if (sp.get() != raw) return nullptr;
-    peers_.emplace(raw, sp);
-    if (!sp->canonical.empty()) peers_by_name_.emplace(sp->canonical, raw);
-    return sp;
 }
 
 int VerbsMethod::post(Operation& op) {
     if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr))
         return -BMI_EINVAL;
-    if (!adopt_peer(op)) return -BMI_EINVAL;
+    if (!peers_.adopt(op)) return -BMI_EINVAL;
     place(op, Place::posting);
     immediate_op_ = &op;
     immediate_done_ = false;
@@ -306,18 +293,14 @@ void VerbsMethod::cancel(Operation& op) {
 
 void VerbsMethod::forget_peer(Peer& peer) {
     auto& p = static_cast<VerbsPeer&>(peer);
-    [[maybe_unused]] auto keep = peers_.count(&p) != 0 ? peers_[&p] : nullptr;
+    [[maybe_unused]] auto keep = peers_.owner(&p);
     std::vector<Connection*> mine;
     for (auto& [id, c] : connections_)
         if (c->peer.get() == &p) mine.push_back(c.get());
     for (Connection* c : mine) fail_connection(*c, -BMI_ECANCEL);
     fail_posted_recvs(p, -BMI_ECANCEL);
     p.arrivals.clear();
-    if (!p.canonical.empty()) {
-        auto it = peers_by_name_.find(p.canonical);
-        if (it != peers_by_name_.end() && it->second == &p) peers_by_name_.erase(it);
-    }
-    peers_.erase(&p);
+    peers_.remove(p);
     reap();
 }
 

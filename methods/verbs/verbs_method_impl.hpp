@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "methods/method.hpp"
+#include "methods/peer_registry.hpp"
 #include "methods/verbs/verbs_connection.hpp"
 #include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_memory.hpp"
@@ -64,7 +65,6 @@ private:
 
     // verbs_method.cpp
     void drain_sends();
-    std::shared_ptr<VerbsPeer> adopt_peer(Operation& op);
     void finish(Operation& op, int error);
     void place(Operation& op, Place where) { places_[&op] = where; }
     void fail_posted_recvs(VerbsPeer& peer, int error);
@@ -146,8 +146,7 @@ private:
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::unordered_map<std::uint32_t, Connection*> by_qpn_;
     std::vector<std::uint64_t> retired_;  // ids of connections to destroy at a safe point
-    std::unordered_map<VerbsPeer*, std::shared_ptr<VerbsPeer>> peers_;
-    std::unordered_map<std::string, VerbsPeer*> peers_by_name_;
+    PeerRegistry<VerbsPeer> peers_;
     std::unordered_map<Operation*, Place> places_;
     std::unordered_map<std::uint64_t, std::unique_ptr<SendTransfer>> sends_;  // by cookie
     std::unordered_map<std::uint64_t, std::unique_ptr<RecvTransfer>> reads_;  // by read id

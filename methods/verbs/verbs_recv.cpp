@@ -32,7 +32,7 @@ int fin_error(FinStatus status) {
 }  // namespace
 
 int VerbsMethod::post_recv(Operation& op) {
-    auto peer = adopt_peer(op);
+    auto peer = peers_.adopt(op);
     auto it = peer->arrivals.find(op.tag);
     if (it != peer->arrivals.end() && !it->second.empty()) {
         Arrival arrival = std::move(it->second.front());

@@ -10,7 +10,7 @@
 namespace bmi::method::verbs {
 
 int VerbsMethod::post_send(Operation& op) {
-    auto peer = adopt_peer(op);
+    auto peer = peers_.adopt(op);
     if (op.kind == OpKind::send_unexpected && op.total_size > unexpected_limit_)
         return -BMI_EMSGSIZE;
     int error = 0;
