@@ -35,7 +35,7 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
     : sink_(sink), options_(options), single_copy_(options.single_copy),
-      spin_budget_us_(options.spin_us) {
+      spin_(options.spin_us) {
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
     if (single_copy_) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);

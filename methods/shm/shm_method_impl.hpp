@@ -19,6 +19,7 @@
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_options.hpp"
 #include "methods/shm/shm_peer.hpp"
+#include "support/spin/adaptive_spin.hpp"
 
 namespace bmi::method::shm {
 
@@ -81,8 +82,6 @@ private:
     Connection* find_connection(std::uint64_t id);
     std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);
     bool poll_pass();
-    bool spin(bool moved);
-    void grow_spin();
     void disarm();  // clears our consumer_sleeping flags
     void wake_self();
     void drain_self();
@@ -126,7 +125,7 @@ private:
     std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
     std::vector<std::weak_ptr<ShmPeer>> nameless_;
     std::unordered_map<Operation*, Track> tracks_;
-    int spin_budget_us_ = 0;
+    support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::uint64_t> pass_ids_;  // scratch of poll_pass
 };
 

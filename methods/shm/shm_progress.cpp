@@ -73,15 +73,15 @@ Connection* ShmMethod::find_connection(std::uint64_t id) {
     return it == connections_.end() ? nullptr : it->second.get();
 }
 
-// Traffic makes the next spin longer (see spin()).
+// Traffic makes the next spin longer (support/spin/adaptive_spin.hpp).
 void ShmMethod::progress() {
     handle_events();
-    if (poll_pass()) grow_spin();
+    if (poll_pass()) spin_.reward();
 }
 
 void ShmMethod::progress_events(std::span<const epoll_event> ready) {
     dispatch_events(ready);
-    if (poll_pass()) grow_spin();
+    if (poll_pass()) spin_.reward();
 }
 
 bool ShmMethod::accept_wake_fd(int fd, std::uint64_t tag) {
@@ -91,7 +91,12 @@ bool ShmMethod::accept_wake_fd(int fd, std::uint64_t tag) {
 }
 
 bool ShmMethod::before_sleep() {
-    if (spin(poll_pass())) return true;
+    if (poll_pass()) {
+        spin_.reward();
+        return true;
+    }
+    // Spin only while operations wait: an idle instance sleeps at once.
+    if (!tracks_.empty() && spin_.run([this] { return poll_pass(); })) return true;
     bool work = false;
     for (auto& [id, conn] : connections_) {
         if (conn->state == ConnState::await_hello) continue;
@@ -112,33 +117,6 @@ void ShmMethod::disarm() {
     for (auto& [id, conn] : connections_) {
         if (conn->state != ConnState::await_hello) conn->rx.wake_consumer();
     }
-}
-
-void ShmMethod::grow_spin() {
-    spin_budget_us_ = std::min(options_.spin_us, spin_budget_us_ * 2 + 1);
-}
-
-// Spins while operations are pending and nothing arrives, up to an adaptive budget: it grows
-// while spinning pays off and shrinks while it does not, capped by BMI_SHM_SPIN_US.
-bool ShmMethod::spin(bool moved) {
-    if (moved) {
-        grow_spin();
-        return true;
-    }
-    if (tracks_.empty() || spin_budget_us_ <= 0) return false;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_budget_us_);
-    for (int round = 0; round < 100000; ++round) {
-        if (poll_pass()) {
-            grow_spin();
-            return true;
-        }
-        if (std::chrono::steady_clock::now() >= deadline) break;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    spin_budget_us_ /= 2;
-    return false;
 }
 
 // One bounded pass over every connection: receive, then send what fits.

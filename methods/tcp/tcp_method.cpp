@@ -7,6 +7,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -24,10 +25,21 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
     return 0;
 }
 
+namespace {
+// BMI_TCP_SPIN_US: how long a test call may poll the sockets before it sleeps (default 50).
+int spin_us_from_env() {
+    const char* text = std::getenv("BMI_TCP_SPIN_US");
+    if (text == nullptr || *text == '\0') return 50;
+    return static_cast<int>(std::clamp(std::atol(text), 0L, 10000L));
+}
+}  // namespace
+
 TcpMethod::TcpMethod(const Config& config, Sink& sink)
     : sink_(sink),
       unexpected_limit_(config.unexpected_limit > 0 ? config.unexpected_limit
-                                                    : default_unexpected_limit) {
+                                                    : default_unexpected_limit),
+      spin_(spin_us_from_env()),
+      spin_cap_(spin_us_from_env()) {
     const char* legacy = std::getenv("BMI_TCP_LEGACY");
     force_legacy_ = legacy != nullptr && legacy[0] == '1';
     if (const char* t = std::getenv("BMI_TCP_STALL_TIMEOUT_MS"); t != nullptr && std::atol(t) > 0)

@@ -27,9 +27,35 @@ void TcpMethod::progress_events(std::span<const epoll_event> ready) {
     graveyard_.clear();
 }
 
+bool TcpMethod::before_sleep() {
+    // Only while operations wait for the network: an idle server sleeps at once.
+    if (!places_.empty() && spin_.run([this] { return poll_once(); })) return true;
+    sleep_start_ = std::chrono::steady_clock::now();
+    return false;
+}
+
+void TcpMethod::after_wake() {
+    // Woken within the spin cap: spinning that long would have caught it.
+    if (std::chrono::steady_clock::now() - sleep_start_ < spin_cap_) spin_.reward();
+}
+
+// One nonblocking look at our sockets; true if any of them had something.
+bool TcpMethod::poll_once() {
+    epoll_event events[64];
+    const int n = epoll_wait(epoll_fd_, events, 64, 0);
+    int ours = 0;
+    for (int i = 0; i < n; ++i) {
+        // The control layer's wake-up fd (direct mode) is its business, not progress of ours.
+        if (events[i].data.u64 < wake_tag_floor) events[ours++] = events[i];
+    }
+    if (ours == 0) return false;
+    progress_events({events, static_cast<std::size_t>(ours)});
+    return true;
+}
+
 bool TcpMethod::accept_wake_fd(int fd, std::uint64_t tag) {
     // Our own ids (listener, timer, connections counting up from 16) stay far below 2^63.
-    if (tag < (1ull << 63)) return false;
+    if (tag < wake_tag_floor) return false;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = tag;
