@@ -16,7 +16,6 @@
 
 #include "pingpong_common.h"
 
-#define MAX_ARGS 64
 
 struct pair
 {
@@ -50,29 +49,15 @@ int main(int argc, char **argv)
 {
     /* pingpong's option parser, posing as a client, so --iters means what it means there;
      * the size is fixed at 8 bytes. */
-    char *args[MAX_ARGS];
-    char client_flag[] = "--client", peer_name[] = "eventfd-child";
-    char min_flag[] = "--min", max_flag[] = "--max", eight[] = "8";
+    static const char *const prefix[] = {"--client", "eventfd-child", NULL};
+    static const char *const suffix[] = {"--min", "8", "--max", "8", NULL};
     struct pp_options o;
     struct pair p;
     unsigned char buf[8];
     pid_t child;
-    int rc, i, n = 0, status = 0;
+    int rc, status = 0;
 
-    if (argc + 6 > MAX_ARGS) {
-        fprintf(stderr, "eventfd_pingpong: too many arguments\n");
-        return 2;
-    }
-    args[n++] = argv[0];
-    args[n++] = client_flag;
-    args[n++] = peer_name;
-    for (i = 1; i < argc; i++)
-        args[n++] = argv[i];
-    args[n++] = min_flag;
-    args[n++] = eight;
-    args[n++] = max_flag;
-    args[n++] = eight;
-    rc = pp_parse_options(n, args, 0, &o);
+    rc = pp_parse_posing(argc, argv, prefix, suffix, 0, &o);
     if (rc != 0)
         return rc;
     o.plan.check = 0;

@@ -9,7 +9,6 @@
 
 #include "pingpong_common.h"
 
-#define MAX_ARGS 64
 #define BATCHES 10        /* timed batches per size; the best one is reported */
 #define BATCH_MIN_US 500.0 /* a batch shorter than this is mostly clock overhead */
 #define MAX_REPS (1u << 24)
@@ -46,23 +45,14 @@ int main(int argc, char **argv)
 {
     /* pingpong's option parser, posing as a client, so --min/--max and their defaults and
      * suffixes are the ones pingpong uses; --iters and --check are accepted and ignored. */
-    char *args[MAX_ARGS];
+    static const char *const prefix[] = {"--client", "memcpy", NULL};
     struct pp_options o;
     unsigned char *src, *dst;
     double best_bw = 0, best_bw_size = 0;
     uint64_t size;
-    int rc, i, n = 0, rows = 0;
+    int rc, rows = 0;
 
-    if (argc + 2 > MAX_ARGS) {
-        fprintf(stderr, "memcpy_bw: too many arguments\n");
-        return 2;
-    }
-    args[n++] = argv[0];
-    args[n++] = "--client";
-    args[n++] = "memcpy";
-    for (i = 1; i < argc; i++)
-        args[n++] = argv[i];
-    rc = pp_parse_options(n, args, 0, &o);
+    rc = pp_parse_posing(argc, argv, prefix, NULL, 0, &o);
     if (rc != 0)
         return rc;
 

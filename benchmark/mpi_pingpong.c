@@ -15,7 +15,6 @@
 
 #define TAG_DATA 2
 #define TAG_ACK 3
-#define MAX_ARGS 64
 
 struct peer
 {
@@ -114,28 +113,17 @@ int main(int argc, char **argv)
 {
     /* pp_parse_options wants a role and a peer address; MPI supplies both, so we pose as the
      * client of a fixed "peer" and get pingpong's defaults, suffixes and limits unchanged. */
-    char *args[MAX_ARGS];
-    char peer_name[] = "mpi-rank-1", client_flag[] = "--client";
+    static const char *const prefix[] = {"--client", "mpi-rank-1", NULL};
     struct pp_options o;
     struct peer p;
     void *out = NULL, *in = NULL;
-    int rank = 0, ranks = 0, rc = 0, i, n = 0, server, need;
+    int rank = 0, ranks = 0, rc = 0, server, need;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    if (argc + 2 > MAX_ARGS) {
-        if (rank == 0)
-            fprintf(stderr, "mpi_pingpong: too many arguments\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    args[n++] = argv[0];
-    args[n++] = client_flag;
-    args[n++] = peer_name;
-    for (i = 1; i < argc; i++)
-        args[n++] = argv[i];
-    rc = pp_parse_options(n, args, PP_OPT_STREAMS, &o);
-    need = o.plan.mode == PP_MANY ? (int)o.plan.clients + 1 : 2;
+    rc = pp_parse_posing(argc, argv, prefix, NULL, PP_OPT_STREAMS, &o);
+    need = rc == 0 ? pp_ranks_needed(&o.plan) : 2;
     if (rc == 0 && ranks != need) {
         if (rank == 0)
             fprintf(stderr, "mpi_pingpong: mode %s needs exactly %d ranks, got %d\n",

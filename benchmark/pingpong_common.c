@@ -75,6 +75,41 @@ static int parse_u64(const char *text, uint64_t *out, int allow_suffix)
     return 0;
 }
 
+static int count_words(const char *const *words)
+{
+    int n = 0;
+    while (words != NULL && words[n] != NULL)
+        n++;
+    return n;
+}
+
+int pp_parse_posing(int argc, char **argv, const char *const *prefix, const char *const *suffix,
+                    int flags, struct pp_options *out)
+{
+    int before = count_words(prefix), after = count_words(suffix), n = 0, i, rc;
+    /* pp_parse_options reads its words and never writes them. */
+    char **args = calloc((size_t)(argc + before + after + 1), sizeof(*args));
+    if (args == NULL) {
+        fprintf(stderr, "%s: out of memory\n", argv[0]);
+        return 1;
+    }
+    args[n++] = argv[0];
+    for (i = 0; i < before; i++)
+        args[n++] = (char *)prefix[i];
+    for (i = 1; i < argc; i++)
+        args[n++] = argv[i];
+    for (i = 0; i < after; i++)
+        args[n++] = (char *)suffix[i];
+    rc = pp_parse_options(n, args, flags, out);
+    free(args);
+    return rc;
+}
+
+int pp_ranks_needed(const struct pp_plan *plan)
+{
+    return plan->mode == PP_MANY ? (int)plan->clients + 1 : 2;
+}
+
 int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
 {
     uint64_t timeout = 30000, window = 16, clients = 0, pause = 0;

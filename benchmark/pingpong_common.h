@@ -67,6 +67,13 @@ struct pp_cursor
 #define PP_OPT_STREAMS 2 /* --mode, --window, --clients */
 /* Returns 0, or an exit code after printing usage. flags: PP_OPT_* the tool understands. */
 int pp_parse_options(int argc, char **argv, int flags, struct pp_options *out);
+/* For tools with no address of their own (MPI ranks, memcpy, eventfd): parses the words of
+ * prefix, then argv[1..], then the words of suffix (both NULL-terminated, may be NULL) as
+ * pp_parse_options would, so defaults, size suffixes and limits stay pingpong's. Same result. */
+int pp_parse_posing(int argc, char **argv, const char *const *prefix, const char *const *suffix,
+                    int flags, struct pp_options *out);
+/* Processes a plan needs under mpirun: the server and one per client. */
+int pp_ranks_needed(const struct pp_plan *plan);
 
 /* The first message of the plan; 0 if the plan is empty. */
 int pp_cursor_start(struct pp_cursor *c, const struct pp_plan *plan);

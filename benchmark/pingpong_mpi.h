@@ -24,19 +24,15 @@ int main(int argc, char **argv)
 {
     /* "--server" first, so the listen address defaults as pingpong's does and a user's own
      * "--server ADDR" (e.g. tcp://HOSTNAME:0 across nodes, or shm://NAME) overrides it. */
-    char *args[96], server_flag[] = "--server";
+    static const char *const prefix[] = {"--server", NULL};
     struct pp_options o;
-    int rank = 0, ranks = 0, rc, i, n = 0, need;
+    int rank = 0, ranks = 0, rc, need;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    args[n++] = argv[0];
-    args[n++] = server_flag;
-    for (i = 1; i < argc && n < 96; i++)
-        args[n++] = argv[i];
-    rc = i < argc ? 2 : pp_parse_options(n, args, PP_OPT_METHODS | PP_OPT_STREAMS, &o);
-    need = rc == 0 && o.plan.mode == PP_MANY ? (int)o.plan.clients + 1 : 2;
+    rc = pp_parse_posing(argc, argv, prefix, NULL, PP_OPT_METHODS | PP_OPT_STREAMS, &o);
+    need = rc == 0 ? pp_ranks_needed(&o.plan) : 2;
     if (rc == 0 && ranks != need) {
         if (rank == 0)
             fprintf(stderr, "pingpong_mpi: mode %s needs exactly %d ranks, got %d\n",
