@@ -145,12 +145,9 @@ int TcpMethod::post(Operation& op) {
         return -BMI_EINVAL;
     if (!peers_.adopt(op)) return -BMI_EINVAL;
     place(op, Place::posting);
-    immediate_op_ = &op;
-    immediate_done_ = false;
-    int rc = op.kind == OpKind::recv ? post_recv(op) : post_send(op);
-    immediate_op_ = nullptr;
-    if (immediate_done_) return immediate_error_ == 0 ? 1 : immediate_error_;
-    if (rc < 0) places_.erase(&op);
+    completions_.begin_post(op);
+    int rc = completions_.end_post(op.kind == OpKind::recv ? post_recv(op) : post_send(op));
+    if (rc < 0) places_.erase(&op);  // a no-op if the op finished (finish() erased it)
     return rc;
 }
 
@@ -186,12 +183,7 @@ void TcpMethod::finish(Operation& op, int error) {
     op.method_ptr = nullptr;
     if (error < 0) BMI_LOG(tcp, "tcp: op %lld failed: %s", static_cast<long long>(op.id),
                            support::error_name(error));
-    if (&op == immediate_op_) {
-        immediate_done_ = true;
-        immediate_error_ = error;
-        return;
-    }
-    sink_.complete(op, error);
+    completions_.complete(op, error);
 }
 
 void TcpMethod::fail_posted_recvs(TcpPeer& peer, int error) {

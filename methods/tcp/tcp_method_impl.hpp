@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "methods/completion_router.hpp"
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/tcp/tcp_connection.hpp"
@@ -150,9 +151,7 @@ private:
     PeerRegistry<TcpPeer> peers_;
     std::unordered_map<Operation*, Place> places_;
     // post() reports an op finished during the call by its return value, not through the Sink.
-    Operation* immediate_op_ = nullptr;
-    bool immediate_done_ = false;
-    int immediate_error_ = 0;
+    CompletionRouter completions_{sink_};  // finish() -> post()'s result or the Sink
     Operation* cancel_op_ = nullptr;  // completes with -BMI_ECANCEL when its connection dies
     std::optional<std::chrono::steady_clock::time_point> timer_deadline_;
 };

@@ -205,8 +205,7 @@ int VerbsMethod::post(Operation& op) {
         return -BMI_EINVAL;
     if (!peers_.adopt(op)) return -BMI_EINVAL;
     place(op, Place::posting);
-    immediate_op_ = &op;
-    immediate_done_ = false;
+    completions_.begin_post(op);
     int rc = op.kind == OpKind::recv ? post_recv(op) : post_send(op);
     // Whatever the post queued may be sendable now (a receive that matched an RTS has READs
     // to post); the op itself may finish here, which still counts as immediate.
@@ -216,10 +215,9 @@ int VerbsMethod::post(Operation& op) {
             pump(*it->second);
         }
     }
-    immediate_op_ = nullptr;
+    rc = completions_.end_post(rc);
     reap();
-    if (immediate_done_) return immediate_error_ == 0 ? 1 : immediate_error_;
-    if (rc < 0) places_.erase(&op);
+    if (rc < 0) places_.erase(&op);  // a no-op if the op finished (finish() erased it)
     return rc;
 }
 
@@ -228,12 +226,7 @@ void VerbsMethod::finish(Operation& op, int error) {
     if (error < 0)
         BMI_LOG(verbs, "verbs: op %lld failed: %s", static_cast<long long>(op.id),
                 support::error_name(error));
-    if (&op == immediate_op_) {
-        immediate_done_ = true;
-        immediate_error_ = error;
-        return;
-    }
-    sink_.complete(op, error);
+    completions_.complete(op, error);
 }
 
 void VerbsMethod::fail_posted_recvs(VerbsPeer& peer, int error) {

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "methods/completion_router.hpp"
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/verbs/verbs_connection.hpp"
@@ -153,9 +154,7 @@ private:
     std::vector<std::uint64_t> to_pump_;      // connections with new room to send
     std::vector<std::uint64_t> starved_;      // connections waiting for a send buffer
     std::vector<std::uint64_t> with_parked_;  // connections holding parked SRQ buffers
-    Operation* immediate_op_ = nullptr;
-    bool immediate_done_ = false;
-    int immediate_error_ = 0;
+    CompletionRouter completions_{sink_};  // finish() -> post()'s result or the Sink
 };
 
 }  // namespace bmi::method::verbs
