@@ -86,6 +86,8 @@ struct Operation {
     bmi_size_t transferred = 0;
     std::uint64_t method_word = 0;  // e.g. a transfer cookie
     void* method_ptr = nullptr;     // e.g. the connection carrying the op
+    std::uint64_t method_aux = 0;   // e.g. the id of the connection the op waits on
+    std::uint8_t method_state = 0;  // e.g. which of the method's queues holds the op; 0: none
 
     // --- control layer bookkeeping ---
     bmi_op_id_t id = 0;
@@ -165,6 +167,15 @@ public:
     // Posts op. 0: pending, the method will call Sink::complete later. 1: finished during the
     // call (actual_size set, Sink::complete is NOT called). <0: -BMI_E*, nothing posted.
     virtual int post(Operation& op) = 0;
+
+    // Fast path for a contiguous send (kind send or send_unexpected) that can leave during the
+    // call, tried before the control layer builds an Operation: 1 if the message is sent,
+    // <0 (-BMI_E*) if it must be refused (what post() would say), 0 to go the usual way
+    // through post(). The default always says 0.
+    virtual int send_now(Peer& /*peer*/, OpKind /*kind*/, bmi_msg_tag_t /*tag*/,
+                         std::span<const Segment> /*segments*/) {
+        return 0;
+    }
 
     // Moves data without blocking; completes operations through the Sink.
     virtual void progress() = 0;

@@ -9,6 +9,7 @@
 
 #include "bmi/core/instance_slot.hpp"
 #include "bmi/core/list_io_emulation.hpp"
+#include "bmi/core/op_cache.hpp"
 #include "methods/method_table.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -222,78 +223,132 @@ bool Instance::context_valid_locked(bmi_context_id context) const {
 
 int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actual_size) {
     const bool is_list = request.list_count > 0;
+    const bool is_recv = request.kind == method::OpKind::recv;
     if (request.size < 0) return -BMI_EINVAL;
     if (!is_list && request.buffer == nullptr && request.size > 0) return -BMI_EINVAL;
     if (is_list && list_total(request.list, request.sizes, request.list_count) != request.size)
         return -BMI_EINVAL;
 
-    auto op = std::make_unique<method::Operation>();
+    // An op needs an id only while it is pending. A receive almost always stays pending, so
+    // it is registered together with the address lookup; a send usually leaves during the
+    // call, so it gets an op and an id only if it did not (see below).
+    OpPtr op;
+    if (is_recv) {
+        op.reset(OpCache::take());
+        fill_request(*op, request);
+    }
+    std::shared_ptr<method::Peer> peer;
+    int method_index;
     {
         std::lock_guard lock(state_mutex_);
         if (!context_valid_locked(request.context)) return -BMI_EINVAL;
         AddressEntry* entry = addresses_.find(request.addr);
         if (entry == nullptr) return -BMI_EINVAL;
-        op->peer_ref = entry->peer;
-        op->method_index = entry->method_index;
+        peer = entry->peer;
+        method_index = entry->method_index;
+        if (is_recv) {
+            op->method_index = method_index;  // everything cancel_pending reads is set
+            op->id = op_ids_.insert(op.get());
+            pending_.push_back(*op);
+        }
     }
-    MethodSlot& slot = *slots_[static_cast<std::size_t>(op->method_index)];
-    op->kind = request.kind;
-    op->peer = op->peer_ref.get();
-    op->tag = request.tag;
-    op->total_size = request.size;
-    op->user_ptr = request.user_ptr;
-    op->context = request.context;
-    op->single = {request.buffer, request.size};
-    op->segments = &op->single;
-    op->segment_count = 1;
-    if (is_list && slot.native_lists) {
-        op->segment_storage = std::make_unique<method::Segment[]>(
-            static_cast<std::size_t>(request.list_count));
-        for (int i = 0; i < request.list_count; ++i)
-            op->segment_storage[static_cast<std::size_t>(i)] = {
-                const_cast<void*>(request.list[i]), request.sizes[i]};
-        op->segments = op->segment_storage.get();
-        op->segment_count = request.list_count;
-    } else if (is_list) {
-        op->bounce = request.kind == method::OpKind::recv
-                         ? std::malloc(static_cast<std::size_t>(request.size > 0 ? request.size : 1))
-                         : pack_list(request.list, request.sizes, request.list_count, request.size);
-        if (op->bounce == nullptr) return -BMI_ENOMEM;
-        op->single = {op->bounce, request.size};
-        op->user_list = request.list;
-        op->user_sizes = request.sizes;
-        op->user_count = request.list_count;
-    }
+    MethodSlot& slot = *slots_[static_cast<std::size_t>(method_index)];
 
-    method::Operation* raw = op.release();
-    bmi_op_id_t new_id;
-    {
-        std::lock_guard lock(state_mutex_);
-        new_id = op_ids_.insert(raw);
-        raw->id = new_id;
-        pending_.push_back(*raw);
+    // A small contiguous send: let the method try to send it before any operation exists,
+    // which is most of what a request costs a PVFS client.
+    if (!is_recv && !is_list) {
+        const method::Segment whole{request.buffer, request.size};
+        int rc;
+        {
+            std::lock_guard method_lock(slot.lock);
+            rc = slot.method->send_now(*peer, request.kind, request.tag, {&whole, 1});
+        }
+        if (rc != 0) {
+            if (rc == 1) id = 0;
+            return rc;
+        }
     }
-    int rc;
-    {
-        std::lock_guard lock(slot.lock);
+    if (!is_recv) {
+        op.reset(OpCache::take());
+        fill_request(*op, request);
+        op->method_index = method_index;
+    }
+    method::Operation* raw = op.release();
+    raw->peer_ref = std::move(peer);
+    raw->peer = raw->peer_ref.get();
+    int rc = fill_lists(*raw, request, slot.native_lists);
+
+    // Registering a send while the method lock is still held keeps every other thread's
+    // progress from completing it before it has an id; a completion reported during post()
+    // itself finds id 0 and is queued here instead (on_complete).
+    bool completed_early = false, orphan = false;
+    if (rc == 0) {
+        std::lock_guard method_lock(slot.lock);
         rc = slot.method->post(*raw);
+        if (rc == 0 && !is_recv) {
+            std::lock_guard lock(state_mutex_);
+            raw->id = op_ids_.insert(raw);
+            completed_early = raw->completed;
+            if (!completed_early)
+                pending_.push_back(*raw);
+            else
+                orphan = !queue_completed_locked(*raw);
+        }
     }
     if (rc == 0) {
-        id = new_id;
+        id = raw->id;
+        if (orphan)
+            free_op(raw);  // its context closed meanwhile; testing the id finds nothing
+        else if (completed_early)
+            wait_point_.signal();
         return 0;
     }
-    if (rc == 1 && raw->bounce != nullptr && raw->kind == method::OpKind::recv)
+    if (is_recv) {
+        std::lock_guard lock(state_mutex_);
+        pending_.erase(pending_.iterator_to(*raw));
+        op_ids_.erase(raw->id);
+    }
+    if (rc == 1 && raw->bounce != nullptr && is_recv)
         unpack_list(raw->bounce, raw->actual_size, raw->user_list, raw->user_sizes,
                     raw->user_count);
     if (rc == 1 && actual_size != nullptr) *actual_size = raw->actual_size;
-    {
-        std::lock_guard lock(state_mutex_);
-        pending_.erase(pending_.iterator_to(*raw));
-        op_ids_.erase(new_id);
-    }
     free_op(raw);
     if (rc == 1) id = 0;
     return rc;
+}
+
+void Instance::fill_request(method::Operation& op, const PostRequest& request) {
+    op.kind = request.kind;
+    op.tag = request.tag;
+    op.total_size = request.size;
+    op.user_ptr = request.user_ptr;
+    op.context = request.context;
+    op.single = {request.buffer, request.size};
+    op.segments = &op.single;
+    op.segment_count = 1;
+}
+
+int Instance::fill_lists(method::Operation& op, const PostRequest& request, bool native_lists) {
+    if (request.list_count == 0) return 0;
+    if (native_lists) {
+        op.segment_storage = std::make_unique<method::Segment[]>(
+            static_cast<std::size_t>(request.list_count));
+        for (int i = 0; i < request.list_count; ++i)
+            op.segment_storage[static_cast<std::size_t>(i)] = {
+                const_cast<void*>(request.list[i]), request.sizes[i]};
+        op.segments = op.segment_storage.get();
+        op.segment_count = request.list_count;
+        return 0;
+    }
+    op.bounce = request.kind == method::OpKind::recv
+                    ? std::malloc(static_cast<std::size_t>(request.size > 0 ? request.size : 1))
+                    : pack_list(request.list, request.sizes, request.list_count, request.size);
+    if (op.bounce == nullptr) return -BMI_ENOMEM;
+    op.single = {op.bounce, request.size};
+    op.user_list = request.list;
+    op.user_sizes = request.sizes;
+    op.user_count = request.list_count;
+    return 0;
 }
 
 int Instance::cancel(bmi_op_id_t id, bmi_context_id context) {
@@ -343,7 +398,7 @@ method::Operation* Instance::find_op_locked(bmi_op_id_t id, bmi_context_id conte
 
 void Instance::free_op(method::Operation* op) {
     std::free(op->bounce);
-    delete op;
+    OpCache::give(op);
 }
 
 // --- Sink callbacks -------------------------------------------------------------------------
@@ -359,19 +414,25 @@ void Instance::on_complete(method::Operation& op, int error) {
         if (op.completed) return;  // a method reporting twice must not corrupt the queues
         op.error = error;
         op.completed = true;
+        if (op.id == 0) return;  // still inside post(), which queues it
         if (op.core_hook.is_linked()) pending_.erase(pending_.iterator_to(op));
-        auto& context = contexts_[static_cast<std::size_t>(op.context)];
-        orphan = !context.open;
-        if (orphan)
-            op_ids_.erase(op.id);
-        else
-            context.completed.push_back(op);
+        orphan = !queue_completed_locked(op);
     }
     if (orphan) {
         free_op(&op);
         return;
     }
     wait_point_.signal();
+}
+
+bool Instance::queue_completed_locked(method::Operation& op) {
+    auto& context = contexts_[static_cast<std::size_t>(op.context)];
+    if (!context.open) {
+        op_ids_.erase(op.id);
+        return false;
+    }
+    context.completed.push_back(op);
+    return true;
 }
 
 BMI_addr_t Instance::on_register_peer(int method_index,

@@ -142,6 +142,13 @@ private:
     void on_deliver_unexpected(int method_index, const std::shared_ptr<method::Peer>& peer,
                                void* buffer, bmi_size_t size, bmi_msg_tag_t tag);
 
+    // Copies a post's request into op (everything but the peer).
+    static void fill_request(method::Operation& op, const PostRequest& request);
+    // Sets up op's segments for a list post, natively or packed; 0, or -BMI_ENOMEM.
+    static int fill_lists(method::Operation& op, const PostRequest& request, bool native_lists);
+    // Puts a completed op on its context's queue; false (and its id forgotten) if the context
+    // was closed meanwhile, so the caller frees it (state_mutex_ held).
+    bool queue_completed_locked(method::Operation& op);
     // Removes a completed op from its context and frees it (state_mutex_ held).
     Completion reap_locked(method::Operation& op);
     void free_op(method::Operation* op);

@@ -39,16 +39,14 @@ int WaitPoint::add_fd(int fd) {
 
 void WaitPoint::remove_fd(int fd) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }
 
-std::uint64_t WaitPoint::sequence() const {
-    std::lock_guard lock(wait_mutex_);
-    return sequence_;
-}
+std::uint64_t WaitPoint::sequence() const { return sequence_.load(); }
 
 void WaitPoint::signal() {
+    sequence_.fetch_add(1);
+    if (sleepers_.load() == 0) return;  // every waiter still to come will see the new number
     bool wake_leader;
     {
         std::lock_guard lock(wait_mutex_);
-        ++sequence_;
         wake_leader = leader_asleep_;
     }
     followers_.notify_all();
@@ -67,10 +65,16 @@ void WaitPoint::set_direct(int method_epoll_fd) {
 int WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline, std::span<epoll_event> out,
                     const std::function<void()>& on_wake) {
     std::unique_lock lock(wait_mutex_);
-    if (sequence_ != seen) return 0;
+    sleepers_.fetch_add(1);
+    if (sequence_.load() != seen) {
+        sleepers_.fetch_sub(1);
+        return 0;
+    }
     if (leader_asleep_) {
         // A follower: the leader will make progress and signal, or give up its seat.
-        followers_.wait_until(lock, deadline, [&] { return sequence_ != seen || !leader_asleep_; });
+        followers_.wait_until(lock, deadline,
+                              [&] { return sequence_.load() != seen || !leader_asleep_; });
+        sleepers_.fetch_sub(1);
         return 0;
     }
     leader_asleep_ = true;
@@ -101,7 +105,8 @@ int WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline, std::span<ep
 
     lock.lock();
     leader_asleep_ = false;
-    ++sequence_;
+    sleepers_.fetch_sub(1);
+    sequence_.fetch_add(1);
     lock.unlock();
     // Let a follower take the seat (or see that progress is now possible).
     followers_.notify_all();

@@ -7,7 +7,10 @@
 // all followers, and writes the eventfd if the leader is asleep, so a waiter never sleeps past
 // a completion it could use. When the leader's time is up it hands leadership to a follower.
 // The "no missed wake-up" argument: a waiter reads the sequence number before checking for its
-// completion and sleeps only while the number is unchanged, checked under wait_mutex_.
+// completion and sleeps only while the number is unchanged. A signal bumps the number and then
+// looks whether anybody sleeps; a waiter counts itself as a sleeper and then looks at the
+// number (both sequentially consistent), so one of the two always sees the other. A signal
+// that finds no sleeper, the common case while threads are busy, takes no lock.
 #pragma once
 
 #include <atomic>
@@ -58,10 +61,11 @@ private:
     int epoll_fd_ = -1;
     int event_fd_ = -1;
     std::atomic<int> direct_fd_{-1};
-    mutable std::mutex wait_mutex_;
+    std::mutex wait_mutex_;
     std::condition_variable followers_;
-    std::uint64_t sequence_ = 0;  // guarded by wait_mutex_
-    bool leader_asleep_ = false;  // guarded by wait_mutex_
+    std::atomic<std::uint64_t> sequence_{0};
+    std::atomic<int> sleepers_{0};  // the leader and the followers inside wait()
+    bool leader_asleep_ = false;    // guarded by wait_mutex_
 };
 
 }  // namespace bmi::core

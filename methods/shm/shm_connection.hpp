@@ -63,6 +63,10 @@ struct Connection {
     ~Connection();
     // True while something here can move without the peer doing anything first.
     bool has_local_work() const { return !pulls.empty(); }
+    // True while something waits to be written into tx (flush() has work).
+    bool waits_for_room() const {
+        return !controls.empty() || !streams.empty() || !send_queue.empty();
+    }
 };
 
 }  // namespace bmi::method::shm

@@ -33,8 +33,8 @@ auto segment_base = [](const Segment& s) { return static_cast<std::byte*>(s.data
 auto segment_size = [](const Segment& s) { return s.size; };
 }  // namespace
 
-void gather(std::span<const Segment> segments, std::uint64_t from, const Window& window,
-            std::size_t window_offset, std::size_t length) {
+void gather_list(std::span<const Segment> segments, std::uint64_t from, const Window& window,
+                 std::size_t window_offset, std::size_t length) {
     for_each_piece(segments, segment_base, segment_size, from, length,
                    [&](const std::byte* p, std::size_t n) {
                        window.write(window_offset, p, n);
@@ -42,8 +42,8 @@ void gather(std::span<const Segment> segments, std::uint64_t from, const Window&
                    });
 }
 
-void scatter(const Window& window, std::size_t window_offset, std::span<const Segment> segments,
-             std::uint64_t to, std::size_t length) {
+void scatter_list(const Window& window, std::size_t window_offset,
+                  std::span<const Segment> segments, std::uint64_t to, std::size_t length) {
     for_each_piece(segments, segment_base, segment_size, to, length,
                    [&](std::byte* p, std::size_t n) {
                        window.read(window_offset, p, n);

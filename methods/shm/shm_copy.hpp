@@ -17,11 +17,25 @@ namespace bmi::method::shm {
 
 // Copies `length` bytes starting at logical offset `from` of the segment list into the window
 // at `window_offset`.
-void gather(std::span<const Segment> segments, std::uint64_t from, const Window& window,
-            std::size_t window_offset, std::size_t length);
+void gather_list(std::span<const Segment> segments, std::uint64_t from, const Window& window,
+                 std::size_t window_offset, std::size_t length);
+inline void gather(std::span<const Segment> segments, std::uint64_t from, const Window& window,
+                   std::size_t window_offset, std::size_t length) {
+    if (segments.size() == 1)  // contiguous buffers, the common case, need no list walk
+        window.write(window_offset, static_cast<const std::byte*>(segments[0].data) + from, length);
+    else
+        gather_list(segments, from, window, window_offset, length);
+}
 // Copies `length` bytes from the window at `window_offset` into the segment list at `to`.
-void scatter(const Window& window, std::size_t window_offset, std::span<const Segment> segments,
-             std::uint64_t to, std::size_t length);
+void scatter_list(const Window& window, std::size_t window_offset,
+                  std::span<const Segment> segments, std::uint64_t to, std::size_t length);
+inline void scatter(const Window& window, std::size_t window_offset,
+                    std::span<const Segment> segments, std::uint64_t to, std::size_t length) {
+    if (segments.size() == 1)
+        window.read(window_offset, static_cast<std::byte*>(segments[0].data) + to, length);
+    else
+        scatter_list(window, window_offset, segments, to, length);
+}
 
 // The RTS payload describing segments, skipping empty ones. Returns the count written (at most
 // out.size()), or -1 if the list does not fit.

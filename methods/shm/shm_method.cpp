@@ -93,6 +93,23 @@ int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
     return 0;
 }
 
+int ShmMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
+                        std::span<const Segment> segments) {
+    bmi_size_t size = 0;
+    for (const auto& s : segments) size += s.size;
+    if (kind == OpKind::send_unexpected && size > options_.unexpected_limit) return -BMI_EMSGSIZE;
+    if (kind == OpKind::send && size > options_.eager_limit) return 0;
+    // Only into an open ring with nothing queued ahead (messages keep their order); anything
+    // else, connecting first included, takes the usual path.
+    auto& peer = static_cast<ShmPeer&>(base);
+    if (peer.connection == 0) return 0;
+    Connection* conn = find_connection(peer.connection);
+    if (conn == nullptr || !conn->send_queue.empty()) return 0;
+    if (!place_inline(*conn, kind, tag, segments, size)) return 0;
+    wake_peer(*conn);
+    return 1;
+}
+
 int ShmMethod::post(Operation& op) {
     auto& peer = static_cast<ShmPeer&>(*op.peer);
     if (op.kind == OpKind::recv) {
@@ -154,9 +171,8 @@ int ShmMethod::post(Operation& op) {
 }
 
 void ShmMethod::cancel(Operation& op) {
-    auto it = tracks_.find(&op);
-    if (it == tracks_.end()) return;
-    Track track = it->second;
+    if (op.method_state == 0) return;  // finished already
+    Track track{static_cast<Where>(op.method_state), op.method_aux};
     switch (track.where) {
     case Where::posted_recv: {
         auto& peer = static_cast<ShmPeer&>(*op.peer);
@@ -218,11 +234,18 @@ int ShmMethod::query_range(const Peer& peer, std::string_view id_string, int) co
 // --- operation bookkeeping ---
 
 void ShmMethod::track(Operation& op, Where where, std::uint64_t connection) {
-    tracks_[&op] = Track{where, connection};
+    if (op.method_state == 0) ++pending_ops_;
+    op.method_state = static_cast<std::uint8_t>(where);
+    op.method_aux = connection;
+}
+
+void ShmMethod::untrack(Operation& op) {
+    if (op.method_state != 0) --pending_ops_;
+    op.method_state = 0;
 }
 
 void ShmMethod::finish(Operation& op, int error) {
-    tracks_.erase(&op);
+    untrack(op);
     sink_.complete(op, error);
 }
 

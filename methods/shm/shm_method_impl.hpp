@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "methods/method.hpp"
@@ -36,6 +37,8 @@ public:
     std::string_view name() const override { return "bmi_shm"; }
     std::string_view scheme() const override { return "shm"; }
     int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
+    int send_now(Peer& peer, OpKind kind, bmi_msg_tag_t tag,
+                 std::span<const Segment> segments) override;
     int post(Operation& op) override;
     void progress() override;
     bool accept_wake_fd(int fd, std::uint64_t tag) override;
@@ -56,9 +59,10 @@ public:
     int get_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
 
 private:
-    // Where a pending operation sits, so cancel knows what to unlink.
+    // Where a pending operation sits, so cancel knows what to unlink; kept in the operation's
+    // method_state (0: not pending here) with the connection id in method_aux.
     enum class Where : std::uint8_t {
-        posted_recv,  // on its peer's posted list; nothing moved yet
+        posted_recv = 1,  // on its peer's posted list; nothing moved yet
         queued_send,  // on a connection's send_queue; nothing moved yet
         in_flight,    // announced (RTS) or partly moved: cancelling closes the connection
     };
@@ -82,6 +86,7 @@ private:
     Connection* find_connection(std::uint64_t id);
     std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);
     bool poll_pass();
+    bool anything_to_do() const;  // a cheap look, for spinning: would poll_pass() find work?
     void disarm();  // clears our consumer_sleeping flags
     void wake_self();
     void drain_self();
@@ -94,6 +99,8 @@ private:
     int deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window);
     void start_transfer(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
                         std::vector<RemoteIov> iovs);
+    bool place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag,
+                      std::span<const Segment> segments, bmi_size_t size);
     Placed place_send(Connection& conn, Operation& op);
     bool place_control(Connection& conn, const Control& control);
     bool stream_data(Connection& conn, bool& moved);
@@ -106,6 +113,7 @@ private:
 
     // --- operation bookkeeping (shm_method.cpp) ---
     void track(Operation& op, Where where, std::uint64_t connection);
+    void untrack(Operation& op);
     void finish(Operation& op, int error);
     void detach_in_flight(Connection& conn, Operation& op);
     void fail_peer_receives(ShmPeer& peer, int error);
@@ -124,9 +132,9 @@ private:
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
     std::vector<std::weak_ptr<ShmPeer>> nameless_;
-    std::unordered_map<Operation*, Track> tracks_;
+    std::size_t pending_ops_ = 0;  // operations with a method_state
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
-    std::vector<std::uint64_t> pass_ids_;  // scratch of poll_pass
+    std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
 };
 
 }  // namespace bmi::method::shm

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "methods/shm/shm_ring.hpp"
 #include "methods/shm/shm_wire.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -63,7 +64,7 @@ int load_options(std::string_view option_string, bmi_size_t unexpected_override,
     out.single_copy_min = std::max<long long>(single_min, 0);
     // Inline messages may use at most half a ring so two of them can always be in flight.
     bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -
-                           static_cast<bmi_size_t>(sizeof(MsgHeader));
+                           static_cast<bmi_size_t>(ring_stamp_size + sizeof(MsgHeader));
     out.eager_limit = std::min<bmi_size_t>(64 << 10, half_ring);
     bmi_size_t unexpected = unexpected_override > 0 ? unexpected_override : 16 << 10;
     out.unexpected_limit = std::min(unexpected, half_ring);

@@ -95,8 +95,10 @@ bool ShmMethod::before_sleep() {
         spin_.reward();
         return true;
     }
-    // Spin only while operations wait: an idle instance sleeps at once.
-    if (!tracks_.empty() && spin_.run([this] { return poll_pass(); })) return true;
+    // Spin only while operations wait: an idle instance sleeps at once. Each round only looks
+    // (a stamp per connection), so a message is noticed within a few nanoseconds.
+    if (pending_ops_ > 0 && spin_.run([this] { return anything_to_do() && poll_pass(); }))
+        return true;
     bool work = false;
     for (auto& [id, conn] : connections_) {
         if (conn->state == ConnState::await_hello) continue;
@@ -119,26 +121,33 @@ void ShmMethod::disarm() {
     }
 }
 
+bool ShmMethod::anything_to_do() const {
+    for (const auto& [id, conn] : connections_) {
+        if (conn->state == ConnState::await_hello) continue;
+        if (conn->rx.has_message() || conn->has_local_work() || conn->waits_for_room()) return true;
+    }
+    return false;
+}
+
 // One bounded pass over every connection: receive, then send what fits.
 bool ShmMethod::poll_pass() {
     bool moved = false;
-    // Closing a connection erases it from connections_, so walk a copy of the ids (a member,
-    // so the spin loop does not allocate).
-    auto& ids = pass_ids_;
-    ids.clear();
-    for (auto& [id, conn] : connections_)
-        if (conn->state != ConnState::await_hello) ids.push_back(id);
-    for (auto id : ids) {
-        Connection* conn = find_connection(id);
-        if (conn == nullptr) continue;
+    // Closing a connection erases it from connections_, so failures are closed after the walk
+    // (the list is a member, so the spin loop does not allocate).
+    auto& failed = pass_failures_;
+    failed.clear();
+    for (auto& [id, conn] : connections_) {
+        if (conn->state == ConnState::await_hello) continue;
         int rc = receive_messages(*conn, moved);
-        if (rc == 0) rc = advance_pulls(*conn, moved);
+        if (rc == 0 && conn->has_local_work()) rc = advance_pulls(*conn, moved);
         if (rc != 0) {
-            close_connection(*conn, rc);
+            failed.emplace_back(id, rc);
             continue;
         }
-        if (flush(*conn)) moved = true;
+        if (conn->waits_for_room() && flush(*conn)) moved = true;
     }
+    for (auto [id, rc] : failed)
+        if (Connection* conn = find_connection(id)) close_connection(*conn, rc);
     return moved;
 }
 
@@ -214,7 +223,7 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
         // The peer is gone. What it published before dying is still valid (a sender may
         // have completed those messages already), so take it before closing.
         bool moved = false;
-        for (std::uint32_t i = 0; i < conn.rx.slot_count() && conn.rx.used_slots() > 0; ++i)
+        for (std::uint32_t i = 0; i < conn.rx.slot_count() && conn.rx.has_message(); ++i)
             if (receive_messages(conn, moved) != 0 || conn.stalled) break;
         rc = -BMI_ECONNRESET;
         break;

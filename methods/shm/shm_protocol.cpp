@@ -64,18 +64,25 @@ void ShmMethod::wake_peer(Connection& conn) {
 
 // --- sending ---
 
+bool ShmMethod::place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag,
+                             std::span<const Segment> segments, bmi_size_t size) {
+    Ring& ring = conn.tx;
+    auto bytes = static_cast<std::size_t>(size);
+    std::uint32_t slots = ring.slots_for(header_size + bytes);
+    if (!ring.has_room(slots)) return false;
+    Window w = ring.claim(slots);
+    MsgType type = kind == OpKind::send_unexpected ? MsgType::unexpected : MsgType::eager;
+    write_header(w, type, tag, slots, 0, bytes, 0);
+    gather(segments, 0, w, header_size, bytes);
+    ring.publish(slots);
+    return true;
+}
+
 ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     Ring& ring = conn.tx;
-    bool inline_message = op.kind == OpKind::send_unexpected || op.total_size <= options_.eager_limit;
-    if (inline_message) {
-        auto size = static_cast<std::size_t>(op.total_size);
-        std::uint32_t slots = ring.slots_for(header_size + size);
-        if (!ring.has_room(slots)) return Placed::no_room;
-        Window w = ring.claim(slots);
-        MsgType type = op.kind == OpKind::send_unexpected ? MsgType::unexpected : MsgType::eager;
-        write_header(w, type, op.tag, slots, 0, size, 0);
-        gather(segments_of(op), 0, w, header_size, size);
-        ring.publish(slots);
+    if (op.kind == OpKind::send_unexpected || op.total_size <= options_.eager_limit) {
+        if (!place_inline(conn, op.kind, op.tag, segments_of(op), op.total_size))
+            return Placed::no_room;
         op.actual_size = op.total_size;
         return Placed::completed;
     }
@@ -117,7 +124,8 @@ bool ShmMethod::stream_data(Connection& conn, bool& moved) {
         std::uint32_t slots = std::min(ring.free_slots(), chunk_slots);
         if (slots == 0) return false;
         auto left = static_cast<std::size_t>(op.total_size - op.transferred);
-        std::size_t bytes = std::min(left, static_cast<std::size_t>(slots) * ring.slot_size() - header_size);
+        std::size_t bytes = std::min(left, static_cast<std::size_t>(slots) * ring.slot_size() -
+                                               ring_stamp_size - header_size);
         slots = ring.slots_for(header_size + bytes);
         Window w = ring.claim(slots);
         write_header(w, MsgType::data, op.tag, slots, 0, bytes, op.method_word);
@@ -149,7 +157,7 @@ bool ShmMethod::flush(Connection& conn) {
         while (!blocked && !conn.send_queue.empty()) {
             Operation& op = conn.send_queue.front();
             conn.send_queue.pop_front();
-            tracks_.erase(&op);
+            untrack(op);
             Placed placed = place_send(conn, op);
             if (placed == Placed::no_room) {
                 conn.send_queue.push_front(op);
@@ -178,16 +186,11 @@ int ShmMethod::receive_messages(Connection& conn, bool& moved) {
     bool consumed = false;
     int rc = 0;
     for (std::uint32_t i = 0; i < ring.slot_count(); ++i) {
-        std::uint32_t used = ring.used_slots();
-        if (used == 0) break;
-        if (used > ring.slot_count()) {
-            rc = -BMI_EPROTO;
-            break;
-        }
+        if (!ring.has_message()) break;
         MsgHeader header;
         ring.peek(1).read(0, &header, sizeof header);
         long long payload = payload_of(header);
-        if (payload < 0 || header.slots == 0 || header.slots > used ||
+        if (payload < 0 || header.slots == 0 || header.slots > ring.slot_count() ||
             header.slots != ring.slots_for(header_size + static_cast<std::size_t>(payload))) {
             BMI_LOG(error, "shm: malformed message header (type %u, %u slots) on connection %llu",
                     header.type, header.slots, static_cast<unsigned long long>(conn.id));
@@ -206,7 +209,7 @@ int ShmMethod::receive_messages(Connection& conn, bool& moved) {
     }
     if (consumed) {
         moved = true;
-        if (conn.peer_event_fd >= 0 && ring.producer_blocked()) {
+        if (ring.producer_waiting() && conn.peer_event_fd >= 0) {
             std::uint64_t one = 1;
             ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
             (void)ignored;
@@ -231,7 +234,7 @@ int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const W
         for (auto& op : peer.posted) {
             if (op.tag != header.tag) continue;
             peer.posted.erase(peer.posted.iterator_to(op));
-            tracks_.erase(&op);
+            untrack(op);
             start_transfer(conn, op, size, header.cookie, std::move(iovs));
             return 0;
         }

@@ -1,15 +1,29 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // A single-producer single-consumer ring of fixed-size slots living in shared memory.
 //
-// head and tail are free-running slot counters (never wrapped), each written by one side only
-// and kept on its own cache line so the two processes do not bounce one line between them. The
-// producer fills slots, then publishes them with a release store of head; the consumer reads
-// head with acquire, copies out, then returns the slots with a release store of tail. No locks.
+// A message occupies one or more consecutive slots (at most half the ring) and starts with an
+// 8-byte stamp that only the ring writes: the producer fills the slots, then stores the stamp
+// (position + 1, shifted left by one) with release; the consumer polls the stamp of the slot
+// it expects next with acquire. Polling the message
+// itself, instead of a separate head index, means a waiting consumer pays one cache-line
+// transfer per message (the line that holds the stamp, the header and a small payload), not
+// two in a row. A slot that held the middle of an older message may contain any payload
+// bytes where a stamp would be; the consumer zeroes those words before it returns the slots,
+// so only a real publication can ever match. Positions are free-running 64-bit counters.
 //
-// Each side also owns one flag the other side reads for the wake-up protocol:
-// consumer_sleeping (the consumer is about to block: write its eventfd after publishing) and
-// producer_blocked (the producer waits for space: write its eventfd after releasing). Both use
-// the store / seq_cst fence / load pattern, so at least one side always sees the other.
+// tail (consumer-written) tells the producer which slots are free; the producer reads it only
+// when its cached copy says the ring is full.
+//
+// The stamp's low bit says "tight": fewer than half the slots were free after this message.
+// A producer only ever waits for at most half the ring, so the last message it published
+// before waiting is tight, and the consumer needs its fence-and-look at producer_blocked only
+// after it has released a tight message. A ring that never fills up (request/response
+// traffic) therefore costs the consumer no fence at all. Each side also owns one flag the other side
+// reads for the wake-up protocol, each on its own cache line so that reading it costs no
+// transfer while it does not change: consumer_sleeping (the consumer is about to block: write
+// its eventfd after publishing) and producer_blocked (the producer waits for space: write its
+// eventfd after releasing). Both use the store / seq_cst fence / load pattern, so at least one
+// side always sees the other. No locks.
 #pragma once
 
 #include <atomic>
@@ -20,14 +34,16 @@
 namespace bmi::method::shm {
 
 struct RingControl {
-    alignas(64) std::atomic<std::uint64_t> head;  // producer-written
-    std::atomic<std::uint32_t> producer_blocked;
     alignas(64) std::atomic<std::uint64_t> tail;  // consumer-written
-    std::atomic<std::uint32_t> consumer_sleeping;
+    alignas(64) std::atomic<std::uint32_t> consumer_sleeping;
+    alignas(64) std::atomic<std::uint32_t> producer_blocked;
 };
-static_assert(sizeof(RingControl) == 128);
+static_assert(sizeof(RingControl) == 192);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "cross-process atomics must not hide a lock");
+
+// Bytes at the start of every message that belong to the ring (the stamp).
+inline constexpr std::size_t ring_stamp_size = 8;
 
 // A view of `count` consecutive slots: at most two contiguous pieces (the ring may wrap).
 struct Window {
@@ -37,8 +53,22 @@ struct Window {
     std::size_t second_size = 0;
 
     std::size_t size() const { return first_size + second_size; }
-    void write(std::size_t offset, const void* source, std::size_t length) const;
-    void read(std::size_t offset, void* target, std::size_t length) const;
+    void write(std::size_t offset, const void* source, std::size_t length) const {
+        if (offset + length <= first_size && length > 0)
+            std::memcpy(first + offset, source, length);  // the common case: no wrap
+        else
+            write_split(offset, source, length);
+    }
+    void read(std::size_t offset, void* target, std::size_t length) const {
+        if (offset + length <= first_size && length > 0)
+            std::memcpy(target, first + offset, length);
+        else
+            read_split(offset, target, length);
+    }
+
+private:
+    void write_split(std::size_t offset, const void* source, std::size_t length) const;
+    void read_split(std::size_t offset, void* target, std::size_t length) const;
 };
 
 class Ring {
@@ -49,8 +79,9 @@ public:
 
     std::uint32_t slot_count() const { return slot_count_; }
     std::uint32_t slot_size() const { return slot_size_; }
+    // Slots a message of `bytes` needs, the stamp included.
     std::uint32_t slots_for(std::size_t bytes) const {
-        return static_cast<std::uint32_t>((bytes + slot_size_ - 1) / slot_size_);
+        return static_cast<std::uint32_t>((ring_stamp_size + bytes + slot_size_ - 1) / slot_size_);
     }
 
     // --- producer side ---
@@ -58,36 +89,71 @@ public:
     std::uint32_t free_slots();
     // True if `wanted` slots are free; reads the consumer's index only when the cached copy
     // says there is not enough room.
-    bool has_room(std::uint32_t wanted);
-    // The next `count` unpublished slots (count <= free_slots()).
-    Window claim(std::uint32_t count) const;
-    void publish(std::uint32_t count);
-    // Marks the producer as waiting for space; true if space appeared meanwhile (re-check).
+    bool has_room(std::uint32_t wanted) {
+        if (slot_count_ - (own_ - cached_other_) >= wanted) return true;
+        return free_slots() >= wanted;
+    }
+    // The next `count` unpublished slots (count <= free_slots(), count <= max_message_slots()),
+    // without the stamp: offset 0 is the first byte after it.
+    Window claim(std::uint32_t count) const { return window(own_, count); }
+    // Publishes the claimed message of `count` slots (stamps it).
+    void publish(std::uint32_t count) {
+        // The cached tail is never ahead of the real one, so this errs towards "tight".
+        bool tight = slot_count_ - (own_ + count - cached_other_) < max_message_slots();
+        stamp_at(own_).store(((own_ + 1) << 1) | (tight ? 1 : 0), std::memory_order_release);
+        own_ += count;
+    }
+    std::uint32_t max_message_slots() const { return slot_count_ / 2; }
+    // Marks the producer as waiting for `wanted` (<= max_message_slots()) free slots; true if
+    // they appeared meanwhile (re-check).
     bool block_producer(std::uint32_t wanted);
     void unblock_producer();
     bool consumer_sleeping() const;
 
     // --- consumer side ---
-    std::uint32_t used_slots() const;
-    // `count` slots from the oldest unconsumed one (count <= used_slots()).
-    Window peek(std::uint32_t count) const;
+    // True if the next message has been published.
+    bool has_message() const {
+        return stamp_at(own_).load(std::memory_order_acquire) >> 1 == own_ + 1;
+    }
+    // `count` slots of the next message, without the stamp (count <= slot_count()).
+    Window peek(std::uint32_t count) const { return window(own_, count); }
+    // Returns the `count` slots of the message just read to the producer.
     void release(std::uint32_t count);
-    // Marks the consumer as sleeping; true if data arrived meanwhile (re-check).
+    // Marks the consumer as sleeping; true if a message arrived meanwhile (re-check).
     bool sleep_consumer();
     void wake_consumer();
-    bool producer_blocked() const;
+    // After releases: true if the producer waits for space and must be woken. Costs a fence
+    // only if a tight message was released since the last call.
+    bool producer_waiting();
 
 private:
-    Window window(std::uint64_t start, std::uint32_t count) const;
+    Window window(std::uint64_t start, std::uint32_t count) const {
+        Window w;
+        auto position = static_cast<std::uint32_t>(start % slot_count_);
+        std::uint32_t first = count < slot_count_ - position ? count : slot_count_ - position;
+        w.first = slots_ + static_cast<std::size_t>(position) * slot_size_ + ring_stamp_size;
+        w.first_size = static_cast<std::size_t>(first) * slot_size_ - ring_stamp_size;
+        if (count > first) {
+            w.second = slots_;
+            w.second_size = static_cast<std::size_t>(count - first) * slot_size_;
+        }
+        return w;
+    }
+    std::atomic_ref<std::uint64_t> stamp_at(std::uint64_t position) const {
+        auto* word = reinterpret_cast<std::uint64_t*>(
+            slots_ + static_cast<std::size_t>(position % slot_count_) * slot_size_);
+        return std::atomic_ref<std::uint64_t>(*word);
+    }
 
     RingControl* control_ = nullptr;
     std::byte* slots_ = nullptr;
     std::uint32_t slot_count_ = 0;
     std::uint32_t slot_size_ = 0;
-    // The index this side writes, mirrored locally (only we change it), and a cached copy of
-    // the other side's index so the common case reads no shared cache line.
+    // The position this side is at (only we change it), and a cached copy of the consumer's
+    // tail on the producer side, so the common case reads no shared cache line.
     std::uint64_t own_ = 0;
     std::uint64_t cached_other_ = 0;
+    bool released_tight_ = false;  // consumer: a tight message was released, not yet checked
 };
 
 }  // namespace bmi::method::shm

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bmi-types.h"
+#include "methods/shm/shm_wire.hpp"
 #include "support/error/error_map.hpp"
 
 namespace bmi::method::shm {
@@ -19,7 +20,8 @@ namespace bmi::method::shm {
 namespace {
 constexpr std::uint32_t segment_magic = 0x4d485342u;
 constexpr std::size_t control_offset = 128;
-constexpr std::size_t slots_offset = 512;
+constexpr std::size_t slots_offset = 1024;
+static_assert(control_offset + 2 * sizeof(RingControl) <= slots_offset);
 constexpr unsigned required_seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 struct SegmentHeader {
@@ -77,7 +79,7 @@ int SharedSegment::create(std::uint32_t slot_count, std::uint32_t slot_size) {
     fd_ = fd;
     slot_count_ = slot_count;
     slot_size_ = slot_size;
-    auto* header = new (base_) SegmentHeader{segment_magic, 1, slot_count, slot_size};
+    auto* header = new (base_) SegmentHeader{segment_magic, protocol_version, slot_count, slot_size};
     (void)header;
     for (int i = 0; i < 2; ++i) new (base_ + control_offset + i * sizeof(RingControl)) RingControl{};
     return 0;
@@ -101,7 +103,8 @@ int SharedSegment::attach(int fd, std::uint32_t slot_count, std::uint32_t slot_s
     slot_count_ = slot_count;
     slot_size_ = slot_size;
     auto* header = reinterpret_cast<const SegmentHeader*>(base_);
-    if (header->magic != segment_magic || header->slot_count != slot_count ||
+    if (header->magic != segment_magic || header->version != protocol_version ||
+        header->slot_count != slot_count ||
         header->slot_size != slot_size) {
         unmap();
         return -BMI_EPROTO;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The shared segment of one connection: an anonymous memfd holding two rings.
 //
-// Layout (offsets in bytes): [0, 64) SegmentHeader; [128, 256) control of ring 0;
-// [256, 384) control of ring 1; from 512 the slots of ring 0, then those of ring 1.
+// Layout (offsets in bytes): [0, 64) SegmentHeader; [128, 320) control of ring 0;
+// [320, 512) control of ring 1; from 1024 the slots of ring 0, then those of ring 1.
 // Ring 0 carries initiator -> acceptor, ring 1 acceptor -> initiator. The memfd is sealed
 // against resizing before it is passed, so the acceptor can never be hit by SIGBUS from a
 // peer shrinking it; only the two processes holding the descriptor can map it, and the kernel

@@ -8,7 +8,7 @@
 
 namespace bmi::method::shm {
 
-// The first slot of every ring message starts with a MsgHeader; `slots` is how many consecutive
+// Every ring message starts, after the ring's stamp, with a MsgHeader; `slots` is how many consecutive
 // slots the message occupies, so the consumer can skip it without understanding the payload.
 enum class MsgType : std::uint32_t {
     eager = 1,       // expected message, payload inline (size bytes)
@@ -38,7 +38,8 @@ struct RemoteIov {
 static_assert(sizeof(RemoteIov) == 16);
 
 inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
-inline constexpr std::uint32_t protocol_version = 1;
+// 2: messages carry their own stamp (shm_ring.hpp) instead of a head index.
+inline constexpr std::uint32_t protocol_version = 2;
 inline constexpr std::size_t max_name_length = 64;
 
 // Sent by the connecting side together with two descriptors: the segment memfd, its eventfd.

@@ -39,22 +39,6 @@ IdGenerator::Id IdGenerator::insert(void* object) {
     return make_id(index, slot.generation);
 }
 
-const IdGenerator::Slot* IdGenerator::slot_of(Id id) const {
-    if (id <= 0) return nullptr;
-    auto raw = static_cast<std::uint64_t>(id);
-    auto index = static_cast<std::uint32_t>(raw & 0xffffffffu);
-    auto generation = static_cast<std::uint32_t>(raw >> 32);
-    if (index >= slots_.size()) return nullptr;
-    const Slot& slot = slots_[index];
-    if (slot.object == nullptr || slot.generation != generation) return nullptr;
-    return &slot;
-}
-
-void* IdGenerator::find(Id id) const {
-    const Slot* slot = slot_of(id);
-    return slot ? slot->object : nullptr;
-}
-
 bool IdGenerator::erase(Id id) {
     if (slot_of(id) == nullptr) return false;
     auto index = static_cast<std::uint32_t>(static_cast<std::uint64_t>(id) & 0xffffffffu);

@@ -26,7 +26,10 @@ public:
     // may allocate the slot table.
     Id insert(void* object);
     // The object registered under id, or nullptr if id is unknown, stale or malformed.
-    void* find(Id id) const;
+    void* find(Id id) const {
+        const Slot* slot = slot_of(id);
+        return slot ? slot->object : nullptr;
+    }
     // Forgets id; returns false (and changes nothing) if id was not live.
     bool erase(Id id);
     std::size_t size() const { return live_; }
@@ -37,7 +40,16 @@ private:
         std::uint32_t generation = 1;  // of the id the slot hands out next / has out now
         std::uint32_t next_free = 0;  // index + 1 of the next free slot, 0 = end of the list
     };
-    const Slot* slot_of(Id id) const;
+    const Slot* slot_of(Id id) const {
+        if (id <= 0) return nullptr;
+        auto raw = static_cast<std::uint64_t>(id);
+        auto index = static_cast<std::uint32_t>(raw & 0xffffffffu);
+        auto generation = static_cast<std::uint32_t>(raw >> 32);
+        if (index >= slots_.size()) return nullptr;
+        const Slot& slot = slots_[index];
+        if (slot.object == nullptr || slot.generation != generation) return nullptr;
+        return &slot;
+    }
 
     std::vector<Slot> slots_;
     std::uint32_t free_head_ = 0;  // index + 1, 0 = empty

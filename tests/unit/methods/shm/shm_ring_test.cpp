@@ -41,19 +41,44 @@ TEST_CASE("ring: messages spanning the end of the ring come back whole", "[shm][
     TestRing ring(8, 256);
     // 3-slot messages on an 8-slot ring start at every position modulo 8 over time.
     for (int round = 0; round < 40; ++round) {
-        std::vector<unsigned char> out(3 * 256), in(3 * 256);
+        std::vector<unsigned char> out(3 * 256 - ring_stamp_size), in(out.size());
         for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(round + i * 7);
         REQUIRE(ring.producer.free_slots() == 8);
         Window w = ring.producer.claim(3);
         REQUIRE(w.size() == out.size());
         w.write(0, out.data(), out.size());
+        REQUIRE_FALSE(ring.consumer.has_message());  // claimed, not yet published
         ring.producer.publish(3);
-        REQUIRE(ring.consumer.used_slots() == 3);
+        REQUIRE(ring.consumer.has_message());
         ring.consumer.peek(3).read(0, in.data(), in.size());
         REQUIRE(in == out);
         ring.consumer.release(3);
-        REQUIRE(ring.consumer.used_slots() == 0);
+        REQUIRE_FALSE(ring.consumer.has_message());
     }
+}
+
+TEST_CASE("ring: payload bytes left in a slot never pass for a later message's stamp",
+          "[shm][ring]") {
+    TestRing ring(4, 256);
+    // A 2-slot message at positions 0-1. Slot 1 starts with payload; put there exactly the
+    // stamp a message at position 5 (slot 1 again, next lap) would carry.
+    std::vector<std::uint64_t> out((2 * 256 - ring_stamp_size) / 8, 0);
+    out[(256 - ring_stamp_size) / 8] = 5 + 1;
+    ring.producer.claim(2).write(0, out.data(), out.size() * 8);
+    ring.producer.publish(2);
+    REQUIRE(ring.consumer.has_message());
+    ring.consumer.release(2);
+    for (int position = 2; position < 5; ++position) {  // one-slot messages at 2, 3, 4
+        ring.producer.claim(1).write(0, &position, sizeof position);
+        ring.producer.publish(1);
+        REQUIRE(ring.consumer.has_message());
+        ring.consumer.release(1);
+    }
+    // The consumer now expects position 5 (slot 1), which nobody published.
+    REQUIRE_FALSE(ring.consumer.has_message());
+    ring.producer.claim(1);
+    ring.producer.publish(1);
+    REQUIRE(ring.consumer.has_message());
 }
 
 TEST_CASE("ring: a full ring refuses more until the consumer releases", "[shm][ring]") {
@@ -66,14 +91,39 @@ TEST_CASE("ring: a full ring refuses more until the consumer releases", "[shm][r
     REQUIRE(ring.producer.free_slots() == 0);
     // The producer asks to be woken; with nothing released the re-check says "still full".
     REQUIRE_FALSE(ring.producer.block_producer(1));
-    REQUIRE(ring.consumer.producer_blocked());
     int first = -1;
     ring.consumer.peek(1).read(0, &first, sizeof first);
     REQUIRE(first == 0);
     ring.consumer.release(1);
     REQUIRE(ring.producer.free_slots() == 1);
+    // The first message left the ring more than half free, so releasing it asks for no fence;
+    // the last one before the producer blocked was tight, and releasing it finds the waiter.
+    REQUIRE_FALSE(ring.consumer.producer_waiting());
+    for (int i = 1; i < 4; ++i) ring.consumer.release(1);
+    REQUIRE(ring.consumer.producer_waiting());
     ring.producer.unblock_producer();
-    REQUIRE_FALSE(ring.consumer.producer_blocked());
+    ring.producer.claim(1);
+    ring.producer.publish(1);
+    ring.consumer.release(1);
+    REQUIRE_FALSE(ring.consumer.producer_waiting());
+}
+
+TEST_CASE("ring: a producer that blocks is always found by the consumer's next check",
+          "[shm][ring]") {
+    // Whatever the fill level, a producer waiting for up to half the ring was preceded by a
+    // tight message; releasing everything published so far must report it.
+    for (std::uint32_t published = 3; published <= 8; ++published) {
+        TestRing ring(8, 256);
+        for (std::uint32_t i = 0; i < published; ++i) {
+            ring.producer.claim(1);
+            ring.producer.publish(1);
+        }
+        std::uint32_t wanted = 8 - published + 1;  // one more than is free
+        if (wanted > ring.producer.max_message_slots()) continue;
+        REQUIRE_FALSE(ring.producer.block_producer(wanted));
+        for (std::uint32_t i = 0; i < published; ++i) ring.consumer.release(1);
+        REQUIRE(ring.consumer.producer_waiting());
+    }
 }
 
 TEST_CASE("ring: the sleeping flag and its re-check close the lost wake-up window",
@@ -100,9 +150,10 @@ TEST_CASE("ring: a fast producer thread and a consumer thread move many messages
     std::thread producer([&] {
         std::vector<std::byte> buffer(5 * slot_size);
         std::uint32_t x = 12345;
+        const std::size_t longest = 5 * slot_size - ring_stamp_size;
         for (int m = 0; m < messages && !failed; ++m) {
             x = x * 1103515245u + 12345u;
-            std::uint32_t length = 12 + x % (5 * slot_size - 12);
+            auto length = static_cast<std::uint32_t>(12 + x % (longest - 12));
             for (std::uint32_t i = 12; i < length; ++i)
                 buffer[i] = static_cast<std::byte>((x >> (i % 24)) + i);
             std::uint32_t sum = checksum(buffer.data() + 12, length - 12);
@@ -124,7 +175,7 @@ TEST_CASE("ring: a fast producer thread and a consumer thread move many messages
     std::vector<std::byte> buffer(5 * slot_size);
     int received = 0;
     while (received < messages && !failed) {
-        if (ring.consumer.used_slots() == 0) {
+        if (!ring.consumer.has_message()) {
             if (std::chrono::steady_clock::now() > deadline) failed = true;
             std::this_thread::yield();
             continue;
@@ -136,10 +187,6 @@ TEST_CASE("ring: a fast producer thread and a consumer thread move many messages
             break;
         }
         std::uint32_t need = ring.consumer.slots_for(length);
-        if (ring.consumer.used_slots() < need) {
-            failed = true;  // the producer publishes whole messages only
-            break;
-        }
         ring.consumer.peek(need).read(0, buffer.data(), length);
         std::memcpy(&index, buffer.data() + 4, 4);
         std::memcpy(&sum, buffer.data() + 8, 4);

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The per-thread stock behind OpCache.
+#include "bmi/core/op_cache.hpp"
+
+#include <cstddef>
+#include <new>
+
+namespace bmi::core {
+
+namespace {
+constexpr int stock_size = 16;
+
+// Trivially destructible, so a give() that runs after this thread's destructors (a BMI
+// instance finalized from an exit handler) still finds valid memory; it then frees instead.
+struct Stock {
+    void* memory[stock_size];
+    int count;
+    bool closed;
+};
+// initial-exec: a few hundred bytes of static TLS instead of a __tls_get_addr call on every
+// post and test; glibc keeps a reserve of static TLS for libraries loaded with dlopen.
+__attribute__((tls_model("initial-exec"))) thread_local Stock stock{};
+
+// Frees what the thread kept when it exits, and closes the stock for good.
+struct Drain {
+    ~Drain() {
+        stock.closed = true;
+        while (stock.count > 0) ::operator delete(stock.memory[--stock.count]);
+    }
+};
+thread_local Drain drain;
+}  // namespace
+
+method::Operation* OpCache::take() {
+    if (stock.count > 0) return new (stock.memory[--stock.count]) method::Operation();
+    return new method::Operation();
+}
+
+void OpCache::give(method::Operation* op) {
+    if (op == nullptr) return;
+    if (stock.closed || stock.count == stock_size) {
+        delete op;
+        return;
+    }
+    (void)&drain;  // the first use registers its destructor for this thread
+    op->~Operation();
+    stock.memory[stock.count++] = op;
+}
+
+}  // namespace bmi::core
