@@ -36,11 +36,14 @@ constexpr MethodNotes method_notes[] = {
      "BMI_TCP_LEGACY=1 (OrangeFS wire format only), BMI_TCP_STALL_TIMEOUT_MS (default 10000), "
      "BMI_TCP_SPIN_US (default 50, 0 = sleep at once)"},
     {"shm", "shm://bmi-info-probe",
-     "inline through the ring up to half a ring (slots x slot size / 2); larger messages "
-     "pipelined through the ring, from 16 MiB by single copy (process_vm_readv)",
+     "inline through the ring up to 16 KiB (at most half a ring); larger messages copied by "
+     "both processes at once, straight between the buffers (process_vm_readv/writev); "
+     "two copies through the ring where the kernel refuses cross-memory attach",
      "BMI_SHM_SPIN_US (default 20, 0 = pure blocking), BMI_SHM_RING_SLOTS (64), "
-     "BMI_SHM_SLOT_SIZE (8192), BMI_SHM_SINGLE_COPY=0, BMI_SHM_SINGLE_COPY_MIN (16777216); "
-     "options shm_spin_us=, shm_ring_slots=, shm_slot_size=, shm_single_copy=, "
+     "BMI_SHM_SLOT_SIZE (8192), BMI_SHM_SINGLE_COPY=0 (two copies only), "
+     "BMI_SHM_SPLIT_COPY=0 (the receiver copies alone), BMI_SHM_SINGLE_COPY_MIN (16777216: "
+     "with split copy off, smaller messages go two copies); options shm_spin_us=, "
+     "shm_ring_slots=, shm_slot_size=, shm_single_copy=, shm_split_copy=, "
      "shm_single_copy_min="},
     {"verbs", "verbs://127.0.0.1:0",
      "eager SENDs into the shared receive queue up to 16 KiB, credit-based (16 per peer); "
@@ -160,7 +163,8 @@ void print_method(std::ostream& out, const bmi::method::Descriptor& d, bool& any
                "OrangeFS uses 3334):\n";
         for (const auto& a : host_addresses()) out << "              " << a << "\n";
     } else if (d.scheme == "shm") {
-        out << "  listen:   shm://NAME, one node only (a socket under /dev/shm rendezvous)\n";
+        out << "  listen:   shm://NAME, one node only (an abstract Unix socket rendezvous, "
+               "nothing in /dev/shm)\n";
     }
     out << "  eager:    " << (n ? n->eager : "see doc/methods/") << "\n";
     out << "  settings: " << (n ? n->settings : "see doc/methods/") << "\n";

@@ -13,6 +13,7 @@
 #include "methods/shm/shm_peer.hpp"
 #include "methods/shm/shm_ring.hpp"
 #include "methods/shm/shm_segment.hpp"
+#include "methods/shm/shm_split.hpp"
 #include "methods/shm/shm_wire.hpp"
 
 namespace bmi::method::shm {
@@ -24,12 +25,13 @@ enum class ConnState : std::uint8_t {
     open,         // both sides attached
 };
 
-// A small reply (CTS, DONE, NAK) waiting for ring space.
+// A reply (CTS, DONE, NAK, HELP) waiting for ring space; only HELP has a payload.
 struct Control {
     MsgType type;
     std::uint64_t cookie;
     std::uint64_t size;
     std::int32_t aux;
+    std::vector<std::byte> payload = {};
 };
 
 // A single-copy receive in progress: we read the sender's memory piece by piece.
@@ -59,10 +61,24 @@ struct Connection {
     std::unordered_map<std::uint64_t, Operation*> sends;  // RTS sent, not finished
     std::unordered_map<std::uint64_t, Operation*> receives;  // CTS sent, DATA expected
     std::deque<Pull> pulls;
+    std::deque<SplitReceive> splits;  // split copies we receive
+    std::deque<SplitPush> pushes;     // split copies we send and still help with
+
+    // Split boards (shm_split.hpp): ours hands out the chunks of what we receive, the peer's
+    // those of what we send. Entry i of ours is free while bit i of board_free is set.
+    SplitBoardEntry* own_board = nullptr;
+    SplitBoardEntry* peer_board = nullptr;
+    std::uint32_t board_free = (1u << split_board_entries) - 1;
+    std::uint32_t board_generation[split_board_entries] = {};
 
     ~Connection();
     // True while something here can move without the peer doing anything first.
-    bool has_local_work() const { return !pulls.empty(); }
+    bool has_local_work() const {
+        if (!pulls.empty() || !pushes.empty()) return true;
+        for (const auto& split : splits)
+            if (!split.claims_done) return true;
+        return false;
+    }
     // True while something waits to be written into tx (flush() has work).
     bool waits_for_room() const {
         return !controls.empty() || !streams.empty() || !send_queue.empty();

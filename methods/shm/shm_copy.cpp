@@ -69,8 +69,8 @@ int describe_segments(std::span<const Segment> segments, std::span<RemoteIov> ou
     return static_cast<int>(count);
 }
 
-long read_remote(pid_t pid, std::span<const RemoteIov> remote, std::span<const Segment> local,
-                 std::uint64_t offset, std::size_t length) {
+long copy_remote(Direction direction, pid_t pid, std::span<const RemoteIov> remote,
+                 std::span<const Segment> local, std::uint64_t offset, std::size_t length) {
     // The kernel takes at most IOV_MAX entries per side; a shorter read is fine, the caller
     // simply comes back for the rest.
     constexpr std::size_t max_iov = 1024;
@@ -105,10 +105,24 @@ long read_remote(pid_t pid, std::span<const RemoteIov> remote, std::span<const S
         }
         kept += local_iov[i].iov_len;
     }
-    ssize_t n = process_vm_readv(pid, local_iov, local_count, remote_iov, remote_count, 0);
+    ssize_t n = direction == Direction::read
+                    ? process_vm_readv(pid, local_iov, local_count, remote_iov, remote_count, 0)
+                    : process_vm_writev(pid, local_iov, local_count, remote_iov, remote_count, 0);
     if (n < 0) return -errno;
     if (n == 0) return -EFAULT;
     return static_cast<long>(n);
+}
+
+int copy_remote_exactly(Direction direction, pid_t pid, std::span<const RemoteIov> remote,
+                        std::span<const Segment> local, std::uint64_t offset,
+                        std::size_t length) {
+    while (length > 0) {
+        long n = copy_remote(direction, pid, remote, local, offset, length);
+        if (n < 0) return static_cast<int>(n);
+        offset += static_cast<std::uint64_t>(n);
+        length -= static_cast<std::size_t>(n);
+    }
+    return 0;
 }
 
 }  // namespace bmi::method::shm

@@ -42,9 +42,20 @@ inline void scatter(const Window& window, std::size_t window_offset,
 int describe_segments(std::span<const Segment> segments, std::span<RemoteIov> out);
 int nonempty_segments(std::span<const Segment> segments);
 
-// Reads up to `length` bytes at logical offset `offset` of the remote list into the local list
-// at the same offset. Returns bytes moved (> 0) or -errno.
-long read_remote(pid_t pid, std::span<const RemoteIov> remote, std::span<const Segment> local,
-                 std::uint64_t offset, std::size_t length);
+// Cross-memory attach between a local segment list and another process's iovec list, at the
+// same logical offset in both: read copies remote -> local (process_vm_readv), write copies
+// local -> remote (process_vm_writev). Moves up to `length` bytes; returns how many (> 0) or
+// -errno. The kernel takes a bounded number of iovecs per call, so a long list moves short.
+enum class Direction : std::uint8_t { read, write };
+long copy_remote(Direction direction, pid_t pid, std::span<const RemoteIov> remote,
+                 std::span<const Segment> local, std::uint64_t offset, std::size_t length);
+inline long read_remote(pid_t pid, std::span<const RemoteIov> remote,
+                        std::span<const Segment> local, std::uint64_t offset, std::size_t length) {
+    return copy_remote(Direction::read, pid, remote, local, offset, length);
+}
+// All of [offset, offset + length), however many calls that takes; 0 or -errno.
+int copy_remote_exactly(Direction direction, pid_t pid, std::span<const RemoteIov> remote,
+                        std::span<const Segment> local, std::uint64_t offset,
+                        std::size_t length);
 
 }  // namespace bmi::method::shm

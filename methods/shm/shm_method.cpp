@@ -49,8 +49,10 @@ ShmMethod::ShmMethod(Sink& sink, const Options& options)
 }
 
 ShmMethod::~ShmMethod() {
-    // The control layer cancelled every operation already; only kernel objects remain.
+    // The control layer cancelled every operation already; only kernel objects remain, and
+    // senders that may still write chunks of a split receive into its buffer: wait for them.
     for (auto& [id, conn] : connections_) {
+        for (auto& split : conn->splits) wait_for_sender(*conn, split);
         if (conn->peer) conn->peer->connection = 0;
         if (conn->fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
     }
@@ -187,9 +189,12 @@ void ShmMethod::cancel(Operation& op) {
         return;
     }
     case Where::in_flight: {
-        // The peer may already hold our addresses or part of the data; only closing the
-        // connection guarantees it never touches this buffer again.
         Connection* conn = find_connection(track.connection);
+        // A split receive ends with the sender's cooperation (shm_split.cpp); the connection
+        // stays up.
+        if (conn != nullptr && cancel_split(*conn, op)) return;
+        // Otherwise the peer may already hold our addresses or part of the data; only
+        // closing the connection guarantees it never touches this buffer again.
         if (conn != nullptr) detach_in_flight(*conn, op);
         finish(op, -BMI_ECANCEL);
         if (conn != nullptr) {
@@ -254,6 +259,7 @@ void ShmMethod::detach_in_flight(Connection& conn, Operation& op) {
     std::erase_if(conn.receives, [&](const auto& entry) { return entry.second == &op; });
     std::erase(conn.streams, &op);
     std::erase_if(conn.pulls, [&](const Pull& pull) { return pull.op == &op; });
+    drop_pushes(conn, op);
 }
 
 void ShmMethod::fail_peer_receives(ShmPeer& peer, int error) {

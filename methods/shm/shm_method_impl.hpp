@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The shm Method: one instance's connections, peers and pending operations.
 //
-// Member functions are spread over three files by concern: shm_method.cpp (the Method
+// Member functions are spread over four files by concern: shm_method.cpp (the Method
 // interface: posting, cancel, addresses), shm_progress.cpp (sockets, connection life cycle,
-// waiting and waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies).
+// waiting and waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies),
+// shm_split.cpp (large messages both processes copy).
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
 // member takes a lock; the only state shared with another process is in the rings.
 #pragma once
@@ -106,6 +107,22 @@ private:
     bool stream_data(Connection& conn, bool& moved);
     bool flush(Connection& conn);
     int advance_pulls(Connection& conn, bool& moved);
+
+    // --- shm_split.cpp ---
+    // Receiver: starts a split copy of a matched message; false if it cannot be split.
+    bool start_split(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
+                     std::vector<RemoteIov>& source);
+    int advance_splits(Connection& conn, bool& moved);
+    bool split_finishable(const Connection& conn) const;  // advance_splits has work
+    void close_split_claims(Connection& conn, SplitReceive& split);
+    // Hands the sender nothing more and waits (bounded) until its claimed chunks are written.
+    void wait_for_sender(Connection& conn, SplitReceive& split);
+    bool cancel_split(Connection& conn, Operation& op);
+    void end_splits(Connection& conn, int error);
+    // Sender: a HELP for op; then our share of the copying, step by step.
+    int on_help(Connection& conn, Operation& op, const MsgHeader& header);
+    void advance_pushes(Connection& conn, bool& moved);
+    void drop_pushes(Connection& conn, const Operation& op);
     void wake_peer(Connection& conn);
     void write_header(const Window& window, MsgType type, bmi_msg_tag_t tag,
                       std::uint32_t slots, std::int32_t aux, std::uint64_t size,

@@ -103,7 +103,10 @@ bool ShmMethod::before_sleep() {
     for (auto& [id, conn] : connections_) {
         if (conn->state == ConnState::await_hello) continue;
         bool arrived = conn->rx.sleep_consumer();
-        if ((arrived && !conn->stalled) || conn->has_local_work()) work = true;
+        // After the flag, like a message: a sender finishing its split share wakes us only
+        // if it sees the flag, so look at its counter once more.
+        if ((arrived && !conn->stalled) || conn->has_local_work() || split_finishable(*conn))
+            work = true;
     }
     // Awake after all: the peers need not write our eventfd.
     if (work) disarm();
@@ -124,7 +127,9 @@ void ShmMethod::disarm() {
 bool ShmMethod::anything_to_do() const {
     for (const auto& [id, conn] : connections_) {
         if (conn->state == ConnState::await_hello) continue;
-        if (conn->rx.has_message() || conn->has_local_work() || conn->waits_for_room()) return true;
+        if (conn->rx.has_message() || conn->has_local_work() || conn->waits_for_room() ||
+            (!conn->splits.empty() && split_finishable(*conn)))
+            return true;
     }
     return false;
 }
@@ -139,7 +144,12 @@ bool ShmMethod::poll_pass() {
     for (auto& [id, conn] : connections_) {
         if (conn->state == ConnState::await_hello) continue;
         int rc = receive_messages(*conn, moved);
-        if (rc == 0 && conn->has_local_work()) rc = advance_pulls(*conn, moved);
+        // Replies first (a HELP lets the sender start copying while we do), then the copying
+        // we do ourselves, then whatever that finished (DONE).
+        if (rc == 0 && conn->waits_for_room() && flush(*conn)) moved = true;
+        if (rc == 0 && !conn->pulls.empty()) rc = advance_pulls(*conn, moved);
+        if (rc == 0 && !conn->splits.empty()) rc = advance_splits(*conn, moved);
+        if (rc == 0 && !conn->pushes.empty()) advance_pushes(*conn, moved);
         if (rc != 0) {
             failed.emplace_back(id, rc);
             continue;
@@ -253,6 +263,8 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     if (rc != 0) return rc;
     conn->tx = conn->segment.ring(0);
     conn->rx = conn->segment.ring(1);
+    conn->own_board = conn->segment.board(0);
+    conn->peer_board = conn->segment.board(1);
     bool in_progress = false;
     rc = connect_to(peer->name, conn->fd, in_progress);
     if (rc != 0) return rc;
@@ -321,6 +333,8 @@ int ShmMethod::receive_hello(Connection& conn) {
     if (rc != 0) return rc;
     conn.tx = conn.segment.ring(1);
     conn.rx = conn.segment.ring(0);
+    conn.own_board = conn.segment.board(1);
+    conn.peer_board = conn.segment.board(0);
     conn.peer = peer_for_hello(hello, conn.peer_pid);
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
@@ -393,6 +407,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
         conn.send_queue.pop_front();
         finish(op, error);
     }
+    end_splits(conn, error);  // waits until a live sender stops writing into our buffers
     std::vector<Operation*> victims;
     for (auto& [cookie, op] : conn.sends) victims.push_back(op);
     for (auto& [cookie, op] : conn.receives) victims.push_back(op);

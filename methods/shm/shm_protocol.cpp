@@ -38,6 +38,8 @@ long long payload_of(const MsgHeader& h) {
         return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
     case MsgType::rts:
         return h.aux < 0 ? -1 : static_cast<long long>(h.aux) * 16;
+    case MsgType::help:
+        return h.aux < 0 ? -1 : static_cast<long long>(sizeof(HelpInfo) + h.aux * 16ull);
     case MsgType::cts:
     case MsgType::done:
     case MsgType::nak:
@@ -86,11 +88,12 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
         op.actual_size = op.total_size;
         return Placed::completed;
     }
-    // An RTS without iovecs asks for two copies: below single_copy_min that path is faster
-    // (shm_options.hpp), and a list too long for an inline message needs it too.
+    // The RTS lists our buffer so the receiver can pick the path (shm_protocol.cpp,
+    // start_transfer); without iovecs (single copy off, or a list too long for an inline
+    // message) it can only ask for two copies.
     int count = nonempty_segments(segments_of(op));
     auto max_iovs = static_cast<int>((options_.eager_limit) / sizeof(RemoteIov));
-    if (!single_copy_ || op.total_size < options_.single_copy_min || count > max_iovs) count = 0;
+    if (!single_copy_ || count > max_iovs) count = 0;
     std::uint32_t slots = ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
     if (!ring.has_room(slots)) return Placed::no_room;
     std::vector<RemoteIov> iovs(static_cast<std::size_t>(count));
@@ -109,9 +112,12 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
 }
 
 bool ShmMethod::place_control(Connection& conn, const Control& control) {
-    if (!conn.tx.has_room(1)) return false;
-    write_header(conn.tx.claim(1), control.type, 0, 1, control.aux, control.size, control.cookie);
-    conn.tx.publish(1);
+    std::uint32_t slots = conn.tx.slots_for(header_size + control.payload.size());
+    if (!conn.tx.has_room(slots)) return false;
+    Window w = conn.tx.claim(slots);
+    write_header(w, control.type, 0, slots, control.aux, control.size, control.cookie);
+    w.write(header_size, control.payload.data(), control.payload.size());
+    conn.tx.publish(slots);
     return true;
 }
 
@@ -280,13 +286,17 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
         op.transferred = static_cast<bmi_size_t>(header.size);
         conn.streams.push_back(&op);
         return 0;
+    case MsgType::help:
+        return on_help(conn, op, header);
     case MsgType::done:
         conn.sends.erase(it);
+        drop_pushes(conn, op);
         op.actual_size = op.total_size;
         finish(op, 0);
         return 0;
     case MsgType::nak: {
         conn.sends.erase(it);
+        drop_pushes(conn, op);
         int error = support::find_error(header.aux) != nullptr && header.aux < 0 ? header.aux
                                                                                  : -BMI_EPROTO;
         finish(op, error);
@@ -347,7 +357,10 @@ void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
     op.transferred = 0;
     op.method_word = cookie;
     track(op, Where::in_flight, conn.id);
-    if (single_copy_ && !iovs.empty()) {
+    // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
+    // the sender streams the message through the ring.
+    if (start_split(conn, op, size, cookie, iovs)) return;
+    if (single_copy_ && !iovs.empty() && size >= options_.single_copy_min) {
         conn.pulls.push_back(Pull{&op, cookie, std::move(iovs), size});
         return;
     }

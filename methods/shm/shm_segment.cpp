@@ -20,8 +20,11 @@ namespace bmi::method::shm {
 namespace {
 constexpr std::uint32_t segment_magic = 0x4d485342u;
 constexpr std::size_t control_offset = 128;
-constexpr std::size_t slots_offset = 1024;
-static_assert(control_offset + 2 * sizeof(RingControl) <= slots_offset);
+constexpr std::size_t board_offset = 1024;
+constexpr std::size_t board_size = split_board_entries * sizeof(SplitBoardEntry);
+constexpr std::size_t slots_offset = 4096;
+static_assert(control_offset + 2 * sizeof(RingControl) <= board_offset);
+static_assert(board_offset + 2 * board_size <= slots_offset);
 constexpr unsigned required_seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 struct SegmentHeader {
@@ -82,6 +85,8 @@ int SharedSegment::create(std::uint32_t slot_count, std::uint32_t slot_size) {
     auto* header = new (base_) SegmentHeader{segment_magic, protocol_version, slot_count, slot_size};
     (void)header;
     for (int i = 0; i < 2; ++i) new (base_ + control_offset + i * sizeof(RingControl)) RingControl{};
+    for (std::size_t i = 0; i < 2 * split_board_entries; ++i)
+        new (base_ + board_offset + i * sizeof(SplitBoardEntry)) SplitBoardEntry{};
     return 0;
 }
 
@@ -120,6 +125,11 @@ void SharedSegment::close_fd() {
 void SharedSegment::unmap() {
     if (base_ != nullptr) munmap(base_, size_);
     base_ = nullptr;
+}
+
+SplitBoardEntry* SharedSegment::board(int index) const {
+    return reinterpret_cast<SplitBoardEntry*>(base_ + board_offset +
+                                              static_cast<std::size_t>(index) * board_size);
 }
 
 Ring SharedSegment::ring(int index) const {

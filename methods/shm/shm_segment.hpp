@@ -2,7 +2,8 @@
 // The shared segment of one connection: an anonymous memfd holding two rings.
 //
 // Layout (offsets in bytes): [0, 64) SegmentHeader; [128, 320) control of ring 0;
-// [320, 512) control of ring 1; from 1024 the slots of ring 0, then those of ring 1.
+// [320, 512) control of ring 1; [1024, 2048) split board 0, [2048, 3072) split board 1;
+// from 4096 the slots of ring 0, then those of ring 1.
 // Ring 0 carries initiator -> acceptor, ring 1 acceptor -> initiator. The memfd is sealed
 // against resizing before it is passed, so the acceptor can never be hit by SIGBUS from a
 // peer shrinking it; only the two processes holding the descriptor can map it, and the kernel
@@ -13,6 +14,7 @@
 #include <cstdint>
 
 #include "methods/shm/shm_ring.hpp"
+#include "methods/shm/shm_split.hpp"
 
 namespace bmi::method::shm {
 
@@ -38,6 +40,9 @@ public:
     bool mapped() const { return base_ != nullptr; }
     // Ring `index` (0 or 1) as seen by this process.
     Ring ring(int index) const;
+    // Split board `index` (shm_split.hpp): board 0 belongs to the initiator, 1 to the
+    // acceptor; each side hands out the chunks of the messages it receives on its own.
+    SplitBoardEntry* board(int index) const;
 
 private:
     void unmap();

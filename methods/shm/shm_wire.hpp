@@ -18,6 +18,8 @@ enum class MsgType : std::uint32_t {
     data = 5,        // one chunk of a two-copy transfer: size = chunk bytes, in order
     done = 6,        // receiver finished reading the sender's memory (single copy)
     nak = 7,         // receiver refuses the message: aux = negative BMI error for the sender
+    help = 8,        // receiver asks the sender to copy chunks too: a HelpInfo, then aux
+                     // RemoteIovs of the receiver's buffer; cookie = the sender's
 };
 
 struct MsgHeader {
@@ -37,8 +39,18 @@ struct RemoteIov {
 };
 static_assert(sizeof(RemoteIov) == 16);
 
+// What a HELP message carries before the receiver's iovecs (shm_split.hpp).
+struct HelpInfo {
+    std::uint32_t entry;       // index on the receiver's split board
+    std::uint32_t generation;  // of that entry: claims for any other transfer fail
+    std::uint64_t chunk_size;  // bytes per chunk (the last one may be shorter)
+    std::uint32_t chunks;
+    std::uint32_t reserved;
+};
+static_assert(sizeof(HelpInfo) == 24);
+
 inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
-// 2: messages carry their own stamp (shm_ring.hpp) instead of a head index.
+// 2: messages carry their own stamp (shm_ring.hpp) instead of a head index; split copies.
 inline constexpr std::uint32_t protocol_version = 2;
 inline constexpr std::size_t max_name_length = 64;
 

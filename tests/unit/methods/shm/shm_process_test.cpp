@@ -108,38 +108,32 @@ int await_refusal(Side& side, Child& child) {
     }
     return verdict;
 }
-}  // namespace
 
-TEST_CASE("shm: a peer killed mid-transfer fails the pending operations quickly", "[shm]") {
-    int rc = 0;
-    std::string listen = test_listen_address("shm");
-    auto server = make_server(listen, rc);
-    REQUIRE(rc == 0);
-    Side side{std::move(server), -1};
-    REQUIRE(side.instance->open_context(side.context) == 0);
-
-    // The child introduces itself with an unexpected message, then stops making progress.
-    Child child([&](int to_parent, auto&& park) {
+// A client child that introduces itself with an unexpected message and then runs `rest`
+// with its instance, context and the server's address.
+template <class Rest>
+Child client_child(const std::string& listen, Rest&& rest) {
+    return Child([listen, rest](int to_parent, auto&& park) {
         std::unique_ptr<core::Instance> client;
-        bmi_context_id context = -1;
-        BMI_addr_t addr = 0;
-        if (core::Instance::create({}, client) != 0 || client->open_context(context) != 0 ||
-            client->addr_lookup(listen, addr) != 0)
+        Side side;
+        BMI_addr_t server = 0;
+        if (core::Instance::create({}, client) != 0) return 1;
+        side.instance = std::move(client);
+        if (side.instance->open_context(side.context) != 0 ||
+            side.instance->addr_lookup(listen, server) != 0)
             return 1;
         int hello = 42;
-        core::PostRequest send;
-        send.kind = method::OpKind::send_unexpected;
-        send.addr = addr;
-        send.buffer = &hello;
-        send.size = sizeof hello;
-        send.context = context;
         bmi_op_id_t id = 0;
-        if (client->post(send, id, nullptr) != 1) return 2;  // fits the ring: immediate
-        report(to_parent, 'r');
-        park();  // until killed: the instance and its connection stay
-        return 0;
+        auto send = send_request(side, server, &hello, sizeof hello, 1);
+        send.kind = method::OpKind::send_unexpected;
+        if (side.instance->post(send, id, nullptr) != 1) return 2;  // fits the ring
+        int rc = rest(to_parent, side, server);
+        park();
+        return rc;
     });
-    REQUIRE(child.wait_report() == 'r');
+}
+
+BMI_addr_t await_hello(Side& side) {
     core::UnexpectedMessage got[1];
     int outcount = 0;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -147,28 +141,122 @@ TEST_CASE("shm: a peer killed mid-transfer fails the pending operations quickly"
         REQUIRE(side.instance->testunexpected(20, outcount, got) == 0);
     REQUIRE(outcount == 1);
     side.instance->unexpected_free(got[0].buffer);
+    return got[0].addr;
+}
+
+constexpr std::size_t split_size = 64 << 20;
+
+Side server_side(const std::string& listen) {
+    int rc = 0;
+    Side side{make_server(listen, rc), -1};
+    REQUIRE(rc == 0);
+    REQUIRE(side.instance->open_context(side.context) == 0);
+    return side;
+}
+
+// Tests id without idle time until the first byte of its buffer turns `want` (the copy is
+// under way) or the deadline; returns the byte. The op must not have completed by then.
+char test_until_copying(Side& side, bmi_op_id_t id, const char& first, char want) {
+    int outcount = 0;
+    core::Completion done;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (first != want && outcount == 0 && std::chrono::steady_clock::now() < deadline)
+        side.instance->test(id, side.context, 0, outcount, done);
+    return outcount == 0 ? first : 0;
+}
+
+// Kills the child; its peer's operation id must fail with ECONNRESET within 5 s.
+void expect_reset_after_kill(Child& child, Side& side, bmi_op_id_t id) {
+    auto killed = std::chrono::steady_clock::now();
+    child.kill_now();
+    auto failed = wait_op(side, id, 5000);
+    REQUIRE(std::chrono::steady_clock::now() - killed < std::chrono::seconds(5));
+    REQUIRE(failed.error == -BMI_ECONNRESET);
+}
+}  // namespace
+
+TEST_CASE("shm: a peer killed mid-transfer fails the pending operations quickly", "[shm]") {
+    std::string listen = test_listen_address("shm");
+    Side side = server_side(listen);
+    // The child introduces itself with an unexpected message, then stops making progress.
+    auto child = client_child(listen, [](int to_parent, Side&, BMI_addr_t) {
+        report(to_parent, 'r');
+        return 0;
+    });
+    BMI_addr_t child_addr = await_hello(side);
+    REQUIRE(child.wait_report() == 'r');
 
     // A large send the child never receives (announced, in flight) and a receive it never
     // satisfies.
     std::vector<char> big(32 << 20);
     char small[16];
     bmi_op_id_t sid = 0, rid = 0;
-    REQUIRE(side.instance->post(send_request(side, got[0].addr, big.data(), 32 << 20, 5), sid,
+    REQUIRE(side.instance->post(send_request(side, child_addr, big.data(), 32 << 20, 5), sid,
                                 nullptr) == 0);
-    REQUIRE(side.instance->post(recv_request(side, got[0].addr, small, 16, 6), rid, nullptr) ==
+    REQUIRE(side.instance->post(recv_request(side, child_addr, small, 16, 6), rid, nullptr) ==
             0);
     int idle = 0;
     core::Completion none;
     REQUIRE(side.instance->test(sid, side.context, 0, idle, none) == 0);
     REQUIRE(idle == 0);
 
-    auto killed = std::chrono::steady_clock::now();
-    child.kill_now();
-    auto sent = wait_op(side, sid, 5000);
-    auto received = wait_op(side, rid, 5000);
-    REQUIRE(std::chrono::steady_clock::now() - killed < std::chrono::seconds(5));
-    REQUIRE(sent.error == -BMI_ECONNRESET);
-    REQUIRE(received.error == -BMI_ECONNRESET);
+    expect_reset_after_kill(child, side, sid);
+    REQUIRE(wait_op(side, rid, 5000).error == -BMI_ECONNRESET);
+}
+
+TEST_CASE("shm: a sender killed during a split copy fails the receive quickly", "[shm]") {
+    std::string listen = test_listen_address("shm");
+    Side side = server_side(listen);
+    // The child announces 64 MiB and then never polls: the parent copies every chunk.
+    auto child = client_child(listen, [](int to_parent, Side& me, BMI_addr_t server) {
+        static std::vector<char> big(split_size, 'b');
+        bmi_op_id_t id = 0;
+        if (me.instance->post(send_request(me, server, big.data(), split_size, 5), id,
+                              nullptr) != 0)
+            return 3;
+        report(to_parent, 's');
+        return 0;
+    });
+    BMI_addr_t child_addr = await_hello(side);
+    REQUIRE(child.wait_report() == 's');
+    std::vector<char> in(split_size, 0);
+    bmi_op_id_t rid = 0;
+    REQUIRE(side.instance->post(recv_request(side, child_addr, in.data(), split_size, 5), rid,
+                                nullptr) == 0);
+    // Progress until the copy is under way (each step copies at most 1 MiB), then kill.
+    REQUIRE(test_until_copying(side, rid, in[0], 'b') == 'b');
+    expect_reset_after_kill(child, side, rid);
+}
+
+TEST_CASE("shm: a receiver killed during a split copy fails the send quickly", "[shm]") {
+    std::string listen = test_listen_address("shm");
+    Side side = server_side(listen);
+    // The child receives 64 MiB: it starts the split (HELP, one step of its own), then stops,
+    // so the parent is left writing its chunks into a process that is about to die.
+    auto child = client_child(listen, [](int to_parent, Side& me, BMI_addr_t server) {
+        static std::vector<char> in(split_size, 0);
+        bmi_op_id_t id = 0;
+        if (me.instance->post(recv_request(me, server, in.data(), split_size, 6), id,
+                              nullptr) != 0)
+            return 3;
+        report(to_parent, 'p');
+        report(to_parent, test_until_copying(me, id, in[0], 'a') == 'a' ? 's' : 'x');
+        return 0;
+    });
+    BMI_addr_t child_addr = await_hello(side);
+    REQUIRE(child.wait_report() == 'p');
+    std::vector<char> big(split_size, 'a');
+    bmi_op_id_t sid = 0;
+    REQUIRE(side.instance->post(send_request(side, child_addr, big.data(), split_size, 6), sid,
+                                nullptr) == 0);
+    REQUIRE(child.wait_report() == 's');
+    // Take the HELP and write part of the sender's share, then kill the receiver.
+    int outcount = 0;
+    core::Completion done;
+    for (int i = 0; i < 3 && outcount == 0; ++i)
+        REQUIRE(side.instance->test(sid, side.context, 0, outcount, done) == 0);
+    REQUIRE(outcount == 0);  // no DONE can come from a receiver that stopped
+    expect_reset_after_kill(child, side, sid);
 }
 
 TEST_CASE("shm: a listener name can be bound again once its holder is gone", "[shm]") {

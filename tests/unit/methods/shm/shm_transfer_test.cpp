@@ -5,7 +5,9 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -38,8 +40,9 @@ std::set<std::string> directory(const char* path) {
     return names;
 }
 
-// One large message client -> server, receive posted first, sent as a 3-piece list.
-void exchange_large(std::size_t size, std::uint32_t seed) {
+// One large message client -> server, receive posted first, sent as a 3-piece list and
+// received into `pieces` segments of uneven length (1: a contiguous buffer).
+void exchange_large(std::size_t size, std::uint32_t seed, int pieces = 1) {
     Pair pair = make_peers("shm");
     Pump server_pump(*pair.server.instance);
     Pump client_pump(*pair.client.instance);
@@ -47,9 +50,23 @@ void exchange_large(std::size_t size, std::uint32_t seed) {
     std::vector<char> out(size), in(size + 64, 'x');
     fill_pattern(out.data(), size, seed);
     bmi_op_id_t rid = 0;
-    REQUIRE(pair.server.instance->post(
-                recv_request(pair.server, client_addr, in.data(), static_cast<bmi_size_t>(size), 8),
-                rid, nullptr) == 0);
+    auto recv = recv_request(pair.server, client_addr, in.data(), static_cast<bmi_size_t>(size), 8);
+    std::vector<void*> targets;
+    std::vector<bmi_size_t> target_sizes;
+    for (int i = 0; i < pieces && pieces > 1; ++i) {
+        // 1, 3, 5 ... parts of an arithmetic split: no two pieces alike, none aligned.
+        std::size_t begin = size * static_cast<std::size_t>(i * i) / static_cast<std::size_t>(pieces * pieces);
+        std::size_t end = size * static_cast<std::size_t>((i + 1) * (i + 1)) / static_cast<std::size_t>(pieces * pieces);
+        targets.push_back(in.data() + begin);
+        target_sizes.push_back(static_cast<bmi_size_t>(end - begin));
+    }
+    if (pieces > 1) {
+        recv.buffer = nullptr;
+        recv.list = targets.data();
+        recv.sizes = target_sizes.data();
+        recv.list_count = pieces;
+    }
+    REQUIRE(pair.server.instance->post(recv, rid, nullptr) == 0);
     const void* list[3] = {out.data(), out.data() + size / 3, out.data() + size / 2};
     bmi_size_t sizes[3] = {static_cast<bmi_size_t>(size / 3),
                            static_cast<bmi_size_t>(size / 2 - size / 3),
@@ -66,15 +83,40 @@ void exchange_large(std::size_t size, std::uint32_t seed) {
     REQUIRE(check_pattern(in.data(), size, seed));
     REQUIRE(in[size] == 'x');
 }
+
+// Posts the server's receive of size bytes, then the client's send of them, both with tag.
+void post_receive_then_send(Pair& pair, BMI_addr_t client_addr, void* in, const void* out,
+                            std::size_t size, bmi_msg_tag_t tag, bmi_op_id_t& rid,
+                            bmi_op_id_t& sid) {
+    auto length = static_cast<bmi_size_t>(size);
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in, length, tag),
+                                       rid, nullptr) == 0);
+    REQUIRE(pair.client.instance->post(
+                send_request(pair.client, pair.server_addr, out, length, tag), sid,
+                nullptr) == 0);
+}
 }  // namespace
 
-// BMI_SHM_SINGLE_COPY_MIN=0 sends every large message by single copy, whatever its size.
-TEST_CASE("shm: large messages by single copy", "[shm]") {
+// By default every message above the eager limit is copied by both processes (split copy).
+TEST_CASE("shm: large messages by split copy, contiguous or lists on both sides", "[shm]") {
+    auto size = GENERATE(std::size_t{16385}, std::size_t{100000}, std::size_t{(1 << 20) + 3},
+                         std::size_t{(8 << 20) + 5});
+    auto pieces = GENERATE(1, 5);
+    exchange_large(size, static_cast<std::uint32_t>(size) + static_cast<std::uint32_t>(pieces),
+                   pieces);
+}
+
+// BMI_SHM_SPLIT_COPY=0 keeps the sender out: the receiver reads alone from the single-copy
+// minimum (0 here: every large message) ...
+TEST_CASE("shm: large messages by a single copy the receiver makes alone", "[shm]") {
+    ScopedEnv alone("BMI_SHM_SPLIT_COPY", "0");
     ScopedEnv all_single("BMI_SHM_SINGLE_COPY_MIN", "0");
     exchange_large(8 << 20, 1);
 }
 
+// ... and below it the message is pipelined through the ring.
 TEST_CASE("shm: large messages by two copies below the single-copy minimum", "[shm]") {
+    ScopedEnv alone("BMI_SHM_SPLIT_COPY", "0");
     exchange_large(1 << 20, 5);
 }
 
@@ -83,12 +125,108 @@ TEST_CASE("shm: large messages by the two-copy fallback", "[shm]") {
     exchange_large(8 << 20, 2);
 }
 
-TEST_CASE("shm: a 64 MiB message arrives intact on both paths", "[shm]") {
-    SECTION("single copy") { exchange_large(64 << 20, 3); }  // above the default minimum
+TEST_CASE("shm: a 64 MiB message arrives intact on every path", "[shm]") {
+    SECTION("split copy") { exchange_large(64 << 20, 3); }
+    SECTION("single copy by the receiver") {
+        ScopedEnv alone("BMI_SHM_SPLIT_COPY", "0");
+        exchange_large(64 << 20, 6);  // above the default single-copy minimum
+    }
     SECTION("two copies") {
         ScopedEnv force("BMI_SHM_SINGLE_COPY", "0");
         exchange_large(64 << 20, 4);
     }
+}
+
+TEST_CASE("shm: split copy needs no help from a sender that does not poll", "[shm]") {
+    Pair pair = make_peers("shm");
+    BMI_addr_t client_addr = 0;
+    {
+        Pump client_pump(*pair.client.instance);  // only for the introduction
+        client_addr = introduce(pair);
+    }
+    constexpr std::size_t size = 4 << 20;
+    std::vector<char> out(size), in(size);
+    fill_pattern(out.data(), size, 77);
+    bmi_op_id_t rid = 0, sid = 0;
+    // The send's post places the announcement; after that the client makes no progress.
+    post_receive_then_send(pair, client_addr, in.data(), out.data(), size, 9, rid, sid);
+    auto got = wait_op(pair.server, rid, 20000);  // the server copies every chunk itself
+    REQUIRE(got.error == 0);
+    REQUIRE(check_pattern(in.data(), size, 77));
+    REQUIRE(wait_op(pair.client, sid, 20000).error == 0);  // DONE was waiting in its ring
+}
+
+TEST_CASE("shm: a cancelled split receive is never written afterwards; the pair stays usable",
+          "[shm]") {
+    Pair pair = make_peers("shm");
+    BMI_addr_t client_addr = introduce(pair);
+    Pump client_pump(*pair.client.instance);  // the sender helps as fast as it can
+    constexpr std::size_t size = 64 << 20;
+    std::vector<char> out(size), in(size, 0);
+    fill_pattern(out.data(), size, 11);
+    bmi_op_id_t rid = 0, sid = 0;
+    post_receive_then_send(pair, client_addr, in.data(), out.data(), size, 4, rid, sid);
+    // Let the server start the split (one bounded step of its own), then cancel while the
+    // client's pump is writing its chunks.
+    int outcount = 0;
+    core::Completion done;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+        REQUIRE(pair.server.instance->test(rid, pair.server.context, 0, outcount, done) == 0);
+        if (outcount == 1 || std::count(in.begin(), in.begin() + (1 << 20), 0) < (1 << 20)) break;
+    }
+    if (outcount == 0) {
+        REQUIRE(pair.server.instance->cancel(rid, pair.server.context) == 0);
+        done = wait_op(pair.server, rid, 10000);
+    }
+    // Finished or cancelled, the buffer is the receive's no more: nothing may change it now.
+    REQUIRE((done.error == 0 || done.error == -BMI_ECANCEL));
+    std::vector<char> snapshot(in);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    REQUIRE(snapshot == in);
+    // The sender learns the receive's outcome: DONE, or a NAK carrying the cancel.
+    auto sent = wait_op(pair.client, sid, 10000);
+    REQUIRE(sent.error == done.error);
+
+    // Same connection, next message.
+    std::vector<char> again(1 << 20);
+    fill_pattern(out.data(), 1 << 20, 12);
+    post_receive_then_send(pair, client_addr, again.data(), out.data(), 1 << 20, 5, rid, sid);
+    REQUIRE(wait_op(pair.server, rid).error == 0);  // the server has no pump: drive it here
+    REQUIRE(check_pattern(again.data(), 1 << 20, 12));
+    REQUIRE(wait_op(pair.client, sid).error == 0);
+}
+
+TEST_CASE("shm: more large receives at once than split board entries all arrive", "[shm]") {
+    Pair pair = make_peers("shm");
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    constexpr int count = 24;  // the board has 16 entries; the rest take another path
+    constexpr std::size_t size = 300000;
+    std::vector<std::vector<char>> out(count, std::vector<char>(size)),
+        in(count, std::vector<char>(size));
+    std::vector<bmi_op_id_t> rids(count), sids(count);
+    for (int i = 0; i < count; ++i) {
+        fill_pattern(out[static_cast<std::size_t>(i)].data(), size, 500 + static_cast<std::uint32_t>(i));
+        REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr,
+                                                        in[static_cast<std::size_t>(i)].data(),
+                                                        size, 100 + i),
+                                           rids[static_cast<std::size_t>(i)], nullptr) == 0);
+    }
+    for (int i = 0; i < count; ++i)
+        REQUIRE(pair.client.instance->post(
+                    send_request(pair.client, pair.server_addr,
+                                 out[static_cast<std::size_t>(i)].data(), size, 100 + i),
+                    sids[static_cast<std::size_t>(i)], nullptr) >= 0);
+    for (int i = 0; i < count; ++i) {
+        REQUIRE(wait_op(pair.server, rids[static_cast<std::size_t>(i)], 20000).error == 0);
+        REQUIRE(check_pattern(in[static_cast<std::size_t>(i)].data(), size,
+                              500 + static_cast<std::uint32_t>(i)));
+    }
+    for (int i = 0; i < count; ++i)
+        if (sids[static_cast<std::size_t>(i)] != 0)
+            REQUIRE(wait_op(pair.client, sids[static_cast<std::size_t>(i)], 20000).error == 0);
 }
 
 TEST_CASE("shm: a receive smaller than a large message fails both ends with EMSGSIZE",
