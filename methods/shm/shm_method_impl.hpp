@@ -90,7 +90,6 @@ private:
     bool anything_to_do() const;  // a cheap look, for spinning: would poll_pass() find work?
     void disarm();  // clears our consumer_sleeping flags
     void wake_self();
-    void drain_self();
 
     // --- shm_protocol.cpp ---
     int receive_messages(Connection& conn, bool& moved);

@@ -9,7 +9,10 @@
 // (methods/method.hpp): before_sleep() polls the rings, spins briefly while operations are
 // pending, and only then sets the flags, re-checking the rings afterwards (a message published
 // between our last look and the flag store is seen by that re-check, one published after it
-// sees the flag and writes the eventfd); after_wake() clears them and drains the eventfd.
+// sees the flag and writes the eventfd); after_wake() clears them. The eventfd sits in the
+// set edge-triggered: every write is one wake-up, and nobody needs to read it back, which
+// saves a system call per wake-up in pure blocking mode (its counter cannot realistically
+// overflow: 2^64 - 2 writes).
 // Work we can do without the peer makes before_sleep() report progress, or, when posted while
 // another thread may already sleep, makes us write our own eventfd.
 #include <cerrno>
@@ -44,7 +47,7 @@ int ShmMethod::start(const std::string& listen_name) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (epoll_fd_ < 0 || event_fd_ < 0) return support::bmi_error_from_errno(errno);
-    int rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN, eventfd_tag);
+    int rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN | EPOLLET, eventfd_tag);
     if (rc != 0 || listen_name.empty()) return rc;
     rc = listen_on(listen_name, listen_fd_);
     if (rc != 0) {
@@ -59,12 +62,6 @@ int ShmMethod::start(const std::string& listen_name) {
 void ShmMethod::wake_self() {
     std::uint64_t one = 1;
     ssize_t ignored = write(event_fd_, &one, sizeof one);
-    (void)ignored;
-}
-
-void ShmMethod::drain_self() {
-    std::uint64_t count;
-    ssize_t ignored = read(event_fd_, &count, sizeof count);
     (void)ignored;
 }
 
@@ -113,10 +110,7 @@ bool ShmMethod::before_sleep() {
     return work;
 }
 
-void ShmMethod::after_wake() {
-    disarm();
-    drain_self();
-}
+void ShmMethod::after_wake() { disarm(); }
 
 void ShmMethod::disarm() {
     for (auto& [id, conn] : connections_) {
@@ -173,8 +167,8 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
         if (tag == listener_tag) {
             accept_connections();
         } else if (Connection* conn = find_connection(tag)) {
-            // Our eventfd is drained by after_wake(), the only time it can matter; it and the
-            // control layer's wake-up fd find no connection and are ignored here.
+            // Our eventfd (edge-triggered: its event was the wake-up) and the control layer's
+            // wake-up fd find no connection and are ignored here.
             on_socket_event(*conn, event.events);
         }
     }

@@ -3,6 +3,7 @@
 #include "methods/shm/shm_ring.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace bmi::method::shm {
 
@@ -34,7 +35,11 @@ void Window::read_split(std::size_t offset, void* target, std::size_t length) co
 
 Ring::Ring(RingControl* control, std::byte* slots, std::uint32_t slot_count,
            std::uint32_t slot_size)
-    : control_(control), slots_(slots), slot_count_(slot_count), slot_size_(slot_size) {}
+    : control_(control),
+      slots_(slots),
+      slot_count_(slot_count),
+      slot_size_(slot_size),
+      slot_shift_(static_cast<std::uint32_t>(std::countr_zero(slot_size))) {}
 
 // --- producer ---
 

@@ -74,6 +74,7 @@ private:
 class Ring {
 public:
     Ring() = default;
+    // slot_count and slot_size are powers of two (shm_wire.hpp, valid_geometry).
     Ring(RingControl* control, std::byte* slots, std::uint32_t slot_count,
          std::uint32_t slot_size);
 
@@ -81,7 +82,7 @@ public:
     std::uint32_t slot_size() const { return slot_size_; }
     // Slots a message of `bytes` needs, the stamp included.
     std::uint32_t slots_for(std::size_t bytes) const {
-        return static_cast<std::uint32_t>((ring_stamp_size + bytes + slot_size_ - 1) / slot_size_);
+        return static_cast<std::uint32_t>((ring_stamp_size + bytes + slot_size_ - 1) >> slot_shift_);
     }
 
     // --- producer side ---
@@ -129,9 +130,9 @@ public:
 private:
     Window window(std::uint64_t start, std::uint32_t count) const {
         Window w;
-        auto position = static_cast<std::uint32_t>(start % slot_count_);
+        auto position = static_cast<std::uint32_t>(start & (slot_count_ - 1));
         std::uint32_t first = count < slot_count_ - position ? count : slot_count_ - position;
-        w.first = slots_ + static_cast<std::size_t>(position) * slot_size_ + ring_stamp_size;
+        w.first = slots_ + (static_cast<std::size_t>(position) << slot_shift_) + ring_stamp_size;
         w.first_size = static_cast<std::size_t>(first) * slot_size_ - ring_stamp_size;
         if (count > first) {
             w.second = slots_;
@@ -141,14 +142,15 @@ private:
     }
     std::atomic_ref<std::uint64_t> stamp_at(std::uint64_t position) const {
         auto* word = reinterpret_cast<std::uint64_t*>(
-            slots_ + static_cast<std::size_t>(position % slot_count_) * slot_size_);
+            slots_ + (static_cast<std::size_t>(position & (slot_count_ - 1)) << slot_shift_));
         return std::atomic_ref<std::uint64_t>(*word);
     }
 
     RingControl* control_ = nullptr;
     std::byte* slots_ = nullptr;
-    std::uint32_t slot_count_ = 0;
-    std::uint32_t slot_size_ = 0;
+    std::uint32_t slot_count_ = 0;  // a power of two: positions wrap with a mask
+    std::uint32_t slot_size_ = 0;   // a power of two: no division on the message path
+    std::uint32_t slot_shift_ = 0;  // log2(slot_size_)
     // The position this side is at (only we change it), and a cached copy of the consumer's
     // tail on the producer side, so the common case reads no shared cache line.
     std::uint64_t own_ = 0;

@@ -3,6 +3,7 @@
 // that lead every message in a ring.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <string_view>
 
@@ -91,9 +92,11 @@ inline bool valid_name(std::string_view name) {
     return true;
 }
 
+// Both powers of two, so ring positions wrap with a mask and slot arithmetic needs no division.
 inline bool valid_geometry(std::uint32_t slot_count, std::uint32_t slot_size) {
     return slot_count >= min_slot_count && slot_count <= max_slot_count &&
-           slot_size >= min_slot_size && slot_size <= max_slot_size && slot_size % 64 == 0;
+           slot_size >= min_slot_size && slot_size <= max_slot_size &&
+           std::has_single_bit(slot_count) && std::has_single_bit(slot_size);
 }
 
 }  // namespace bmi::method::shm

@@ -229,6 +229,64 @@ TEST_CASE("shm: more large receives at once than split board entries all arrive"
             REQUIRE(wait_op(pair.client, sids[static_cast<std::size_t>(i)], 20000).error == 0);
 }
 
+// A ring of 8 slots x 1 KiB wraps every few messages and is full most of the time under a
+// sender that posts a whole burst at once; every size class crosses it, in order.
+TEST_CASE("shm: a small ring wraps and fills under a fast sender, nothing lost or reordered",
+          "[shm]") {
+    Pair pair = make_peers("shm", "shm_ring_slots=8,shm_slot_size=1024");
+    Pump server_pump(*pair.server.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    const std::vector<std::size_t> sizes = {0, 1, 100, 1000, 1016, 3000, 3992, 5000, 40000};
+    constexpr int rounds = 40;
+    std::vector<std::vector<char>> out, in;
+    std::vector<bmi_op_id_t> rids, sids;
+    for (int round = 0; round < rounds; ++round)
+        for (std::size_t size : sizes) {
+            auto n = out.size();
+            out.emplace_back(size);
+            in.emplace_back(size + 1, 'x');
+            fill_pattern(out.back().data(), size, static_cast<std::uint32_t>(n));
+            bmi_op_id_t rid = 0;
+            REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr,
+                                                            in.back().data(),
+                                                            static_cast<bmi_size_t>(size), 3),
+                                               rid, nullptr) == 0);
+            rids.push_back(rid);
+        }
+    // One tag for all: matching order is arrival order, so any reordering shows as a mismatch.
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        bmi_op_id_t sid = 0;
+        int rc = pair.client.instance->post(
+            send_request(pair.client, pair.server_addr, out[i].data(),
+                         static_cast<bmi_size_t>(out[i].size()), 3),
+            sid, nullptr);
+        REQUIRE(rc >= 0);
+        if (rc == 0) sids.push_back(sid);
+    }
+    for (auto sid : sids) REQUIRE(wait_op(pair.client, sid, 20000).error == 0);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        auto got = wait_op(pair.server, rids[i], 20000);
+        REQUIRE(got.error == 0);
+        REQUIRE(got.actual_size == static_cast<bmi_size_t>(out[i].size()));
+        REQUIRE(check_pattern(in[i].data(), out[i].size(), static_cast<std::uint32_t>(i)));
+        REQUIRE(in[i][out[i].size()] == 'x');
+    }
+}
+
+TEST_CASE("shm: a ring geometry that is not a power of two is refused", "[shm]") {
+    std::unique_ptr<core::Instance> instance;
+    core::InitParams params;
+    params.method_list = "bmi_shm";
+    params.listen = test_listen_address("shm");
+    params.flags = BMI_INIT_SERVER;
+    params.options = "shm_ring_slots=100";
+    REQUIRE(core::Instance::create(params, instance) == -BMI_EINVAL);
+    params.options = "shm_slot_size=3000";
+    REQUIRE(core::Instance::create(params, instance) == -BMI_EINVAL);
+    params.options = "shm_ring_slots=16,shm_slot_size=512";
+    REQUIRE(core::Instance::create(params, instance) == 0);
+}
+
 TEST_CASE("shm: a receive smaller than a large message fails both ends with EMSGSIZE",
           "[shm]") {
     auto single = GENERATE("1", "0");
