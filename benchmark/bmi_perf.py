@@ -106,9 +106,16 @@ def parse_args(argv):
     return a
 
 
+DUEL_ROUNDS = 5  # interleaved pure-blocking runs (Runner.blocking_duel)
+
+
+def wants_duel(a):
+    return "shm-blocking" in a.methods and "eventfd" in a.baselines and "latency" in a.modes
+
+
 def planned_runs(a):
     """How many runs run_all makes, for the progress counter."""
-    n = 0
+    n = 2 * DUEL_ROUNDS if wants_duel(a) else 0
     for mode in a.modes:
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
@@ -138,6 +145,7 @@ def run_all(r, a, failure):
         if "memcpy" in a.baselines and mode != "many":
             r.command("memcpy", mode, [r.tool("memcpy_bw"), "--min", str(a.min),
                                        "--max", str(a.max)])
+    return r.blocking_duel(DUEL_ROUNDS) if wants_duel(a) else []
 
 
 def main(argv=None):
@@ -157,7 +165,7 @@ def main(argv=None):
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
-            run_all(r, a, Failure)
+            duel = run_all(r, a, Failure)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -170,6 +178,9 @@ def main(argv=None):
         output.print_tables(r.series, a.modes, sys.stdout)
         for m, v in idle.items():
             print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
+        if duel:
+            print("8 B pure blocking, interleaved (bmi shm-blocking / eventfd, us): " +
+                  ", ".join(f"{b:g}/{e:g}" for b, e in duel))
         path = os.path.join(a.out_dir, a.csv)
         output.write_csv(r.series, path)
         print(f"\nCSV: {path}")
@@ -183,7 +194,7 @@ def main(argv=None):
             print("plots: " + (" ".join(f for _, _, f in plots) or "none (no data, or gnuplot missing)"))
         if a.markdown:
             import bmi_perf_doc
-            bmi_perf_doc.write(a.markdown, r.series, idle, plots, a, load,
+            bmi_perf_doc.write(a.markdown, r.series, idle, duel, plots, a, load,
                                open("/proc/loadavg").read().split()[:3],
                                time.time() - started, argv if argv is not None else sys.argv[1:])
             print(f"Markdown: {a.markdown}")

@@ -149,18 +149,36 @@ class Runner:
         lines = [l.strip() for l in err.read().splitlines() if l.strip()]
         return lines[-1] if lines else "no diagnostics"
 
-    def bmi(self, method, mode):
+    def bmi(self, method, mode, plan=None):
         scheme = "shm" if method.startswith("shm") else method
         env = {"BMI_SHM_SPIN_US": "0"} if method == "shm-blocking" else {}
         listen = (f"shm://bmi-perf-{os.getpid()}-{len(self.series)}" if scheme == "shm"
                   else "tcp://127.0.0.1:0")
         return self.pair(f"bmi {method}", mode, "pingpong", ["--method-list", f"bmi_{scheme}"],
-                         listen, env)
+                         listen, env, plan)
 
-    def pair(self, name, mode, tool, common, listen, env=None):
+    def blocking_duel(self, rounds):
+        """8-byte ping-pongs that sleep for every message, bmi shm-blocking and eventfd taking
+        turns: [(bmi us, eventfd us), ...] for the rounds where both ran. On VMs whose idle
+        vCPUs halt-poll (cpuidle haltpoll), a wake-up takes about 1 us or about 30 us depending
+        on what the CPUs did just before, for any program; only runs taken in turns compare.
+        The runs are not kept as series."""
+        plan = ["--min", "8", "--max", "8", "--iters", str(self.args.iters * 10)]
+        pairs = []
+        for _ in range(rounds):
+            mine = self.bmi("shm-blocking", "duel", plan)
+            theirs = self.command("eventfd", "duel", [self.tool("eventfd_pingpong")] + plan)
+            for s in (mine, theirs):
+                self.series.remove(s)
+            if mine.status == "ok" and theirs.status == "ok":
+                pairs.append((mine.rows[0][2], theirs.rows[0][2]))
+        return pairs
+
+    def pair(self, name, mode, tool, common, listen, env=None, plan=None):
         """One server and its client(s), or only clients when --server names a server."""
         a, exe = self.args, self.tool(tool)
-        s = Series(name, mode, f"{tool} {' '.join(common + self.plan(mode))}")
+        plan = self.plan(mode) if plan is None else plan
+        s = Series(name, mode, f"{tool} {' '.join(common + plan)}")
 
         def run():
             if exe is None:
@@ -175,8 +193,8 @@ class Runner:
                     procs.append(server)
                     addr = self.read_addr(server, serr)
                 n = a.clients if mode == "many" else 1
-                clients = [self.spawn([exe] + args + ["--client", addr] + self.plan(mode),
-                                      env, "cli") for _ in range(n)]
+                clients = [self.spawn([exe] + args + ["--client", addr] + plan, env, "cli")
+                           for _ in range(n)]
                 procs += [c for c, _ in clients]
                 # In many mode the server prints the table; with --server we only see clients.
                 reporter = server if mode == "many" and server else clients[0][0]
