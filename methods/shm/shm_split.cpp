@@ -233,9 +233,9 @@ int ShmMethod::on_help(Connection& conn, Operation& op, const MsgHeader& header)
     Window window = conn.rx.peek(header.slots);
     window.read(header_size, &info, sizeof info);
     auto total = static_cast<std::uint64_t>(op.total_size);
-    bool sane = info.entry < split_board_entries && info.chunk_size > 0 && info.chunks > 0 &&
-                info.chunk_size * info.chunks >= total &&
-                info.chunk_size * (info.chunks - 1) < total && header.aux > 0;
+    // The chunks must cover exactly our message (no products: they could overflow).
+    bool sane = info.entry < split_board_entries && info.chunk_size > 0 && header.aux > 0 &&
+                info.chunks == total / info.chunk_size + (total % info.chunk_size != 0);
     if (!sane) return -BMI_EPROTO;
     if (!options_.split_copy || !single_copy_) return 0;  // the receiver copies it all
     SplitPush push;
