@@ -239,6 +239,9 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     }
     std::shared_ptr<method::Peer> peer;
     int method_index;
+    // Read the id only where nobody else can have the op yet: once it completed and was
+    // queued, another thread's testcontext may reap and free it at any moment.
+    bmi_op_id_t new_id = 0;
     {
         std::lock_guard lock(state_mutex_);
         if (!context_valid_locked(request.context)) return -BMI_EINVAL;
@@ -248,7 +251,7 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
         method_index = entry->method_index;
         if (is_recv) {
             op->method_index = method_index;  // everything cancel_pending reads is set
-            op->id = op_ids_.insert(op.get());
+            new_id = op->id = op_ids_.insert(op.get());
             pending_.push_back(*op);
         }
     }
@@ -287,7 +290,7 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
         rc = slot.method->post(*raw);
         if (rc == 0 && !is_recv) {
             std::lock_guard lock(state_mutex_);
-            raw->id = op_ids_.insert(raw);
+            new_id = raw->id = op_ids_.insert(raw);
             completed_early = raw->completed;
             if (!completed_early)
                 pending_.push_back(*raw);
@@ -296,7 +299,7 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
         }
     }
     if (rc == 0) {
-        id = raw->id;
+        id = new_id;
         if (orphan)
             free_op(raw);  // its context closed meanwhile; testing the id finds nothing
         else if (completed_early)
@@ -306,7 +309,7 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     if (is_recv) {
         std::lock_guard lock(state_mutex_);
         pending_.erase(pending_.iterator_to(*raw));
-        op_ids_.erase(raw->id);
+        op_ids_.erase(new_id);
     }
     if (rc == 1 && raw->bounce != nullptr && is_recv)
         unpack_list(raw->bounce, raw->actual_size, raw->user_list, raw->user_sizes,
