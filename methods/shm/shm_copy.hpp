@@ -15,6 +15,11 @@
 
 namespace bmi::method::shm {
 
+// The segment list an operation moves (one segment for a contiguous buffer).
+inline std::span<const Segment> segments_of(const Operation& op) {
+    return {op.segments, static_cast<std::size_t>(op.segment_count)};
+}
+
 // Copies `length` bytes starting at logical offset `from` of the segment list into the window
 // at `window_offset`.
 void gather_list(std::span<const Segment> segments, std::uint64_t from, const Window& window,

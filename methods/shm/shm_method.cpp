@@ -126,7 +126,7 @@ int ShmMethod::post(Operation& op) {
                     return 0;
                 }
                 Window whole{message.payload.data(), message.payload.size(), nullptr, 0};
-                scatter(whole, 0, {op.segments, static_cast<std::size_t>(op.segment_count)}, 0,
+                scatter(whole, 0, segments_of(op), 0,
                         message.payload.size());
                 op.actual_size = message.size;
                 return 1;

@@ -112,11 +112,15 @@ private:
     bool start_split(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
                      std::vector<RemoteIov>& source);
     int advance_splits(Connection& conn, bool& moved);
-    bool split_finishable(const Connection& conn) const;  // advance_splits has work
+    // A split receive waits only for what the peer wrote, and that is in: advance_splits can
+    // finish it (the copying we still do ourselves is has_local_work()).
+    bool split_finishable(const Connection& conn) const;
     void close_split_claims(Connection& conn, SplitReceive& split);
     // Hands the sender nothing more and waits (bounded) until its claimed chunks are written.
     void wait_for_sender(Connection& conn, SplitReceive& split);
     bool cancel_split(Connection& conn, Operation& op);
+    // Closing: every split receive ends with error once the sender is out of its buffer, and
+    // our help with the peer's receives stops.
     void end_splits(Connection& conn, int error);
     // Sender: a HELP for op; then our share of the copying, step by step.
     int on_help(Connection& conn, Operation& op, const MsgHeader& header);

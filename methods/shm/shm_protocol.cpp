@@ -23,12 +23,6 @@
 namespace bmi::method::shm {
 
 namespace {
-constexpr std::size_t header_size = sizeof(MsgHeader);
-
-std::span<const Segment> segments_of(const Operation& op) {
-    return {op.segments, static_cast<std::size_t>(op.segment_count)};
-}
-
 // Payload bytes that follow the header, by type; -1 for an unknown type.
 long long payload_of(const MsgHeader& h) {
     switch (static_cast<MsgType>(h.type)) {

@@ -21,15 +21,10 @@
 namespace bmi::method::shm {
 
 namespace {
-constexpr std::size_t header_size = sizeof(MsgHeader);
 // Bytes one side copies per progress step, so a call into the method stays short.
 constexpr std::size_t step_bytes = std::size_t{1} << 20;
 // How long closing a connection waits for a live sender to finish the chunks it claimed.
 constexpr auto quiesce_limit = std::chrono::milliseconds(500);
-
-std::span<const Segment> segments_of(const Operation& op) {
-    return {op.segments, static_cast<std::size_t>(op.segment_count)};
-}
 
 // Half the message, 16-256 KiB, whole pages: two chunks let both sides start at once on a
 // small message; more, smaller chunks on a large one let the faster side take more of them,
@@ -170,7 +165,7 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
 
 bool ShmMethod::split_finishable(const Connection& conn) const {
     for (const auto& split : conn.splits) {
-        if (!split.claims_done) return true;
+        if (!split.claims_done) continue;  // still copying: has_local_work() says so
         const SplitBoardEntry& shared = conn.own_board[split.entry];
         if (shared.push_failed.load(std::memory_order_acquire) != 0 ||
             shared.pushed.load(std::memory_order_acquire) >= split.sender_share)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -32,6 +33,8 @@ struct MsgHeader {
     std::uint64_t cookie;  // names one large transfer on one connection
 };
 static_assert(sizeof(MsgHeader) == 32);
+// Where the payload starts in a message (the ring's claim/peek windows start after the stamp).
+inline constexpr std::size_t header_size = sizeof(MsgHeader);
 
 // One piece of the sender's buffer, for process_vm_readv on the receiver side.
 struct RemoteIov {
