@@ -9,11 +9,15 @@
 #include <algorithm>
 #include <chrono>
 
+#include "support/spin/poll_spacing.hpp"
+
 namespace bmi::support {
 
 class AdaptiveSpin {
 public:
-    explicit AdaptiveSpin(int cap_us) : cap_us_(std::max(cap_us, 0)), budget_us_(cap_us_) {}
+    explicit AdaptiveSpin(int cap_us) : cap_us_(std::max(cap_us, 0)), budget_us_(cap_us_) {
+        if (cap_us_ > 0) pauses_per_poll();  // measured here, not inside the first spin
+    }
 
     // Calls poll() until it returns true or the budget is spent; true if it did.
     template <class Poll>
@@ -29,9 +33,7 @@ public:
                     reward();
                     return true;
                 }
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
+                poll_pause();
             }
         } while (std::chrono::steady_clock::now() < deadline);
         budget_us_ /= 2;
