@@ -171,7 +171,9 @@ public:
     // Fast path for a contiguous send (kind send or send_unexpected) that can leave during the
     // call, tried before the control layer builds an Operation: 1 if the message is sent,
     // <0 (-BMI_E*) if it must be refused (what post() would say), 0 to go the usual way
-    // through post(). The default always says 0.
+    // through post(). The default always says 0. The control layer calls it while it holds
+    // its own state lock (that is what keeps `peer` alive without a reference count), so
+    // send_now must not call the Sink, and must not block.
     virtual int send_now(Peer& /*peer*/, OpKind /*kind*/, bmi_msg_tag_t /*tag*/,
                          std::span<const Segment> /*segments*/) {
         return 0;

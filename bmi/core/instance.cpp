@@ -242,13 +242,32 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     // Read the id only where nobody else can have the op yet: once it completed and was
     // queued, another thread's testcontext may reap and free it at any moment.
     bmi_op_id_t new_id = 0;
+    const bool try_now = !is_recv && !is_list;
     {
         std::lock_guard lock(state_mutex_);
         if (!context_valid_locked(request.context)) return -BMI_EINVAL;
         AddressEntry* entry = addresses_.find(request.addr);
         if (entry == nullptr) return -BMI_EINVAL;
-        peer = entry->peer;
         method_index = entry->method_index;
+        if (try_now) {
+            // A small contiguous send: let the method try to send it before any operation
+            // exists, which is most of what a request costs a PVFS client. While we hold the
+            // state lock the address entry keeps the peer alive, so the peer is not copied;
+            // the method lock is only tried (progress takes it before the state lock), and
+            // a busy method sends the usual way.
+            MethodSlot& slot = *slots_[static_cast<std::size_t>(method_index)];
+            std::unique_lock method_lock(slot.lock, std::try_to_lock);
+            if (method_lock.owns_lock()) {
+                const method::Segment whole{request.buffer, request.size};
+                int rc = slot.method->send_now(*entry->peer, request.kind, request.tag,
+                                               {&whole, 1});
+                if (rc != 0) {
+                    if (rc == 1) id = 0;
+                    return rc;
+                }
+            }
+        }
+        peer = entry->peer;
         if (is_recv) {
             op->method_index = method_index;  // everything cancel_pending reads is set
             new_id = op->id = op_ids_.insert(op.get());
@@ -257,20 +276,6 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     }
     MethodSlot& slot = *slots_[static_cast<std::size_t>(method_index)];
 
-    // A small contiguous send: let the method try to send it before any operation exists,
-    // which is most of what a request costs a PVFS client.
-    if (!is_recv && !is_list) {
-        const method::Segment whole{request.buffer, request.size};
-        int rc;
-        {
-            std::lock_guard method_lock(slot.lock);
-            rc = slot.method->send_now(*peer, request.kind, request.tag, {&whole, 1});
-        }
-        if (rc != 0) {
-            if (rc == 1) id = 0;
-            return rc;
-        }
-    }
     if (!is_recv) {
         op.reset(OpCache::take());
         fill_request(*op, request);

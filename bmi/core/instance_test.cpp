@@ -39,17 +39,26 @@ void Instance::after_wake_all() {
 
 template <class Ready>
 void Instance::wait_for(int max_idle_ms, Ready&& ready) {
-    auto deadline = WaitPoint::Clock::now() + std::chrono::milliseconds(max_idle_ms > 0 ? max_idle_ms : 0);
+    // The clock is read once per sleep, not per call: a test that finds its answer at once
+    // reads none (on some VMs a clock read costs as much as a small message).
+    WaitPoint::Clock::time_point deadline{};
     for (;;) {
         std::uint64_t seen = wait_point_.sequence();
         {
             std::lock_guard lock(state_mutex_);
             if (ready()) return;
         }
+        bool sleeping = false;
+        WaitPoint::Clock::time_point now{};
+        if (max_idle_ms > 0) {
+            now = WaitPoint::Clock::now();
+            if (deadline == WaitPoint::Clock::time_point{})
+                deadline = now + std::chrono::milliseconds(max_idle_ms);
+            sleeping = now < deadline;
+        }
         // In direct mode a sleep on the method's epoll set returns at once with whatever is
         // ready and feeds it to the method, so a separate polling pass would only cost an
         // extra epoll_wait. Without a sleep (idle 0), or with several methods, poll.
-        const bool sleeping = max_idle_ms > 0 && WaitPoint::Clock::now() < deadline;
         if (!sleeping || direct_index_.load() < 0) {
             progress_all();
             {
@@ -62,7 +71,7 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
         // also arm their peers' wake-ups here.
         if (before_sleep_all()) continue;
         epoll_event ready[64];
-        int n = wait_point_.wait(seen, deadline, ready, [this] { after_wake_all(); });
+        int n = wait_point_.wait(seen, now, deadline, ready, [this] { after_wake_all(); });
         int direct = direct_index_.load();
         if (n > 0 && direct >= 0) {
             // Direct mode: hand the events the sleep returned to the method, then look again

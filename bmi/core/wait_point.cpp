@@ -62,8 +62,8 @@ void WaitPoint::set_direct(int method_epoll_fd) {
     signal();  // a leader asleep on the old set must look again
 }
 
-int WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline, std::span<epoll_event> out,
-                    const std::function<void()>& on_wake) {
+int WaitPoint::wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
+                    std::span<epoll_event> out, const std::function<void()>& on_wake) {
     std::unique_lock lock(wait_mutex_);
     sleepers_.fetch_add(1);
     if (sequence_.load() != seen) {
@@ -80,7 +80,6 @@ int WaitPoint::wait(std::uint64_t seen, Clock::time_point deadline, std::span<ep
     leader_asleep_ = true;
     lock.unlock();
 
-    auto now = Clock::now();
     int timeout_ms = 0;
     if (deadline > now) {
         auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();

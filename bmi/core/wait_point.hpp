@@ -47,12 +47,15 @@ public:
 
     // Snapshot to pass to wait(): read it before checking whether the awaited thing happened.
     std::uint64_t sequence() const;
-    // Sleeps until deadline or until something was signalled after `seen` was read. In direct
+    // Sleeps until deadline or until something was signalled after `seen` was read; `now` is
+    // the caller's latest clock reading (a sleep may end a few microseconds late, never
+    // early). In direct
     // mode returns the method's ready events (stored in out), else 0. A thread that slept in
     // epoll_wait calls on_wake before it gives up its seat; giving it up then counts as an
     // event (the sequence moves), so a thread that prepared to sleep before on_wake undid that
     // preparation looks again instead of sleeping unprepared.
-    int wait(std::uint64_t seen, Clock::time_point deadline, std::span<epoll_event> out,
+    int wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
+             std::span<epoll_event> out,
              const std::function<void()>& on_wake = {});
     // Something completed: wake whoever sleeps.
     void signal();

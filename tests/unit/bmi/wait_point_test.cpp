@@ -22,7 +22,7 @@ TEST_CASE("a signal after the snapshot means wait returns at once") {
     auto seen = wp.sequence();
     wp.signal();
     auto start = WaitPoint::Clock::now();
-    wp.wait(seen, start + 20s, {});
+    wp.wait(seen, start, start + 20s, {});
     REQUIRE(WaitPoint::Clock::now() - start < 5s);
 }
 
@@ -30,7 +30,7 @@ TEST_CASE("the wait ends at its deadline when nothing happens") {
     int error = 0;
     WaitPoint wp(error);
     auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start + 30ms, {});
+    wp.wait(wp.sequence(), start, start + 30ms, {});
     REQUIRE(WaitPoint::Clock::now() - start >= 30ms);
 }
 
@@ -44,7 +44,7 @@ TEST_CASE("signal wakes a leader and followers sleeping at once") {
     for (int i = 0; i < sleepers; ++i) {
         threads.emplace_back([&, i] {
             auto start = WaitPoint::Clock::now();
-            wp.wait(seen, start + 20s, {});
+            wp.wait(seen, start, start + 20s, {});
             slept[static_cast<std::size_t>(i)] = WaitPoint::Clock::now() - start;
         });
     }
@@ -66,7 +66,7 @@ TEST_CASE("a readable method fd wakes the leader") {
         REQUIRE(write(fd, &one, sizeof one) == sizeof one);
     });
     auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start + 20s, {});
+    wp.wait(wp.sequence(), start, start + 20s, {});
     poke.join();
     REQUIRE(WaitPoint::Clock::now() - start < 10s);
     wp.remove_fd(fd);
@@ -82,10 +82,10 @@ TEST_CASE("the sleeping thread runs on_wake, and a snapshot from before it never
     auto before = wp.sequence();
     int woke = 0;
     auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start + 20ms, {}, [&] { ++woke; });
+    wp.wait(wp.sequence(), start, start + 20ms, {}, [&] { ++woke; });
     REQUIRE(woke == 1);
     auto again = WaitPoint::Clock::now();
-    wp.wait(before, again + 20s, {}, [&] { ++woke; });
+    wp.wait(before, again, again + 20s, {}, [&] { ++woke; });
     REQUIRE(WaitPoint::Clock::now() - again < 5s);
     REQUIRE(woke == 1);  // returned without sleeping, so no on_wake either
 }
