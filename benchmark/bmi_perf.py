@@ -106,16 +106,22 @@ def parse_args(argv):
     return a
 
 
-DUEL_ROUNDS = 5  # interleaved pure-blocking runs (Runner.blocking_duel)
+DUEL_ROUNDS = 5  # runs taken in turns per duel (Runner.duel)
 
 
-def wants_duel(a):
+def wants_blocking_duel(a):
     return "shm-blocking" in a.methods and "eventfd" in a.baselines and "latency" in a.modes
 
 
-def planned_runs(a):
-    """How many runs run_all makes, for the progress counter."""
-    n = 2 * DUEL_ROUNDS if wants_duel(a) else 0
+def wants_latency_duel(a):
+    return "shm" in a.methods and "mpi-shm" in a.baselines and "latency" in a.modes
+
+
+def planned_runs(a, placements):
+    """How many runs run_all makes, for the progress counter (placements: how many ways a
+    blocking duel is pinned, Runner.placements)."""
+    n = 2 * DUEL_ROUNDS * ((placements if wants_blocking_duel(a) else 0) +
+                           (1 if wants_latency_duel(a) else 0))
     for mode in a.modes:
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
@@ -145,7 +151,15 @@ def run_all(r, a, failure):
         if "memcpy" in a.baselines and mode != "many":
             r.command("memcpy", mode, [r.tool("memcpy_bw"), "--min", str(a.min),
                                        "--max", str(a.max)])
-    return r.blocking_duel(DUEL_ROUNDS) if wants_duel(a) else []
+    # The targets that single runs cannot settle, judged on runs taken in turns:
+    # {"latency": pairs, "blocking, two cores": pairs, ...} (Runner.duel).
+    duels = {}
+    if wants_latency_duel(a):
+        duels["latency"] = r.latency_duel(DUEL_ROUNDS)
+    if wants_blocking_duel(a):
+        for name, cpus in r.placements():
+            duels[f"blocking, {name}"] = r.blocking_duel(DUEL_ROUNDS, cpus)
+    return duels
 
 
 def main(argv=None):
@@ -161,7 +175,7 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
     try:
         r = Runner(a, tmp, tool_dirs)
-        r.total = planned_runs(a)
+        r.total = planned_runs(a, len(Runner.placements()))
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
@@ -178,9 +192,9 @@ def main(argv=None):
         output.print_tables(r.series, a.modes, sys.stdout)
         for m, v in idle.items():
             print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
-        if duel:
-            print("8 B pure blocking, interleaved (bmi shm-blocking / eventfd, us): " +
-                  ", ".join(f"{b:g}/{e:g}" for b, e in duel))
+        for name, pairs in duel.items():
+            print(f"8 B {name}, runs in turns (bmi / peer, us): " +
+                  ", ".join(f"{b:g}/{e:g}" for b, e in pairs))
         path = os.path.join(a.out_dir, a.csv)
         output.write_csv(r.series, path)
         print(f"\nCSV: {path}")

@@ -24,6 +24,13 @@ MPI_MCA = {
 }
 
 
+def one_way_us(row):
+    """A row's one-way time from its bandwidth column, which keeps more digits than the
+    latency column's hundredths of a microsecond (0.25 us against 0.2534)."""
+    size, _, latency, bw = row
+    return round(size / bw, 4) if bw > 0 and size > 0 else latency
+
+
 class Failure(Exception):
     """A run that could not produce its table; the message says why, for the user."""
 
@@ -78,12 +85,13 @@ class Runner:
             plan += ["--clients", str(a.clients)]
         return plan + (["--check"] if a.check else [])
 
-    def spawn(self, argv, env=None, name="run"):
+    def spawn(self, argv, env=None, name="run", cpu=None):
         err = open(os.path.join(self.tmp, f"{name}.{len(self.series)}.err"), "w+")
         full_env = dict(os.environ, **(env or {}))
+        pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
         # Unbuffered: lines are taken from the pipe as they come (see read_line).
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=full_env,
-                                bufsize=0), err
+                                bufsize=0, preexec_fn=pin), err
 
     def read_line(self, proc, deadline):
         """The next stdout line of proc; "" at end of file; None at the deadline. select and
@@ -149,33 +157,57 @@ class Runner:
         lines = [l.strip() for l in err.read().splitlines() if l.strip()]
         return lines[-1] if lines else "no diagnostics"
 
-    def bmi(self, method, mode, plan=None):
+    def bmi(self, method, mode, plan=None, cpus=None):
         scheme = "shm" if method.startswith("shm") else method
         env = {"BMI_SHM_SPIN_US": "0"} if method == "shm-blocking" else {}
         listen = (f"shm://bmi-perf-{os.getpid()}-{len(self.series)}" if scheme == "shm"
                   else "tcp://127.0.0.1:0")
         return self.pair(f"bmi {method}", mode, "pingpong", ["--method-list", f"bmi_{scheme}"],
-                         listen, env, plan)
+                         listen, env, plan, cpus)
 
-    def blocking_duel(self, rounds):
-        """8-byte ping-pongs that sleep for every message, bmi shm-blocking and eventfd taking
-        turns: [(bmi us, eventfd us), ...] for the rounds where both ran. On VMs whose idle
-        vCPUs halt-poll (cpuidle haltpoll), a wake-up takes about 1 us or about 30 us depending
-        on what the CPUs did just before, for any program; only runs taken in turns compare.
-        The runs are not kept as series."""
-        plan = ["--min", "8", "--max", "8", "--iters", str(self.args.iters * 10)]
+    @staticmethod
+    def placements():
+        """Where the two processes of a duel run: [(name, (server CPU, client CPU))]. A
+        sleeping ping-pong on one CPU costs a context switch per message, on two CPUs an
+        inter-processor wake-up (about 1 us against about 35 us on a VM); left to the
+        scheduler, a run gets either, so each duel pins both ways."""
+        cpus = sorted(os.sched_getaffinity(0))
+        two = [("two cores", (cpus[0], cpus[1]))] if len(cpus) >= 2 else []
+        return two + [("one core", (cpus[0], cpus[0]))]
+
+    def duel(self, mine, theirs, rounds):
+        """Runs mine() and theirs() in turns: [(mine, theirs), ...] one-way us at 8 B for the
+        rounds where both ran. Single runs of the same ping-pong scatter by 5-10 % on a VM;
+        runs taken in turns see the same machine. The runs are not kept as series."""
         pairs = []
         for _ in range(rounds):
-            mine = self.bmi("shm-blocking", "duel", plan)
-            theirs = self.command("eventfd", "duel", [self.tool("eventfd_pingpong")] + plan)
-            for s in (mine, theirs):
+            a, b = mine(), theirs()
+            for s in (a, b):
                 self.series.remove(s)
-            if mine.status == "ok" and theirs.status == "ok":
-                pairs.append((mine.rows[0][2], theirs.rows[0][2]))
+            if a.status == "ok" and b.status == "ok":
+                pairs.append((one_way_us(a.rows[0]), one_way_us(b.rows[0])))
         return pairs
 
-    def pair(self, name, mode, tool, common, listen, env=None, plan=None):
-        """One server and its client(s), or only clients when --server names a server."""
+    def blocking_duel(self, rounds, cpus):
+        """bmi shm-blocking against the eventfd ping-pong, 8 bytes, both pinned to cpus."""
+        plan = ["--min", "8", "--max", "8", "--iters", str(self.args.iters * 10)]
+        pin = ["--cpus", f"{cpus[0]},{cpus[1]}"]
+        return self.duel(lambda: self.bmi("shm-blocking", "duel", plan, cpus),
+                         lambda: self.command("eventfd", "duel",
+                                              [self.tool("eventfd_pingpong")] + pin + plan),
+                         rounds)
+
+    def latency_duel(self, rounds):
+        """bmi shm (spinning) against Open MPI vader, 8 bytes, each process on its own core
+        (mpirun binds its two ranks to cores by default)."""
+        plan = ["--min", "8", "--max", "8", "--iters", str(self.args.iters * 200)]
+        cpus = self.placements()[0][1]
+        return self.duel(lambda: self.bmi("shm", "duel", plan, cpus),
+                         lambda: self.mpi("mpi-shm", "duel", plan), rounds)
+
+    def pair(self, name, mode, tool, common, listen, env=None, plan=None, cpus=None):
+        """One server and its client(s), or only clients when --server names a server; cpus:
+        (server CPU, client CPU) to pin them to, or None."""
         a, exe = self.args, self.tool(tool)
         plan = self.plan(mode) if plan is None else plan
         s = Series(name, mode, f"{tool} {' '.join(common + plan)}")
@@ -189,11 +221,13 @@ class Runner:
             try:
                 addr = a.server
                 if addr is None:
-                    server, serr = self.spawn([exe] + args + ["--server", listen], env, "srv")
+                    server, serr = self.spawn([exe] + args + ["--server", listen], env, "srv",
+                                              cpus[0] if cpus else None)
                     procs.append(server)
                     addr = self.read_addr(server, serr)
                 n = a.clients if mode == "many" else 1
-                clients = [self.spawn([exe] + args + ["--client", addr] + plan, env, "cli")
+                clients = [self.spawn([exe] + args + ["--client", addr] + plan, env, "cli",
+                                      cpus[1] if cpus else None)
                            for _ in range(n)]
                 procs += [c for c, _ in clients]
                 # In many mode the server prints the table; with --server we only see clients.
@@ -243,7 +277,7 @@ class Runner:
             return parse_table(text)
         return self.record(s, time.monotonic(), run)
 
-    def mpi(self, baseline, mode):
+    def mpi(self, baseline, mode, plan=None):
         a = self.args
         mpirun = shutil.which("mpirun")
         exe = self.tool("mpi_pingpong")
@@ -256,7 +290,7 @@ class Runner:
         env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                "OMPI_MCA_rmaps_base_oversubscribe": "1"}
         argv = ([mpirun, "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1"]
-                + MPI_MCA[baseline] + [exe] + self.plan(mode))
+                + MPI_MCA[baseline] + [exe] + (self.plan(mode) if plan is None else plan))
         return self.command(MPI_NAMES[baseline], mode, argv, env)
 
     def netpipe(self):

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The floor for a sleeping shared-memory transport: two processes waking each other through a
  * pair of eventfds with blocking reads, no data moved. Prints one pingpong-format row (8 bytes,
- * the eventfd counter), to set beside bmi_shm with BMI_SHM_SPIN_US=0. */
+ * the eventfd counter), to set beside bmi_shm with BMI_SHM_SPIN_US=0. `--cpus A,B` (first
+ * argument only) pins the parent to CPU A and the child to CPU B: a sleeping ping-pong costs
+ * a context switch when both share a CPU and an inter-processor wake-up when they do not, and
+ * the two differ twentyfold on a VM. */
 #define _GNU_SOURCE
 
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +49,25 @@ static int ping(void *state, uint64_t size, void *out, void *in)
     return kick(p->to_child) == 0 && await(p->to_parent) == 0 ? 0 : -1;
 }
 
+/* Both CPUs usable by this process: checked before the fork, so the child cannot fail to pin
+ * itself while the parent waits for it. */
+static int usable(int cpu)
+{
+    cpu_set_t set;
+    return cpu < 0 || (sched_getaffinity(0, sizeof(set), &set) == 0 && cpu < CPU_SETSIZE &&
+                       CPU_ISSET(cpu, &set));
+}
+
+static int pin(int cpu)
+{
+    cpu_set_t set;
+    if (cpu < 0)
+        return 0;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof(set), &set);
+}
+
 int main(int argc, char **argv)
 {
     /* pingpong's option parser, posing as a client, so --iters means what it means there;
@@ -56,7 +79,18 @@ int main(int argc, char **argv)
     unsigned char buf[8];
     pid_t child;
     int rc, status = 0;
+    int parent_cpu = -1, child_cpu = -1;
 
+    if (argc > 2 && strcmp(argv[1], "--cpus") == 0) {
+        if (sscanf(argv[2], "%d,%d", &parent_cpu, &child_cpu) != 2 || parent_cpu < 0 ||
+            child_cpu < 0 || !usable(parent_cpu) || !usable(child_cpu)) {
+            fprintf(stderr, "eventfd_pingpong: --cpus wants two CPUs this process may use, A,B\n");
+            return 2;
+        }
+        argv[2] = argv[0];
+        argc -= 2;
+        argv += 2;
+    }
     rc = pp_parse_posing(argc, argv, prefix, suffix, 0, &o);
     if (rc != 0)
         return rc;
@@ -75,9 +109,17 @@ int main(int argc, char **argv)
     if (child == 0) {
         /* Echo until the parent goes away; it never outlives its parent. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (pin(child_cpu) != 0)
+            _exit(1); /* the parent's first wait then fails: its timeout reports it */
         for (;;)
             if (await(p.to_child) != 0 || kick(p.to_parent) != 0)
                 _exit(1);
+    }
+    if (pin(parent_cpu) != 0) {
+        perror("eventfd_pingpong: sched_setaffinity");
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+        return 1;
     }
     memset(buf, 0, sizeof(buf));
     rc = pp_run_client(&o, "eventfd", buf, buf, ping, NULL, &p);

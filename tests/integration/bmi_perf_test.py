@@ -95,6 +95,15 @@ def check_run(tmp, methods, plots):
             fail(f"Markdown report lacks {words!r}")
     if "shm" in methods and "## shm targets" not in text:
         fail("Markdown report lacks the shm targets")
+    # The blocking target is judged on pinned runs taken in turns, in both placements.
+    for placement in ("two cores", "one core") if "shm-blocking" in methods else ():
+        if len(os.sched_getaffinity(0)) < 2 and placement == "two cores":
+            continue
+        if f"eventfd ping-pong, both processes on {placement} (median of 5 runs" not in text:
+            fail(f"Markdown report lacks the blocking duel on {placement}:\n{text}")
+    if "mpi-shm" in baselines and "shm" in methods and \
+            "vs Open MPI vader, one core each (median of 5 runs" not in text:
+        fail(f"Markdown report lacks the latency duel:\n{text}")
 
 
 def check_svg(tmp):
@@ -110,6 +119,8 @@ def main():
     if not plots:
         print("gnuplot not installed (Debian: gnuplot-nox): plots are not checked")
     methods = [m for m in os.environ.get("BMI_ENABLED_METHODS", "").split() if m in ("tcp", "shm")]
+    if "shm" in methods:
+        methods.append("shm-blocking")  # with eventfd: the pinned blocking duels
     with tempfile.TemporaryDirectory(prefix="bmi-perf-test-") as tmp:
         check_help_and_bad_args()
         check_unreachable(tmp)
