@@ -143,8 +143,10 @@ def run_all(r, a, failure):
             if "netpipe" in a.baselines:
                 r.netpipe()
             if "eventfd" in a.baselines:
-                r.command("eventfd", mode, [r.tool("eventfd_pingpong"), "--iters",
-                                            str(a.iters * 10)])
+                place = r.placements()[0]  # one process per core, as every pair here
+                pin = ["--cpus", f"{place[1][0]},{place[1][1]}"] if place[0] == "two cores" else []
+                r.command("eventfd", mode, [r.tool("eventfd_pingpong")] + pin +
+                          ["--iters", str(a.iters * 10)])
         for b in a.baselines:
             if b.startswith("mpi-"):
                 r.mpi(b, mode)

@@ -206,6 +206,9 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
            "elapsed time / messages). bandwidth: bytes of one direction per second (MB/s = "
            "10^6 B/s). Ratios are libbmi / peer: below 1 is better for latency, above 1 for "
            "bandwidth. n/a: that run or size is missing.",
+           "- Two-process runs of the latency and bandwidth modes (bmi, raw tcp, eventfd) are "
+           "pinned one process per core, as mpirun binds the two ranks of the MPI runs; many "
+           "mode and NetPIPE are left to the scheduler.",
            "- `bmi shm-blocking` is bmi_shm with `BMI_SHM_SPIN_US=0` (sleep on the eventfd at "
            "once). `mpi vader nocopy` is Open MPI's shared memory with "
            "`--mca btl_vader_single_copy_mechanism none`; `mpi vader` uses its default (CMA).",
@@ -215,8 +218,8 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
            "- Sleeping ping-pongs (bmi shm-blocking, eventfd) are bimodal: when the scheduler "
            "puts both processes on one CPU a message costs a context switch (about 1 us here), "
            "on two CPUs an inter-processor wake-up of a halted vCPU (about 35 us here). Their "
-           "tables below are single, unpinned runs; the shm targets compare pinned runs taken "
-           "in turns, both placements.",
+           "tables below are single runs on two cores; the shm targets compare runs taken in "
+           "turns, in both placements.",
            ""]
     summary(out, series, a.modes)
     if any(s.name.startswith("bmi shm") for s in series):

@@ -210,6 +210,12 @@ class Runner:
         (server CPU, client CPU) to pin them to, or None."""
         a, exe = self.args, self.tool(tool)
         plan = self.plan(mode) if plan is None else plan
+        if cpus is None and mode in ("latency", "bandwidth") and a.server is None:
+            # One process per core, as mpirun binds the two ranks of the MPI twin: left to the
+            # scheduler, the pair sometimes shares a CPU for a while, and a large shm message
+            # then moves at a fifth of the speed (1 MiB: 4-20 GB/s unpinned, 15-20 pinned).
+            place = self.placements()[0]
+            cpus = place[1] if place[0] == "two cores" else None
         s = Series(name, mode, f"{tool} {' '.join(common + plan)}")
 
         def run():
