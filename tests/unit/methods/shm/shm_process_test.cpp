@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The shm method across real processes: a peer killed mid-transfer, and listener restarts.
+// The shm method across real processes: a peer killed mid-transfer, a kernel that refuses
+// cross-memory attach to one side (seccomp), listener restarts, another user.
 // Children are forked before this process starts any thread, talk to the parent through a
 // pipe, die with the parent (PR_SET_PDEATHSIG), and are only ever killed by their own pid.
 #include <catch2/catch.hpp>
 
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -165,6 +172,67 @@ char test_until_copying(Side& side, bmi_op_id_t id, const char& first, char want
     return outcount == 0 ? first : 0;
 }
 
+#if defined(__x86_64__)
+constexpr std::uint32_t audit_arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr std::uint32_t audit_arch = AUDIT_ARCH_AARCH64;
+#else
+constexpr std::uint32_t audit_arch = 0;  // the refusal tests say so and check nothing
+#endif
+
+// Makes the kernel refuse one system call to this process from now on (EPERM), as Yama or a
+// container's seccomp profile refuse cross-memory attach; true if the refusal is in place.
+bool refuse_syscall(long nr) {
+    sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, audit_arch, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
+        return false;
+    // The filter must really bite: copy a byte within this process the refused way.
+    char from = 'f', to = 't';
+    iovec local{&to, 1}, remote{&from, 1};
+    long rc = nr == SYS_process_vm_readv ? process_vm_readv(getpid(), &local, 1, &remote, 1, 0)
+                                         : process_vm_writev(getpid(), &remote, 1, &local, 1, 0);
+    return rc < 0 && errno == EPERM && to == 't';
+}
+
+constexpr std::size_t refused_size = 8 << 20;  // 32 chunks of a split copy
+
+bool can_refuse() {
+    if (audit_arch != 0) return true;
+    WARN("no seccomp architecture constant for this CPU: nothing checked");
+    return false;
+}
+
+// A client child (client_child) to which the kernel refuses system call nr.
+template <class Rest>
+Child refused_client(const std::string& listen, long nr, Rest&& rest) {
+    return client_child(listen, [nr, rest](int to_parent, Side& me, BMI_addr_t server) {
+        return refuse_syscall(nr) ? rest(to_parent, me, server) : 4;
+    });
+}
+
+// Takes the hello of a child that then reports 's' (its send is posted) and posts the
+// receive of that send into `in` (zeroed, in.size() bytes); returns the receive's id.
+bmi_op_id_t receive_from_sending_child(Side& side, Child& child, std::vector<char>& in,
+                                       bmi_msg_tag_t tag) {
+    BMI_addr_t child_addr = await_hello(side);
+    REQUIRE(child.wait_report() == 's');
+    bmi_op_id_t rid = 0;
+    REQUIRE(side.instance->post(recv_request(side, child_addr, in.data(),
+                                             static_cast<bmi_size_t>(in.size()), tag),
+                                rid, nullptr) == 0);
+    return rid;
+}
+
 // Kills the child; its peer's operation id must fail with ECONNRESET within 5 s.
 void expect_reset_after_kill(Child& child, Side& side, bmi_op_id_t id) {
     auto killed = std::chrono::steady_clock::now();
@@ -217,12 +285,8 @@ TEST_CASE("shm: a sender killed during a split copy fails the receive quickly", 
         report(to_parent, 's');
         return 0;
     });
-    BMI_addr_t child_addr = await_hello(side);
-    REQUIRE(child.wait_report() == 's');
     std::vector<char> in(split_size, 0);
-    bmi_op_id_t rid = 0;
-    REQUIRE(side.instance->post(recv_request(side, child_addr, in.data(), split_size, 5), rid,
-                                nullptr) == 0);
+    bmi_op_id_t rid = receive_from_sending_child(side, child, in, 5);
     // Progress until the copy is under way (each step copies at most 1 MiB), then kill.
     REQUIRE(test_until_copying(side, rid, in[0], 'b') == 'b');
     expect_reset_after_kill(child, side, rid);
@@ -257,6 +321,89 @@ TEST_CASE("shm: a receiver killed during a split copy fails the send quickly", "
         REQUIRE(side.instance->test(sid, side.context, 0, outcount, done) == 0);
     REQUIRE(outcount == 0);  // no DONE can come from a receiver that stopped
     expect_reset_after_kill(child, side, sid);
+}
+
+// Where the kernel refuses cross-memory attach, the method finds out at run time and still
+// delivers: a receiver that may not read the sender's memory has it streamed through the
+// ring (two copies) ...
+TEST_CASE("shm: a receiver refused process_vm_readv gets large messages by two copies",
+          "[shm]") {
+    if (!can_refuse()) return;
+    std::string listen = test_listen_address("shm");
+    Side side = server_side(listen);
+    auto child = refused_client(listen, SYS_process_vm_readv,
+                                [](int to_parent, Side& me, BMI_addr_t server) {
+        static std::vector<char> in(refused_size);
+        for (std::uint32_t seed : {21u, 22u}) {
+            bmi_op_id_t id = 0;
+            std::fill(in.begin(), in.end(), 0);
+            if (me.instance->post(recv_request(me, server, in.data(), refused_size, 9), id,
+                                  nullptr) != 0)
+                return 3;
+            report(to_parent, 'r');
+            auto got = wait_op(me, id, 30000);
+            bool whole = got.error == 0 && got.actual_size == static_cast<bmi_size_t>(refused_size) &&
+                         check_pattern(in.data(), refused_size, seed);
+            report(to_parent, whole ? 'k' : 'x');
+        }
+        return 0;
+    });
+    BMI_addr_t child_addr = await_hello(side);
+    std::vector<char> out(refused_size);
+    // The first message meets a receiver that tries to read and is refused; the second one a
+    // receiver that already knows.
+    for (std::uint32_t seed : {21u, 22u}) {
+        REQUIRE(child.wait_report() == 'r');
+        fill_pattern(out.data(), refused_size, seed);
+        bmi_op_id_t sid = 0;
+        REQUIRE(side.instance->post(send_request(side, child_addr, out.data(), refused_size, 9),
+                                    sid, nullptr) == 0);
+        REQUIRE(wait_op(side, sid, 30000).error == 0);
+        REQUIRE(child.wait_report(30000) == 'k');
+    }
+}
+
+// ... and a sender that may not write into the receiver's memory leaves the whole copy to the
+// receiver, even for chunks it had already claimed.
+TEST_CASE("shm: a sender refused process_vm_writev leaves the copy to the receiver", "[shm]") {
+    if (!can_refuse()) return;
+    std::string listen = test_listen_address("shm");
+    Side side = server_side(listen);
+    auto child = refused_client(listen, SYS_process_vm_writev,
+                                [](int to_parent, Side& me, BMI_addr_t server) {
+        static std::vector<char> out(refused_size);
+        fill_pattern(out.data(), refused_size, 23);
+        bmi_op_id_t id = 0;
+        if (me.instance->post(send_request(me, server, out.data(), refused_size, 10), id,
+                              nullptr) != 0)
+            return 3;
+        report(to_parent, 's');
+        // Poll for half a second: the receiver's HELP comes within it, and the first poll
+        // after it claims a chunk and is refused writing it.
+        int outcount = 0;
+        core::Completion done;
+        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+        while (outcount == 0 && std::chrono::steady_clock::now() < until)
+            if (me.instance->test(id, me.context, 0, outcount, done) != 0) return 5;
+        report(to_parent, outcount == 0 ? 'w' : 'e');  // it cannot finish without the parent
+        auto sent = wait_op(me, id, 30000);
+        report(to_parent, sent.error == 0 ? 'd' : 'x');
+        return 0;
+    });
+    std::vector<char> in(refused_size, 0);
+    bmi_op_id_t rid = receive_from_sending_child(side, child, in, 10);
+    // One pass: take the RTS, answer HELP, copy a first step; then leave the sender alone
+    // with the rest of the chunks while it polls.
+    int outcount = 0;
+    core::Completion done;
+    REQUIRE(side.instance->test(rid, side.context, 0, outcount, done) == 0);
+    REQUIRE(outcount == 0);
+    REQUIRE(child.wait_report() == 'w');
+    auto got = wait_op(side, rid, 30000);
+    REQUIRE(got.error == 0);
+    REQUIRE(got.actual_size == static_cast<bmi_size_t>(refused_size));
+    REQUIRE(check_pattern(in.data(), refused_size, 23));
+    REQUIRE(child.wait_report(30000) == 'd');
 }
 
 TEST_CASE("shm: a listener name can be bound again once its holder is gone", "[shm]") {
