@@ -186,8 +186,9 @@ public:
     virtual int wait_fd() const = 0;
 
     // Fast path for an instance with a single active method: if wait_fd() is an epoll set, the
-    // method may accept the control layer's wake-up fd into it (its events carry
-    // data.u64 == tag and must be ignored by the method). The control layer then sleeps in
+    // method may accept the control layer's wake-up fd and its timer fd into it (one call
+    // each; their events carry data.u64 == tag, at least 2^63, and must be ignored by the
+    // method, which must not read these fds). The control layer then sleeps in
     // epoll_wait on wait_fd() itself, with no lock held, and hands what it returned to
     // progress_events, which saves a nested epoll and a second epoll_wait per wake-up. The
     // events may be stale by then (another thread may have progressed): handlers must treat

@@ -153,7 +153,10 @@ int Instance::activate(int index, const method::Config& config) {
         }
         // One method alone: sleep on its own epoll set (no nesting, one epoll_wait per
         // wake-up). A second method brings back the shared set, which holds every fd.
-        if (first && slot.method->accept_wake_fd(wait_point_.wake_fd(), WaitPoint::wake_tag)) {
+        // Both of our fds must be in the method's set: without the timerfd a sleep there
+        // would never time out.
+        if (first && slot.method->accept_wake_fd(wait_point_.wake_fd(), WaitPoint::wake_tag) &&
+            slot.method->accept_wake_fd(wait_point_.timer_fd(), WaitPoint::timer_tag)) {
             direct_index_.store(index);
             wait_point_.set_direct(slot.method->wait_fd());
         } else if (!first) {

@@ -6,6 +6,7 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "support/error/error_map.hpp"
@@ -16,14 +17,17 @@ WaitPoint::WaitPoint(int& error) {
     error = 0;
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (epoll_fd_ < 0 || event_fd_ < 0) {
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (epoll_fd_ < 0 || event_fd_ < 0 || timer_fd_ < 0) {
         error = support::bmi_error_from_errno(errno);
         return;
     }
     error = add_fd(event_fd_);
+    if (error == 0) error = add_fd(timer_fd_);
 }
 
 WaitPoint::~WaitPoint() {
+    if (timer_fd_ >= 0) close(timer_fd_);
     if (event_fd_ >= 0) close(event_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
@@ -57,6 +61,22 @@ void WaitPoint::signal() {
     }
 }
 
+bool WaitPoint::arm_timer(Clock::time_point now, Clock::time_point deadline) {
+    // Armed for a moment still to come, and no later than we need: leave it (the common
+    // case: a test loop whose every call allows the same idle time).
+    if (armed_until_ > now && armed_until_ <= deadline) return true;
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
+                  .count();
+    itimerspec when{};
+    when.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
+    when.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
+    // steady_clock is CLOCK_MONOTONIC. Setting the time also drops a count left from an
+    // earlier ring, so a timerfd that rang while nobody slept stops being readable.
+    if (timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &when, nullptr) != 0) return false;
+    armed_until_ = deadline;
+    return true;
+}
+
 void WaitPoint::set_direct(int method_epoll_fd) {
     direct_fd_.store(method_epoll_fd, std::memory_order_release);
     signal();  // a leader asleep on the old set must look again
@@ -80,21 +100,30 @@ int WaitPoint::wait(std::uint64_t seen, Clock::time_point now, Clock::time_point
     leader_asleep_ = true;
     lock.unlock();
 
+    // The deadline is kept by the timerfd; a deadline already past only polls.
     int timeout_ms = 0;
-    if (deadline > now) {
+    if (deadline > now && !arm_timer(now, deadline)) {
+        // No timer (cannot happen short of a kernel out of memory): epoll's own timeout.
         auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
         timeout_ms = left > 60000 ? 60000 : static_cast<int>(left);
+    } else if (deadline > now) {
+        timeout_ms = -1;
     }
     const int direct = direct_fd_.load(std::memory_order_acquire);
     epoll_event events[64];
     int n = epoll_wait(direct >= 0 ? direct : epoll_fd_, events, 64, timeout_ms);
     int handed = 0;
     for (int i = 0; i < n; ++i) {
-        bool ours = direct >= 0 ? events[i].data.u64 == wake_tag : events[i].data.fd == event_fd_;
-        if (ours) {
+        const bool wake = direct >= 0 ? events[i].data.u64 == wake_tag
+                                      : events[i].data.fd == event_fd_;
+        const bool timer = direct >= 0 ? events[i].data.u64 == timer_tag
+                                       : events[i].data.fd == timer_fd_;
+        if (wake) {
             std::uint64_t count;
             ssize_t ignored = read(event_fd_, &count, sizeof count);
             (void)ignored;
+        } else if (timer) {
+            armed_until_ = {};  // rung: the next sleep arms it again, which also clears it
         } else if (direct >= 0 && static_cast<std::size_t>(handed) < out.size()) {
             out[static_cast<std::size_t>(handed++)] = events[i];
         }

@@ -89,3 +89,46 @@ TEST_CASE("the sleeping thread runs on_wake, and a snapshot from before it never
     REQUIRE(WaitPoint::Clock::now() - again < 5s);
     REQUIRE(woke == 1);  // returned without sleeping, so no on_wake either
 }
+
+// Deadlines are kept by one timerfd that is re-armed only when needed (wait_point.hpp).
+TEST_CASE("a sleep with an earlier deadline than the armed timer still ends at its own") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    // The first sleep arms the timer 10 s ahead and is woken at once by a signal.
+    auto seen = wp.sequence();
+    std::thread poke([&] {
+        std::this_thread::sleep_for(20ms);
+        wp.signal();
+    });
+    auto start = WaitPoint::Clock::now();
+    wp.wait(seen, start, start + 10s, {});
+    poke.join();
+    REQUIRE(WaitPoint::Clock::now() - start < 5s);
+    // The second one wants 50 ms: the timer must be brought forward, not left at 10 s.
+    auto again = WaitPoint::Clock::now();
+    wp.wait(wp.sequence(), again, again + 50ms, {});
+    auto slept = WaitPoint::Clock::now() - again;
+    REQUIRE(slept >= 50ms);
+    REQUIRE(slept < 5s);
+}
+
+TEST_CASE("a timer that rang while nobody slept does not cut the next sleep short") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    // Armed for 20 ms, but the sleep ends at once by a signal ...
+    auto seen = wp.sequence();
+    std::thread poke([&] {
+        std::this_thread::sleep_for(5ms);  // let it fall asleep, timer armed
+        wp.signal();
+    });
+    auto start = WaitPoint::Clock::now();
+    wp.wait(seen, start, start + 20ms, {});
+    poke.join();
+    // ... so the timer rings with nobody asleep, and stays readable.
+    std::this_thread::sleep_for(60ms);
+    auto next = WaitPoint::Clock::now();
+    wp.wait(wp.sequence(), next, next + 100ms, {});
+    REQUIRE(WaitPoint::Clock::now() - next >= 100ms);
+}
