@@ -61,6 +61,15 @@ void WaitPoint::signal() {
     }
 }
 
+namespace {
+// epoll's own timeout for a sleep of `left`, used only where the timerfd cannot be set (a
+// kernel out of memory); capped so the int cannot overflow.
+int epoll_timeout_ms(WaitPoint::Clock::duration left) {
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    return ms > 60000 ? 60000 : static_cast<int>(ms);
+}
+}  // namespace
+
 bool WaitPoint::arm_timer(Clock::time_point now, Clock::time_point deadline) {
     // Armed for a moment still to come, and no later than we need: leave it (the common
     // case: a test loop whose every call allows the same idle time).
@@ -100,15 +109,11 @@ int WaitPoint::wait(std::uint64_t seen, Clock::time_point now, Clock::time_point
     leader_asleep_ = true;
     lock.unlock();
 
-    // The deadline is kept by the timerfd; a deadline already past only polls.
+    // The deadline is kept by the timerfd (-1: no epoll timeout); a deadline already past
+    // only polls.
     int timeout_ms = 0;
-    if (deadline > now && !arm_timer(now, deadline)) {
-        // No timer (cannot happen short of a kernel out of memory): epoll's own timeout.
-        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-        timeout_ms = left > 60000 ? 60000 : static_cast<int>(left);
-    } else if (deadline > now) {
-        timeout_ms = -1;
-    }
+    if (deadline > now)
+        timeout_ms = arm_timer(now, deadline) ? -1 : epoll_timeout_ms(deadline - now);
     const int direct = direct_fd_.load(std::memory_order_acquire);
     epoll_event events[64];
     int n = epoll_wait(direct >= 0 ? direct : epoll_fd_, events, 64, timeout_ms);

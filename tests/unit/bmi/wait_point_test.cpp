@@ -91,20 +91,29 @@ TEST_CASE("the sleeping thread runs on_wake, and a snapshot from before it never
 }
 
 // Deadlines are kept by one timerfd that is re-armed only when needed (wait_point.hpp).
+namespace {
+// Sleeps until `deadline` from now, woken by another thread's signal after `delay` (long
+// enough for the sleep to have armed the timer); returns how long it slept.
+WaitPoint::Clock::duration sleep_until_signalled(WaitPoint& wp, WaitPoint::Clock::duration deadline,
+                                                 WaitPoint::Clock::duration delay) {
+    auto seen = wp.sequence();
+    std::thread poke([&] {
+        std::this_thread::sleep_for(delay);
+        wp.signal();
+    });
+    auto start = WaitPoint::Clock::now();
+    wp.wait(seen, start, start + deadline, {});
+    poke.join();
+    return WaitPoint::Clock::now() - start;
+}
+}  // namespace
+
 TEST_CASE("a sleep with an earlier deadline than the armed timer still ends at its own") {
     int error = 0;
     WaitPoint wp(error);
     REQUIRE(error == 0);
-    // The first sleep arms the timer 10 s ahead and is woken at once by a signal.
-    auto seen = wp.sequence();
-    std::thread poke([&] {
-        std::this_thread::sleep_for(20ms);
-        wp.signal();
-    });
-    auto start = WaitPoint::Clock::now();
-    wp.wait(seen, start, start + 10s, {});
-    poke.join();
-    REQUIRE(WaitPoint::Clock::now() - start < 5s);
+    // The first sleep arms the timer 10 s ahead and is woken early by a signal.
+    REQUIRE(sleep_until_signalled(wp, 10s, 20ms) < 5s);
     // The second one wants 50 ms: the timer must be brought forward, not left at 10 s.
     auto again = WaitPoint::Clock::now();
     wp.wait(wp.sequence(), again, again + 50ms, {});
@@ -117,15 +126,8 @@ TEST_CASE("a timer that rang while nobody slept does not cut the next sleep shor
     int error = 0;
     WaitPoint wp(error);
     REQUIRE(error == 0);
-    // Armed for 20 ms, but the sleep ends at once by a signal ...
-    auto seen = wp.sequence();
-    std::thread poke([&] {
-        std::this_thread::sleep_for(5ms);  // let it fall asleep, timer armed
-        wp.signal();
-    });
-    auto start = WaitPoint::Clock::now();
-    wp.wait(seen, start, start + 20ms, {});
-    poke.join();
+    // Armed for 20 ms, but the sleep ends early by a signal ...
+    sleep_until_signalled(wp, 20ms, 5ms);
     // ... so the timer rings with nobody asleep, and stays readable.
     std::this_thread::sleep_for(60ms);
     auto next = WaitPoint::Clock::now();
