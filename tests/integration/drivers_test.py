@@ -165,8 +165,22 @@ def test_help():
             fail(f"{var} with --iters 0: exit {res.returncode}, {res.stderr!r}")
 
 
+def test_eventfd_pinning():
+    """--cpus A,B pins both processes; a CPU this process may not use, or a malformed list,
+    is refused at once with exit 2 (no child left waiting)."""
+    exe = os.environ["BMI_EVENTFD_PINGPONG"]
+    cpu = min(os.sched_getaffinity(0))
+    table(run([exe, "--cpus", f"{cpu},{cpu}", "--iters", "200"]), 8, 8, "eventfd --cpus")
+    for bad in ("1", "x,y", "-1,0", f"{cpu},{os.cpu_count() + 64}"):
+        res = subprocess.run([exe, "--cpus", bad, "--iters", "200"], capture_output=True,
+                             text=True, timeout=TIMEOUT)
+        if res.returncode != 2 or "--cpus wants two CPUs" not in res.stderr:
+            fail(f"eventfd_pingpong --cpus {bad}: exit {res.returncode}, {res.stderr!r}")
+
+
 def test_baselines():
     test_help()
+    test_eventfd_pinning()
     evfd = run([os.environ["BMI_EVENTFD_PINGPONG"], "--iters", "200"])
     table(evfd, 8, 8, "eventfd")
     table(run([os.environ["BMI_MEMCPY_BW"], "--max", "64K"]), 1, 65536, "memcpy")
