@@ -143,8 +143,8 @@ def run_all(r, a, failure):
             if "netpipe" in a.baselines:
                 r.netpipe()
             if "eventfd" in a.baselines:
-                place = r.placements()[0]  # one process per core, as every pair here
-                pin = ["--cpus", f"{place[1][0]},{place[1][1]}"] if place[0] == "two cores" else []
+                cpus = r.one_per_core()  # as every pair here
+                pin = ["--cpus", f"{cpus[0]},{cpus[1]}"] if cpus else []
                 r.command("eventfd", mode, [r.tool("eventfd_pingpong")] + pin +
                           ["--iters", str(a.iters * 10)])
         for b in a.baselines:

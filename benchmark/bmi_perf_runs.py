@@ -175,6 +175,13 @@ class Runner:
         two = [("two cores", (cpus[0], cpus[1]))] if len(cpus) >= 2 else []
         return two + [("one core", (cpus[0], cpus[0]))]
 
+    @classmethod
+    def one_per_core(cls):
+        """(server CPU, client CPU) on two different cores, as mpirun binds the two ranks of
+        the MPI runs; None where this process may use only one CPU."""
+        name, cpus = cls.placements()[0]
+        return cpus if name == "two cores" else None
+
     def duel(self, mine, theirs, rounds):
         """Runs mine() and theirs() in turns: [(mine, theirs), ...] one-way us at 8 B for the
         rounds where both ran. Single runs of the same ping-pong scatter by 5-10 % on a VM;
@@ -201,7 +208,7 @@ class Runner:
         """bmi shm (spinning) against Open MPI vader, 8 bytes, each process on its own core
         (mpirun binds its two ranks to cores by default)."""
         plan = ["--min", "8", "--max", "8", "--iters", str(self.args.iters * 200)]
-        cpus = self.placements()[0][1]
+        cpus = self.one_per_core()
         return self.duel(lambda: self.bmi("shm", "duel", plan, cpus),
                          lambda: self.mpi("mpi-shm", "duel", plan), rounds)
 
@@ -211,11 +218,10 @@ class Runner:
         a, exe = self.args, self.tool(tool)
         plan = self.plan(mode) if plan is None else plan
         if cpus is None and mode in ("latency", "bandwidth") and a.server is None:
-            # One process per core, as mpirun binds the two ranks of the MPI twin: left to the
-            # scheduler, the pair sometimes shares a CPU for a while, and a large shm message
-            # then moves at a fifth of the speed (1 MiB: 4-20 GB/s unpinned, 15-20 pinned).
-            place = self.placements()[0]
-            cpus = place[1] if place[0] == "two cores" else None
+            # Left to the scheduler, the pair sometimes shares a CPU for a while, and a large
+            # shm message then moves at a fifth of the speed (1 MiB: 4-20 GB/s unpinned,
+            # 15-20 pinned).
+            cpus = self.one_per_core()
         s = Series(name, mode, f"{tool} {' '.join(common + plan)}")
 
         def run():
