@@ -29,6 +29,7 @@
 #include "methods/method.hpp"
 #include "support/id_generator/id_generator.hpp"
 #include "support/op_queue/op_queue.hpp"
+#include "support/sync/mutex.hpp"
 
 namespace bmi::core {
 
@@ -131,6 +132,8 @@ private:
     // The sleep protocol of methods/method.hpp: true if a method moved something instead.
     bool before_sleep_all();
     void after_wake_all();
+    // Run by the thread that slept, with the ready events of the direct-mode method, if any.
+    void wake_all(std::span<const epoll_event> events);
     template <class Ready>
     void wait_for(int max_idle_ms, Ready&& ready);
 
@@ -175,7 +178,7 @@ private:
     std::atomic<int> direct_index_{-1};
     WaitPoint wait_point_;
 
-    std::mutex state_mutex_;
+    support::Mutex state_mutex_;
     support::IdGenerator op_ids_;                  // guarded by state_mutex_
     std::array<Context, max_contexts> contexts_;   // guarded by state_mutex_
     // Every posted op that has not completed, linked through core_hook (it moves to its

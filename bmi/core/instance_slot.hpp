@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "bmi/core/instance.hpp"
+#include "support/sync/mutex.hpp"
 
 namespace bmi::core {
 
@@ -38,7 +39,7 @@ struct Instance::MethodSlot {
     int index = 0;
     bool allowed = false;            // named in BMI_initialize's method list (or list empty)
     std::atomic<bool> active{false}; // method created; set once, never cleared before teardown
-    std::mutex lock;                 // held around every call into method
+    support::Mutex lock;             // held around every call into method
     std::unique_ptr<method::Method> method;
     std::unique_ptr<SlotSink> sink;
     bool native_lists = false;
