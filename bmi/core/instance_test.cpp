@@ -70,17 +70,25 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
         // Last chance for work that costs no system call (shared memory rings); the methods
         // also arm their peers' wake-ups here.
         if (before_sleep_all()) continue;
-        epoll_event ready[64];
-        int n = wait_point_.wait(seen, now, deadline, ready, [this] { after_wake_all(); });
-        int direct = direct_index_.load();
-        if (n > 0 && direct >= 0) {
-            // Direct mode: hand the events the sleep returned to the method, then look again
-            // before another full progress pass.
-            MethodSlot& slot = *slots_[static_cast<std::size_t>(direct)];
-            std::lock_guard lock(slot.lock);
-            slot.method->progress_events({ready, static_cast<std::size_t>(n)});
-        }
+        wait_point_.wait(seen, now, deadline, [this](std::span<const epoll_event> events) {
+            wake_all(events);
+        });
     }
+}
+
+void Instance::wake_all(std::span<const epoll_event> events) {
+    const int direct = direct_index_.load();
+    if (direct < 0 || events.empty()) {
+        after_wake_all();
+        return;
+    }
+    // Direct mode: one method, so one lock section both undoes its sleep preparations and
+    // hands it the events the sleep returned; the loop then looks again before another full
+    // progress pass.
+    MethodSlot& slot = *slots_[static_cast<std::size_t>(direct)];
+    std::lock_guard lock(slot.lock);
+    slot.method->after_wake();
+    slot.method->progress_events(events);
 }
 
 Completion Instance::reap_locked(method::Operation& op) {

@@ -43,21 +43,30 @@ int WaitPoint::add_fd(int fd) {
 
 void WaitPoint::remove_fd(int fd) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }
 
-std::uint64_t WaitPoint::sequence() const { return sequence_.load(); }
+namespace {
+// The wait point whose leader is running its on_wake on this thread (see signal()).
+__attribute__((tls_model("initial-exec"))) thread_local const WaitPoint* waking_leader = nullptr;
+}  // namespace
 
 void WaitPoint::signal() {
-    sequence_.fetch_add(1);
-    if (sleepers_.load() == 0) return;  // every waiter still to come will see the new number
-    bool wake_leader;
-    {
-        std::lock_guard lock(wait_mutex_);
-        wake_leader = leader_asleep_;
-    }
-    followers_.notify_all();
-    if (wake_leader) {
+    // The woken leader's own completions: giving up its seat right after on_wake moves the
+    // sequence and wakes the followers anyway, so they cost no atomic instruction here.
+    if (waking_leader == this) return;
+    const std::uint64_t old = word_.fetch_add(tick);
+    if ((old & (seat | followers_mask)) != 0) wake_sleepers(old);
+}
+
+void WaitPoint::wake_sleepers(std::uint64_t old) {
+    if ((old & seat) != 0) {
         std::uint64_t one = 1;
         ssize_t ignored = write(event_fd_, &one, sizeof one);
         (void)ignored;
+    }
+    if ((old & followers_mask) != 0) {
+        // Taking the mutex orders this wake-up after a follower's check of the word and before
+        // its sleep, or after its sleep began; never in between.
+        { std::lock_guard lock(followers_mutex_); }
+        followers_.notify_all();
     }
 }
 
@@ -91,24 +100,33 @@ void WaitPoint::set_direct(int method_epoll_fd) {
     signal();  // a leader asleep on the old set must look again
 }
 
-int WaitPoint::wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
-                    std::span<epoll_event> out, const std::function<void()>& on_wake) {
-    std::unique_lock lock(wait_mutex_);
-    sleepers_.fetch_add(1);
-    if (sequence_.load() != seen) {
-        sleepers_.fetch_sub(1);
-        return 0;
-    }
-    if (leader_asleep_) {
-        // A follower: the leader will make progress and signal, or give up its seat.
-        followers_.wait_until(lock, deadline,
-                              [&] { return sequence_.load() != seen || !leader_asleep_; });
-        sleepers_.fetch_sub(1);
-        return 0;
-    }
-    leader_asleep_ = true;
-    lock.unlock();
+void WaitPoint::wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
+                     const OnWake& on_wake) {
+    std::uint64_t word = word_.load();
+    std::uint64_t next;
+    do {
+        if ((word >> sequence_shift) != seen) return;  // something happened meanwhile
+        next = (word & seat) != 0 ? word + follower : word | seat;
+    } while (!word_.compare_exchange_weak(word, next));
+    if ((word & seat) != 0)
+        wait_as_follower(seen, deadline);
+    else
+        wait_as_leader(now, deadline, on_wake);
+}
 
+void WaitPoint::wait_as_follower(std::uint64_t seen, Clock::time_point deadline) {
+    {
+        // The leader will make progress and signal, or give up its seat (which also moves the
+        // sequence).
+        std::unique_lock lock(followers_mutex_);
+        followers_.wait_until(lock, deadline,
+                              [&] { return (word_.load() >> sequence_shift) != seen; });
+    }
+    word_.fetch_sub(follower);
+}
+
+void WaitPoint::wait_as_leader(Clock::time_point now, Clock::time_point deadline,
+                               const OnWake& on_wake) {
     // The deadline is kept by the timerfd (-1: no epoll timeout); a deadline already past
     // only polls.
     int timeout_ms = 0;
@@ -117,7 +135,7 @@ int WaitPoint::wait(std::uint64_t seen, Clock::time_point now, Clock::time_point
     const int direct = direct_fd_.load(std::memory_order_acquire);
     epoll_event events[64];
     int n = epoll_wait(direct >= 0 ? direct : epoll_fd_, events, 64, timeout_ms);
-    int handed = 0;
+    std::size_t handed = 0;  // the method's own events, moved to the front
     for (int i = 0; i < n; ++i) {
         const bool wake = direct >= 0 ? events[i].data.u64 == wake_tag
                                       : events[i].data.fd == event_fd_;
@@ -129,21 +147,20 @@ int WaitPoint::wait(std::uint64_t seen, Clock::time_point now, Clock::time_point
             (void)ignored;
         } else if (timer) {
             armed_until_ = {};  // rung: the next sleep arms it again, which also clears it
-        } else if (direct >= 0 && static_cast<std::size_t>(handed) < out.size()) {
-            out[static_cast<std::size_t>(handed++)] = events[i];
+        } else if (direct >= 0) {
+            events[handed++] = events[i];
         }
     }
 
-    if (on_wake) on_wake();
-
-    lock.lock();
-    leader_asleep_ = false;
-    sleepers_.fetch_sub(1);
-    sequence_.fetch_add(1);
-    lock.unlock();
-    // Let a follower take the seat (or see that progress is now possible).
-    followers_.notify_all();
-    return handed;
+    if (on_wake) {
+        waking_leader = this;
+        on_wake({events, handed});
+        waking_leader = nullptr;
+    }
+    // Give up the seat and move the sequence in one step; a follower then takes the seat (or
+    // sees that progress is now possible).
+    const std::uint64_t old = word_.fetch_add(tick - seat);
+    if ((old & followers_mask) != 0) wake_sleepers(old & ~seat);
 }
 
 }  // namespace bmi::core

@@ -3,14 +3,18 @@
 // plus an eventfd for wake-ups from other threads.
 //
 // Many threads may test at once. Only one of them (the leader) sleeps in epoll_wait; the others
-// (followers) sleep on a condition variable. Every completion bumps a sequence number and wakes
-// all followers, and writes the eventfd if the leader is asleep, so a waiter never sleeps past
-// a completion it could use. When the leader's time is up it hands leadership to a follower.
-// The "no missed wake-up" argument: a waiter reads the sequence number before checking for its
-// completion and sleeps only while the number is unchanged. A signal bumps the number and then
-// looks whether anybody sleeps; a waiter counts itself as a sleeper and then looks at the
-// number (both sequentially consistent), so one of the two always sees the other. A signal
-// that finds no sleeper, the common case while threads are busy, takes no lock.
+// (followers) sleep on a condition variable. Every completion moves a sequence number, wakes
+// the followers and writes the eventfd if the leader is asleep, so a waiter never sleeps past a
+// completion it could use. When the leader wakes it gives up its seat, and a follower takes it.
+//
+// All of that state is one atomic word (sequence, leader's seat, number of followers), so the
+// common cases cost one atomic instruction each: a completion that finds nobody asleep, taking
+// the seat, and giving it up. A blocking ping-pong on one CPU sleeps for every message, and the
+// locked instructions of a mutex-guarded wait point were a large part of its user time.
+// The "no missed wake-up" argument: a waiter reads the sequence before checking for its
+// completion, and takes the seat or counts itself as a follower only if the word still holds
+// that sequence (one compare-and-swap); a signal moves the sequence and, in the same atomic
+// instruction, learns who sleeps. One of the two always sees the other.
 //
 // Timeouts come from a timerfd in the set, not from epoll_wait's own timeout: that one arms
 // and cancels a kernel timer on every sleep, which costs as much as the rest of a wake-up
@@ -35,6 +39,9 @@ namespace bmi::core {
 class WaitPoint {
 public:
     using Clock = std::chrono::steady_clock;
+    // Run by the thread that slept in epoll_wait, with the method's ready events in direct
+    // mode (none otherwise), before the sequence moves (see wait()).
+    using OnWake = std::function<void(std::span<const epoll_event>)>;
 
     // Sets error to -BMI_E* if the kernel objects could not be made.
     explicit WaitPoint(int& error);
@@ -50,26 +57,36 @@ public:
     static constexpr std::uint64_t timer_tag = wake_tag - 1;
     int wake_fd() const { return event_fd_; }
     int timer_fd() const { return timer_fd_; }
-    // Direct mode (one active method whose epoll set took our eventfd and timerfd): the leader sleeps on
-    // that set itself and hands its events to the method. -1 returns to the shared set.
+    // Direct mode (one active method whose epoll set took our eventfd and timerfd): the leader
+    // sleeps on that set itself and hands its events to on_wake. -1 returns to the shared set.
     void set_direct(int method_epoll_fd);
 
     // Snapshot to pass to wait(): read it before checking whether the awaited thing happened.
-    std::uint64_t sequence() const;
+    std::uint64_t sequence() const { return word_.load() >> sequence_shift; }
     // Sleeps until deadline or until something was signalled after `seen` was read; `now` is
     // the caller's latest clock reading (a sleep may end a few microseconds late, never
-    // early). In direct
-    // mode returns the method's ready events (stored in out), else 0. A thread that slept in
-    // epoll_wait calls on_wake before it gives up its seat; giving it up then counts as an
-    // event (the sequence moves), so a thread that prepared to sleep before on_wake undid that
-    // preparation looks again instead of sleeping unprepared.
-    int wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
-             std::span<epoll_event> out,
-             const std::function<void()>& on_wake = {});
+    // early). The thread that slept in epoll_wait runs on_wake, then gives up its seat and
+    // moves the sequence in one step: a thread that prepared to sleep before on_wake undid
+    // that preparation looks again instead of sleeping unprepared, and whatever on_wake
+    // completed is announced by that same step. In direct mode, events are lost without an
+    // on_wake.
+    void wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
+              const OnWake& on_wake = {});
     // Something completed: wake whoever sleeps.
     void signal();
 
 private:
+    // word_: bit 0 the leader's seat, then the followers, then the sequence.
+    static constexpr std::uint64_t seat = 1;
+    static constexpr std::uint64_t follower = 2;
+    static constexpr int sequence_shift = 20;  // up to 2^19 - 1 followers
+    static constexpr std::uint64_t followers_mask = (std::uint64_t{1} << sequence_shift) - 2;
+    static constexpr std::uint64_t tick = std::uint64_t{1} << sequence_shift;
+
+    // What a signal that moved the word from `old` must do for those asleep.
+    void wake_sleepers(std::uint64_t old);
+    void wait_as_follower(std::uint64_t seen, Clock::time_point deadline);
+    void wait_as_leader(Clock::time_point now, Clock::time_point deadline, const OnWake& on_wake);
     // Makes sure the timerfd rings at `deadline` at the latest (leader only); false if it
     // could not be set.
     bool arm_timer(Clock::time_point now, Clock::time_point deadline);
@@ -79,11 +96,9 @@ private:
     int timer_fd_ = -1;
     Clock::time_point armed_until_{};  // when the timerfd rings; only the leader touches it
     std::atomic<int> direct_fd_{-1};
-    std::mutex wait_mutex_;
+    std::atomic<std::uint64_t> word_{0};
+    std::mutex followers_mutex_;  // only for the condition variable's sake
     std::condition_variable followers_;
-    std::atomic<std::uint64_t> sequence_{0};
-    std::atomic<int> sleepers_{0};  // the leader and the followers inside wait()
-    bool leader_asleep_ = false;    // guarded by wait_mutex_
 };
 
 }  // namespace bmi::core

@@ -3,6 +3,7 @@
 // a sequence change before sleeping means no sleep, readiness of an added fd wakes the leader.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -15,6 +16,15 @@
 using bmi::core::WaitPoint;
 using namespace std::chrono_literals;
 
+namespace {
+// Sleeps with a fresh snapshot for at most `limit`; returns how long it slept.
+WaitPoint::Clock::duration sleep_for(WaitPoint& wp, WaitPoint::Clock::duration limit) {
+    auto start = WaitPoint::Clock::now();
+    wp.wait(wp.sequence(), start, start + limit);
+    return WaitPoint::Clock::now() - start;
+}
+}  // namespace
+
 TEST_CASE("a signal after the snapshot means wait returns at once") {
     int error = 0;
     WaitPoint wp(error);
@@ -22,16 +32,14 @@ TEST_CASE("a signal after the snapshot means wait returns at once") {
     auto seen = wp.sequence();
     wp.signal();
     auto start = WaitPoint::Clock::now();
-    wp.wait(seen, start, start + 20s, {});
+    wp.wait(seen, start, start + 20s);
     REQUIRE(WaitPoint::Clock::now() - start < 5s);
 }
 
 TEST_CASE("the wait ends at its deadline when nothing happens") {
     int error = 0;
     WaitPoint wp(error);
-    auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start, start + 30ms, {});
-    REQUIRE(WaitPoint::Clock::now() - start >= 30ms);
+    REQUIRE(sleep_for(wp, 30ms) >= 30ms);
 }
 
 TEST_CASE("signal wakes a leader and followers sleeping at once") {
@@ -44,7 +52,7 @@ TEST_CASE("signal wakes a leader and followers sleeping at once") {
     for (int i = 0; i < sleepers; ++i) {
         threads.emplace_back([&, i] {
             auto start = WaitPoint::Clock::now();
-            wp.wait(seen, start, start + 20s, {});
+            wp.wait(seen, start, start + 20s);
             slept[static_cast<std::size_t>(i)] = WaitPoint::Clock::now() - start;
         });
     }
@@ -66,7 +74,7 @@ TEST_CASE("a readable method fd wakes the leader") {
         REQUIRE(write(fd, &one, sizeof one) == sizeof one);
     });
     auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start, start + 20s, {});
+    wp.wait(wp.sequence(), start, start + 20s);
     poke.join();
     REQUIRE(WaitPoint::Clock::now() - start < 10s);
     wp.remove_fd(fd);
@@ -82,10 +90,10 @@ TEST_CASE("the sleeping thread runs on_wake, and a snapshot from before it never
     auto before = wp.sequence();
     int woke = 0;
     auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start, start + 20ms, {}, [&] { ++woke; });
+    wp.wait(wp.sequence(), start, start + 20ms, [&](auto) { ++woke; });
     REQUIRE(woke == 1);
     auto again = WaitPoint::Clock::now();
-    wp.wait(before, again, again + 20s, {}, [&] { ++woke; });
+    wp.wait(before, again, again + 20s, [&](auto) { ++woke; });
     REQUIRE(WaitPoint::Clock::now() - again < 5s);
     REQUIRE(woke == 1);  // returned without sleeping, so no on_wake either
 }
@@ -102,7 +110,7 @@ WaitPoint::Clock::duration sleep_until_signalled(WaitPoint& wp, WaitPoint::Clock
         wp.signal();
     });
     auto start = WaitPoint::Clock::now();
-    wp.wait(seen, start, start + deadline, {});
+    wp.wait(seen, start, start + deadline);
     poke.join();
     return WaitPoint::Clock::now() - start;
 }
@@ -115,9 +123,7 @@ TEST_CASE("a sleep with an earlier deadline than the armed timer still ends at i
     // The first sleep arms the timer 10 s ahead and is woken early by a signal.
     REQUIRE(sleep_until_signalled(wp, 10s, 20ms) < 5s);
     // The second one wants 50 ms: the timer must be brought forward, not left at 10 s.
-    auto again = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), again, again + 50ms, {});
-    auto slept = WaitPoint::Clock::now() - again;
+    auto slept = sleep_for(wp, 50ms);
     REQUIRE(slept >= 50ms);
     REQUIRE(slept < 5s);
 }
@@ -130,7 +136,36 @@ TEST_CASE("a timer that rang while nobody slept does not cut the next sleep shor
     sleep_until_signalled(wp, 20ms, 5ms);
     // ... so the timer rings with nobody asleep, and stays readable.
     std::this_thread::sleep_for(60ms);
-    auto next = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), next, next + 100ms, {});
-    REQUIRE(WaitPoint::Clock::now() - next >= 100ms);
+    REQUIRE(sleep_for(wp, 100ms) >= 100ms);
+}
+
+TEST_CASE("completions the leader signals during its own on_wake do not cut its next sleep short") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    // The woken leader completes something, as progress does in on_wake: that must not write
+    // the eventfd, or the next sleep would end at once.
+    auto start = WaitPoint::Clock::now();
+    wp.wait(wp.sequence(), start, start + 10ms, [&](auto) { wp.signal(); });
+    REQUIRE(sleep_for(wp, 60ms) >= 60ms);
+}
+
+TEST_CASE("a follower wakes when the leader's sleep ends, without any signal") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    auto seen = wp.sequence();
+    std::atomic<bool> leader_done{false};
+    std::thread leader([&] {
+        auto start = WaitPoint::Clock::now();
+        wp.wait(seen, start, start + 100ms);
+        leader_done = true;
+    });
+    std::this_thread::sleep_for(30ms);  // the leader holds the seat by now (not required)
+    auto start = WaitPoint::Clock::now();
+    wp.wait(seen, start, start + 20s);
+    auto waited = WaitPoint::Clock::now() - start;
+    leader.join();
+    REQUIRE(leader_done);
+    REQUIRE(waited < 5s);
 }
