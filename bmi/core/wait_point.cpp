@@ -152,11 +152,20 @@ void WaitPoint::wait_as_leader(Clock::time_point now, Clock::time_point deadline
         }
     }
 
+    // Leaves the seat even if on_wake throws (a method out of memory): a seat kept for good
+    // would turn every later sleeper into a follower that no readable fd can wake.
+    struct LeaveSeat {
+        WaitPoint& point;
+        ~LeaveSeat() { point.leave_seat(); }
+    } leave{*this};
     if (on_wake) {
         waking_leader = this;
         on_wake({events, handed});
-        waking_leader = nullptr;
     }
+}
+
+void WaitPoint::leave_seat() {
+    waking_leader = nullptr;
     // Give up the seat and move the sequence in one step; a follower then takes the seat (or
     // sees that progress is now possible).
     const std::uint64_t old = word_.fetch_add(tick - seat);

@@ -87,6 +87,8 @@ private:
     void wake_sleepers(std::uint64_t old);
     void wait_as_follower(std::uint64_t seen, Clock::time_point deadline);
     void wait_as_leader(Clock::time_point now, Clock::time_point deadline, const OnWake& on_wake);
+    // The leader, done with its wake-up (or unwinding from it).
+    void leave_seat();
     // Makes sure the timerfd rings at `deadline` at the latest (leader only); false if it
     // could not be set.
     bool arm_timer(Clock::time_point now, Clock::time_point deadline);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -62,9 +63,11 @@ TEST_CASE("signal wakes a leader and followers sleeping at once") {
     for (auto d : slept) REQUIRE(d < 10s);
 }
 
-TEST_CASE("a readable method fd wakes the leader") {
-    int error = 0;
-    WaitPoint wp(error);
+namespace {
+// Sleeps for at most `limit` while another thread makes an fd in the set readable after 30 ms;
+// returns how long it slept. Only a leader (in epoll_wait) sees the fd.
+WaitPoint::Clock::duration sleep_until_fd_readable(WaitPoint& wp,
+                                                   WaitPoint::Clock::duration limit) {
     int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     REQUIRE(fd >= 0);
     REQUIRE(wp.add_fd(fd) == 0);
@@ -73,12 +76,19 @@ TEST_CASE("a readable method fd wakes the leader") {
         std::uint64_t one = 1;
         REQUIRE(write(fd, &one, sizeof one) == sizeof one);
     });
-    auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start, start + 20s);
+    auto slept = sleep_for(wp, limit);
     poke.join();
-    REQUIRE(WaitPoint::Clock::now() - start < 10s);
     wp.remove_fd(fd);
     close(fd);
+    return slept;
+}
+}  // namespace
+
+TEST_CASE("a readable method fd wakes the leader") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    REQUIRE(sleep_until_fd_readable(wp, 20s) < 10s);
 }
 
 TEST_CASE("the sleeping thread runs on_wake, and a snapshot from before it never sleeps") {
@@ -168,4 +178,21 @@ TEST_CASE("a follower wakes when the leader's sleep ends, without any signal") {
     leader.join();
     REQUIRE(leader_done);
     REQUIRE(waited < 5s);
+}
+
+TEST_CASE("a leader whose on_wake throws still leaves its seat") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    auto start = WaitPoint::Clock::now();
+    REQUIRE_THROWS_AS(wp.wait(wp.sequence(), start, start + 10ms,
+                              [](auto) { throw std::bad_alloc(); }),
+                      std::bad_alloc);
+    // This thread signals normally again ...
+    auto seen = wp.sequence();
+    wp.signal();
+    REQUIRE(wp.sequence() != seen);
+    // ... and the next sleeper is a leader in epoll_wait, so a readable fd wakes it (a follower
+    // would sleep on until its deadline).
+    REQUIRE(sleep_until_fd_readable(wp, 5s) < 3s);
 }
