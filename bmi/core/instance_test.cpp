@@ -3,8 +3,8 @@
 //
 // Every test call first looks for something to report, then drives one non-blocking progress
 // pass over all methods (folded into the sleep in direct mode), looks again, and only then
-// sleeps on the wait point, for at most the caller's idle time. Anything completing wakes it at once (WaitPoint::signal), so the idle
-// time is a cap, never a delay.
+// sleeps on the wait point, for at most the caller's idle time. Anything completing wakes it
+// at once (WaitPoint::signal), so the idle time is a cap, never a delay.
 #include "bmi/core/instance.hpp"
 
 #include "bmi/core/instance_slot.hpp"
