@@ -18,11 +18,18 @@ using bmi::core::WaitPoint;
 using namespace std::chrono_literals;
 
 namespace {
-// Sleeps with a fresh snapshot for at most `limit`; returns how long it slept.
-WaitPoint::Clock::duration sleep_for(WaitPoint& wp, WaitPoint::Clock::duration limit) {
+// Waits with the snapshot `seen` for at most `limit`; returns how long the call took.
+WaitPoint::Clock::duration sleep_from(WaitPoint& wp, std::uint64_t seen,
+                                      WaitPoint::Clock::duration limit,
+                                      const WaitPoint::OnWake& on_wake = {}) {
     auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start, start + limit);
+    wp.wait(seen, start, start + limit, on_wake);
     return WaitPoint::Clock::now() - start;
+}
+
+// The same with a fresh snapshot.
+WaitPoint::Clock::duration sleep_for(WaitPoint& wp, WaitPoint::Clock::duration limit) {
+    return sleep_from(wp, wp.sequence(), limit);
 }
 }  // namespace
 
@@ -32,9 +39,7 @@ TEST_CASE("a signal after the snapshot means wait returns at once") {
     REQUIRE(error == 0);
     auto seen = wp.sequence();
     wp.signal();
-    auto start = WaitPoint::Clock::now();
-    wp.wait(seen, start, start + 20s);
-    REQUIRE(WaitPoint::Clock::now() - start < 5s);
+    REQUIRE(sleep_from(wp, seen, 20s) < 5s);
 }
 
 TEST_CASE("the wait ends at its deadline when nothing happens") {
@@ -51,11 +56,8 @@ TEST_CASE("signal wakes a leader and followers sleeping at once") {
     std::vector<WaitPoint::Clock::duration> slept(sleepers);
     auto seen = wp.sequence();
     for (int i = 0; i < sleepers; ++i) {
-        threads.emplace_back([&, i] {
-            auto start = WaitPoint::Clock::now();
-            wp.wait(seen, start, start + 20s);
-            slept[static_cast<std::size_t>(i)] = WaitPoint::Clock::now() - start;
-        });
+        threads.emplace_back(
+            [&, i] { slept[static_cast<std::size_t>(i)] = sleep_from(wp, seen, 20s); });
     }
     std::this_thread::sleep_for(50ms);  // let them fall asleep; correctness does not depend on it
     wp.signal();
@@ -99,12 +101,10 @@ TEST_CASE("the sleeping thread runs on_wake, and a snapshot from before it never
     // leader's on_wake then undid: that thread must look again, not sleep unarmed.
     auto before = wp.sequence();
     int woke = 0;
-    auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start, start + 20ms, [&](auto) { ++woke; });
+    const WaitPoint::OnWake count = [&](auto) { ++woke; };
+    sleep_from(wp, wp.sequence(), 20ms, count);
     REQUIRE(woke == 1);
-    auto again = WaitPoint::Clock::now();
-    wp.wait(before, again, again + 20s, [&](auto) { ++woke; });
-    REQUIRE(WaitPoint::Clock::now() - again < 5s);
+    REQUIRE(sleep_from(wp, before, 20s, count) < 5s);
     REQUIRE(woke == 1);  // returned without sleeping, so no on_wake either
 }
 
@@ -119,10 +119,9 @@ WaitPoint::Clock::duration sleep_until_signalled(WaitPoint& wp, WaitPoint::Clock
         std::this_thread::sleep_for(delay);
         wp.signal();
     });
-    auto start = WaitPoint::Clock::now();
-    wp.wait(seen, start, start + deadline);
+    auto slept = sleep_from(wp, seen, deadline);
     poke.join();
-    return WaitPoint::Clock::now() - start;
+    return slept;
 }
 }  // namespace
 
@@ -155,8 +154,7 @@ TEST_CASE("completions the leader signals during its own on_wake do not cut its 
     REQUIRE(error == 0);
     // The woken leader completes something, as progress does in on_wake: that must not write
     // the eventfd, or the next sleep would end at once.
-    auto start = WaitPoint::Clock::now();
-    wp.wait(wp.sequence(), start, start + 10ms, [&](auto) { wp.signal(); });
+    sleep_from(wp, wp.sequence(), 10ms, [&](auto) { wp.signal(); });
     REQUIRE(sleep_for(wp, 60ms) >= 60ms);
 }
 
@@ -167,14 +165,11 @@ TEST_CASE("a follower wakes when the leader's sleep ends, without any signal") {
     auto seen = wp.sequence();
     std::atomic<bool> leader_done{false};
     std::thread leader([&] {
-        auto start = WaitPoint::Clock::now();
-        wp.wait(seen, start, start + 100ms);
+        sleep_from(wp, seen, 100ms);
         leader_done = true;
     });
     std::this_thread::sleep_for(30ms);  // the leader holds the seat by now (not required)
-    auto start = WaitPoint::Clock::now();
-    wp.wait(seen, start, start + 20s);
-    auto waited = WaitPoint::Clock::now() - start;
+    auto waited = sleep_from(wp, seen, 20s);
     leader.join();
     REQUIRE(leader_done);
     REQUIRE(waited < 5s);
@@ -184,9 +179,7 @@ TEST_CASE("a leader whose on_wake throws still leaves its seat") {
     int error = 0;
     WaitPoint wp(error);
     REQUIRE(error == 0);
-    auto start = WaitPoint::Clock::now();
-    REQUIRE_THROWS_AS(wp.wait(wp.sequence(), start, start + 10ms,
-                              [](auto) { throw std::bad_alloc(); }),
+    REQUIRE_THROWS_AS(sleep_from(wp, wp.sequence(), 10ms, [](auto) { throw std::bad_alloc(); }),
                       std::bad_alloc);
     // This thread signals normally again ...
     auto seen = wp.sequence();

@@ -342,7 +342,8 @@ TEST_CASE("shm: a receiver refused process_vm_readv gets large messages by two c
                 return 3;
             report(to_parent, 'r');
             auto got = wait_op(me, id, 30000);
-            bool whole = got.error == 0 && got.actual_size == static_cast<bmi_size_t>(refused_size) &&
+            bool whole = got.error == 0 &&
+                         got.actual_size == static_cast<bmi_size_t>(refused_size) &&
                          check_pattern(in.data(), refused_size, seed);
             report(to_parent, whole ? 'k' : 'x');
         }
