@@ -143,10 +143,8 @@ def run_all(r, a, failure):
             if "netpipe" in a.baselines:
                 r.netpipe()
             if "eventfd" in a.baselines:
-                cpus = r.one_per_core()  # as every pair here
-                pin = ["--cpus", f"{cpus[0]},{cpus[1]}"] if cpus else []
-                r.command("eventfd", mode, [r.tool("eventfd_pingpong")] + pin +
-                          ["--iters", str(a.iters * 10)])
+                # Pinned one process per core, as every pair here.
+                r.eventfd(mode, ["--iters", str(a.iters * 10)], r.one_per_core())
         for b in a.baselines:
             if b.startswith("mpi-"):
                 r.mpi(b, mode)

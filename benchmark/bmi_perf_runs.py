@@ -195,14 +195,17 @@ class Runner:
                 pairs.append((one_way_us(a.rows[0]), one_way_us(b.rows[0])))
         return pairs
 
+    def eventfd(self, mode, plan, cpus):
+        """The eventfd ping-pong with plan, its two processes pinned to cpus (a pair, or None:
+        left to the scheduler)."""
+        pin = ["--cpus", f"{cpus[0]},{cpus[1]}"] if cpus else []
+        return self.command("eventfd", mode, [self.tool("eventfd_pingpong")] + pin + plan)
+
     def blocking_duel(self, rounds, cpus):
         """bmi shm-blocking against the eventfd ping-pong, 8 bytes, both pinned to cpus."""
         plan = ["--min", "8", "--max", "8", "--iters", str(self.args.iters * 10)]
-        pin = ["--cpus", f"{cpus[0]},{cpus[1]}"]
         return self.duel(lambda: self.bmi("shm-blocking", "duel", plan, cpus),
-                         lambda: self.command("eventfd", "duel",
-                                              [self.tool("eventfd_pingpong")] + pin + plan),
-                         rounds)
+                         lambda: self.eventfd("duel", plan, cpus), rounds)
 
     def latency_duel(self, rounds):
         """bmi shm (spinning) against Open MPI vader, 8 bytes, each process on its own core

@@ -60,6 +60,13 @@ static int pin(pid_t who, int cpu)
     return sched_setaffinity(who, sizeof(set), &set);
 }
 
+/* What a --cpus that cannot be used gets: exit status 2, as for any bad option. */
+static int bad_cpus(void)
+{
+    fprintf(stderr, "eventfd_pingpong: --cpus wants two CPUs this process may use, A,B\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     /* pingpong's option parser, posing as a client, so --iters means what it means there;
@@ -76,8 +83,7 @@ int main(int argc, char **argv)
     if (argc > 2 && strcmp(argv[1], "--cpus") == 0) {
         if (sscanf(argv[2], "%d,%d", &parent_cpu, &child_cpu) != 2 || parent_cpu < 0 ||
             child_cpu < 0) {
-            fprintf(stderr, "eventfd_pingpong: --cpus wants two CPUs this process may use, A,B\n");
-            return 2;
+            return bad_cpus();
         }
         argv[2] = argv[0];
         argc -= 2;
@@ -108,10 +114,9 @@ int main(int argc, char **argv)
     /* The parent pins both before the first wake-up, so a CPU it may not use is reported
      * here and nobody waits for a child that could not start. */
     if (pin(child, child_cpu) != 0 || pin(0, parent_cpu) != 0) {
-        fprintf(stderr, "eventfd_pingpong: --cpus wants two CPUs this process may use, A,B\n");
         kill(child, SIGKILL);
         waitpid(child, &status, 0);
-        return 2;
+        return bad_cpus();
     }
     memset(buf, 0, sizeof(buf));
     rc = pp_run_client(&o, "eventfd", buf, buf, ping, NULL, &p);
