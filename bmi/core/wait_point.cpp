@@ -167,7 +167,7 @@ void WaitPoint::wait_as_leader(Clock::time_point now, Clock::time_point deadline
 void WaitPoint::leave_seat() {
     waking_leader = nullptr;
     // Give up the seat and move the sequence in one step; a follower then takes the seat (or
-    // sees that progress is now possible).
+    // sees that progress is now possible). The seat was ours: only followers need waking.
     const std::uint64_t old = word_.fetch_add(tick - seat);
     if ((old & followers_mask) != 0) wake_sleepers(old & ~seat);
 }
