@@ -36,12 +36,15 @@ constexpr MethodNotes method_notes[] = {
      "BMI_TCP_LEGACY=1 (OrangeFS wire format only), BMI_TCP_STALL_TIMEOUT_MS (default 10000), "
      "BMI_TCP_SPIN_US (default 50, 0 = sleep at once)"},
     {"shm", "shm://bmi-info-probe",
-     "inline through the ring up to 16 KiB (at most half a ring); larger messages copied by "
-     "both processes at once, straight between the buffers (process_vm_readv/writev); "
-     "two copies through the ring where the kernel refuses cross-memory attach",
+     "inline through the ring up to 16 KiB (at most half a ring); larger messages either "
+     "copied by both processes at once, straight between the buffers "
+     "(process_vm_readv/writev), or streamed through the ring, whichever the receiver has "
+     "timed faster for that size; two copies through the ring where the kernel refuses "
+     "cross-memory attach",
      "BMI_SHM_SPIN_US (default 20, 0 = pure blocking), BMI_SHM_RING_SLOTS (64), "
      "BMI_SHM_SLOT_SIZE (8192), BMI_SHM_SINGLE_COPY=0 (two copies only), "
-     "BMI_SHM_SPLIT_COPY=0 (the receiver copies alone), BMI_SHM_SINGLE_COPY_MIN (16777216: "
+     "BMI_SHM_SPLIT_COPY (auto: timed per size, 1: always split, 0: the receiver copies "
+     "alone), BMI_SHM_SINGLE_COPY_MIN (16777216: "
      "with split copy off, smaller messages go two copies); options shm_spin_us=, "
      "shm_ring_slots=, shm_slot_size=, shm_single_copy=, shm_split_copy=, "
      "shm_single_copy_min="},

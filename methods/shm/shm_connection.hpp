@@ -42,6 +42,12 @@ struct Pull {
     bmi_size_t size;
 };
 
+// A two-copy receive: CTS sent, DATA expected.
+struct StreamReceive {
+    Operation* op;
+    std::uint64_t started_ns;  // monotonic time the receiver chose this path; 0: not timed
+};
+
 struct Connection {
     std::uint64_t id = 0;
     int fd = -1;
@@ -59,7 +65,7 @@ struct Connection {
     std::deque<Control> controls;                     // replies waiting for ring space
     std::deque<Operation*> streams;                   // two-copy sends streaming DATA
     std::unordered_map<std::uint64_t, Operation*> sends;  // RTS sent, not finished
-    std::unordered_map<std::uint64_t, Operation*> receives;  // CTS sent, DATA expected
+    std::unordered_map<std::uint64_t, StreamReceive> receives;  // by cookie
     std::deque<Pull> pulls;
     std::deque<SplitReceive> splits;  // split copies we receive
     std::deque<SplitPush> pushes;     // split copies we send and still help with

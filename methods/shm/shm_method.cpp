@@ -256,7 +256,7 @@ void ShmMethod::finish(Operation& op, int error) {
 
 void ShmMethod::detach_in_flight(Connection& conn, Operation& op) {
     std::erase_if(conn.sends, [&](const auto& entry) { return entry.second == &op; });
-    std::erase_if(conn.receives, [&](const auto& entry) { return entry.second == &op; });
+    std::erase_if(conn.receives, [&](const auto& entry) { return entry.second.op == &op; });
     std::erase(conn.streams, &op);
     std::erase_if(conn.pulls, [&](const Pull& pull) { return pull.op == &op; });
     drop_pushes(conn, op);

@@ -20,6 +20,7 @@
 #include "methods/method.hpp"
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_options.hpp"
+#include "methods/shm/shm_path_choice.hpp"
 #include "methods/shm/shm_peer.hpp"
 #include "support/spin/adaptive_spin.hpp"
 
@@ -106,11 +107,14 @@ private:
     bool stream_data(Connection& conn, bool& moved);
     bool flush(Connection& conn);
     int advance_pulls(Connection& conn, bool& moved);
+    // A large receive that took its path at started_ns (0: untimed) is complete.
+    void timed(LargePath path, bmi_size_t size, std::uint64_t started_ns);
 
     // --- shm_split.cpp ---
     // Receiver: starts a split copy of a matched message; false if it cannot be split.
+    // started_ns: when it was chosen, for PathChoice; 0 if not timed.
     bool start_split(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
-                     std::vector<RemoteIov>& source);
+                     std::vector<RemoteIov>& source, std::uint64_t started_ns);
     int advance_splits(Connection& conn, bool& moved);
     // A split receive waits only for what the peer wrote, and that is in: advance_splits can
     // finish it (the copying we still do ourselves is has_local_work()).
@@ -153,6 +157,7 @@ private:
     std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
     std::vector<std::weak_ptr<ShmPeer>> nameless_;
     std::size_t pending_ops_ = 0;  // operations with a method_state
+    PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
 };

@@ -15,30 +15,52 @@
 namespace bmi::method::shm {
 
 namespace {
-// Inline messages up to 16 KiB. Above that a split copy (shm_split.hpp) wins on the VMs of
-// doc/PERFORMANCE.md: 32 KiB ping-pong 3.7 us against 5.1 us inline, 64 KiB 4.7 us against
-// 8.4 us, because both processes copy at once and straight between the two buffers, where
-// an inline message is copied twice, one copy after the other.
+// Inline messages up to 16 KiB. Above that a split copy (shm_split.hpp) or streaming wins
+// on the VMs of doc/PERFORMANCE.md (32 KiB ping-pong on the Intel one: 3.7 us split against
+// 5.1 us inline, 64 KiB 4.7 against 8.4 us), because both processes copy at once, where an
+// inline message is copied twice, one copy after the other.
 constexpr bmi_size_t eager_default = 16 << 10;
+
+// The split mode is parsed as a number like every other option; "auto" is its one word.
+constexpr long long split_auto = 2;
+
+using Parser = bool (*)(std::string_view, long long&);
 
 bool parse_number(std::string_view text, long long& out) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
     return ec == std::errc{} && end == text.data() + text.size() && out >= 0;
 }
 
-void from_env(const char* name, long long& value) {
-    const char* text = std::getenv(name);
-    long long parsed = 0;
-    if (text != nullptr && parse_number(text, parsed)) value = parsed;
+bool parse_split(std::string_view text, long long& out) {
+    if (text != "auto") return parse_number(text, out) && out <= 1;
+    out = split_auto;
+    return true;
 }
 
-void from_options(std::string_view options, std::string_view key, long long& value) {
+SplitMode split_mode(long long value) {
+    if (value == 0) return SplitMode::never;
+    return value == 1 ? SplitMode::always : SplitMode::adaptive;
+}
+
+long long split_value(SplitMode mode) {
+    if (mode == SplitMode::never) return 0;
+    return mode == SplitMode::always ? 1 : split_auto;
+}
+
+void from_env(const char* name, long long& value, Parser parse = parse_number) {
+    const char* text = std::getenv(name);
+    long long parsed = 0;
+    if (text != nullptr && parse(text, parsed)) value = parsed;
+}
+
+void from_options(std::string_view options, std::string_view key, long long& value,
+                  Parser parse = parse_number) {
     for (auto item : support::split_address_list(options)) {
         if (item.size() <= key.size() || item.substr(0, key.size()) != key ||
             item[key.size()] != '=')
             continue;
         long long parsed = 0;
-        if (parse_number(item.substr(key.size() + 1), parsed)) value = parsed;
+        if (parse(item.substr(key.size() + 1), parsed)) value = parsed;
     }
 }
 }  // namespace
@@ -47,20 +69,20 @@ int load_options(std::string_view option_string, bmi_size_t unexpected_override,
     long long slots = out.slot_count, slot_size = out.slot_size, spin = out.spin_us;
     long long single = out.single_copy ? 1 : 0;
     long long single_min = out.single_copy_min;
-    long long split = out.split_copy ? 1 : 0;
+    long long split = split_value(out.split_copy);
     from_env("BMI_SHM_RING_SLOTS", slots);
     from_env("BMI_SHM_SLOT_SIZE", slot_size);
     from_env("BMI_SHM_SPIN_US", spin);
     from_env("BMI_SHM_SINGLE_COPY", single);
     from_env("BMI_SHM_SINGLE_COPY_MIN", single_min);
-    from_env("BMI_SHM_SPLIT_COPY", split);
+    from_env("BMI_SHM_SPLIT_COPY", split, parse_split);
     // The option string wins over the environment: it is the more specific of the two.
     from_options(option_string, "shm_ring_slots", slots);
     from_options(option_string, "shm_slot_size", slot_size);
     from_options(option_string, "shm_spin_us", spin);
     from_options(option_string, "shm_single_copy", single);
     from_options(option_string, "shm_single_copy_min", single_min);
-    from_options(option_string, "shm_split_copy", split);
+    from_options(option_string, "shm_split_copy", split, parse_split);
     if (slots > max_slot_count || slot_size > max_slot_size ||
         !valid_geometry(static_cast<std::uint32_t>(slots), static_cast<std::uint32_t>(slot_size))) {
         BMI_LOG(error, "shm: bad ring geometry %lld slots x %lld bytes", slots, slot_size);
@@ -71,7 +93,7 @@ int load_options(std::string_view option_string, bmi_size_t unexpected_override,
     out.spin_us = static_cast<int>(std::min<long long>(spin, 10000));
     out.single_copy = single != 0;
     out.single_copy_min = std::max<long long>(single_min, 0);
-    out.split_copy = split != 0;
+    out.split_copy = split_mode(split);
     // Inline messages may use at most half a ring so two of them can always be in flight.
     bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -
                            static_cast<bmi_size_t>(ring_stamp_size + sizeof(MsgHeader));

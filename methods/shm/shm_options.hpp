@@ -10,18 +10,25 @@
 
 namespace bmi::method::shm {
 
+enum class SplitMode : std::uint8_t {
+    never,     // 0: the receiver reads alone or the sender streams
+    always,    // 1: split whenever the kernel allows cross-memory copies
+    adaptive,  // auto: split or stream, whichever this receiver has timed faster
+};
+
 struct Options {
     std::uint32_t slot_count = 64;    // BMI_SHM_RING_SLOTS, option shm_ring_slots
     std::uint32_t slot_size = 8192;   // BMI_SHM_SLOT_SIZE, option shm_slot_size
     bool single_copy = true;          // BMI_SHM_SINGLE_COPY=0 forces the two-copy path
-    // Messages above the eager limit are copied by both processes at once, each a part of it,
-    // straight between the two buffers (shm_split.hpp): on the 2-vCPU VMs of
-    // doc/PERFORMANCE.md that moves about twice what one process_vm_readv does and 1.5-2x
-    // the two-copy pipeline. BMI_SHM_SPLIT_COPY=0 (shm_split_copy) keeps the sender's CPU
-    // out of it; the receiver then reads alone from single_copy_min bytes
-    // (BMI_SHM_SINGLE_COPY_MIN, shm_single_copy_min), and smaller large messages take the
-    // pipelined two-copy path, which beats a lone process_vm_readv up to about that size.
-    bool split_copy = true;
+    // Messages above the eager limit are either copied by both processes at once, each a
+    // part of it, straight between the two buffers (split, shm_split.hpp), or streamed
+    // through the ring (two copies, one by each process, pipelined). Which is faster depends
+    // on the machine (shm_path_choice.hpp), so by default the receiver times both and takes
+    // the faster per size. BMI_SHM_SPLIT_COPY (shm_split_copy): auto (default), 1 = always
+    // split, 0 = the sender's CPU stays out of it: the receiver then reads alone from
+    // single_copy_min bytes (BMI_SHM_SINGLE_COPY_MIN, shm_single_copy_min), and smaller large
+    // messages are streamed.
+    SplitMode split_copy = SplitMode::adaptive;
     bmi_size_t single_copy_min = bmi_size_t{16} << 20;
     int spin_us = 20;                 // BMI_SHM_SPIN_US; 0 = block at once
     std::size_t pull_piece = 4u << 20;  // bytes read per process_vm_readv step

@@ -404,7 +404,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     end_splits(conn, error);  // waits until a live sender stops writing into our buffers
     std::vector<Operation*> victims;
     for (auto& [cookie, op] : conn.sends) victims.push_back(op);
-    for (auto& [cookie, op] : conn.receives) victims.push_back(op);
+    for (auto& [cookie, receive] : conn.receives) victims.push_back(receive.op);
     for (auto* op : conn.streams) victims.push_back(op);
     for (auto& pull : conn.pulls) victims.push_back(pull.op);
     conn.sends.clear();

@@ -41,6 +41,19 @@ long long payload_of(const MsgHeader& h) {
     }
     return -1;
 }
+
+// Slots per DATA chunk: a sixteenth of the message, at least 64 KiB and at most a quarter
+// ring. The receiver copies a chunk out only once the sender has copied all of it in, so
+// the first and last chunks are not overlapped: on the AMD VM of doc/PERFORMANCE.md 1 MiB
+// messages moved 14 GB/s in 128 KiB chunks and 17-20 in 32-64 KiB ones. Below 64 KiB the
+// cost per chunk shows instead (32 KiB messages in 8 KiB chunks: 5-6 GB/s, whole: 7-8).
+std::uint32_t stream_chunk_slots(const Ring& ring, bmi_size_t message) {
+    std::uint64_t quarter = std::max<std::uint32_t>(1, ring.slot_count() / 4);
+    std::uint64_t floor = std::min<std::uint64_t>(quarter, (64u << 10) / ring.slot_size());
+    std::uint64_t sixteenth = static_cast<std::uint64_t>(message) / 16 / ring.slot_size();
+    return static_cast<std::uint32_t>(std::clamp(sixteenth, std::max<std::uint64_t>(floor, 1),
+                                                 quarter));
+}
 }  // namespace
 
 void ShmMethod::write_header(const Window& window, MsgType type, bmi_msg_tag_t tag,
@@ -118,10 +131,9 @@ bool ShmMethod::place_control(Connection& conn, const Control& control) {
 // Streams DATA for two-copy sends while the ring has room; false if it ran out of room.
 bool ShmMethod::stream_data(Connection& conn, bool& moved) {
     Ring& ring = conn.tx;
-    std::uint32_t chunk_slots = std::max<std::uint32_t>(1, ring.slot_count() / 4);
     for (std::uint32_t round = 0; round < ring.slot_count() && !conn.streams.empty(); ++round) {
         Operation& op = *conn.streams.front();
-        std::uint32_t slots = std::min(ring.free_slots(), chunk_slots);
+        std::uint32_t slots = std::min(ring.free_slots(), stream_chunk_slots(ring, op.total_size));
         if (slots == 0) return false;
         auto left = static_cast<std::size_t>(op.total_size - op.transferred);
         std::size_t bytes = std::min(left, static_cast<std::size_t>(slots) * ring.slot_size() -
@@ -258,13 +270,14 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
     if (type == MsgType::data) {
         auto it = conn.receives.find(header.cookie);
         if (it == conn.receives.end()) return -BMI_EPROTO;
-        Operation& op = *it->second;
+        Operation& op = *it->second.op;
         if (static_cast<bmi_size_t>(header.size) > op.actual_size - op.transferred)
             return -BMI_EPROTO;
         scatter(conn.rx.peek(header.slots), header_size, segments_of(op),
                 static_cast<std::uint64_t>(op.transferred), static_cast<std::size_t>(header.size));
         op.transferred += static_cast<bmi_size_t>(header.size);
         if (op.transferred == op.actual_size) {
+            timed(LargePath::stream, op.actual_size, it->second.started_ns);
             conn.receives.erase(it);
             finish(op, 0);
         }
@@ -353,13 +366,29 @@ void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
     track(op, Where::in_flight, conn.id);
     // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
     // the sender streams the message through the ring.
-    if (start_split(conn, op, size, cookie, iovs)) return;
-    if (single_copy_ && !iovs.empty() && size >= options_.single_copy_min) {
+    bool adaptive = options_.split_copy == SplitMode::adaptive && single_copy_ && !iovs.empty();
+    LargePath path = adaptive ? paths_.pick(size) : LargePath::split;
+    std::uint64_t started = adaptive ? monotonic_ns() : 0;
+    if (path == LargePath::split && start_split(conn, op, size, cookie, iovs, started)) return;
+    if (path == LargePath::split && single_copy_ && !iovs.empty() &&
+        size >= options_.single_copy_min) {
         conn.pulls.push_back(Pull{&op, cookie, std::move(iovs), size});
         return;
     }
-    conn.receives.emplace(cookie, &op);
+    // Only a stream the choice asked for is timed: one that stands in for a split that could
+    // not start (no board entry free) says nothing about either path.
+    conn.receives.emplace(cookie, StreamReceive{&op, path == LargePath::stream ? started : 0});
     conn.controls.push_back(Control{MsgType::cts, cookie, 0, 0});
+}
+
+void ShmMethod::timed(LargePath path, bmi_size_t size, std::uint64_t started_ns) {
+    if (started_ns == 0) return;
+    if (!paths_.record(path, size, monotonic_ns() - started_ns)) return;
+    LargePath now = paths_.preferred(size);
+    BMI_LOG(shm, "shm: receives of %lld bytes now take %s (%.3f ns/B; %s %.3f ns/B)",
+            static_cast<long long>(size), path_name(now), paths_.cost(now, size),
+            path_name(now == LargePath::split ? LargePath::stream : LargePath::split),
+            paths_.cost(now == LargePath::split ? LargePath::stream : LargePath::split, size));
 }
 
 // One bounded step of every single-copy receive on this connection.
@@ -390,7 +419,7 @@ int ShmMethod::advance_pulls(Connection& conn, bool& moved) {
                 BMI_LOG(shm, "process_vm_readv refused (%s): large messages use two copies",
                         std::strerror(static_cast<int>(-n)));
             single_copy_ = false;
-            conn.receives.emplace(pull.cookie, &op);
+            conn.receives.emplace(pull.cookie, StreamReceive{&op, 0});
             conn.controls.push_back(
                 Control{MsgType::cts, pull.cookie, static_cast<std::uint64_t>(op.transferred), 0});
             moved = true;

@@ -44,9 +44,10 @@ bool peer_gone(int fd) {
 }  // namespace
 
 bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size,
-                            std::uint64_t cookie, std::vector<RemoteIov>& source) {
-    if (!options_.split_copy || !single_copy_ || source.empty() || conn.board_free == 0 ||
-        conn.state != ConnState::open)
+                            std::uint64_t cookie, std::vector<RemoteIov>& source,
+                            std::uint64_t started_ns) {
+    if (options_.split_copy == SplitMode::never || !single_copy_ || source.empty() ||
+        conn.board_free == 0 || conn.state != ConnState::open)
         return false;
     std::size_t room = (static_cast<std::size_t>(options_.eager_limit) - sizeof(HelpInfo)) /
                        sizeof(RemoteIov);
@@ -68,6 +69,7 @@ bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size,
     split.cookie = cookie;
     split.source = std::move(source);
     split.size = size;
+    split.started_ns = started_ns;
     split.entry = entry;
     split.generation = generation;
     split.chunk_size = chunk_size_for(size);
@@ -123,7 +125,7 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
                         std::strerror(-error));
                 single_copy_ = false;
                 op.transferred = 0;
-                conn.receives.emplace(cookie, &op);
+                conn.receives.emplace(cookie, StreamReceive{&op, 0});
                 conn.controls.push_back(Control{MsgType::cts, cookie, 0, 0});
             } else {
                 BMI_LOG(error, "shm: reading the sender's buffer failed: %s", std::strerror(-error));
@@ -156,6 +158,7 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
             conn.pulls.push_back(Pull{&op, done.cookie, std::move(done.source), done.size});
         } else {
             op.actual_size = done.size;
+            timed(LargePath::split, done.size, done.started_ns);
             finish(op, 0);
             conn.controls.push_back(Control{MsgType::done, done.cookie, 0, 0});
         }
@@ -232,7 +235,8 @@ int ShmMethod::on_help(Connection& conn, Operation& op, const MsgHeader& header)
     bool sane = info.entry < split_board_entries && info.chunk_size > 0 && header.aux > 0 &&
                 info.chunks == total / info.chunk_size + (total % info.chunk_size != 0);
     if (!sane) return -BMI_EPROTO;
-    if (!options_.split_copy || !single_copy_) return 0;  // the receiver copies it all
+    if (options_.split_copy == SplitMode::never || !single_copy_)
+        return 0;  // the receiver copies it all
     SplitPush push;
     push.op = &op;
     push.entry = info.entry;
@@ -270,7 +274,7 @@ void ShmMethod::advance_pushes(Connection& conn, bool& moved) {
                 if (refused(error)) {
                     BMI_LOG(shm, "process_vm_writev refused (%s): receivers copy alone",
                             std::strerror(-error));
-                    options_.split_copy = false;
+                    options_.split_copy = SplitMode::never;
                 }
                 shared.push_failed.store(1, std::memory_order_seq_cst);
                 over = true;

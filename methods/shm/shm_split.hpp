@@ -83,6 +83,7 @@ struct SplitReceive {
     bool claims_done = false;         // nothing left to claim
     bool cancelled = false;           // complete with -BMI_ECANCEL once the sender is out
     std::uint32_t sender_share = 0;   // valid once claims_done: chunks the sender claimed
+    std::uint64_t started_ns = 0;     // monotonic time the receiver chose split; 0: not timed
 };
 
 // The sending side: chunks we write into the receiver's buffer while any are left.

@@ -97,8 +97,9 @@ void post_receive_then_send(Pair& pair, BMI_addr_t client_addr, void* in, const 
 }
 }  // namespace
 
-// By default every message above the eager limit is copied by both processes (split copy).
+// BMI_SHM_SPLIT_COPY=1: every message above the eager limit is copied by both processes.
 TEST_CASE("shm: large messages by split copy, contiguous or lists on both sides", "[shm]") {
+    ScopedEnv split("BMI_SHM_SPLIT_COPY", "1");
     auto size = GENERATE(std::size_t{16385}, std::size_t{100000}, std::size_t{(1 << 20) + 3},
                          std::size_t{(8 << 20) + 5});
     auto pieces = GENERATE(1, 5);
@@ -126,7 +127,10 @@ TEST_CASE("shm: large messages by the two-copy fallback", "[shm]") {
 }
 
 TEST_CASE("shm: a 64 MiB message arrives intact on every path", "[shm]") {
-    SECTION("split copy") { exchange_large(64 << 20, 3); }
+    SECTION("split copy") {
+        ScopedEnv split("BMI_SHM_SPLIT_COPY", "1");
+        exchange_large(64 << 20, 3);
+    }
     SECTION("single copy by the receiver") {
         ScopedEnv alone("BMI_SHM_SPLIT_COPY", "0");
         exchange_large(64 << 20, 6);  // above the default single-copy minimum
@@ -137,7 +141,33 @@ TEST_CASE("shm: a 64 MiB message arrives intact on every path", "[shm]") {
     }
 }
 
+// By default (BMI_SHM_SPLIT_COPY=auto) the receiver times both large-message paths on the
+// first messages of a size (three split copies, then three streams; shm_path_choice.hpp) and
+// then mostly takes the faster: a run of one size crosses both paths and the switches
+// between them, and every message must still arrive whole.
+TEST_CASE("shm: a run of large messages arrives intact while the receiver picks its paths",
+          "[shm]") {
+    Pair pair = make_peers("shm");
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    constexpr std::size_t size = (1 << 20) + 7;
+    std::vector<char> out(size), in(size + 64, 'x');
+    for (std::uint32_t round = 0; round < 24; ++round) {
+        fill_pattern(out.data(), size, 500 + round);
+        bmi_op_id_t rid = 0, sid = 0;
+        post_receive_then_send(pair, client_addr, in.data(), out.data(), size, 30, rid, sid);
+        auto got = wait_op(pair.server, rid, 30000);
+        REQUIRE(got.error == 0);
+        REQUIRE(got.actual_size == static_cast<bmi_size_t>(size));
+        REQUIRE(check_pattern(in.data(), size, 500 + round));
+        REQUIRE(in[size] == 'x');
+        REQUIRE(wait_op(pair.client, sid, 30000).error == 0);
+    }
+}
+
 TEST_CASE("shm: split copy needs no help from a sender that does not poll", "[shm]") {
+    ScopedEnv split("BMI_SHM_SPLIT_COPY", "1");
     Pair pair = make_peers("shm");
     BMI_addr_t client_addr = 0;
     {
@@ -158,6 +188,7 @@ TEST_CASE("shm: split copy needs no help from a sender that does not poll", "[sh
 
 TEST_CASE("shm: a cancelled split receive is never written afterwards; the pair stays usable",
           "[shm]") {
+    ScopedEnv split("BMI_SHM_SPLIT_COPY", "1");
     Pair pair = make_peers("shm");
     BMI_addr_t client_addr = introduce(pair);
     Pump client_pump(*pair.client.instance);  // the sender helps as fast as it can
