@@ -107,6 +107,8 @@ def parse_args(argv):
 
 
 DUEL_ROUNDS = 5  # runs taken in turns per duel (Runner.duel)
+BANDWIDTH_ROUNDS = 3  # turns of the bandwidth duel (Runner.bandwidth_duel): 3-4 runs each
+LARGE = 1 << 20  # the bandwidth targets' smallest size (bmi_perf_doc.LARGE)
 
 
 def wants_blocking_duel(a):
@@ -117,11 +119,19 @@ def wants_latency_duel(a):
     return "shm" in a.methods and "mpi-shm" in a.baselines and "latency" in a.modes
 
 
+def bandwidth_duel_runs(a):
+    """Runs per turn of the bandwidth duel; 0: no duel (no shm, no peer or no large size)."""
+    peers = sum(1 for b in ("mpi-shm", "mpi-shm-nocopy", "memcpy") if b in a.baselines)
+    wanted = "shm" in a.methods and "latency" in a.modes and a.max >= LARGE and peers
+    return 1 + peers if wanted else 0
+
+
 def planned_runs(a, placements):
     """How many runs run_all makes, for the progress counter (placements: how many ways a
     blocking duel is pinned, Runner.placements)."""
     n = 2 * DUEL_ROUNDS * ((placements if wants_blocking_duel(a) else 0) +
                            (1 if wants_latency_duel(a) else 0))
+    n += BANDWIDTH_ROUNDS * bandwidth_duel_runs(a)
     for mode in a.modes:
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
@@ -159,6 +169,8 @@ def run_all(r, a, failure):
     if wants_blocking_duel(a):
         for name, cpus in r.placements():
             duels[f"blocking, {name}"] = r.blocking_duel(DUEL_ROUNDS, cpus)
+    if bandwidth_duel_runs(a):
+        duels["bandwidth"] = r.bandwidth_duel(BANDWIDTH_ROUNDS, LARGE)
     return duels
 
 
@@ -193,6 +205,12 @@ def main(argv=None):
         for m, v in idle.items():
             print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
         for name, pairs in duel.items():
+            if name == "bandwidth":
+                for i, turn in enumerate(pairs):
+                    print(f"bandwidth, turn {i + 1} (MB/s): " + "; ".join(
+                        f"{size >> 20} MiB " + " ".join(f"{n}={v:g}" for n, v in row.items())
+                        for size, row in sorted(turn.items())))
+                continue
             print(f"8 B {name}, runs in turns (bmi / peer, us): " +
                   ", ".join(f"{b:g}/{e:g}" for b, e in pairs))
         path = os.path.join(a.out_dir, a.csv)

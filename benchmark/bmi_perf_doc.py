@@ -86,6 +86,41 @@ def summary(out, series, modes):
     out.append("")
 
 
+def bandwidth_ratios(series, turns):
+    """{bytes: ratio} of bmi shm against the better Open MPI setting and against memcpy, and
+    how they were taken: the median per size over the bandwidth duel's turns (each ratio
+    from one turn, runs that saw the same machine), or else from the single table run."""
+    def rows_of(name):
+        s = find(series, name, "latency")
+        return {r[0]: r[3] for r in s.rows} if s else {}
+
+    if not turns:
+        mine = rows_of("bmi shm")
+        turns = [{size: {"bmi shm": bw, **{n: rows_of(n)[size] for n in
+                                           ("mpi vader", "mpi vader nocopy", "memcpy")
+                                           if size in rows_of(n)}}
+                  for size, bw in mine.items() if size >= LARGE}]
+        how = "this table run"
+    else:
+        how = f"median of {len(turns)} runs taken in turns"
+    vs_mpi, vs_mem = {}, {}
+    for size in sorted({size for turn in turns for size in turn if size >= LARGE}):
+        to_mpi, to_mem = [], []
+        for turn in turns:
+            row = turn.get(size, {})
+            mine = row.get("bmi shm")
+            best = max([row[n] for n in ("mpi vader", "mpi vader nocopy") if n in row] or [0])
+            if mine and best > 0:
+                to_mpi.append(mine / best)
+            if mine and row.get("memcpy"):
+                to_mem.append(mine / row["memcpy"])
+        if to_mpi:
+            vs_mpi[size] = statistics.median(to_mpi)
+        if to_mem:
+            vs_mem[size] = statistics.median(to_mem)
+    return vs_mpi, vs_mem, how
+
+
 def targets(out, series, idle, duel):
     """The shm targets of the shm issue, judged from this run."""
     shm, block = find(series, "bmi shm", "latency"), find(series, "bmi shm-blocking", "latency")
@@ -121,19 +156,15 @@ def targets(out, series, idle, duel):
         r = ratio(block.at(8) if block else None, evfd.at(8) if evfd else None, 2)
         judge("8 B latency, shm BMI_SHM_SPIN_US=0 vs eventfd ping-pong", fmt(r),
               None if r is None else r <= 1.2, "ratio <= 1.2")
-    big = [r for r in (shm.rows if shm else []) if r[0] >= LARGE]
-    vs_mpi, vs_mem = [], []
-    for r in big:
-        best = max([p.at(r[0])[3] for p in (vader, nocopy) if p and p.at(r[0])] or [0])
-        if best > 0:
-            vs_mpi.append(r[3] / best)
-        if mem and mem.at(r[0]):
-            vs_mem.append(r[3] / mem.at(r[0])[3])
+    vs_mpi, vs_mem, how = bandwidth_ratios(series, duel.get("bandwidth"))
     for what, got, want in (("the better Open MPI setting per size", vs_mpi, 1.2),
                             ("memcpy", vs_mem, 0.6)):
-        judge(f"shm ping-pong bandwidth from {LARGE >> 20} MiB up vs {what} (range of ratios)",
-              f"{fmt(min(got))}-{fmt(max(got))}" if got else "n/a",
-              min(got) >= want if got else None, f">= {want} at every size")
+        values = list(got.values())
+        sizes = ", ".join(f"{size >> 20} MiB {fmt(v)}" for size, v in sorted(got.items()))
+        judge(f"shm ping-pong bandwidth from {LARGE >> 20} MiB up vs {what} ({how}; range of "
+              f"ratios; per size: {sizes or 'n/a'})",
+              f"{fmt(min(values))}-{fmt(max(values))}" if values else "n/a",
+              min(values) >= want if values else None, f">= {want} at every size")
     for m, v in idle.items():
         judge(f"CPU of an idle bmi {m} server (client connected, silent; 3 s from "
               "/proc/PID/task/*/schedstat)",

@@ -215,6 +215,32 @@ class Runner:
         return self.duel(lambda: self.bmi("shm", "duel", plan, cpus),
                          lambda: self.mpi("mpi-shm", "duel", plan), rounds)
 
+    def bandwidth_duel(self, rounds, smallest):
+        """bmi shm against the Open MPI settings and memcpy asked for, from smallest bytes
+        up, taken in turns: one {bytes: {name: MB/s}} per round. Large-message bandwidth on
+        these VMs swings with the host's memory traffic, by up to 2x between runs a minute
+        apart, so the bandwidth targets compare runs that saw the same machine."""
+        a = self.args
+        plan = ["--min", str(smallest), "--max", str(a.max), "--iters", str(a.iters)]
+        runs = [("bmi shm", lambda: self.bmi("shm", "duel", plan, self.one_per_core()))]
+        for b in ("mpi-shm", "mpi-shm-nocopy"):
+            if b in a.baselines:
+                runs.append((MPI_NAMES[b], lambda b=b: self.mpi(b, "duel", plan)))
+        if "memcpy" in a.baselines:
+            runs.append(("memcpy", lambda: self.command(
+                "memcpy", "duel", [self.tool("memcpy_bw"), "--min", str(smallest),
+                                   "--max", str(a.max)])))
+        out = []
+        for _ in range(rounds):
+            got = {}
+            for name, run in runs:
+                s = run()
+                self.series.remove(s)
+                for row in s.rows if s.status == "ok" else []:
+                    got.setdefault(row[0], {})[name] = row[3]
+            out.append(got)
+        return out
+
     def pair(self, name, mode, tool, common, listen, env=None, plan=None, cpus=None):
         """One server and its client(s), or only clients when --server names a server; cpus:
         (server CPU, client CPU) to pin them to, or None."""
