@@ -218,8 +218,9 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
            "`NPtcp` from Debian's netpipe-tcp; `raw_tcp_pingpong`, `eventfd_pingpong` and "
            "`memcpy_bw` from benchmark/",
            f"- Plan: sizes {a.min}..{a.max} B, {a.iters} timed rounds per size up to 64 KiB "
-           f"(fewer above, at least 16), a tenth of that as warm-up, window {a.window}, {a.clients} clients "
-           f"in many mode, check {'on' if a.check else 'off'}", "",
+           f"(fewer above, at least 16), a tenth of that (at least 10) as warm-up, "
+           f"window {a.window}, {a.clients} clients in many mode, "
+           f"check {'on' if a.check else 'off'}", "",
            ]
     # The load after includes this run's own processes; only the load before says whether
     # others were busy.
