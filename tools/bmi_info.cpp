@@ -40,14 +40,15 @@ constexpr MethodNotes method_notes[] = {
      "copied by both processes at once, straight between the buffers "
      "(process_vm_readv/writev), or streamed through the ring, whichever the receiver has "
      "timed faster for that size; two copies through the ring where the kernel refuses "
-     "cross-memory attach",
+     "cross-memory attach; BMI_memalloc buffers are mapped by both processes and copied "
+     "with memcpy",
      "BMI_SHM_SPIN_US (default 20, 0 = pure blocking), BMI_SHM_RING_SLOTS (64), "
      "BMI_SHM_SLOT_SIZE (8192), BMI_SHM_SINGLE_COPY=0 (two copies only), "
      "BMI_SHM_SPLIT_COPY (auto: timed per size, 1: always split, 0: the receiver copies "
-     "alone), BMI_SHM_SINGLE_COPY_MIN (16777216: "
-     "with split copy off, smaller messages go two copies); options shm_spin_us=, "
-     "shm_ring_slots=, shm_slot_size=, shm_single_copy=, shm_split_copy=, "
-     "shm_single_copy_min="},
+     "alone), BMI_SHM_SHARED_BUFFERS=0 (BMI_memalloc returns ordinary memory), "
+     "BMI_SHM_SINGLE_COPY_MIN (16777216: with split copy off, smaller messages go two "
+     "copies); options shm_spin_us=, shm_ring_slots=, shm_slot_size=, shm_single_copy=, "
+     "shm_split_copy=, shm_shared_buffers=, shm_single_copy_min="},
     {"verbs", "verbs://127.0.0.1:0",
      "eager SENDs into the shared receive queue up to 16 KiB, credit-based (16 per peer); "
      "larger messages by RDMA READ of the sender's registered buffers (RTS, READ, FIN)",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "methods/shm/shm_peer.hpp"
+#include "methods/shm/shm_region.hpp"
 #include "methods/shm/shm_ring.hpp"
 #include "methods/shm/shm_segment.hpp"
 #include "methods/shm/shm_split.hpp"
@@ -60,6 +61,8 @@ struct Connection {
     pid_t peer_pid = 0;
     std::shared_ptr<ShmPeer> peer;
     bool stalled = false;  // an unexpected message waits in rx for quota
+    PeerRegions peer_regions;  // the peer's shared buffers, mapped here (shm_region.hpp)
+    int socket_error = 0;      // the socket's framing broke; poll_pass closes the connection
 
     OpList send_queue;                                // header not yet in the ring
     std::deque<Control> controls;                     // replies waiting for ring space

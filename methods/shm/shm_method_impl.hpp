@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The shm Method: one instance's connections, peers and pending operations.
 //
-// Member functions are spread over four files by concern: shm_method.cpp (the Method
+// Member functions are spread over five files by concern: shm_method.cpp (the Method
 // interface: posting, cancel, addresses), shm_progress.cpp (sockets, connection life cycle,
 // waiting and waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies),
-// shm_split.cpp (large messages both processes copy).
+// shm_split.cpp (large messages both processes copy), shm_sharing.cpp (buffers both map).
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
 // member takes a lock; the only state shared with another process is in the rings.
 #pragma once
@@ -57,6 +57,8 @@ public:
     bmi_size_t unexpected_limit() const override { return options_.unexpected_limit; }
     bmi_size_t max_message_size() const override { return bmi_size_t{1} << 48; }
     std::string listen_address() const override;
+    void* mem_alloc(bmi_size_t size) override;
+    bool mem_free(void* buffer) override;
     int set_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
     int get_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
 
@@ -90,6 +92,15 @@ private:
     bool poll_pass();
     bool anything_to_do() const;  // a cheap look, for spinning: would poll_pass() find work?
     void disarm();  // clears our consumer_sleeping flags
+    // Region offers and withdrawals the peer sent (shm_region.hpp): 0 once none is left, 1 at
+    // the end of the stream (the peer is gone), or -BMI_E* for a broken stream.
+    int read_socket(Connection& conn);
+    // read_socket before an announcement's addresses are looked up; a broken stream is left
+    // for poll_pass to close.
+    void take_offers(Connection& conn);
+    // Hands the peer the shared buffers holding segments that it lacks; true if all of
+    // segments lies in buffers the peer has.
+    bool offer_regions(Connection& conn, std::span<const Segment> segments);
     void wake_self();
 
     // --- shm_protocol.cpp ---
@@ -112,9 +123,11 @@ private:
 
     // --- shm_split.cpp ---
     // Receiver: starts a split copy of a matched message; false if it cannot be split.
-    // started_ns: when it was chosen, for PathChoice; 0 if not timed.
+    // started_ns: when it was chosen, for PathChoice; 0 if not timed. mapped: the source
+    // as mapped here (empty: read through the kernel); moved from when it starts.
     bool start_split(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
-                     std::vector<RemoteIov>& source, std::uint64_t started_ns);
+                     std::vector<RemoteIov>& source, std::uint64_t started_ns,
+                     std::vector<Segment>& mapped, PeerRegions::Keep& keep);
     int advance_splits(Connection& conn, bool& moved);
     // A split receive waits only for what the peer wrote, and that is in: advance_splits can
     // finish it (the copying we still do ourselves is has_local_work()).
@@ -158,6 +171,7 @@ private:
     std::vector<std::weak_ptr<ShmPeer>> nameless_;
     std::size_t pending_ops_ = 0;  // operations with a method_state
     PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
+    OwnRegions regions_;  // what BMI_memalloc handed out (shm_region.hpp)
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
 };

@@ -70,12 +70,14 @@ int load_options(std::string_view option_string, bmi_size_t unexpected_override,
     long long single = out.single_copy ? 1 : 0;
     long long single_min = out.single_copy_min;
     long long split = split_value(out.split_copy);
+    long long shared = out.shared_buffers ? 1 : 0;
     from_env("BMI_SHM_RING_SLOTS", slots);
     from_env("BMI_SHM_SLOT_SIZE", slot_size);
     from_env("BMI_SHM_SPIN_US", spin);
     from_env("BMI_SHM_SINGLE_COPY", single);
     from_env("BMI_SHM_SINGLE_COPY_MIN", single_min);
     from_env("BMI_SHM_SPLIT_COPY", split, parse_split);
+    from_env("BMI_SHM_SHARED_BUFFERS", shared);
     // The option string wins over the environment: it is the more specific of the two.
     from_options(option_string, "shm_ring_slots", slots);
     from_options(option_string, "shm_slot_size", slot_size);
@@ -83,6 +85,7 @@ int load_options(std::string_view option_string, bmi_size_t unexpected_override,
     from_options(option_string, "shm_single_copy", single);
     from_options(option_string, "shm_single_copy_min", single_min);
     from_options(option_string, "shm_split_copy", split, parse_split);
+    from_options(option_string, "shm_shared_buffers", shared);
     if (slots > max_slot_count || slot_size > max_slot_size ||
         !valid_geometry(static_cast<std::uint32_t>(slots), static_cast<std::uint32_t>(slot_size))) {
         BMI_LOG(error, "shm: bad ring geometry %lld slots x %lld bytes", slots, slot_size);
@@ -94,6 +97,7 @@ int load_options(std::string_view option_string, bmi_size_t unexpected_override,
     out.single_copy = single != 0;
     out.single_copy_min = std::max<long long>(single_min, 0);
     out.split_copy = split_mode(split);
+    out.shared_buffers = shared != 0;
     // Inline messages may use at most half a ring so two of them can always be in flight.
     bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -
                            static_cast<bmi_size_t>(ring_stamp_size + sizeof(MsgHeader));

@@ -31,6 +31,10 @@ struct Options {
     SplitMode split_copy = SplitMode::adaptive;
     bmi_size_t single_copy_min = bmi_size_t{16} << 20;
     int spin_us = 20;                 // BMI_SHM_SPIN_US; 0 = block at once
+    // BMI_memalloc hands out memory the peer maps too (shm_region.hpp); BMI_SHM_SHARED_BUFFERS=0
+    // (shm_shared_buffers=0) leaves it to malloc, and every large message to the kernel's
+    // cross-memory copies or the ring.
+    bool shared_buffers = true;
     std::size_t pull_piece = 4u << 20;  // bytes read per process_vm_readv step
     bmi_size_t eager_limit = 0;       // derived: min(16 KiB, half a ring)
     bmi_size_t unexpected_limit = 0;  // derived: Config's override or 16 KiB, <= half a ring

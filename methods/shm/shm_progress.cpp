@@ -137,7 +137,7 @@ bool ShmMethod::poll_pass() {
     failed.clear();
     for (auto& [id, conn] : connections_) {
         if (conn->state == ConnState::await_hello) continue;
-        int rc = receive_messages(*conn, moved);
+        int rc = conn->socket_error != 0 ? conn->socket_error : receive_messages(*conn, moved);
         // Replies first (a HELP lets the sender start copying while we do), then the copying
         // we do ourselves, then whatever that finished (DONE).
         if (rc == 0 && conn->waits_for_room() && flush(*conn)) moved = true;
@@ -217,13 +217,10 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
         rc = receive_reply(conn);
         break;
     case ConnState::open: {
-        char byte;
-        ssize_t n = recv(conn.fd, &byte, 1, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-        if (n > 0) {
-            rc = -BMI_EPROTO;  // nothing may follow the hello on the socket
-            break;
-        }
+        // After the hello the socket carries only shared-buffer offers and withdrawals.
+        rc = read_socket(conn);
+        if (rc == 0) return;
+        if (rc < 0) break;
         // The peer is gone. What it published before dying is still valid (a sender may
         // have completed those messages already), so take it before closing.
         bool moved = false;

@@ -96,11 +96,13 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
         return Placed::completed;
     }
     // The RTS lists our buffer so the receiver can pick the path (shm_protocol.cpp,
-    // start_transfer); without iovecs (single copy off, or a list too long for an inline
-    // message) it can only ask for two copies.
+    // start_transfer); without iovecs (single copy off and the buffer not shared, or a list
+    // too long for an inline message) it can only ask for two copies. A shared buffer is
+    // offered first: the offer must be on the socket before the RTS is in the ring.
     int count = nonempty_segments(segments_of(op));
     auto max_iovs = static_cast<int>((options_.eager_limit) / sizeof(RemoteIov));
-    if (!single_copy_ || count > max_iovs) count = 0;
+    bool shared = count <= max_iovs && offer_regions(conn, segments_of(op));
+    if ((!single_copy_ && !shared) || count > max_iovs) count = 0;
     std::uint32_t slots = ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
     if (!ring.has_room(slots)) return Placed::no_room;
     std::vector<RemoteIov> iovs(static_cast<std::size_t>(count));
@@ -365,11 +367,21 @@ void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
     op.method_word = cookie;
     track(op, Where::in_flight, conn.id);
     // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
-    // the sender streams the message through the ring.
+    // the sender streams the message through the ring. A sender's buffer we can map is
+    // split at once: memcpy by both processes beats every other path.
+    std::vector<Segment> mapped;
+    PeerRegions::Keep keep;
+    if (!iovs.empty()) take_offers(conn);
+    if (!iovs.empty() && conn.peer_regions.translate(iovs, mapped, keep) &&
+        start_split(conn, op, size, cookie, iovs, 0, mapped, keep))
+        return;
     bool adaptive = options_.split_copy == SplitMode::adaptive && single_copy_ && !iovs.empty();
     LargePath path = adaptive ? paths_.pick(size) : LargePath::split;
     std::uint64_t started = adaptive ? monotonic_ns() : 0;
-    if (path == LargePath::split && start_split(conn, op, size, cookie, iovs, started)) return;
+    mapped.clear();
+    if (path == LargePath::split &&
+        start_split(conn, op, size, cookie, iovs, started, mapped, keep))
+        return;
     if (path == LargePath::split && single_copy_ && !iovs.empty() &&
         size >= options_.single_copy_min) {
         conn.pulls.push_back(Pull{&op, cookie, std::move(iovs), size});

@@ -45,9 +45,13 @@ bool peer_gone(int fd) {
 
 bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size,
                             std::uint64_t cookie, std::vector<RemoteIov>& source,
-                            std::uint64_t started_ns) {
-    if (options_.split_copy == SplitMode::never || !single_copy_ || source.empty() ||
-        conn.board_free == 0 || conn.state != ConnState::open)
+                            std::uint64_t started_ns, std::vector<Segment>& mapped,
+                            PeerRegions::Keep& keep) {
+    // Through the kernel a split needs both our permission to read the sender and the
+    // sender's to help; from a mapped buffer we can always copy it all ourselves.
+    bool kernel_ok = options_.split_copy != SplitMode::never && single_copy_;
+    if ((!kernel_ok && mapped.empty()) || source.empty() || conn.board_free == 0 ||
+        conn.state != ConnState::open)
         return false;
     std::size_t room = (static_cast<std::size_t>(options_.eager_limit) - sizeof(HelpInfo)) /
                        sizeof(RemoteIov);
@@ -70,12 +74,15 @@ bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size,
     split.source = std::move(source);
     split.size = size;
     split.started_ns = started_ns;
+    split.mapped_source = std::move(mapped);
+    split.keep = std::move(keep);
     split.entry = entry;
     split.generation = generation;
     split.chunk_size = chunk_size_for(size);
     split.chunks = static_cast<std::uint32_t>((static_cast<std::uint64_t>(size) +
                                               split.chunk_size - 1) / split.chunk_size);
 
+    offer_regions(conn, segments_of(op));  // before the HELP that names our buffer
     HelpInfo info{entry, generation, split.chunk_size, split.chunks, 0};
     Control help{MsgType::help, cookie, 0, static_cast<std::int32_t>(target.size())};
     help.payload.resize(sizeof info + target.size() * sizeof(RemoteIov));
@@ -105,8 +112,11 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
             std::uint64_t offset = std::uint64_t{chunk} * split.chunk_size;
             auto length = static_cast<std::size_t>(
                 std::min<std::uint64_t>(split.chunk_size, static_cast<std::uint64_t>(split.size) - offset));
-            error = copy_remote_exactly(Direction::read, conn.peer_pid, split.source,
-                                        segments_of(op), offset, length);
+            if (split.mapped_source.empty())
+                error = copy_remote_exactly(Direction::read, conn.peer_pid, split.source,
+                                            segments_of(op), offset, length);
+            else
+                copy_between(segments_of(op), split.mapped_source, offset, length);
             if (error != 0) break;
             copied += length;
             moved = true;
@@ -235,8 +245,7 @@ int ShmMethod::on_help(Connection& conn, Operation& op, const MsgHeader& header)
     bool sane = info.entry < split_board_entries && info.chunk_size > 0 && header.aux > 0 &&
                 info.chunks == total / info.chunk_size + (total % info.chunk_size != 0);
     if (!sane) return -BMI_EPROTO;
-    if (options_.split_copy == SplitMode::never || !single_copy_)
-        return 0;  // the receiver copies it all
+    if (options_.split_copy == SplitMode::never) return 0;  // the receiver copies it all
     SplitPush push;
     push.op = &op;
     push.entry = info.entry;
@@ -246,6 +255,10 @@ int ShmMethod::on_help(Connection& conn, Operation& op, const MsgHeader& header)
     push.target.resize(static_cast<std::size_t>(header.aux));
     window.read(header_size + sizeof info, push.target.data(),
                 push.target.size() * sizeof(RemoteIov));
+    // The receiver offered its buffer before this HELP, if it could share it.
+    take_offers(conn);
+    conn.peer_regions.translate(push.target, push.mapped_target, push.keep);
+    if (push.mapped_target.empty() && !single_copy_) return 0;
     conn.pushes.push_back(std::move(push));
     return 0;
 }
@@ -267,8 +280,12 @@ void ShmMethod::advance_pushes(Connection& conn, bool& moved) {
             std::uint64_t offset = std::uint64_t{chunk} * push.chunk_size;
             auto length =
                 static_cast<std::size_t>(std::min<std::uint64_t>(push.chunk_size, total - offset));
-            int error = copy_remote_exactly(Direction::write, conn.peer_pid, push.target,
+            int error = 0;
+            if (push.mapped_target.empty())
+                error = copy_remote_exactly(Direction::write, conn.peer_pid, push.target,
                                             segments_of(*push.op), offset, length);
+            else
+                copy_between(push.mapped_target, segments_of(*push.op), offset, length);
             if (error != 0) {
                 // The receiver reads the rest itself; saying so is the last thing we write.
                 if (refused(error)) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "methods/method.hpp"
+#include "methods/shm/shm_region.hpp"
 #include "methods/shm/shm_wire.hpp"
 
 namespace bmi::method::shm {
@@ -84,6 +85,10 @@ struct SplitReceive {
     bool cancelled = false;           // complete with -BMI_ECANCEL once the sender is out
     std::uint32_t sender_share = 0;   // valid once claims_done: chunks the sender claimed
     std::uint64_t started_ns = 0;     // monotonic time the receiver chose split; 0: not timed
+    // The sender's buffer mapped here (shm_region.hpp): chunks are memcpy'd, not read
+    // through the kernel. Empty: process_vm_readv.
+    std::vector<Segment> mapped_source;
+    PeerRegions::Keep keep;
 };
 
 // The sending side: chunks we write into the receiver's buffer while any are left.
@@ -94,6 +99,8 @@ struct SplitPush {
     std::uint64_t chunk_size = 0;
     std::uint32_t chunks = 0;
     std::vector<RemoteIov> target;    // the receiver's buffer
+    std::vector<Segment> mapped_target;  // the same, mapped here; empty: process_vm_writev
+    PeerRegions::Keep keep;
 };
 
 }  // namespace bmi::method::shm

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 namespace bmi::support {
 
@@ -21,6 +22,7 @@ inline void cpu_pause() {
 }
 
 int measure() {
+    if (const char* t = std::getenv("BMI_TMP_PAUSES")) return std::atoi(t);
     constexpr int rounds = 2000;  // ~20-300 us once per process
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < rounds; ++i) cpu_pause();

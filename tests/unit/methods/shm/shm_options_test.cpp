@@ -37,3 +37,12 @@ TEST_CASE("shm options: auto is a word only the split mode knows", "[shm][option
     CHECK(options.slot_count == Options{}.slot_count);
     CHECK(load_options("shm_ring_slots=48", 0, options) == -BMI_EINVAL);  // not a power of two
 }
+
+TEST_CASE("shm options: shared buffers are on unless turned off", "[shm][options]") {
+    ::unsetenv("BMI_SHM_SHARED_BUFFERS");
+    Options options;
+    REQUIRE(load_options("", 0, options) == 0);
+    CHECK(options.shared_buffers);
+    REQUIRE(load_options("shm_shared_buffers=0", 0, options) == 0);
+    CHECK_FALSE(options.shared_buffers);
+}

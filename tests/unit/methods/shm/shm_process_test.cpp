@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -290,6 +291,36 @@ TEST_CASE("shm: a sender killed during a split copy fails the receive quickly", 
     // Progress until the copy is under way (each step copies at most 1 MiB), then kill.
     REQUIRE(test_until_copying(side, rid, in[0], 'b') == 'b');
     expect_reset_after_kill(child, side, rid);
+}
+
+// From a shared buffer (BMI_memalloc) the receiver copies through its own mapping, which
+// outlives the sender: killed mid-copy, the sender can neither fault the receiver nor leave
+// it waiting. The receive ends at once either way: whole (every byte was readable) or reset.
+TEST_CASE("shm: a sender killed during a copy from its shared buffer never faults the receiver",
+          "[shm]") {
+    std::string listen = test_listen_address("shm");
+    Side side = server_side(listen);
+    auto child = client_child(listen, [](int to_parent, Side& me, BMI_addr_t server) {
+        auto* big = static_cast<char*>(me.instance->memalloc(server, split_size));
+        if (big == nullptr) return 3;
+        std::memset(big, 'b', split_size);
+        bmi_op_id_t id = 0;
+        if (me.instance->post(send_request(me, server, big, split_size, 7), id, nullptr) != 0)
+            return 3;
+        report(to_parent, 's');
+        return 0;
+    });
+    std::vector<char> in(split_size, 0);
+    bmi_op_id_t rid = receive_from_sending_child(side, child, in, 7);
+    REQUIRE(test_until_copying(side, rid, in[0], 'b') == 'b');
+    auto killed = std::chrono::steady_clock::now();
+    child.kill_now();
+    auto ended = wait_op(side, rid, 5000);
+    REQUIRE(std::chrono::steady_clock::now() - killed < std::chrono::seconds(5));
+    if (ended.error == 0)
+        REQUIRE(std::count(in.begin(), in.end(), 'b') == static_cast<long>(split_size));
+    else
+        REQUIRE(ended.error == -BMI_ECONNRESET);
 }
 
 TEST_CASE("shm: a receiver killed during a split copy fails the send quickly", "[shm]") {

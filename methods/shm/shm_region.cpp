@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Shared buffers: allocation, the peer's mappings, and copies between segment lists.
+#include "methods/shm/shm_region.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "bmi-types.h"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::shm {
+
+namespace {
+std::size_t page_rounded(std::size_t size) {
+    auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return (std::max<std::size_t>(size, 1) + page - 1) / page * page;
+}
+
+// A position inside a segment list.
+struct Cursor {
+    std::span<const Segment> list;
+    std::size_t index = 0;
+    std::size_t within = 0;
+
+    std::size_t size_of(std::size_t i) const {
+        return list[i].size > 0 ? static_cast<std::size_t>(list[i].size) : 0;
+    }
+    void skip_empty() {
+        while (index < list.size() && within >= size_of(index)) {
+            within -= size_of(index);
+            ++index;
+        }
+    }
+    void seek(std::uint64_t offset) {
+        index = 0;
+        within = static_cast<std::size_t>(offset);
+        skip_empty();
+    }
+    bool done() const { return index >= list.size(); }
+    std::size_t left() const { return size_of(index) - within; }
+    std::byte* here() const { return static_cast<std::byte*>(list[index].data) + within; }
+    void advance(std::size_t n) {
+        within += n;
+        skip_empty();
+    }
+};
+}  // namespace
+
+OwnRegions::~OwnRegions() {
+    for (auto& [base, region] : regions_) {
+        munmap(region.base, region.size);
+        close(region.fd);
+    }
+}
+
+void* OwnRegions::allocate(std::size_t size) {
+    std::size_t bytes = page_rounded(size);
+    int fd = memfd_create("bmi-shm-buffer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return nullptr;
+    // Sealed against shrinking: a peer's copy can never touch a page that is gone (SIGBUS).
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        close(fd);
+        return nullptr;
+    }
+    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        close(fd);
+        return nullptr;
+    }
+    Region region;
+    region.id = next_id_++;
+    region.base = static_cast<std::byte*>(base);
+    region.size = bytes;
+    region.fd = fd;
+    regions_.emplace(reinterpret_cast<std::uintptr_t>(base), std::move(region));
+    return base;
+}
+
+OwnRegions::Region* OwnRegions::at(const void* base) {
+    auto it = regions_.find(reinterpret_cast<std::uintptr_t>(base));
+    return it == regions_.end() ? nullptr : &it->second;
+}
+
+void OwnRegions::release(Region& region) {
+    munmap(region.base, region.size);
+    close(region.fd);
+    regions_.erase(reinterpret_cast<std::uintptr_t>(region.base));
+}
+
+OwnRegions::Region* OwnRegions::containing(const void* data, std::size_t size) {
+    auto address = reinterpret_cast<std::uintptr_t>(data);
+    auto it = regions_.upper_bound(address);
+    if (it == regions_.begin()) return nullptr;
+    Region& region = std::prev(it)->second;
+    auto begin = reinterpret_cast<std::uintptr_t>(region.base);
+    return address - begin <= region.size && size <= region.size - (address - begin) ? &region
+                                                                                    : nullptr;
+}
+
+PeerRegions::Mapping::~Mapping() {
+    if (local != nullptr) munmap(local, size);
+}
+
+int PeerRegions::add(const RegionMessage& offer, int fd) {
+    struct stat st {};
+    int seals = fcntl(fd, F_GET_SEALS);
+    // Only a region that cannot shrink below what it claims is safe to copy from or into.
+    bool sound = offer.size > 0 && fstat(fd, &st) == 0 && st.st_size >= 0 &&
+                 static_cast<std::uint64_t>(st.st_size) >= offer.size && seals >= 0 &&
+                 (seals & F_SEAL_SHRINK) != 0 && by_address_.size() < max_regions &&
+                 offer.address + offer.size > offer.address;
+    if (!sound) {
+        close(fd);
+        return -BMI_EINVAL;
+    }
+    void* local = mmap(nullptr, static_cast<std::size_t>(offer.size), PROT_READ | PROT_WRITE,
+                       MAP_SHARED, fd, 0);
+    close(fd);
+    if (local == MAP_FAILED) return -BMI_ENOMEM;
+    auto mapping = std::make_shared<Mapping>();
+    mapping->id = offer.id;
+    mapping->address = offer.address;
+    mapping->size = static_cast<std::size_t>(offer.size);
+    mapping->local = static_cast<std::byte*>(local);
+    // A region at the same address replaces the one the peer freed there; a well-behaved
+    // peer withdrew that first, and then there is nothing to replace.
+    by_address_[offer.address] = std::move(mapping);
+    return 0;
+}
+
+void PeerRegions::remove(std::uint64_t id) {
+    std::erase_if(by_address_, [&](const auto& entry) { return entry.second->id == id; });
+}
+
+bool PeerRegions::translate(std::span<const RemoteIov> remote, std::vector<Segment>& out,
+                            Keep& keep) const {
+    out.clear();
+    keep.clear();
+    for (const RemoteIov& iov : remote) {
+        auto it = by_address_.upper_bound(iov.address);
+        if (it == by_address_.begin()) break;
+        const auto& mapping = std::prev(it)->second;
+        std::uint64_t offset = iov.address - mapping->address;
+        if (offset > mapping->size || iov.length > mapping->size - offset) break;
+        out.push_back({mapping->local + offset, static_cast<bmi_size_t>(iov.length)});
+        if (keep.empty() || keep.back() != mapping) keep.push_back(mapping);
+    }
+    if (out.size() == remote.size() && !remote.empty()) return true;
+    out.clear();
+    keep.clear();
+    return false;
+}
+
+void copy_between(std::span<const Segment> to, std::span<const Segment> from,
+                  std::uint64_t offset, std::size_t length) {
+    Cursor a{to}, b{from};
+    a.seek(offset);
+    b.seek(offset);
+    while (length > 0 && !a.done() && !b.done()) {
+        std::size_t n = std::min({length, a.left(), b.left()});
+        std::memcpy(a.here(), b.here(), n);
+        a.advance(n);
+        b.advance(n);
+        length -= n;
+    }
+}
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Buffers from BMI_memalloc that the peer maps too, so a large message moves with memcpy.
+//
+// Cross-memory attach (process_vm_readv/writev) pins and copies page by page in the kernel,
+// and what that costs depends on the machine: on the AMD VM of doc/PERFORMANCE.md one
+// process_vm_readv of 16-64 MiB moved 5-8 GB/s where memcpy moved 20-35. Memory that both
+// processes map needs no kernel at all once mapped. So BMI_memalloc on an shm address
+// returns memory of a sealed memfd (the mapping the issue calls "shared mappings of the
+// sender's buffer"), and before a message that lies in such memory is announced, the owner
+// hands the memfd to the peer over the connection's socket. The peer maps it once and from
+// then on copies its part of a split copy (shm_split.hpp) straight from or into it.
+//
+// Ordering is what keeps a mapping honest. Offers and withdrawals travel on the socket, the
+// announcements that use them (RTS, HELP) in the ring, and an owner always writes the offer
+// before the announcement. The peer reads every pending socket message before it turns an
+// announcement's addresses into its own pointers, so it never uses a region the owner has
+// freed (BMI_memfree withdraws it from every peer first) nor misses one just offered. A
+// region is sealed against shrinking, so a mapped page can never vanish under a copy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "methods/method.hpp"
+#include "methods/shm/shm_wire.hpp"
+
+namespace bmi::method::shm {
+
+// One socket message after the hello; an offer carries the region's memfd.
+struct RegionMessage {
+    std::uint32_t magic;  // region_offer or region_withdraw
+    std::uint32_t reserved;
+    std::uint64_t id;       // the owner's name for the region
+    std::uint64_t address;  // where it lives in the owner
+    std::uint64_t size;
+};
+inline constexpr std::uint32_t region_offer = 0x6f72676eu;     // "ngro"
+inline constexpr std::uint32_t region_withdraw = 0x7772676eu;  // "nvrw"
+
+// The regions this instance allocated.
+class OwnRegions {
+public:
+    struct Region {
+        std::uint64_t id = 0;
+        std::byte* base = nullptr;
+        std::size_t size = 0;
+        int fd = -1;
+        std::set<std::uint64_t> offered;  // connection ids that have it
+    };
+
+    OwnRegions() = default;
+    OwnRegions(const OwnRegions&) = delete;
+    OwnRegions& operator=(const OwnRegions&) = delete;
+    ~OwnRegions();
+
+    // size bytes of shared memory, or nullptr (the control layer then allocates).
+    void* allocate(std::size_t size);
+    // The region that starts at base, or nullptr.
+    Region* at(const void* base);
+    // Unmaps and closes a region returned by at().
+    void release(Region& region);
+    // The region holding every byte of [data, data + size), or nullptr.
+    Region* containing(const void* data, std::size_t size);
+
+private:
+    std::map<std::uintptr_t, Region> regions_;  // by base address
+    std::uint64_t next_id_ = 1;
+};
+
+// What a peer offered us on one connection, mapped here.
+class PeerRegions {
+public:
+    // One peer region as we map it; a split copy in progress holds a reference, so a
+    // withdrawal never unmaps memory a copy is using.
+    struct Mapping {
+        std::uint64_t id = 0;
+        std::uint64_t address = 0;  // in the peer
+        std::size_t size = 0;
+        std::byte* local = nullptr;
+        Mapping() = default;
+        Mapping(const Mapping&) = delete;
+        Mapping& operator=(const Mapping&) = delete;
+        ~Mapping();
+    };
+    using Keep = std::vector<std::shared_ptr<const Mapping>>;
+
+    // Maps an offered region and takes over fd. 0, or -BMI_E* (the offer is then ignored:
+    // copies of that memory go through the kernel as before).
+    int add(const RegionMessage& offer, int fd);
+    void remove(std::uint64_t id);
+    // Our pointers for a list of the peer's memory if all of it lies in mapped regions;
+    // false (and out empty) otherwise. keep receives the mappings used.
+    bool translate(std::span<const RemoteIov> remote, std::vector<Segment>& out,
+                   Keep& keep) const;
+    std::size_t size() const { return by_address_.size(); }
+
+    // More than this many mapped regions per connection are not mapped (bounds what one
+    // peer can make us hold).
+    static constexpr std::size_t max_regions = 4096;
+
+private:
+    std::map<std::uint64_t, std::shared_ptr<const Mapping>> by_address_;  // by peer address
+};
+
+// Copies length bytes from the segment list from (starting offset bytes in) to the segment
+// list to (starting at the same offset): both describe one message, in two address spaces'
+// worth of pieces that need not line up.
+void copy_between(std::span<const Segment> to, std::span<const Segment> from,
+                  std::uint64_t offset, std::size_t length);
+
+}  // namespace bmi::method::shm

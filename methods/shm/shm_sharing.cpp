@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Shared buffers (shm_region.hpp): BMI_memalloc, offers and withdrawals on the socket.
+#include <poll.h>
+
+#include <cerrno>
+
+#include "methods/shm/shm_listener.hpp"
+#include "methods/shm/shm_method_impl.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::shm {
+
+namespace {
+// A withdrawal must reach the peer before the memory can be reused (shm_region.hpp); the
+// socket holds thousands of these messages, so waiting is for a peer that stopped reading.
+constexpr int withdraw_wait_ms = 1000;
+
+bool send_withdrawal(int fd, const RegionMessage& message) {
+    for (int waited = 0;; waited += 10) {
+        long n = send_with_fds(fd, &message, sizeof message, nullptr, 0);
+        if (n == static_cast<long>(sizeof message)) return true;
+        if ((n != -EAGAIN && n != -EINTR) || waited >= withdraw_wait_ms) return false;
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, 10);
+    }
+}
+}  // namespace
+
+void* ShmMethod::mem_alloc(bmi_size_t size) {
+    if (!options_.shared_buffers || size < 0) return nullptr;
+    return regions_.allocate(static_cast<std::size_t>(size));
+}
+
+bool ShmMethod::mem_free(void* buffer) {
+    OwnRegions::Region* region = regions_.at(buffer);
+    if (region == nullptr) return false;
+    RegionMessage withdrawal{region_withdraw, 0, region->id,
+                             reinterpret_cast<std::uintptr_t>(region->base), region->size};
+    for (std::uint64_t id : region->offered) {
+        Connection* conn = find_connection(id);
+        if (conn == nullptr || conn->socket_error != 0) continue;
+        if (!send_withdrawal(conn->fd, withdrawal)) {
+            // The peer keeps a mapping it may use for memory we reuse: the connection must go
+            // (poll_pass closes it), and with it the peer's table.
+            BMI_LOG(error, "shm: could not withdraw a freed buffer from pid %d; closing",
+                    static_cast<int>(conn->peer_pid));
+            conn->socket_error = -BMI_ECONNRESET;
+        }
+    }
+    regions_.release(*region);
+    return true;
+}
+
+bool ShmMethod::offer_regions(Connection& conn, std::span<const Segment> segments) {
+    if (conn.state != ConnState::open || conn.socket_error != 0) return false;
+    bool any = false;
+    for (const Segment& s : segments) {
+        if (s.size <= 0) continue;
+        OwnRegions::Region* region = regions_.containing(s.data, static_cast<std::size_t>(s.size));
+        if (region == nullptr) return false;
+        any = true;
+        if (region->offered.contains(conn.id)) continue;
+        RegionMessage offer{region_offer, 0, region->id,
+                            reinterpret_cast<std::uintptr_t>(region->base), region->size};
+        long n = send_with_fds(conn.fd, &offer, sizeof offer, &region->fd, 1);
+        if (n == static_cast<long>(sizeof offer)) {
+            region->offered.insert(conn.id);
+            continue;
+        }
+        // A full socket: this message goes through the kernel instead. Part of a message on
+        // the stream: its framing is lost, and so is the connection.
+        if (n > 0) conn.socket_error = -BMI_ECONNRESET;
+        return false;
+    }
+    return any;
+}
+
+void ShmMethod::take_offers(Connection& conn) {
+    if (conn.socket_error != 0) return;
+    if (int rc = read_socket(conn); rc < 0) conn.socket_error = rc;
+}
+
+int ShmMethod::read_socket(Connection& conn) {
+    for (;;) {
+        RegionMessage message{};
+        int fd = -1;
+        int count = 0;
+        long n = receive_with_fds(conn.fd, &message, sizeof message, &fd, 1, count);
+        if (n == -EAGAIN || n == -EWOULDBLOCK) return 0;
+        if (n == -EINTR) continue;
+        if (n == 0) return 1;
+        bool offer = n == static_cast<long>(sizeof message) && message.magic == region_offer;
+        bool withdrawal = n == static_cast<long>(sizeof message) &&
+                          message.magic == region_withdraw && count == 0;
+        if (offer && count == 1) {
+            if (int rc = conn.peer_regions.add(message, fd); rc != 0)
+                BMI_LOG(shm, "shm: a shared buffer of pid %d not mapped (%d)",
+                        static_cast<int>(conn.peer_pid), rc);
+            continue;
+        }
+        if (count == 1) close(fd);
+        if (withdrawal) {
+            conn.peer_regions.remove(message.id);
+            continue;
+        }
+        return n < 0 ? -BMI_ECONNRESET : -BMI_EPROTO;
+    }
+}
+
+}  // namespace bmi::method::shm
