@@ -107,7 +107,7 @@ def parse_args(argv):
 
 
 DUEL_ROUNDS = 5  # runs taken in turns per duel (Runner.duel)
-BANDWIDTH_ROUNDS = 3  # turns of the bandwidth duel (Runner.bandwidth_duel): 3-4 runs each
+BANDWIDTH_ROUNDS = 3  # turns of the bandwidth duel (Runner.bandwidth_duel): up to 5 runs each
 LARGE = 1 << 20  # the bandwidth targets' smallest size (bmi_perf_doc.LARGE)
 
 
@@ -123,7 +123,7 @@ def bandwidth_duel_runs(a):
     """Runs per turn of the bandwidth duel; 0: no duel (no shm, no peer or no large size)."""
     peers = sum(1 for b in ("mpi-shm", "mpi-shm-nocopy", "memcpy") if b in a.baselines)
     wanted = "shm" in a.methods and "latency" in a.modes and a.max >= LARGE and peers
-    return 1 + peers if wanted else 0
+    return 2 + peers if wanted else 0
 
 
 def planned_runs(a, placements):

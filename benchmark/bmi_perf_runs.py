@@ -15,6 +15,11 @@ import time
 
 # Open MPI point-to-point through ob1, so the --mca btl choice is what gets measured (Debian's
 # Open MPI would otherwise take the UCX pml and ignore it).
+# The environment of a bmi-perf method name: bmi_shm variants. shm-malloc keeps BMI_memalloc
+# from handing out buffers the peer maps (methods/shm/shm_region.hpp), so its large messages
+# go the ways a user's own malloc'd buffer would.
+METHOD_ENV = {"shm-blocking": {"BMI_SHM_SPIN_US": "0"},
+              "shm-malloc": {"BMI_SHM_SHARED_BUFFERS": "0"}}
 MPI_NAMES = {"mpi-tcp": "mpi tcp", "mpi-shm": "mpi vader", "mpi-shm-nocopy": "mpi vader nocopy"}
 MPI_MCA = {
     "mpi-tcp": ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"],
@@ -159,7 +164,7 @@ class Runner:
 
     def bmi(self, method, mode, plan=None, cpus=None):
         scheme = "shm" if method.startswith("shm") else method
-        env = {"BMI_SHM_SPIN_US": "0"} if method == "shm-blocking" else {}
+        env = METHOD_ENV.get(method, {})
         listen = (f"shm://bmi-perf-{os.getpid()}-{len(self.series)}" if scheme == "shm"
                   else "tcp://127.0.0.1:0")
         return self.pair(f"bmi {method}", mode, "pingpong", ["--method-list", f"bmi_{scheme}"],
@@ -222,7 +227,9 @@ class Runner:
         apart, so the bandwidth targets compare runs that saw the same machine."""
         a = self.args
         plan = ["--min", str(smallest), "--max", str(a.max), "--iters", str(a.iters)]
-        runs = [("bmi shm", lambda: self.bmi("shm", "duel", plan, self.one_per_core()))]
+        runs = [("bmi shm", lambda: self.bmi("shm", "duel", plan, self.one_per_core())),
+                ("bmi shm-malloc", lambda: self.bmi("shm-malloc", "duel", plan,
+                                                    self.one_per_core()))]
         for b in ("mpi-shm", "mpi-shm-nocopy"):
             if b in a.baselines:
                 runs.append((MPI_NAMES[b], lambda b=b: self.mpi(b, "duel", plan)))
@@ -376,7 +383,7 @@ class Runner:
         if exe is None:
             return None
         listen = f"shm://bmi-perf-idle-{os.getpid()}" if scheme == "shm" else "tcp://127.0.0.1:0"
-        env = {"BMI_SHM_SPIN_US": "0"} if method == "shm-blocking" else {}
+        env = METHOD_ENV.get(method, {})
         common = ["--method-list", f"bmi_{scheme}"]
         procs = []
         try:
