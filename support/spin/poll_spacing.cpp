@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 namespace bmi::support {
 
@@ -22,7 +21,6 @@ inline void cpu_pause() {
 }
 
 int measure() {
-    if (const char* t = std::getenv("BMI_TMP_PAUSES")) return std::atoi(t);
     constexpr int rounds = 2000;  // ~20-300 us once per process
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < rounds; ++i) cpu_pause();
