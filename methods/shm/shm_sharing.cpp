@@ -93,9 +93,12 @@ int ShmMethod::read_socket(Connection& conn) {
         bool withdrawal = n == static_cast<long>(sizeof message) &&
                           message.magic == region_withdraw && count == 0;
         if (offer && count == 1) {
-            if (int rc = conn.peer_regions.add(message, fd); rc != 0)
-                BMI_LOG(shm, "shm: a shared buffer of pid %d not mapped (%d)",
-                        static_cast<int>(conn.peer_pid), rc);
+            int rc = conn.peer_regions.add(message, fd);
+            BMI_LOG(shm, "shm: shared buffer %llu of pid %d (%llu bytes) %s",
+                    static_cast<unsigned long long>(message.id), static_cast<int>(conn.peer_pid),
+                    static_cast<unsigned long long>(message.size),
+                    rc == 0 ? "mapped: its large messages are copied with memcpy"
+                            : "refused: its large messages go through the kernel");
             continue;
         }
         if (count == 1) close(fd);
