@@ -76,7 +76,9 @@ bool ShmMethod::offer_regions(Connection& conn, std::span<const Segment> segment
 }
 
 void ShmMethod::take_offers(Connection& conn) {
-    if (conn.socket_error != 0) return;
+    // Before the hello reply is in, the socket holds the reply, not offers (and the peer
+    // offers nothing before it has sent the reply).
+    if (conn.state != ConnState::open || conn.socket_error != 0) return;
     if (int rc = read_socket(conn); rc < 0) conn.socket_error = rc;
 }
 
