@@ -27,7 +27,10 @@ bool send_withdrawal(int fd, const RegionMessage& message) {
 }  // namespace
 
 void* ShmMethod::mem_alloc(bmi_size_t size) {
-    if (!options_.shared_buffers || size < 0) return nullptr;
+    // A buffer no larger than an inline message never takes a split copy, and each shared
+    // buffer costs a descriptor and whole pages: PVFS allocates its small request buffers
+    // with BMI_memalloc too. Those come from malloc, as does everything when memfds run out.
+    if (!options_.shared_buffers || size <= options_.eager_limit) return nullptr;
     return regions_.allocate(static_cast<std::size_t>(size));
 }
 
