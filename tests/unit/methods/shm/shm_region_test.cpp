@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Shared buffers on their own: allocation, a peer's mapping of them, and copies between
+// segment lists that do not line up. One process plays both sides: the "peer" maps the
+// memfd a second time, as another process would.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "bmi-types.h"
+#include "methods/shm/shm_region.hpp"
+
+using namespace bmi::method;
+using namespace bmi::method::shm;
+
+namespace {
+RegionMessage offer_of(const OwnRegions::Region& region) {
+    return {region_offer, 0, region.id, reinterpret_cast<std::uintptr_t>(region.base),
+            region.size};
+}
+}  // namespace
+
+TEST_CASE("regions: allocation, lookup by any range inside, release", "[shm][region]") {
+    OwnRegions own;
+    auto* a = static_cast<char*>(own.allocate(100000));
+    auto* b = static_cast<char*>(own.allocate(1));
+    REQUIRE(a != nullptr);
+    REQUIRE(b != nullptr);
+    OwnRegions::Region* ra = own.at(a);
+    REQUIRE(ra != nullptr);
+    CHECK(ra->size >= 100000);
+    CHECK(ra->size % static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) == 0);
+    CHECK(own.containing(a + 5, 1000) == ra);
+    CHECK(own.containing(a, ra->size) == ra);
+    CHECK(own.containing(a + 1, ra->size) == nullptr);  // runs past the end
+    CHECK(own.containing(b, 1) == own.at(b));
+    CHECK(own.at(a + 4096) == nullptr);  // only the base names a region
+    int seals = fcntl(ra->fd, F_GET_SEALS);
+    CHECK((seals & F_SEAL_SHRINK) != 0);
+    std::memset(a, 'a', 100000);
+    own.release(*ra);
+    CHECK(own.at(a) == nullptr);
+    CHECK(own.containing(a, 1) == nullptr);
+}
+
+TEST_CASE("regions: the peer's mapping sees the owner's bytes; unknown memory stays unmapped",
+          "[shm][region]") {
+    OwnRegions own;
+    auto* data = static_cast<char*>(own.allocate(3 << 20));
+    REQUIRE(data != nullptr);
+    OwnRegions::Region& region = *own.at(data);
+    PeerRegions peer;
+    REQUIRE(peer.add(offer_of(region), dup(region.fd)) == 0);
+    REQUIRE(peer.size() == 1);
+
+    std::memcpy(data + 12345, "shared", 6);
+    std::vector<RemoteIov> inside{{reinterpret_cast<std::uintptr_t>(data) + 12345, 6},
+                                  {reinterpret_cast<std::uintptr_t>(data), 1}};
+    std::vector<Segment> local;
+    PeerRegions::Keep keep;
+    REQUIRE(peer.translate(inside, local, keep));
+    REQUIRE(local.size() == 2);
+    CHECK(local[0].data != data + 12345);  // a mapping of its own
+    CHECK(std::memcmp(local[0].data, "shared", 6) == 0);
+    static_cast<char*>(local[1].data)[0] = 'w';  // and it writes through
+    CHECK(data[0] == 'w');
+
+    char elsewhere[16];
+    std::vector<RemoteIov> mixed{inside[0], {reinterpret_cast<std::uintptr_t>(elsewhere), 16}};
+    CHECK_FALSE(peer.translate(mixed, local, keep));
+    CHECK(local.empty());
+    std::vector<RemoteIov> past_end{{reinterpret_cast<std::uintptr_t>(data) + region.size - 8, 16}};
+    CHECK_FALSE(peer.translate(past_end, local, keep));
+
+    // A withdrawn region is no longer looked up, but a copy holding it keeps its pages.
+    REQUIRE(peer.translate(inside, local, keep));
+    peer.remove(region.id);
+    CHECK(peer.size() == 0);
+    CHECK(std::memcmp(local[0].data, "shared", 6) == 0);  // still mapped: keep holds it
+    std::vector<Segment> again;
+    PeerRegions::Keep none;
+    CHECK_FALSE(peer.translate(inside, again, none));
+}
+
+TEST_CASE("regions: an offer that could shrink under a copy is refused", "[shm][region]") {
+    int fd = memfd_create("bmi-test-unsealed", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, 1 << 20) == 0);
+    PeerRegions peer;
+    RegionMessage offer{region_offer, 0, 7, 0x10000000, 1 << 20};
+    CHECK(peer.add(offer, fd) == -BMI_EINVAL);  // fd is closed either way
+    CHECK(peer.size() == 0);
+
+    OwnRegions own;
+    void* data = own.allocate(1 << 20);
+    REQUIRE(data != nullptr);
+    RegionMessage too_big = offer_of(*own.at(data));
+    too_big.size *= 2;  // claims more than the memfd holds
+    CHECK(peer.add(too_big, dup(own.at(data)->fd)) == -BMI_EINVAL);
+}
+
+TEST_CASE("regions: copies between segment lists of different shapes", "[shm][region]") {
+    std::vector<char> source(1000);
+    std::iota(source.begin(), source.end(), 0);
+    std::vector<char> target(1000, 0);
+    // 300 + 0 + 700 from, 1 + 999 to; copy bytes 250..849.
+    std::vector<Segment> from{{source.data(), 300}, {nullptr, 0}, {source.data() + 300, 700}};
+    std::vector<Segment> to{{target.data(), 1}, {target.data() + 1, 999}};
+    copy_between(to, from, 250, 600);
+    for (int i = 0; i < 1000; ++i) {
+        char want = i >= 250 && i < 850 ? static_cast<char>(i) : 0;
+        REQUIRE(target[static_cast<std::size_t>(i)] == want);
+    }
+}
