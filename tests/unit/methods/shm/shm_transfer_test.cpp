@@ -40,13 +40,20 @@ std::set<std::string> directory(const char* path) {
     return names;
 }
 
+// Two shm instances that progress on their own threads, introduced to each other.
+struct PumpedPair {
+    Pair pair = make_peers("shm");
+    Pump server_pump{*pair.server.instance};
+    Pump client_pump{*pair.client.instance};
+    BMI_addr_t client_addr = introduce(pair);
+};
+
 // One large message client -> server, receive posted first, sent as a 3-piece list and
 // received into `pieces` segments of uneven length (1: a contiguous buffer).
 void exchange_large(std::size_t size, std::uint32_t seed, int pieces = 1) {
-    Pair pair = make_peers("shm");
-    Pump server_pump(*pair.server.instance);
-    Pump client_pump(*pair.client.instance);
-    BMI_addr_t client_addr = introduce(pair);
+    PumpedPair pumped;
+    Pair& pair = pumped.pair;
+    BMI_addr_t client_addr = pumped.client_addr;
     std::vector<char> out(size), in(size + 64, 'x');
     fill_pattern(out.data(), size, seed);
     bmi_op_id_t rid = 0;
@@ -147,10 +154,9 @@ TEST_CASE("shm: a 64 MiB message arrives intact on every path", "[shm]") {
 // between them, and every message must still arrive whole.
 TEST_CASE("shm: a run of large messages arrives intact while the receiver picks its paths",
           "[shm]") {
-    Pair pair = make_peers("shm");
-    Pump server_pump(*pair.server.instance);
-    Pump client_pump(*pair.client.instance);
-    BMI_addr_t client_addr = introduce(pair);
+    PumpedPair pumped;
+    Pair& pair = pumped.pair;
+    BMI_addr_t client_addr = pumped.client_addr;
     constexpr std::size_t size = (1 << 20) + 7;
     std::vector<char> out(size), in(size + 64, 'x');
     for (std::uint32_t round = 0; round < 24; ++round) {
@@ -224,10 +230,9 @@ void exchange_from(Pair& pair, BMI_addr_t client_addr, char* out, char* in, std:
 TEST_CASE("shm: large messages between BMI_memalloc buffers, either or both shared", "[shm]") {
     auto size = GENERATE(std::size_t{16385}, std::size_t{(1 << 20) + 3}, std::size_t{(8 << 20) + 5});
     auto pieces = GENERATE(1, 3);
-    Pair pair = make_peers("shm");
-    Pump server_pump(*pair.server.instance);
-    Pump client_pump(*pair.client.instance);
-    BMI_addr_t client_addr = introduce(pair);
+    PumpedPair pumped;
+    Pair& pair = pumped.pair;
+    BMI_addr_t client_addr = pumped.client_addr;
     SharedBuffer out(pair.client, pair.server_addr, size);
     SharedBuffer in(pair.server, client_addr, size + 64);
     std::vector<char> plain_out(size), plain_in(size + 64);
@@ -245,10 +250,9 @@ TEST_CASE("shm: large messages between BMI_memalloc buffers, either or both shar
 // in shared memory still take one copy, and the rest two.
 TEST_CASE("shm: shared buffers carry large messages without cross-memory attach", "[shm]") {
     ScopedEnv force("BMI_SHM_SINGLE_COPY", "0");
-    Pair pair = make_peers("shm");
-    Pump server_pump(*pair.server.instance);
-    Pump client_pump(*pair.client.instance);
-    BMI_addr_t client_addr = introduce(pair);
+    PumpedPair pumped;
+    Pair& pair = pumped.pair;
+    BMI_addr_t client_addr = pumped.client_addr;
     constexpr std::size_t size = (4 << 20) + 1;
     SharedBuffer out(pair.client, pair.server_addr, size);
     SharedBuffer in(pair.server, client_addr, size + 64);
@@ -260,10 +264,9 @@ TEST_CASE("shm: shared buffers carry large messages without cross-memory attach"
 // Freed shared buffers are withdrawn from the peer before their memory can come back as a
 // new buffer, often at the same address: the peer must never copy from the old one.
 TEST_CASE("shm: buffers freed and allocated again never deliver stale bytes", "[shm]") {
-    Pair pair = make_peers("shm");
-    Pump server_pump(*pair.server.instance);
-    Pump client_pump(*pair.client.instance);
-    BMI_addr_t client_addr = introduce(pair);
+    PumpedPair pumped;
+    Pair& pair = pumped.pair;
+    BMI_addr_t client_addr = pumped.client_addr;
     for (std::uint32_t round = 0; round < 24; ++round) {
         // Sizes that shrink and grow, so new buffers overlap old ones in every way.
         std::size_t size = ((round * 7) % 5 + 1) * (300 << 10) + round;
@@ -336,10 +339,9 @@ TEST_CASE("shm: a cancelled split receive is never written afterwards; the pair 
 }
 
 TEST_CASE("shm: more large receives at once than split board entries all arrive", "[shm]") {
-    Pair pair = make_peers("shm");
-    Pump server_pump(*pair.server.instance);
-    Pump client_pump(*pair.client.instance);
-    BMI_addr_t client_addr = introduce(pair);
+    PumpedPair pumped;
+    Pair& pair = pumped.pair;
+    BMI_addr_t client_addr = pumped.client_addr;
     constexpr int count = 24;  // the board has 16 entries; the rest take another path
     constexpr std::size_t size = 300000;
     std::vector<std::vector<char>> out(count, std::vector<char>(size)),
@@ -430,10 +432,9 @@ TEST_CASE("shm: a receive smaller than a large message fails both ends with EMSG
     auto single = GENERATE("1", "0");
     ScopedEnv force("BMI_SHM_SINGLE_COPY", single);
     ScopedEnv all_single("BMI_SHM_SINGLE_COPY_MIN", "0");
-    Pair pair = make_peers("shm");
-    Pump server_pump(*pair.server.instance);
-    Pump client_pump(*pair.client.instance);
-    BMI_addr_t client_addr = introduce(pair);
+    PumpedPair pumped;
+    Pair& pair = pumped.pair;
+    BMI_addr_t client_addr = pumped.client_addr;
     std::vector<char> out(1 << 20), in(1 << 19);
     bmi_op_id_t rid = 0, sid = 0;
     REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in.data(),
