@@ -235,9 +235,9 @@ public:
     virtual std::string listen_address() const = 0;
 
     // BMI_memalloc / BMI_memfree for a peer of this method. A method whose transfers are
-    // cheaper from memory it prepared (verbs: already registered) returns such memory;
-    // nullptr lets the control layer allocate. mem_free returns false for memory the method
-    // did not allocate (the control layer then frees it).
+    // cheaper from memory it prepared (verbs: already registered; shm: mapped by the peer
+    // too) returns such memory; nullptr lets the control layer allocate. mem_free returns
+    // false for memory the method did not allocate (the control layer then frees it).
     virtual void* mem_alloc(bmi_size_t /*size*/) { return nullptr; }
     virtual bool mem_free(void* /*buffer*/) { return false; }
 

@@ -119,7 +119,8 @@ void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
         if (entry == nullptr) return nullptr;
         index = entry->method_index;
     }
-    // A method with registration needs (verbs) hands out memory it has prepared.
+    // A method with registration needs (verbs) or memory its peers map (shm) hands out
+    // memory it has prepared.
     {
         MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
         std::lock_guard lock(slot.lock);
