@@ -2,15 +2,14 @@
 // Shared buffers: allocation, the peer's mappings, and copies between segment lists.
 #include "methods/shm/shm_region.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "bmi-types.h"
+#include "methods/shm/shm_memfd.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::shm {
@@ -60,14 +59,9 @@ OwnRegions::~OwnRegions() {
 
 void* OwnRegions::allocate(std::size_t size) {
     std::size_t bytes = page_rounded(size);
-    int fd = memfd_create("bmi-shm-buffer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    // Sealed (shm_memfd.hpp): a peer's copy can never touch a page that is gone (SIGBUS).
+    int fd = create_sealed_memfd("bmi-shm-buffer", bytes);
     if (fd < 0) return nullptr;
-    // Sealed against shrinking: a peer's copy can never touch a page that is gone (SIGBUS).
-    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 ||
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-        close(fd);
-        return nullptr;
-    }
     // Populated at once, here and in the peer's mapping: the first messages through a fresh
     // buffer otherwise pay for its page tables (on the AMD VM of doc/PERFORMANCE.md the first
     // 72 1 MiB round trips took 46-48 us each without, 36-40 with; 20-24 once warm).
@@ -111,13 +105,10 @@ PeerRegions::Mapping::~Mapping() {
 }
 
 int PeerRegions::add(const RegionMessage& offer, int fd) {
-    struct stat st {};
-    int seals = fcntl(fd, F_GET_SEALS);
     // Only a region that cannot shrink below what it claims is safe to copy from or into.
-    bool sound = offer.size > 0 && fstat(fd, &st) == 0 && st.st_size >= 0 &&
-                 static_cast<std::uint64_t>(st.st_size) >= offer.size && seals >= 0 &&
-                 (seals & F_SEAL_SHRINK) != 0 && by_address_.size() < max_regions &&
-                 offer.address + offer.size > offer.address;
+    bool sound = offer.size > 0 && offer.address + offer.size > offer.address &&
+                 by_address_.size() < max_regions &&
+                 sealed_memfd_of_size(fd, static_cast<std::size_t>(offer.size));
     if (!sound) {
         close(fd);
         return -BMI_EINVAL;

@@ -6,12 +6,11 @@
 #include <new>
 #include <utility>
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bmi-types.h"
+#include "methods/shm/shm_memfd.hpp"
 #include "methods/shm/shm_wire.hpp"
 #include "support/error/error_map.hpp"
 
@@ -25,7 +24,6 @@ constexpr std::size_t board_size = split_board_entries * sizeof(SplitBoardEntry)
 constexpr std::size_t slots_offset = 4096;
 static_assert(control_offset + 2 * sizeof(RingControl) <= board_offset);
 static_assert(board_offset + 2 * board_size <= slots_offset);
-constexpr unsigned required_seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 struct SegmentHeader {
     std::uint32_t magic;
@@ -61,14 +59,8 @@ std::size_t SharedSegment::layout_size(std::uint32_t slot_count, std::uint32_t s
 
 int SharedSegment::create(std::uint32_t slot_count, std::uint32_t slot_size) {
     std::size_t size = layout_size(slot_count, slot_size);
-    int fd = memfd_create("libbmi-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) return support::bmi_error_from_errno(errno);
-    if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
-        fcntl(fd, F_ADD_SEALS, required_seals) != 0) {
-        int rc = support::bmi_error_from_errno(errno);
-        close(fd);
-        return rc;
-    }
+    int fd = create_sealed_memfd("libbmi-shm", size);
+    if (fd < 0) return fd;
     void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         int rc = support::bmi_error_from_errno(errno);
@@ -92,10 +84,7 @@ int SharedSegment::create(std::uint32_t slot_count, std::uint32_t slot_size) {
 
 int SharedSegment::attach(int fd, std::uint32_t slot_count, std::uint32_t slot_size) {
     std::size_t size = layout_size(slot_count, slot_size);
-    struct stat st {};
-    int seals = fcntl(fd, F_GET_SEALS);
-    if (seals < 0 || (static_cast<unsigned>(seals) & required_seals) != required_seals ||
-        fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != size) {
+    if (!sealed_memfd_of_size(fd, size)) {
         close(fd);
         return -BMI_EPROTO;
     }
