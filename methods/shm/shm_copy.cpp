@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include <sys/uio.h>
 
@@ -122,6 +123,30 @@ int copy_remote_exactly(Direction direction, pid_t pid, std::span<const RemoteIo
         offset += static_cast<std::uint64_t>(n);
         length -= static_cast<std::size_t>(n);
     }
+    return 0;
+}
+
+void copy_between(std::span<const Segment> to, std::span<const Segment> from,
+                  std::uint64_t offset, std::size_t length) {
+    for_each_piece(from, segment_base, segment_size, offset, length,
+                   [&](const std::byte* source, std::size_t n) {
+                       for_each_piece(to, segment_base, segment_size, offset, n,
+                                      [&](std::byte* target, std::size_t m) {
+                                          std::memcpy(target, source, m);
+                                          source += m;
+                                      });
+                       offset += n;
+                   });
+}
+
+int copy_chunk(Direction direction, pid_t pid, std::span<const RemoteIov> remote,
+               std::span<const Segment> mapped, std::span<const Segment> local,
+               std::uint64_t offset, std::size_t length) {
+    if (mapped.empty()) return copy_remote_exactly(direction, pid, remote, local, offset, length);
+    if (direction == Direction::read)
+        copy_between(local, mapped, offset, length);
+    else
+        copy_between(mapped, local, offset, length);
     return 0;
 }
 

@@ -9,9 +9,6 @@ namespace bmi::method::shm {
 
 namespace {
 constexpr std::size_t index(LargePath path) { return static_cast<std::size_t>(path); }
-constexpr LargePath other(LargePath path) {
-    return path == LargePath::split ? LargePath::stream : LargePath::split;
-}
 }  // namespace
 
 const char* path_name(LargePath path) { return path == LargePath::split ? "split" : "stream"; }
@@ -41,8 +38,8 @@ LargePath PathChoice::pick(bmi_size_t size) {
         if (c.paths[index(path)].samples < warm_samples) return path;
     LargePath best = faster(c);
     std::uint32_t every =
-        c.paths[index(other(best))].samples < window ? explore_early : explore_every;
-    return ++c.picks % every == 0 ? other(best) : best;
+        c.paths[index(other_path(best))].samples < window ? explore_early : explore_every;
+    return ++c.picks % every == 0 ? other_path(best) : best;
 }
 
 bool PathChoice::record(LargePath path, bmi_size_t size, std::uint64_t nanoseconds) {

@@ -21,6 +21,9 @@ namespace bmi::method::shm {
 enum class LargePath : std::uint8_t { split = 0, stream = 1 };
 
 const char* path_name(LargePath path);
+constexpr LargePath other_path(LargePath path) {
+    return path == LargePath::split ? LargePath::stream : LargePath::split;
+}
 
 // The clock transfers are timed with; never 0, which marks an untimed transfer.
 inline std::uint64_t monotonic_ns() {

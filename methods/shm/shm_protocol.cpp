@@ -396,11 +396,10 @@ void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
 void ShmMethod::timed(LargePath path, bmi_size_t size, std::uint64_t started_ns) {
     if (started_ns == 0) return;
     if (!paths_.record(path, size, monotonic_ns() - started_ns)) return;
-    LargePath now = paths_.preferred(size);
+    LargePath now = paths_.preferred(size), other = other_path(now);
     BMI_LOG(shm, "shm: receives of %lld bytes now take %s (%.3f ns/B; %s %.3f ns/B)",
             static_cast<long long>(size), path_name(now), paths_.cost(now, size),
-            path_name(now == LargePath::split ? LargePath::stream : LargePath::split),
-            paths_.cost(now == LargePath::split ? LargePath::stream : LargePath::split, size));
+            path_name(other), paths_.cost(other, size));
 }
 
 // One bounded step of every single-copy receive on this connection.

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "bmi-types.h"
 #include "methods/shm/shm_memfd.hpp"
@@ -19,35 +18,6 @@ std::size_t page_rounded(std::size_t size) {
     auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     return (std::max<std::size_t>(size, 1) + page - 1) / page * page;
 }
-
-// A position inside a segment list.
-struct Cursor {
-    std::span<const Segment> list;
-    std::size_t index = 0;
-    std::size_t within = 0;
-
-    std::size_t size_of(std::size_t i) const {
-        return list[i].size > 0 ? static_cast<std::size_t>(list[i].size) : 0;
-    }
-    void skip_empty() {
-        while (index < list.size() && within >= size_of(index)) {
-            within -= size_of(index);
-            ++index;
-        }
-    }
-    void seek(std::uint64_t offset) {
-        index = 0;
-        within = static_cast<std::size_t>(offset);
-        skip_empty();
-    }
-    bool done() const { return index >= list.size(); }
-    std::size_t left() const { return size_of(index) - within; }
-    std::byte* here() const { return static_cast<std::byte*>(list[index].data) + within; }
-    void advance(std::size_t n) {
-        within += n;
-        skip_empty();
-    }
-};
 }  // namespace
 
 OwnRegions::~OwnRegions() {
@@ -149,20 +119,6 @@ bool PeerRegions::translate(std::span<const RemoteIov> remote, std::vector<Segme
     out.clear();
     keep.clear();
     return false;
-}
-
-void copy_between(std::span<const Segment> to, std::span<const Segment> from,
-                  std::uint64_t offset, std::size_t length) {
-    Cursor a{to}, b{from};
-    a.seek(offset);
-    b.seek(offset);
-    while (length > 0 && !a.done() && !b.done()) {
-        std::size_t n = std::min({length, a.left(), b.left()});
-        std::memcpy(a.here(), b.here(), n);
-        a.advance(n);
-        b.advance(n);
-        length -= n;
-    }
 }
 
 }  // namespace bmi::method::shm

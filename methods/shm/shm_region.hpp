@@ -107,10 +107,4 @@ private:
     std::map<std::uint64_t, std::shared_ptr<const Mapping>> by_address_;  // by peer address
 };
 
-// Copies length bytes from the segment list from (starting offset bytes in) to the segment
-// list to (starting at the same offset): both describe one message, in two address spaces'
-// worth of pieces that need not line up.
-void copy_between(std::span<const Segment> to, std::span<const Segment> from,
-                  std::uint64_t offset, std::size_t length);
-
 }  // namespace bmi::method::shm

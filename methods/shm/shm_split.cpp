@@ -118,11 +118,8 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
             std::uint64_t offset = std::uint64_t{chunk} * split.chunk_size;
             auto length = static_cast<std::size_t>(
                 std::min<std::uint64_t>(split.chunk_size, static_cast<std::uint64_t>(split.size) - offset));
-            if (split.mapped_source.empty())
-                error = copy_remote_exactly(Direction::read, conn.peer_pid, split.source,
-                                            segments_of(op), offset, length);
-            else
-                copy_between(segments_of(op), split.mapped_source, offset, length);
+            error = copy_chunk(Direction::read, conn.peer_pid, split.source, split.mapped_source,
+                               segments_of(op), offset, length);
             if (error != 0) break;
             copied += length;
             moved = true;
@@ -286,12 +283,8 @@ void ShmMethod::advance_pushes(Connection& conn, bool& moved) {
             std::uint64_t offset = std::uint64_t{chunk} * push.chunk_size;
             auto length =
                 static_cast<std::size_t>(std::min<std::uint64_t>(push.chunk_size, total - offset));
-            int error = 0;
-            if (push.mapped_target.empty())
-                error = copy_remote_exactly(Direction::write, conn.peer_pid, push.target,
-                                            segments_of(*push.op), offset, length);
-            else
-                copy_between(push.mapped_target, segments_of(*push.op), offset, length);
+            int error = copy_chunk(Direction::write, conn.peer_pid, push.target,
+                                   push.mapped_target, segments_of(*push.op), offset, length);
             if (error != 0) {
                 // The receiver reads the rest itself; saying so is the last thing we write.
                 if (refused(error)) {

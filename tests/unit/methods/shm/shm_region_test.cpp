@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bmi-types.h"
+#include "methods/shm/shm_copy.hpp"
 #include "methods/shm/shm_region.hpp"
 
 using namespace bmi::method;
