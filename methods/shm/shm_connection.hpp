@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -63,6 +64,11 @@ struct Connection {
     bool stalled = false;  // an unexpected message waits in rx for quota
     PeerRegions peer_regions;  // the peer's shared buffers, mapped here (shm_region.hpp)
     int socket_error = 0;      // the socket's framing broke; poll_pass closes the connection
+    // Socket messages (offers, withdrawals) counted in the segment: ours as we send them,
+    // the peer's as it does; socket_read counts the peer's we have read.
+    std::atomic<std::uint64_t>* own_socket_sent = nullptr;
+    const std::atomic<std::uint64_t>* peer_socket_sent = nullptr;
+    std::uint64_t socket_read = 0;
 
     OpList send_queue;                                // header not yet in the ring
     std::deque<Control> controls;                     // replies waiting for ring space

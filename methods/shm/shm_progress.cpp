@@ -256,6 +256,8 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     conn->rx = conn->segment.ring(1);
     conn->own_board = conn->segment.board(0);
     conn->peer_board = conn->segment.board(1);
+    conn->own_socket_sent = conn->segment.socket_messages(0);
+    conn->peer_socket_sent = conn->segment.socket_messages(1);
     bool in_progress = false;
     rc = connect_to(peer->name, conn->fd, in_progress);
     if (rc != 0) return rc;
@@ -326,6 +328,8 @@ int ShmMethod::receive_hello(Connection& conn) {
     conn.rx = conn.segment.ring(0);
     conn.own_board = conn.segment.board(1);
     conn.peer_board = conn.segment.board(0);
+    conn.own_socket_sent = conn.segment.socket_messages(1);
+    conn.peer_socket_sent = conn.segment.socket_messages(0);
     conn.peer = peer_for_hello(hello, conn.peer_pid);
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;

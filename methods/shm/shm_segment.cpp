@@ -18,10 +18,12 @@ namespace bmi::method::shm {
 
 namespace {
 constexpr std::uint32_t segment_magic = 0x4d485342u;
+constexpr std::size_t counters_offset = 64;
 constexpr std::size_t control_offset = 128;
 constexpr std::size_t board_offset = 1024;
 constexpr std::size_t board_size = split_board_entries * sizeof(SplitBoardEntry);
 constexpr std::size_t slots_offset = 4096;
+static_assert(counters_offset + 2 * sizeof(std::atomic<std::uint64_t>) <= control_offset);
 static_assert(control_offset + 2 * sizeof(RingControl) <= board_offset);
 static_assert(board_offset + 2 * board_size <= slots_offset);
 
@@ -76,7 +78,11 @@ int SharedSegment::create(std::uint32_t slot_count, std::uint32_t slot_size) {
     slot_size_ = slot_size;
     auto* header = new (base_) SegmentHeader{segment_magic, protocol_version, slot_count, slot_size};
     (void)header;
-    for (int i = 0; i < 2; ++i) new (base_ + control_offset + i * sizeof(RingControl)) RingControl{};
+    for (int i = 0; i < 2; ++i) {
+        new (base_ + counters_offset + i * sizeof(std::atomic<std::uint64_t>))
+            std::atomic<std::uint64_t>{0};
+        new (base_ + control_offset + i * sizeof(RingControl)) RingControl{};
+    }
     for (std::size_t i = 0; i < 2 * split_board_entries; ++i)
         new (base_ + board_offset + i * sizeof(SplitBoardEntry)) SplitBoardEntry{};
     return 0;
@@ -114,6 +120,11 @@ void SharedSegment::close_fd() {
 void SharedSegment::unmap() {
     if (base_ != nullptr) munmap(base_, size_);
     base_ = nullptr;
+}
+
+std::atomic<std::uint64_t>* SharedSegment::socket_messages(int index) const {
+    return reinterpret_cast<std::atomic<std::uint64_t>*>(
+        base_ + counters_offset + static_cast<std::size_t>(index) * sizeof(std::atomic<std::uint64_t>));
 }
 
 SplitBoardEntry* SharedSegment::board(int index) const {

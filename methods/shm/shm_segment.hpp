@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The shared segment of one connection: an anonymous memfd holding two rings.
 //
-// Layout (offsets in bytes): [0, 64) SegmentHeader; [128, 320) control of ring 0;
+// Layout (offsets in bytes): [0, 64) SegmentHeader; [64, 80) socket message counters of
+// the initiator and the acceptor (shm_region.hpp); [128, 320) control of ring 0;
 // [320, 512) control of ring 1; [1024, 2048) split board 0, [2048, 3072) split board 1;
 // from 4096 the slots of ring 0, then those of ring 1.
 // Ring 0 carries initiator -> acceptor, ring 1 acceptor -> initiator. The memfd is sealed
@@ -10,6 +11,7 @@
 // frees it when both mappings and descriptors are gone (also after SIGKILL).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -43,6 +45,9 @@ public:
     // Split board `index` (shm_split.hpp): board 0 belongs to the initiator, 1 to the
     // acceptor; each side hands out the chunks of the messages it receives on its own.
     SplitBoardEntry* board(int index) const;
+    // How many offers and withdrawals side `index` (0 the initiator, 1 the acceptor) has put
+    // on the socket, so the other side reads the socket only when there is something to read.
+    std::atomic<std::uint64_t>* socket_messages(int index) const;
 
 private:
     void unmap();

@@ -42,7 +42,9 @@ bool ShmMethod::mem_free(void* buffer) {
     for (std::uint64_t id : region->offered) {
         Connection* conn = find_connection(id);
         if (conn == nullptr || conn->socket_error != 0) continue;
-        if (!send_withdrawal(conn->fd, withdrawal)) {
+        if (send_withdrawal(conn->fd, withdrawal)) {
+            conn->own_socket_sent->fetch_add(1, std::memory_order_release);
+        } else {
             // The peer keeps a mapping it may use for memory we reuse: the connection must go
             // (poll_pass closes it), and with it the peer's table.
             BMI_LOG(error, "shm: could not withdraw a freed buffer from pid %d; closing",
@@ -67,6 +69,8 @@ bool ShmMethod::offer_regions(Connection& conn, std::span<const Segment> segment
                             reinterpret_cast<std::uintptr_t>(region->base), region->size};
         long n = send_with_fds(conn.fd, &offer, sizeof offer, &region->fd, 1);
         if (n == static_cast<long>(sizeof offer)) {
+            // Counted before the RTS or HELP that needs it is published in the ring.
+            conn.own_socket_sent->fetch_add(1, std::memory_order_release);
             region->offered.insert(conn.id);
             continue;
         }
@@ -82,6 +86,9 @@ void ShmMethod::take_offers(Connection& conn) {
     // Before the hello reply is in, the socket holds the reply, not offers (and the peer
     // offers nothing before it has sent the reply).
     if (conn.state != ConnState::open || conn.socket_error != 0) return;
+    // A recvmsg that finds nothing costs 1.5 us on the AMD VM of doc/PERFORMANCE.md, and
+    // this runs twice per large message: read only when the peer has sent more than we read.
+    if (conn.peer_socket_sent->load(std::memory_order_acquire) == conn.socket_read) return;
     if (int rc = read_socket(conn); rc < 0) conn.socket_error = rc;
 }
 
@@ -98,6 +105,7 @@ int ShmMethod::read_socket(Connection& conn) {
         bool withdrawal = n == static_cast<long>(sizeof message) &&
                           message.magic == region_withdraw && count == 0;
         if (offer && count == 1) {
+            ++conn.socket_read;
             int rc = conn.peer_regions.add(message, fd);
             BMI_LOG(shm, "shm: shared buffer %llu of pid %d (%llu bytes) %s",
                     static_cast<unsigned long long>(message.id), static_cast<int>(conn.peer_pid),
@@ -108,6 +116,7 @@ int ShmMethod::read_socket(Connection& conn) {
         }
         if (count == 1) close(fd);
         if (withdrawal) {
+            ++conn.socket_read;
             conn.peer_regions.remove(message.id);
             continue;
         }

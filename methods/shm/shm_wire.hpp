@@ -55,7 +55,9 @@ static_assert(sizeof(HelpInfo) == 24);
 
 inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
 // 2: messages carry their own stamp (shm_ring.hpp) instead of a head index; split copies.
-inline constexpr std::uint32_t protocol_version = 2;
+// 3: shared-buffer offers and withdrawals on the socket (shm_region.hpp), counted in the
+// segment header.
+inline constexpr std::uint32_t protocol_version = 3;
 inline constexpr std::size_t max_name_length = 64;
 
 // Sent by the connecting side together with two descriptors: the segment memfd, its eventfd.
