@@ -296,6 +296,36 @@ TEST_CASE("shm: split copy needs no help from a sender that does not poll", "[sh
     REQUIRE(wait_op(pair.client, sid, 20000).error == 0);  // DONE was waiting in its ring
 }
 
+// From a shared buffer the receiver can copy a message alone and without the kernel: with
+// cross-memory attach off and a sender that makes no progress after its post, no other path
+// could deliver it (streaming needs the sender, process_vm_readv is off).
+TEST_CASE("shm: a shared buffer is copied by the receiver alone, without cross-memory attach",
+          "[shm]") {
+    ScopedEnv force("BMI_SHM_SINGLE_COPY", "0");
+    Pair pair = make_peers("shm");
+    BMI_addr_t client_addr = 0;
+    {
+        Pump client_pump(*pair.client.instance);  // only for the introduction
+        client_addr = introduce(pair);
+    }
+    // The hello reply is in the client's socket by now; one polling pass reads it, so the
+    // connection is open and the post below can offer the buffer.
+    int outcount = 0;
+    core::Completion none[1];
+    REQUIRE(pair.client.instance->testcontext(pair.client.context, 0, outcount, none) == 0);
+    REQUIRE(outcount == 0);
+    constexpr std::size_t size = 4 << 20;
+    SharedBuffer out(pair.client, pair.server_addr, size);
+    std::vector<char> in(size);
+    fill_pattern(out.data(), size, 78);
+    bmi_op_id_t rid = 0, sid = 0;
+    post_receive_then_send(pair, client_addr, in.data(), out.data(), size, 10, rid, sid);
+    auto got = wait_op(pair.server, rid, 20000);
+    REQUIRE(got.error == 0);
+    REQUIRE(check_pattern(in.data(), size, 78));
+    REQUIRE(wait_op(pair.client, sid, 20000).error == 0);
+}
+
 TEST_CASE("shm: a cancelled split receive is never written afterwards; the pair stays usable",
           "[shm]") {
     ScopedEnv split("BMI_SHM_SPLIT_COPY", "1");
