@@ -87,19 +87,17 @@ def summary(out, series, modes):
 
 
 def bandwidth_ratios(series, turns, mine_name="bmi shm"):
-    """{bytes: ratio} of mine_name (bmi shm) against the better Open MPI setting and against memcpy, and
-    how they were taken: the median per size over the bandwidth duel's turns (each ratio
-    from one turn, runs that saw the same machine), or else from the single table run."""
-    def rows_of(name):
-        s = find(series, name, "latency")
-        return {r[0]: r[3] for r in s.rows} if s else {}
-
+    """{bytes: ratio} of mine_name (bmi shm) against the better Open MPI setting and against
+    memcpy, and how they were taken: the median per size over the bandwidth duel's turns
+    (each ratio from one turn, runs that saw the same machine), or else from the single
+    table run, taken as the only turn."""
     if not turns:
-        mine = rows_of("bmi shm")
-        turns = [{size: {"bmi shm": bw, **{n: rows_of(n)[size] for n in
-                                           ("mpi vader", "mpi vader nocopy", "memcpy")
-                                           if size in rows_of(n)}}
-                  for size, bw in mine.items() if size >= LARGE}]
+        tables = {}
+        for name in ("bmi shm", "mpi vader", "mpi vader nocopy", "memcpy"):
+            s = find(series, name, "latency")
+            tables[name] = {r[0]: r[3] for r in s.rows} if s else {}
+        turns = [{size: {n: t[size] for n, t in tables.items() if size in t}
+                  for size in tables["bmi shm"]}]
         how = "this table run"
     else:
         how = f"median of {len(turns)} runs taken in turns"
@@ -125,9 +123,7 @@ def targets(out, series, idle, duel):
     """The shm targets of the shm issue, judged from this run."""
     shm, block = find(series, "bmi shm", "latency"), find(series, "bmi shm-blocking", "latency")
     vader = find(series, "mpi vader", "latency")
-    nocopy = find(series, "mpi vader nocopy", "latency")
     evfd = find(series, "eventfd", "latency")
-    mem = find(series, "memcpy", "latency")
     rows = []
 
     def judge(name, value, ok, target):
