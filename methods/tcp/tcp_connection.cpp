@@ -44,14 +44,11 @@ Connection* TcpMethod::connection_for_send(const std::shared_ptr<TcpPeer>& peer,
 }
 
 Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& error) {
+    // A peer that reached us first is its connection: once that is gone it cannot be called
+    // back. Connecting to the address it announced would let any client aim us at any host.
     if (peer->target.empty()) {
-        // A peer that reached us first can be called back only at the address it announced.
-        auto parsed = parse_tcp_address(peer->canonical);
-        if (!parsed) {
-            error = -BMI_ECONNRESET;
-            return nullptr;
-        }
-        if (error = resolve(parsed->host, parsed->port, peer->target); error < 0) return nullptr;
+        error = -BMI_ECONNRESET;
+        return nullptr;
     }
     int fd = -1;
     if (error = start_connect(peer->target, buffer_sizes_, fd); error < 0) return nullptr;
@@ -112,26 +109,19 @@ void TcpMethod::finish_connect(Connection& c) {
 }
 
 void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool legacy) {
-    std::shared_ptr<TcpPeer> peer;
-    std::string canonical;
-    if (auto parsed = parse_tcp_address(announced)) {
-        canonical = parsed->canonical;
-        peer = peers_.named(canonical);
-    }
-    if (!peer) {
-        peer = std::make_shared<TcpPeer>();
-        peer->canonical = canonical;
-        peers_.add(peer);
-    }
+    // Every accepted connection is a peer of its own: what it announces is not merged with a
+    // peer we know by that name (SPEC §6).
+    auto peer = std::make_shared<TcpPeer>();
+    peer->announced = announced;
     peer->remote = c.remote;
-    if (legacy) peer->legacy = true;
+    peer->legacy = legacy;
+    peers_.add(peer);
     c.peer = peer;
     peer->connections.push_back(&c);
-    // Reuse a connection the peer opened to us rather than opening a second one.
-    if (peer->send_connection == nullptr || peer->send_connection->closed)
-        peer->send_connection = &c;
-    BMI_LOG(tcp, "tcp: connection %llu is %s peer %s", static_cast<unsigned long long>(c.id),
-            legacy ? "legacy" : "v2", describe_peer(*peer).c_str());
+    peer->send_connection = &c;
+    BMI_LOG(tcp, "tcp: connection %llu is %s peer %s%s%s", static_cast<unsigned long long>(c.id),
+            legacy ? "legacy" : "v2", describe_peer(*peer).c_str(),
+            announced.empty() ? "" : ", announcing ", announced.c_str());
 }
 
 void TcpMethod::connection_broken(Connection& c, int error) {
@@ -211,11 +201,18 @@ void TcpMethod::retire(Connection& c) {
         TcpPeer& p = *c.peer;
         // Headers whose payload would have come on this socket can never complete.
         std::erase_if(p.arrivals, [&](const Arrival& a) {
-            return a.kind != Arrival::Kind::eager && a.connection_id == c.id;
+            const bool dead = a.kind != Arrival::Kind::eager && a.connection_id == c.id;
+            if (dead) uncharge(p, a);
+            return dead;
         });
         std::erase(p.connections, &c);
         if (p.send_connection == &c)
             p.send_connection = p.connections.empty() ? nullptr : p.connections.front();
+        if (unreachable(p) && p.addr() == 0) {
+            // Nobody can name this peer: no receive can ever claim what it left behind.
+            drop_arrivals(p);
+            peers_.remove(p);
+        }
     }
     auto it = connections_.find(c.id);
     if (it != connections_.end()) {
@@ -235,8 +232,7 @@ void TcpMethod::update_interest(Connection& c) {
     if (c.state == ConnState::connecting) {
         want = EPOLLOUT;
     } else {
-        if (c.phase != ReadPhase::wait_unexpected && c.phase != ReadPhase::wait_match)
-            want |= EPOLLIN;
+        if (!c.paused()) want |= EPOLLIN;
         if (c.has_output()) want |= EPOLLOUT;
     }
     if (want == c.events) return;

@@ -31,6 +31,8 @@ enum class ReadPhase : std::uint8_t {
     discard,            // payload nobody can take (receive too small): drop it
     wait_unexpected,    // alloc_unexpected said no: EPOLLIN off, retried every progress()
     wait_match,         // legacy rendezvous without a receive: EPOLLIN off until one is posted
+    wait_early,         // header read, but the peer's early-data budget is spent: EPOLLIN off
+                        // until a receive claims some of it (TcpMethod::resume_paused)
 };
 
 enum class OutKind : std::uint8_t {
@@ -100,11 +102,17 @@ struct Connection {
         if (state == ConnState::await_ack) return Dialect::await_ack;
         return v2 ? Dialect::v2 : Dialect::legacy;
     }
-    // Mid-frame: the peer owes us bytes, so the stall timer runs.
+    // Reading is stopped until something on our side changes (memory, a posted receive).
+    bool paused() const {
+        return phase == ReadPhase::wait_unexpected || phase == ReadPhase::wait_match ||
+               phase == ReadPhase::wait_early;
+    }
+    // The peer owes us bytes (mid-frame, or DATA for a transfer we cleared with CTS), so the
+    // stall timer runs.
     bool partial() const {
-        if (closed) return false;
-        if (phase == ReadPhase::header) return head_have > 0;
-        return phase != ReadPhase::wait_unexpected && phase != ReadPhase::wait_match;
+        if (closed || paused()) return false;
+        if (phase == ReadPhase::header) return head_have > 0 || !incoming.empty();
+        return true;
     }
     bool has_output() const {
         return out || !control_queue.empty() ||

@@ -42,8 +42,6 @@ TcpMethod::TcpMethod(const Config& config, Sink& sink)
       spin_cap_(spin_us_from_env()) {
     const char* legacy = std::getenv("BMI_TCP_LEGACY");
     force_legacy_ = legacy != nullptr && legacy[0] == '1';
-    if (const char* t = std::getenv("BMI_TCP_STALL_TIMEOUT_MS"); t != nullptr && std::atol(t) > 0)
-        stall_timeout_ = std::chrono::milliseconds(std::atol(t));
 }
 
 TcpMethod::~TcpMethod() {
@@ -57,7 +55,7 @@ TcpMethod::~TcpMethod() {
     }
     for (auto& [raw, peer] : peers_) {
         peer->posted_recvs.clear();
-        peer->arrivals.clear();
+        drop_arrivals(*peer);
         peer->connections.clear();
         peer->send_connection = nullptr;
     }
@@ -67,6 +65,7 @@ TcpMethod::~TcpMethod() {
 }
 
 int TcpMethod::start(const Config& config) {
+    if (int rc = load_limits(limits_); rc < 0) return rc;
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (epoll_fd_ < 0 || timer_fd_ < 0) return support::bmi_error_from_errno(errno);
@@ -236,7 +235,7 @@ void TcpMethod::forget_peer(Peer& peer) {
     [[maybe_unused]] auto keep = peers_.owner(&p);
     close_peer(p, -BMI_ECANCEL, false);
     fail_posted_recvs(p, -BMI_ECANCEL);
-    p.arrivals.clear();
+    drop_arrivals(p);
     peers_.remove(p);
 }
 

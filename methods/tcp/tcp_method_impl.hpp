@@ -27,6 +27,28 @@
 
 namespace bmi::method::tcp {
 
+// What one peer can make us hold, and how long we wait on it (doc/RELIABILITY.md). Read from
+// the environment once per instance; a malformed value fails start().
+struct Limits {
+    // Early data: eager payloads and announcements (RTS, legacy rendezvous headers) that no
+    // receive has claimed yet. Each arrival also costs arrival_overhead. Over either bound the
+    // connection is no longer read until receives claim some of it.
+    bmi_size_t early_peer_bytes = 8 << 20;    // BMI_TCP_EARLY_PEER_BYTES
+    bmi_size_t early_total_bytes = 256 << 20;  // BMI_TCP_EARLY_TOTAL_BYTES
+    // A frame started and not finished, or DATA owed after our CTS, with no byte for this long
+    // closes the connection.
+    std::chrono::milliseconds stall_timeout{10000};  // BMI_TCP_STALL_TIMEOUT_MS
+    // A large send whose RTS the receiver has neither cleared nor refused for this long fails
+    // with -BMI_ETIMEDOUT, unpinning its buffer.
+    std::chrono::milliseconds rendezvous_timeout{120000};  // BMI_TCP_RENDEZVOUS_TIMEOUT_MS
+};
+// The bookkeeping an arrival costs beyond its payload (the record, the queue slot): it makes
+// an endless stream of empty frames or announcements as bounded as one of large frames.
+inline constexpr bmi_size_t arrival_overhead = 256;
+
+// Limits from the environment over the defaults; 0 or -BMI_EINVAL naming the bad variable.
+int load_limits(Limits& out);
+
 class TcpMethod final : public Method {
 public:
     TcpMethod(const Config& config, Sink& sink);
@@ -61,6 +83,9 @@ public:
     int set_info(Peer* peer, int option, void* arg) override;
     int get_info(Peer* peer, int option, void* arg) override;
 
+    // Bytes charged to the early-data budget over every peer (see Limits).
+    bmi_size_t early_bytes_held() const { return early_total_; }
+
 private:
     enum class Place : std::uint8_t {
         posting,         // inside post(), not queued yet
@@ -77,6 +102,10 @@ private:
     void finish(Operation& op, int error);
     void place(Operation& op, Place where) { places_[&op] = where; }
     void fail_posted_recvs(TcpPeer& peer, int error);
+    // A peer that reached us first and has no connection left: nothing can reach it again.
+    static bool unreachable(const TcpPeer& peer) {
+        return peer.target.empty() && peer.connections.empty();
+    }
 
     // tcp_connection.cpp
     Connection* connection_for_send(const std::shared_ptr<TcpPeer>& peer, int& error);
@@ -106,6 +135,8 @@ private:
     void on_readable(Connection& c);
     bool read_step(Connection& c);
     void on_header(Connection& c);
+    void dispatch_frame(Connection& c);
+    void protocol_error(Connection& c, const char* what);
     void on_scratch_body(Connection& c);
     void on_hello(Connection& c, bool ack);
     void on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* data, bmi_size_t size);
@@ -119,6 +150,13 @@ private:
     bool try_alloc_unexpected(Connection& c);
     void deliver_unexpected(Connection& c);
     Operation* take_posted_recv(TcpPeer& peer, bmi_msg_tag_t tag);
+
+    // tcp_early.cpp: the early-data budget
+    bool admit_early(Connection& c);
+    void add_arrival(TcpPeer& peer, Arrival arrival);
+    void uncharge(TcpPeer& peer, const Arrival& arrival);
+    void drop_arrivals(TcpPeer& peer);
+    void resume_paused();
 
     // tcp_progress.cpp
     void handle_event(std::uint64_t id, std::uint32_t events);
@@ -137,7 +175,10 @@ private:
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool force_legacy_ = false;
-    std::chrono::milliseconds stall_timeout_{10000};
+    Limits limits_;
+    bmi_size_t early_total_ = 0;  // early_bytes summed over every peer
+    std::vector<std::uint64_t> paused_early_;  // connections in ReadPhase::wait_early
+    bool early_released_ = false;  // some budget came back since the last resume_paused()
     // Polls the sockets before a sleep while operations wait (BMI_TCP_SPIN_US, 0 = never): a
     // sleeping process wakes 10-30 us after its data arrived on the machines we measured.
     support::AdaptiveSpin spin_;

@@ -35,10 +35,14 @@ struct Arrival {
 
 class TcpPeer final : public Peer {
 public:
-    // "tcp://host:port" another process can look up: the lookup string or the listen address
-    // announced in HELLO; "" for a peer known only by its socket.
+    // "tcp://host:port" this process looked up; "" for a peer that reached us first, which is
+    // known only by its connection (as in OrangeFS) and cannot be called back.
     std::string canonical;
-    SocketAddress target;  // where to connect; empty until resolved
+    // The listen address such a peer announced in HELLO: an unproven claim, kept for the log
+    // only. It names no peer and routes nothing (SPEC §6), or any client could take over the
+    // traffic of the address it names.
+    std::string announced;
+    SocketAddress target;  // where to connect; empty for a peer that reached us first
     SocketAddress remote;  // remote end of the latest connection (peer_host, ranges)
     // The peer did not answer HELLO (an OrangeFS process), or spoke legacy to us first.
     bool legacy = false;
@@ -47,6 +51,7 @@ public:
     std::vector<Connection*> connections;
     OpList posted_recvs;           // receives with no matching arrival yet, in post order
     std::deque<Arrival> arrivals;  // arrivals with no matching receive yet, in arrival order
+    bmi_size_t early_bytes = 0;    // what arrivals cost against the early-data budget
 };
 
 }  // namespace bmi::method::tcp

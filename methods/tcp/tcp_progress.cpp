@@ -23,6 +23,7 @@ void TcpMethod::progress_events(std::span<const epoll_event> ready) {
     // Unknown ids (the control layer's wake-up fd, closed connections) find nothing.
     for (const auto& event : ready) handle_event(event.data.u64, event.events);
     retry_unexpected();
+    if (early_released_) resume_paused();
     check_stalls();
     graveyard_.clear();
 }
@@ -107,16 +108,37 @@ void TcpMethod::check_stalls() {
     using Clock = std::chrono::steady_clock;
     const auto now = Clock::now();
     std::optional<Clock::time_point> earliest;
+    const auto consider = [&](Clock::time_point deadline) {
+        if (!earliest || deadline < *earliest) earliest = deadline;
+    };
     std::vector<Connection*> expired;
+    std::vector<std::pair<Connection*, Operation*>> unanswered;
     for (auto& [id, c] : connections_) {
+        for (auto& [cookie, op] : c->await_cts) {
+            const Clock::time_point deadline{Clock::duration(op->method_aux)};
+            if (deadline <= now)
+                unanswered.emplace_back(c.get(), op);
+            else
+                consider(deadline);
+        }
         if (!c->partial()) continue;
-        const auto deadline = c->last_read + stall_timeout_;
+        const auto deadline = c->last_read + limits_.stall_timeout;
         if (deadline <= now)
             expired.push_back(c.get());
-        else if (!earliest || deadline < *earliest)
-            earliest = deadline;
+        else
+            consider(deadline);
+    }
+    for (auto [c, op] : unanswered) {
+        // The receiver never cleared or refused the RTS: unpin the buffer. A CTS that still
+        // comes names no transfer of ours any more and closes the connection.
+        BMI_LOG(tcp, "tcp: %s did not answer an RTS in %lld ms; failing the send",
+                describe(c->remote).c_str(),
+                static_cast<long long>(limits_.rendezvous_timeout.count()));
+        c->await_cts.erase(op->method_word);
+        finish(*op, -BMI_ETIMEDOUT);
     }
     for (Connection* c : expired) {
+        if (c->closed) continue;
         BMI_LOG(tcp, "tcp: %s stalled mid-frame; closing", describe(c->remote).c_str());
         fail_connection(*c, -BMI_ETIMEDOUT, true);
     }

@@ -48,12 +48,18 @@ int TcpMethod::post_recv(Operation& op) {
         if (it->tag != op.tag) continue;
         Arrival arrival = std::move(*it);
         peer.arrivals.erase(it);
+        uncharge(peer, arrival);
         match_arrival(op, arrival);
+        resume_paused();
         return 0;
     }
+    if (unreachable(peer)) return -BMI_ECONNRESET;  // nothing more can come from it
     op.method_ptr = nullptr;
     peer.posted_recvs.push_back(op);
     place(op, Place::recv_posted);
+    // A frame for this tag may be held back by the early-data budget: it can now go straight
+    // into this receive.
+    if (!paused_early_.empty()) resume_paused();
     return 0;
 }
 
@@ -136,6 +142,7 @@ bool TcpMethod::read_step(Connection& c) {
             break;
         case ReadPhase::wait_unexpected:
         case ReadPhase::wait_match:
+        case ReadPhase::wait_early:
             return false;
     }
     ssize_t got;
@@ -197,14 +204,24 @@ bool TcpMethod::read_step(Connection& c) {
     return true;
 }
 
+void TcpMethod::protocol_error(Connection& c, const char* what) {
+    BMI_LOG(tcp, "tcp: protocol error from %s (%s, magic %u mode 0x%x size %llu cookie %llu); "
+                 "closing connection %llu",
+            describe(c.remote).c_str(), what, c.header.magic,
+            static_cast<unsigned>(c.header.mode), static_cast<unsigned long long>(c.header.size),
+            static_cast<unsigned long long>(c.header.cookie),
+            static_cast<unsigned long long>(c.id));
+    // The stream is out of step: nothing more from this connection can be trusted, and the
+    // receives posted for its peer fail now rather than wait for an application's cancel.
+    fail_connection(c, -BMI_EPROTO, true);
+}
+
 void TcpMethod::on_header(Connection& c) {
     const Header h = decode_header(c.head.data(), c.dialect() == Dialect::v2);
     c.head_have = 0;
-    if (int err = check_header(h, c.dialect(), unexpected_limit_); err < 0) {
-        BMI_LOG(tcp, "tcp: bad header from %s (magic %u mode 0x%x size %llu); closing",
-                describe(c.remote).c_str(), h.magic, static_cast<unsigned>(h.mode),
-                static_cast<unsigned long long>(h.size));
-        fail_connection(c, err, false);
+    c.header = h;
+    if (check_header(h, c.dialect(), unexpected_limit_) < 0) {
+        protocol_error(c, "bad header");
         return;
     }
     // A first frame other than HELLO comes from an OrangeFS client: legacy for good.
@@ -213,7 +230,12 @@ void TcpMethod::on_header(Connection& c) {
         c.v2 = false;
         bind_peer(c, "", true);
     }
-    c.header = h;
+    if (!admit_early(c)) return;
+    dispatch_frame(c);
+}
+
+void TcpMethod::dispatch_frame(Connection& c) {
+    const Header& h = c.header;
     switch (h.mode) {
         case Mode::hello:
         case Mode::hello_ack:
@@ -256,7 +278,7 @@ void TcpMethod::on_scratch_body(Connection& c) {
 void TcpMethod::on_hello(Connection& c, bool ack) {
     auto hello = decode_hello_body(c.scratch);
     if (!hello) {
-        fail_connection(c, -BMI_EPROTO, false);
+        protocol_error(c, "bad HELLO body");
         return;
     }
     c.v2 = true;
@@ -292,13 +314,20 @@ void TcpMethod::on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* d
     arrival.size = size;
     arrival.data = std::make_unique<std::uint8_t[]>(static_cast<std::size_t>(size) + 1);
     if (size > 0) std::memcpy(arrival.data.get(), data, static_cast<std::size_t>(size));
-    peer.arrivals.push_back(std::move(arrival));
+    add_arrival(peer, std::move(arrival));
 }
 
 void TcpMethod::on_rts(Connection& c) {
     const Header& h = c.header;
-    if (c.incoming.count(h.cookie) != 0) {
-        fail_connection(c, -BMI_EPROTO, false);
+    // A cookie names one transfer of this connection until its last DATA chunk: a second RTS
+    // with it would make two receives wait on one entry of `incoming`.
+    const bool announced = std::any_of(c.peer->arrivals.begin(), c.peer->arrivals.end(),
+                                       [&](const Arrival& a) {
+                                           return a.kind == Arrival::Kind::rts &&
+                                                  a.connection_id == c.id && a.cookie == h.cookie;
+                                       });
+    if (announced || c.incoming.count(h.cookie) != 0) {
+        protocol_error(c, "duplicate RTS cookie");
         return;
     }
     const auto size = static_cast<bmi_size_t>(h.size);
@@ -319,7 +348,7 @@ void TcpMethod::on_rts(Connection& c) {
     arrival.size = size;
     arrival.connection_id = c.id;
     arrival.cookie = h.cookie;
-    c.peer->arrivals.push_back(std::move(arrival));
+    add_arrival(*c.peer, std::move(arrival));
 }
 
 void TcpMethod::accept_rts(Connection& c, Operation& op, std::uint64_t cookie, bmi_size_t size) {
@@ -336,7 +365,7 @@ void TcpMethod::accept_rts(Connection& c, Operation& op, std::uint64_t cookie, b
 void TcpMethod::on_cts(Connection& c) {
     auto it = c.await_cts.find(c.header.cookie);
     if (it == c.await_cts.end()) {
-        fail_connection(c, -BMI_EPROTO, false);
+        protocol_error(c, "CTS for no RTS of ours");
         return;
     }
     Operation& op = *it->second;
@@ -354,7 +383,7 @@ void TcpMethod::on_data(Connection& c) {
     auto it = c.incoming.find(c.header.cookie);
     const auto size = static_cast<bmi_size_t>(c.header.size);
     if (it == c.incoming.end() || it->second->transferred + size > it->second->actual_size) {
-        fail_connection(c, -BMI_EPROTO, false);
+        protocol_error(c, "DATA for no cleared transfer, or past its end");
         return;
     }
     c.read_op = it->second;
@@ -375,7 +404,7 @@ void TcpMethod::on_legacy_rend(Connection& c) {
     arrival.tag = tag_of(c.header);
     arrival.size = size;
     arrival.connection_id = c.id;
-    c.peer->arrivals.push_back(std::move(arrival));
+    add_arrival(*c.peer, std::move(arrival));
     c.phase = ReadPhase::wait_match;
 }
 

@@ -127,6 +127,11 @@ void TcpMethod::frame_written(Connection& c) {
             finish(op, 0);
             return;
         case OutKind::rts:
+            // When the receiver must have answered by (Limits::rendezvous_timeout).
+            op.method_aux = static_cast<std::uint64_t>(
+                (std::chrono::steady_clock::now() + limits_.rendezvous_timeout)
+                    .time_since_epoch()
+                    .count());
             c.await_cts.emplace(op.method_word, &op);
             place(op, Place::send_await_cts);
             return;

@@ -3,114 +3,11 @@
 // directions, the fallback from HELLO to legacy, and the stall timeout.
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
-#include "methods/tcp/tcp_address.hpp"
-#include "methods/tcp/tcp_wire.hpp"
-#include "tcp_test_harness.hpp"
+#include "tcp_raw_peer.hpp"
 
 using namespace bmi::method;
 using namespace bmi::method::tcp;
 using namespace bmi::method::tcp::test;
-
-namespace {
-
-std::uint16_t port_from(const std::string& address) {
-    auto parsed = parse_tcp_address(address);
-    REQUIRE(parsed);
-    return parsed->port;
-}
-
-sockaddr_in loopback(std::uint16_t port) {
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return sa;
-}
-
-int raw_connect(std::uint16_t port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa = loopback(port);
-    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
-    fcntl(fd, F_SETFL, O_NONBLOCK);
-    return fd;
-}
-
-int raw_listen(std::uint16_t& port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa = loopback(0);
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
-    REQUIRE(listen(fd, 4) == 0);
-    socklen_t len = sizeof sa;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-    port = ntohs(sa.sin_port);
-    fcntl(fd, F_SETFL, O_NONBLOCK);
-    return fd;
-}
-
-int raw_accept(int listener, Method& m) {
-    int fd = -1;
-    drive({&m}, [&] { return (fd = accept(listener, nullptr, nullptr)) >= 0; });
-    if (fd >= 0) fcntl(fd, F_SETFL, O_NONBLOCK);
-    return fd;
-}
-
-bool raw_write(int fd, const void* data, std::size_t size, Method& m) {
-    const auto* p = static_cast<const char*>(data);
-    std::size_t done = 0;
-    return drive({&m}, [&] {
-        ssize_t n = send(fd, p + done, size - done, MSG_NOSIGNAL);
-        if (n > 0) done += static_cast<std::size_t>(n);
-        return done == size;
-    });
-}
-
-bool raw_read(int fd, void* data, std::size_t size, Method& m) {
-    auto* p = static_cast<char*>(data);
-    std::size_t done = 0;
-    return drive({&m}, [&] {
-        ssize_t n = recv(fd, p + done, size - done, 0);
-        if (n > 0) done += static_cast<std::size_t>(n);
-        return done == size || n == 0;
-    }) && done == size;
-}
-
-// True once the other side has closed fd (EOF or reset).
-bool raw_closed(int fd, Method& m, double seconds = 5.0) {
-    return drive({&m}, [&] {
-        char c;
-        ssize_t n = recv(fd, &c, 1, 0);
-        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-    }, seconds);
-}
-
-std::vector<std::uint8_t> legacy_frame(Mode mode, bmi_msg_tag_t tag,
-                                       const std::vector<std::uint8_t>& payload) {
-    std::vector<std::uint8_t> frame(legacy_header_size);
-    Header h;
-    h.mode = mode;
-    h.tag = wire_tag(tag);
-    h.size = payload.size();
-    encode_header(h, false, frame.data());
-    frame.insert(frame.end(), payload.begin(), payload.end());
-    return frame;
-}
-
-Header read_header(int fd, bool v2, Method& m) {
-    std::uint8_t buf[max_header_size] = {};
-    REQUIRE(raw_read(fd, buf, v2 ? v2_header_size : legacy_header_size, m));
-    return decode_header(buf, v2);
-}
-
-}  // namespace
 
 TEST_CASE("a bad magic kills only that connection", "[tcp][raw]") {
     Pair p;

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The early-data budget: what peers may make us buffer before a receive claims it. Eager
+// payloads cost their size, and every arrival (an RTS or legacy rendezvous header too) costs
+// arrival_overhead, against a bound per peer and one in total. A connection whose next frame
+// does not fit is no longer read, so the sender waits in its own socket buffers, not in our
+// memory; it is read again as soon as a receive claims enough (or one is posted for it).
+#include <algorithm>
+
+#include "methods/tcp/tcp_method_impl.hpp"
+#include "support/logging/log.hpp"
+#include "support/settings/env_setting.hpp"
+
+namespace bmi::method::tcp {
+
+namespace {
+bool makes_arrival(Mode mode) {
+    return mode == Mode::eager || mode == Mode::rts || mode == Mode::rendezvous;
+}
+
+bmi_size_t cost_of(Mode mode, bmi_size_t size) {
+    // Only eager payloads are buffered; the others stay with the sender or in the socket.
+    return arrival_overhead + (mode == Mode::eager ? size : 0);
+}
+
+bool has_posted_recv(const TcpPeer& peer, bmi_msg_tag_t tag) {
+    return std::any_of(peer.posted_recvs.begin(), peer.posted_recvs.end(),
+                       [&](const Operation& op) { return op.tag == tag; });
+}
+}  // namespace
+
+int load_limits(Limits& out) {
+    using std::chrono::milliseconds;
+    constexpr std::int64_t max_bytes = 1ll << 40;
+    std::int64_t peer = out.early_peer_bytes, total = out.early_total_bytes;
+    int rc = 0;
+    for (int r : {support::env_size("BMI_TCP_EARLY_PEER_BYTES", peer, 64 << 10, max_bytes),
+                  support::env_size("BMI_TCP_EARLY_TOTAL_BYTES", total, 64 << 10, max_bytes),
+                  support::env_duration("BMI_TCP_STALL_TIMEOUT_MS", out.stall_timeout,
+                                        milliseconds(1), milliseconds(3'600'000)),
+                  support::env_duration("BMI_TCP_RENDEZVOUS_TIMEOUT_MS", out.rendezvous_timeout,
+                                        milliseconds(1), milliseconds(86'400'000))})
+        if (r < 0) rc = r;
+    out.early_peer_bytes = peer;
+    out.early_total_bytes = total;
+    return rc;
+}
+
+bool TcpMethod::admit_early(Connection& c) {
+    const Header& h = c.header;
+    if (!makes_arrival(h.mode)) return true;
+    TcpPeer& peer = *c.peer;
+    // A frame a posted receive takes at once is never buffered.
+    if (has_posted_recv(peer, tag_of(h))) return true;
+    const bmi_size_t cost = cost_of(h.mode, static_cast<bmi_size_t>(h.size));
+    if (peer.early_bytes + cost <= limits_.early_peer_bytes &&
+        early_total_ + cost <= limits_.early_total_bytes)
+        return true;
+    if (c.phase != ReadPhase::wait_early) {
+        BMI_LOG(tcp, "tcp: %s holds %lld bytes of early data (peer bound %lld, all peers %lld "
+                     "of %lld); not reading it until receives claim some",
+                describe_peer(peer).c_str(), static_cast<long long>(peer.early_bytes),
+                static_cast<long long>(limits_.early_peer_bytes),
+                static_cast<long long>(early_total_),
+                static_cast<long long>(limits_.early_total_bytes));
+        c.phase = ReadPhase::wait_early;
+        paused_early_.push_back(c.id);
+    }
+    return false;
+}
+
+void TcpMethod::add_arrival(TcpPeer& peer, Arrival arrival) {
+    const bmi_size_t cost = cost_of(arrival.kind == Arrival::Kind::eager ? Mode::eager : Mode::rts,
+                                    arrival.size);
+    peer.early_bytes += cost;
+    early_total_ += cost;
+    peer.arrivals.push_back(std::move(arrival));
+}
+
+void TcpMethod::uncharge(TcpPeer& peer, const Arrival& arrival) {
+    const bmi_size_t cost = cost_of(arrival.kind == Arrival::Kind::eager ? Mode::eager : Mode::rts,
+                                    arrival.size);
+    peer.early_bytes -= cost;
+    early_total_ -= cost;
+    early_released_ = true;
+}
+
+void TcpMethod::drop_arrivals(TcpPeer& peer) {
+    for (const Arrival& a : peer.arrivals) uncharge(peer, a);
+    peer.arrivals.clear();
+}
+
+void TcpMethod::resume_paused() {
+    early_released_ = false;
+    if (paused_early_.empty()) return;
+    const std::vector<std::uint64_t> waiting = std::move(paused_early_);
+    paused_early_.clear();
+    for (std::uint64_t id : waiting) {
+        Connection* c = find_connection(id);
+        if (c == nullptr || c->closed || c->phase != ReadPhase::wait_early) continue;
+        c->phase = ReadPhase::header;
+        if (!admit_early(*c)) continue;  // still over: admit_early queued it again
+        dispatch_frame(*c);
+        if (!c->closed) on_readable(*c);
+    }
+}
+
+}  // namespace bmi::method::tcp

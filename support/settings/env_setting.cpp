@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "support/settings/env_setting.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "bmi-types.h"
+#include "support/logging/log.hpp"
+
+namespace bmi::support {
+
+namespace {
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(a[i])) !=
+            std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
+    return true;
+}
+
+// The leading decimal digits of text as a number, and the rest in unit.
+std::optional<std::int64_t> leading_number(std::string_view text, std::string_view& unit) {
+    std::int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end == text.data() || value < 0) return std::nullopt;
+    unit = text.substr(static_cast<std::size_t>(end - text.data()));
+    return value;
+}
+
+std::optional<std::int64_t> scaled(std::int64_t value, std::int64_t factor) {
+    if (value > INT64_MAX / factor) return std::nullopt;
+    return value * factor;
+}
+
+void log_rejected(const char* name, const char* text, const char* expected) {
+    BMI_LOG(error, "setting %s=\"%s\" is not valid: expected %s", name, text, expected);
+}
+}  // namespace
+
+std::optional<std::int64_t> parse_size(std::string_view text) {
+    std::string_view unit;
+    auto value = leading_number(text, unit);
+    if (!value) return std::nullopt;
+    struct Suffix {
+        std::string_view a, b;
+        std::int64_t factor;
+    };
+    static constexpr Suffix suffixes[] = {
+        {"", "b", 1}, {"k", "kib", 1ll << 10}, {"m", "mib", 1ll << 20}, {"g", "gib", 1ll << 30}};
+    for (const auto& s : suffixes)
+        if (iequals(unit, s.a) || iequals(unit, s.b)) return scaled(*value, s.factor);
+    return std::nullopt;
+}
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+    std::string_view unit;
+    auto value = leading_number(text, unit);
+    if (!value) return std::nullopt;
+    std::optional<std::int64_t> ms;
+    if (unit.empty() || iequals(unit, "ms"))
+        ms = value;
+    else if (iequals(unit, "s"))
+        ms = scaled(*value, 1000);
+    else if (iequals(unit, "m") || iequals(unit, "min"))
+        ms = scaled(*value, 60'000);
+    if (!ms) return std::nullopt;
+    return std::chrono::milliseconds(*ms);
+}
+
+int env_size(const char* name, std::int64_t& value, std::int64_t min, std::int64_t max) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return 0;
+    auto parsed = parse_size(text);
+    if (!parsed || *parsed < min || *parsed > max) {
+        const std::string expected = "a size from " + std::to_string(min) + " to " +
+                                     std::to_string(max) + " bytes (suffixes K, M, G)";
+        log_rejected(name, text, expected.c_str());
+        return -BMI_EINVAL;
+    }
+    value = *parsed;
+    return 0;
+}
+
+int env_duration(const char* name, std::chrono::milliseconds& value,
+                 std::chrono::milliseconds min, std::chrono::milliseconds max) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return 0;
+    auto parsed = parse_duration(text);
+    if (!parsed || *parsed < min || *parsed > max) {
+        const std::string expected = "a time from " + std::to_string(min.count()) + " to " +
+                                     std::to_string(max.count()) + " ms (units ms, s, m)";
+        log_rejected(name, text, expected.c_str());
+        return -BMI_EINVAL;
+    }
+    value = *parsed;
+    return 0;
+}
+
+}  // namespace bmi::support

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A peer made of plain POSIX sockets, for tests that speak the tcp wire format by hand: bad
+// input, legacy (OrangeFS) framing and hostile peers.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "methods/tcp/tcp_address.hpp"
+#include "methods/tcp/tcp_wire.hpp"
+#include "tcp_test_harness.hpp"
+
+namespace bmi::method::tcp::test {
+
+
+inline std::uint16_t port_from(const std::string& address) {
+    auto parsed = parse_tcp_address(address);
+    REQUIRE(parsed);
+    return parsed->port;
+}
+
+inline sockaddr_in loopback(std::uint16_t port) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return sa;
+}
+
+inline int raw_connect(std::uint16_t port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa = loopback(port);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    return fd;
+}
+
+inline int raw_listen(std::uint16_t& port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa = loopback(0);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    REQUIRE(listen(fd, 4) == 0);
+    socklen_t len = sizeof sa;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    port = ntohs(sa.sin_port);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    return fd;
+}
+
+inline int raw_accept(int listener, Method& m) {
+    int fd = -1;
+    drive({&m}, [&] { return (fd = accept(listener, nullptr, nullptr)) >= 0; });
+    if (fd >= 0) fcntl(fd, F_SETFL, O_NONBLOCK);
+    return fd;
+}
+
+inline bool raw_write(int fd, const void* data, std::size_t size, Method& m) {
+    const auto* p = static_cast<const char*>(data);
+    std::size_t done = 0;
+    return drive({&m}, [&] {
+        ssize_t n = send(fd, p + done, size - done, MSG_NOSIGNAL);
+        if (n > 0) done += static_cast<std::size_t>(n);
+        return done == size;
+    });
+}
+
+inline bool raw_read(int fd, void* data, std::size_t size, Method& m) {
+    auto* p = static_cast<char*>(data);
+    std::size_t done = 0;
+    return drive({&m}, [&] {
+        ssize_t n = recv(fd, p + done, size - done, 0);
+        if (n > 0) done += static_cast<std::size_t>(n);
+        return done == size || n == 0;
+    }) && done == size;
+}
+
+// True once the other side has closed fd (EOF or reset).
+inline bool raw_closed(int fd, Method& m, double seconds = 5.0) {
+    return drive({&m}, [&] {
+        char c;
+        ssize_t n = recv(fd, &c, 1, 0);
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    }, seconds);
+}
+
+inline std::vector<std::uint8_t> legacy_frame(Mode mode, bmi_msg_tag_t tag,
+                                       const std::vector<std::uint8_t>& payload) {
+    std::vector<std::uint8_t> frame(legacy_header_size);
+    Header h;
+    h.mode = mode;
+    h.tag = wire_tag(tag);
+    h.size = payload.size();
+    encode_header(h, false, frame.data());
+    frame.insert(frame.end(), payload.begin(), payload.end());
+    return frame;
+}
+
+inline Header read_header(int fd, bool v2, Method& m) {
+    std::uint8_t buf[max_header_size] = {};
+    REQUIRE(raw_read(fd, buf, v2 ? v2_header_size : legacy_header_size, m));
+    return decode_header(buf, v2);
+}
+
+// A v2 frame header with no payload (RTS, CTS, NAK) or announcing one (DATA).
+inline std::vector<std::uint8_t> v2_frame(Mode mode, bmi_msg_tag_t tag, std::uint64_t size,
+                                          std::uint64_t cookie) {
+    std::vector<std::uint8_t> frame(v2_header_size);
+    Header h;
+    h.mode = mode;
+    h.tag = wire_tag(tag);
+    h.size = size;
+    h.cookie = cookie;
+    encode_header(h, true, frame.data());
+    return frame;
+}
+
+// Connects to port and completes the v2 handshake announcing `announced`; -1 on failure.
+inline int raw_v2_connect(std::uint16_t port, const std::string& announced, Method& m) {
+    int fd = raw_connect(port);
+    auto hello = encode_hello(Hello{feature_rendezvous, announced}, false);
+    if (!raw_write(fd, hello.data(), hello.size(), m)) return -1;
+    Header ack = read_header(fd, false, m);
+    std::vector<std::uint8_t> body(ack.size);
+    if (ack.mode != Mode::hello_ack || !raw_read(fd, body.data(), body.size(), m)) return -1;
+    return fd;
+}
+
+// True if nothing arrives on fd while m runs for `seconds`.
+inline bool raw_silent(int fd, Method& m, double seconds = 0.3) {
+    bool got = false;
+    drive({&m}, [&] {
+        char c;
+        got = recv(fd, &c, 1, MSG_PEEK) > 0;
+        return got;
+    }, seconds);
+    return !got;
+}
+
+}  // namespace bmi::method::tcp::test
