@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "bmi/core/reference_list.hpp"
@@ -187,6 +188,9 @@ private:
         pending_;                                  // guarded by state_mutex_
     std::deque<UnexpectedMessage> unexpected_;     // guarded by state_mutex_
     std::unordered_map<void*, bmi_size_t> unexpected_owned_;  // buffers handed out, by size
+    // BMI_memalloc buffers the control layer allocated itself (methods track their own), so
+    // that BMI_memfree of a foreign or already freed pointer is refused, not passed to free().
+    std::unordered_set<void*> memalloc_owned_;  // guarded by state_mutex_
     bmi_size_t unexpected_bytes_ = 0;              // guarded by state_mutex_
     ReferenceList addresses_;                      // guarded by state_mutex_
     std::string methods_string_;                   // for BMI_TRANSPORT_METHODS_STRING

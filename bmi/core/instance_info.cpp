@@ -131,24 +131,29 @@ void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
     void* buffer = nullptr;
     std::size_t bytes = static_cast<std::size_t>(size > 0 ? size : 1);
     if (posix_memalign(&buffer, 64, bytes) != 0) return nullptr;
+    std::lock_guard lock(state_mutex_);
+    memalloc_owned_.insert(buffer);
     return buffer;
 }
 
 int Instance::memfree(BMI_addr_t addr, void* buffer) {
-    int index;
     {
         std::lock_guard lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
-        if (entry == nullptr) return -BMI_EINVAL;
-        index = entry->method_index;
+        if (addresses_.find(addr) == nullptr) return -BMI_EINVAL;
+        if (memalloc_owned_.erase(buffer) != 0) {
+            std::free(buffer);
+            return 0;
+        }
     }
-    {
-        MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
-        std::lock_guard lock(slot.lock);
-        if (slot.method && slot.method->mem_free(buffer)) return 0;
+    // Memory a method prepared: ask every method, since an application may free through an
+    // address of another method than the one it allocated with.
+    for (auto& slot : slots_) {
+        std::lock_guard lock(slot->lock);
+        if (slot->method && slot->method->mem_free(buffer)) return 0;
     }
-    std::free(buffer);
-    return 0;
+    BMI_LOG(error, "BMI_memfree: %p was not allocated by BMI_memalloc or is already freed",
+            buffer);
+    return -BMI_EINVAL;
 }
 
 int Instance::unexpected_free(void* buffer) {

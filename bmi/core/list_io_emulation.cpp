@@ -12,7 +12,8 @@ bmi_size_t list_total(const void* const* buffers, const bmi_size_t* sizes, int c
     bmi_size_t total = 0;
     for (int i = 0; i < count; ++i) {
         if (sizes[i] < 0 || (sizes[i] > 0 && buffers[i] == nullptr)) return -1;
-        total += sizes[i];
+        // A sum that wraps could equal the total the caller gave and pass as valid.
+        if (__builtin_add_overflow(total, sizes[i], &total)) return -1;
     }
     return total;
 }

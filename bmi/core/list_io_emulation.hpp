@@ -14,7 +14,8 @@ void* pack_list(const void* const* buffers, const bmi_size_t* sizes, int count,
 // Scatters the first `bytes` of packed into the list.
 void unpack_list(const void* packed, bmi_size_t bytes, const void* const* buffers,
                  const bmi_size_t* sizes, int count);
-// Sum of sizes, or -1 if count < 1, a size is negative or a buffer is null with size > 0.
+// Sum of sizes, or -1 if count < 1, a size is negative, a buffer is null with size > 0, or the
+// sum does not fit in 64 bits.
 bmi_size_t list_total(const void* const* buffers, const bmi_size_t* sizes, int count);
 
 }  // namespace bmi::core

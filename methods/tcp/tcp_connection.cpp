@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Connection lifecycle: connect, accept, handshake outcome, peer binding, failure and teardown.
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -65,12 +66,18 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
 }
 
 void TcpMethod::accept_all() {
+    // Keep one descriptor in reserve while we still can, for the day the table is full.
+    if (reserve_fd_ < 0) reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (;;) {
         SocketAddress from;
         from.length = sizeof from.storage;
         int fd = accept4(listen_fd_, from.get(), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EMFILE || errno == ENFILE) {
+                if (shed_one_connection()) continue;
+                return;
+            }
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 BMI_LOG(tcp, "tcp: accept failed: errno %d", errno);
             return;
@@ -82,6 +89,36 @@ void TcpMethod::accept_all() {
         BMI_LOG(tcp, "tcp: accepted %s (connection %llu)", describe(from).c_str(),
                 static_cast<unsigned long long>(c.id));
     }
+}
+
+bool TcpMethod::shed_one_connection() {
+    // Level-triggered epoll reports the pending connection again and again while accept fails,
+    // which would spin the caller. The reserve descriptor lets us take it and close it at once:
+    // the client sees a reset, and the clients we already serve are untouched.
+    if (shed_count_++ % 1024 == 0)
+        BMI_LOG(tcp, "tcp: out of file descriptors; refusing new connections (%llu so far)",
+                static_cast<unsigned long long>(shed_count_));
+    if (reserve_fd_ >= 0) {
+        close(reserve_fd_);
+        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        const int err = errno;
+        if (fd >= 0) close(fd);
+        reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) return true;
+        if (err == EAGAIN || err == EWOULDBLOCK) return false;  // nobody is waiting any more
+    }
+    // No reserve (another thread took the slot): stop watching the listener until one of our
+    // own connections closes and frees a descriptor.
+    set_listener_interest(false);
+    return false;
+}
+
+void TcpMethod::set_listener_interest(bool on) {
+    if (listen_fd_ < 0 || listener_watched_ == on) return;
+    epoll_event ev{};
+    ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
+    ev.data.u64 = listener_id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) listener_watched_ = on;
 }
 
 void TcpMethod::finish_connect(Connection& c) {
@@ -197,6 +234,7 @@ void TcpMethod::retire(Connection& c) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     close(c.fd);
     c.fd = -1;
+    set_listener_interest(true);  // a descriptor is free again
     if (c.peer) {
         TcpPeer& p = *c.peer;
         // Headers whose payload would have come on this socket can never complete.

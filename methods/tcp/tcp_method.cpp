@@ -60,6 +60,7 @@ TcpMethod::~TcpMethod() {
         peer->send_connection = nullptr;
     }
     if (listen_fd_ >= 0) close(listen_fd_);
+    if (reserve_fd_ >= 0) close(reserve_fd_);
     if (timer_fd_ >= 0) close(timer_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }

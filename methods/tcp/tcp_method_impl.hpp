@@ -112,6 +112,8 @@ private:
     Connection* open_outbound(const std::shared_ptr<TcpPeer>& peer, int& error);
     Connection& add_connection(int fd, bool outbound, std::uint32_t events);
     void accept_all();
+    bool shed_one_connection();
+    void set_listener_interest(bool on);
     void finish_connect(Connection& c);
     void bind_peer(Connection& c, const std::string& announced, bool legacy);
     void connection_broken(Connection& c, int error);
@@ -172,6 +174,9 @@ private:
     int epoll_fd_ = -1;
     int timer_fd_ = -1;
     int listen_fd_ = -1;
+    bool listener_watched_ = true;
+    int reserve_fd_ = -1;  // /dev/null, given up under EMFILE to accept and shed a connection
+    std::uint64_t shed_count_ = 0;
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool force_legacy_ = false;

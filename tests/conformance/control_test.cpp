@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -153,6 +154,24 @@ TEST_CASE("addresses: lookup errors, reverse lookup, drop", "[conformance]") {
     bmi_op_id_t id = 0;
     REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, buffer, 8, 1),
                                        id, nullptr) == -BMI_EINVAL);
+}
+
+TEST_CASE("BMI_memfree refuses foreign and already freed pointers", "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    auto& client = *pair.client.instance;
+    for (bmi_size_t size : {bmi_size_t{64}, bmi_size_t{4 << 20}}) {
+        void* buffer = client.memalloc(pair.server_addr, size);
+        REQUIRE(buffer != nullptr);
+        std::memset(buffer, 1, static_cast<std::size_t>(size));
+        REQUIRE(client.memfree(pair.server_addr, buffer) == 0);
+        REQUIRE(client.memfree(pair.server_addr, buffer) == -BMI_EINVAL);  // twice
+    }
+    char on_stack[16];
+    REQUIRE(client.memfree(pair.server_addr, on_stack) == -BMI_EINVAL);
+    void* from_malloc = std::malloc(32);
+    REQUIRE(client.memfree(pair.server_addr, from_malloc) == -BMI_EINVAL);
+    std::free(from_malloc);
 }
 
 TEST_CASE("a test with idle time returns as soon as its operation completes",

@@ -24,6 +24,10 @@ TEST_CASE("list_total validates and sums") {
     REQUIRE(list_total(with_null, sizes, 2) == -1);
     bmi_size_t zero_for_null[2] = {4, 0};
     REQUIRE(list_total(with_null, zero_for_null, 2) == 4);
+    // 2^62 * 4 wraps to 0 in 64 bits; a wrapped sum must not pass as a total.
+    const void* four[4] = {a, a, b, b};
+    bmi_size_t huge[4] = {1ll << 62, 1ll << 62, 1ll << 62, 1ll << 62};
+    REQUIRE(list_total(four, huge, 4) == -1);
 }
 
 TEST_CASE("pack then unpack into a differently split list restores the bytes") {

@@ -4,7 +4,11 @@
 // nothing, and what a peer can make us hold is bounded.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "tcp_raw_peer.hpp"
@@ -302,4 +306,80 @@ TEST_CASE("a transfer whose DATA never comes times out", "[tcp][hostile]") {
     REQUIRE(drive({p.server.get()}, [&] { return r->completed; }, 3.0));
     CHECK(r->error == -BMI_ETIMEDOUT);
     close(fd);
+}
+
+namespace {
+int open_descriptors() {
+    int n = 0;
+    for ([[maybe_unused]] auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+}
+
+double cpu_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+}  // namespace
+
+TEST_CASE("out of descriptors, the server sheds new connections and keeps serving",
+          "[tcp][hostile]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    const std::uint16_t port = port_from(p.server->listen_address());
+    int ready[2], release[2];
+    REQUIRE(pipe(ready) == 0);
+    REQUIRE(pipe(release) == 0);
+    rlimit saved{};
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(open_descriptors() + 4);
+
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        close(release[1]);  // so that the parent's close is our end-of-file
+        // 40 clients that connect and say nothing.
+        for (int i = 0; i < 40; ++i) {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            sockaddr_in sa = loopback(port);
+            if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) close(fd);
+        }
+        char c = 1;
+        if (write(ready[1], &c, 1) != 1) _exit(1);
+        if (read(release[0], &c, 1) < 0) _exit(1);
+        _exit(0);
+    }
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+    char c = 0;
+    close(release[0]);
+    REQUIRE(read(ready[0], &c, 1) == 1);
+    const double before = cpu_seconds();
+    drive({p.server.get()}, [] { return false; }, 0.5);
+    const double spent = cpu_seconds() - before;
+    CHECK(spent < 0.25);  // a server spinning on EMFILE burns the whole 0.5 s
+
+    // The client served before the flood still is, both ways.
+    auto data = pattern(1000, 3);
+    std::vector<std::uint8_t> got(1000), back(1000);
+    auto r = make_op(OpKind::recv, p.to_client, 5, got.data(), 1000);
+    auto s = make_op(OpKind::send, p.to_server, 5, data.data(), 1000);
+    auto r2 = make_op(OpKind::recv, p.to_server, 6, back.data(), 1000);
+    auto s2 = make_op(OpKind::send, p.to_client, 6, data.data(), 1000);
+    post(*p.server, *r);
+    post(*p.client, *s);
+    post(*p.client, *r2);
+    post(*p.server, *s2);
+    CHECK(p.run([&] { return r->completed && s->completed && r2->completed && s2->completed; }));
+    CHECK(got == data);
+    CHECK(back == data);
+
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+    close(release[1]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    close(ready[0]);
+    close(ready[1]);
 }
