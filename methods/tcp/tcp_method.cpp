@@ -77,16 +77,22 @@ int TcpMethod::start(const Config& config) {
         return support::bmi_error_from_errno(errno);
     if (config.listen_address.empty()) return 0;
 
-    auto parsed = parse_tcp_address(config.listen_address);
+    auto parsed = parse_tcp_address(without_trailing_space(config.listen_address));
     if (!parsed) return -BMI_EINVAL;
-    SocketAddress given;
-    if (int rc = resolve(parsed->host, parsed->port, given); rc < 0) return rc;
-    // Without BIND_SPECIFIC a server answers on every interface of the family, but keeps
-    // announcing the name it was given, which is what clients should look up.
-    const SocketAddress bind_to = (config.flags & BMI_TCP_BIND_SPECIFIC) != 0
-                                      ? given
-                                      : wildcard_of(given, parsed->port);
-    if (int rc = open_listener(bind_to, listen_fd_); rc < 0) {
+    // Without BIND_SPECIFIC a server answers on every interface and never resolves the host (as
+    // OrangeFS, which is given "tcp://NULL:3334"), but keeps announcing the name it was given,
+    // which is what clients should look up.
+    SocketAddress bind_to = every_address_for(parsed->host, parsed->port);
+    if ((config.flags & BMI_TCP_BIND_SPECIFIC) != 0) {
+        if (int rc = resolve(parsed->host, parsed->port, bind_to); rc < 0) return rc;
+    }
+    int rc = open_listener(bind_to, listen_fd_);
+    if (rc < 0 && (config.flags & BMI_TCP_BIND_SPECIFIC) == 0 && bind_to.family() == AF_INET6) {
+        // A kernel without IPv6: every IPv4 address is what remains.
+        BMI_LOG(tcp, "tcp: no IPv6 wildcard (%d); listening on IPv4 only", rc);
+        rc = open_listener(every_address_for("0.0.0.0", parsed->port), listen_fd_);
+    }
+    if (rc < 0) {
         BMI_LOG(tcp, "tcp: cannot listen on %s: %d", config.listen_address.c_str(), rc);
         return rc;
     }
