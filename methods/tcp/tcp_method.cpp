@@ -149,7 +149,15 @@ int TcpMethod::lookup_prepared(std::string_view, const LookupHint& hint,
 int TcpMethod::post(Operation& op) {
     if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr))
         return -BMI_EINVAL;
-    if (!peers_.adopt(op)) return -BMI_EINVAL;
+    auto peer = peers_.adopt(op);
+    if (!peer) return -BMI_EINVAL;
+    // No legacy peer can send more than 16 MiB, so such a receive would wait forever; OrangeFS
+    // refuses it when posted, and so do we once the peer is known to be legacy.
+    if (op.kind == OpKind::recv && peer->legacy && op.total_size > legacy_message_limit) {
+        BMI_LOG(tcp, "tcp: receive of %lld bytes from legacy peer %s refused: over 16 MiB",
+                static_cast<long long>(op.total_size), describe_peer(*peer).c_str());
+        return -BMI_EINVAL;
+    }
     place(op, Place::posting);
     completions_.begin_post(op);
     int rc = completions_.end_post(op.kind == OpKind::recv ? post_recv(op) : post_send(op));

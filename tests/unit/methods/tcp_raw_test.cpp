@@ -253,6 +253,14 @@ TEST_CASE("legacy client interop", "[tcp][raw][legacy]") {
     std::vector<std::uint8_t> huge(1);
     auto s3 = make_op(OpKind::send, peer, 11, huge.data(), legacy_message_limit + 1);
     CHECK(server.post(*s3) == -BMI_EMSGSIZE);
+    // No legacy peer can send more than 16 MiB, so such a receive is refused when posted, as
+    // OrangeFS refuses it; one of exactly 16 MiB is posted.
+    auto r3 = make_op(OpKind::recv, peer, 11, huge.data(), legacy_message_limit + 1);
+    CHECK(server.post(*r3) == -BMI_EINVAL);
+    auto r4 = make_op(OpKind::recv, peer, 11, huge.data(), legacy_message_limit);
+    CHECK(server.post(*r4) == 0);
+    server.cancel(*r4);
+    CHECK(r4->error == -BMI_ECANCEL);
     close(fd);
 }
 
