@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <set>
 
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "support/error/error_map.hpp"
@@ -313,6 +314,16 @@ int TcpMethod::get_info(Peer* peer, int option, void* arg) {
                     waiting = 1;
             }
             *static_cast<int*>(arg) = waiting;
+            return 0;
+        }
+        case BMI_UNEXPECTED_QUOTA_USE: {
+            // The control layer filled in bytes and limit; add the peers held back here.
+            std::set<const Peer*> blocked;
+            for (auto& [id, c] : connections_)
+                if (!c->closed && c->phase == ReadPhase::wait_unexpected && c->peer)
+                    blocked.insert(c->peer.get());
+            static_cast<BMI_unexpected_quota_use*>(arg)->blocked_peers +=
+                static_cast<int>(blocked.size());
             return 0;
         }
         default:
