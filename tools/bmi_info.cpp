@@ -81,7 +81,7 @@ int usage(std::ostream& out, int code) {
     return code;
 }
 
-std::string size_text(int bytes) {
+std::string size_text(long long bytes) {
     if (bytes == 0x7fffffff) return "2 GiB - 1 B (the int the C API reports; maybe more)";
     if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
     if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
@@ -124,6 +124,11 @@ void print_limits(std::ostream& out) {
     int b = BMI_get_info(0, BMI_GET_UNEXP_SIZE, &unexp);
     out << "  limits:   max message " << (a < 0 ? "n/a" : size_text(max_size))
         << ", unexpected messages up to " << (b < 0 ? "n/a" : size_text(unexp)) << "\n";
+    BMI_unexpected_quota_use use{};
+    if (BMI_get_info(0, BMI_UNEXPECTED_QUOTA_USE, &use) < 0) return;
+    out << "  quota:    unexpected messages " << size_text(use.limit) << " (BMI_UNEXPECTED_QUOTA), "
+        << size_text(use.used) << " in use, " << use.blocked_peers
+        << " peer(s) held back in the network\n";
 }
 
 // Starts the method alone as a client, then as a server (a client instance starts its

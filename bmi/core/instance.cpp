@@ -455,7 +455,20 @@ BMI_addr_t Instance::on_register_peer(int method_index,
 
 void* Instance::on_alloc_unexpected(bmi_size_t size) {
     std::lock_guard lock(state_mutex_);
-    if (size < 0 || unexpected_bytes_ + size > unexpected_quota_) return nullptr;
+    if (size < 0) return nullptr;
+    if (unexpected_bytes_ + size > unexpected_quota_) {
+        // Backpressure is right, but a server whose application never frees unexpected buffers
+        // hangs with it: say so once, without BMI_DEBUG (the method retries every progress call).
+        if (!quota_warned_)
+            BMI_WARN("unexpected-message quota full (%lld of %lld bytes not yet returned by "
+                     "BMI_unexpected_free): a peer's unexpected messages wait in the network "
+                     "until memory is freed; raise the quota with BMI_UNEXPECTED_QUOTA=BYTES or "
+                     "the unexpected_quota= option of BMI_initialize",
+                     static_cast<long long>(unexpected_bytes_),
+                     static_cast<long long>(unexpected_quota_));
+        quota_warned_ = true;
+        return nullptr;
+    }
     void* buffer = std::malloc(static_cast<std::size_t>(size > 0 ? size : 1));
     if (buffer == nullptr) return nullptr;
     unexpected_bytes_ += size;

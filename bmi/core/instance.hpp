@@ -111,6 +111,8 @@ public:
 
     int set_info(BMI_addr_t addr, int option, void* arg);
     int get_info(BMI_addr_t addr, int option, void* arg);
+    // BMI_UNEXPECTED_QUOTA_USE: bytes used and limit from here, blocked peers from each method.
+    int unexpected_quota_use(BMI_unexpected_quota_use& out);
 
     // The listen addresses of all methods, comma separated ("" for a client).
     std::string listen_addresses();
@@ -192,6 +194,7 @@ private:
     // that BMI_memfree of a foreign or already freed pointer is refused, not passed to free().
     std::unordered_set<void*> memalloc_owned_;  // guarded by state_mutex_
     bmi_size_t unexpected_bytes_ = 0;              // guarded by state_mutex_
+    bool quota_warned_ = false;                    // guarded by state_mutex_
     ReferenceList addresses_;                      // guarded by state_mutex_
     std::string methods_string_;                   // for BMI_TRANSPORT_METHODS_STRING
     std::string listen_string_;                    // for BMI_GET_METH_ADDR with addr 0

@@ -280,6 +280,8 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
         *static_cast<const char**>(arg) = methods_string_.c_str();
         return 0;
     }
+    case BMI_UNEXPECTED_QUOTA_USE:
+        return unexpected_quota_use(*static_cast<BMI_unexpected_quota_use*>(arg));
     case BMI_DROP_ADDR_QUERY: {
         if (!peer) return -BMI_EINVAL;
         std::lock_guard lock(state_mutex_);
@@ -298,6 +300,23 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
         if (one != -BMI_ENOSYS) return one;
     }
     return rc;
+}
+
+int Instance::unexpected_quota_use(BMI_unexpected_quota_use& out) {
+    {
+        std::lock_guard lock(state_mutex_);
+        out.used = unexpected_bytes_;
+        out.limit = unexpected_quota_;
+    }
+    out.blocked_peers = 0;
+    // Only a method knows which of its peers it stopped reading; each adds its own count
+    // (a method without the option answers -BMI_ENOSYS and adds nothing).
+    for (auto& slot : slots_) {
+        if (!slot->active.load()) continue;
+        std::lock_guard lock(slot->lock);
+        (void)slot->method->get_info(nullptr, BMI_UNEXPECTED_QUOTA_USE, &out);
+    }
+    return 0;
 }
 
 std::string Instance::listen_addresses() {

@@ -56,7 +56,17 @@ enum
     BMI_TCP_CLOSE_SOCKET = 13,
     BMI_OPTIMISTIC_BUFFER_REG = 14,
     BMI_TCP_CHECK_UNEXPECTED = 15,
-    BMI_TRANSPORT_METHODS_STRING = 16
+    BMI_TRANSPORT_METHODS_STRING = 16,
+    /* libbmi's own options start at 0x1000, far from OrangeFS's numbers. */
+    BMI_UNEXPECTED_QUOTA_USE = 0x1000 /* get_info, struct BMI_unexpected_quota_use* */
+};
+
+/* What BMI_get_info(0, BMI_UNEXPECTED_QUOTA_USE, ...) reports about the unexpected quota. */
+struct BMI_unexpected_quota_use
+{
+    bmi_size_t used;   /* bytes of unexpected messages not yet returned by BMI_unexpected_free */
+    bmi_size_t limit;  /* the quota (BMI_UNEXPECTED_QUOTA or the unexpected_quota= option) */
+    int blocked_peers; /* peers whose next unexpected message waits in the network for quota */
 };
 
 /* What BMI_testunexpected hands out; buffer belongs to the caller until BMI_unexpected_free. */

@@ -101,6 +101,18 @@ SocketAddress wildcard_of(const SocketAddress& addr, std::uint16_t port) {
     return out;
 }
 
+SocketAddress every_address_for(const std::string& host, std::uint16_t port) {
+    SocketAddress family;
+    in_addr v4{};
+    family.storage.ss_family = inet_pton(AF_INET, host.c_str(), &v4) == 1 ? AF_INET : AF_INET6;
+    return wildcard_of(family, port);
+}
+
+std::string_view without_trailing_space(std::string_view address) {
+    const auto end = address.find_last_not_of(" \t\r\n\v\f");
+    return end == std::string_view::npos ? std::string_view{} : address.substr(0, end + 1);
+}
+
 std::string ip_text(const SocketAddress& addr) {
     char buf[INET6_ADDRSTRLEN] = {};
     in_addr v4{};

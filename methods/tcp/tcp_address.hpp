@@ -34,6 +34,12 @@ std::optional<ParsedAddress> parse_tcp_address(std::string_view address);
 int resolve(const std::string& host, std::uint16_t port, SocketAddress& out);
 // The wildcard address of addr's family with port.
 SocketAddress wildcard_of(const SocketAddress& addr, std::uint16_t port);
+// What a server binds without BMI_TCP_BIND_SPECIFIC: every address, chosen without resolving
+// host, because OrangeFS configurations write hosts such as "NULL" there. An IPv4 literal gets
+// the IPv4 wildcard; any other host the IPv6 one, which open_listener makes dual-stack.
+SocketAddress every_address_for(const std::string& host, std::uint16_t port);
+// address without trailing whitespace: configuration files often leave a newline behind.
+std::string_view without_trailing_space(std::string_view address);
 
 // "192.168.1.5" / "::1" (IPv4-mapped IPv6 shown as IPv4); "" if unknown.
 std::string ip_text(const SocketAddress& addr);

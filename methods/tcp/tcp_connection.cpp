@@ -162,7 +162,7 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
 }
 
 void TcpMethod::connection_broken(Connection& c, int error) {
-    // An OrangeFS acceptor drops the connection on the unknown HELLO mode.
+    // An OrangeFS acceptor drops the connection on HELLO's magic.
     if (c.outbound && c.state == ConnState::await_ack) {
         fall_back_to_legacy(c);
         return;

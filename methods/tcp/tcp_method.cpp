@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <set>
 
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "support/error/error_map.hpp"
@@ -77,16 +78,22 @@ int TcpMethod::start(const Config& config) {
         return support::bmi_error_from_errno(errno);
     if (config.listen_address.empty()) return 0;
 
-    auto parsed = parse_tcp_address(config.listen_address);
+    auto parsed = parse_tcp_address(without_trailing_space(config.listen_address));
     if (!parsed) return -BMI_EINVAL;
-    SocketAddress given;
-    if (int rc = resolve(parsed->host, parsed->port, given); rc < 0) return rc;
-    // Without BIND_SPECIFIC a server answers on every interface of the family, but keeps
-    // announcing the name it was given, which is what clients should look up.
-    const SocketAddress bind_to = (config.flags & BMI_TCP_BIND_SPECIFIC) != 0
-                                      ? given
-                                      : wildcard_of(given, parsed->port);
-    if (int rc = open_listener(bind_to, listen_fd_); rc < 0) {
+    // Without BIND_SPECIFIC a server answers on every interface and never resolves the host (as
+    // OrangeFS, which is given "tcp://NULL:3334"), but keeps announcing the name it was given,
+    // which is what clients should look up.
+    SocketAddress bind_to = every_address_for(parsed->host, parsed->port);
+    if ((config.flags & BMI_TCP_BIND_SPECIFIC) != 0) {
+        if (int rc = resolve(parsed->host, parsed->port, bind_to); rc < 0) return rc;
+    }
+    int rc = open_listener(bind_to, listen_fd_);
+    if (rc < 0 && (config.flags & BMI_TCP_BIND_SPECIFIC) == 0 && bind_to.family() == AF_INET6) {
+        // A kernel without IPv6: every IPv4 address is what remains.
+        BMI_LOG(tcp, "tcp: no IPv6 wildcard (%d); listening on IPv4 only", rc);
+        rc = open_listener(every_address_for("0.0.0.0", parsed->port), listen_fd_);
+    }
+    if (rc < 0) {
         BMI_LOG(tcp, "tcp: cannot listen on %s: %d", config.listen_address.c_str(), rc);
         return rc;
     }
@@ -143,7 +150,15 @@ int TcpMethod::lookup_prepared(std::string_view, const LookupHint& hint,
 int TcpMethod::post(Operation& op) {
     if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr))
         return -BMI_EINVAL;
-    if (!peers_.adopt(op)) return -BMI_EINVAL;
+    auto peer = peers_.adopt(op);
+    if (!peer) return -BMI_EINVAL;
+    // No legacy peer can send more than 16 MiB, so such a receive would wait forever; OrangeFS
+    // refuses it when posted, and so do we once the peer is known to be legacy.
+    if (op.kind == OpKind::recv && peer->legacy && op.total_size > legacy_message_limit) {
+        BMI_LOG(tcp, "tcp: receive of %lld bytes from legacy peer %s refused: over 16 MiB",
+                static_cast<long long>(op.total_size), describe_peer(*peer).c_str());
+        return -BMI_EINVAL;
+    }
     place(op, Place::posting);
     completions_.begin_post(op);
     int rc = completions_.end_post(op.kind == OpKind::recv ? post_recv(op) : post_send(op));
@@ -299,6 +314,16 @@ int TcpMethod::get_info(Peer* peer, int option, void* arg) {
                     waiting = 1;
             }
             *static_cast<int*>(arg) = waiting;
+            return 0;
+        }
+        case BMI_UNEXPECTED_QUOTA_USE: {
+            // The control layer filled in bytes and limit; add the peers held back here.
+            std::set<const Peer*> blocked;
+            for (auto& [id, c] : connections_)
+                if (!c->closed && c->phase == ReadPhase::wait_unexpected && c->peer)
+                    blocked.insert(c->peer.get());
+            static_cast<BMI_unexpected_quota_use*>(arg)->blocked_peers +=
+                static_cast<int>(blocked.size());
             return 0;
         }
         default:

@@ -288,7 +288,9 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
     } else {
         bind_peer(c, hello->address, false);
         OutFrame reply;
-        reply.body = encode_hello(Hello{feature_rendezvous, listen_address_}, true);
+        // Answer under the magic the HELLO came with, so an older libbmi client accepts it.
+        reply.body = encode_hello(Hello{feature_rendezvous, listen_address_}, true,
+                                  c.header.magic);
         c.control_queue.push_back(std::move(reply));
     }
     flush(c);

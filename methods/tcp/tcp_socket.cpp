@@ -44,6 +44,8 @@ void configure_socket(int fd, const BufferSizes& sizes) {
 int open_listener(const SocketAddress& addr, int& fd) {
     if (int rc = new_socket(addr.family(), fd); rc < 0) return rc;
     set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+    // The IPv6 wildcard also takes IPv4 clients, whatever the system's bindv6only default.
+    if (addr.family() == AF_INET6) set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0);
     if (bind(fd, addr.get(), addr.length) < 0 || listen(fd, 128) < 0) {
         const int rc = support::bmi_error_from_errno(errno);
         close(fd);

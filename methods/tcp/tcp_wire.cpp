@@ -30,6 +30,13 @@ std::uint64_t get_u64(const std::uint8_t* p) {
     return v;
 }
 
+bool magic_allowed(const Header& h, Dialect d) {
+    if (h.mode == Mode::hello)
+        return h.magic == hello_magic || (d == Dialect::first_inbound && h.magic == wire_magic);
+    if (h.mode == Mode::hello_ack) return h.magic == hello_magic;
+    return h.magic == wire_magic;
+}
+
 bool mode_allowed(Mode m, Dialect d) {
     switch (d) {
         case Dialect::first_inbound:
@@ -68,7 +75,7 @@ Header decode_header(const std::uint8_t* in, bool v2) {
 }
 
 int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit) {
-    if (h.magic != wire_magic || !mode_allowed(h.mode, d)) return -BMI_EPROTO;
+    if (!mode_allowed(h.mode, d) || !magic_allowed(h, d)) return -BMI_EPROTO;
     // Compare as unsigned so a size with the top bit set cannot pass as negative.
     const auto limit = [&](bmi_size_t l) { return h.size <= static_cast<std::uint64_t>(l); };
     switch (h.mode) {
@@ -96,11 +103,12 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit) {
     return -BMI_EPROTO;
 }
 
-std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack) {
+std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32_t magic) {
     const std::size_t addr_len = std::min<std::size_t>(hello.address.size(), BMI_MAX_ADDR_LEN);
     const std::size_t body = hello_fixed_size + addr_len;
     std::vector<std::uint8_t> frame(legacy_header_size + body, 0);
     Header h;
+    h.magic = magic;
     h.mode = ack ? Mode::hello_ack : Mode::hello;
     h.tag = protocol_version;
     h.size = body;

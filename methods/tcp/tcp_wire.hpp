@@ -14,6 +14,11 @@
 namespace bmi::method::tcp {
 
 inline constexpr std::uint32_t wire_magic = 51903;
+// HELLO and HELLO_ACK carry their own magic ("BMIH" on the wire). An OrangeFS acceptor checks
+// only the magic, never the mode: a HELLO under wire_magic looked like a message to it and left
+// a failed receive behind. Under this magic it drops the connection before creating anything,
+// and the client falls back to legacy framing.
+inline constexpr std::uint32_t hello_magic = 0x48494D42;
 
 // Frame modes. The first three are all a legacy peer knows; the rest exist only after HELLO_ACK
 // (or, for HELLO itself, as the one frame a libbmi client risks sending to an unknown acceptor).
@@ -25,8 +30,8 @@ enum class Mode : std::uint32_t {
     cts = 0x20,        // v2: receiver matched the RTS with cookie
     nak = 0x40,        // v2: receiver's buffer is too small for the RTS with cookie
     data = 0x80,       // v2: one chunk of a cleared rendezvous transfer
-    hello = 0x100,
-    hello_ack = 0x101,
+    hello = 0x100,      // under hello_magic
+    hello_ack = 0x101,  // under hello_magic
 };
 
 inline constexpr std::size_t legacy_header_size = 24;
@@ -79,7 +84,8 @@ std::size_t encode_header(const Header& h, bool v2, std::uint8_t* out);
 // Reads a header of header_size(v2 ? v2 : legacy) bytes; does not validate.
 Header decode_header(const std::uint8_t* in, bool v2);
 // 0 if h may arrive in dialect d, else -BMI_EPROTO. Checks magic, mode and every size bound so
-// that nothing is ever allocated from an unchecked header.
+// that nothing is ever allocated from an unchecked header. HELLO and HELLO_ACK need hello_magic;
+// a first inbound HELLO may also come under wire_magic, from a libbmi client older than it.
 int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit);
 
 struct Hello {
@@ -87,8 +93,10 @@ struct Hello {
     std::string address;  // sender's listen address, may be empty
 };
 
-// A complete HELLO or HELLO_ACK frame: legacy-layout header plus body.
-std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack);
+// A complete HELLO or HELLO_ACK frame: legacy-layout header plus body. magic is hello_magic,
+// except for a HELLO_ACK answering an older libbmi client that sent its HELLO under wire_magic.
+std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack,
+                                       std::uint32_t magic = hello_magic);
 // Parses a body whose length the header gave; nullopt if inconsistent.
 std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Debug logging selected by mask. BMI_DEBUG=control,tcp,... (or "all") turns areas on; nothing is
 // printed by default. The mask is read once, on first use; a disabled BMI_LOG costs one load and
-// one branch and does not evaluate its arguments.
+// one branch and does not evaluate its arguments. BMI_WARN is the exception: always printed, for
+// the rare condition an operator must see without BMI_DEBUG (callers make it rare, e.g. once).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@ enum class LogArea : std::uint32_t {
     shm = 1u << 3,
     verbs = 1u << 4,
     error = 1u << 5,  // failures decided inside the library (on by "error" or "all")
+    warning = 1u << 6,  // BMI_WARN: printed whatever the mask
 };
 
 // Parses a BMI_DEBUG-style list; unknown words are ignored.
@@ -30,3 +32,5 @@ bool log_enabled(LogArea area);
         if (::bmi::support::log_enabled(::bmi::support::LogArea::area))               \
             ::bmi::support::log_print(::bmi::support::LogArea::area, __VA_ARGS__);    \
     } while (0)
+
+#define BMI_WARN(...) ::bmi::support::log_print(::bmi::support::LogArea::warning, __VA_ARGS__)

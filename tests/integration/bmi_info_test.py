@@ -48,6 +48,9 @@ for m in methods:
         if not re.search(r"limits:   max message \d+", body) or \
                 not re.search(r"unexpected messages up to \d+ (B|KiB|MiB)", body):
             fail(f"bmi_{m}: no limits:\n{body}")
+        if not re.search(r"quota:    unexpected messages 64 MiB \(BMI_UNEXPECTED_QUOTA\), "
+                         r"0 B in use, 0 peer\(s\) held back", body):
+            fail(f"bmi_{m}: no unexpected quota use:\n{body}")
         if not re.search(rf"gave {m}://\S+", body):
             fail(f"bmi_{m}: no listen address from the server probe:\n{body}")
 if "tcp" in methods and "127.0.0.1" not in out:

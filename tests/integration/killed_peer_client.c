@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bmi.h"
+#include "tcp_client_start.h"
 #include "killed_peer.h"
 
 static int fail(const char *what, int rc)
@@ -37,12 +38,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s SERVER_ADDR [SIZE]\n", argv[0]);
         return 2;
     }
-    if ((rc = BMI_initialize("bmi_tcp", NULL, 0, NULL)) < 0)
-        return fail("BMI_initialize", rc);
-    if ((rc = BMI_open_context(&context)) < 0)
-        return fail("BMI_open_context", rc);
-    if ((rc = BMI_addr_lookup(&server, argv[1], NULL)) < 0)
-        return fail("BMI_addr_lookup", rc);
+    if (tcp_client_start("killed_peer_client", argv[1], &context, &server) < 0)
+        return 1;
 
     rc = BMI_post_sendunexpected(&id, server, hello, sizeof(hello), BMI_EXT_ALLOC, KP_TAG_HELLO,
                                  NULL, context, NULL);

@@ -290,3 +290,74 @@ TEST_CASE("tcp peer failure completes pending operations", "[tcp]") {
     REQUIRE(p.run_client_only([&] { return r->completed; }));
     CHECK(r->error < 0);
 }
+
+namespace {
+// A server listening on address and a client, without the lookup of the announced address that
+// Pair does: "tcp://NULL:port" is announced but, like OrangeFS, no client can look it up.
+struct ServerAndClient {
+    TestSink server_sink;
+    TestSink client_sink;
+    std::unique_ptr<Method> server;
+    std::unique_ptr<Method> client;
+    int create_status = 0;
+
+    explicit ServerAndClient(const std::string& address, int flags = BMI_INIT_SERVER) {
+        Config sc;
+        sc.listen_address = address;
+        sc.flags = flags;
+        create_status = tcp::create(sc, server_sink, server);
+        if (create_status == 0) create_status = tcp::create(Config{}, client_sink, client);
+    }
+
+    std::string port() const {
+        const std::string addr = server->listen_address();
+        return addr.substr(addr.rfind(':') + 1);
+    }
+
+    // Sends one unexpected message from client to the server at address; true once it arrived.
+    bool reaches(const std::string& address) {
+        std::shared_ptr<Peer> peer;
+        if (client->lookup(address, peer) != 0) return false;
+        auto data = pattern(1000, 21);
+        auto s = make_op(OpKind::send_unexpected, peer, 70, data.data(), 1000);
+        const std::size_t before = server_sink.unexpected.size();
+        post(*client, *s);
+        return drive({server.get(), client.get()},
+                     [&] { return s->completed && server_sink.unexpected.size() > before; }) &&
+               s->error == 0;
+    }
+};
+}  // namespace
+
+TEST_CASE("tcp://NULL:port listens on every address without resolving NULL", "[tcp]") {
+    // OrangeFS's servers and tests are configured this way.
+    ServerAndClient p("tcp://NULL:0");
+    REQUIRE(p.create_status == 0);
+    CHECK(p.server->listen_address().rfind("tcp://NULL:", 0) == 0);
+    CHECK(p.port() != "0");
+    CHECK(p.reaches("tcp://127.0.0.1:" + p.port()));
+    // Dual-stack where the kernel has IPv6.
+    ServerAndClient v6("tcp://[::1]:0", BMI_INIT_SERVER | BMI_TCP_BIND_SPECIFIC);
+    if (v6.create_status == 0)
+        CHECK(p.reaches("tcp://[::1]:" + p.port()));
+    else
+        WARN("::1 unavailable; the IPv6 half is not checked");
+}
+
+TEST_CASE("tcp listen addresses ignore trailing whitespace", "[tcp]") {
+    ServerAndClient p("tcp://127.0.0.1:0\n");
+    REQUIRE(p.create_status == 0);
+    const std::string addr = p.server->listen_address();
+    CHECK(addr == "tcp://127.0.0.1:" + p.port());
+    CHECK(p.reaches(addr));
+    ServerAndClient spaced("tcp://NULL:0 \t\r\n");
+    CHECK(spaced.create_status == 0);
+}
+
+TEST_CASE("tcp with BMI_TCP_BIND_SPECIFIC the listen host must resolve", "[tcp]") {
+    const int specific = BMI_INIT_SERVER | BMI_TCP_BIND_SPECIFIC;
+    CHECK(ServerAndClient("tcp://NULL:0", specific).create_status == -BMI_EHOSTNTFD);
+    ServerAndClient p("tcp://127.0.0.1:0\n", specific);
+    REQUIRE(p.create_status == 0);
+    CHECK(p.reaches(p.server->listen_address()));
+}

@@ -3,11 +3,34 @@
 // directions, the fallback from HELLO to legacy, and the stall timeout.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <optional>
+
 #include "tcp_raw_peer.hpp"
 
 using namespace bmi::method;
 using namespace bmi::method::tcp;
 using namespace bmi::method::tcp::test;
+
+namespace {
+
+// Sends HELLO under magic and reads the acceptor's answer.
+struct HelloAnswer {
+    Header header;
+    std::optional<Hello> hello;
+};
+HelloAnswer raw_handshake(int fd, std::uint32_t magic, Method& m) {
+    auto hello = encode_hello(Hello{feature_rendezvous, ""}, false, magic);
+    REQUIRE(raw_write(fd, hello.data(), hello.size(), m));
+    HelloAnswer answer;
+    answer.header = read_header(fd, false, m);
+    std::vector<std::uint8_t> body(std::min<std::uint64_t>(answer.header.size, hello_max_body));
+    REQUIRE(raw_read(fd, body.data(), body.size(), m));
+    answer.hello = decode_hello_body(body);
+    return answer;
+}
+
+}  // namespace
 
 TEST_CASE("a bad magic kills only that connection", "[tcp][raw]") {
     Pair p;
@@ -47,18 +70,17 @@ TEST_CASE("an oversized unexpected header closes the connection unread", "[tcp][
 
 TEST_CASE("v2 handshake from a raw peer; an unknown DATA cookie is a protocol error",
           "[tcp][raw]") {
+    // wire_magic: the HELLO of a libbmi client older than hello_magic, still accepted, and
+    // answered under the magic that client checks for.
+    const std::uint32_t magic = GENERATE(hello_magic, wire_magic);
     Pair p;
     REQUIRE(p.create_status == 0);
     int fd = raw_connect(port_from(p.server->listen_address()));
-    auto hello = encode_hello(Hello{feature_rendezvous, ""}, false);
-    REQUIRE(raw_write(fd, hello.data(), hello.size(), *p.server));
-    Header ack = read_header(fd, false, *p.server);
-    CHECK(ack.mode == Mode::hello_ack);
-    std::vector<std::uint8_t> body(ack.size);
-    REQUIRE(raw_read(fd, body.data(), body.size(), *p.server));
-    auto parsed = decode_hello_body(body);
-    REQUIRE(parsed);
-    CHECK(parsed->address == p.server->listen_address());
+    HelloAnswer answer = raw_handshake(fd, magic, *p.server);
+    CHECK(answer.header.magic == magic);
+    CHECK(answer.header.mode == Mode::hello_ack);
+    REQUIRE(answer.hello);
+    CHECK(answer.hello->address == p.server->listen_address());
 
     Header data;
     data.mode = Mode::data;
@@ -135,6 +157,14 @@ TEST_CASE("legacy client interop", "[tcp][raw][legacy]") {
     std::vector<std::uint8_t> huge(1);
     auto s3 = make_op(OpKind::send, peer, 11, huge.data(), legacy_message_limit + 1);
     CHECK(server.post(*s3) == -BMI_EMSGSIZE);
+    // No legacy peer can send more than 16 MiB, so such a receive is refused when posted, as
+    // OrangeFS refuses it; one of exactly 16 MiB is posted.
+    auto r3 = make_op(OpKind::recv, peer, 11, huge.data(), legacy_message_limit + 1);
+    CHECK(server.post(*r3) == -BMI_EINVAL);
+    auto r4 = make_op(OpKind::recv, peer, 11, huge.data(), legacy_message_limit);
+    CHECK(server.post(*r4) == 0);
+    server.cancel(*r4);
+    CHECK(r4->error == -BMI_ECANCEL);
     close(fd);
 }
 
@@ -153,10 +183,12 @@ TEST_CASE("a client falls back to legacy when the acceptor drops HELLO", "[tcp][
     REQUIRE(post(*client, *s1) == 0);
     REQUIRE(post(*client, *s2) == 0);
 
-    // Behave like OrangeFS: read the header, see an unknown mode, close.
+    // Behave like OrangeFS: read the header, see a magic other than 51903, close. Under the
+    // legacy magic OrangeFS would have taken HELLO for a message.
     int first = raw_accept(listener, *client);
     REQUIRE(first >= 0);
     Header hello = read_header(first, false, *client);
+    CHECK(hello.magic == hello_magic);
     CHECK(hello.mode == Mode::hello);
     close(first);
 

@@ -74,11 +74,44 @@ TEST_CASE("check_header rejects what must not be trusted", "[tcp][wire]") {
     CHECK(check(Mode::data, data_chunk_limit + 1, Dialect::v2) == -BMI_EPROTO);
     CHECK(check(Mode::data, 0, Dialect::v2) == -BMI_EPROTO);
     CHECK(check(Mode::cts, 5, Dialect::v2) == -BMI_EPROTO);
-    CHECK(check(Mode::hello, hello_fixed_size, Dialect::first_inbound) == 0);
-    CHECK(check(Mode::hello, hello_max_body + 1, Dialect::first_inbound) == -BMI_EPROTO);
-    CHECK(check(Mode::hello, hello_fixed_size, Dialect::v2) == -BMI_EPROTO);
+    CHECK(check(Mode::hello, hello_fixed_size, Dialect::first_inbound, hello_magic) == 0);
+    CHECK(check(Mode::hello, hello_max_body + 1, Dialect::first_inbound, hello_magic) ==
+          -BMI_EPROTO);
+    CHECK(check(Mode::hello, hello_fixed_size, Dialect::v2, hello_magic) == -BMI_EPROTO);
     CHECK(check(Mode::eager, 10, Dialect::await_ack) == -BMI_EPROTO);
-    CHECK(check(Mode::hello_ack, hello_fixed_size + 3, Dialect::await_ack) == 0);
+    CHECK(check(Mode::hello_ack, hello_fixed_size + 3, Dialect::await_ack, hello_magic) == 0);
+}
+
+TEST_CASE("HELLO has a magic of its own; the old form is accepted only as a first frame",
+          "[tcp][wire]") {
+    // Distinct from the legacy magic (an OrangeFS acceptor must reject it at its magic check)
+    // and from 51912, the standalone dialect's.
+    CHECK(hello_magic != wire_magic);
+    CHECK(hello_magic != 51912u);
+    auto check = [](Mode m, Dialect d, std::uint32_t magic) {
+        Header h;
+        h.magic = magic;
+        h.mode = m;
+        h.size = hello_fixed_size;
+        return check_header(h, d, 4096);
+    };
+    // A libbmi client older than hello_magic sent HELLO under the legacy magic.
+    CHECK(check(Mode::hello, Dialect::first_inbound, wire_magic) == 0);
+    CHECK(check(Mode::hello_ack, Dialect::await_ack, wire_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::hello, Dialect::legacy, wire_magic) == -BMI_EPROTO);
+    // Only HELLO and HELLO_ACK may use hello_magic.
+    CHECK(check(Mode::eager, Dialect::first_inbound, hello_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, Dialect::legacy, hello_magic) == -BMI_EPROTO);
+
+    auto frame = encode_hello(Hello{feature_rendezvous, ""}, false);
+    CHECK(frame[0] == 'B');
+    CHECK(frame[3] == 'H');
+    Header h = decode_header(frame.data(), false);
+    CHECK(h.magic == hello_magic);
+    CHECK(h.mode == Mode::hello);
+    CHECK(check_header(h, Dialect::first_inbound, 4096) == 0);
+    auto old_ack = encode_hello(Hello{feature_rendezvous, ""}, true, wire_magic);
+    CHECK(decode_header(old_ack.data(), false).magic == wire_magic);
 }
 
 TEST_CASE("HELLO frames round trip", "[tcp][wire]") {

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Conformance: a full unexpected quota holds peers back in the network, says so once on stderr
+// without BMI_DEBUG, and BMI_UNEXPECTED_QUOTA_USE reports bytes used, the limit and the peers
+// held back.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+
+namespace {
+
+// Sends this process's stderr to a temporary file until stop(); restores it on every path.
+class CapturedStderr {
+public:
+    CapturedStderr() : file_(std::tmpfile()), saved_(dup(STDERR_FILENO)) {
+        REQUIRE(file_ != nullptr);
+        REQUIRE(saved_ >= 0);
+        REQUIRE(dup2(fileno(file_), STDERR_FILENO) >= 0);
+    }
+    ~CapturedStderr() {
+        restore();
+        if (file_ != nullptr) std::fclose(file_);
+    }
+    CapturedStderr(const CapturedStderr&) = delete;
+    CapturedStderr& operator=(const CapturedStderr&) = delete;
+
+    std::string stop() {
+        restore();
+        std::string text;
+        std::rewind(file_);
+        char buf[4096];
+        std::size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0) text.append(buf, n);
+        return text;
+    }
+
+private:
+    void restore() {
+        if (saved_ < 0) return;
+        dup2(saved_, STDERR_FILENO);
+        close(saved_);
+        saved_ = -1;
+    }
+    std::FILE* file_;
+    int saved_;
+};
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+BMI_unexpected_quota_use quota_use(core::Instance& instance) {
+    BMI_unexpected_quota_use use{-1, -1, -1};
+    REQUIRE(instance.get_info(0, BMI_UNEXPECTED_QUOTA_USE, &use) == 0);
+    return use;
+}
+
+// Progresses the server until `want` more unexpected messages arrived (kept in got) and
+// `blocked` peers are held back by the quota; false at the 10 s deadline.
+bool server_reaches(Side& server, std::vector<core::UnexpectedMessage>& got, std::size_t want,
+                    int blocked) {
+    const std::size_t target = got.size() + want;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+        core::UnexpectedMessage one[1];
+        int outcount = 0;
+        REQUIRE(server.instance->testunexpected(10, outcount, one) == 0);
+        if (outcount == 1) got.push_back(one[0]);
+        if (got.size() == target && quota_use(*server.instance).blocked_peers == blocked)
+            return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("a full unexpected quota is reported once and through BMI_UNEXPECTED_QUOTA_USE",
+          "[conformance]") {
+    constexpr bmi_size_t quota = 4096, message = 2048;
+    Pair pair = make_peers("tcp", "unexpected_quota=4096");
+    Pump client_pump(*pair.client.instance);
+    std::vector<char> out(static_cast<std::size_t>(message));
+    fill_pattern(out.data(), out.size(), 5);
+    // Posted only: the server makes progress (and so lets a send finish) in server_reaches.
+    std::vector<bmi_op_id_t> sends;
+    auto send = [&](bmi_msg_tag_t tag) {
+        auto request = send_request(pair.client, pair.server_addr, out.data(), message, tag);
+        request.kind = method::OpKind::send_unexpected;
+        bmi_op_id_t id = 0;
+        const int rc = pair.client.instance->post(request, id, nullptr);
+        REQUIRE(rc >= 0);
+        if (rc == 0) sends.push_back(id);
+    };
+    std::vector<core::UnexpectedMessage> got;
+
+    CapturedStderr captured;
+    // Two messages fill the quota; the third waits in the socket.
+    for (bmi_msg_tag_t tag = 1; tag <= 3; ++tag) send(tag);
+    REQUIRE(server_reaches(pair.server, got, 2, 1));
+    BMI_unexpected_quota_use use = quota_use(*pair.server.instance);
+    CHECK(use.used == quota);
+    CHECK(use.limit == quota);
+    CHECK(use.blocked_peers == 1);
+
+    // Freeing one lets the third in; a fourth blocks the peer again, without a second warning.
+    REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
+    REQUIRE(server_reaches(pair.server, got, 1, 0));
+    CHECK(quota_use(*pair.server.instance).used == quota);
+    send(4);
+    REQUIRE(server_reaches(pair.server, got, 0, 1));
+    const std::string log = captured.stop();
+    INFO("stderr: " << log);
+    CHECK(count_of(log, "unexpected-message quota full") == 1);
+    CHECK(count_of(log, "BMI_UNEXPECTED_QUOTA=") == 1);
+
+    for (std::size_t i = 1; i < got.size(); ++i)
+        REQUIRE(pair.server.instance->unexpected_free(got[i].buffer) == 0);
+    REQUIRE(server_reaches(pair.server, got, 1, 0));
+    REQUIRE(pair.server.instance->unexpected_free(got.back().buffer) == 0);
+    CHECK(quota_use(*pair.server.instance).used == 0);
+    for (bmi_op_id_t id : sends) CHECK(wait_op(pair.client, id).error == 0);
+}
