@@ -19,7 +19,7 @@ namespace {
 // on the VMs of doc/PERFORMANCE.md (32 KiB ping-pong on the Intel one: 3.7 us split against
 // 5.1 us inline, 64 KiB 4.7 against 8.4 us), because both processes copy at once, where an
 // inline message is copied twice, one copy after the other.
-constexpr bmi_size_t eager_default = 16 << 10;
+constexpr auto eager_default = static_cast<bmi_size_t>(max_eager_limit);
 
 // The split mode is parsed as a number like every other option; "auto" is its one word.
 constexpr long long split_auto = 2;

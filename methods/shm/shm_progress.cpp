@@ -26,6 +26,7 @@
 
 #include "methods/shm/shm_listener.hpp"
 #include "methods/shm/shm_method_impl.hpp"
+#include "methods/shm/shm_notifier.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -321,8 +322,13 @@ int ShmMethod::receive_hello(Connection& conn) {
         if (n != 0) BMI_LOG(error, "shm: malformed hello on connection, closing it");
         return -BMI_EPROTO;
     }
-    int rc = conn.segment.attach(fds[0], hello.slot_count, hello.slot_size);
-    conn.peer_event_fd = fds[1];
+    conn.peer_event_fd = fds[1];  // closed with the connection, whatever it is
+    int rc = adopt_notifier(fds[1], conn.peer_pid);
+    if (rc != 0) {
+        close(fds[0]);
+        return rc;
+    }
+    rc = conn.segment.attach(fds[0], hello.slot_count, hello.slot_size);
     if (rc != 0) return rc;
     conn.tx = conn.segment.ring(1);
     conn.rx = conn.segment.ring(0);
@@ -383,6 +389,7 @@ int ShmMethod::receive_reply(Connection& conn) {
         return -BMI_EPROTO;
     }
     conn.peer_event_fd = fd;
+    if (int rc = adopt_notifier(fd, conn.peer_pid); rc != 0) return rc;
     conn.peer->pid = conn.peer_pid;
     conn.state = ConnState::open;
     // Whatever we placed before the peer attached went unannounced: announce it once.

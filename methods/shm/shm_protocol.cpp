@@ -27,6 +27,8 @@ namespace {
 long long payload_of(const MsgHeader& h) {
     switch (static_cast<MsgType>(h.type)) {
     case MsgType::eager:
+        // No instance sends larger eager messages; checked before anything is buffered.
+        return h.size > max_eager_limit ? -1 : static_cast<long long>(h.size);
     case MsgType::unexpected:
     case MsgType::data:
         return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
@@ -40,6 +42,15 @@ long long payload_of(const MsgHeader& h) {
         return 0;
     }
     return -1;
+}
+
+// True if a header's slot count is the one its payload needs. At full width: with 256-byte
+// slots, Ring::slots_for's 32-bit count wraps for a payload near 2^40 and a one-slot record
+// claiming a terabyte passed.
+bool slots_match(const Ring& ring, const MsgHeader& h, long long payload) {
+    std::uint64_t bytes = ring_stamp_size + header_size + static_cast<std::uint64_t>(payload);
+    std::uint64_t needed = (bytes + ring.slot_size() - 1) / ring.slot_size();
+    return h.slots != 0 && h.slots <= ring.slot_count() && needed == h.slots;
 }
 
 // Slots per DATA chunk: a sixteenth of the message, at least 64 KiB and at most a quarter
@@ -204,10 +215,12 @@ int ShmMethod::receive_messages(Connection& conn, bool& moved) {
         MsgHeader header;
         ring.peek(1).read(0, &header, sizeof header);
         long long payload = payload_of(header);
-        if (payload < 0 || header.slots == 0 || header.slots > ring.slot_count() ||
-            header.slots != ring.slots_for(header_size + static_cast<std::size_t>(payload))) {
-            BMI_LOG(error, "shm: malformed message header (type %u, %u slots) on connection %llu",
-                    header.type, header.slots, static_cast<unsigned long long>(conn.id));
+        if (payload < 0 || !slots_match(ring, header, payload)) {
+            BMI_LOG(error,
+                    "shm: malformed message header (type %u, %u slots, size %llu) from pid %d "
+                    "on connection %llu; closing it",
+                    header.type, header.slots, static_cast<unsigned long long>(header.size),
+                    static_cast<int>(conn.peer_pid), static_cast<unsigned long long>(conn.id));
             rc = -BMI_EPROTO;
             break;
         }

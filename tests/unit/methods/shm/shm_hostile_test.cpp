@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A same-user peer that does not play by the rules (hostile_peer.hpp) against a real listening
+// instance: each attack costs that peer its connection and nothing else; a well-behaved client
+// of the same listener is served byte for byte afterwards.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "harness.hpp"
+#include "hostile_peer.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+using method::shm::MsgHeader;
+using method::shm::MsgType;
+
+namespace {
+// The name after "shm://" that the pair's server listens on.
+std::string listen_name(Pair& pair) {
+    return pair.server.instance->listen_addresses().substr(6);
+}
+
+// A descriptor closed at the end of the scope.
+struct Fd {
+    int fd = -1;
+    ~Fd() {
+        if (fd >= 0) close(fd);
+    }
+};
+
+// The server learns the hostile peer's address from one unexpected message.
+BMI_addr_t hostile_address(Pair& pair, HostilePeer& peer) {
+    const char hello[] = "hostile";
+    REQUIRE(peer.publish(MsgType::unexpected, 5, sizeof hello, hello, sizeof hello));
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (outcount == 0) {
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        REQUIRE(pair.server.instance->testunexpected(10, outcount, got) == 0);
+    }
+    REQUIRE(got[0].tag == 5);
+    REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
+    return got[0].addr;
+}
+}  // namespace
+
+TEST_CASE("shm hostile: a notifier that is not an eventfd costs only that connection",
+          "[shm][hostile]") {
+    Pair pair = make_peers("shm");
+    Fd reader, writer;
+    int pipe_ends[2];
+    SECTION("a pipe whose reader is closed (a write would raise SIGPIPE)") {
+        REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
+        close(pipe_ends[0]);
+        writer.fd = pipe_ends[1];
+    }
+    SECTION("a full blocking pipe (a write would hang)") {
+        REQUIRE(pipe2(pipe_ends, O_CLOEXEC | O_NONBLOCK) == 0);
+        reader.fd = pipe_ends[0];
+        writer.fd = pipe_ends[1];
+        char block[4096] = {};
+        while (write(writer.fd, block, sizeof block) > 0) {}
+        REQUIRE(fcntl(writer.fd, F_SETFL, 0) == 0);
+    }
+    SECTION("a socket") {
+        REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipe_ends) == 0);
+        reader.fd = pipe_ends[0];
+        writer.fd = pipe_ends[1];
+    }
+    {
+        Pump pump(*pair.server.instance);
+        HostilePeer peer(listen_name(pair));
+        REQUIRE(peer.connected());
+        REQUIRE(peer.send_hello(64, 8192, writer.fd));
+        REQUIRE_FALSE(peer.await_reply(5000));
+        REQUIRE(peer.await_close(5000));
+    }
+    introduce(pair);
+}
+
+TEST_CASE("shm hostile: a listener's notifier that is not an eventfd fails the client's operations",
+          "[shm][hostile]") {
+    // We listen by hand on a name, and answer the client's hello with a pipe whose reader is
+    // closed: the client must refuse it rather than write into it (SIGPIPE).
+    std::string name = "hostile-listener-" + std::to_string(getpid());
+    std::string path = abstract_socket_name(name);
+    Fd listener, accepted, writer;
+    listener.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path, path.data(), path.size());
+    auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    REQUIRE(bind(listener.fd, reinterpret_cast<sockaddr*>(&address), length) == 0);
+    REQUIRE(listen(listener.fd, 4) == 0);
+
+    Side client;
+    REQUIRE(core::Instance::create({}, client.instance) == 0);
+    REQUIRE(client.instance->open_context(client.context) == 0);
+    BMI_addr_t addr = 0;
+    REQUIRE(client.instance->addr_lookup("shm://" + name, addr) == 0);
+    char buffer[64];
+    bmi_op_id_t id = 0;
+    REQUIRE(client.instance->post(recv_request(client, addr, buffer, sizeof buffer, 1), id,
+                                  nullptr) == 0);
+
+    pollfd p{listener.fd, POLLIN, 0};
+    REQUIRE(poll(&p, 1, 5000) == 1);
+    accepted.fd = accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC);
+    REQUIRE(accepted.fd >= 0);
+    char hello[sizeof(method::shm::Hello)];
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    iovec iov{hello, sizeof hello};
+    msghdr in{};
+    in.msg_iov = &iov;
+    in.msg_iovlen = 1;
+    in.msg_control = control;
+    in.msg_controllen = sizeof control;
+    REQUIRE(recvmsg(accepted.fd, &in, MSG_CMSG_CLOEXEC) == static_cast<ssize_t>(sizeof hello));
+    int received[2];
+    std::memcpy(received, CMSG_DATA(CMSG_FIRSTHDR(&in)), sizeof received);
+    close(received[0]);
+    close(received[1]);
+
+    int pipe_ends[2];
+    REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
+    close(pipe_ends[0]);
+    writer.fd = pipe_ends[1];
+    method::shm::HelloReply reply{method::shm::hello_magic, method::shm::protocol_version,
+                                  static_cast<std::int32_t>(getpid()), 0};
+    iov = {&reply, sizeof reply};
+    msghdr out{};
+    out.msg_iov = &iov;
+    out.msg_iovlen = 1;
+    alignas(cmsghdr) char out_control[CMSG_SPACE(sizeof(int))] = {};
+    out.msg_control = out_control;
+    out.msg_controllen = sizeof out_control;
+    cmsghdr* c = CMSG_FIRSTHDR(&out);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &writer.fd, sizeof(int));
+    REQUIRE(sendmsg(accepted.fd, &out, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof reply));
+
+    auto done = wait_op(client, id, 5000);
+    REQUIRE(done.error == -BMI_EPROTO);
+}
+
+TEST_CASE("shm hostile: a record whose size wraps the slot count closes only its connection",
+          "[shm][hostile]") {
+    // 256-byte slots: 2^40 - 39 payload bytes need 2^32 + 1 slots, which a 32-bit count
+    // takes for 1. The receiver used to believe it and allocate a terabyte.
+    Pair pair = make_peers("shm");
+    auto type = GENERATE(MsgType::eager, MsgType::unexpected);
+    Pump pump(*pair.server.instance);
+    HostilePeer peer(listen_name(pair));
+    REQUIRE(peer.send_hello(64, 256));
+    REQUIRE(peer.await_reply(5000));
+    BMI_addr_t hostile = hostile_address(pair, peer);
+    char buffer[64];
+    bmi_op_id_t id = 0;
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, hostile, buffer, sizeof buffer, 7),
+                                       id, nullptr) == 0);
+    MsgHeader lie{static_cast<std::uint32_t>(type), 8, 1, 0, (1ull << 40) - 39, 0};
+    peer.publish_raw(lie);
+    REQUIRE(peer.await_close(5000));
+    // The receive posted for that peer fails with it; nothing else does.
+    auto failed = wait_op(pair.server, id, 5000);
+    REQUIRE(failed.error == -BMI_EPROTO);
+    introduce(pair);
+}
