@@ -191,6 +191,7 @@ void ShmMethod::accept_connections() {
         conn->fd = fd;
         conn->state = ConnState::await_hello;
         conn->peer_pid = pid;
+        conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
         if (epoll_set(epoll_fd_, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP, conn->id) != 0) continue;
         connections_.emplace(conn->id, std::move(conn));
     }
@@ -251,6 +252,7 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     conn->id = next_connection_++;
     conn->initiator = true;
     conn->peer = peer;
+    conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
     int rc = conn->segment.create(options_.slot_count, options_.slot_size);
     if (rc != 0) return rc;
     conn->tx = conn->segment.ring(0);

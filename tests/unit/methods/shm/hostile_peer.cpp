@@ -2,6 +2,8 @@
 // The hand-written shm peer of hostile_peer.hpp.
 #include "hostile_peer.hpp"
 
+#include "methods/shm/shm_region.hpp"
+
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -103,11 +105,11 @@ bool HostilePeer::await_close(int deadline_ms) {
 }
 
 bool HostilePeer::publish(MsgType type, std::int32_t tag, std::uint64_t size,
-                          const void* payload, std::size_t payload_bytes) {
+                          const void* payload, std::size_t payload_bytes, std::int32_t aux) {
     std::uint32_t slots = tx_.slots_for(header_size + payload_bytes);
     if (!tx_.has_room(slots)) return false;
     Window w = tx_.claim(slots);
-    MsgHeader header{static_cast<std::uint32_t>(type), tag, slots, 0, size, 0};
+    MsgHeader header{static_cast<std::uint32_t>(type), tag, slots, aux, size, 1};
     w.write(0, &header, sizeof header);
     if (payload_bytes > 0) w.write(header_size, payload, payload_bytes);
     tx_.publish(slots);
@@ -120,6 +122,25 @@ void HostilePeer::publish_raw(const MsgHeader& header) {
     w.write(0, &header, sizeof header);
     tx_.publish(header.slots);
     wake_listener();
+}
+
+bool HostilePeer::offer(int fd, std::uint64_t id, const void* address, std::uint64_t size) {
+    RegionMessage message{region_offer, 0, id, reinterpret_cast<std::uintptr_t>(address), size};
+    iovec iov{&message, sizeof message};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr out{};
+    out.msg_iov = &iov;
+    out.msg_iovlen = 1;
+    out.msg_control = control;
+    out.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&out);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    if (sendmsg(fd_, &out, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof message)) return false;
+    segment_.socket_messages(0)->fetch_add(1, std::memory_order_release);
+    return true;
 }
 
 void HostilePeer::wake_listener() {

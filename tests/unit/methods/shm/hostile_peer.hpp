@@ -36,7 +36,10 @@ public:
     // Publishes one ring message (header, then payload) and wakes the listener. False when
     // the ring has no room for it.
     bool publish(method::shm::MsgType type, std::int32_t tag, std::uint64_t size,
-                 const void* payload, std::size_t payload_bytes);
+                 const void* payload, std::size_t payload_bytes, std::int32_t aux = 0);
+    // Offers the memfd `fd` (not taken over) as our shared buffer at `address`, counted in
+    // the segment so the listener reads it before it uses an announcement. True once sent.
+    bool offer(int fd, std::uint64_t id, const void* address, std::uint64_t size);
     // Publishes a header whose slot count the caller chooses, whatever its size says.
     void publish_raw(const method::shm::MsgHeader& header);
     // Free slots in our ring towards the listener.

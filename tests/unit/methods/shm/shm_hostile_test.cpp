@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -14,9 +16,12 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "hostile_peer.hpp"
+#include "methods/shm/shm_memfd.hpp"
+#include "methods/shm/shm_wire.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -176,5 +181,46 @@ TEST_CASE("shm hostile: a record whose size wraps the slot count closes only its
     // The receive posted for that peer fails with it; nothing else does.
     auto failed = wait_op(pair.server, id, 5000);
     REQUIRE(failed.error == -BMI_EPROTO);
+    introduce(pair);
+}
+
+TEST_CASE("shm hostile: an offered buffer is mapped only within budget and never populated whole",
+          "[shm][hostile]") {
+    // A 64 MiB offer of which the message uses 64 KiB. Over budget it is refused and the
+    // message takes the kernel's path; within budget it is mapped lazily. Either way the
+    // receiver never faults in the rest: the offered memfd's allocated pages stay near 64 KiB
+    // (they were all 64 MiB when every offer was mapped with MAP_POPULATE).
+    constexpr std::size_t offered = 64u << 20, message = 64u << 10;
+    auto options = GENERATE(as<std::string>{}, "shm_offer_bytes=16777216", "shm_offer_count=0",
+                            "");
+    Pair pair = make_peers("shm", options);
+    Pump pump(*pair.server.instance);
+    HostilePeer peer(listen_name(pair));
+    REQUIRE(peer.send_hello(64, 8192));
+    REQUIRE(peer.await_reply(5000));
+    BMI_addr_t hostile = hostile_address(pair, peer);
+
+    Fd region;
+    region.fd = method::shm::create_sealed_memfd("hostile-offer", offered);
+    REQUIRE(region.fd >= 0);
+    void* base = mmap(nullptr, offered, PROT_READ | PROT_WRITE, MAP_SHARED, region.fd, 0);
+    REQUIRE(base != MAP_FAILED);
+    fill_pattern(base, message, 31);
+    REQUIRE(peer.offer(region.fd, 1, base, offered));
+
+    std::vector<char> in(message);
+    bmi_op_id_t id = 0;
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, hostile, in.data(), message, 9),
+                                       id, nullptr) == 0);
+    method::shm::RemoteIov iov{reinterpret_cast<std::uintptr_t>(base), message};
+    REQUIRE(peer.publish(MsgType::rts, 9, message, &iov, sizeof iov, 1));
+    auto got = wait_op(pair.server, id, 10000);
+    REQUIRE(got.error == 0);
+    REQUIRE(got.actual_size == static_cast<bmi_size_t>(message));
+    REQUIRE(check_pattern(in.data(), message, 31));
+    struct stat st {};
+    REQUIRE(fstat(region.fd, &st) == 0);
+    CHECK(static_cast<std::size_t>(st.st_blocks) * 512 <= 2 * message);
+    munmap(base, offered);
     introduce(pair);
 }
