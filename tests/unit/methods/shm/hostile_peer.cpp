@@ -23,6 +23,24 @@ std::string abstract_socket_name(const std::string& name) {
     return std::string(1, '\0') + "libbmi-shm." + std::to_string(getuid()) + "." + name;
 }
 
+bool send_with_rights(int socket, const void* data, std::size_t size, const int* fds,
+                      int fd_count) {
+    auto fd_bytes = static_cast<std::size_t>(fd_count) * sizeof(int);
+    iovec iov{const_cast<void*>(data), size};
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    msghdr message{};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = CMSG_SPACE(fd_bytes);
+    cmsghdr* c = CMSG_FIRSTHDR(&message);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(fd_bytes);
+    std::memcpy(CMSG_DATA(c), fds, fd_bytes);
+    return sendmsg(socket, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(size);
+}
+
 HostilePeer::HostilePeer(const std::string& name) {
     std::string path = abstract_socket_name(name);
     sockaddr_un address{};
@@ -54,19 +72,7 @@ bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, 
     hello.pid = static_cast<std::int32_t>(getpid());
     hello.nonce = 0x686f7374696c65;
     int fds[2] = {segment_.fd(), notifier};
-    iovec iov{&hello, sizeof hello};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-    msghdr message{};
-    message.msg_iov = &iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&message);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof fds);
-    std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-    bool sent = sendmsg(fd_, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof hello);
+    bool sent = send_with_rights(fd_, &hello, sizeof hello, fds, 2);
     segment_.close_fd();
     return sent;
 }
@@ -126,19 +132,7 @@ void HostilePeer::publish_raw(const MsgHeader& header) {
 
 bool HostilePeer::offer(int fd, std::uint64_t id, const void* address, std::uint64_t size) {
     RegionMessage message{region_offer, 0, id, reinterpret_cast<std::uintptr_t>(address), size};
-    iovec iov{&message, sizeof message};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr out{};
-    out.msg_iov = &iov;
-    out.msg_iovlen = 1;
-    out.msg_control = control;
-    out.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&out);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    if (sendmsg(fd_, &out, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof message)) return false;
+    if (!send_with_rights(fd_, &message, sizeof message, &fd, 1)) return false;
     segment_.socket_messages(0)->fetch_add(1, std::memory_order_release);
     return true;
 }

@@ -142,19 +142,7 @@ TEST_CASE("shm hostile: a listener's notifier that is not an eventfd fails the c
     writer.fd = pipe_ends[1];
     method::shm::HelloReply reply{method::shm::hello_magic, method::shm::protocol_version,
                                   static_cast<std::int32_t>(getpid()), 0};
-    iov = {&reply, sizeof reply};
-    msghdr out{};
-    out.msg_iov = &iov;
-    out.msg_iovlen = 1;
-    alignas(cmsghdr) char out_control[CMSG_SPACE(sizeof(int))] = {};
-    out.msg_control = out_control;
-    out.msg_controllen = sizeof out_control;
-    cmsghdr* c = CMSG_FIRSTHDR(&out);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &writer.fd, sizeof(int));
-    REQUIRE(sendmsg(accepted.fd, &out, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof reply));
+    REQUIRE(send_with_rights(accepted.fd, &reply, sizeof reply, &writer.fd, 1));
 
     auto done = wait_op(client, id, 5000);
     REQUIRE(done.error == -BMI_EPROTO);
