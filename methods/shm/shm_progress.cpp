@@ -424,7 +424,9 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     for (auto* op : victims) finish(*op, error);
     if (ShmPeer* peer = conn.peer.get()) {
         std::erase_if(peer->unmatched, [&](const Unmatched& m) {
-            return m.type == MsgType::rts && m.connection == conn.id;
+            if (m.type != MsgType::rts || m.connection != conn.id) return false;
+            release_early(*peer, m);
+            return true;
         });
         if (peer->connection == conn.id) {
             peer->connection = 0;

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.hpp"
@@ -210,5 +211,56 @@ TEST_CASE("shm hostile: an offered buffer is mapped only within budget and never
     REQUIRE(fstat(region.fd, &st) == 0);
     CHECK(static_cast<std::size_t>(st.st_blocks) * 512 <= 2 * message);
     munmap(base, offered);
+    introduce(pair);
+}
+
+TEST_CASE("shm hostile: eager messages nobody receives yet are kept only within budget",
+          "[shm][hostile]") {
+    // 100 eager messages of 8 KiB (two slots each: 32 fit the 64-slot ring) on one tag, no
+    // receive posted. The receiver keeps what its budget allows and then stops reading the
+    // ring: the sender can place only ring + budget, not all 100. Receives posted afterwards
+    // get every message intact, in order.
+    constexpr int count = 100;
+    constexpr std::size_t size = 8192;
+    struct Case {
+        const char* options;
+        int kept;  // messages the budget holds
+    };
+    auto c = GENERATE(Case{"shm_early_bytes=65536", 8}, Case{"shm_early_count=3", 3},
+                      Case{"shm_early_total=32768", 4}, Case{"shm_early_bytes=0", 0});
+    Pair pair = make_peers("shm", c.options);
+    Pump pump(*pair.server.instance);
+    HostilePeer peer(listen_name(pair));
+    REQUIRE(peer.send_hello(64, 8192));
+    REQUIRE(peer.await_reply(5000));
+    BMI_addr_t hostile = hostile_address(pair, peer);
+
+    std::vector<char> out(size);
+    int placed = 0;
+    auto place_more = [&] {
+        for (; placed < count; ++placed) {
+            fill_pattern(out.data(), size, static_cast<std::uint32_t>(placed));
+            if (!peer.publish(MsgType::eager, 4, size, out.data(), size)) return;
+        }
+    };
+    // The receiver drains the ring into its budget, then no more: wait until the ring stays
+    // as full as ring + budget allow (no further room within a bounded time).
+    constexpr int ring_holds = 32;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (std::chrono::steady_clock::now() < deadline && placed < count) {
+        place_more();
+        std::this_thread::yield();
+    }
+    CHECK(placed == ring_holds + c.kept);
+
+    std::vector<char> in(size);
+    for (int i = 0; i < count; ++i) {
+        place_more();
+        auto got = post_and_wait(pair.server, recv_request(pair.server, hostile, in.data(), size, 4));
+        REQUIRE(got.error == 0);
+        REQUIRE(got.actual_size == static_cast<bmi_size_t>(size));
+        REQUIRE(check_pattern(in.data(), size, static_cast<std::uint32_t>(i)));
+    }
+    CHECK(placed == count);
     introduce(pair);
 }
