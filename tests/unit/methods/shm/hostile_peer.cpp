@@ -41,13 +41,31 @@ bool send_with_rights(int socket, const void* data, std::size_t size, const int*
     return sendmsg(socket, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(size);
 }
 
-HostilePeer::HostilePeer(const std::string& name) {
+namespace {
+socklen_t address_of(const std::string& name, sockaddr_un& address) {
     std::string path = abstract_socket_name(name);
-    sockaddr_un address{};
+    address = {};
     address.sun_family = AF_UNIX;
     std::memcpy(address.sun_path, path.data(), path.size());
+    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+}
+}  // namespace
+
+int listen_as(const std::string& name) {
+    sockaddr_un address;
+    socklen_t length = address_of(name, address);
     int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&address), length) == 0 &&
+        listen(s, 4) == 0)
+        return s;
+    if (s >= 0) close(s);
+    return -1;
+}
+
+HostilePeer::HostilePeer(const std::string& name) {
+    sockaddr_un address;
+    socklen_t length = address_of(name, address);
+    int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s >= 0 && connect(s, reinterpret_cast<sockaddr*>(&address), length) == 0) {
         fd_ = s;
     } else if (s >= 0) {

@@ -15,6 +15,10 @@ namespace bmi::test {
 // "\0libbmi-shm.<uid>.<name>", the listener's abstract socket name, and its length.
 std::string abstract_socket_name(const std::string& name);
 
+// A socket listening on the abstract name of shm listener `name` (a squatter, or a hostile
+// listener), or -1.
+int listen_as(const std::string& name);
+
 // One message with descriptors by SCM_RIGHTS on a stream socket; true if all of it was sent.
 bool send_with_rights(int socket, const void* data, std::size_t size, const int* fds,
                       int fd_count);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -30,6 +31,10 @@ using method::shm::MsgHeader;
 using method::shm::MsgType;
 
 namespace {
+// The refusals these attacks provoke are logged under BMI_DEBUG=error, which the library reads
+// once, on its first log call: turned on before main, so the squatting test can read its line.
+[[maybe_unused]] const bool log_errors = setenv("BMI_DEBUG", "error", 0) == 0;
+
 // The name after "shm://" that the pair's server listens on.
 std::string listen_name(Pair& pair) {
     return pair.server.instance->listen_addresses().substr(6);
@@ -99,15 +104,9 @@ TEST_CASE("shm hostile: a listener's notifier that is not an eventfd fails the c
     // We listen by hand on a name, and answer the client's hello with a pipe whose reader is
     // closed: the client must refuse it rather than write into it (SIGPIPE).
     std::string name = "hostile-listener-" + std::to_string(getpid());
-    std::string path = abstract_socket_name(name);
     Fd listener, accepted, writer;
-    listener.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::memcpy(address.sun_path, path.data(), path.size());
-    auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
-    REQUIRE(bind(listener.fd, reinterpret_cast<sockaddr*>(&address), length) == 0);
-    REQUIRE(listen(listener.fd, 4) == 0);
+    listener.fd = listen_as(name);
+    REQUIRE(listener.fd >= 0);
 
     Side client;
     REQUIRE(core::Instance::create({}, client.instance) == 0);
@@ -263,4 +262,35 @@ TEST_CASE("shm hostile: eager messages nobody receives yet are kept only within 
     }
     CHECK(placed == count);
     introduce(pair);
+}
+
+TEST_CASE("shm hostile: a listen name squatted by another socket fails with its holder named",
+          "[shm][hostile]") {
+    std::string name = "squatted-" + std::to_string(getpid());
+    std::string path = abstract_socket_name(name);
+    Fd squatter;
+    squatter.fd = listen_as(name);
+    REQUIRE(squatter.fd >= 0);
+
+    // What the library logs goes to stderr: catch it in a pipe for the one call.
+    int log_pipe[2];
+    REQUIRE(pipe2(log_pipe, O_CLOEXEC | O_NONBLOCK) == 0);
+    int saved = dup(STDERR_FILENO);
+    dup2(log_pipe[1], STDERR_FILENO);
+    core::InitParams params;
+    params.listen = "shm://" + name;
+    params.flags = BMI_INIT_SERVER;
+    std::unique_ptr<core::Instance> server;
+    int rc = core::Instance::create(params, server);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(log_pipe[1]);
+    char text[4096] = {};
+    ssize_t n = read(log_pipe[0], text, sizeof text - 1);
+    close(log_pipe[0]);
+    std::string log(text, n > 0 ? static_cast<std::size_t>(n) : 0);
+    INFO(log);
+    REQUIRE(rc == -BMI_EADDRINUSE);
+    CHECK(log.find("@" + path.substr(1)) != std::string::npos);
+    CHECK(log.find("pid " + std::to_string(getpid())) != std::string::npos);
 }
