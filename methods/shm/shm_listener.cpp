@@ -31,6 +31,26 @@ socklen_t abstract_address(std::string_view name, sockaddr_un& out) {
 int new_socket() {
     return socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 }
+
+// Any local process may bind an abstract name first (there are no file permissions on it):
+// says who holds ours, as far as a connection can learn (SO_PEERCRED gives the credentials
+// the holder had when it called listen), so the user can find the squatter.
+void log_holder(std::string_view name, const sockaddr_un& address, socklen_t length) {
+    int s = new_socket();
+    ucred holder{};
+    socklen_t size = sizeof holder;
+    bool known = s >= 0 && connect(s, reinterpret_cast<const sockaddr*>(&address), length) == 0 &&
+                 getsockopt(s, SOL_SOCKET, SO_PEERCRED, &holder, &size) == 0;
+    if (s >= 0) close(s);
+    if (known)
+        BMI_LOG(error, "shm: cannot listen on '%.*s': abstract socket '@%s' is held by pid %d uid %u",
+                static_cast<int>(name.size()), name.data(), address.sun_path + 1,
+                static_cast<int>(holder.pid), static_cast<unsigned>(holder.uid));
+    else
+        BMI_LOG(error, "shm: cannot listen on '%.*s': abstract socket '@%s' is bound by "
+                       "another process (not accepting, so its owner is unknown)",
+                static_cast<int>(name.size()), name.data(), address.sun_path + 1);
+}
 }  // namespace
 
 int listen_on(std::string_view name, int& fd) {
@@ -39,9 +59,10 @@ int listen_on(std::string_view name, int& fd) {
     int s = new_socket();
     if (s < 0) return support::bmi_error_from_errno(errno);
     if (bind(s, reinterpret_cast<sockaddr*>(&address), length) != 0 || listen(s, 128) != 0) {
-        int rc = support::bmi_error_from_errno(errno);
+        int e = errno;
         close(s);
-        return rc;
+        if (e == EADDRINUSE) log_holder(name, address, length);
+        return support::bmi_error_from_errno(e);
     }
     fd = s;
     return 0;

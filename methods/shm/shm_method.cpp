@@ -117,6 +117,7 @@ int ShmMethod::post(Operation& op) {
     if (op.kind == OpKind::recv) {
         for (auto it = peer.unmatched.begin(); it != peer.unmatched.end(); ++it) {
             if (it->tag != op.tag) continue;
+            release_early(peer, *it);
             Unmatched message = std::move(*it);
             peer.unmatched.erase(it);
             if (message.type == MsgType::eager) {
@@ -215,6 +216,7 @@ void ShmMethod::forget_peer(Peer& base) {
     for (auto id : doomed)
         if (Connection* conn = find_connection(id)) close_connection(*conn, -BMI_ECANCEL);
     fail_peer_receives(peer, -BMI_ECANCEL);
+    for (const Unmatched& message : peer.unmatched) release_early(peer, message);
     peer.unmatched.clear();
     if (!peer.name.empty()) {
         auto it = named_.find(peer.name);

@@ -107,7 +107,14 @@ private:
     int receive_messages(Connection& conn, bool& moved);
     int handle_message(Connection& conn, const MsgHeader& header, const Window& window);
     int handle_reply(Connection& conn, const MsgHeader& header);
-    void match_inline(Connection& conn, const MsgHeader& header, const Window& window);
+    // false: no receive waits and the early budgets are spent; the message stays in the ring.
+    bool match_inline(Connection& conn, const MsgHeader& header, const Window& window);
+    // Messages kept before their receive (ShmPeer::unmatched), within Budgets: early_fits
+    // says whether `bytes` more may be kept, keep_early adds one, release_early takes one
+    // off the budgets (and wakes us if a ring waits for room in them).
+    bool early_fits(const ShmPeer& peer, std::size_t bytes) const;
+    void keep_early(ShmPeer& peer, Unmatched&& message);
+    void release_early(ShmPeer& peer, const Unmatched& message);
     int deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window);
     void start_transfer(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
                         std::vector<RemoteIov> iovs);
@@ -170,6 +177,7 @@ private:
     std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
     std::vector<std::weak_ptr<ShmPeer>> nameless_;
     std::size_t pending_ops_ = 0;  // operations with a method_state
+    std::size_t early_total_ = 0;  // bytes every peer's unmatched holds (Budgets::early_total)
     PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
     OwnRegions regions_;  // what BMI_memalloc handed out (shm_region.hpp)
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US

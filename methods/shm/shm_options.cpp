@@ -19,7 +19,7 @@ namespace {
 // on the VMs of doc/PERFORMANCE.md (32 KiB ping-pong on the Intel one: 3.7 us split against
 // 5.1 us inline, 64 KiB 4.7 against 8.4 us), because both processes copy at once, where an
 // inline message is copied twice, one copy after the other.
-constexpr bmi_size_t eager_default = 16 << 10;
+constexpr auto eager_default = static_cast<bmi_size_t>(max_eager_limit);
 
 // The split mode is parsed as a number like every other option; "auto" is its one word.
 constexpr long long split_auto = 2;
@@ -63,6 +63,55 @@ void from_options(std::string_view options, std::string_view key, long long& val
         if (parse(item.substr(key.size() + 1), parsed)) value = parsed;
     }
 }
+// The budgets a hostile peer runs into are read strictly: a value that is not a plain number
+// of the unit is an error naming the setting, never a quiet default (a mistyped budget would
+// otherwise leave the limit somewhere its reader does not expect).
+bool strict_setting(std::string_view option_string, const char* variable, std::string_view key,
+                    long long& value) {
+    const char* text = std::getenv(variable);
+    if (text != nullptr && !parse_number(text, value)) {
+        BMI_LOG(error, "shm: %s='%s' is not a non-negative integer", variable, text);
+        return false;
+    }
+    for (auto item : support::split_address_list(option_string)) {
+        if (item.size() <= key.size() || item.substr(0, key.size()) != key ||
+            item[key.size()] != '=')
+            continue;
+        auto given = item.substr(key.size() + 1);
+        if (!parse_number(given, value)) {
+            BMI_LOG(error, "shm: option %.*s=%.*s is not a non-negative integer",
+                    static_cast<int>(key.size()), key.data(), static_cast<int>(given.size()),
+                    given.data());
+            return false;
+        }
+    }
+    return true;
+}
+
+int load_budgets(std::string_view option_string, Budgets& out) {
+    long long early_bytes = static_cast<long long>(out.early_bytes);
+    long long early_count = static_cast<long long>(out.early_count);
+    long long early_total = static_cast<long long>(out.early_total);
+    long long offer_bytes = static_cast<long long>(out.offer_bytes);
+    long long offer_count = static_cast<long long>(out.offer_count);
+    bool ok = strict_setting(option_string, "BMI_SHM_EARLY_BYTES", "shm_early_bytes",
+                             early_bytes) &&
+              strict_setting(option_string, "BMI_SHM_EARLY_COUNT", "shm_early_count",
+                             early_count) &&
+              strict_setting(option_string, "BMI_SHM_EARLY_TOTAL", "shm_early_total",
+                             early_total) &&
+              strict_setting(option_string, "BMI_SHM_OFFER_BYTES", "shm_offer_bytes",
+                             offer_bytes) &&
+              strict_setting(option_string, "BMI_SHM_OFFER_COUNT", "shm_offer_count",
+                             offer_count);
+    if (!ok) return -BMI_EINVAL;
+    out.early_bytes = static_cast<std::size_t>(early_bytes);
+    out.early_count = static_cast<std::size_t>(early_count);
+    out.early_total = static_cast<std::size_t>(early_total);
+    out.offer_bytes = static_cast<std::size_t>(offer_bytes);
+    out.offer_count = static_cast<std::size_t>(offer_count);
+    return 0;
+}
 }  // namespace
 
 int load_options(std::string_view option_string, bmi_size_t unexpected_override, Options& out) {
@@ -91,6 +140,7 @@ int load_options(std::string_view option_string, bmi_size_t unexpected_override,
         BMI_LOG(error, "shm: bad ring geometry %lld slots x %lld bytes", slots, slot_size);
         return -BMI_EINVAL;
     }
+    if (int rc = load_budgets(option_string, out.budgets); rc != 0) return rc;
     out.slot_count = static_cast<std::uint32_t>(slots);
     out.slot_size = static_cast<std::uint32_t>(slot_size);
     out.spin_us = static_cast<int>(std::min<long long>(spin, 10000));

@@ -16,6 +16,21 @@ enum class SplitMode : std::uint8_t {
     adaptive,  // auto: split or stream, whichever this receiver has timed faster
 };
 
+// What one peer can make us hold (doc/methods/shm.md, "Limits a peer cannot exceed"). Read
+// strictly: a malformed value fails BMI_initialize with -BMI_EINVAL.
+struct Budgets {
+    // Eager messages that arrived before their receive was posted, kept per peer (bytes,
+    // messages) and over all peers (bytes). Over a budget the peer's ring is not read until
+    // receives take some: its sends wait, our memory does not grow.
+    std::size_t early_bytes = 4u << 20;   // BMI_SHM_EARLY_BYTES, option shm_early_bytes
+    std::size_t early_count = 1024;       // BMI_SHM_EARLY_COUNT, option shm_early_count
+    std::size_t early_total = 64u << 20;  // BMI_SHM_EARLY_TOTAL, option shm_early_total
+    // Shared buffers a peer offered that we map, per connection (bytes, regions). An offer
+    // over budget is refused: its messages take the kernel's paths.
+    std::size_t offer_bytes = std::size_t{1} << 30;  // BMI_SHM_OFFER_BYTES, shm_offer_bytes
+    std::size_t offer_count = 4096;                  // BMI_SHM_OFFER_COUNT, shm_offer_count
+};
+
 struct Options {
     std::uint32_t slot_count = 64;    // BMI_SHM_RING_SLOTS, option shm_ring_slots
     std::uint32_t slot_size = 8192;   // BMI_SHM_SLOT_SIZE, option shm_slot_size
@@ -36,12 +51,13 @@ struct Options {
     // cross-memory copies or the ring.
     bool shared_buffers = true;
     std::size_t pull_piece = 4u << 20;  // bytes read per process_vm_readv step
+    Budgets budgets;
     bmi_size_t eager_limit = 0;       // derived: min(16 KiB, half a ring)
     bmi_size_t unexpected_limit = 0;  // derived: Config's override or 16 KiB, <= half a ring
 };
 
 // Reads environment and options ("shm_ring_slots=128,..."), derives the limits. 0 or
-// -BMI_EINVAL for an impossible ring geometry.
+// -BMI_EINVAL for an impossible ring geometry or a malformed budget.
 int load_options(std::string_view option_string, bmi_size_t unexpected_override, Options& out);
 
 }  // namespace bmi::method::shm

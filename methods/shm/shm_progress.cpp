@@ -26,6 +26,7 @@
 
 #include "methods/shm/shm_listener.hpp"
 #include "methods/shm/shm_method_impl.hpp"
+#include "methods/shm/shm_notifier.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -190,6 +191,7 @@ void ShmMethod::accept_connections() {
         conn->fd = fd;
         conn->state = ConnState::await_hello;
         conn->peer_pid = pid;
+        conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
         if (epoll_set(epoll_fd_, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP, conn->id) != 0) continue;
         connections_.emplace(conn->id, std::move(conn));
     }
@@ -250,6 +252,7 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     conn->id = next_connection_++;
     conn->initiator = true;
     conn->peer = peer;
+    conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
     int rc = conn->segment.create(options_.slot_count, options_.slot_size);
     if (rc != 0) return rc;
     conn->tx = conn->segment.ring(0);
@@ -321,8 +324,13 @@ int ShmMethod::receive_hello(Connection& conn) {
         if (n != 0) BMI_LOG(error, "shm: malformed hello on connection, closing it");
         return -BMI_EPROTO;
     }
-    int rc = conn.segment.attach(fds[0], hello.slot_count, hello.slot_size);
-    conn.peer_event_fd = fds[1];
+    conn.peer_event_fd = fds[1];  // closed with the connection, whatever it is
+    int rc = adopt_notifier(fds[1], conn.peer_pid);
+    if (rc != 0) {
+        close(fds[0]);
+        return rc;
+    }
+    rc = conn.segment.attach(fds[0], hello.slot_count, hello.slot_size);
     if (rc != 0) return rc;
     conn.tx = conn.segment.ring(1);
     conn.rx = conn.segment.ring(0);
@@ -383,6 +391,7 @@ int ShmMethod::receive_reply(Connection& conn) {
         return -BMI_EPROTO;
     }
     conn.peer_event_fd = fd;
+    if (int rc = adopt_notifier(fd, conn.peer_pid); rc != 0) return rc;
     conn.peer->pid = conn.peer_pid;
     conn.state = ConnState::open;
     // Whatever we placed before the peer attached went unannounced: announce it once.
@@ -415,7 +424,9 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     for (auto* op : victims) finish(*op, error);
     if (ShmPeer* peer = conn.peer.get()) {
         std::erase_if(peer->unmatched, [&](const Unmatched& m) {
-            return m.type == MsgType::rts && m.connection == conn.id;
+            if (m.type != MsgType::rts || m.connection != conn.id) return false;
+            release_early(*peer, m);
+            return true;
         });
         if (peer->connection == conn.id) {
             peer->connection = 0;

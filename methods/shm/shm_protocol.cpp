@@ -27,6 +27,8 @@ namespace {
 long long payload_of(const MsgHeader& h) {
     switch (static_cast<MsgType>(h.type)) {
     case MsgType::eager:
+        // No instance sends larger eager messages; checked before anything is buffered.
+        return h.size > max_eager_limit ? -1 : static_cast<long long>(h.size);
     case MsgType::unexpected:
     case MsgType::data:
         return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
@@ -40,6 +42,15 @@ long long payload_of(const MsgHeader& h) {
         return 0;
     }
     return -1;
+}
+
+// True if a header's slot count is the one its payload needs. At full width: with 256-byte
+// slots, Ring::slots_for's 32-bit count wraps for a payload near 2^40 and a one-slot record
+// claiming a terabyte passed.
+bool slots_match(const Ring& ring, const MsgHeader& h, long long payload) {
+    std::uint64_t bytes = ring_stamp_size + header_size + static_cast<std::uint64_t>(payload);
+    std::uint64_t needed = (bytes + ring.slot_size() - 1) / ring.slot_size();
+    return h.slots != 0 && h.slots <= ring.slot_count() && needed == h.slots;
 }
 
 // Slots per DATA chunk: a sixteenth of the message, at least 64 KiB and at most a quarter
@@ -204,15 +215,17 @@ int ShmMethod::receive_messages(Connection& conn, bool& moved) {
         MsgHeader header;
         ring.peek(1).read(0, &header, sizeof header);
         long long payload = payload_of(header);
-        if (payload < 0 || header.slots == 0 || header.slots > ring.slot_count() ||
-            header.slots != ring.slots_for(header_size + static_cast<std::size_t>(payload))) {
-            BMI_LOG(error, "shm: malformed message header (type %u, %u slots) on connection %llu",
-                    header.type, header.slots, static_cast<unsigned long long>(conn.id));
+        if (payload < 0 || !slots_match(ring, header, payload)) {
+            BMI_LOG(error,
+                    "shm: malformed message header (type %u, %u slots, size %llu) from pid %d "
+                    "on connection %llu; closing it",
+                    header.type, header.slots, static_cast<unsigned long long>(header.size),
+                    static_cast<int>(conn.peer_pid), static_cast<unsigned long long>(conn.id));
             rc = -BMI_EPROTO;
             break;
         }
         rc = handle_message(conn, header, ring.peek(header.slots));
-        if (rc == 1) {  // no quota for an unexpected message: leave it in the ring
+        if (rc == 1) {  // no quota or early budget for it: leave it in the ring
             conn.stalled = true;
             rc = 0;
             break;
@@ -236,8 +249,7 @@ int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const W
     ShmPeer& peer = *conn.peer;
     switch (static_cast<MsgType>(header.type)) {
     case MsgType::eager:
-        match_inline(conn, header, window);
-        return 0;
+        return match_inline(conn, header, window) ? 0 : 1;
     case MsgType::unexpected:
         return deliver_unexpected(conn, header, window);
     case MsgType::rts: {
@@ -252,6 +264,7 @@ int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const W
             start_transfer(conn, op, size, header.cookie, std::move(iovs));
             return 0;
         }
+        if (!early_fits(peer, iovs.size() * sizeof(RemoteIov))) return 1;
         Unmatched m;
         m.type = MsgType::rts;
         m.tag = header.tag;
@@ -259,7 +272,7 @@ int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const W
         m.iovs = std::move(iovs);
         m.cookie = header.cookie;
         m.connection = conn.id;
-        peer.unmatched.push_back(std::move(m));
+        keep_early(peer, std::move(m));
         return 0;
     }
     default:
@@ -316,7 +329,7 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
     }
 }
 
-void ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Window& window) {
+bool ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Window& window) {
     ShmPeer& peer = *conn.peer;
     auto size = static_cast<std::size_t>(header.size);
     for (auto& op : peer.posted) {
@@ -325,22 +338,59 @@ void ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Wi
         if (static_cast<bmi_size_t>(size) > op.total_size) {
             op.actual_size = 0;
             finish(op, -BMI_EMSGSIZE);
-            return;
+            return true;
         }
         scatter(window, header_size, segments_of(op), 0, size);
         op.actual_size = static_cast<bmi_size_t>(size);
         finish(op, 0);
-        return;
+        return true;
     }
-    // Nobody waits yet: keep a copy. Its size is bounded by the sender's ring, and the ring
-    // slots go back to the sender at once.
+    // Nobody waits yet: keep a copy, so the ring slots go back to the sender at once, while
+    // the budgets allow. Past them the peer's sends wait in its ring for our receives.
+    if (!early_fits(peer, size)) return false;
     Unmatched m;
     m.type = MsgType::eager;
     m.tag = header.tag;
     m.size = static_cast<bmi_size_t>(size);
     m.payload.resize(size);
     window.read(header_size, m.payload.data(), size);
-    peer.unmatched.push_back(std::move(m));
+    keep_early(peer, std::move(m));
+    return true;
+}
+
+namespace {
+std::size_t early_cost(const Unmatched& message) {
+    return message.payload.size() + message.iovs.size() * sizeof(RemoteIov);
+}
+}  // namespace
+
+bool ShmMethod::early_fits(const ShmPeer& peer, std::size_t bytes) const {
+    const Budgets& budget = options_.budgets;
+    return peer.early_count < budget.early_count && peer.early_bytes <= budget.early_bytes &&
+           bytes <= budget.early_bytes - peer.early_bytes && early_total_ <= budget.early_total &&
+           bytes <= budget.early_total - early_total_;
+}
+
+void ShmMethod::keep_early(ShmPeer& peer, Unmatched&& message) {
+    std::size_t bytes = early_cost(message);
+    peer.early_bytes += bytes;
+    peer.early_count += 1;
+    early_total_ += bytes;
+    peer.unmatched.push_back(std::move(message));
+}
+
+void ShmMethod::release_early(ShmPeer& peer, const Unmatched& message) {
+    std::size_t bytes = early_cost(message);
+    peer.early_bytes -= bytes;
+    peer.early_count -= 1;
+    early_total_ -= bytes;
+    // A ring left unread for want of budget (receive_messages) is read again once we wake.
+    for (const auto& [id, conn] : connections_) {
+        if (conn->stalled) {
+            wake_self();
+            return;
+        }
+    }
 }
 
 int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header,

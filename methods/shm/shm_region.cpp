@@ -77,14 +77,22 @@ PeerRegions::Mapping::~Mapping() {
 int PeerRegions::add(const RegionMessage& offer, int fd) {
     // Only a region that cannot shrink below what it claims is safe to copy from or into.
     bool sound = offer.size > 0 && offer.address + offer.size > offer.address &&
-                 by_address_.size() < max_regions &&
                  sealed_memfd_of_size(fd, static_cast<std::size_t>(offer.size));
-    if (!sound) {
+    // A region at the same address replaces the old one (below), whose bytes then no longer
+    // count against the budget.
+    auto old = by_address_.find(offer.address);
+    bool replaces = old != by_address_.end();
+    std::size_t kept_bytes = mapped_bytes_ - (replaces ? old->second->size : 0);
+    std::size_t kept_count = by_address_.size() - (replaces ? 1 : 0);
+    bool affordable = kept_count < max_count_ && kept_bytes <= max_bytes_ &&
+                      offer.size <= max_bytes_ - kept_bytes;
+    if (!sound || !affordable) {
         close(fd);
-        return -BMI_EINVAL;
+        return sound ? -BMI_ENOMEM : -BMI_EINVAL;
     }
+    int populate = offer.size <= populate_limit ? MAP_POPULATE : 0;
     void* local = mmap(nullptr, static_cast<std::size_t>(offer.size), PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_POPULATE, fd, 0);
+                       MAP_SHARED | populate, fd, 0);
     close(fd);
     if (local == MAP_FAILED) return -BMI_ENOMEM;
     auto mapping = std::make_shared<Mapping>();
@@ -94,12 +102,17 @@ int PeerRegions::add(const RegionMessage& offer, int fd) {
     mapping->local = static_cast<std::byte*>(local);
     // A region at the same address replaces the one the peer freed there; a well-behaved
     // peer withdrew that first, and then there is nothing to replace.
+    mapped_bytes_ = kept_bytes + mapping->size;
     by_address_[offer.address] = std::move(mapping);
     return 0;
 }
 
 void PeerRegions::remove(std::uint64_t id) {
-    std::erase_if(by_address_, [&](const auto& entry) { return entry.second->id == id; });
+    std::erase_if(by_address_, [&](const auto& entry) {
+        if (entry.second->id != id) return false;
+        forget(*entry.second);
+        return true;
+    });
 }
 
 bool PeerRegions::translate(std::span<const RemoteIov> remote, std::vector<Segment>& out,

@@ -89,8 +89,14 @@ public:
     };
     using Keep = std::vector<std::shared_ptr<const Mapping>>;
 
+    // What one peer may make us map on one connection (Budgets in shm_options.hpp).
+    void limit(std::size_t max_bytes, std::size_t max_count) {
+        max_bytes_ = max_bytes;
+        max_count_ = max_count;
+    }
     // Maps an offered region and takes over fd. 0, or -BMI_E* (the offer is then ignored:
-    // copies of that memory go through the kernel as before).
+    // copies of that memory go through the kernel as before): -BMI_ENOMEM when it would take
+    // the peer past its budget of mapped bytes or regions.
     int add(const RegionMessage& offer, int fd);
     void remove(std::uint64_t id);
     // Our pointers for a list of the peer's memory if all of it lies in mapped regions;
@@ -98,13 +104,20 @@ public:
     bool translate(std::span<const RemoteIov> remote, std::vector<Segment>& out,
                    Keep& keep) const;
     std::size_t size() const { return by_address_.size(); }
+    std::size_t mapped_bytes() const { return mapped_bytes_; }
 
-    // More than this many mapped regions per connection are not mapped (bounds what one
-    // peer can make us hold).
-    static constexpr std::size_t max_regions = 4096;
+    // Offers up to this size are populated when mapped (their first copies then pay no page
+    // faults); larger ones are mapped lazily, so a peer's offer never makes us allocate or
+    // fault in more than the copies that name it touch.
+    static constexpr std::size_t populate_limit = std::size_t{4} << 20;
 
 private:
+    void forget(const Mapping& mapping) { mapped_bytes_ -= mapping.size; }
+
     std::map<std::uint64_t, std::shared_ptr<const Mapping>> by_address_;  // by peer address
+    std::size_t mapped_bytes_ = 0;
+    std::size_t max_bytes_ = std::size_t{1} << 30;
+    std::size_t max_count_ = 4096;
 };
 
 }  // namespace bmi::method::shm

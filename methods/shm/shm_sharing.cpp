@@ -107,6 +107,14 @@ int ShmMethod::read_socket(Connection& conn) {
         if (offer && count == 1) {
             ++conn.socket_read;
             int rc = conn.peer_regions.add(message, fd);
+            if (rc == -BMI_ENOMEM)
+                BMI_LOG(error,
+                        "shm: pid %d offered a shared buffer of %llu bytes past its budget "
+                        "(%zu regions, %zu bytes mapped; BMI_SHM_OFFER_BYTES, "
+                        "BMI_SHM_OFFER_COUNT): refused",
+                        static_cast<int>(conn.peer_pid),
+                        static_cast<unsigned long long>(message.size), conn.peer_regions.size(),
+                        conn.peer_regions.mapped_bytes());
             BMI_LOG(shm, "shm: shared buffer %llu of pid %d (%llu bytes) %s",
                     static_cast<unsigned long long>(message.id), static_cast<int>(conn.peer_pid),
                     static_cast<unsigned long long>(message.size),

@@ -36,6 +36,10 @@ static_assert(sizeof(MsgHeader) == 32);
 // Where the payload starts in a message (the ring's claim/peek windows start after the stamp).
 inline constexpr std::size_t header_size = sizeof(MsgHeader);
 
+// The largest eager limit of any instance (each uses min(this, half its ring)): an EAGER
+// record claiming more is malformed whatever the ring.
+inline constexpr std::uint64_t max_eager_limit = 16 << 10;
+
 // One piece of the sender's buffer, for process_vm_readv on the receiver side.
 struct RemoteIov {
     std::uint64_t address;

@@ -118,3 +118,29 @@ TEST_CASE("regions: copies between segment lists of different shapes", "[shm][re
         REQUIRE(target[static_cast<std::size_t>(i)] == want);
     }
 }
+
+TEST_CASE("regions: a peer's offers stop at its budget of regions and bytes", "[shm][region]") {
+    OwnRegions own;
+    void* first = own.allocate(1 << 20);
+    void* second = own.allocate(1 << 20);
+    REQUIRE((first != nullptr && second != nullptr));
+    SECTION("regions") {
+        PeerRegions peer;
+        peer.limit(std::size_t{1} << 30, 1);
+        CHECK(peer.add(offer_of(*own.at(first)), dup(own.at(first)->fd)) == 0);
+        CHECK(peer.add(offer_of(*own.at(second)), dup(own.at(second)->fd)) == -BMI_ENOMEM);
+        // A withdrawal makes room again.
+        peer.remove(own.at(first)->id);
+        CHECK(peer.add(offer_of(*own.at(second)), dup(own.at(second)->fd)) == 0);
+    }
+    SECTION("bytes") {
+        PeerRegions peer;
+        peer.limit((1 << 20) + 4096, 16);
+        CHECK(peer.add(offer_of(*own.at(first)), dup(own.at(first)->fd)) == 0);
+        CHECK(peer.add(offer_of(*own.at(second)), dup(own.at(second)->fd)) == -BMI_ENOMEM);
+        CHECK(peer.mapped_bytes() == 1 << 20);
+        // The same region again replaces itself: still within budget.
+        CHECK(peer.add(offer_of(*own.at(first)), dup(own.at(first)->fd)) == 0);
+        CHECK(peer.mapped_bytes() == 1 << 20);
+    }
+}
