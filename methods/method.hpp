@@ -113,12 +113,11 @@ public:
     // Gives an unknown peer (e.g. one that connected to us) a BMI_addr_t and returns it.
     // Returns the existing one if the peer is registered already.
     virtual BMI_addr_t register_peer(const std::shared_ptr<Peer>& peer) = 0;
-    // Memory for an incoming unexpected message, charged to the unexpected quota.
-    // nullptr means the quota is full: leave the data in the network and retry in a later
-    // progress() (the control layer makes wait_fd-independent retries when memory is freed).
-    virtual void* alloc_unexpected(bmi_size_t size) = 0;
-    // Returns memory from alloc_unexpected that was never delivered (peer died mid-message).
-    virtual void release_unexpected(void* buffer, bmi_size_t size) = 0;
+    // Memory for a complete unexpected message from peer, charged to the unexpected quota and
+    // to peer's fair share of it. nullptr means no room: leave the data in the network and
+    // retry in a later progress() (the control layer makes wait_fd-independent retries when
+    // memory is freed).
+    virtual void* alloc_unexpected(const Peer& peer, bmi_size_t size) = 0;
     // Hands a complete unexpected message to the application; buffer came from
     // alloc_unexpected and now belongs to the control layer.
     virtual void deliver_unexpected(const std::shared_ptr<Peer>& peer, void* buffer,

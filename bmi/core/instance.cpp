@@ -2,6 +2,7 @@
 // Instance life cycle, method activation, posting, cancelling and the Sink callbacks.
 #include "bmi/core/instance.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
@@ -13,11 +14,15 @@
 #include "methods/method_table.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
+#include "support/settings/env_setting.hpp"
 
 namespace bmi::core {
 
 namespace {
 constexpr bmi_size_t default_unexpected_quota = 64 << 20;
+// Every unexpected message costs this much beyond its payload (the record, the allocation):
+// with it the quota bounds the count of messages as well as their bytes.
+constexpr bmi_size_t unexpected_overhead = 256;
 
 // Reads "key=value" out of a comma separated option string; false if absent or malformed.
 bool option_value(std::string_view options, std::string_view key, bmi_size_t& out) {
@@ -50,6 +55,11 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
     instance->flags_ = params.flags;
     instance->unexpected_quota_ = env_size("BMI_UNEXPECTED_QUOTA", default_unexpected_quota);
     option_value(params.options, "unexpected_quota", instance->unexpected_quota_);
+    // A peer's share: an eighth of the quota, never less than a few full-size messages.
+    std::int64_t share = std::max<bmi_size_t>(instance->unexpected_quota_ / 8, 64 << 10);
+    if (int rc = support::env_size("BMI_UNEXPECTED_PEER_QUOTA", share, 1, INT64_MAX); rc < 0)
+        return rc;
+    instance->unexpected_peer_share_ = share;
     option_value(params.options, "unexpected_limit", instance->unexpected_limit_override_);
     bmi_size_t emulate = 0;
     instance->emulate_lists_ = option_value(params.options, "emulate_lists", emulate) && emulate;
@@ -121,8 +131,9 @@ Instance::~Instance() {
             leftovers.push_back(&pending_.front());
             pending_.pop_front();
         }
-        for (auto& [buffer, size] : unexpected_owned_) std::free(buffer);
+        for (auto& [buffer, charge] : unexpected_owned_) std::free(buffer);
         unexpected_owned_.clear();
+        unexpected_by_peer_.clear();
         unexpected_.clear();
     }
     for (auto* op : leftovers) free_op(op);
@@ -453,10 +464,12 @@ BMI_addr_t Instance::on_register_peer(int method_index,
     return addresses_.add(method_index, peer, "").addr;
 }
 
-void* Instance::on_alloc_unexpected(bmi_size_t size) {
+void* Instance::on_alloc_unexpected(const method::Peer& peer, bmi_size_t size) {
     std::lock_guard lock(state_mutex_);
     if (size < 0) return nullptr;
-    if (unexpected_bytes_ + size > unexpected_quota_) {
+    // The fixed part makes a stream of empty messages as bounded as one of full ones.
+    const bmi_size_t cost = size + unexpected_overhead;
+    if (unexpected_bytes_ + cost > unexpected_quota_) {
         // Backpressure is right, but a server whose application never frees unexpected buffers
         // hangs with it: say so once, without BMI_DEBUG (the method retries every progress call).
         if (!quota_warned_)
@@ -469,20 +482,27 @@ void* Instance::on_alloc_unexpected(bmi_size_t size) {
         quota_warned_ = true;
         return nullptr;
     }
+    // One peer cannot crowd every other out of the quota: past its share it waits too.
+    auto held = unexpected_by_peer_.find(&peer);
+    if (held != unexpected_by_peer_.end() && held->second + cost > unexpected_peer_share_)
+        return nullptr;
     void* buffer = std::malloc(static_cast<std::size_t>(size > 0 ? size : 1));
     if (buffer == nullptr) return nullptr;
-    unexpected_bytes_ += size;
-    unexpected_owned_.emplace(buffer, size);
+    unexpected_bytes_ += cost;
+    unexpected_by_peer_[&peer] += cost;
+    unexpected_owned_.emplace(buffer, UnexpectedCharge{cost, &peer});
     return buffer;
 }
 
-void Instance::on_release_unexpected(void* buffer, bmi_size_t) {
-    std::lock_guard lock(state_mutex_);
+bool Instance::uncharge_unexpected(void* buffer) {
     auto it = unexpected_owned_.find(buffer);
-    if (it == unexpected_owned_.end()) return;
-    unexpected_bytes_ -= it->second;
+    if (it == unexpected_owned_.end()) return false;
+    unexpected_bytes_ -= it->second.cost;
+    auto held = unexpected_by_peer_.find(it->second.peer);
+    if (held != unexpected_by_peer_.end() && (held->second -= it->second.cost) <= 0)
+        unexpected_by_peer_.erase(held);
     unexpected_owned_.erase(it);
-    std::free(buffer);
+    return true;
 }
 
 void Instance::on_deliver_unexpected(int method_index, const std::shared_ptr<method::Peer>& peer,

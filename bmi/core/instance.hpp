@@ -143,8 +143,9 @@ private:
     // Sink callbacks (method mutex held by the caller).
     void on_complete(method::Operation& op, int error);
     BMI_addr_t on_register_peer(int method_index, const std::shared_ptr<method::Peer>& peer);
-    void* on_alloc_unexpected(bmi_size_t size);
-    void on_release_unexpected(void* buffer, bmi_size_t size);
+    void* on_alloc_unexpected(const method::Peer& peer, bmi_size_t size);
+    // Takes back the charge of an unexpected buffer (state_mutex_ held); false if unknown.
+    bool uncharge_unexpected(void* buffer);
     void on_deliver_unexpected(int method_index, const std::shared_ptr<method::Peer>& peer,
                                void* buffer, bmi_size_t size, bmi_msg_tag_t tag);
 
@@ -173,6 +174,7 @@ private:
     int flags_ = 0;
     bool emulate_lists_ = false;  // options "emulate_lists=1": pack even for native methods
     bmi_size_t unexpected_quota_ = 0;
+    bmi_size_t unexpected_peer_share_ = 0;  // what one peer may hold of the quota
     bmi_size_t unexpected_limit_override_ = 0;
     std::vector<std::unique_ptr<MethodSlot>> slots_;
     std::mutex activation_mutex_;  // serializes lazy method creation
@@ -189,7 +191,14 @@ private:
     support::OpQueue<method::Operation, method::SafeHook, &method::Operation::core_hook>
         pending_;                                  // guarded by state_mutex_
     std::deque<UnexpectedMessage> unexpected_;     // guarded by state_mutex_
-    std::unordered_map<void*, bmi_size_t> unexpected_owned_;  // buffers handed out, by size
+    // Unexpected buffers handed out, with what each costs against the quota and whose it is.
+    struct UnexpectedCharge {
+        bmi_size_t cost = 0;
+        const method::Peer* peer = nullptr;
+    };
+    std::unordered_map<void*, UnexpectedCharge> unexpected_owned_;  // guarded by state_mutex_
+    // What each peer's unexpected buffers cost while the application holds them.
+    std::unordered_map<const method::Peer*, bmi_size_t> unexpected_by_peer_;  // state_mutex_
     // BMI_memalloc buffers the control layer allocated itself (methods track their own), so
     // that BMI_memfree of a foreign or already freed pointer is refused, not passed to free().
     std::unordered_set<void*> memalloc_owned_;  // guarded by state_mutex_

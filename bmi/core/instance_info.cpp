@@ -159,11 +159,8 @@ int Instance::memfree(BMI_addr_t addr, void* buffer) {
 int Instance::unexpected_free(void* buffer) {
     {
         std::lock_guard lock(state_mutex_);
-        auto it = unexpected_owned_.find(buffer);
         // Unknown or already freed: refuse instead of corrupting the heap.
-        if (it == unexpected_owned_.end()) return -BMI_EINVAL;
-        unexpected_bytes_ -= it->second;
-        unexpected_owned_.erase(it);
+        if (!uncharge_unexpected(buffer)) return -BMI_EINVAL;
     }
     std::free(buffer);
     // A method may have stopped reading because the quota was full: let it try again.

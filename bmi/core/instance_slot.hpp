@@ -20,9 +20,8 @@ public:
     BMI_addr_t register_peer(const std::shared_ptr<method::Peer>& peer) override {
         return instance_.on_register_peer(index_, peer);
     }
-    void* alloc_unexpected(bmi_size_t size) override { return instance_.on_alloc_unexpected(size); }
-    void release_unexpected(void* buffer, bmi_size_t size) override {
-        instance_.on_release_unexpected(buffer, size);
+    void* alloc_unexpected(const method::Peer& peer, bmi_size_t size) override {
+        return instance_.on_alloc_unexpected(peer, size);
     }
     void deliver_unexpected(const std::shared_ptr<method::Peer>& peer, void* buffer,
                             bmi_size_t size, bmi_msg_tag_t tag) override {

@@ -396,7 +396,7 @@ void ShmMethod::release_early(ShmPeer& peer, const Unmatched& message) {
 int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header,
                                   const Window& window) {
     auto size = static_cast<bmi_size_t>(header.size);
-    void* buffer = sink_.alloc_unexpected(size);
+    void* buffer = sink_.alloc_unexpected(*conn.peer, size);
     if (buffer == nullptr) return 1;
     window.read(header_size, buffer, static_cast<std::size_t>(size));
     if (conn.peer->addr() == 0) sink_.register_peer(conn.peer);

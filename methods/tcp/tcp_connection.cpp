@@ -220,10 +220,6 @@ void TcpMethod::fail_connection(Connection& c, int error, bool peer_dead) {
     c.incoming.clear();
     if (c.phase == ReadPhase::body_op && c.read_op != nullptr) failed.push_back(c.read_op);
     c.read_op = nullptr;
-    if (c.unexpected_buffer != nullptr) {
-        sink_.release_unexpected(c.unexpected_buffer, static_cast<bmi_size_t>(c.header.size));
-        c.unexpected_buffer = nullptr;
-    }
     retire(c);
     for (Operation* op : failed) finish(*op, error);
     if (peer && peer_dead && peer->connections.empty()) fail_posted_recvs(*peer, error);

@@ -25,8 +25,7 @@ enum class ConnState : std::uint8_t {
 
 enum class ReadPhase : std::uint8_t {
     header,             // collecting a header
-    body_scratch,       // eager or HELLO payload into scratch (<= 16 KiB or hello_max_body)
-    body_unexpected,    // unexpected payload into memory from Sink::alloc_unexpected
+    body_scratch,       // eager, unexpected or HELLO payload into scratch (each bounded)
     body_op,            // DATA chunk or legacy rendezvous payload straight into read_op
     discard,            // payload nobody can take (receive too small): drop it
     wait_unexpected,    // alloc_unexpected said no: EPOLLIN off, retried every progress()
@@ -75,8 +74,6 @@ struct Connection {
     Header header;  // the frame whose body is being read
     std::vector<std::uint8_t> scratch;
     std::size_t scratch_have = 0;
-    void* unexpected_buffer = nullptr;
-    bmi_size_t unexpected_have = 0;
     Operation* read_op = nullptr;  // body_op target
     bmi_size_t body_left = 0;      // body_op, discard: bytes of this frame still to read
     std::chrono::steady_clock::time_point last_read{};

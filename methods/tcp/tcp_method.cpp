@@ -49,8 +49,6 @@ TcpMethod::~TcpMethod() {
     // The control layer reaped every op before destroying us; only memory and fds remain.
     for (auto& [id, c] : connections_) {
         if (c->fd >= 0) close(c->fd);
-        if (c->unexpected_buffer != nullptr)
-            sink_.release_unexpected(c->unexpected_buffer, static_cast<bmi_size_t>(c->header.size));
         c->small_queue.clear();
         c->data_queue.clear();
     }

@@ -149,8 +149,9 @@ private:
     void start_legacy_body(Connection& c, Operation& op, bmi_size_t size);
     void accept_rts(Connection& c, Operation& op, std::uint64_t cookie, bmi_size_t size);
     void body_op_done(Connection& c);
-    bool try_alloc_unexpected(Connection& c);
-    void deliver_unexpected(Connection& c);
+    // Hands the unexpected message in scratch to the Sink; false (and reading paused) while
+    // the quota has no room for it.
+    bool deliver_unexpected(Connection& c);
     Operation* take_posted_recv(TcpPeer& peer, bmi_msg_tag_t tag);
 
     // tcp_early.cpp: the early-data budget

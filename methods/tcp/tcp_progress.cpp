@@ -99,7 +99,7 @@ void TcpMethod::retry_unexpected() {
     for (auto& [id, c] : connections_)
         if (c->phase == ReadPhase::wait_unexpected) waiting.push_back(c.get());
     for (Connection* c : waiting) {
-        if (c->closed || !try_alloc_unexpected(*c)) continue;
+        if (c->closed || !deliver_unexpected(*c)) continue;
         on_readable(*c);
     }
 }

@@ -128,11 +128,6 @@ bool TcpMethod::read_step(Connection& c) {
         case ReadPhase::body_scratch:
             iov[0] = {c.scratch.data() + c.scratch_have, c.scratch.size() - c.scratch_have};
             break;
-        case ReadPhase::body_unexpected:
-            iov[0] = {static_cast<char*>(c.unexpected_buffer) + c.unexpected_have,
-                      static_cast<std::size_t>(static_cast<bmi_size_t>(c.header.size) -
-                                               c.unexpected_have)};
-            break;
         case ReadPhase::body_op:
             n = segment_iov(*c.read_op, c.read_op->transferred, c.body_left, iov, iov_batch);
             break;
@@ -185,10 +180,6 @@ bool TcpMethod::read_step(Connection& c) {
             c.scratch_have += count;
             if (c.scratch_have == c.scratch.size()) on_scratch_body(c);
             break;
-        case ReadPhase::body_unexpected:
-            c.unexpected_have += got;
-            if (c.unexpected_have == static_cast<bmi_size_t>(c.header.size)) deliver_unexpected(c);
-            break;
         case ReadPhase::body_op:
             c.read_op->transferred += got;
             c.body_left -= got;
@@ -240,15 +231,16 @@ void TcpMethod::dispatch_frame(Connection& c) {
         case Mode::hello:
         case Mode::hello_ack:
         case Mode::eager:
+        case Mode::unexpected:
+            // An unexpected payload is read whole before it is charged to the quota: a peer
+            // that trickles a body holds only this connection's scratch, never the quota
+            // that every other peer's requests need.
             c.scratch.resize(static_cast<std::size_t>(h.size));
             c.scratch_have = 0;
             if (h.size == 0)
                 on_scratch_body(c);
             else
                 c.phase = ReadPhase::body_scratch;
-            return;
-        case Mode::unexpected:
-            try_alloc_unexpected(c);
             return;
         case Mode::rendezvous:
             on_legacy_rend(c);
@@ -270,6 +262,10 @@ void TcpMethod::on_scratch_body(Connection& c) {
     c.phase = ReadPhase::header;
     if (c.header.mode == Mode::eager) {
         on_eager(c, tag_of(c.header), c.scratch.data(), static_cast<bmi_size_t>(c.header.size));
+        return;
+    }
+    if (c.header.mode == Mode::unexpected) {
+        deliver_unexpected(c);
         return;
     }
     on_hello(c, c.header.mode == Mode::hello_ack);
@@ -443,31 +439,20 @@ void TcpMethod::body_op_done(Connection& c) {
     finish(*op, 0);
 }
 
-bool TcpMethod::try_alloc_unexpected(Connection& c) {
+bool TcpMethod::deliver_unexpected(Connection& c) {
     const auto size = static_cast<bmi_size_t>(c.header.size);
-    void* buffer = sink_.alloc_unexpected(size);
+    void* buffer = sink_.alloc_unexpected(*c.peer, size);
     if (buffer == nullptr) {
-        // Quota full: leave the payload in the socket; retried on every progress().
+        // Quota full: hold the message in scratch and read nothing more from this peer until
+        // memory comes back (retry_unexpected).
         c.phase = ReadPhase::wait_unexpected;
         return false;
     }
-    c.unexpected_buffer = buffer;
-    c.unexpected_have = 0;
-    c.last_read = std::chrono::steady_clock::now();
-    if (size == 0)
-        deliver_unexpected(c);
-    else
-        c.phase = ReadPhase::body_unexpected;
-    return true;
-}
-
-void TcpMethod::deliver_unexpected(Connection& c) {
+    if (size > 0) std::memcpy(buffer, c.scratch.data(), static_cast<std::size_t>(size));
     c.phase = ReadPhase::header;
-    void* buffer = c.unexpected_buffer;
-    c.unexpected_buffer = nullptr;
     sink_.register_peer(c.peer);
-    sink_.deliver_unexpected(c.peer, buffer, static_cast<bmi_size_t>(c.header.size),
-                             tag_of(c.header));
+    sink_.deliver_unexpected(c.peer, buffer, size, tag_of(c.header));
+    return true;
 }
 
 }  // namespace bmi::method::tcp

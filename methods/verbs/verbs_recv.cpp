@@ -180,7 +180,7 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
         return true;
     }
     if (type == MsgType::unexpected) {
-        void* memory = sink_.alloc_unexpected(size);
+        void* memory = sink_.alloc_unexpected(*c.peer, size);
         if (memory == nullptr) return false;
         if (size > 0) std::memcpy(memory, body, length);
         sink_.deliver_unexpected(c.peer, memory, size, h.tag);

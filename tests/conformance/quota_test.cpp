@@ -87,7 +87,8 @@ bool server_reaches(Side& server, std::vector<core::UnexpectedMessage>& got, std
 
 TEST_CASE("a full unexpected quota is reported once and through BMI_UNEXPECTED_QUOTA_USE",
           "[conformance]") {
-    constexpr bmi_size_t quota = 4096, message = 2048;
+    // Each message costs its bytes plus 256 for its record, so two of 1792 bytes fill 4096.
+    constexpr bmi_size_t quota = 4096, message = 2048 - 256;
     Pair pair = make_peers("tcp", "unexpected_quota=4096");
     Pump client_pump(*pair.client.instance);
     std::vector<char> out(static_cast<std::size_t>(message));
@@ -130,4 +131,60 @@ TEST_CASE("a full unexpected quota is reported once and through BMI_UNEXPECTED_Q
     REQUIRE(pair.server.instance->unexpected_free(got.back().buffer) == 0);
     CHECK(quota_use(*pair.server.instance).used == 0);
     for (bmi_op_id_t id : sends) CHECK(wait_op(pair.client, id).error == 0);
+}
+
+TEST_CASE("one peer cannot take more than its share of the unexpected quota", "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    setenv("BMI_UNEXPECTED_PEER_QUOTA", "4096", 1);
+    Pair pair = make_peers(scheme);
+    unsetenv("BMI_UNEXPECTED_PEER_QUOTA");
+    // A second client of the same server.
+    Side other;
+    REQUIRE(core::Instance::create(core::InitParams{}, other.instance) == 0);
+    REQUIRE(other.instance->open_context(other.context) == 0);
+    BMI_addr_t other_to_server = 0;
+    REQUIRE(other.instance->addr_lookup(pair.server.instance->listen_addresses(),
+                                        other_to_server) == 0);
+    Pump client_pump(*pair.client.instance);
+    Pump other_pump(*other.instance);
+
+    // Empty messages cost 256 each: sixteen fill a 4096-byte share, the rest wait.
+    std::vector<bmi_op_id_t> sends;
+    for (bmi_msg_tag_t tag = 1; tag <= 20; ++tag) {
+        auto request = send_request(pair.client, pair.server_addr, nullptr, 0, tag);
+        request.kind = method::OpKind::send_unexpected;
+        bmi_op_id_t id = 0;
+        REQUIRE(pair.client.instance->post(request, id, nullptr) >= 0);
+        if (id != 0) sends.push_back(id);
+    }
+    std::vector<core::UnexpectedMessage> got;
+    const auto drain = [&](std::size_t want) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (got.size() < want && std::chrono::steady_clock::now() < deadline) {
+            core::UnexpectedMessage one[1];
+            int outcount = 0;
+            REQUIRE(pair.server.instance->testunexpected(10, outcount, one) == 0);
+            if (outcount == 1) got.push_back(one[0]);
+        }
+        return got.size();
+    };
+    CHECK(drain(20) == 16);  // waits the full deadline: the other four stay held back
+
+    // The other client still gets through.
+    char hello[] = "other";
+    auto request = send_request(other, other_to_server, hello, sizeof hello, 99);
+    request.kind = method::OpKind::send_unexpected;
+    bmi_op_id_t id = 0;
+    REQUIRE(other.instance->post(request, id, nullptr) >= 0);
+    REQUIRE(drain(17) == 17);
+    CHECK(got.back().tag == 99);
+    CHECK(got.back().size == static_cast<bmi_size_t>(sizeof hello));
+
+    // Returning buffers lets the held-back messages in.
+    for (auto& m : got) REQUIRE(pair.server.instance->unexpected_free(m.buffer) == 0);
+    got.clear();
+    CHECK(drain(4) == 4);
+    for (auto& m : got) REQUIRE(pair.server.instance->unexpected_free(m.buffer) == 0);
+    for (bmi_op_id_t sid : sends) CHECK(wait_op(pair.client, sid).error == 0);
+    if (id != 0) CHECK(wait_op(other, id).error == 0);
 }

@@ -383,3 +383,24 @@ TEST_CASE("out of descriptors, the server sheds new connections and keeps servin
     close(ready[0]);
     close(ready[1]);
 }
+
+TEST_CASE("a peer trickling an unexpected body holds none of the quota", "[tcp][hostile]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    p.server_sink.quota = 20000;  // room for one 16 KB request
+    // The attacker announces 16,000 bytes and sends ten.
+    int fd = raw_connect(port_from(p.server->listen_address()));
+    auto frame = legacy_frame(Mode::unexpected, 1, pattern(16000, 1));
+    REQUIRE(raw_write(fd, frame.data(), legacy_header_size + 10, *p.server));
+    drive({p.server.get()}, [] { return false; }, 0.2);
+    CHECK(p.server_sink.used == 0);
+
+    auto request = pattern(16000, 2);
+    auto s = make_op(OpKind::send_unexpected, p.to_server, 2, request.data(), 16000);
+    post(*p.client, *s);
+    REQUIRE(p.run([&] { return !p.server_sink.unexpected.empty(); }));
+    const auto& got = p.server_sink.unexpected.back();
+    CHECK(got.tag == 2);
+    CHECK(std::memcmp(got.buffer, request.data(), 16000) == 0);
+    close(fd);
+}

@@ -43,14 +43,10 @@ public:
         }
         return peer->addr();
     }
-    void* alloc_unexpected(bmi_size_t size) override {
+    void* alloc_unexpected(const Peer&, bmi_size_t size) override {
         if (used + size > quota) return nullptr;
         used += size;
         return std::malloc(static_cast<std::size_t>(size) + 1);
-    }
-    void release_unexpected(void* buffer, bmi_size_t size) override {
-        used -= size;
-        std::free(buffer);
     }
     void deliver_unexpected(const std::shared_ptr<Peer>& peer, void* buffer, bmi_size_t size,
                             bmi_msg_tag_t tag) override {
