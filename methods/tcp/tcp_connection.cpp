@@ -266,7 +266,8 @@ void TcpMethod::update_interest(Connection& c) {
     if (c.state == ConnState::connecting) {
         want = EPOLLOUT;
     } else {
-        if (!c.paused()) want |= EPOLLIN;
+        // A paused connection is not read, so only RDHUP tells us its peer has gone.
+        want |= c.paused() ? std::uint32_t{EPOLLRDHUP} : std::uint32_t{EPOLLIN};
         if (c.has_output()) want |= EPOLLOUT;
     }
     if (want == c.events) return;

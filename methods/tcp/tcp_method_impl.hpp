@@ -106,6 +106,12 @@ private:
     static bool unreachable(const TcpPeer& peer) {
         return peer.target.empty() && peer.connections.empty();
     }
+    // A connection whose peer reached us first and that the application cannot name (it sent
+    // no unexpected message): a frame held back on it can never be claimed by a receive.
+    static bool abandoned(const Connection& c) {
+        return c.phase != ReadPhase::wait_unexpected && c.peer && c.peer->target.empty() &&
+               c.peer->addr() == 0;
+    }
 
     // tcp_connection.cpp
     Connection* connection_for_send(const std::shared_ptr<TcpPeer>& peer, int& error);

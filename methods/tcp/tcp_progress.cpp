@@ -90,6 +90,12 @@ void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
         connection_broken(*c, err < 0 ? err : -BMI_ECONNRESET);
         return;
     }
+    if ((events & EPOLLRDHUP) != 0 && c->paused() && abandoned(*c)) {
+        BMI_LOG(tcp, "tcp: %s closed while its connection was paused, and nothing can claim "
+                     "what it left; closing", describe(c->remote).c_str());
+        connection_broken(*c, -BMI_ECONNRESET);
+        return;
+    }
     if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) on_readable(*c);
     if (!c->closed && (events & EPOLLOUT) != 0) flush(*c);
 }

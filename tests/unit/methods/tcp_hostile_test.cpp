@@ -404,3 +404,22 @@ TEST_CASE("a peer trickling an unexpected body holds none of the quota", "[tcp][
     CHECK(std::memcmp(got.buffer, request.data(), 16000) == 0);
     close(fd);
 }
+
+TEST_CASE("a parked connection whose anonymous peer left is closed at once", "[tcp][hostile]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    auto& server = static_cast<TcpMethod&>(*p.server);
+    // A legacy REND header with no receive parks the connection (reading stops), and the
+    // sender, which never introduced itself, goes away.
+    int fd = raw_connect(port_from(p.server->listen_address()));
+    Header h;
+    h.mode = Mode::rendezvous;
+    h.tag = 4;
+    h.size = 1 << 20;
+    std::uint8_t buf[legacy_header_size];
+    encode_header(h, false, buf);
+    REQUIRE(raw_write(fd, buf, sizeof buf, *p.server));
+    REQUIRE(drive({p.server.get()}, [&] { return server.early_bytes_held() > 0; }));
+    close(fd);
+    CHECK(drive({p.server.get()}, [&] { return server.early_bytes_held() == 0; }, 2.0));
+}
