@@ -218,9 +218,18 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     return true;
 }
 
-void VerbsMethod::on_fin(Connection&, const MsgHeader& h) {
+void VerbsMethod::on_fin(Connection& c, const MsgHeader& h) {
+    // Cookies are ours and count up, so any peer can guess another's: a FIN is honoured only
+    // on the connection its RTS went out on. The receiver answers each RTS (or our CANCEL of
+    // it) with exactly one FIN, and a transfer lives until then, so an unknown or foreign
+    // cookie on a working connection is never a race: it is that connection's protocol error.
     auto it = sends_.find(h.cookie);
-    if (it == sends_.end()) return;  // crossed with our CANCEL, or a stale cookie
+    if (it == sends_.end() || it->second->connection != &c) {
+        BMI_LOG(error, "verbs: FIN for a cookie not sent on connection %llu",
+                static_cast<unsigned long long>(c.id));
+        fail_connection(c, -BMI_EPROTO);
+        return;
+    }
     SendTransfer& t = *it->second;
     for (auto& hd : t.handles) reg_->release(hd);
     Operation* op = t.op;
@@ -249,6 +258,7 @@ void VerbsMethod::retry_parked() {
         while (c != nullptr && !c->parked.empty()) {
             auto [buffer, length] = c->parked.front();
             if (!on_message(*c, buffer, length)) break;
+            if (c->state == Connection::State::failed) break;  // it gave parked buffers back
             c->parked.pop_front();
             device_->post_recv(buffer);
             ++c->owed_credits;

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A hostile verbs peer (RawPeer: a real queue pair, hand-written messages) against a server
+// that also serves a legitimate client. Each attack must close the attacker's connection only,
+// and the legitimate client must then be served byte for byte.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "verbs_raw_peer.hpp"
+#include "verbs_test_support.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+using method::verbs::FinStatus;
+using method::verbs::MsgHeader;
+using method::verbs::MsgType;
+
+namespace {
+[[maybe_unused]] const bool device_present = verbs::skip_without_device();
+
+MsgHeader header(MsgType type) {
+    MsgHeader h;
+    h.type = static_cast<std::uint8_t>(type);
+    return h;
+}
+}  // namespace
+
+TEST_CASE("verbs: a FIN for another connection's transfer does not complete it", "[verbs]") {
+    Pair pair = make_peers("verbs");
+    BMI_addr_t client_addr = introduce(pair);
+    // The server offers the client a large message the client has not asked for yet.
+    constexpr bmi_size_t big = 256 * 1024;
+    std::vector<char> out(big), in(big);
+    fill_pattern(out.data(), out.size(), 17);
+    bmi_op_id_t sid = 0;
+    REQUIRE(pair.server.instance->post(send_request(pair.server, client_addr, out.data(), big, 4),
+                                       sid, nullptr) == 0);
+    {
+        Pump server_pump(*pair.server.instance);
+        verbs::RawPeer hostile;
+        REQUIRE(hostile.handshake(pair.server.instance->listen_addresses()));
+        // Cookies count up from 1: claim the first few are done.
+        for (std::uint64_t cookie = 1; cookie <= 4; ++cookie) {
+            MsgHeader fin = header(MsgType::fin);
+            fin.cookie = cookie;
+            fin.status = static_cast<std::uint32_t>(FinStatus::ok);
+            REQUIRE(hostile.send_message(fin));
+        }
+        REQUIRE(hostile.closed_by_server(30000));
+    }
+    int outcount = 0;
+    core::Completion early;
+    REQUIRE(pair.server.instance->test(sid, pair.server.context, 0, outcount, early) == 0);
+    REQUIRE(outcount == 0);  // still waiting for the real receiver
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, in.data(), big,
+                                                    4),
+                                       rid, nullptr) == 0);
+    Pump client_pump(*pair.client.instance);
+    REQUIRE(wait_op(pair.server, sid, 30000).error == 0);
+    REQUIRE(wait_op(pair.client, rid, 30000).error == 0);
+    REQUIRE(check_pattern(in.data(), in.size(), 17));
+}
