@@ -189,6 +189,8 @@ int VerbsMethod::connect_qp(Connection& c, const Hello& remote) {
                                     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
         return -BMI_EPROTO;
     c.send_credits = static_cast<int>(remote.credits);
+    c.send_window = c.send_credits;
+    c.granted_credits = device_->choice.credits;  // what fill_hello announced
     return 0;
 }
 

@@ -101,6 +101,7 @@ private:
     // verbs_recv.cpp
     int post_recv(Operation& op);
     bool on_message(Connection& c, std::uint32_t buffer, std::uint32_t length);
+    bool costs_credit(std::uint32_t buffer) const;
     bool on_data_message(Connection& c, const MsgHeader& h, const std::uint8_t* body,
                          std::uint32_t length);
     void on_fin(Connection& c, const MsgHeader& h);

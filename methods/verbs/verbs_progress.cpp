@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "methods/verbs/verbs_method_impl.hpp"
+#include "methods/verbs/verbs_peer_checks.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -138,6 +139,16 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
             if (c != nullptr && wc.status != IBV_WC_SUCCESS) fail_connection(*c, wc_error(wc.status));
             return;
         }
+        // Counted on arrival, parked or not: a peer past its credits holds SRQ buffers that
+        // every other peer needs. Only CREDIT is free.
+        const bool costs = costs_credit(buffer);
+        if (costs && !spend_granted_credit(c->granted_credits)) {
+            BMI_LOG(error, "verbs: connection %llu sent past the credits it was granted",
+                    static_cast<unsigned long long>(c->id));
+            device_->post_recv(buffer);
+            fail_connection(*c, -BMI_EPROTO);
+            return;
+        }
         if (!c->parked.empty() || !on_message(*c, buffer, wc.byte_len)) {
             if (c->parked.empty()) with_parked_.push_back(c->id);
             c->parked.emplace_back(buffer, wc.byte_len);
@@ -145,7 +156,7 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
             return;
         }
         device_->post_recv(buffer);
-        ++c->owed_credits;
+        if (costs) ++c->owed_credits;
         if (c->owed_credits * 2 >= device_->choice.credits) schedule(*c);
         return;
     }

@@ -81,6 +81,7 @@ void VerbsMethod::fill_header(Connection& c, MsgHeader& h, MsgType type) {
     h.type = static_cast<std::uint8_t>(type);
     h.credits = static_cast<std::uint16_t>(std::min(c.owed_credits, 0xffff));
     c.owed_credits -= h.credits;
+    c.granted_credits += h.credits;
     if (type != MsgType::credit) --c.send_credits;
 }
 

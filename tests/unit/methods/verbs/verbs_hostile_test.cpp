@@ -4,12 +4,8 @@
 // and the legitimate client must then be served byte for byte.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "harness.hpp"
@@ -21,6 +17,7 @@ using namespace bmi::test;
 using method::verbs::FinStatus;
 using method::verbs::MsgHeader;
 using method::verbs::MsgType;
+using method::verbs::RemoteSegment;
 
 namespace {
 [[maybe_unused]] const bool device_present = verbs::skip_without_device();
@@ -29,6 +26,23 @@ MsgHeader header(MsgType type) {
     MsgHeader h;
     h.type = static_cast<std::uint8_t>(type);
     return h;
+}
+
+// The legitimate client sends the server a rendezvous-sized message and it arrives intact.
+void served_after_attack(Pair& pair, BMI_addr_t client_addr, int seed) {
+    constexpr bmi_size_t size = 64 * 1024;
+    std::vector<char> out(size), in(size);
+    fill_pattern(out.data(), out.size(), seed);
+    Pump server_pump(*pair.server.instance);  // it READs while the client waits for FIN
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in.data(), size, 3),
+                                       rid, nullptr) == 0);
+    REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr, out.data(),
+                                                    size, 3),
+                          30000)
+                .error == 0);
+    REQUIRE(wait_op(pair.server, rid, 30000).error == 0);
+    REQUIRE(check_pattern(in.data(), in.size(), seed));
 }
 }  // namespace
 
@@ -67,4 +81,48 @@ TEST_CASE("verbs: a FIN for another connection's transfer does not complete it",
     REQUIRE(wait_op(pair.server, sid, 30000).error == 0);
     REQUIRE(wait_op(pair.client, rid, 30000).error == 0);
     REQUIRE(check_pattern(in.data(), in.size(), 17));
+}
+
+TEST_CASE("verbs: credits and lengths a peer sends are checked", "[verbs]") {
+    // Room for two 8 KiB unexpected messages: the rest park and return no credit.
+    Pair pair = make_peers("verbs", "unexpected_quota=16384");
+    BMI_addr_t client_addr = introduce(pair);
+    {
+        Pump server_pump(*pair.server.instance);
+        verbs::RawPeer hostile;
+        REQUIRE(hostile.handshake(pair.server.instance->listen_addresses()));
+        SECTION("sending past the granted credits") {
+            std::vector<char> body(8192, 'x');
+            for (int i = 0; i < 17; ++i) {  // the server granted 16
+                MsgHeader h = header(MsgType::unexpected);
+                h.size = body.size();
+                h.tag = 40 + i;
+                REQUIRE(hostile.send_message(h, body.data(), body.size()));
+            }
+        }
+        SECTION("returning credits that were never granted") {
+            MsgHeader h = header(MsgType::credit);
+            h.credits = 0xffff;
+            REQUIRE(hostile.send_message(h));
+        }
+        SECTION("an RTS whose lengths wrap") {
+            const std::uint64_t half = std::uint64_t{1} << 63;
+            RemoteSegment segs[3] = {{0x1000, half, 1, 0}, {0x1000, half, 1, 0}, {0x1000, 4096, 1, 0}};
+            MsgHeader h = header(MsgType::rts);
+            h.size = 4096;
+            h.cookie = 1;
+            h.seg_count = 3;
+            REQUIRE(hostile.send_message(h, segs, sizeof segs));
+        }
+        REQUIRE(hostile.closed_by_server(30000));
+    }
+    // Unexpected messages the attacker got in before it was closed: drop them.
+    core::UnexpectedMessage got[4];
+    int outcount = 0;
+    do {
+        REQUIRE(pair.server.instance->testunexpected(4, outcount, got) == 0);
+        for (int k = 0; k < outcount; ++k) pair.server.instance->unexpected_free(got[k].buffer);
+    } while (outcount > 0);
+    Pump client_pump(*pair.client.instance);
+    served_after_attack(pair, client_addr, 23);
 }
