@@ -129,8 +129,8 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
     if ((wc.opcode & IBV_WC_RECV) != 0 && kind == 0) {
         // SRQ buffers are not tied to a QP: an error here is rare (local length error).
         const auto buffer = static_cast<std::uint32_t>(low);
-        // The client's first SEND can overtake its ready byte on the bootstrap socket: a
-        // message on the QP proves the client is in RTS just as well.
+        // The client's first SEND is what makes an accepted connection ready: only a real
+        // queue pair connected to ours can deliver it, whatever the socket said.
         if (c != nullptr && wc.status == IBV_WC_SUCCESS &&
             c->state == Connection::State::awaiting_ready)
             became_ready(*c);

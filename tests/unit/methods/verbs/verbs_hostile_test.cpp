@@ -4,8 +4,12 @@
 // and the legitimate client must then be served byte for byte.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "harness.hpp"
@@ -15,6 +19,7 @@
 using namespace bmi;
 using namespace bmi::test;
 using method::verbs::FinStatus;
+using method::verbs::Hello;
 using method::verbs::MsgHeader;
 using method::verbs::MsgType;
 using method::verbs::RemoteSegment;
@@ -125,4 +130,117 @@ TEST_CASE("verbs: credits and lengths a peer sends are checked", "[verbs]") {
     } while (outcount > 0);
     Pump client_pump(*pair.client.instance);
     served_after_attack(pair, client_addr, 23);
+}
+
+namespace {
+std::uint64_t tracked_peers(Side& side, BMI_addr_t any) {
+    method::verbs::Stats stats;
+    REQUIRE(side.instance->get_info(any, method::verbs::get_stats_option, &stats) == 0);
+    return stats.peers;
+}
+}  // namespace
+
+TEST_CASE("verbs: a handshake whose queue pair never speaks is closed at the deadline and "
+          "leaves no peer", "[verbs]") {
+    Pair pair = make_peers("verbs", "verbs_connect_timeout_ms=500");
+    BMI_addr_t client_addr = introduce(pair);
+    const std::uint64_t peers_before = tracked_peers(pair.server, client_addr);
+    {
+        Pump server_pump(*pair.server.instance);
+        // A HELLO naming a queue pair that does not exist, and the ready byte: all an attacker
+        // without RDMA hardware can send.
+        verbs::RawPeer fake;
+        REQUIRE(fake.usable());
+        REQUIRE(fake.dial(pair.server.instance->listen_addresses()));
+        Hello bogus = fake.own_hello();
+        bogus.qp_num ^= 0x5a5a5;
+        REQUIRE(fake.send_bytes(&bogus, sizeof bogus));
+        Hello answer;
+        REQUIRE(fake.read_hello(answer));
+        REQUIRE(fake.send_bytes(&method::verbs::ready_byte, 1));
+        REQUIRE(fake.closed_by_server(20000));
+    }
+    REQUIRE(tracked_peers(pair.server, client_addr) == peers_before);
+    Pump client_pump(*pair.client.instance);
+    served_after_attack(pair, client_addr, 29);
+}
+
+TEST_CASE("verbs: one source address holds only a few unfinished handshakes", "[verbs]") {
+    const char* guest_ip = std::getenv("RXE_VM_IP");
+    if (guest_ip == nullptr) guest_ip = "127.0.0.1";
+    // Listening on every address: the attacker comes from 127.0.0.1, the client from the
+    // address behind the RDMA device.
+    Side server;
+    core::InitParams params;
+    params.listen = "verbs://0.0.0.0:0";
+    params.flags = BMI_INIT_SERVER;
+    // A deadline far away: only the budget can close anything during the test.
+    params.options = "verbs_pending_per_source=4,verbs_connect_timeout_ms=120000";
+    REQUIRE(core::Instance::create(params, server.instance) == 0);
+    REQUIRE(server.instance->open_context(server.context) == 0);
+    const std::string listen = server.instance->listen_addresses();
+    const std::string port = listen.substr(listen.rfind(':') + 1);
+    Pump server_pump(*server.instance);
+
+    std::vector<int> idle;
+    for (int i = 0; i < 4; ++i) {
+        idle.push_back(verbs::bootstrap_socket("verbs://127.0.0.1:" + port));
+        REQUIRE(idle.back() >= 0);
+    }
+    const int fifth = verbs::bootstrap_socket("verbs://127.0.0.1:" + port);
+    REQUIRE(fifth >= 0);
+    CHECK(verbs::closed_within(fifth, 5000));
+    close(fifth);
+    // The four still wait for their HELLO; a client from elsewhere gets in meanwhile.
+    Side client;
+    REQUIRE(core::Instance::create({}, client.instance) == 0);
+    REQUIRE(client.instance->open_context(client.context) == 0);
+    BMI_addr_t server_addr = 0;
+    REQUIRE(client.instance->addr_lookup(std::string("verbs://") + guest_ip + ":" + port,
+                                         server_addr) == 0);
+    char text[] = "from elsewhere";
+    auto request = send_request(client, server_addr, text, sizeof text, 6);
+    request.kind = method::OpKind::send_unexpected;
+    REQUIRE(post_and_wait(client, request, 30000).error == 0);
+    core::UnexpectedMessage got;
+    REQUIRE(verbs::receive_unexpected(*server.instance, got) == 1);
+    REQUIRE(std::string(static_cast<char*>(got.buffer)) == text);
+    server.instance->unexpected_free(got.buffer);
+    for (int fd : idle) REQUIRE(verbs::still_open(fd));
+    for (int fd : idle) close(fd);
+}
+
+TEST_CASE("verbs: the listen address a peer announces routes nothing", "[verbs]") {
+    Pair pair = make_peers("verbs");
+    // A second server, whose address the attacker claims before the first one looks it up.
+    Side other;
+    core::InitParams params;
+    params.listen = "verbs://127.0.0.1:0";
+    params.flags = BMI_INIT_SERVER;
+    REQUIRE(core::Instance::create(params, other.instance) == 0);
+    REQUIRE(other.instance->open_context(other.context) == 0);
+    const std::string other_address = other.instance->listen_addresses();
+    Pump server_pump(*pair.server.instance);
+    Pump other_pump(*other.instance);
+
+    verbs::RawPeer squatter;
+    REQUIRE(squatter.usable());
+    REQUIRE(squatter.dial(pair.server.instance->listen_addresses()));
+    const Hello claim = squatter.own_hello(other_address);
+    REQUIRE(squatter.send_bytes(&claim, sizeof claim));
+    Hello answer;
+    REQUIRE(squatter.read_hello(answer));  // the server has read the claim
+    REQUIRE(squatter.go_live(answer));
+    REQUIRE(squatter.send_message(header(MsgType::credit)));
+
+    BMI_addr_t other_addr = 0;
+    REQUIRE(pair.server.instance->addr_lookup(other_address, other_addr) == 0);
+    char text[] = "for the real one";
+    auto request = send_request(pair.server, other_addr, text, sizeof text, 8);
+    request.kind = method::OpKind::send_unexpected;
+    REQUIRE(post_and_wait(pair.server, request, 30000).error == 0);
+    core::UnexpectedMessage got;
+    REQUIRE(verbs::receive_unexpected(*other.instance, got) == 1);
+    REQUIRE(std::string(static_cast<char*>(got.buffer)) == text);
+    other.instance->unexpected_free(got.buffer);
 }
