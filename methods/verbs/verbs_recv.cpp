@@ -88,7 +88,7 @@ void VerbsMethod::start_read(Operation& op, Connection& c, std::uint64_t cookie,
         RegCache::Handle hd;
         if (error == 0 && op.segments[i].size > 0)
             error = reg_->acquire(op.segments[i].data, static_cast<std::size_t>(op.segments[i].size),
-                                  true, hd);
+                                  RegCache::Use::local_write, hd);
         t->handles.push_back(hd);
     }
     if (error != 0) {

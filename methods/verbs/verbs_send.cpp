@@ -161,7 +161,7 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
     int error = 0;
     auto offer = [&](void* data, std::size_t size) {
         RegCache::Handle hd;
-        if (error == 0) error = reg_->acquire(data, size, false, hd);
+        if (error == 0) error = reg_->acquire(data, size, RegCache::Use::remote_read, hd);
         if (error != 0) return;
         t->handles.push_back(hd);
         segs.push_back(RemoteSegment{reinterpret_cast<std::uintptr_t>(data), size, hd.mr->rkey, 0});

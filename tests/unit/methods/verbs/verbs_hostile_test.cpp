@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -243,4 +244,65 @@ TEST_CASE("verbs: the listen address a peer announces routes nothing", "[verbs]"
     REQUIRE(verbs::receive_unexpected(*other.instance, got) == 1);
     REQUIRE(std::string(static_cast<char*>(got.buffer)) == text);
     other.instance->unexpected_free(got.buffer);
+}
+
+TEST_CASE("verbs: a peer reads only the bytes of its own transfer, and only until its FIN",
+          "[verbs]") {
+    Pair pair = make_peers("verbs");
+    BMI_addr_t client_addr = introduce(pair);
+    {
+        Pump server_pump(*pair.server.instance);
+        verbs::RawPeer reader;
+        REQUIRE(reader.handshake(pair.server.instance->listen_addresses()));
+        MsgHeader hi = header(MsgType::unexpected);
+        REQUIRE(reader.send_message(hi));
+        core::UnexpectedMessage got;
+        REQUIRE(verbs::receive_unexpected(*pair.server.instance, got) == 1);
+        pair.server.instance->unexpected_free(got.buffer);
+        const BMI_addr_t reader_addr = got.addr;
+
+        // A pool buffer of a server: 1 MiB from BMI_memalloc, of which the reader is offered
+        // 64 KiB in the middle. The rest stands for other clients' data.
+        constexpr bmi_size_t region_size = 1 << 20, offset = 256 << 10, size = 64 << 10;
+        auto* region = static_cast<char*>(pair.server.instance->memalloc(reader_addr, region_size));
+        REQUIRE(region != nullptr);
+        fill_pattern(region, region_size, 31);
+        bmi_op_id_t sid = 0;
+        REQUIRE(pair.server.instance->post(send_request(pair.server, reader_addr, region + offset,
+                                                        size, 9),
+                                           sid, nullptr) == 0);
+        MsgHeader rts;
+        std::vector<std::uint8_t> body;
+        REQUIRE(reader.receive(rts, body));
+        REQUIRE(rts.type == static_cast<std::uint8_t>(MsgType::rts));
+        REQUIRE(body.size() == sizeof(RemoteSegment));
+        RemoteSegment offered;
+        std::memcpy(&offered, body.data(), sizeof offered);
+        REQUIRE(offered.length == static_cast<std::uint64_t>(size));
+
+        std::vector<std::uint8_t> bytes;
+        REQUIRE(reader.read(offered.addr + size - 4096, offered.rkey, 4096, bytes) ==
+                IBV_WC_SUCCESS);
+        REQUIRE(std::memcmp(bytes.data(), region + offset + size - 4096, 4096) == 0);
+        SECTION("past the end of what was offered") {
+            REQUIRE(reader.read(offered.addr + size, offered.rkey, 4096, bytes) != IBV_WC_SUCCESS);
+            pair.server.instance->cancel(sid, pair.server.context);
+            wait_op(pair.server, sid, 30000);
+        }
+        SECTION("before the start of what was offered") {
+            REQUIRE(reader.read(offered.addr - 4096, offered.rkey, 4096, bytes) != IBV_WC_SUCCESS);
+            pair.server.instance->cancel(sid, pair.server.context);
+            wait_op(pair.server, sid, 30000);
+        }
+        SECTION("after its FIN") {
+            MsgHeader fin = header(MsgType::fin);
+            fin.cookie = rts.cookie;
+            REQUIRE(reader.send_message(fin));
+            REQUIRE(wait_op(pair.server, sid, 30000).error == 0);
+            REQUIRE(reader.read(offered.addr, offered.rkey, 4096, bytes) != IBV_WC_SUCCESS);
+        }
+        REQUIRE(pair.server.instance->memfree(reader_addr, region) == 0);
+    }
+    Pump client_pump(*pair.client.instance);
+    served_after_attack(pair, client_addr, 37);
 }

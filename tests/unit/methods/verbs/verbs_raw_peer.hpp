@@ -11,7 +11,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_wire.hpp"
@@ -175,7 +178,7 @@ public:
     bool send_message(const MsgHeader& h, const void* body = nullptr, std::size_t size = 0) {
         reap();
         // In turn through the whole pool: a test sends far fewer messages than it holds.
-        const std::uint32_t buffer = next_buffer_++ % device_.send_pool.count;
+        const std::uint32_t buffer = next_buffer_++ % (device_.send_pool.count - 1);
         std::uint8_t* out = device_.send_pool.at(buffer);
         std::memcpy(out, &h, sizeof h);
         if (size > 0) std::memcpy(out + sizeof h, body, size);
@@ -192,20 +195,69 @@ public:
 
     bool closed_by_server(int deadline_ms) { return closed_within(fd_, deadline_ms); }
 
+    // The next message the server sends us: its header and body. False after the deadline.
+    bool receive(MsgHeader& h, std::vector<std::uint8_t>& body, int deadline_ms = 20000) {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+        while (arrived_.empty() && std::chrono::steady_clock::now() < deadline) reap();
+        if (arrived_.empty()) return false;
+        const auto [buffer, length] = arrived_.front();
+        arrived_.pop_front();
+        const std::uint8_t* data = device_.recv_pool.at(buffer);
+        std::memcpy(&h, data, sizeof h);
+        body.assign(data + sizeof h, data + length);
+        return true;
+    }
+
+    // RDMA READs `length` (at most 16 KiB) bytes at remote address addr with rkey into `out`:
+    // the completion's status (IBV_WC_SUCCESS or why the server's device refused), or -1 if
+    // none came before the deadline. A refused READ leaves this queue pair in error.
+    int read(std::uint64_t addr, std::uint32_t rkey, std::uint32_t length,
+             std::vector<std::uint8_t>& out, int deadline_ms = 20000) {
+        std::uint8_t* local = device_.send_pool.at(device_.send_pool.count - 1);
+        ibv_sge sge{reinterpret_cast<std::uintptr_t>(local), length,
+                    device_.send_pool.lkey(device_.send_pool.count - 1)};
+        ibv_send_wr wr{};
+        wr.wr_id = read_id;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_RDMA_READ;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.wr.rdma.remote_addr = addr;
+        wr.wr.rdma.rkey = rkey;
+        ibv_send_wr* bad = nullptr;
+        if (ibv_post_send(qp_, &wr, &bad) != 0) return -1;
+        read_status_ = -1;
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+        while (read_status_ < 0 && std::chrono::steady_clock::now() < deadline) reap();
+        if (read_status_ == IBV_WC_SUCCESS) out.assign(local, local + length);
+        return read_status_;
+    }
+
     std::uint32_t psn = 0x1234;
 
 private:
+    static constexpr std::uint64_t read_id = 1u << 31;  // above every buffer index
+
+    // Takes every completion: messages that arrived are kept for receive(), a READ's status
+    // for read(), SEND completions are dropped.
     void reap() {
         ibv_wc wcs[16];
-        while (ibv_poll_cq(device_.cq, 16, wcs) > 0) {
-        }
+        for (int n; (n = ibv_poll_cq(device_.cq, 16, wcs)) > 0;)
+            for (int i = 0; i < n; ++i) {
+                if (wcs[i].wr_id == read_id)
+                    read_status_ = static_cast<int>(wcs[i].status);
+                else if ((wcs[i].opcode & IBV_WC_RECV) != 0 && wcs[i].status == IBV_WC_SUCCESS)
+                    arrived_.emplace_back(static_cast<std::uint32_t>(wcs[i].wr_id), wcs[i].byte_len);
+            }
     }
 
     method::verbs::Device device_;
     ibv_qp* qp_ = nullptr;
     int fd_ = -1;
     bool ready_ = false;
-    std::uint32_t next_buffer_ = 0;
+    std::uint32_t next_buffer_ = 0;  // send buffers in turn; the last one is read()'s
+    std::deque<std::pair<std::uint32_t, std::uint32_t>> arrived_;  // SRQ buffer, length
+    int read_status_ = -1;
 };
 
 }  // namespace bmi::test::verbs
