@@ -189,6 +189,8 @@ int VerbsMethod::connect_qp(Connection& c, const Hello& remote) {
                                     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
         return -BMI_EPROTO;
     c.send_credits = static_cast<int>(remote.credits);
+    c.send_window = c.send_credits;
+    c.granted_credits = device_->choice.credits;  // what fill_hello announced
     return 0;
 }
 
@@ -212,14 +214,36 @@ void VerbsMethod::accept_all() {
         int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;  // EAGAIN, or a connection that died before we took it
+        std::uint16_t port = 0;
+        std::string host = ip_text(ss, &port);
+        if (over_source_budget(host)) {
+            BMI_LOG(error, "verbs: %s already holds %d unfinished handshakes; closing the next "
+                    "(BMI_VERBS_PENDING_PER_SOURCE)", host.c_str(), device_->choice.pending_per_source);
+            close(fd);
+            continue;
+        }
         set_socket_options(fd);
         Connection& c = add_connection(fd, false);
+        // Its own peer, never merged with a known one: a connection is its own address, and
+        // it joins peers_ only once the handshake is done (became_ready).
         auto peer = std::make_shared<VerbsPeer>();
-        std::uint16_t port = 0;
-        peer->host = ip_text(ss, &port);
+        peer->host = std::move(host);
         peer->remote_text = support::format_host_port(peer->host, port);
-        c.peer = peer;  // provisional: HELLO may name a peer we know already
+        c.peer = peer;
     }
+}
+
+// Handshakes in progress cost a socket, a QP and a slot under BMI_VERBS_MAX_CONNECTIONS until
+// they finish or time out, and the peer needs no RDMA hardware to start one: one source
+// address may hold only a few at a time, so one host cannot lock the others out.
+bool VerbsMethod::over_source_budget(const std::string& host) const {
+    int pending = 0;
+    for (const auto& [id, c] : connections_)
+        if (!c->outbound && c->peer && c->peer->host == host &&
+            (c->state == Connection::State::awaiting_hello ||
+             c->state == Connection::State::awaiting_ready))
+            ++pending;
+    return pending >= device_->choice.pending_per_source;
 }
 
 bool VerbsMethod::flush_out(Connection& c) {
@@ -287,16 +311,15 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
         }
         if (!c.outbound && !c.ready_seen && !c.in.empty() &&
             (c.state == State::awaiting_ready || c.state == State::ready)) {
-            // (ready already if a SEND on the QP overtook this byte)
+            // The byte alone proves nothing: the first SEND on the QP makes us ready.
             if (c.in.front() != ready_byte) {
                 fail_connection(c, -BMI_EPROTO);
                 return;
             }
             c.in.erase(c.in.begin());
             c.ready_seen = true;
-            if (c.state == State::awaiting_ready) became_ready(c);
         }
-        if (c.state == State::ready && !c.in.empty()) {
+        if ((c.state == State::ready || c.ready_seen) && !c.in.empty()) {
             // Nothing may follow the handshake on this socket.
             fail_connection(c, -BMI_EPROTO);
             return;
@@ -315,7 +338,10 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
         return;
     }
     if (!c.outbound) {
-        bind_inbound_peer(c, remote);
+        if (remote.name_length > 0)
+            BMI_LOG(verbs, "verbs: connection %llu from %s says it listens at %.*s (not trusted)",
+                    static_cast<unsigned long long>(c.id), c.peer->remote_text.c_str(),
+                    static_cast<int>(remote.name_length), remote.name);
         if (int rc = create_qp(c); rc < 0) {
             fail_connection(c, rc);
             return;
@@ -330,6 +356,9 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
         c.out.push_back(static_cast<std::uint8_t>(ready_byte));
         if (!flush_out(c)) return;
         became_ready(c);
+        // The server waits for a SEND on the QP before it counts us ready: send one now even
+        // if we have nothing else to say. A CREDIT costs no credit.
+        queue_control(c, MsgType::credit, 0, FinStatus::ok);
         return;
     }
     Hello h;
@@ -340,27 +369,17 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
     flush_out(c);
 }
 
-// An accepting side learns who called from the name in HELLO: a peer we looked up already is
-// the same peer (so a server answering a client that also listens reuses one handle).
-void VerbsMethod::bind_inbound_peer(Connection& c, const Hello& remote) {
-    std::string name(remote.name, remote.name_length);
-    if (auto known = name.empty() ? nullptr : peers_.named(name)) {
-        known->host = c.peer->host;
-        known->remote_text = c.peer->remote_text;
-        c.peer = known;
-        return;
-    }
-    if (!name.empty()) c.peer->canonical = name;
-    peers_.add(c.peer);
-}
-
 void VerbsMethod::became_ready(Connection& c) {
     c.state = Connection::State::ready;
     auto& peer = *c.peer;
     // With two connections to one peer (both sides called at once) the first one carries
     // our traffic; the other still delivers what arrives on it.
     if (peer.connection == nullptr) peer.connection = &c;
-    if (!c.outbound) sink_.register_peer(c.peer);
+    if (!c.outbound) {
+        // Without a name: a lookup of whatever it announced makes a peer of its own.
+        peers_.add(c.peer);
+        sink_.register_peer(c.peer);
+    }
     device_->grow_srq(static_cast<std::uint32_t>(device_->choice.srq_base) +
                       static_cast<std::uint32_t>(connections_.size()) *
                           static_cast<std::uint32_t>(device_->choice.credits));

@@ -107,6 +107,8 @@ struct Connection {
 
     // Flow control (see doc/methods/verbs.md, "Credits").
     int send_credits = 0;     // eager messages we may still send
+    int send_window = 0;      // credits the peer granted in its HELLO: send_credits never exceeds it
+    int granted_credits = 0;  // messages the peer may still send us (our window + returns - arrivals)
     int owed_credits = 0;     // buffers of theirs we consumed and have not reported back
     int sq_free = 0;          // free send-queue slots
     int sq_depth = 0;

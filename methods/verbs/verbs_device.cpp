@@ -59,10 +59,15 @@ int load_choice(std::string_view options, DeviceChoice& out) {
               load_int(options, "BMI_VERBS_SRQ_CAP", "verbs_srq_cap", out.srq_cap) &&
               load_int(options, "BMI_VERBS_MAX_CONNECTIONS", "verbs_max_connections",
                        out.max_connections) &&
-              load_int(options, "BMI_VERBS_SEND_BUFFERS", "verbs_send_buffers", out.send_buffers);
+              load_int(options, "BMI_VERBS_SEND_BUFFERS", "verbs_send_buffers", out.send_buffers) &&
+              load_int(options, "BMI_VERBS_CONNECT_TIMEOUT_MS", "verbs_connect_timeout_ms",
+                       out.connect_timeout_ms) &&
+              load_int(options, "BMI_VERBS_PENDING_PER_SOURCE", "verbs_pending_per_source",
+                       out.pending_per_source);
     if (!ok || out.port < 0 || out.port > 255 || out.gid_index < -1 || out.credits < 2 ||
         out.credits > 1024 || out.srq_cap < out.credits || out.max_connections < 1 ||
-        out.send_buffers < 1 || out.send_buffers > 65536)
+        out.send_buffers < 1 || out.send_buffers > 65536 || out.connect_timeout_ms < 1 ||
+        out.pending_per_source < 1)
         return -BMI_EINVAL;
     return 0;
 }

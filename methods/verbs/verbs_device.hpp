@@ -25,6 +25,8 @@ struct DeviceChoice {
     int srq_cap = 1024;   // SRQ buffers never grow past this however many peers connect
     int send_buffers = 128;
     int max_connections = 128;  // sizes the completion queue, which is never resized
+    int connect_timeout_ms = 10000;  // a handshake not finished by then fails
+    int pending_per_source = 8;      // handshakes in progress one source address may hold
 };
 // Reads BMI_VERBS_* variables, then verbs_* items of the option string; -BMI_EINVAL if bad.
 int load_choice(std::string_view options, DeviceChoice& out);

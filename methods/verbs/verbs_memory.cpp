@@ -11,9 +11,6 @@
 
 namespace bmi::method::verbs {
 
-namespace {
-constexpr int all_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
-}
 
 RegCache::~RegCache() {
     // Regions the application never freed: the method is going away, so is the memory.
@@ -29,39 +26,44 @@ RegCache::~RegCache() {
     }
 }
 
-int RegCache::acquire(void* data, std::size_t size, bool writable, Handle& out) {
+RegCache::Region* RegCache::region_of(void* data, std::size_t size) const {
     const auto start = reinterpret_cast<std::uintptr_t>(data);
     auto it = regions_.upper_bound(start);
-    if (it != regions_.begin()) {
-        --it;
-        Region* r = it->second;
-        if (start >= it->first && start + size <= it->first + r->size) {
-            ++hits_;
-            ++r->users;
-            out.mr = r->mr;
-            out.region = r;
-            return 0;
-        }
+    if (it == regions_.begin()) return nullptr;
+    --it;
+    Region* r = it->second;
+    return start >= it->first && start + size <= it->first + r->size ? r : nullptr;
+}
+
+int RegCache::acquire(void* data, std::size_t size, Use use, Handle& out) {
+    Region* r = region_of(data, size);
+    if (r != nullptr && use == Use::local_write) {
+        ++hits_;
+        ++r->users;
+        out = Handle{r->mr, r, false};
+        return 0;
     }
     ++misses_;
     // Send buffers may live in read-only memory, which refuses LOCAL_WRITE.
-    const int access = writable ? all_access : IBV_ACCESS_REMOTE_READ;
-    out.mr = ibv_reg_mr(pd_, size > 0 ? data : static_cast<void*>(&out), size > 0 ? size : 1,
-                        access);
-    out.region = nullptr;
-    if (out.mr == nullptr) return support::bmi_error_from_errno(errno != 0 ? errno : ENOMEM);
+    const int access = use == Use::local_write ? IBV_ACCESS_LOCAL_WRITE : IBV_ACCESS_REMOTE_READ;
+    ibv_mr* mr = ibv_reg_mr(pd_, size > 0 ? data : static_cast<void*>(&out), size > 0 ? size : 1,
+                            access);
+    if (mr == nullptr) return support::bmi_error_from_errno(errno != 0 ? errno : ENOMEM);
+    // Inside a region, BMI_memfree must not hand the pages back while a peer can still READ
+    // them through this registration: the region counts it as a user.
+    if (r != nullptr) ++r->users;
+    out = Handle{mr, r, true};
     return 0;
 }
 
 void RegCache::release(Handle& handle) {
+    if (handle.owned && handle.mr != nullptr) ibv_dereg_mr(handle.mr);
     if (handle.region != nullptr) {
         auto* r = static_cast<Region*>(handle.region);
         if (--r->users == 0 && r->freed) {
             ibv_dereg_mr(r->mr);
             destroy(nullptr, r);
         }
-    } else if (handle.mr != nullptr) {
-        ibv_dereg_mr(handle.mr);
     }
     handle = Handle{};
 }
@@ -72,7 +74,7 @@ void* RegCache::allocate(std::size_t size) {
     if (posix_memalign(&data, 4096, size > 0 ? size : 1) != 0) return nullptr;
     auto* r = new Region{};
     r->size = size > 0 ? size : 1;
-    r->mr = ibv_reg_mr(pd_, data, r->size, all_access);
+    r->mr = ibv_reg_mr(pd_, data, r->size, IBV_ACCESS_LOCAL_WRITE);
     if (r->mr == nullptr) {
         std::free(data);
         delete r;

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -172,8 +173,7 @@ int VerbsMethod::start(const Config& config) {
     ev.data.u64 = timer_id;
     if (timer_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    if (const char* t = std::getenv("BMI_VERBS_CONNECT_TIMEOUT_MS"); t != nullptr && std::atol(t) > 0)
-        setup_timeout_ = std::chrono::milliseconds(std::atol(t));
+    setup_timeout_ = std::chrono::milliseconds(choice_.connect_timeout_ms);
     if (!listen) return 0;
     return open_listener(listen->bootstrap.host, listen->bootstrap.port);
 }
@@ -334,6 +334,7 @@ int VerbsMethod::get_info(Peer*, int option, void* arg) {
     out.reg_misses = reg_->misses();
     out.srq_buffers = device_->srq_posted;
     out.connections = connections_.size();
+    out.peers = static_cast<std::uint64_t>(std::distance(peers_.begin(), peers_.end()));
     *static_cast<Stats*>(arg) = out;
     return 0;
 }

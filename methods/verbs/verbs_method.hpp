@@ -33,6 +33,7 @@ struct Stats {
     std::uint64_t credit_waits = 0;   // times sends queued for lack of credits
     std::uint64_t srq_buffers = 0;    // receive buffers posted to the SRQ
     std::uint64_t connections = 0;    // live connections
+    std::uint64_t peers = 0;          // peers the method tracks (looked up or connected and ready)
 };
 
 // True if this host has an RDMA device; otherwise reason says why (tests skip on false).

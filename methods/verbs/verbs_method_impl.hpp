@@ -80,7 +80,7 @@ private:
     void accept_all();
     void on_socket(Connection& c, std::uint32_t events);
     void on_hello(Connection& c, const Hello& remote);
-    void bind_inbound_peer(Connection& c, const Hello& remote);
+    bool over_source_budget(const std::string& host) const;
     void became_ready(Connection& c);
     bool flush_out(Connection& c);
     void update_interest(Connection& c);
@@ -101,6 +101,7 @@ private:
     // verbs_recv.cpp
     int post_recv(Operation& op);
     bool on_message(Connection& c, std::uint32_t buffer, std::uint32_t length);
+    bool costs_credit(std::uint32_t buffer) const;
     bool on_data_message(Connection& c, const MsgHeader& h, const std::uint8_t* body,
                          std::uint32_t length);
     void on_fin(Connection& c, const MsgHeader& h);
@@ -138,7 +139,7 @@ private:
     int listen_fd_ = -1;
     int timer_fd_ = -1;  // ticks while a handshake is in progress
     bool timer_armed_ = false;
-    std::chrono::milliseconds setup_timeout_{10000};
+    std::chrono::milliseconds setup_timeout_{10000};  // DeviceChoice::connect_timeout_ms
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     std::uint64_t next_connection_id_ = 16;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "methods/verbs/verbs_method_impl.hpp"
+#include "methods/verbs/verbs_peer_checks.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -128,14 +129,24 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
     if ((wc.opcode & IBV_WC_RECV) != 0 && kind == 0) {
         // SRQ buffers are not tied to a QP: an error here is rare (local length error).
         const auto buffer = static_cast<std::uint32_t>(low);
-        // The client's first SEND can overtake its ready byte on the bootstrap socket: a
-        // message on the QP proves the client is in RTS just as well.
+        // The client's first SEND is what makes an accepted connection ready: only a real
+        // queue pair connected to ours can deliver it, whatever the socket said.
         if (c != nullptr && wc.status == IBV_WC_SUCCESS &&
             c->state == Connection::State::awaiting_ready)
             became_ready(*c);
         if (c == nullptr || wc.status != IBV_WC_SUCCESS || c->state != Connection::State::ready) {
             device_->post_recv(buffer);
             if (c != nullptr && wc.status != IBV_WC_SUCCESS) fail_connection(*c, wc_error(wc.status));
+            return;
+        }
+        // Counted on arrival, parked or not: a peer past its credits holds SRQ buffers that
+        // every other peer needs. Only CREDIT is free.
+        const bool costs = costs_credit(buffer);
+        if (costs && !spend_granted_credit(c->granted_credits)) {
+            BMI_LOG(error, "verbs: connection %llu sent past the credits it was granted",
+                    static_cast<unsigned long long>(c->id));
+            device_->post_recv(buffer);
+            fail_connection(*c, -BMI_EPROTO);
             return;
         }
         if (!c->parked.empty() || !on_message(*c, buffer, wc.byte_len)) {
@@ -145,7 +156,7 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
             return;
         }
         device_->post_recv(buffer);
-        ++c->owed_credits;
+        if (costs) ++c->owed_credits;
         if (c->owed_credits * 2 >= device_->choice.credits) schedule(*c);
         return;
     }

@@ -2,9 +2,12 @@
 // The receive side: messages from the SRQ, matching against posted receives, unexpected
 // messages under the quota, and rendezvous receives that RDMA-READ the sender's memory.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include "methods/verbs/verbs_method_impl.hpp"
+#include "methods/verbs/verbs_peer_checks.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::verbs {
@@ -85,7 +88,7 @@ void VerbsMethod::start_read(Operation& op, Connection& c, std::uint64_t cookie,
         RegCache::Handle hd;
         if (error == 0 && op.segments[i].size > 0)
             error = reg_->acquire(op.segments[i].data, static_cast<std::size_t>(op.segments[i].size),
-                                  true, hd);
+                                  RegCache::Use::local_write, hd);
         t->handles.push_back(hd);
     }
     if (error != 0) {
@@ -116,6 +119,13 @@ void VerbsMethod::read_done(RecvTransfer& t) {
     finish(op, error);
 }
 
+// A CREDIT costs its sender no credit, so we owe none back for it: returning one would hand
+// the sender a credit it never spent, and the window would grow with every CREDIT.
+bool VerbsMethod::costs_credit(std::uint32_t buffer) const {
+    return device_->recv_pool.at(buffer)[offsetof(MsgHeader, type)] !=
+           static_cast<std::uint8_t>(MsgType::credit);
+}
+
 // Handles one SEND that arrived in SRQ buffer `buffer`. False: the message must wait (the
 // unexpected quota is full) and the buffer stays out of the SRQ until retry_parked().
 bool VerbsMethod::on_message(Connection& c, std::uint32_t buffer, std::uint32_t length) {
@@ -127,7 +137,12 @@ bool VerbsMethod::on_message(Connection& c, std::uint32_t buffer, std::uint32_t 
     }
     std::memcpy(&h, data, sizeof h);
     if (h.credits > 0) {
-        c.send_credits += h.credits;
+        if (!take_returned_credits(c.send_credits, h.credits, c.send_window)) {
+            BMI_LOG(error, "verbs: connection %llu returned %u credits, more than it granted",
+                    static_cast<unsigned long long>(c.id), h.credits);
+            fail_connection(c, -BMI_EPROTO);
+            return true;
+        }
         // Counted once: a parked message comes through here again.
         std::memset(data + offsetof(MsgHeader, credits), 0, sizeof h.credits);
         schedule(c);
@@ -160,18 +175,14 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     const auto size = static_cast<bmi_size_t>(h.size);
     std::vector<RemoteSegment> segs;
     if (type == MsgType::rts) {
-        std::uint64_t sum = 0;
-        bool ok = h.seg_count >= 1 && h.seg_count <= max_rts_segments &&
-                  length == h.seg_count * sizeof(RemoteSegment);
-        if (ok) {
+        std::optional<std::uint64_t> total;
+        if (h.seg_count >= 1 && h.seg_count <= max_rts_segments &&
+            length == h.seg_count * sizeof(RemoteSegment)) {
             segs.resize(h.seg_count);
             std::memcpy(segs.data(), body, length);
-            for (const auto& s : segs) {
-                ok = ok && s.length > 0;
-                sum += s.length;
-            }
+            total = rts_total(segs, static_cast<std::uint64_t>(max_message_size()));
         }
-        if (!ok || sum != h.size || size > max_message_size()) {
+        if (!total || *total != h.size) {
             fail_connection(c, -BMI_EPROTO);
             return true;
         }
@@ -218,9 +229,18 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     return true;
 }
 
-void VerbsMethod::on_fin(Connection&, const MsgHeader& h) {
+void VerbsMethod::on_fin(Connection& c, const MsgHeader& h) {
+    // Cookies are ours and count up, so any peer can guess another's: a FIN is honoured only
+    // on the connection its RTS went out on. The receiver answers each RTS (or our CANCEL of
+    // it) with exactly one FIN, and a transfer lives until then, so an unknown or foreign
+    // cookie on a working connection is never a race: it is that connection's protocol error.
     auto it = sends_.find(h.cookie);
-    if (it == sends_.end()) return;  // crossed with our CANCEL, or a stale cookie
+    if (it == sends_.end() || it->second->connection != &c) {
+        BMI_LOG(error, "verbs: FIN for a cookie not sent on connection %llu",
+                static_cast<unsigned long long>(c.id));
+        fail_connection(c, -BMI_EPROTO);
+        return;
+    }
     SendTransfer& t = *it->second;
     for (auto& hd : t.handles) reg_->release(hd);
     Operation* op = t.op;
@@ -248,10 +268,12 @@ void VerbsMethod::retry_parked() {
         Connection* c = it == connections_.end() ? nullptr : it->second.get();
         while (c != nullptr && !c->parked.empty()) {
             auto [buffer, length] = c->parked.front();
+            const bool costs = costs_credit(buffer);
             if (!on_message(*c, buffer, length)) break;
+            if (c->state == Connection::State::failed) break;  // it gave parked buffers back
             c->parked.pop_front();
             device_->post_recv(buffer);
-            ++c->owed_credits;
+            if (costs) ++c->owed_credits;
             schedule(*c);
         }
         if (c == nullptr || c->parked.empty()) {

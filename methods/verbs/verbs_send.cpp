@@ -81,6 +81,7 @@ void VerbsMethod::fill_header(Connection& c, MsgHeader& h, MsgType type) {
     h.type = static_cast<std::uint8_t>(type);
     h.credits = static_cast<std::uint16_t>(std::min(c.owed_credits, 0xffff));
     c.owed_credits -= h.credits;
+    c.granted_credits += h.credits;
     if (type != MsgType::credit) --c.send_credits;
 }
 
@@ -160,7 +161,7 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
     int error = 0;
     auto offer = [&](void* data, std::size_t size) {
         RegCache::Handle hd;
-        if (error == 0) error = reg_->acquire(data, size, false, hd);
+        if (error == 0) error = reg_->acquire(data, size, RegCache::Use::remote_read, hd);
         if (error != 0) return;
         t->handles.push_back(hd);
         segs.push_back(RemoteSegment{reinterpret_cast<std::uintptr_t>(data), size, hd.mr->rkey, 0});

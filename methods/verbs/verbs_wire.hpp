@@ -11,7 +11,8 @@
 namespace bmi::method::verbs {
 
 inline constexpr std::uint32_t hello_magic = 0x42564231;  // "BVB1", also a byte-order check
-inline constexpr std::uint16_t protocol_version = 1;
+// 2: the server counts a connection ready only once a SEND has come over the queue pair.
+inline constexpr std::uint16_t protocol_version = 2;
 // Payload bytes of one eager buffer; the unexpected limit is capped at this, so an unexpected
 // message is always a single SEND.
 inline constexpr std::uint32_t eager_payload = 16 * 1024;
@@ -20,11 +21,14 @@ inline constexpr std::uint32_t max_name = 255;
 
 // Sent once in each direction on the bootstrap socket. The client sends first; the server
 // answers after its QP is in RTR, and the client then sends one ready byte after reaching RTS,
-// so neither side posts a SEND before the other can receive it.
+// so neither side posts a SEND before the other can receive it. The client's first SEND on the
+// queue pair (a CREDIT if it has nothing else to say) is what makes the server count the
+// connection ready: bytes on a TCP socket prove nothing about a queue pair.
 struct Hello {
     std::uint32_t magic = hello_magic;
     std::uint16_t version = protocol_version;
-    std::uint16_t name_length = 0;  // bytes of name used: the sender's listen address or ""
+    std::uint16_t name_length = 0;  // bytes of name used: the sender's listen address or "";
+                                    // unproven, so it only goes to the log and routes nothing
     std::uint32_t qp_num = 0;
     std::uint32_t psn = 0;
     std::uint16_t lid = 0;

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The checks on numbers a verbs peer sends (credits, RTS lengths). Pure arithmetic: these run
+// natively, without an RDMA device; verbs_hostile_test shows the same rules on a real device.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "methods/verbs/verbs_peer_checks.hpp"
+
+using namespace bmi::method::verbs;
+
+TEST_CASE("verbs checks: a peer may send only as many messages as it was granted", "[verbs]") {
+    int granted = 2;
+    REQUIRE(spend_granted_credit(granted));
+    REQUIRE(spend_granted_credit(granted));
+    REQUIRE_FALSE(spend_granted_credit(granted));
+    REQUIRE(granted == 0);
+}
+
+TEST_CASE("verbs checks: returned credits never exceed the window the peer granted",
+          "[verbs]") {
+    int credits = 10;
+    REQUIRE(take_returned_credits(credits, 6, 16));
+    REQUIRE(credits == 16);
+    REQUIRE_FALSE(take_returned_credits(credits, 1, 16));
+    REQUIRE(credits == 16);
+    credits = 0;
+    // A 16-bit field full of ones, and the count that would wrap an int when added often.
+    REQUIRE_FALSE(take_returned_credits(credits, 0xffff, 16));
+    REQUIRE_FALSE(take_returned_credits(credits, 0xffffffffu, 16));
+    REQUIRE(credits == 0);
+    REQUIRE(take_returned_credits(credits, 16, 16));
+}
+
+TEST_CASE("verbs checks: RTS lengths are summed without wrapping", "[verbs]") {
+    constexpr std::uint64_t limit = INT64_MAX / 2;
+    const std::uint64_t half = std::uint64_t{1} << 63;
+    std::vector<RemoteSegment> wrap{{0, half, 0, 0}, {0, half, 0, 0}, {0, 4096, 0, 0}};
+    REQUIRE_FALSE(rts_total(wrap, UINT64_MAX).has_value());  // 2^63 + 2^63 + 4096 is not 4096
+    std::vector<RemoteSegment> big{{0, limit, 0, 0}, {0, 1, 0, 0}};
+    REQUIRE_FALSE(rts_total(big, limit).has_value());
+    std::vector<RemoteSegment> empty_piece{{0, 4096, 0, 0}, {0, 0, 0, 0}};
+    REQUIRE_FALSE(rts_total(empty_piece, limit).has_value());
+    std::vector<RemoteSegment> fine{{0, 4096, 0, 0}, {0, 8192, 0, 0}};
+    REQUIRE(rts_total(fine, limit) == std::uint64_t{12288});
+}
