@@ -248,6 +248,8 @@ void TcpMethod::retire(Connection& c) {
             peers_.remove(p);
         }
     }
+    returner_.freed(
+        static_cast<std::int64_t>((c.inbuf ? read_ahead_size : 0) + c.scratch.capacity()));
     auto it = connections_.find(c.id);
     if (it != connections_.end()) {
         graveyard_.push_back(std::move(it->second));

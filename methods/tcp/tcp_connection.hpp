@@ -56,6 +56,11 @@ struct OutFrame {
     }
 };
 
+// Big enough for a header and a typical eager payload in one read; small enough that the
+// payload bytes a DATA header drags into it (and that must be copied once more) stay a few
+// percent of a chunk.
+inline constexpr std::size_t read_ahead_size = 32 * 1024;
+
 struct Connection {
     std::uint64_t id = 0;  // epoll data; never reused, so stale events find nothing
     int fd = -1;

@@ -85,7 +85,10 @@ void TcpMethod::uncharge(TcpPeer& peer, const Arrival& arrival) {
 }
 
 void TcpMethod::drop_arrivals(TcpPeer& peer) {
-    for (const Arrival& a : peer.arrivals) uncharge(peer, a);
+    for (const Arrival& a : peer.arrivals) {
+        uncharge(peer, a);
+        returner_.freed(a.size);
+    }
     peer.arrivals.clear();
 }
 

@@ -23,6 +23,7 @@
 #include "methods/tcp/tcp_connection.hpp"
 #include "methods/tcp/tcp_peer.hpp"
 #include "methods/tcp/tcp_socket.hpp"
+#include "support/memory/return_memory.hpp"
 #include "support/spin/adaptive_spin.hpp"
 
 namespace bmi::method::tcp {
@@ -191,6 +192,7 @@ private:
     bmi_size_t early_total_ = 0;  // early_bytes summed over every peer
     std::vector<std::uint64_t> paused_early_;  // connections in ReadPhase::wait_early
     bool early_released_ = false;  // some budget came back since the last resume_paused()
+    support::MemoryReturner returner_;  // counts what closed connections and dropped data free
     // Polls the sockets before a sleep while operations wait (BMI_TCP_SPIN_US, 0 = never): a
     // sleeping process wakes 10-30 us after its data arrived on the machines we measured.
     support::AdaptiveSpin spin_;

@@ -26,6 +26,7 @@ void TcpMethod::progress_events(std::span<const epoll_event> ready) {
     if (early_released_) resume_paused();
     check_stalls();
     graveyard_.clear();
+    returner_.maybe_return();
 }
 
 bool TcpMethod::before_sleep() {

@@ -15,10 +15,6 @@ namespace {
 // Bounds the frames one connection handles per progress() so that one busy socket cannot
 // starve the others; level-triggered epoll brings us back for the rest.
 constexpr int reads_per_progress = 64;
-// Big enough for a header and a typical eager payload in one read; small enough that the
-// payload bytes a DATA header drags into it (and that must be copied once more) stay a few
-// percent of a chunk.
-constexpr std::size_t read_ahead_size = 32 * 1024;
 
 // Copies buffered input into iov; returns the bytes moved.
 std::size_t take_buffered(Connection& c, const iovec* iov, int n) {

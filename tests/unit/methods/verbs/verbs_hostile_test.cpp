@@ -90,7 +90,8 @@ TEST_CASE("verbs: a FIN for another connection's transfer does not complete it",
 }
 
 TEST_CASE("verbs: credits and lengths a peer sends are checked", "[verbs]") {
-    // Room for two 8 KiB unexpected messages: the rest park and return no credit.
+    // Room for one 8 KiB unexpected message (it costs 8 KiB + 256 for its record): the rest
+    // park and return no credit.
     Pair pair = make_peers("verbs", "unexpected_quota=16384");
     BMI_addr_t client_addr = introduce(pair);
     {
