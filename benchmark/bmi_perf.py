@@ -15,7 +15,8 @@ import time
 
 LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at configure time
 MODES = ("latency", "bandwidth", "many")
-METHODS = ("tcp", "shm", "shm-blocking")  # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0
+# shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1
+METHODS = ("tcp", "tcp-legacy", "shm", "shm-blocking")
 BASELINES = ("raw-tcp", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd", "memcpy")
 
 
@@ -47,7 +48,8 @@ def parse_args(argv):
                "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
                "acknowledged; many = --clients clients stream to one server at once.")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
-                   help="libbmi methods: tcp, shm, shm-blocking (BMI_SHM_SPIN_US=0), all "
+                   help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing), "
+                        "shm, shm-blocking (BMI_SHM_SPIN_US=0), all "
                         "(default tcp,shm)")
     p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
                    help=f"peers to measure: {', '.join(BASELINES)}, all or none (default all)")

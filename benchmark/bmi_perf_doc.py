@@ -12,6 +12,7 @@ from bmi_perf_output import MODE_TITLES, fmt
 
 # Each libbmi series and the peers it is compared with.
 PEERS = {"bmi tcp": ["raw tcp", "netpipe", "mpi tcp"],
+         "bmi tcp-legacy": ["bmi tcp", "raw tcp", "netpipe", "mpi tcp"],
          "bmi shm": ["mpi vader", "mpi vader nocopy", "memcpy"],
          "bmi shm-blocking": ["eventfd", "mpi vader", "mpi vader nocopy", "memcpy"]}
 SMALL = 4096     # "small message" latency: sizes up to this

@@ -18,8 +18,10 @@ import time
 # The environment of a bmi-perf method name: bmi_shm variants. shm-malloc keeps BMI_memalloc
 # from handing out buffers the peer maps (methods/shm/shm_region.hpp), so its large messages
 # go the ways a user's own malloc'd buffer would.
+# tcp-legacy forces OrangeFS framing on both ends (no HELLO), as against an OrangeFS peer.
 METHOD_ENV = {"shm-blocking": {"BMI_SHM_SPIN_US": "0"},
-              "shm-malloc": {"BMI_SHM_SHARED_BUFFERS": "0"}}
+              "shm-malloc": {"BMI_SHM_SHARED_BUFFERS": "0"},
+              "tcp-legacy": {"BMI_TCP_LEGACY": "1"}}
 MPI_NAMES = {"mpi-tcp": "mpi tcp", "mpi-shm": "mpi vader", "mpi-shm-nocopy": "mpi vader nocopy"}
 MPI_MCA = {
     "mpi-tcp": ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"],
@@ -163,7 +165,7 @@ class Runner:
         return lines[-1] if lines else "no diagnostics"
 
     def bmi(self, method, mode, plan=None, cpus=None):
-        scheme = "shm" if method.startswith("shm") else method
+        scheme = "shm" if method.startswith("shm") else "tcp"
         env = METHOD_ENV.get(method, {})
         listen = (f"shm://bmi-perf-{os.getpid()}-{len(self.series)}" if scheme == "shm"
                   else "tcp://127.0.0.1:0")
