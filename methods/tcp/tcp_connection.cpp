@@ -195,7 +195,18 @@ void TcpMethod::fall_back_to_legacy(Connection& c) {
             next->small_queue.push_back(op);
         }
     }
-    if (next == nullptr && peer->connections.empty()) fail_posted_recvs(*peer, error);
+    if (next == nullptr && peer->connections.empty()) {
+        fail_posted_recvs(*peer, error);
+        return;
+    }
+    // Receives posted before we knew: refused now, as post() refuses them for a legacy peer.
+    std::vector<Operation*> too_large;
+    for (Operation& op : peer->posted_recvs)
+        if (op.total_size > legacy_message_limit) too_large.push_back(&op);
+    for (Operation* op : too_large) {
+        peer->posted_recvs.erase(peer->posted_recvs.iterator_to(*op));
+        finish(*op, -BMI_EINVAL);
+    }
 }
 
 void TcpMethod::fail_connection(Connection& c, int error, bool peer_dead) {

@@ -212,6 +212,37 @@ TEST_CASE("a client falls back to legacy when the acceptor drops HELLO", "[tcp][
     close(listener);
 }
 
+TEST_CASE("a receive over 16 MiB posted before the fallback fails with it", "[tcp][raw][legacy]") {
+    std::uint16_t port = 0;
+    int listener = raw_listen(port);
+    TestSink sink;
+    std::unique_ptr<Method> client;
+    REQUIRE(create(Config{}, sink, client) == 0);
+    std::shared_ptr<Peer> peer;
+    REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), peer) == 0);
+    char small[16];
+    auto fits = make_op(OpKind::recv, peer, 3, small, sizeof small);
+    auto huge = make_op(OpKind::recv, peer, 4, nullptr, legacy_message_limit + 1);
+    huge->single.data = small;  // never written: the receive must fail before any data
+    REQUIRE(post(*client, *fits) == 0);
+    REQUIRE(post(*client, *huge) == 0);
+    char msg[] = "x";
+    auto s = make_op(OpKind::send_unexpected, peer, 1, msg, 1);
+    post(*client, *s);
+    // An OrangeFS acceptor: reads HELLO, sees a foreign magic, closes.
+    int first = raw_accept(listener, *client);
+    REQUIRE(first >= 0);
+    close(first);
+    int second = raw_accept(listener, *client);
+    REQUIRE(second >= 0);
+    REQUIRE(drive({client.get()}, [&] { return huge->completed; }));
+    CHECK(huge->error == -BMI_EINVAL);
+    CHECK_FALSE(fits->completed);
+    client->cancel(*fits);
+    close(second);
+    close(listener);
+}
+
 TEST_CASE("BMI_TCP_LEGACY=1 never sends HELLO", "[tcp][raw][legacy]") {
     std::uint16_t port = 0;
     int listener = raw_listen(port);
