@@ -144,4 +144,21 @@ inline bool raw_silent(int fd, Method& m, double seconds = 0.3) {
     return !got;
 }
 
+// A client-only tcp method whose one peer is a listening raw socket of the test's.
+struct ClientOfRaw {
+    std::uint16_t port = 0;
+    int listener = raw_listen(port);
+    TestSink sink;
+    std::unique_ptr<Method> client;
+    std::shared_ptr<Peer> peer;
+
+    ClientOfRaw() {
+        REQUIRE(create(Config{}, sink, client) == 0);
+        REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), peer) == 0);
+    }
+    ~ClientOfRaw() { close(listener); }
+    ClientOfRaw(const ClientOfRaw&) = delete;
+    ClientOfRaw& operator=(const ClientOfRaw&) = delete;
+};
+
 }  // namespace bmi::method::tcp::test

@@ -169,13 +169,10 @@ TEST_CASE("legacy client interop", "[tcp][raw][legacy]") {
 }
 
 TEST_CASE("a client falls back to legacy when the acceptor drops HELLO", "[tcp][raw][legacy]") {
-    std::uint16_t port = 0;
-    int listener = raw_listen(port);
-    TestSink sink;
-    std::unique_ptr<Method> client;
-    REQUIRE(create(Config{}, sink, client) == 0);
-    std::shared_ptr<Peer> peer;
-    REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), peer) == 0);
+    ClientOfRaw raw;
+    int listener = raw.listener;
+    auto& client = raw.client;
+    auto& peer = raw.peer;
     auto small = pattern(100, 6);
     auto large = pattern(100000, 7);
     auto s1 = make_op(OpKind::send, peer, 3, small.data(), 100);
@@ -209,17 +206,13 @@ TEST_CASE("a client falls back to legacy when the acceptor drops HELLO", "[tcp][
     CHECK(s1->error == 0);
     CHECK(s2->error == 0);
     close(second);
-    close(listener);
 }
 
 TEST_CASE("a receive over 16 MiB posted before the fallback fails with it", "[tcp][raw][legacy]") {
-    std::uint16_t port = 0;
-    int listener = raw_listen(port);
-    TestSink sink;
-    std::unique_ptr<Method> client;
-    REQUIRE(create(Config{}, sink, client) == 0);
-    std::shared_ptr<Peer> peer;
-    REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), peer) == 0);
+    ClientOfRaw raw;
+    int listener = raw.listener;
+    auto& client = raw.client;
+    auto& peer = raw.peer;
     char small[16];
     auto fits = make_op(OpKind::recv, peer, 3, small, sizeof small);
     auto huge = make_op(OpKind::recv, peer, 4, nullptr, legacy_message_limit + 1);
@@ -240,19 +233,15 @@ TEST_CASE("a receive over 16 MiB posted before the fallback fails with it", "[tc
     CHECK_FALSE(fits->completed);
     client->cancel(*fits);
     close(second);
-    close(listener);
 }
 
 TEST_CASE("BMI_TCP_LEGACY=1 never sends HELLO", "[tcp][raw][legacy]") {
-    std::uint16_t port = 0;
-    int listener = raw_listen(port);
     setenv("BMI_TCP_LEGACY", "1", 1);
-    TestSink sink;
-    std::unique_ptr<Method> client;
-    REQUIRE(create(Config{}, sink, client) == 0);
+    ClientOfRaw raw;
     unsetenv("BMI_TCP_LEGACY");
-    std::shared_ptr<Peer> peer;
-    REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), peer) == 0);
+    int listener = raw.listener;
+    auto& client = raw.client;
+    auto& peer = raw.peer;
     char msg[] = "abc";
     auto s = make_op(OpKind::send_unexpected, peer, 12, msg, 3);
     post(*client, *s);
@@ -262,7 +251,6 @@ TEST_CASE("BMI_TCP_LEGACY=1 never sends HELLO", "[tcp][raw][legacy]") {
     CHECK(h.mode == Mode::unexpected);
     CHECK(h.size == 3);
     close(fd);
-    close(listener);
 }
 
 TEST_CASE("a connection stalled mid-header times out", "[tcp][raw]") {
