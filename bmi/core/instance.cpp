@@ -3,7 +3,6 @@
 #include "bmi/core/instance.hpp"
 
 #include <atomic>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,30 +15,6 @@
 
 namespace bmi::core {
 
-namespace {
-constexpr bmi_size_t default_unexpected_quota = 64 << 20;
-
-// Reads "key=value" out of a comma separated option string; false if absent or malformed.
-bool option_value(std::string_view options, std::string_view key, bmi_size_t& out) {
-    for (auto item : support::split_address_list(options)) {
-        if (item.size() <= key.size() || item.substr(0, key.size()) != key ||
-            item[key.size()] != '=')
-            continue;
-        auto digits = item.substr(key.size() + 1);
-        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-        return ec == std::errc{} && end == digits.data() + digits.size() && out >= 0;
-    }
-    return false;
-}
-
-bmi_size_t env_size(const char* name, bmi_size_t fallback) {
-    const char* text = std::getenv(name);
-    if (text == nullptr) return fallback;
-    bmi_size_t value = 0;
-    auto [end, ec] = std::from_chars(text, text + std::strlen(text), value);
-    return ec == std::errc{} && *end == '\0' && value >= 0 ? value : fallback;
-}
-}  // namespace
 
 Instance::Instance(int& error) : wait_point_(error) {}
 
@@ -48,11 +23,10 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
     std::unique_ptr<Instance> instance(new Instance(error));
     if (error != 0) return error;
     instance->flags_ = params.flags;
-    instance->unexpected_quota_ = env_size("BMI_UNEXPECTED_QUOTA", default_unexpected_quota);
-    option_value(params.options, "unexpected_quota", instance->unexpected_quota_);
-    option_value(params.options, "unexpected_limit", instance->unexpected_limit_override_);
-    bmi_size_t emulate = 0;
-    instance->emulate_lists_ = option_value(params.options, "emulate_lists", emulate) && emulate;
+    // Every setting, read once; the log already names each bad one.
+    if (instance->settings_.load(params.options) < 0) return -BMI_EINVAL;
+    instance->unexpected_quota_ = instance->settings_.number(support::SettingId::unexpected_quota);
+    instance->emulate_lists_ = instance->settings_.flag(support::SettingId::emulate_lists);
 
     auto methods = method::compiled_methods();
     auto wanted = support::split_address_list(params.method_list);
@@ -81,12 +55,7 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
         MethodSlot* slot = instance->slot_for_scheme(parts->scheme, rc);
         if (slot == nullptr) return rc;
         if (slot->active.load()) return -BMI_EINVAL;  // two listen addresses for one method
-        method::Config config;
-        config.listen_address = std::string(listen);
-        config.flags = params.flags;
-        config.options = params.options;
-        config.unexpected_limit = instance->unexpected_limit_override_;
-        rc = instance->activate(slot->index, config);
+        rc = instance->activate(slot->index, instance->method_config(listen));
         if (rc != 0) return rc;
     }
     if ((params.flags & BMI_INIT_SERVER) && params.listen.empty()) return -BMI_EINVAL;
@@ -127,6 +96,15 @@ Instance::~Instance() {
     }
     for (auto* op : leftovers) free_op(op);
     BMI_LOG(control, "finalized");
+}
+
+method::Config Instance::method_config(std::string_view listen) const {
+    method::Config config;
+    config.listen_address = std::string(listen);
+    config.flags = flags_;
+    config.unexpected_limit = settings_.number(support::SettingId::unexpected_limit);
+    config.settings = settings_;
+    return config;
 }
 
 int Instance::activate(int index, const method::Config& config) {

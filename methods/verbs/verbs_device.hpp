@@ -12,6 +12,7 @@
 
 #include "bmi-types.h"
 #include "methods/verbs/verbs_wire.hpp"
+#include "support/settings/settings.hpp"
 
 namespace bmi::method::verbs {
 
@@ -26,8 +27,9 @@ struct DeviceChoice {
     int send_buffers = 128;
     int max_connections = 128;  // sizes the completion queue, which is never resized
 };
-// Reads BMI_VERBS_* variables, then verbs_* items of the option string; -BMI_EINVAL if bad.
-int load_choice(std::string_view options, DeviceChoice& out);
+// Takes the verbs_* rows of the instance's settings; -BMI_EINVAL (logged) if srq_cap is
+// below credits.
+int load_choice(const support::Settings& settings, DeviceChoice& out);
 
 // True if libibverbs sees at least one device (tests skip without one).
 bool any_device(std::string* reason);

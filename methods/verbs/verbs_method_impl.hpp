@@ -141,6 +141,7 @@ private:
     std::chrono::milliseconds setup_timeout_{10000};
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
+    bool print_stats_;  // BMI_VERBS_STATS: counters to stderr when finalized
     std::uint64_t next_connection_id_ = 16;
     std::uint64_t next_cookie_ = 1;
     std::uint64_t next_read_id_ = 1;

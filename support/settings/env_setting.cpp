@@ -70,6 +70,22 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     return std::chrono::milliseconds(*ms);
 }
 
+std::optional<std::int64_t> parse_count(std::string_view text) {
+    std::int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end == text.data() || end != text.data() + text.size())
+        return std::nullopt;
+    return value;
+}
+
+std::optional<bool> parse_flag(std::string_view text) {
+    for (std::string_view yes : {"1", "yes", "true", "on"})
+        if (iequals(text, yes)) return true;
+    for (std::string_view no : {"0", "no", "false", "off"})
+        if (iequals(text, no)) return false;
+    return std::nullopt;
+}
+
 int env_size(const char* name, std::int64_t& value, std::int64_t min, std::int64_t max) {
     const char* text = std::getenv(name);
     if (text == nullptr || *text == '\0') return 0;

@@ -15,6 +15,10 @@ namespace bmi::support {
 std::optional<std::int64_t> parse_size(std::string_view text);
 // "250ms", "10s", "2m", or a plain number of milliseconds.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+// A whole decimal number, "-1" included, and nothing after it.
+std::optional<std::int64_t> parse_count(std::string_view text);
+// "1", "yes", "true", "on" and "0", "no", "false", "off" (case-insensitive).
+std::optional<bool> parse_flag(std::string_view text);
 
 // Reads the size in variable `name` into value if it is set and non-empty. 0 on success or
 // when unset (value unchanged); -BMI_EINVAL if the text is malformed or outside [min, max],

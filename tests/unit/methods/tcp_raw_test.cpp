@@ -215,11 +215,12 @@ TEST_CASE("a client falls back to legacy when the acceptor drops HELLO", "[tcp][
 TEST_CASE("BMI_TCP_LEGACY=1 never sends HELLO", "[tcp][raw][legacy]") {
     std::uint16_t port = 0;
     int listener = raw_listen(port);
-    setenv("BMI_TCP_LEGACY", "1", 1);
+    Config legacy;
+    REQUIRE(legacy.settings.set(bmi::support::SettingId::tcp_legacy, "1",
+                                bmi::support::SettingSource::environment) == 0);
     TestSink sink;
     std::unique_ptr<Method> client;
-    REQUIRE(create(Config{}, sink, client) == 0);
-    unsetenv("BMI_TCP_LEGACY");
+    REQUIRE(create(legacy, sink, client) == 0);
     std::shared_ptr<Peer> peer;
     REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), peer) == 0);
     char msg[] = "abc";
