@@ -87,6 +87,28 @@ std::optional<std::int64_t> parse_setting(const SettingSpec& spec, std::string_v
     return 0;
 }
 
+std::string range_text(const SettingSpec& spec) {
+    switch (spec.type) {
+    case SettingType::size:
+        return size_text(spec.min) + " .. " + size_text(spec.max);
+    case SettingType::duration:
+        return duration_text(spec.min) + " .. " + duration_text(spec.max);
+    case SettingType::count:
+        return std::to_string(spec.min) + " .. " + std::to_string(spec.max);
+    case SettingType::flag:
+        return "0, 1";
+    case SettingType::choice: {
+        std::string words(spec.choices);
+        for (std::size_t bar = words.find('|'); bar != std::string::npos; bar = words.find('|'))
+            words.replace(bar, 1, ", ");
+        return words;
+    }
+    case SettingType::text:
+        break;
+    }
+    return "any";
+}
+
 std::string expected_text(const SettingSpec& spec) {
     switch (spec.type) {
     case SettingType::size:
@@ -101,7 +123,7 @@ std::string expected_text(const SettingSpec& spec) {
     case SettingType::flag:
         return "0 or 1 (or no/yes, false/true, off/on)";
     case SettingType::choice:
-        return "one of " + std::string(spec.choices);
+        return "one of " + range_text(spec);
     case SettingType::text:
         break;
     }

@@ -25,8 +25,10 @@ std::string_view source_name(SettingSource source);  // "default", "environment"
 // The value text means for this row (a choice's index, a duration in ms, a flag as 0/1), or
 // nullopt if it is malformed or outside the row's range. Text rows take anything.
 std::optional<std::int64_t> parse_setting(const SettingSpec& spec, std::string_view text);
-// What the row accepts, for error messages and bmi-info: "a size from 0 to 1024G bytes ...".
+// What the row accepts, for error messages: "a size from 0 to 1024G bytes (suffixes ...)".
 std::string expected_text(const SettingSpec& spec);
+// The same, short, for tables: "0 .. 1024G", "0, 1, auto", "any".
+std::string range_text(const SettingSpec& spec);
 
 class Settings {
 public:
