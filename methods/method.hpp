@@ -29,6 +29,7 @@
 #include <string_view>
 
 #include "bmi-types.h"
+#include "support/settings/settings.hpp"
 
 namespace bmi::method {
 
@@ -133,12 +134,16 @@ struct LookupHint {
     virtual ~LookupHint() = default;
 };
 
-// What BMI_initialize gave this method.
+// What BMI_initialize gave this method. The control layer builds it in one function
+// (Instance::method_config) for a server's listen address and a client's first lookup alike.
 struct Config {
     std::string listen_address;  // "" for a client-only instance, else e.g. "tcp://host:port"
     int flags = 0;               // BMI_INIT_SERVER | BMI_TCP_BIND_SPECIFIC | ...
-    std::string options;         // the options string of BMI_initialize, may be empty
     bmi_size_t unexpected_limit = 0;  // 0: the method's default
+    // Every tunable, from the environment and the option string (support/settings/): a
+    // method reads its own rows here and never the environment. Default-constructed, it
+    // holds the table's defaults.
+    support::Settings settings;
 };
 
 // A network method. Every member is called with the method's mutex held (see top of file).

@@ -16,54 +16,34 @@
 #include "bmi.h"
 #include "methods/method_table.hpp"
 #include "tools/bmi_info_rdma.hpp"
+#include "tools/bmi_info_settings.hpp"
 
 namespace {
 
-// What bmi-info says about a method beyond what the library reports; the one place these
-// are listed in code (README.md's environment table says the same for readers). A method
-// not listed here still appears, from the method table, with pointers to its documentation.
+// What bmi-info says about a method beyond what the library reports. A method not listed
+// here still appears, from the method table, with pointers to its documentation. Its
+// settings come from the settings table (support/settings/).
 struct MethodNotes {
     std::string_view scheme;
     std::string_view probe_listen;  // a listen address for the server probe; "" = none
     std::string_view eager;
-    std::string_view settings;
 };
 
 constexpr MethodNotes method_notes[] = {
     {"tcp", "tcp://127.0.0.1:0",
      "64 KiB eager between libbmi peers (16 KiB with legacy OrangeFS peers); larger messages "
-     "go RTS/CTS and stream into the posted buffer",
-     "BMI_TCP_LEGACY=1 (OrangeFS wire format only), BMI_TCP_STALL_TIMEOUT_MS (default 10000), "
-     "BMI_TCP_SPIN_US (default 50, 0 = sleep at once)"},
+     "go RTS/CTS and stream into the posted buffer"},
     {"shm", "shm://bmi-info-probe",
      "inline through the ring up to 16 KiB (at most half a ring); larger messages either "
      "copied by both processes at once, straight between the buffers "
      "(process_vm_readv/writev), or streamed through the ring, whichever the receiver has "
      "timed faster for that size; two copies through the ring where the kernel refuses "
      "cross-memory attach; BMI_memalloc buffers are mapped by both processes and copied "
-     "with memcpy",
-     "BMI_SHM_SPIN_US (default 20, 0 = pure blocking), BMI_SHM_RING_SLOTS (64), "
-     "BMI_SHM_SLOT_SIZE (8192), BMI_SHM_SINGLE_COPY=0 (two copies only), "
-     "BMI_SHM_SPLIT_COPY (auto: timed per size, 1: always split, 0: the receiver copies "
-     "alone), BMI_SHM_SHARED_BUFFERS=0 (BMI_memalloc returns ordinary memory), "
-     "BMI_SHM_SINGLE_COPY_MIN (16777216: with split copy off, smaller messages go two "
-     "copies); options shm_spin_us=, shm_ring_slots=, shm_slot_size=, shm_single_copy=, "
-     "shm_split_copy=, shm_shared_buffers=, shm_single_copy_min="},
+     "with memcpy"},
     {"verbs", "verbs://127.0.0.1:0",
      "eager SENDs into the shared receive queue up to 16 KiB, credit-based (16 per peer); "
-     "larger messages by RDMA READ of the sender's registered buffers (RTS, READ, FIN)",
-     "BMI_VERBS_DEVICE, BMI_VERBS_PORT (first active port), BMI_VERBS_GID_INDEX (RoCE: first "
-     "IPv4-mapped GID), BMI_VERBS_CREDITS (16), BMI_VERBS_SRQ_CAP (1024), "
-     "BMI_VERBS_SEND_BUFFERS (128), BMI_VERBS_MAX_CONNECTIONS (128), "
-     "BMI_VERBS_CONNECT_TIMEOUT_MS (10000), BMI_VERBS_STATS=1; options verbs_device=, "
-     "verbs_port=, verbs_gid_index=, verbs_credits=, verbs_srq_cap=, verbs_send_buffers=, "
-     "verbs_max_connections="},
+     "larger messages by RDMA READ of the sender's registered buffers (RTS, READ, FIN)"},
 };
-
-constexpr std::string_view common_settings =
-    "BMI_DEBUG (log areas: control,address,tcp,shm,verbs,error or all), BMI_UNEXPECTED_QUOTA "
-    "(bytes, default 64 MiB); BMI_initialize options unexpected_quota=, unexpected_limit=, "
-    "emulate_lists=1";
 
 const MethodNotes* notes_for(std::string_view scheme) {
     for (const auto& n : method_notes)
@@ -72,12 +52,16 @@ const MethodNotes* notes_for(std::string_view scheme) {
 }
 
 int usage(std::ostream& out, int code) {
-    out << "usage: bmi-info [--method NAME]\n"
+    out << "usage: bmi-info [--method NAME] [--options OPTIONS] [--markdown]\n"
            "  Lists the methods compiled into libbmi and whether each can start here, their\n"
            "  limits (eager, unexpected, maximum message size), the addresses a server would\n"
-           "  listen on, RDMA devices and ports, and the environment variables and options\n"
-           "  each method reads. --method bmi_tcp (or tcp) shows one method only.\n"
-           "  Exit status: 0 if a listed method is usable, 1 if none is, 2 on bad arguments.\n";
+           "  listen on, RDMA devices and ports, and every setting with the value in force\n"
+           "  and where it came from. --method bmi_tcp (or tcp) shows one method only.\n"
+           "  --options gives BMI_initialize's option string (\"shm_ring_slots=128,...\") to\n"
+           "  the probes and the settings. --markdown prints only the settings table, as\n"
+           "  doc/SETTINGS.md holds it.\n"
+           "  Exit status: 0 if a listed method is usable, 1 if none is, 2 on bad arguments\n"
+           "  or an invalid setting.\n";
     return code;
 }
 
@@ -133,9 +117,9 @@ void print_limits(std::ostream& out) {
 
 // Starts the method alone as a client, then as a server (a client instance starts its
 // method only on first use, so the limits come from the server); prints what it learns.
-bool probe(std::ostream& out, const bmi::method::Descriptor& d) {
+bool probe(std::ostream& out, const bmi::method::Descriptor& d, std::string options) {
     std::string name(d.name);
-    int rc = BMI_initialize(name.c_str(), nullptr, 0, nullptr);
+    int rc = BMI_initialize(name.c_str(), nullptr, 0, options.data());
     if (rc < 0) {
         out << "  usable:   no (BMI_initialize: " << bmi_status_string(rc) << ")\n";
         return false;
@@ -148,7 +132,7 @@ bool probe(std::ostream& out, const bmi::method::Descriptor& d) {
     }
     std::string listen(n->probe_listen);
     if (d.scheme == "shm") listen.append("-").append(std::to_string(::getpid()));
-    rc = BMI_initialize(name.c_str(), listen.c_str(), BMI_INIT_SERVER, nullptr);
+    rc = BMI_initialize(name.c_str(), listen.c_str(), BMI_INIT_SERVER, options.data());
     if (rc < 0) {
         out << "  usable:   as a client; cannot listen on " << listen << ": "
             << bmi_status_string(rc) << "\n";
@@ -163,9 +147,10 @@ bool probe(std::ostream& out, const bmi::method::Descriptor& d) {
     return true;
 }
 
-void print_method(std::ostream& out, const bmi::method::Descriptor& d, bool& any_usable) {
+void print_method(std::ostream& out, const bmi::method::Descriptor& d,
+                  const std::string& options, bool& any_usable) {
     out << "\n" << d.name << " (" << d.scheme << "://)\n";
-    any_usable = probe(out, d) || any_usable;
+    any_usable = probe(out, d, options) || any_usable;
     const MethodNotes* n = notes_for(d.scheme);
     if (d.scheme == "tcp") {
         out << "  listen:   tcp://HOST:PORT on any of these (port 0 = any free port; "
@@ -176,18 +161,24 @@ void print_method(std::ostream& out, const bmi::method::Descriptor& d, bool& any
                "nothing in /dev/shm)\n";
     }
     out << "  eager:    " << (n ? n->eager : "see doc/methods/") << "\n";
-    out << "  settings: " << (n ? n->settings : "see doc/methods/") << "\n";
+    out << "  settings: ";
+    bmi::info::print_setting_names(out, d.scheme);
+    out << " (values below)\n";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string only;
+    std::string only, options;
     for (int i = 1; i < argc; ++i) {
         std::string_view a = argv[i];
         if (a == "-h" || a == "--help") return usage(std::cout, 0);
-        if (a == "--method" && i + 1 < argc) {
-            only = argv[++i];
+        if (a == "--markdown") {
+            bmi::info::print_settings_markdown(std::cout);
+            return 0;
+        }
+        if ((a == "--method" || a == "--options") && i + 1 < argc) {
+            (a == "--method" ? only : options) = argv[++i];
             continue;
         }
         std::cerr << "bmi-info: bad argument " << a << "\n";
@@ -203,9 +194,10 @@ int main(int argc, char** argv) {
     std::cout << "\n";
     bool any_usable = false;
     for (const auto& d : bmi::method::compiled_methods())
-        if (one == nullptr || one == &d) print_method(std::cout, d, any_usable);
+        if (one == nullptr || one == &d) print_method(std::cout, d, options, any_usable);
     std::cout << "\nRDMA devices:\n";
     bmi::info::print_rdma_devices(std::cout);
-    std::cout << "\nsettings of every method: " << common_settings << "\n";
+    std::cout << "\n";
+    if (!bmi::info::print_settings(std::cout, options)) return 2;
     return any_usable ? 0 : 1;
 }

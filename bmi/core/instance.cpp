@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -14,37 +13,15 @@
 #include "methods/method_table.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
-#include "support/settings/env_setting.hpp"
 
 namespace bmi::core {
 
 namespace {
-constexpr bmi_size_t default_unexpected_quota = 64 << 20;
 // Every unexpected message costs this much beyond its payload (the record, the allocation):
 // with it the quota bounds the count of messages as well as their bytes.
 constexpr bmi_size_t unexpected_overhead = 256;
-
-// Reads "key=value" out of a comma separated option string; false if absent or malformed.
-bool option_value(std::string_view options, std::string_view key, bmi_size_t& out) {
-    for (auto item : support::split_address_list(options)) {
-        if (item.size() <= key.size() || item.substr(0, key.size()) != key ||
-            item[key.size()] != '=')
-            continue;
-        auto digits = item.substr(key.size() + 1);
-        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-        return ec == std::errc{} && end == digits.data() + digits.size() && out >= 0;
-    }
-    return false;
-}
-
-bmi_size_t env_size(const char* name, bmi_size_t fallback) {
-    const char* text = std::getenv(name);
-    if (text == nullptr) return fallback;
-    bmi_size_t value = 0;
-    auto [end, ec] = std::from_chars(text, text + std::strlen(text), value);
-    return ec == std::errc{} && *end == '\0' && value >= 0 ? value : fallback;
-}
 }  // namespace
+
 
 Instance::Instance(int& error) : wait_point_(error) {}
 
@@ -53,16 +30,16 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
     std::unique_ptr<Instance> instance(new Instance(error));
     if (error != 0) return error;
     instance->flags_ = params.flags;
-    instance->unexpected_quota_ = env_size("BMI_UNEXPECTED_QUOTA", default_unexpected_quota);
-    option_value(params.options, "unexpected_quota", instance->unexpected_quota_);
-    // A peer's share: an eighth of the quota, never less than a few full-size messages.
-    std::int64_t share = std::max<bmi_size_t>(instance->unexpected_quota_ / 8, 64 << 10);
-    if (int rc = support::env_size("BMI_UNEXPECTED_PEER_QUOTA", share, 1, INT64_MAX); rc < 0)
-        return rc;
-    instance->unexpected_peer_share_ = share;
-    option_value(params.options, "unexpected_limit", instance->unexpected_limit_override_);
-    bmi_size_t emulate = 0;
-    instance->emulate_lists_ = option_value(params.options, "emulate_lists", emulate) && emulate;
+    // Every setting, read once; the log already names each bad one.
+    if (instance->settings_.load(params.options) < 0) return -BMI_EINVAL;
+    instance->unexpected_quota_ = instance->settings_.number(support::SettingId::unexpected_quota);
+    // A peer's share; 0 means an eighth of the quota, never less than a few full-size messages.
+    instance->unexpected_peer_share_ =
+        instance->settings_.number(support::SettingId::unexpected_peer_quota);
+    if (instance->unexpected_peer_share_ == 0)
+        instance->unexpected_peer_share_ =
+            std::max<bmi_size_t>(instance->unexpected_quota_ / 8, 64 << 10);
+    instance->emulate_lists_ = instance->settings_.flag(support::SettingId::emulate_lists);
 
     auto methods = method::compiled_methods();
     auto wanted = support::split_address_list(params.method_list);
@@ -91,12 +68,7 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
         MethodSlot* slot = instance->slot_for_scheme(parts->scheme, rc);
         if (slot == nullptr) return rc;
         if (slot->active.load()) return -BMI_EINVAL;  // two listen addresses for one method
-        method::Config config;
-        config.listen_address = std::string(listen);
-        config.flags = params.flags;
-        config.options = params.options;
-        config.unexpected_limit = instance->unexpected_limit_override_;
-        rc = instance->activate(slot->index, config);
+        rc = instance->activate(slot->index, instance->method_config(listen));
         if (rc != 0) return rc;
     }
     if ((params.flags & BMI_INIT_SERVER) && params.listen.empty()) return -BMI_EINVAL;
@@ -138,6 +110,15 @@ Instance::~Instance() {
     }
     for (auto* op : leftovers) free_op(op);
     BMI_LOG(control, "finalized");
+}
+
+method::Config Instance::method_config(std::string_view listen) const {
+    method::Config config;
+    config.listen_address = std::string(listen);
+    config.flags = flags_;
+    config.unexpected_limit = settings_.number(support::SettingId::unexpected_limit);
+    config.settings = settings_;
+    return config;
 }
 
 int Instance::activate(int index, const method::Config& config) {

@@ -38,7 +38,9 @@ struct InitParams {
     std::string method_list;  // "bmi_tcp,bmi_shm"; empty: every compiled method
     std::string listen;       // "tcp://0.0.0.0:3334,shm://srv"; empty: client only
     int flags = 0;            // BMI_INIT_SERVER | BMI_TCP_BIND_SPECIFIC | BMI_AUTO_REF_COUNT
-    std::string options;      // "unexpected_quota=BYTES,unexpected_limit=BYTES,emulate_lists=1"
+    // "unexpected_quota=64M,shm_ring_slots=128": keys of the settings table
+    // (support/settings/setting_table.hpp); each overrides its environment variable.
+    std::string options;
 };
 
 // What a post call asks for. Exactly one of (buffer) or (list) is used.
@@ -130,6 +132,9 @@ private:
 
     Instance(int& error);
     int activate(int index, const method::Config& config);
+    // The one place a method's Config is built, for a server's listen address and for a
+    // client's first lookup ("" listen) alike, so both carry the same settings.
+    method::Config method_config(std::string_view listen) const;
     MethodSlot* slot_for_scheme(std::string_view scheme, int& error);
     void progress_all();
     // The sleep protocol of methods/method.hpp: true if a method moved something instead.
@@ -172,10 +177,10 @@ private:
     void cancel_pending(Pick&& pick);
 
     int flags_ = 0;
-    bool emulate_lists_ = false;  // options "emulate_lists=1": pack even for native methods
+    support::Settings settings_;  // read once in create(); never changed after
+    bool emulate_lists_ = false;  // emulate_lists=1: pack even for native methods
     bmi_size_t unexpected_quota_ = 0;
     bmi_size_t unexpected_peer_share_ = 0;  // what one peer may hold of the quota
-    bmi_size_t unexpected_limit_override_ = 0;
     std::vector<std::unique_ptr<MethodSlot>> slots_;
     std::mutex activation_mutex_;  // serializes lazy method creation
     // The one active method the wait point sleeps on directly (see Method::accept_wake_fd),

@@ -26,10 +26,7 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
     MethodSlot* slot = slot_for_scheme(parts->scheme, rc);
     if (slot == nullptr) return rc;
     if (!slot->active.load()) {
-        method::Config config;
-        config.flags = flags_;
-        config.unexpected_limit = unexpected_limit_override_;
-        rc = activate(slot->index, config);
+        rc = activate(slot->index, method_config(""));
         if (rc != 0) return rc;
     }
     // Name resolution may take as long as the resolver likes: do it before taking any lock.

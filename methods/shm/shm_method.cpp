@@ -24,7 +24,7 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
         name = std::string(parts->rest);
     }
     Options options;
-    int rc = load_options(config.options, config.unexpected_limit, options);
+    int rc = load_options(config.settings, config.unexpected_limit, options);
     if (rc != 0) return rc;
     auto method = std::make_unique<ShmMethod>(sink, options);
     rc = method->start(name);

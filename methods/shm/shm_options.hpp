@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Tunables of the shm method, from the environment and the BMI_initialize option string.
+// Tunables of the shm method, from the instance's settings (support/settings/setting_table.hpp
+// has each one's environment variable, option key, default and range).
 #pragma once
 
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <string_view>
 
 #include "bmi-types.h"
+#include "support/settings/settings.hpp"
 
 namespace bmi::method::shm {
 
@@ -56,8 +58,9 @@ struct Options {
     bmi_size_t unexpected_limit = 0;  // derived: Config's override or 16 KiB, <= half a ring
 };
 
-// Reads environment and options ("shm_ring_slots=128,..."), derives the limits. 0 or
-// -BMI_EINVAL for an impossible ring geometry or a malformed budget.
-int load_options(std::string_view option_string, bmi_size_t unexpected_override, Options& out);
+// Takes the shm rows of settings and derives the limits. 0, or -BMI_EINVAL (logged) for a
+// ring geometry that is not a power of two.
+int load_options(const support::Settings& settings, bmi_size_t unexpected_override,
+                 Options& out);
 
 }  // namespace bmi::method::shm

@@ -8,7 +8,6 @@
 
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "support/logging/log.hpp"
-#include "support/settings/env_setting.hpp"
 
 namespace bmi::method::tcp {
 
@@ -28,21 +27,12 @@ bool has_posted_recv(const TcpPeer& peer, bmi_msg_tag_t tag) {
 }
 }  // namespace
 
-int load_limits(Limits& out) {
-    using std::chrono::milliseconds;
-    constexpr std::int64_t max_bytes = 1ll << 40;
-    std::int64_t peer = out.early_peer_bytes, total = out.early_total_bytes;
-    int rc = 0;
-    for (int r : {support::env_size("BMI_TCP_EARLY_PEER_BYTES", peer, 64 << 10, max_bytes),
-                  support::env_size("BMI_TCP_EARLY_TOTAL_BYTES", total, 64 << 10, max_bytes),
-                  support::env_duration("BMI_TCP_STALL_TIMEOUT_MS", out.stall_timeout,
-                                        milliseconds(1), milliseconds(3'600'000)),
-                  support::env_duration("BMI_TCP_RENDEZVOUS_TIMEOUT_MS", out.rendezvous_timeout,
-                                        milliseconds(1), milliseconds(86'400'000))})
-        if (r < 0) rc = r;
-    out.early_peer_bytes = peer;
-    out.early_total_bytes = total;
-    return rc;
+void load_limits(const support::Settings& settings, Limits& out) {
+    using support::SettingId;
+    out.early_peer_bytes = settings.number(SettingId::tcp_early_peer_bytes);
+    out.early_total_bytes = settings.number(SettingId::tcp_early_total_bytes);
+    out.stall_timeout = settings.duration(SettingId::tcp_stall_timeout);
+    out.rendezvous_timeout = settings.duration(SettingId::tcp_rendezvous_timeout);
 }
 
 bool TcpMethod::admit_early(Connection& c) {

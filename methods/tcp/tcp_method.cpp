@@ -26,23 +26,13 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
     return 0;
 }
 
-namespace {
-// BMI_TCP_SPIN_US: how long a test call may poll the sockets before it sleeps (default 50).
-int spin_us_from_env() {
-    const char* text = std::getenv("BMI_TCP_SPIN_US");
-    if (text == nullptr || *text == '\0') return 50;
-    return static_cast<int>(std::clamp(std::atol(text), 0L, 10000L));
-}
-}  // namespace
-
 TcpMethod::TcpMethod(const Config& config, Sink& sink)
     : sink_(sink),
       unexpected_limit_(config.unexpected_limit > 0 ? config.unexpected_limit
                                                     : default_unexpected_limit),
-      spin_(spin_us_from_env()),
-      spin_cap_(spin_us_from_env()) {
-    const char* legacy = std::getenv("BMI_TCP_LEGACY");
-    force_legacy_ = legacy != nullptr && legacy[0] == '1';
+      spin_(static_cast<int>(config.settings.number(support::SettingId::tcp_spin_us))),
+      spin_cap_(static_cast<int>(config.settings.number(support::SettingId::tcp_spin_us))) {
+    force_legacy_ = config.settings.flag(support::SettingId::tcp_legacy);
 }
 
 TcpMethod::~TcpMethod() {
@@ -65,7 +55,7 @@ TcpMethod::~TcpMethod() {
 }
 
 int TcpMethod::start(const Config& config) {
-    if (int rc = load_limits(limits_); rc < 0) return rc;
+    load_limits(config.settings, limits_);
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (epoll_fd_ < 0 || timer_fd_ < 0) return support::bmi_error_from_errno(errno);

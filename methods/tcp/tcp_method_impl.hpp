@@ -28,8 +28,8 @@
 
 namespace bmi::method::tcp {
 
-// What one peer can make us hold, and how long we wait on it (doc/RELIABILITY.md). Read from
-// the environment once per instance; a malformed value fails start().
+// What one peer can make us hold, and how long we wait on it (doc/RELIABILITY.md). Set from
+// Config's settings (support/settings/setting_table.hpp has each one's default and range).
 struct Limits {
     // Early data: eager payloads and announcements (RTS, legacy rendezvous headers) that no
     // receive has claimed yet. Each arrival also costs arrival_overhead. Over either bound the
@@ -47,8 +47,8 @@ struct Limits {
 // an endless stream of empty frames or announcements as bounded as one of large frames.
 inline constexpr bmi_size_t arrival_overhead = 256;
 
-// Limits from the environment over the defaults; 0 or -BMI_EINVAL naming the bad variable.
-int load_limits(Limits& out);
+// The limits from the instance's settings (checked when they were read).
+void load_limits(const support::Settings& settings, Limits& out);
 
 class TcpMethod final : public Method {
 public:

@@ -6,7 +6,6 @@
 #include <sys/mman.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -19,29 +18,6 @@
 namespace bmi::method::verbs {
 
 namespace {
-bool parse_int(std::string_view text, int& out) {
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return ec == std::errc{} && end == text.data() + text.size();
-}
-
-// The value of "key=value" in a comma separated option string, or nullopt.
-std::optional<std::string_view> option(std::string_view options, std::string_view key) {
-    std::optional<std::string_view> found;
-    for (auto item : support::split_address_list(options))
-        if (item.size() > key.size() && item.substr(0, key.size()) == key &&
-            item[key.size()] == '=')
-            found = item.substr(key.size() + 1);
-    return found;
-}
-
-bool load_int(std::string_view options, const char* env, std::string_view key, int& value) {
-    if (const char* text = std::getenv(env); text != nullptr && *text != '\0')
-        if (!parse_int(text, value)) return false;
-    if (auto text = option(options, key))
-        if (!parse_int(*text, value)) return false;
-    return true;
-}
-
 // An IPv4-mapped GID (::ffff:a.b.c.d) is the RoCEv2 GID of an IPv4 address: routable, and
 // what rdma_cm would pick. Anything else (fe80:: link-local, IB GIDs) is the fallback.
 bool ipv4_mapped(const ibv_gid& gid) {
@@ -50,25 +26,24 @@ bool ipv4_mapped(const ibv_gid& gid) {
 }
 }  // namespace
 
-int load_choice(std::string_view options, DeviceChoice& out) {
-    if (const char* d = std::getenv("BMI_VERBS_DEVICE"); d != nullptr) out.device = d;
-    if (auto d = option(options, "verbs_device")) out.device = std::string(*d);
-    bool ok = load_int(options, "BMI_VERBS_PORT", "verbs_port", out.port) &&
-              load_int(options, "BMI_VERBS_GID_INDEX", "verbs_gid_index", out.gid_index) &&
-              load_int(options, "BMI_VERBS_CREDITS", "verbs_credits", out.credits) &&
-              load_int(options, "BMI_VERBS_SRQ_CAP", "verbs_srq_cap", out.srq_cap) &&
-              load_int(options, "BMI_VERBS_MAX_CONNECTIONS", "verbs_max_connections",
-                       out.max_connections) &&
-              load_int(options, "BMI_VERBS_SEND_BUFFERS", "verbs_send_buffers", out.send_buffers) &&
-              load_int(options, "BMI_VERBS_CONNECT_TIMEOUT_MS", "verbs_connect_timeout_ms",
-                       out.connect_timeout_ms) &&
-              load_int(options, "BMI_VERBS_PENDING_PER_SOURCE", "verbs_pending_per_source",
-                       out.pending_per_source);
-    if (!ok || out.port < 0 || out.port > 255 || out.gid_index < -1 || out.credits < 2 ||
-        out.credits > 1024 || out.srq_cap < out.credits || out.max_connections < 1 ||
-        out.send_buffers < 1 || out.send_buffers > 65536 || out.connect_timeout_ms < 1 ||
-        out.pending_per_source < 1)
+int load_choice(const support::Settings& settings, DeviceChoice& out) {
+    using support::SettingId;
+    auto whole = [&](SettingId id) { return static_cast<int>(settings.number(id)); };
+    out.device = settings.text(SettingId::verbs_device);
+    out.port = whole(SettingId::verbs_port);
+    out.gid_index = whole(SettingId::verbs_gid_index);
+    out.credits = whole(SettingId::verbs_credits);
+    out.srq_cap = whole(SettingId::verbs_srq_cap);
+    out.max_connections = whole(SettingId::verbs_max_connections);
+    out.send_buffers = whole(SettingId::verbs_send_buffers);
+    out.pending_per_source = whole(SettingId::verbs_pending_per_source);
+    // The table bounds each value alone; this rule ties two of them.
+    if (out.srq_cap < out.credits) {
+        BMI_WARN("verbs: BMI_VERBS_SRQ_CAP (verbs_srq_cap) = %d is not valid: expected at "
+                 "least BMI_VERBS_CREDITS (verbs_credits) = %d",
+                 out.srq_cap, out.credits);
         return -BMI_EINVAL;
+    }
     return 0;
 }
 

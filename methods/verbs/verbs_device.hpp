@@ -12,6 +12,7 @@
 
 #include "bmi-types.h"
 #include "methods/verbs/verbs_wire.hpp"
+#include "support/settings/settings.hpp"
 
 namespace bmi::method::verbs {
 
@@ -25,11 +26,11 @@ struct DeviceChoice {
     int srq_cap = 1024;   // SRQ buffers never grow past this however many peers connect
     int send_buffers = 128;
     int max_connections = 128;  // sizes the completion queue, which is never resized
-    int connect_timeout_ms = 10000;  // a handshake not finished by then fails
     int pending_per_source = 8;      // handshakes in progress one source address may hold
 };
-// Reads BMI_VERBS_* variables, then verbs_* items of the option string; -BMI_EINVAL if bad.
-int load_choice(std::string_view options, DeviceChoice& out);
+// Takes the verbs_* rows of the instance's settings; -BMI_EINVAL (logged) if srq_cap is
+// below credits.
+int load_choice(const support::Settings& settings, DeviceChoice& out);
 
 // True if libibverbs sees at least one device (tests skip without one).
 bool any_device(std::string* reason);

@@ -79,10 +79,11 @@ VerbsMethod::VerbsMethod(const Config& config, Sink& sink)
     : sink_(sink),
       unexpected_limit_(config.unexpected_limit > 0
                             ? std::min<bmi_size_t>(config.unexpected_limit, eager_payload)
-                            : default_unexpected_limit) {}
+                            : default_unexpected_limit),
+      print_stats_(config.settings.flag(support::SettingId::verbs_stats)) {}
 
 VerbsMethod::~VerbsMethod() {
-    if (const char* e = std::getenv("BMI_VERBS_STATS"); e != nullptr && e[0] == '1') {
+    if (print_stats_) {
         Stats s;
         get_info(nullptr, get_stats_option, &s);
         std::fprintf(stderr,
@@ -146,7 +147,7 @@ void VerbsMethod::drain_sends() {
 }
 
 int VerbsMethod::start(const Config& config) {
-    if (int rc = load_choice(config.options, choice_); rc < 0) return rc;
+    if (int rc = load_choice(config.settings, choice_); rc < 0) return rc;
     std::optional<VerbsAddress> listen;
     if (!config.listen_address.empty()) {
         listen = parse_address(config.listen_address);
@@ -173,7 +174,7 @@ int VerbsMethod::start(const Config& config) {
     ev.data.u64 = timer_id;
     if (timer_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    setup_timeout_ = std::chrono::milliseconds(choice_.connect_timeout_ms);
+    setup_timeout_ = config.settings.duration(support::SettingId::verbs_connect_timeout);
     if (!listen) return 0;
     return open_listener(listen->bootstrap.host, listen->bootstrap.port);
 }

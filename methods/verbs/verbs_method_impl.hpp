@@ -139,9 +139,10 @@ private:
     int listen_fd_ = -1;
     int timer_fd_ = -1;  // ticks while a handshake is in progress
     bool timer_armed_ = false;
-    std::chrono::milliseconds setup_timeout_{10000};  // DeviceChoice::connect_timeout_ms
+    std::chrono::milliseconds setup_timeout_{10000};  // the verbs_connect_timeout_ms setting
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
+    bool print_stats_;  // BMI_VERBS_STATS: counters to stderr when finalized
     std::uint64_t next_connection_id_ = 16;
     std::uint64_t next_cookie_ = 1;
     std::uint64_t next_read_id_ = 1;

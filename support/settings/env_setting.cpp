@@ -3,11 +3,7 @@
 
 #include <cctype>
 #include <charconv>
-#include <cstdlib>
-#include <string>
 
-#include "bmi-types.h"
-#include "support/logging/log.hpp"
 
 namespace bmi::support {
 
@@ -35,9 +31,6 @@ std::optional<std::int64_t> scaled(std::int64_t value, std::int64_t factor) {
     return value * factor;
 }
 
-void log_rejected(const char* name, const char* text, const char* expected) {
-    BMI_LOG(error, "setting %s=\"%s\" is not valid: expected %s", name, text, expected);
-}
 }  // namespace
 
 std::optional<std::int64_t> parse_size(std::string_view text) {
@@ -70,33 +63,20 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     return std::chrono::milliseconds(*ms);
 }
 
-int env_size(const char* name, std::int64_t& value, std::int64_t min, std::int64_t max) {
-    const char* text = std::getenv(name);
-    if (text == nullptr || *text == '\0') return 0;
-    auto parsed = parse_size(text);
-    if (!parsed || *parsed < min || *parsed > max) {
-        const std::string expected = "a size from " + std::to_string(min) + " to " +
-                                     std::to_string(max) + " bytes (suffixes K, M, G)";
-        log_rejected(name, text, expected.c_str());
-        return -BMI_EINVAL;
-    }
-    value = *parsed;
-    return 0;
+std::optional<std::int64_t> parse_count(std::string_view text) {
+    std::int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end == text.data() || end != text.data() + text.size())
+        return std::nullopt;
+    return value;
 }
 
-int env_duration(const char* name, std::chrono::milliseconds& value,
-                 std::chrono::milliseconds min, std::chrono::milliseconds max) {
-    const char* text = std::getenv(name);
-    if (text == nullptr || *text == '\0') return 0;
-    auto parsed = parse_duration(text);
-    if (!parsed || *parsed < min || *parsed > max) {
-        const std::string expected = "a time from " + std::to_string(min.count()) + " to " +
-                                     std::to_string(max.count()) + " ms (units ms, s, m)";
-        log_rejected(name, text, expected.c_str());
-        return -BMI_EINVAL;
-    }
-    value = *parsed;
-    return 0;
+std::optional<bool> parse_flag(std::string_view text) {
+    for (std::string_view yes : {"1", "yes", "true", "on"})
+        if (iequals(text, yes)) return true;
+    for (std::string_view no : {"0", "no", "false", "off"})
+        if (iequals(text, no)) return false;
+    return std::nullopt;
 }
 
 }  // namespace bmi::support

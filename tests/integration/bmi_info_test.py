@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """bmi-info lists every method this build has as usable, with limits, listen addresses, the
-RDMA section and each method's settings; bad arguments fail with exit 2 and a message."""
+RDMA section and each method's settings; every setting with the value in force and where it
+came from; the settings table as Markdown, which doc/SETTINGS.md must hold verbatim; bad
+arguments and invalid settings fail with exit 2 and a message."""
 import os
 import re
 import subprocess
@@ -15,8 +17,24 @@ def fail(msg):
     sys.exit(1)
 
 
-def run(args):
-    return subprocess.run([EXE] + args, capture_output=True, text=True, timeout=60)
+SETTINGS_DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "doc",
+                            "SETTINGS.md")
+# The environment without any BMI_ setting, so each row's source is known.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("BMI_")}
+
+
+def run(args, extra_env=None):
+    env = dict(CLEAN_ENV, **(extra_env or {}))
+    return subprocess.run([EXE] + args, capture_output=True, text=True, timeout=60, env=env)
+
+
+def setting_row(out, env_name):
+    """The settings line of one variable: (value, source)."""
+    m = re.search(rf"^  {env_name} +(.+?) +\((default|environment|option)(: INVALID[^)]*)?\)",
+                  out, re.M)
+    if not m:
+        fail(f"no settings row for {env_name}")
+    return m.group(1), m.group(2) + (m.group(3) or "")
 
 
 def has_rdma_device():
@@ -57,9 +75,39 @@ if "tcp" in methods and "127.0.0.1" not in out:
     fail("tcp: loopback not among the listen addresses")
 if "shm" in methods and "BMI_SHM_SPIN_US" not in out:
     fail("shm: settings do not name BMI_SHM_SPIN_US")
-for words in ("RDMA devices:", "settings of every method: BMI_DEBUG"):
+for words in ("RDMA devices:", "settings (default < environment BMI_X < BMI_initialize option"):
     if words not in out:
         fail(f"output lacks {words!r}")
+for env_name, value in (("BMI_DEBUG", '""'), ("BMI_UNEXPECTED_QUOTA", "64M"),
+                        ("BMI_TCP_STALL_TIMEOUT_MS", "10s"), ("BMI_SHM_SPLIT_COPY", "auto")):
+    if setting_row(out, env_name) != (value, "default"):
+        fail(f"{env_name}: {setting_row(out, env_name)}, expected ({value}, default)")
+
+# The value in force and its source: the option string over the environment over the default.
+res = run(["--method", methods[0] if methods else "tcp", "--options", "shm_spin_us=5,tcp_spin_us=9"],
+          {"BMI_TCP_SPIN_US": "7", "BMI_SHM_SLOT_SIZE": "4096"})
+if res.returncode != 0:
+    fail(f"--options: exit {res.returncode}: {res.stderr}")
+for env_name, expected in (("BMI_SHM_SPIN_US", ("5 us", "option")),
+                           ("BMI_TCP_SPIN_US", ("9 us", "option")),
+                           ("BMI_SHM_SLOT_SIZE", ("4K", "environment")),
+                           ("BMI_SHM_RING_SLOTS", ("64 slots", "default"))):
+    if setting_row(res.stdout, env_name) != expected:
+        fail(f"{env_name}: {setting_row(res.stdout, env_name)}, expected {expected}")
+
+# An invalid value is shown as such, named on stderr, and fails like BMI_initialize does.
+res = run(["--method", methods[0] if methods else "tcp"], {"BMI_TCP_SPIN_US": "abc"})
+if res.returncode != 2 or "INVALID" not in setting_row(res.stdout, "BMI_TCP_SPIN_US")[1] or \
+        'BMI_TCP_SPIN_US (environment; option tcp_spin_us) = "abc" is not valid' not in res.stderr:
+    fail(f"invalid setting: exit {res.returncode}, stdout {res.stdout!r}, stderr {res.stderr!r}")
+
+# doc/SETTINGS.md holds the table exactly as the library has it.
+res = run(["--markdown"])
+if res.returncode != 0 or not res.stdout.startswith("| environment | option key |"):
+    fail(f"--markdown: exit {res.returncode}: {res.stdout!r}")
+with open(SETTINGS_DOC, encoding="utf-8") as doc:
+    if res.stdout not in doc.read():
+        fail("doc/SETTINGS.md does not hold the table of `bmi-info --markdown`; regenerate it")
 
 res = run(["--help"])
 if res.returncode != 0 or "usage: bmi-info" not in res.stdout:

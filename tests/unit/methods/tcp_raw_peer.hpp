@@ -152,8 +152,8 @@ struct ClientOfRaw {
     std::unique_ptr<Method> client;
     std::shared_ptr<Peer> peer;
 
-    ClientOfRaw() {
-        REQUIRE(create(Config{}, sink, client) == 0);
+    explicit ClientOfRaw(const Config& config = {}) {
+        REQUIRE(create(config, sink, client) == 0);
         REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), peer) == 0);
     }
     ~ClientOfRaw() { close(listener); }

@@ -236,9 +236,10 @@ TEST_CASE("a receive over 16 MiB posted before the fallback fails with it", "[tc
 }
 
 TEST_CASE("BMI_TCP_LEGACY=1 never sends HELLO", "[tcp][raw][legacy]") {
-    setenv("BMI_TCP_LEGACY", "1", 1);
-    ClientOfRaw raw;
-    unsetenv("BMI_TCP_LEGACY");
+    Config legacy;
+    REQUIRE(legacy.settings.set(bmi::support::SettingId::tcp_legacy, "1",
+                                bmi::support::SettingSource::environment) == 0);
+    ClientOfRaw raw(legacy);
     int listener = raw.listener;
     auto& client = raw.client;
     auto& peer = raw.peer;

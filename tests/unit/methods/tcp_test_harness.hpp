@@ -139,9 +139,13 @@ struct Pair {
         sc.listen_address = listen;
         sc.flags = BMI_INIT_SERVER;
         sc.unexpected_limit = unexp;
+        // As an instance would: the environment's BMI_TCP_* settings, strictly.
+        create_status = sc.settings.load("");
+        if (create_status < 0) return;
         create_status = create(sc, server_sink, server);
         if (create_status < 0) return;
         Config cc;
+        cc.settings = sc.settings;
         create_status = create(cc, client_sink, client);
         if (create_status < 0) return;
         create_status = client->lookup(server->listen_address(), to_server);

@@ -32,26 +32,3 @@ TEST_CASE("durations take ms, s and m", "[settings]") {
     CHECK_FALSE(parse_duration("abc"));
     CHECK_FALSE(parse_duration("5h"));
 }
-
-TEST_CASE("a malformed or out-of-range variable is an error, never the default", "[settings]") {
-    std::int64_t value = 7;
-    unsetenv("BMI_TEST_SETTING");
-    CHECK(env_size("BMI_TEST_SETTING", value, 0, 100) == 0);
-    CHECK(value == 7);
-    setenv("BMI_TEST_SETTING", "1GiB", 1);
-    CHECK(env_size("BMI_TEST_SETTING", value, 0, 100) == -BMI_EINVAL);
-    CHECK(value == 7);
-    setenv("BMI_TEST_SETTING", "abc", 1);
-    CHECK(env_size("BMI_TEST_SETTING", value, 0, 100) == -BMI_EINVAL);
-    setenv("BMI_TEST_SETTING", "64", 1);
-    CHECK(env_size("BMI_TEST_SETTING", value, 0, 100) == 0);
-    CHECK(value == 64);
-    std::chrono::milliseconds d = 5ms;
-    setenv("BMI_TEST_SETTING", "3s", 1);
-    CHECK(env_duration("BMI_TEST_SETTING", d, 1ms, 10s) == 0);
-    CHECK(d == 3s);
-    setenv("BMI_TEST_SETTING", "0", 1);
-    CHECK(env_duration("BMI_TEST_SETTING", d, 1ms, 10s) == -BMI_EINVAL);
-    CHECK(d == 3s);
-    unsetenv("BMI_TEST_SETTING");
-}

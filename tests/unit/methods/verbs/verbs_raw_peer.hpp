@@ -19,6 +19,7 @@
 #include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_wire.hpp"
 #include "support/method_address/method_address.hpp"
+#include "support/settings/settings.hpp"
 
 namespace bmi::test::verbs {
 
@@ -69,7 +70,10 @@ class RawPeer {
 public:
     RawPeer() {
         method::verbs::DeviceChoice choice;
-        if (method::verbs::load_choice("", choice) != 0 || device_.open(choice) != 0) return;
+        support::Settings settings;  // the environment's BMI_VERBS_*, as an instance reads them
+        if (settings.load("") != 0 || method::verbs::load_choice(settings, choice) != 0 ||
+            device_.open(choice) != 0)
+            return;
         ibv_qp_init_attr ia{};
         ia.send_cq = device_.cq;
         ia.recv_cq = device_.cq;

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "support/settings/settings.hpp"
+
+#include <cstdlib>
+
+#include "bmi-types.h"
+#include "support/logging/log.hpp"
+#include "support/method_address/method_address.hpp"
+#include "support/settings/env_setting.hpp"
+
+namespace bmi::support {
+
+namespace {
+// The largest binary suffix that divides the value exactly, so defaults read as written.
+std::string size_text(std::int64_t bytes) {
+    static constexpr std::pair<std::int64_t, const char*> units[] = {
+        {1ll << 30, "G"}, {1ll << 20, "M"}, {1ll << 10, "K"}};
+    for (auto [factor, suffix] : units)
+        if (bytes != 0 && bytes % factor == 0) return std::to_string(bytes / factor) + suffix;
+    return std::to_string(bytes);
+}
+
+std::string duration_text(std::int64_t ms) {
+    if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
+    if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+    return std::to_string(ms) + "ms";
+}
+
+// The index of word among choices ("0|1|auto"), or nullopt.
+std::optional<std::int64_t> choice_index(std::string_view choices, std::string_view word) {
+    std::int64_t index = 0;
+    for (;;) {
+        const auto bar = choices.find('|');
+        if (choices.substr(0, bar) == word) return index;
+        if (bar == std::string_view::npos) return std::nullopt;
+        choices.remove_prefix(bar + 1);
+        ++index;
+    }
+}
+
+std::string_view choice_word(std::string_view choices, std::int64_t index) {
+    for (; index > 0; --index) {
+        const auto bar = choices.find('|');
+        if (bar == std::string_view::npos) return {};
+        choices.remove_prefix(bar + 1);
+    }
+    return choices.substr(0, choices.find('|'));
+}
+
+std::optional<std::int64_t> within(const SettingSpec& spec, std::optional<std::int64_t> value) {
+    if (!value || *value < spec.min || *value > spec.max) return std::nullopt;
+    return value;
+}
+}  // namespace
+
+std::string_view source_name(SettingSource source) {
+    switch (source) {
+    case SettingSource::environment:
+        return "environment";
+    case SettingSource::option_string:
+        return "option";
+    case SettingSource::table_default:
+        break;
+    }
+    return "default";
+}
+
+std::optional<std::int64_t> parse_setting(const SettingSpec& spec, std::string_view text) {
+    switch (spec.type) {
+    case SettingType::size:
+        return within(spec, parse_size(text));
+    case SettingType::duration: {
+        auto ms = parse_duration(text);
+        return within(spec, ms ? std::optional<std::int64_t>(ms->count()) : std::nullopt);
+    }
+    case SettingType::count:
+        return within(spec, parse_count(text));
+    case SettingType::flag: {
+        auto on = parse_flag(text);
+        return on ? std::optional<std::int64_t>(*on ? 1 : 0) : std::nullopt;
+    }
+    case SettingType::choice:
+        return choice_index(spec.choices, text);
+    case SettingType::text:
+        break;
+    }
+    return 0;
+}
+
+std::string range_text(const SettingSpec& spec) {
+    switch (spec.type) {
+    case SettingType::size:
+        return size_text(spec.min) + " .. " + size_text(spec.max);
+    case SettingType::duration:
+        return duration_text(spec.min) + " .. " + duration_text(spec.max);
+    case SettingType::count:
+        return std::to_string(spec.min) + " .. " + std::to_string(spec.max);
+    case SettingType::flag:
+        return "0, 1";
+    case SettingType::choice: {
+        std::string words(spec.choices);
+        for (std::size_t bar = words.find('|'); bar != std::string::npos; bar = words.find('|'))
+            words.replace(bar, 1, ", ");
+        return words;
+    }
+    case SettingType::text:
+        break;
+    }
+    return "any";
+}
+
+std::string expected_text(const SettingSpec& spec) {
+    switch (spec.type) {
+    case SettingType::size:
+        return "a size from " + size_text(spec.min) + " to " + size_text(spec.max) +
+               " bytes (suffixes K, M, G)";
+    case SettingType::duration:
+        return "a time from " + duration_text(spec.min) + " to " + duration_text(spec.max) +
+               " (units ms, s, m; a plain number is ms)";
+    case SettingType::count:
+        return "a whole number from " + std::to_string(spec.min) + " to " +
+               std::to_string(spec.max);
+    case SettingType::flag:
+        return "0 or 1 (or no/yes, false/true, off/on)";
+    case SettingType::choice:
+        return "one of " + range_text(spec);
+    case SettingType::text:
+        break;
+    }
+    return "any text";
+}
+
+Settings::Settings() {
+    for (const auto& spec : setting_table()) {
+        Value& v = at(spec.id);
+        v.text = std::string(spec.default_text);
+        // The table's own defaults parse (tests/unit/support/settings_test.cpp checks each).
+        v.number = parse_setting(spec, spec.default_text).value_or(0);
+    }
+}
+
+int Settings::set(SettingId id, std::string_view text, SettingSource source) {
+    const SettingSpec& spec = setting_spec(id);
+    Value& v = at(id);
+    v.source = source;
+    auto parsed = parse_setting(spec, text);
+    if (!parsed) {
+        v.valid = false;
+        BMI_WARN("setting %.*s (%s %.*s) = \"%.*s\" is not valid: expected %s",
+                 static_cast<int>(spec.env.size()), spec.env.data(),
+                 source == SettingSource::option_string ? "BMI_initialize option"
+                                                        : "environment; option",
+                 static_cast<int>(spec.key.size()), spec.key.data(),
+                 static_cast<int>(text.size()), text.data(), expected_text(spec).c_str());
+        return -BMI_EINVAL;
+    }
+    v.number = *parsed;
+    v.text = std::string(text);
+    v.valid = true;
+    return 0;
+}
+
+int Settings::load(std::string_view option_string) {
+    int rc = 0;
+    for (const auto& spec : setting_table()) {
+        const char* text = std::getenv(std::string(spec.env).c_str());
+        // Empty means unset, as a shell's "BMI_X= program" intends.
+        if (text == nullptr || *text == '\0') continue;
+        if (set(spec.id, text, SettingSource::environment) < 0) rc = -BMI_EINVAL;
+    }
+    if (read_options(option_string) < 0) rc = -BMI_EINVAL;
+    return rc;
+}
+
+int Settings::read_options(std::string_view option_string) {
+    int rc = 0;
+    for (auto item : split_address_list(option_string)) {
+        const auto equals = item.find('=');
+        const SettingSpec* spec =
+            equals == std::string_view::npos ? nullptr : find_setting(item.substr(0, equals));
+        if (spec == nullptr || !spec->per_instance) {
+            // A misspelt key would otherwise leave its setting where the caller did not want.
+            BMI_WARN("BMI_initialize option \"%.*s\" is not valid: expected key=value with a "
+                     "key of the settings table (bmi-info lists them; %s)",
+                     static_cast<int>(item.size()), item.data(),
+                     spec != nullptr ? "this one is read from the environment only"
+                                     : "doc/SETTINGS.md");
+            rc = -BMI_EINVAL;
+            continue;
+        }
+        if (set(spec->id, item.substr(equals + 1), SettingSource::option_string) < 0)
+            rc = -BMI_EINVAL;
+    }
+    return rc;
+}
+
+std::string Settings::shown(SettingId id) const {
+    const SettingSpec& spec = setting_spec(id);
+    const Value& v = at(id);
+    switch (spec.type) {
+    case SettingType::size:
+        return size_text(v.number);
+    case SettingType::duration:
+        return duration_text(v.number);
+    case SettingType::count:
+    case SettingType::flag:
+        return std::to_string(v.number);
+    case SettingType::choice:
+        return std::string(choice_word(spec.choices, v.number));
+    case SettingType::text:
+        break;
+    }
+    return v.text;
+}
+
+}  // namespace bmi::support

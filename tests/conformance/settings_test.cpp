@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Conformance: settings are read strictly when BMI_initialize runs, from the environment and
+// the option string, and a client's options reach the method it starts at its first lookup.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+
+#include "bmi.h"
+#include "harness.hpp"
+#include "methods/method_table.hpp"
+#include "tests/captured_stderr.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+
+namespace {
+// BMI_initialize as a client of every method with these options; finalizes what it started.
+int initialize_with(const char* options, std::string& log) {
+    std::string text = options;
+    CapturedStderr captured;
+    const int rc = BMI_initialize(nullptr, nullptr, 0, text.data());
+    log = captured.stop();
+    if (rc == 0) BMI_finalize();
+    return rc;
+}
+}  // namespace
+
+TEST_CASE("a malformed environment variable fails BMI_initialize and names itself",
+          "[settings]") {
+    setenv("BMI_TCP_SPIN_US", "abc", 1);  // quietly 0 before the table
+    std::string log;
+    const int rc = initialize_with("", log);
+    unsetenv("BMI_TCP_SPIN_US");
+    INFO(log);
+    CHECK(rc == -BMI_EINVAL);
+    CHECK(log.find("BMI_TCP_SPIN_US (environment; option tcp_spin_us) = \"abc\" is not valid: "
+                   "expected a whole number from 0 to 10000") != std::string::npos);
+}
+
+TEST_CASE("a malformed option fails BMI_initialize and names itself", "[settings]") {
+    std::string log;
+    const int rc = initialize_with("unexpected_quota=1GB", log);  // quietly 64 MiB before
+    INFO(log);
+    CHECK(rc == -BMI_EINVAL);
+    CHECK(log.find("BMI_UNEXPECTED_QUOTA (BMI_initialize option unexpected_quota) = \"1GB\" is "
+                   "not valid: expected a size from 0 to 1024G bytes") != std::string::npos);
+}
+
+TEST_CASE("sizes take suffixes and the option string wins over the environment",
+          "[settings]") {
+    setenv("BMI_UNEXPECTED_QUOTA", "2M", 1);
+    char options[] = "unexpected_quota=1GiB";
+    const int rc = BMI_initialize(nullptr, nullptr, 0, options);
+    unsetenv("BMI_UNEXPECTED_QUOTA");
+    REQUIRE(rc == 0);
+    BMI_unexpected_quota_use use{};
+    CHECK(BMI_get_info(0, BMI_UNEXPECTED_QUOTA_USE, &use) == 0);
+    CHECK(use.limit == 1ll << 30);
+    BMI_finalize();
+}
+
+TEST_CASE("a client's shm options reach the shm method it starts at its first lookup",
+          "[settings][shm]") {
+    if (method::find_method("bmi_shm") == nullptr) {
+        SUCCEED("shm is not compiled in");
+        return;
+    }
+    // 16 slots of 512 bytes: half a ring is 4 KiB, so unexpected messages are capped below
+    // 4 KiB instead of the default 16 KiB. make_peers gives the options to both instances;
+    // the client starts shm lazily, at its lookup of the server.
+    Pair pair = make_peers("shm", "shm_ring_slots=16,shm_slot_size=512");
+    int limit = 0;
+    REQUIRE(pair.client.instance->get_info(pair.server_addr, BMI_GET_UNEXP_SIZE, &limit) == 0);
+    CHECK(limit > 0);
+    CHECK(limit < 4096);
+}
