@@ -31,7 +31,8 @@ static int usage(FILE *to, const char *argv0, int flags)
             argv0, flags & PP_OPT_METHODS ? " [--forever]" : "", argv0,
             flags & PP_OPT_STREAMS ? "\n         [--mode latency|bandwidth|many] [--window N] "
                                      "[--clients N]" : "",
-            flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,...] [--pause-ms MS]" : "",
+            flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,... (default: the address's)]"
+                                     " [--pause-ms MS]" : "",
             flags & PP_OPT_STREAMS
                 ? "  latency: ping-pong; bandwidth: windows of --window messages (default 16),\n"
                   "  each acknowledged; many: --clients clients (default 2) stream at once and\n"
@@ -120,7 +121,7 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
     int i, mode = 0;
 
     memset(o, 0, sizeof(*o));
-    o->methods = flags & PP_OPT_METHODS ? "bmi_tcp" : NULL;
+    o->methods = NULL;
     o->with_streams = (flags & PP_OPT_STREAMS) != 0;
     o->plan.magic = PP_MAGIC;
     o->plan.min_size = 1;
@@ -188,6 +189,19 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
     o->plan.clients = (uint32_t)clients;
     if (o->addr == NULL)
         o->addr = "tcp://127.0.0.1:0";
+    if ((flags & PP_OPT_METHODS) && o->methods == NULL) {
+        /* The method the address names, so "--server shm://x" needs no --method-list. */
+        const char *end = strstr(o->addr, "://");
+        size_t n = end != NULL ? (size_t)(end - o->addr) : 0;
+        if (n == 0 || n + 5 > sizeof(o->address_method)) {
+            fprintf(stderr, "%s: %s names no method (scheme://...)\n", argv[0], o->addr);
+            return usage(stderr, argv[0], flags);
+        }
+        memcpy(o->address_method, "bmi_", 4);
+        memcpy(o->address_method + 4, o->addr, n);
+        o->address_method[4 + n] = '\0';
+        o->methods = o->address_method;
+    }
     o->timeout_ms = (int)timeout;
     return 0;
 }

@@ -45,7 +45,8 @@ struct pp_options
 {
     int server;          /* --server, else --client */
     const char *addr;    /* listen address (server) or peer address (client) */
-    const char *methods; /* --method-list; NULL for the raw tcp tool */
+    const char *methods; /* --method-list, else the address's own; NULL for the raw tcp tool */
+    char address_method[32]; /* "bmi_<scheme>" of addr, where methods points by default */
     int with_streams;    /* the tool has the streaming modes (--mode, --window, --clients) */
     int timeout_ms;      /* bound on every single wait */
     int forever;         /* --forever: the BMI server answers one client (or group) after another */

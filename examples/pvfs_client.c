@@ -150,7 +150,8 @@ static int exchange(struct client *c, uint32_t op, uint64_t request_id, bmi_msg_
 
 int main(int argc, char **argv)
 {
-    const char *methods = "bmi_tcp";
+    const char *methods = NULL; /* --methods, or the one the server's address names */
+    char method_of_addr[32];
     const char *server_addr = NULL;
     uint64_t iterations = 100, size = 4096, timeout_ms = 10000, done = 0, i;
     int send_shutdown = 0, rc, failed = 0, a;
@@ -191,6 +192,8 @@ int main(int argc, char **argv)
         return usage(argv[0]);
     c.size = (bmi_size_t)size;
     c.timeout_s = (double)timeout_ms / 1000.0;
+    if (methods == NULL)
+        methods = pvfs_method_for(server_addr, method_of_addr, sizeof(method_of_addr));
 
     rc = BMI_initialize(methods, NULL, 0, NULL);
     if (rc < 0) {

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Structs travel in host byte order: both ends of the example run on one kind of machine. A real
@@ -40,6 +41,19 @@ struct pvfs_response
     uint64_t request_id;
     uint64_t size; /* total bytes of this response */
 };
+
+/* The method an address needs, "bmi_" and its scheme ("shm://x" -> "bmi_shm"), into out; falls
+ * back to bmi_tcp for a string without "://", which BMI_addr_lookup then rejects clearly. */
+static inline const char *pvfs_method_for(const char *addr, char *out, size_t size)
+{
+    const char *end = addr != NULL ? strstr(addr, "://") : NULL;
+    if (end == NULL || (size_t)(end - addr) + 5 > size)
+        return "bmi_tcp";
+    memcpy(out, "bmi_", 4);
+    memcpy(out + 4, addr, (size_t)(end - addr));
+    out[4 + (end - addr)] = '\0';
+    return out;
+}
 
 /* The byte at offset i of the payload answering request_id. Mixing in the id makes a response
  * delivered to the wrong request fail verification. */

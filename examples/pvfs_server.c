@@ -217,7 +217,8 @@ static void drain(struct server *s)
 
 int main(int argc, char **argv)
 {
-    const char *methods = "bmi_tcp";
+    const char *methods = NULL; /* --methods, or the one the listen address names */
+    char method_of_addr[32];
     const char *listen_addr = "tcp://127.0.0.1:0";
     const char *real_addr = NULL;
     struct server s;
@@ -241,6 +242,9 @@ int main(int argc, char **argv)
             return usage(argv[0]);
         }
     }
+
+    if (methods == NULL)
+        methods = pvfs_method_for(listen_addr, method_of_addr, sizeof(method_of_addr));
 
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;

@@ -3,6 +3,8 @@
 // C++ hello pair.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -95,4 +97,27 @@ TEST_CASE("hello (C++ API) server answers a client and stops on bye", "[integrat
     REQUIRE(server_status);
     CHECK(*server_status == 0);
     CHECK(server.unread_output() == "DONE\n");
+}
+
+TEST_CASE("the examples pick the method their address names", "[integration]") {
+    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
+    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
+    if (enabled.find("shm") == std::string::npos) return;
+    // No --methods anywhere: "shm://..." alone must be enough (it used to fail with a bare
+    // BMI_ENOPROTOOPT because the examples asked for bmi_tcp only).
+    const std::string listen = "shm://examples-" + std::to_string(getpid());
+    Process server = Process::spawn({server_exe, listen});
+    auto addr = server.read_address(10s);
+    REQUIRE(addr);
+    CHECK(addr->rfind("shm://", 0) == 0);
+    Process client =
+        Process::spawn({client_exe, "--iterations", "50", "--size", "65536", "--shutdown", *addr});
+    auto status = client.wait(60s);
+    REQUIRE(status);
+    CHECK(*status == 0);
+    CHECK(client.unread_output().rfind("OK 50/50 requests", 0) == 0);
+    auto server_status = server.wait(20s);
+    REQUIRE(server_status);
+    CHECK(*server_status == 0);
 }
