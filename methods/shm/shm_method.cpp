@@ -35,6 +35,9 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
     : sink_(sink), options_(options), single_copy_(options.single_copy),
+      early_({static_cast<std::int64_t>(options.budgets.early_bytes),
+              static_cast<std::int64_t>(options.budgets.early_count),
+              static_cast<std::int64_t>(options.budgets.early_total)}),
       spin_(options.spin_us) {
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).

@@ -177,7 +177,7 @@ private:
     std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
     std::vector<std::weak_ptr<ShmPeer>> nameless_;
     std::size_t pending_ops_ = 0;  // operations with a method_state
-    std::size_t early_total_ = 0;  // bytes every peer's unmatched holds (Budgets::early_total)
+    EarlyBudget early_;  // what every peer's unmatched holds, within Budgets
     PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
     OwnRegions regions_;  // what BMI_memalloc handed out (shm_region.hpp)
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US

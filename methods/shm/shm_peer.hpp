@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "methods/early_budget.hpp"
 #include "methods/method.hpp"
 #include "methods/shm/shm_wire.hpp"
 #include "support/op_queue/op_queue.hpp"
@@ -38,9 +39,8 @@ public:
     std::uint64_t connection = 0;  // id of the connection sends use; 0 when none is open
     OpList posted;               // receives waiting for a message, in post order
     std::deque<Unmatched> unmatched;  // messages waiting for a receive, in arrival order
-    // What unmatched holds against the early-message budgets (Budgets, shm_options.hpp).
-    std::size_t early_bytes = 0;
-    std::size_t early_count = 0;
+    // What unmatched holds against the early-message budget (ShmMethod::early_).
+    EarlyBudget::Account early;
 };
 
 }  // namespace bmi::method::shm

@@ -365,25 +365,16 @@ std::size_t early_cost(const Unmatched& message) {
 }  // namespace
 
 bool ShmMethod::early_fits(const ShmPeer& peer, std::size_t bytes) const {
-    const Budgets& budget = options_.budgets;
-    return peer.early_count < budget.early_count && peer.early_bytes <= budget.early_bytes &&
-           bytes <= budget.early_bytes - peer.early_bytes && early_total_ <= budget.early_total &&
-           bytes <= budget.early_total - early_total_;
+    return early_.fits(peer.early, static_cast<std::int64_t>(bytes));
 }
 
 void ShmMethod::keep_early(ShmPeer& peer, Unmatched&& message) {
-    std::size_t bytes = early_cost(message);
-    peer.early_bytes += bytes;
-    peer.early_count += 1;
-    early_total_ += bytes;
+    early_.charge(peer.early, static_cast<std::int64_t>(early_cost(message)));
     peer.unmatched.push_back(std::move(message));
 }
 
 void ShmMethod::release_early(ShmPeer& peer, const Unmatched& message) {
-    std::size_t bytes = early_cost(message);
-    peer.early_bytes -= bytes;
-    peer.early_count -= 1;
-    early_total_ -= bytes;
+    early_.release(peer.early, static_cast<std::int64_t>(early_cost(message)));
     // A ring left unread for want of budget (receive_messages) is read again once we wake.
     for (const auto& [id, conn] : connections_) {
         if (conn->stalled) {

@@ -21,6 +21,10 @@ bmi_size_t cost_of(Mode mode, bmi_size_t size) {
     return arrival_overhead + (mode == Mode::eager ? size : 0);
 }
 
+bmi_size_t cost_of(const Arrival& arrival) {
+    return cost_of(arrival.kind == Arrival::Kind::eager ? Mode::eager : Mode::rts, arrival.size);
+}
+
 bool has_posted_recv(const TcpPeer& peer, bmi_msg_tag_t tag) {
     return std::any_of(peer.posted_recvs.begin(), peer.posted_recvs.end(),
                        [&](const Operation& op) { return op.tag == tag; });
@@ -29,8 +33,8 @@ bool has_posted_recv(const TcpPeer& peer, bmi_msg_tag_t tag) {
 
 void load_limits(const support::Settings& settings, Limits& out) {
     using support::SettingId;
-    out.early_peer_bytes = settings.number(SettingId::tcp_early_peer_bytes);
-    out.early_total_bytes = settings.number(SettingId::tcp_early_total_bytes);
+    out.early.peer_bytes = settings.number(SettingId::tcp_early_peer_bytes);
+    out.early.total_bytes = settings.number(SettingId::tcp_early_total_bytes);
     out.stall_timeout = settings.duration(SettingId::tcp_stall_timeout);
     out.rendezvous_timeout = settings.duration(SettingId::tcp_rendezvous_timeout);
 }
@@ -41,17 +45,14 @@ bool TcpMethod::admit_early(Connection& c) {
     TcpPeer& peer = *c.peer;
     // A frame a posted receive takes at once is never buffered.
     if (has_posted_recv(peer, tag_of(h))) return true;
-    const bmi_size_t cost = cost_of(h.mode, static_cast<bmi_size_t>(h.size));
-    if (peer.early_bytes + cost <= limits_.early_peer_bytes &&
-        early_total_ + cost <= limits_.early_total_bytes)
-        return true;
+    if (early_.fits(peer.early, cost_of(h.mode, static_cast<bmi_size_t>(h.size)))) return true;
     if (c.phase != ReadPhase::wait_early) {
         BMI_LOG(tcp, "tcp: %s holds %lld bytes of early data (peer bound %lld, all peers %lld "
                      "of %lld); not reading it until receives claim some",
-                describe_peer(peer).c_str(), static_cast<long long>(peer.early_bytes),
-                static_cast<long long>(limits_.early_peer_bytes),
-                static_cast<long long>(early_total_),
-                static_cast<long long>(limits_.early_total_bytes));
+                describe_peer(peer).c_str(), static_cast<long long>(peer.early.bytes),
+                static_cast<long long>(early_.limits().peer_bytes),
+                static_cast<long long>(early_.total()),
+                static_cast<long long>(early_.limits().total_bytes));
         c.phase = ReadPhase::wait_early;
         paused_early_.push_back(c.id);
     }
@@ -59,18 +60,12 @@ bool TcpMethod::admit_early(Connection& c) {
 }
 
 void TcpMethod::add_arrival(TcpPeer& peer, Arrival arrival) {
-    const bmi_size_t cost = cost_of(arrival.kind == Arrival::Kind::eager ? Mode::eager : Mode::rts,
-                                    arrival.size);
-    peer.early_bytes += cost;
-    early_total_ += cost;
+    early_.charge(peer.early, cost_of(arrival));
     peer.arrivals.push_back(std::move(arrival));
 }
 
 void TcpMethod::uncharge(TcpPeer& peer, const Arrival& arrival) {
-    const bmi_size_t cost = cost_of(arrival.kind == Arrival::Kind::eager ? Mode::eager : Mode::rts,
-                                    arrival.size);
-    peer.early_bytes -= cost;
-    early_total_ -= cost;
+    early_.release(peer.early, cost_of(arrival));
     early_released_ = true;
 }
 

@@ -56,6 +56,7 @@ TcpMethod::~TcpMethod() {
 
 int TcpMethod::start(const Config& config) {
     load_limits(config.settings, limits_);
+    early_.set_limits(limits_.early);
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (epoll_fd_ < 0 || timer_fd_ < 0) return support::bmi_error_from_errno(errno);

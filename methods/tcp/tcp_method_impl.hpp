@@ -32,10 +32,10 @@ namespace bmi::method::tcp {
 // Config's settings (support/settings/setting_table.hpp has each one's default and range).
 struct Limits {
     // Early data: eager payloads and announcements (RTS, legacy rendezvous headers) that no
-    // receive has claimed yet. Each arrival also costs arrival_overhead. Over either bound the
-    // connection is no longer read until receives claim some of it.
-    bmi_size_t early_peer_bytes = 8 << 20;    // BMI_TCP_EARLY_PEER_BYTES
-    bmi_size_t early_total_bytes = 256 << 20;  // BMI_TCP_EARLY_TOTAL_BYTES
+    // receive has claimed yet. Each arrival also costs arrival_overhead, which bounds their
+    // count. Over either bound the connection is no longer read until receives claim some.
+    // BMI_TCP_EARLY_PEER_BYTES (8 MiB), BMI_TCP_EARLY_TOTAL_BYTES (256 MiB).
+    EarlyBudget::Limits early{8 << 20, EarlyBudget::Limits{}.peer_count, 256 << 20};
     // A frame started and not finished, or DATA owed after our CTS, with no byte for this long
     // closes the connection.
     std::chrono::milliseconds stall_timeout{10000};  // BMI_TCP_STALL_TIMEOUT_MS
@@ -85,7 +85,7 @@ public:
     int get_info(Peer* peer, int option, void* arg) override;
 
     // Bytes charged to the early-data budget over every peer (see Limits).
-    bmi_size_t early_bytes_held() const { return early_total_; }
+    bmi_size_t early_bytes_held() const { return early_.total(); }
 
 private:
     enum class Place : std::uint8_t {
@@ -189,7 +189,7 @@ private:
     bmi_size_t unexpected_limit_;
     bool force_legacy_ = false;
     Limits limits_;
-    bmi_size_t early_total_ = 0;  // early_bytes summed over every peer
+    EarlyBudget early_;  // arrivals of every peer, within Limits
     std::vector<std::uint64_t> paused_early_;  // connections in ReadPhase::wait_early
     bool early_released_ = false;  // some budget came back since the last resume_paused()
     support::MemoryReturner returner_;  // counts what closed connections and dropped data free

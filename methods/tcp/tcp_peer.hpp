@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "methods/early_budget.hpp"
 #include "methods/method.hpp"
 #include "methods/tcp/tcp_address.hpp"
 #include "support/op_queue/op_queue.hpp"
@@ -51,7 +52,7 @@ public:
     std::vector<Connection*> connections;
     OpList posted_recvs;           // receives with no matching arrival yet, in post order
     std::deque<Arrival> arrivals;  // arrivals with no matching receive yet, in arrival order
-    bmi_size_t early_bytes = 0;    // what arrivals cost against the early-data budget
+    EarlyBudget::Account early;    // what arrivals cost against TcpMethod::early_
 };
 
 }  // namespace bmi::method::tcp
