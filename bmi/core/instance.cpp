@@ -53,6 +53,7 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
     std::unique_ptr<Instance> instance(new Instance(error));
     if (error != 0) return error;
     instance->flags_ = params.flags;
+    instance->options_ = params.options;
     instance->unexpected_quota_ = env_size("BMI_UNEXPECTED_QUOTA", default_unexpected_quota);
     option_value(params.options, "unexpected_quota", instance->unexpected_quota_);
     // A peer's share: an eighth of the quota, never less than a few full-size messages.

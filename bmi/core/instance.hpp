@@ -172,6 +172,7 @@ private:
     void cancel_pending(Pick&& pick);
 
     int flags_ = 0;
+    std::string options_;  // BMI_initialize's options, for methods activated by a lookup too
     bool emulate_lists_ = false;  // options "emulate_lists=1": pack even for native methods
     bmi_size_t unexpected_quota_ = 0;
     bmi_size_t unexpected_peer_share_ = 0;  // what one peer may hold of the quota

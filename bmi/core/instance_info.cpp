@@ -28,6 +28,7 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
     if (!slot->active.load()) {
         method::Config config;
         config.flags = flags_;
+        config.options = options_;  // a client's key_file= too
         config.unexpected_limit = unexpected_limit_override_;
         rc = activate(slot->index, config);
         if (rc != 0) return rc;
