@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "methods/shm/shm_segment.hpp"
 #include "methods/shm/shm_split.hpp"
 #include "methods/shm/shm_wire.hpp"
+#include "support/keys/key_proof.hpp"
 
 namespace bmi::method::shm {
 
@@ -24,6 +26,7 @@ enum class ConnState : std::uint8_t {
     connecting,   // initiator: nonblocking connect not finished; rings usable, hello unsent
     await_reply,  // initiator: hello sent; we may fill our ring but cannot wake the peer yet
     await_hello,  // acceptor: socket accepted, no segment yet; carries no peer and no ops
+    await_proof,  // acceptor: keyed reply sent; no peer and no ring read until the proof checks
     open,         // both sides attached
 };
 
@@ -70,6 +73,14 @@ struct Connection {
     const std::atomic<std::uint64_t>* peer_socket_sent = nullptr;
     std::uint64_t socket_read = 0;
 
+    // Security key handshake (doc/security.md); unused without a key.
+    bool keyed = false;
+    support::keys::Nonce initiator_nonce{};
+    support::keys::Nonce acceptor_nonce{};
+    std::string acceptor_name;   // the listen name the initiator dialled
+    std::string initiator_name;  // the one it announced, "" if it does not listen
+    Hello hello_received{};      // acceptor: the keyed hello, acted on once its sender proves
+
     OpList send_queue;                                // header not yet in the ring
     std::deque<Control> controls;                     // replies waiting for ring space
     std::deque<Operation*> streams;                   // two-copy sends streaming DATA
@@ -87,6 +98,14 @@ struct Connection {
     std::uint32_t board_generation[split_board_entries] = {};
 
     ~Connection();
+    // The rings carry messages: always once open. Before the reply a keyless initiator already
+    // fills its ring, as it always did (a single-threaded client's first send completes
+    // without the server's help). A keyed one waits until the acceptor has proven the key, so
+    // nothing it sends can reach an unproven acceptor.
+    bool rings_live() const {
+        return state == ConnState::open ||
+               (!keyed && (state == ConnState::connecting || state == ConnState::await_reply));
+    }
     // True while something here can move without the peer doing anything first.
     bool has_local_work() const {
         if (!pulls.empty() || !pushes.empty()) return true;

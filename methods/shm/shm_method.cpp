@@ -27,6 +27,10 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
     int rc = load_options(config.settings, config.unexpected_limit, options);
     if (rc != 0) return rc;
     auto method = std::make_unique<ShmMethod>(sink, options);
+    support::keys::SharedKey key;
+    rc = support::keys::key_from_settings(config.settings, key);
+    if (rc != 0) return rc;
+    method->use_key(std::move(key));
     rc = method->start(name);
     if (rc != 0) return rc;
     out = std::move(method);
@@ -109,7 +113,7 @@ int ShmMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     auto& peer = static_cast<ShmPeer&>(base);
     if (peer.connection == 0) return 0;
     Connection* conn = find_connection(peer.connection);
-    if (conn == nullptr || !conn->send_queue.empty()) return 0;
+    if (conn == nullptr || !conn->rings_live() || !conn->send_queue.empty()) return 0;
     if (!place_inline(*conn, kind, tag, segments, size)) return 0;
     wake_peer(*conn);
     return 1;
@@ -156,7 +160,7 @@ int ShmMethod::post(Operation& op) {
     Connection* conn = nullptr;
     int rc = ensure_connection(op, conn);
     if (rc != 0) return rc;
-    if (conn->send_queue.empty()) {
+    if (conn->send_queue.empty() && conn->rings_live()) {
         switch (place_send(*conn, op)) {
         case Placed::completed:
             wake_peer(*conn);

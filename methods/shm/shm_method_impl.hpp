@@ -20,6 +20,8 @@
 #include "methods/method.hpp"
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_options.hpp"
+#include "support/keys/refusal_log.hpp"
+#include "support/keys/secret_key.hpp"
 #include "methods/shm/shm_path_choice.hpp"
 #include "methods/shm/shm_peer.hpp"
 #include "support/spin/adaptive_spin.hpp"
@@ -62,6 +64,9 @@ public:
     int set_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
     int get_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
 
+    // Admits only peers that prove this key from now on (before start(); empty: keyless).
+    void use_key(support::keys::SharedKey key) { key_ = std::move(key); }
+
 private:
     // Where a pending operation sits, so cancel knows what to unlink; kept in the operation's
     // method_state (0: not pending here) with the connection id in method_aux.
@@ -86,6 +91,16 @@ private:
     int send_hello(Connection& conn);
     int receive_hello(Connection& conn);
     int receive_reply(Connection& conn);
+    // --- shm_key_handshake.cpp: the security-key handshake (doc/security.md) ---
+    void offer_key(Connection& conn, Hello& hello);
+    int refuse_keyless(Connection& conn);
+    int answer_keyed_hello(Connection& conn, const Hello& hello);
+    int check_keyed_reply(Connection& conn, const HelloReply& reply);
+    int receive_key_proof(Connection& conn);
+    support::keys::Transcript transcript(const Connection& conn) const;
+    // Logs `why` once per peer process and interval; returns -BMI_EACCES for the caller to
+    // close the connection with.
+    int refuse(const Connection& conn, const char* why);
     void close_connection(Connection& conn, int error);
     Connection* find_connection(std::uint64_t id);
     std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);
@@ -170,6 +185,8 @@ private:
     int listen_fd_ = -1;
     std::string listen_name_;
     std::uint64_t nonce_ = 0;
+    support::keys::SharedKey key_;  // empty: keyless, any process of our uid gets in
+    support::keys::RefusalLog refusals_;
     // Ids 0 and 1 tag the listener and the eventfd in the epoll set; connections start at 2.
     std::uint64_t next_connection_ = 2;
     std::uint64_t next_cookie_ = 1;

@@ -99,7 +99,7 @@ bool ShmMethod::before_sleep() {
         return true;
     bool work = false;
     for (auto& [id, conn] : connections_) {
-        if (conn->state == ConnState::await_hello) continue;
+        if (!conn->rings_live()) continue;
         bool arrived = conn->rx.sleep_consumer();
         // After the flag, like a message: a sender finishing its split share wakes us only
         // if it sees the flag, so look at its counter once more.
@@ -115,13 +115,13 @@ void ShmMethod::after_wake() { disarm(); }
 
 void ShmMethod::disarm() {
     for (auto& [id, conn] : connections_) {
-        if (conn->state != ConnState::await_hello) conn->rx.wake_consumer();
+        if (conn->rings_live()) conn->rx.wake_consumer();
     }
 }
 
 bool ShmMethod::anything_to_do() const {
     for (const auto& [id, conn] : connections_) {
-        if (conn->state == ConnState::await_hello) continue;
+        if (!conn->rings_live()) continue;
         if (conn->rx.has_message() || conn->has_local_work() || conn->waits_for_room() ||
             (!conn->splits.empty() && split_finishable(*conn)))
             return true;
@@ -137,7 +137,7 @@ bool ShmMethod::poll_pass() {
     auto& failed = pass_failures_;
     failed.clear();
     for (auto& [id, conn] : connections_) {
-        if (conn->state == ConnState::await_hello) continue;
+        if (!conn->rings_live()) continue;
         int rc = conn->socket_error != 0 ? conn->socket_error : receive_messages(*conn, moved);
         // Replies first (a HELP lets the sender start copying while we do), then the copying
         // we do ourselves, then whatever that finished (DONE).
@@ -217,6 +217,9 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
         break;
     case ConnState::await_reply:
         rc = receive_reply(conn);
+        break;
+    case ConnState::await_proof:
+        rc = receive_key_proof(conn);
         break;
     case ConnState::open: {
         // After the hello the socket carries only shared-buffer offers and withdrawals.
@@ -298,6 +301,7 @@ int ShmMethod::send_hello(Connection& conn) {
     hello.name_length = static_cast<std::uint32_t>(listen_name_.size());
     hello.nonce = nonce_;
     std::memcpy(hello.name, listen_name_.data(), listen_name_.size());
+    offer_key(conn, hello);
     int fds[2] = {conn.segment.fd(), event_fd_};
     long n = send_with_fds(conn.fd, &hello, sizeof hello, fds, 2);
     if (n != static_cast<long>(sizeof hello))
@@ -324,6 +328,10 @@ int ShmMethod::receive_hello(Connection& conn) {
         if (n != 0) BMI_LOG(error, "shm: malformed hello on connection, closing it");
         return -BMI_EPROTO;
     }
+    if (key_ && (hello.features & feature_key_proof) == 0) {
+        for (int i = 0; i < fd_count; ++i) close(fds[i]);
+        return refuse_keyless(conn);
+    }
     conn.peer_event_fd = fds[1];  // closed with the connection, whatever it is
     int rc = adopt_notifier(fds[1], conn.peer_pid);
     if (rc != 0) {
@@ -338,10 +346,14 @@ int ShmMethod::receive_hello(Connection& conn) {
     conn.peer_board = conn.segment.board(0);
     conn.own_socket_sent = conn.segment.socket_messages(1);
     conn.peer_socket_sent = conn.segment.socket_messages(0);
+    if (key_) return answer_keyed_hello(conn, hello);
     conn.peer = peer_for_hello(hello, conn.peer_pid);
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
-    HelloReply reply{hello_magic, protocol_version, static_cast<std::int32_t>(getpid()), 0};
+    HelloReply reply{};
+    reply.magic = hello_magic;
+    reply.version = protocol_version;
+    reply.pid = static_cast<std::int32_t>(getpid());
     n = send_with_fds(conn.fd, &reply, sizeof reply, &event_fd_, 1);
     if (n != static_cast<long>(sizeof reply)) return -BMI_ECONNRESET;
     conn.state = ConnState::open;
@@ -385,6 +397,11 @@ int ShmMethod::receive_reply(Connection& conn) {
     long n = receive_with_fds(conn.fd, &reply, sizeof reply, &fd, 1, fd_count);
     if (n == -EAGAIN) return 0;
     if (n == 0) return -BMI_ECONNREFUSED;  // the acceptor refused our hello
+    if (n == static_cast<long>(sizeof reply) && reply.magic == hello_magic &&
+        reply.status == -BMI_EACCES) {
+        if (fd_count == 1) close(fd);
+        return refuse(conn, "it admits only peers with its security key, and we have none");
+    }
     if (n != static_cast<long>(sizeof reply) || fd_count != 1 || reply.magic != hello_magic ||
         reply.status != 0) {
         if (fd_count == 1) close(fd);
@@ -392,6 +409,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     }
     conn.peer_event_fd = fd;
     if (int rc = adopt_notifier(fd, conn.peer_pid); rc != 0) return rc;
+    if (int rc = check_keyed_reply(conn, reply); rc != 0) return rc;
     conn.peer->pid = conn.peer_pid;
     conn.state = ConnState::open;
     // Whatever we placed before the peer attached went unannounced: announce it once.

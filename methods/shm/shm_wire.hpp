@@ -61,7 +61,12 @@ inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
 // 2: messages carry their own stamp (shm_ring.hpp) instead of a head index; split copies.
 // 3: shared-buffer offers and withdrawals on the socket (shm_region.hpp), counted in the
 // segment header.
-inline constexpr std::uint32_t protocol_version = 3;
+// 4: security keys: nonces in the hello and the reply, the acceptor's proof in the reply, the
+// initiator's in a KeyProof after it (doc/security.md).
+inline constexpr std::uint32_t protocol_version = 4;
+// Hello and HelloReply features: the sender holds a security key, and key_nonce is its nonce.
+inline constexpr std::uint32_t feature_key_proof = 1u << 0;
+inline constexpr std::size_t key_bytes = 32;  // nonces and proofs (support/keys)
 inline constexpr std::size_t max_name_length = 64;
 
 // Sent by the connecting side together with two descriptors: the segment memfd, its eventfd.
@@ -74,6 +79,9 @@ struct Hello {
     std::uint32_t name_length;  // 0: the connecting instance does not listen
     std::uint64_t nonce;        // tells instances of one process apart (reconnects)
     char name[max_name_length];
+    std::uint32_t features;
+    std::uint32_t reserved;
+    std::uint8_t key_nonce[key_bytes];  // with feature_key_proof, else zero
 };
 
 // The acceptor's answer, with one descriptor: its eventfd.
@@ -81,7 +89,20 @@ struct HelloReply {
     std::uint32_t magic;
     std::uint32_t version;
     std::int32_t pid;
-    std::int32_t status;  // 0, or a negative BMI error and no descriptor
+    std::int32_t status;  // 0, or a negative BMI error (-BMI_EACCES: a key is required) and
+                          // no descriptor
+    std::uint32_t features;
+    std::uint32_t reserved;
+    std::uint8_t key_nonce[key_bytes];  // with feature_key_proof: the acceptor's nonce
+    std::uint8_t key_proof[key_bytes];  // and its proof
+};
+
+// A keyed initiator's proof, the first thing on the socket after the reply. Until it checks the
+// acceptor creates no peer and reads nothing from the rings.
+struct KeyProof {
+    std::uint32_t magic;
+    std::uint32_t version;
+    std::uint8_t proof[key_bytes];
 };
 
 // Ring geometry limits; both sides check them before trusting a peer's numbers.

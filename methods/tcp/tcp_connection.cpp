@@ -85,6 +85,7 @@ void TcpMethod::accept_all() {
         configure_socket(fd, buffer_sizes_);
         Connection& c = add_connection(fd, false, EPOLLIN);
         c.state = ConnState::await_first;
+        c.keyed = key_ != nullptr;  // must prove the key before the stall timeout
         c.remote = from;
         BMI_LOG(tcp, "tcp: accepted %s (connection %llu)", describe(from).c_str(),
                 static_cast<unsigned long long>(c.id));
@@ -130,6 +131,10 @@ void TcpMethod::finish_connect(Connection& c) {
     }
     c.peer->remote = c.remote;
     if (force_legacy_ || c.peer->legacy) {
+        if (key_) {
+            refuse(c, "legacy framing (BMI_TCP_LEGACY) cannot prove the security key");
+            return;
+        }
         c.peer->legacy = true;
         c.state = ConnState::established;
         c.v2 = false;
@@ -137,7 +142,7 @@ void TcpMethod::finish_connect(Connection& c) {
         // Only HELLO goes out until the acceptor shows whether it speaks v2.
         c.state = ConnState::await_ack;
         OutFrame hello;
-        hello.body = encode_hello(Hello{feature_rendezvous, listen_address_}, false);
+        hello.body = encode_hello(hello_to_send(c), false);
         c.control_queue.push_back(std::move(hello));
     }
     BMI_LOG(tcp, "tcp: connected to %s (%s)", describe(c.remote).c_str(),
@@ -164,6 +169,13 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
 void TcpMethod::connection_broken(Connection& c, int error) {
     // An OrangeFS acceptor drops the connection on HELLO's magic.
     if (c.outbound && c.state == ConnState::await_ack) {
+        // With a key, never: an OrangeFS server cannot prove it, and neither can whoever
+        // closes on us to make us fall back.
+        if (key_) {
+            refuse(c, "it closed before proving the key (a legacy OrangeFS server, or a "
+                      "server that refused our proof)");
+            return;
+        }
         fall_back_to_legacy(c);
         return;
     }

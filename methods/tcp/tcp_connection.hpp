@@ -8,6 +8,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +21,8 @@ enum class ConnState : std::uint8_t {
     connecting,  // nonblocking connect in flight: only EPOLLOUT is watched
     await_ack,   // HELLO sent; sends wait in small_queue until HELLO_ACK decides the dialect
     await_first, // accepted; the first frame decides HELLO (v2) or legacy, and the peer
+    await_proof, // accepted a keyed HELLO and answered with our proof: nothing but the
+                 // initiator's proof is read, and no peer exists, until it checks
     established, // frames flow; v2 tells which framing
 };
 
@@ -92,6 +95,15 @@ struct Connection {
     // Receives cleared by our CTS, keyed by the sender's cookie; DATA frames fill them.
     std::unordered_map<std::uint64_t, Operation*> incoming;
 
+    // --- security key handshake (doc/security.md); unused without a key ---
+    // Until it is established such a connection is on the clock (partial()): one that never
+    // finishes its handshake holds a descriptor for the stall timeout at most.
+    bool keyed = false;
+    support::keys::Nonce initiator_nonce{};
+    support::keys::Nonce acceptor_nonce{};
+    std::string acceptor_address;   // as the acceptor stated it in HELLO_ACK
+    std::string initiator_address;  // as the initiator announced it in HELLO
+
     // --- writing ---
     std::deque<OutFrame> control_queue;
     OpList small_queue;  // sends whose header is not written yet, in post order
@@ -102,6 +114,7 @@ struct Connection {
     Dialect dialect() const {
         if (state == ConnState::await_first) return Dialect::first_inbound;
         if (state == ConnState::await_ack) return Dialect::await_ack;
+        if (state == ConnState::await_proof) return Dialect::await_proof;
         return v2 ? Dialect::v2 : Dialect::legacy;
     }
     // Reading is stopped until something on our side changes (memory, a posted receive).
@@ -113,6 +126,8 @@ struct Connection {
     // stall timer runs.
     bool partial() const {
         if (closed || paused()) return false;
+        if (keyed && state != ConnState::established && state != ConnState::connecting)
+            return true;
         if (phase == ReadPhase::header) return head_have > 0 || !incoming.empty();
         return true;
     }

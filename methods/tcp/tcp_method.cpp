@@ -57,6 +57,8 @@ TcpMethod::~TcpMethod() {
 int TcpMethod::start(const Config& config) {
     load_limits(config.settings, limits_);
     early_.set_limits(limits_.early);
+    if (int rc = support::keys::key_from_settings(config.settings, key_); rc < 0) return rc;
+    if (key_) BMI_LOG(tcp, "tcp: a security key is in force; only peers that prove it get in");
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (epoll_fd_ < 0 || timer_fd_ < 0) return support::bmi_error_from_errno(errno);

@@ -24,6 +24,8 @@
 #include "methods/tcp/tcp_peer.hpp"
 #include "methods/tcp/tcp_socket.hpp"
 #include "support/memory/return_memory.hpp"
+#include "support/keys/refusal_log.hpp"
+#include "support/keys/secret_key.hpp"
 #include "support/spin/adaptive_spin.hpp"
 
 namespace bmi::method::tcp {
@@ -86,6 +88,8 @@ public:
 
     // Bytes charged to the early-data budget over every peer (see Limits).
     bmi_size_t early_bytes_held() const { return early_.total(); }
+    // Handshakes refused for the security key, and how many of them the log left out.
+    const support::keys::RefusalLog& refusals() const { return refusals_; }
 
 private:
     enum class Place : std::uint8_t {
@@ -126,6 +130,15 @@ private:
     void connection_broken(Connection& c, int error);
     void fail_connection(Connection& c, int error, bool peer_dead);
     void fall_back_to_legacy(Connection& c);
+    // tcp_key_handshake.cpp: the security-key handshake (doc/security.md)
+    Hello hello_to_send(Connection& c);
+    bool on_keyed_hello(Connection& c, const Hello& hello);
+    bool on_keyed_ack(Connection& c, const Hello& ack);
+    void on_hello_proof(Connection& c);
+    support::keys::Transcript transcript(const Connection& c) const;
+    // Closes c for the key, failing what was posted toward it with -BMI_EACCES; logs `why`
+    // once per remote host and interval.
+    void refuse(Connection& c, const char* why);
     void retire(Connection& c);
     void close_peer(TcpPeer& peer, int error, bool peer_dead);
     void update_interest(Connection& c);
@@ -188,6 +201,8 @@ private:
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool force_legacy_ = false;
+    support::keys::SharedKey key_;  // empty: keyless, every peer admitted as in OrangeFS
+    support::keys::RefusalLog refusals_;
     Limits limits_;
     EarlyBudget early_;  // arrivals of every peer, within Limits
     std::vector<std::uint64_t> paused_early_;  // connections in ReadPhase::wait_early

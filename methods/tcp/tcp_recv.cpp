@@ -213,6 +213,10 @@ void TcpMethod::on_header(Connection& c) {
     }
     // A first frame other than HELLO comes from an OrangeFS client: legacy for good.
     if (c.state == ConnState::await_first && h.mode != Mode::hello) {
+        if (key_) {
+            refuse(c, "its first frame is not HELLO (a legacy OrangeFS peer cannot prove the key)");
+            return;
+        }
         c.state = ConnState::established;
         c.v2 = false;
         bind_peer(c, "", true);
@@ -226,6 +230,7 @@ void TcpMethod::dispatch_frame(Connection& c) {
     switch (h.mode) {
         case Mode::hello:
         case Mode::hello_ack:
+        case Mode::hello_proof:
         case Mode::eager:
         case Mode::unexpected:
             // An unexpected payload is read whole before it is charged to the quota: a peer
@@ -264,6 +269,10 @@ void TcpMethod::on_scratch_body(Connection& c) {
         deliver_unexpected(c);
         return;
     }
+    if (c.header.mode == Mode::hello_proof) {
+        on_hello_proof(c);
+        return;
+    }
     on_hello(c, c.header.mode == Mode::hello_ack);
 }
 
@@ -273,10 +282,12 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
         protocol_error(c, "bad HELLO body");
         return;
     }
+    if (ack ? !on_keyed_ack(c, *hello) : on_keyed_hello(c, *hello)) return;
     c.v2 = true;
     c.state = ConnState::established;
     if (ack) {
-        BMI_LOG(tcp, "tcp: %s answered HELLO; using v2 frames", describe(c.remote).c_str());
+        BMI_LOG(tcp, "tcp: %s answered HELLO; using v2 frames%s", describe(c.remote).c_str(),
+                key_ ? ", key proven" : "");
     } else {
         bind_peer(c, hello->address, false);
         OutFrame reply;

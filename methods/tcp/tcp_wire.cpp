@@ -33,7 +33,7 @@ std::uint64_t get_u64(const std::uint8_t* p) {
 bool magic_allowed(const Header& h, Dialect d) {
     if (h.mode == Mode::hello)
         return h.magic == hello_magic || (d == Dialect::first_inbound && h.magic == wire_magic);
-    if (h.mode == Mode::hello_ack) return h.magic == hello_magic;
+    if (h.mode == Mode::hello_ack || h.mode == Mode::hello_proof) return h.magic == hello_magic;
     return h.magic == wire_magic;
 }
 
@@ -44,6 +44,8 @@ bool mode_allowed(Mode m, Dialect d) {
                    m == Mode::rendezvous;
         case Dialect::await_ack:
             return m == Mode::hello_ack;
+        case Dialect::await_proof:
+            return m == Mode::hello_proof;
         case Dialect::legacy:
             return m == Mode::unexpected || m == Mode::eager || m == Mode::rendezvous;
         case Dialect::v2:
@@ -99,13 +101,20 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit) {
         case Mode::hello:
         case Mode::hello_ack:
             return h.size >= hello_fixed_size && h.size <= hello_max_body ? 0 : -BMI_EPROTO;
+        case Mode::hello_proof:
+            return h.size == support::keys::proof_size ? 0 : -BMI_EPROTO;
     }
     return -BMI_EPROTO;
 }
 
+std::string hello_address(std::string_view address) {
+    return std::string(address.substr(0, BMI_MAX_ADDR_LEN));
+}
+
 std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32_t magic) {
     const std::size_t addr_len = std::min<std::size_t>(hello.address.size(), BMI_MAX_ADDR_LEN);
-    const std::size_t body = hello_fixed_size + addr_len;
+    const std::size_t proof_len = hello.proof ? support::keys::proof_size : 0;
+    const std::size_t body = hello_fixed_size + addr_len + proof_len;
     std::vector<std::uint8_t> frame(legacy_header_size + body, 0);
     Header h;
     h.magic = magic;
@@ -117,7 +126,22 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32
     put_u64(p, hello.features);
     put_u16(p + 8, static_cast<std::uint16_t>(addr_len));
     std::memcpy(p + 10, hello.address.data(), addr_len);
-    // The reserved bytes after the address stay zero until a security-key proof exists.
+    // The reserved bytes after the address: the nonce of a keyed sender, zero from a keyless one.
+    std::memcpy(p + 10 + addr_len, hello.nonce.data(), hello.nonce.size());
+    if (hello.proof)
+        std::memcpy(p + hello_fixed_size + addr_len, hello.proof->data(), hello.proof->size());
+    return frame;
+}
+
+std::vector<std::uint8_t> encode_hello_proof(const support::keys::Proof& proof) {
+    std::vector<std::uint8_t> frame(legacy_header_size + proof.size(), 0);
+    Header h;
+    h.magic = hello_magic;
+    h.mode = Mode::hello_proof;
+    h.tag = protocol_version;
+    h.size = proof.size();
+    encode_header(h, false, frame.data());
+    std::memcpy(frame.data() + legacy_header_size, proof.data(), proof.size());
     return frame;
 }
 
@@ -126,8 +150,17 @@ std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body) {
     Hello out;
     out.features = get_u64(body.data());
     const std::size_t addr_len = get_u16(body.data() + 8);
-    if (hello_fixed_size + addr_len != body.size()) return std::nullopt;
+    // A keyed sender may append its proof; nobody else appends anything.
+    const bool keyed = (out.features & feature_key_proof) != 0;
+    const std::size_t plain = hello_fixed_size + addr_len;
+    if (body.size() != plain && !(keyed && body.size() == plain + support::keys::proof_size))
+        return std::nullopt;
     out.address.assign(reinterpret_cast<const char*>(body.data() + 10), addr_len);
+    std::memcpy(out.nonce.data(), body.data() + 10 + addr_len, out.nonce.size());
+    if (body.size() > plain) {
+        out.proof.emplace();
+        std::memcpy(out.proof->data(), body.data() + plain, out.proof->size());
+    }
     return out;
 }
 

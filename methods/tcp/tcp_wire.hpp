@@ -7,9 +7,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bmi-types.h"
+#include "support/keys/key_proof.hpp"
 
 namespace bmi::method::tcp {
 
@@ -32,6 +34,7 @@ enum class Mode : std::uint32_t {
     data = 0x80,       // v2: one chunk of a cleared rendezvous transfer
     hello = 0x100,      // under hello_magic
     hello_ack = 0x101,  // under hello_magic
+    hello_proof = 0x102,  // under hello_magic: the initiator's key proof, after HELLO_ACK
 };
 
 inline constexpr std::size_t legacy_header_size = 24;
@@ -48,9 +51,17 @@ inline constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
 
 inline constexpr std::uint64_t protocol_version = 1;
 inline constexpr std::uint64_t feature_rendezvous = 1u << 0;
-inline constexpr std::size_t hello_reserved_size = 32;
+// The sender holds a security key: the 32 reserved bytes of its HELLO or HELLO_ACK are its
+// nonce, and a HELLO_ACK carries its proof after them (doc/security.md). Keyless peers leave
+// the bit and the bytes zero, exactly as before keys existed.
+inline constexpr std::uint64_t feature_key_proof = 1u << 1;
+// HELLO_ACK only: this acceptor admits only peers that prove its key, and the HELLO offered
+// none; the connection closes after it.
+inline constexpr std::uint64_t feature_key_required = 1u << 2;
+inline constexpr std::size_t hello_reserved_size = support::keys::nonce_size;
 inline constexpr std::size_t hello_fixed_size = 8 + 2 + hello_reserved_size;
-inline constexpr std::size_t hello_max_body = hello_fixed_size + BMI_MAX_ADDR_LEN;
+inline constexpr std::size_t hello_max_body =
+    hello_fixed_size + BMI_MAX_ADDR_LEN + support::keys::proof_size;
 
 struct Header {
     std::uint32_t magic = wire_magic;
@@ -64,6 +75,7 @@ struct Header {
 enum class Dialect : std::uint8_t {
     first_inbound,  // accepted socket, nothing read yet: HELLO or any legacy frame
     await_ack,      // we sent HELLO: only HELLO_ACK is legal
+    await_proof,    // we answered a keyed HELLO: only the initiator's HELLO_PROOF is legal
     legacy,         // OrangeFS framing for the rest of the connection
     v2,             // libbmi framing after the handshake
 };
@@ -89,8 +101,14 @@ Header decode_header(const std::uint8_t* in, bool v2);
 int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit);
 
 struct Hello {
+    Hello() = default;
+    Hello(std::uint64_t features_, std::string address_)
+        : features(features_), address(std::move(address_)) {}
+
     std::uint64_t features = 0;
     std::string address;  // sender's listen address, may be empty
+    support::keys::Nonce nonce{};  // with feature_key_proof; else zero
+    std::optional<support::keys::Proof> proof;  // HELLO_ACK with feature_key_proof
 };
 
 // A complete HELLO or HELLO_ACK frame: legacy-layout header plus body. magic is hello_magic,
@@ -99,5 +117,11 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack,
                                        std::uint32_t magic = hello_magic);
 // Parses a body whose length the header gave; nullopt if inconsistent.
 std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body);
+// The address as encode_hello puts it on the wire (at most BMI_MAX_ADDR_LEN bytes): what both
+// sides of a handshake bind into their proofs.
+std::string hello_address(std::string_view address);
+
+// A complete HELLO_PROOF frame: legacy-layout header under hello_magic, then the proof.
+std::vector<std::uint8_t> encode_hello_proof(const support::keys::Proof& proof);
 
 }  // namespace bmi::method::tcp

@@ -25,6 +25,7 @@ enum class SettingId : std::uint8_t {
     debug,
     unexpected_quota,
     unexpected_peer_quota,
+    key_file,
     unexpected_limit,
     emulate_lists,
     tcp_spin_us,

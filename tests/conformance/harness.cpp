@@ -86,7 +86,8 @@ Pump::~Pump() {
     instance_.close_context(context_);
 }
 
-Pair make_peers(const std::string& scheme, const std::string& options) {
+Pair make_peers(const std::string& scheme, const std::string& options,
+                const std::optional<std::string>& client_options) {
     Pair pair;
     pair.scheme = scheme;
     core::InitParams server_params;
@@ -97,7 +98,7 @@ Pair make_peers(const std::string& scheme, const std::string& options) {
     REQUIRE(pair.server.instance->open_context(pair.server.context) == 0);
 
     core::InitParams client_params;
-    client_params.options = options;
+    client_params.options = client_options.value_or(options);
     REQUIRE(core::Instance::create(client_params, pair.client.instance) == 0);
     REQUIRE(pair.client.instance->open_context(pair.client.context) == 0);
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,8 +49,10 @@ struct Pair {
     std::string scheme;
 };
 
-// Creates server + client; options go to both (e.g. "emulate_lists=1").
-Pair make_peers(const std::string& scheme, const std::string& options = "");
+// Creates server + client; options go to both (e.g. "emulate_lists=1"), or client_options
+// to the client when given (e.g. another key_file=).
+Pair make_peers(const std::string& scheme, const std::string& options = "",
+                const std::optional<std::string>& client_options = std::nullopt);
 
 // Waits for one op; fails the current test (Catch2 REQUIRE) when the deadline passes.
 core::Completion wait_op(Side& side, bmi_op_id_t id, int deadline_ms = 10000);

@@ -134,18 +134,22 @@ struct Pair {
     std::shared_ptr<Peer> to_client;  // server's peer for the client, after connect()
     int create_status = 0;
 
-    explicit Pair(const std::string& listen = "tcp://127.0.0.1:0", bmi_size_t unexp = 0) {
+    // The options strings are the BMI_initialize options of each side (key_file=..., ...).
+    explicit Pair(const std::string& listen = "tcp://127.0.0.1:0", bmi_size_t unexp = 0,
+                  const std::string& server_options = "", const std::string& client_options = "") {
         Config sc;
         sc.listen_address = listen;
         sc.flags = BMI_INIT_SERVER;
         sc.unexpected_limit = unexp;
-        // As an instance would: the environment's BMI_TCP_* settings, strictly.
-        create_status = sc.settings.load("");
+        // As an instance would: the environment's BMI_TCP_* settings, strictly, under the
+        // option strings given.
+        create_status = sc.settings.load(server_options);
         if (create_status < 0) return;
         create_status = create(sc, server_sink, server);
         if (create_status < 0) return;
         Config cc;
-        cc.settings = sc.settings;
+        create_status = cc.settings.load(client_options);
+        if (create_status < 0) return;
         create_status = create(cc, client_sink, client);
         if (create_status < 0) return;
         create_status = client->lookup(server->listen_address(), to_server);

@@ -135,6 +135,42 @@ TEST_CASE("HELLO frames round trip", "[tcp][wire]") {
     CHECK_FALSE(decode_hello_body({frame.data(), 3}));
 }
 
+TEST_CASE("keyed HELLO frames carry a nonce, the ACK a proof, HELLO_PROOF only a proof",
+          "[tcp][wire][keys]") {
+    Hello ack{feature_rendezvous | feature_key_proof, "tcp://node7:3334"};
+    ack.nonce.fill(0x5a);
+    ack.proof.emplace();
+    ack.proof->fill(0xa5);
+    auto frame = encode_hello(ack, true);
+    REQUIRE(frame.size() == legacy_header_size + hello_fixed_size + 16 + 32);
+    Header h = decode_header(frame.data(), false);
+    CHECK(check_header(h, Dialect::await_ack, 4096) == 0);
+    auto back = decode_hello_body({frame.data() + legacy_header_size, h.size});
+    REQUIRE(back);
+    CHECK(back->nonce == ack.nonce);
+    REQUIRE(back->proof);
+    CHECK(*back->proof == *ack.proof);
+    // A proof from a sender that did not say it holds a key is malformed.
+    frame[legacy_header_size] = static_cast<std::uint8_t>(feature_rendezvous);
+    CHECK_FALSE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
+
+    auto proof = encode_hello_proof(*ack.proof);
+    Header p = decode_header(proof.data(), false);
+    CHECK(p.magic == hello_magic);
+    CHECK(check_header(p, Dialect::await_proof, 4096) == 0);
+    CHECK(check_header(p, Dialect::first_inbound, 4096) == -BMI_EPROTO);
+    CHECK(check_header(p, Dialect::v2, 4096) == -BMI_EPROTO);
+    for (std::uint64_t size : {0ull, 31ull, 33ull, 1ull << 40}) {
+        p.size = size;
+        CHECK(check_header(p, Dialect::await_proof, 4096) == -BMI_EPROTO);
+    }
+    p.size = 32;
+    p.magic = wire_magic;
+    CHECK(check_header(p, Dialect::await_proof, 4096) == -BMI_EPROTO);
+    Header eager;
+    CHECK(check_header(eager, Dialect::await_proof, 4096) == -BMI_EPROTO);
+}
+
 TEST_CASE("tcp address parsing and ranges", "[tcp][address]") {
     auto a = parse_tcp_address("tcp://[::1]:80");
     REQUIRE(a);

@@ -140,8 +140,10 @@ TEST_CASE("shm hostile: a listener's notifier that is not an eventfd fails the c
     REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
     close(pipe_ends[0]);
     writer.fd = pipe_ends[1];
-    method::shm::HelloReply reply{method::shm::hello_magic, method::shm::protocol_version,
-                                  static_cast<std::int32_t>(getpid()), 0};
+    method::shm::HelloReply reply{};
+    reply.magic = method::shm::hello_magic;
+    reply.version = method::shm::protocol_version;
+    reply.pid = static_cast<std::int32_t>(getpid());
     REQUIRE(send_with_rights(accepted.fd, &reply, sizeof reply, &writer.fd, 1));
 
     auto done = wait_op(client, id, 5000);

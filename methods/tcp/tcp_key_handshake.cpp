@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The security-key handshake on top of HELLO/HELLO_ACK (doc/security.md):
+//   initiator -> HELLO       its nonce (feature_key_proof)
+//   acceptor  -> HELLO_ACK   its nonce and its proof
+//   initiator -> HELLO_PROOF its proof
+// The acceptor creates no peer, so nothing from the connection can reach the application,
+// until the initiator's proof checks. The proofs themselves are support/keys' business.
+#include "methods/tcp/tcp_method_impl.hpp"
+#include "support/keys/key_proof.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::tcp {
+
+using support::keys::Role;
+
+support::keys::Transcript TcpMethod::transcript(const Connection& c) const {
+    support::keys::Transcript t;
+    t.plane = scheme();
+    t.initiator_nonce = c.initiator_nonce;
+    t.acceptor_nonce = c.acceptor_nonce;
+    t.acceptor_address = c.acceptor_address;
+    t.initiator_address = c.initiator_address;
+    return t;
+}
+
+Hello TcpMethod::hello_to_send(Connection& c) {
+    Hello hello{feature_rendezvous, listen_address_};
+    if (!key_) return hello;
+    c.keyed = true;
+    c.initiator_nonce = support::keys::fresh_nonce();
+    c.initiator_address = hello_address(listen_address_);
+    hello.features |= feature_key_proof;
+    hello.nonce = c.initiator_nonce;
+    return hello;
+}
+
+bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
+    if (!key_) return false;
+    OutFrame reply;
+    if ((hello.features & feature_key_proof) == 0) {
+        // A libbmi peer without a key: say why before closing, so that it fails its sends
+        // with -BMI_EACCES instead of taking us for an OrangeFS server.
+        reply.body = encode_hello(Hello{feature_rendezvous | feature_key_required, listen_address_},
+                                  true, c.header.magic);
+        c.control_queue.push_back(std::move(reply));
+        flush(c);
+        refuse(c, "it offers no key proof (a libbmi peer without the key)");
+        return true;
+    }
+    c.initiator_nonce = hello.nonce;
+    c.acceptor_nonce = support::keys::fresh_nonce();
+    c.initiator_address = hello.address;
+    c.acceptor_address = hello_address(listen_address_);
+    Hello ack{feature_rendezvous | feature_key_proof, listen_address_};
+    ack.nonce = c.acceptor_nonce;
+    ack.proof = support::keys::prove(*key_, Role::acceptor, transcript(c));
+    reply.body = encode_hello(ack, true, c.header.magic);
+    c.control_queue.push_back(std::move(reply));
+    c.state = ConnState::await_proof;
+    flush(c);
+    return true;
+}
+
+bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
+    if (!key_) {
+        if ((ack.features & feature_key_required) == 0) return true;
+        refuse(c, "it admits only peers with its security key, and we have none");
+        return false;
+    }
+    if ((ack.features & feature_key_proof) == 0 || !ack.proof) {
+        refuse(c, "it gives no key proof (a libbmi server without a key)");
+        return false;
+    }
+    c.acceptor_nonce = ack.nonce;
+    c.acceptor_address = ack.address;
+    const support::keys::Transcript t = transcript(c);
+    if (!support::keys::verify(*key_, Role::acceptor, t, *ack.proof)) {
+        refuse(c, "its key proof is wrong (it holds another key)");
+        return false;
+    }
+    OutFrame proof;
+    proof.body = encode_hello_proof(support::keys::prove(*key_, Role::initiator, t));
+    c.control_queue.push_back(std::move(proof));
+    return true;
+}
+
+void TcpMethod::on_hello_proof(Connection& c) {
+    // Only a keyed acceptor ever enters await_proof, the one state where this frame is legal.
+    if (!support::keys::verify(*key_, Role::initiator, transcript(c), c.scratch)) {
+        refuse(c, "its key proof is wrong (another key, or a replayed or reflected handshake)");
+        return;
+    }
+    c.v2 = true;
+    c.state = ConnState::established;
+    bind_peer(c, c.initiator_address, false);
+    flush(c);
+}
+
+void TcpMethod::refuse(Connection& c, const char* why) {
+    if (refusals_.should_log(ip_text(c.remote)))
+        BMI_WARN("tcp: refused %s: %s; connection closed (more refusals of this host are counted "
+                 "for a minute, not logged; %llu refused so far)",
+                 describe(c.remote).c_str(), why,
+                 static_cast<unsigned long long>(refusals_.refused()));
+    fail_connection(c, -BMI_EACCES, true);
+}
+
+}  // namespace bmi::method::tcp

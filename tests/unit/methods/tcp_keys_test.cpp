@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Security keys on tcp (issue 16): only peers that prove the key get in, nothing of a refused
+// peer reaches the application, and keyless instances behave as before. Real sockets over
+// loopback; the attacker is a raw socket that knows the wire format (and, to make a recorded
+// handshake, the key).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "../key_files.hpp"
+#include "methods/tcp/tcp_method_impl.hpp"
+#include "support/keys/key_proof.hpp"
+#include "tcp_raw_peer.hpp"
+
+using namespace bmi::method;
+using namespace bmi::method::tcp;
+using namespace bmi::method::tcp::test;
+using bmi::test::KeyFiles;
+namespace keys = bmi::support::keys;
+
+namespace {
+
+std::string key_option(const std::string& path) { return "key_file=" + path; }
+
+// Posts one unexpected message from the pair's client and waits for it to finish; its error.
+int send_hello(Pair& p, std::vector<Method*> also = {}) {
+    char text[] = "hello";
+    auto op = make_op(OpKind::send_unexpected, p.to_server, 1, text, sizeof text);
+    post(*p.client, *op);
+    also.push_back(p.server.get());
+    also.push_back(p.client.get());
+    REQUIRE(drive(also, [&] { return op->completed; }));
+    return op->error;
+}
+
+TcpMethod& tcp_of(Method& m) { return static_cast<TcpMethod&>(m); }
+
+// The first flight of a keyed initiator, as a raw socket sends it.
+struct RawHandshake {
+    int fd = -1;
+    std::vector<std::uint8_t> hello;  // the HELLO frame as written
+    keys::Nonce nonce{};
+    Hello ack;
+};
+
+RawHandshake raw_keyed_hello(std::uint16_t port, Method& m) {
+    RawHandshake h;
+    h.fd = raw_connect(port);
+    h.nonce = keys::fresh_nonce();
+    Hello hello{feature_rendezvous | feature_key_proof, ""};
+    hello.nonce = h.nonce;
+    h.hello = encode_hello(hello, false);
+    REQUIRE(raw_write(h.fd, h.hello.data(), h.hello.size(), m));
+    Header head = read_header(h.fd, false, m);
+    REQUIRE(head.mode == Mode::hello_ack);
+    std::vector<std::uint8_t> body(head.size);
+    REQUIRE(raw_read(h.fd, body.data(), body.size(), m));
+    auto ack = decode_hello_body(body);
+    REQUIRE(ack);
+    REQUIRE(ack->proof);
+    h.ack = *ack;
+    return h;
+}
+
+keys::Transcript transcript_of(const RawHandshake& h) {
+    keys::Transcript t;
+    t.plane = "tcp";
+    t.initiator_nonce = h.nonce;
+    t.acceptor_nonce = h.ack.nonce;
+    t.acceptor_address = h.ack.address;
+    t.initiator_address = "";
+    return t;
+}
+
+std::vector<std::uint8_t> unexpected_v2(const char* text) {
+    const std::size_t n = std::strlen(text);
+    auto frame = v2_frame(Mode::unexpected, 1, n, 0);
+    frame.insert(frame.end(), text, text + n);
+    return frame;
+}
+
+// Writes the proof (and a message right behind it) and says whether the server kept the
+// connection: the message is delivered if so, and nothing at all is if not.
+bool proof_admitted(RawHandshake& h, const std::vector<std::uint8_t>& proof_frame, Pair& p) {
+    auto bytes = proof_frame;
+    auto message = unexpected_v2("sneak");
+    bytes.insert(bytes.end(), message.begin(), message.end());
+    const std::size_t before = p.server_sink.unexpected.size();
+    REQUIRE(raw_write(h.fd, bytes.data(), bytes.size(), *p.server));
+    bool closed = false;
+    REQUIRE(drive({p.server.get()}, [&] {
+        char c;
+        const ssize_t n = recv(h.fd, &c, 1, 0);
+        closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+        return closed || p.server_sink.unexpected.size() > before;
+    }));
+    // A refused connection delivered nothing, not even what came with its proof.
+    CHECK(p.server_sink.unexpected.size() == (closed ? before : before + 1));
+    close(h.fd);
+    return !closed;
+}
+
+// A server and a client that hold the same key, introduced to each other.
+struct KeyedPair {
+    KeyFiles files;
+    std::string path = files.key("k", 1);
+    Pair p{"tcp://127.0.0.1:0", 0, key_option(path), key_option(path)};
+    KeyedPair() {
+        REQUIRE(p.create_status == 0);
+        REQUIRE(p.connect());
+    }
+};
+
+}  // namespace
+
+TEST_CASE("tcp: peers with the same key talk as usual", "[tcp][keys]") {
+    KeyedPair keyed;
+    Pair& p = keyed.p;
+    // Both directions and the rendezvous path, after the handshake.
+    auto data = pattern(300000, 3);
+    std::vector<std::uint8_t> got(data.size());
+    auto r = make_op(OpKind::recv, p.to_server, 7, got.data(), got.size());
+    auto s = make_op(OpKind::send, p.to_client, 7, data.data(), data.size());
+    post(*p.client, *r);
+    post(*p.server, *s);
+    REQUIRE(p.run([&] { return r->completed && s->completed; }));
+    CHECK(r->error == 0);
+    CHECK(s->error == 0);
+    CHECK(got == data);
+    CHECK(tcp_of(*p.server).refusals().refused() == 0);
+}
+
+TEST_CASE("tcp: a wrong key, or a key on one side only, is refused with -BMI_EACCES",
+          "[tcp][keys]") {
+    KeyFiles files;
+    const std::string key1 = key_option(files.key("k1", 1));
+    const std::string key2 = key_option(files.key("k2", 2));
+    std::string server_options, client_options;
+    SECTION("wrong key") {
+        server_options = key1;
+        client_options = key2;
+    }
+    SECTION("key on the server only") { server_options = key1; }
+    SECTION("key on the client only") { client_options = key1; }
+    Pair p("tcp://127.0.0.1:0", 0, server_options, client_options);
+    REQUIRE(p.create_status == 0);
+    // Every attempt fails the same clear way, and the server's application sees nothing.
+    CHECK(send_hello(p) == -BMI_EACCES);
+    CHECK(send_hello(p) == -BMI_EACCES);
+    p.run([] { return false; }, 0.2);
+    CHECK(p.server_sink.unexpected.empty());
+    CHECK(p.server_sink.registered.empty());
+    CHECK(p.server_sink.completions.empty());
+}
+
+TEST_CASE("tcp: with no key on either side nothing changes", "[tcp][keys]") {
+    unsetenv("BMI_KEY_FILE");
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    CHECK(send_hello(p) == 0);
+    // A legacy (OrangeFS) peer is served as before.
+    int fd = raw_connect(port_from(p.server->listen_address()));
+    auto frame = legacy_frame(Mode::unexpected, 1, {'o', 'k'});
+    REQUIRE(raw_write(fd, frame.data(), frame.size(), *p.server));
+    REQUIRE(drive({p.server.get()}, [&] { return p.server_sink.unexpected.size() == 2; }));
+    close(fd);
+}
+
+TEST_CASE("tcp: a legacy peer is refused when a key is in force", "[tcp][keys]") {
+    KeyedPair keyed;
+    Pair& p = keyed.p;
+    int fd = raw_connect(port_from(p.server->listen_address()));
+    auto frame = legacy_frame(Mode::unexpected, 1, {'n', 'o'});
+    REQUIRE(raw_write(fd, frame.data(), frame.size(), *p.server));
+    CHECK(raw_closed(fd, *p.server));
+    close(fd);
+    CHECK(p.server_sink.unexpected.size() == 1);  // the keyed client's only
+    CHECK(tcp_of(*p.server).refusals().refused() == 1);
+    CHECK(send_hello(p) == 0);
+}
+
+TEST_CASE("tcp: a keyed client does not fall back to legacy framing", "[tcp][keys]") {
+    KeyFiles files;
+    Config cc;
+    REQUIRE(cc.settings.load(key_option(files.key("k", 1))) == 0);
+    TestSink sink;
+    std::unique_ptr<Method> client;
+    REQUIRE(create(cc, sink, client) == 0);
+    std::uint16_t port = 0;
+    int listener = raw_listen(port);
+    std::shared_ptr<Peer> server;
+    REQUIRE(client->lookup("tcp://127.0.0.1:" + std::to_string(port), server) == 0);
+    char text[] = "x";
+    auto op = make_op(OpKind::send_unexpected, server, 1, text, 1);
+    post(*client, *op);
+    // What an OrangeFS acceptor does with a HELLO: read it and hang up.
+    int fd = raw_accept(listener, *client);
+    REQUIRE(fd >= 0);
+    std::uint8_t head[legacy_header_size];
+    REQUIRE(raw_read(fd, head, sizeof head, *client));
+    close(fd);
+    REQUIRE(drive({client.get()}, [&] { return op->completed; }));
+    CHECK(op->error == -BMI_EACCES);
+    // And no second, legacy connection was tried.
+    CHECK(raw_silent(listener, *client, 0.2));
+    int again = accept(listener, nullptr, nullptr);
+    CHECK(again < 0);
+    close(listener);
+}
+
+TEST_CASE("tcp: recorded, reflected and malformed handshakes are refused", "[tcp][keys]") {
+    setenv("BMI_TCP_STALL_TIMEOUT_MS", "300", 1);  // the handshake deadline
+    KeyedPair keyed;
+    unsetenv("BMI_TCP_STALL_TIMEOUT_MS");
+    Pair& p = keyed.p;
+    keys::SharedKey key;
+    REQUIRE(keys::load_key_file(keyed.path, key) == 0);
+    const std::uint16_t port = port_from(p.server->listen_address());
+
+    // A good raw handshake, recorded.
+    RawHandshake good = raw_keyed_hello(port, *p.server);
+    CHECK(keys::verify(*key, keys::Role::acceptor, transcript_of(good), *good.ack.proof));
+    const auto proof_frame =
+        encode_hello_proof(keys::prove(*key, keys::Role::initiator, transcript_of(good)));
+    const auto recorded_hello = good.hello;
+    CHECK(proof_admitted(good, proof_frame, p));
+
+    SECTION("replayed from a raw socket") {
+        RawHandshake replay;
+        replay.fd = raw_connect(port);
+        REQUIRE(raw_write(replay.fd, recorded_hello.data(), recorded_hello.size(), *p.server));
+        Header head = read_header(replay.fd, false, *p.server);
+        std::vector<std::uint8_t> body(head.size);
+        REQUIRE(raw_read(replay.fd, body.data(), body.size(), *p.server));
+        CHECK_FALSE(proof_admitted(replay, proof_frame, p));
+    }
+    SECTION("the acceptor's own proof reflected back") {
+        RawHandshake reflect = raw_keyed_hello(port, *p.server);
+        CHECK_FALSE(proof_admitted(reflect, encode_hello_proof(*reflect.ack.proof), p));
+    }
+    SECTION("a truncated or oversized proof") {
+        for (std::size_t size : {std::size_t{0}, std::size_t{20}, std::size_t{64}}) {
+            RawHandshake bad = raw_keyed_hello(port, *p.server);
+            std::vector<std::uint8_t> frame(legacy_header_size + size, 0);
+            Header h;
+            h.magic = hello_magic;
+            h.mode = Mode::hello_proof;
+            h.size = size;
+            encode_header(h, false, frame.data());
+            CHECK_FALSE(proof_admitted(bad, frame, p));
+        }
+    }
+    SECTION("a proof that never finishes, or never comes, meets the handshake deadline") {
+        RawHandshake slow = raw_keyed_hello(port, *p.server);
+        auto partial = proof_frame;
+        partial.resize(legacy_header_size + 10);
+        REQUIRE(raw_write(slow.fd, partial.data(), partial.size(), *p.server));
+        int idle = raw_connect(port);
+        CHECK(raw_closed(slow.fd, *p.server, 3.0));
+        CHECK(raw_closed(idle, *p.server, 3.0));
+        close(slow.fd);
+        close(idle);
+    }
+    SECTION("a flood of failing handshakes costs one log line") {
+        const auto before = tcp_of(*p.server).refusals();
+        for (int i = 0; i < 40; ++i) {
+            RawHandshake bad = raw_keyed_hello(port, *p.server);
+            keys::Proof guess{};
+            guess[0] = static_cast<std::uint8_t>(i);
+            CHECK_FALSE(proof_admitted(bad, encode_hello_proof(guess), p));
+        }
+        const auto& after = tcp_of(*p.server).refusals();
+        CHECK(after.refused() - before.refused() == 40);
+        CHECK(after.suppressed() - before.suppressed() >= 39);
+    }
+    // Meanwhile the keyed client keeps working.
+    CHECK(send_hello(p) == 0);
+}
+
+TEST_CASE("tcp: two instances with two keys never accept each other's peers", "[tcp][keys]") {
+    KeyFiles files;
+    const std::string key1 = key_option(files.key("k1", 1));
+    const std::string key2 = key_option(files.key("k2", 2));
+    Pair a("tcp://127.0.0.1:0", 0, key1, key1);
+    Pair b("tcp://127.0.0.1:0", 0, key2, key2);
+    REQUIRE(a.create_status == 0);
+    REQUIRE(b.create_status == 0);
+    std::vector<Method*> others_of_a{b.server.get(), b.client.get()};
+    std::vector<Method*> others_of_b{a.server.get(), a.client.get()};
+    CHECK(send_hello(a, others_of_a) == 0);
+    CHECK(send_hello(b, others_of_b) == 0);
+    // a's client aimed at b's server, and b's client at a's server.
+    REQUIRE(a.client->lookup(b.server->listen_address(), a.to_server) == 0);
+    REQUIRE(b.client->lookup(a.server->listen_address(), b.to_server) == 0);
+    CHECK(send_hello(a, others_of_a) == -BMI_EACCES);
+    CHECK(send_hello(b, others_of_b) == -BMI_EACCES);
+    CHECK(a.server_sink.unexpected.size() == 1);
+    CHECK(b.server_sink.unexpected.size() == 1);
+}
+
+TEST_CASE("tcp: a bad key file stops the instance from starting", "[tcp][keys]") {
+    KeyFiles files;
+    Config config;
+    TestSink sink;
+    std::unique_ptr<Method> m;
+    REQUIRE(config.settings.load(
+        key_option(files.write("world", std::vector<std::uint8_t>(32, 1), 0644))) == 0);
+    CHECK(create(config, sink, m) == -BMI_EACCES);
+    REQUIRE(config.settings.load(key_option(files.dir() + "/missing")) == 0);
+    CHECK(create(config, sink, m) == -BMI_ENOENT);
+    REQUIRE(config.settings.load(
+        key_option(files.write("short", std::vector<std::uint8_t>(16, 1)))) == 0);
+    CHECK(create(config, sink, m) == -BMI_EINVAL);
+    CHECK_FALSE(m);
+}
