@@ -241,6 +241,7 @@ bool VerbsMethod::over_source_budget(const std::string& host) const {
     for (const auto& [id, c] : connections_)
         if (!c->outbound && c->peer && c->peer->host == host &&
             (c->state == Connection::State::awaiting_hello ||
+             c->state == Connection::State::awaiting_proof ||
              c->state == Connection::State::awaiting_ready))
             ++pending;
     return pending >= device_->choice.pending_per_source;
@@ -285,6 +286,7 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
         if ((events & EPOLLOUT) == 0) return;
         Hello h;
         fill_hello(c, h);
+        offer_key(c, h);
         const auto* bytes = reinterpret_cast<const std::uint8_t*>(&h);
         c.out.assign(bytes, bytes + sizeof h);
         c.state = State::hello_sent;
@@ -309,6 +311,16 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
             on_hello(c, remote);
             if (c.state == State::failed) return;
         }
+        if (c.state == State::awaiting_proof) {
+            if (c.in.size() < sizeof(KeyProof)) continue;
+            on_client_proof(c);
+            if (c.state == State::failed) return;
+        }
+        if (c.state == State::awaiting_go) {
+            if (c.in.empty()) continue;
+            on_go(c);
+            if (c.state == State::failed) return;
+        }
         if (!c.outbound && !c.ready_seen && !c.in.empty() &&
             (c.state == State::awaiting_ready || c.state == State::ready)) {
             // The byte alone proves nothing: the first SEND on the QP makes us ready.
@@ -328,9 +340,13 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
 }
 
 void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
-    if (remote.magic != hello_magic || remote.version != protocol_version ||
-        remote.name_length > max_name || remote.credits < 1 || remote.credits > 4096 ||
-        remote.eager_payload != eager_payload || remote.mtu < IBV_MTU_256 ||
+    const bool well_formed = remote.magic == hello_magic && remote.version == protocol_version;
+    if (well_formed && c.outbound && !key_ && (remote.features & feature_key_required) != 0) {
+        refuse(c, "it admits only peers with its security key, and we have none");
+        return;
+    }
+    if (!well_formed || remote.name_length > max_name || remote.credits < 1 ||
+        remote.credits > 4096 || remote.eager_payload != eager_payload || remote.mtu < IBV_MTU_256 ||
         remote.mtu > IBV_MTU_4096) {
         BMI_LOG(error, "verbs: malformed HELLO on connection %llu",
                 static_cast<unsigned long long>(c.id));
@@ -338,6 +354,7 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
         return;
     }
     if (!c.outbound) {
+        if ((remote.features & feature_key_proof) == 0 && refuse_keyless(c)) return;
         if (remote.name_length > 0)
             BMI_LOG(verbs, "verbs: connection %llu from %s says it listens at %.*s (not trusted)",
                     static_cast<unsigned long long>(c.id), c.peer->remote_text.c_str(),
@@ -346,9 +363,18 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
             fail_connection(c, rc);
             return;
         }
+        if (key_) {
+            answer_keyed_hello(c, remote);  // our QP waits in INIT for the client's proof
+            return;
+        }
     }
+    if (c.outbound && key_ && !check_server_proof(c, remote)) return;
     if (int rc = connect_qp(c, remote); rc < 0) {
         fail_connection(c, rc);
+        return;
+    }
+    if (c.outbound && key_) {
+        send_client_proof(c);  // theirs stays in INIT until it checks: no SEND before that
         return;
     }
     if (c.outbound) {

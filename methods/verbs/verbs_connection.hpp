@@ -18,6 +18,7 @@
 #include "methods/method.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_wire.hpp"
+#include "support/keys/key_proof.hpp"
 #include "support/op_queue/op_queue.hpp"
 
 namespace bmi::method::verbs {
@@ -85,6 +86,9 @@ struct Connection {
         connecting,      // client: TCP connect in progress
         hello_sent,      // client: our HELLO is out, waiting for the server's
         awaiting_hello,  // server: accepted, waiting for the client's HELLO
+        awaiting_proof,  // server, keyed: answered with our proof, waiting for the client's;
+                         // our QP stays in INIT and no peer exists until it checks
+        awaiting_go,     // client, keyed: sent our proof, waiting for the server's ready byte
         awaiting_ready,  // server: answered, waiting for the client's ready byte
         ready,           // both QPs in RTS
         failed,          // QP in error; waiting until its work requests have flushed
@@ -99,6 +103,13 @@ struct Connection {
     bool ready_seen = false;  // server: the client's ready byte has arrived
     std::chrono::steady_clock::time_point setup_deadline;  // handshake must finish by then
     int error = 0;
+
+    // --- security key handshake (doc/security.md); unused without a key ---
+    support::keys::Nonce initiator_nonce{};
+    support::keys::Nonce acceptor_nonce{};
+    std::string initiator_endpoint;  // what each side stated in its HELLO (endpoint_text)
+    std::string acceptor_endpoint;
+    Hello remote_hello;  // server: the client's HELLO, for its QP once the proof checks
 
     // Bootstrap bytes in each direction.
     std::vector<std::uint8_t> in;

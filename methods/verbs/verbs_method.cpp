@@ -148,6 +148,8 @@ void VerbsMethod::drain_sends() {
 
 int VerbsMethod::start(const Config& config) {
     if (int rc = load_choice(config.settings, choice_); rc < 0) return rc;
+    if (int rc = support::keys::key_from_settings(config.settings, key_); rc < 0) return rc;
+    if (key_) BMI_LOG(verbs, "verbs: a security key is in force; only peers that prove it get in");
     std::optional<VerbsAddress> listen;
     if (!config.listen_address.empty()) {
         listen = parse_address(config.listen_address);

@@ -23,6 +23,9 @@
 #include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_method.hpp"
+#include "support/keys/key_proof.hpp"
+#include "support/keys/refusal_log.hpp"
+#include "support/keys/secret_key.hpp"
 
 namespace bmi::method::verbs {
 
@@ -85,6 +88,19 @@ private:
     bool flush_out(Connection& c);
     void update_interest(Connection& c);
 
+    // verbs_key_handshake.cpp: the security-key handshake (doc/security.md)
+    void offer_key(Connection& c, Hello& hello);
+    bool refuse_keyless(Connection& c);
+    void answer_keyed_hello(Connection& c, const Hello& remote);
+    bool check_server_proof(Connection& c, const Hello& remote);
+    void send_client_proof(Connection& c);
+    void on_client_proof(Connection& c);
+    void on_go(Connection& c);
+    support::keys::Transcript transcript(const Connection& c) const;
+    // Closes c for the key, failing what was posted toward it with -BMI_EACCES; logs `why`
+    // once per remote host a minute, never the key.
+    void refuse(Connection& c, const char* why);
+
     // verbs_send.cpp
     int post_send(Operation& op);
     void schedule(Connection& c);
@@ -140,6 +156,8 @@ private:
     int timer_fd_ = -1;  // ticks while a handshake is in progress
     bool timer_armed_ = false;
     std::chrono::milliseconds setup_timeout_{10000};  // the verbs_connect_timeout_ms setting
+    support::keys::SharedKey key_;  // empty: keyless, every peer admitted as before
+    support::keys::RefusalLog refusals_;
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool print_stats_;  // BMI_VERBS_STATS: counters to stderr when finalized

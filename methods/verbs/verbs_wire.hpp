@@ -4,6 +4,7 @@
 // same byte order (checked by the magic in HELLO); fields are fixed width.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "bmi-types.h"
@@ -12,12 +13,20 @@ namespace bmi::method::verbs {
 
 inline constexpr std::uint32_t hello_magic = 0x42564231;  // "BVB1", also a byte-order check
 // 2: the server counts a connection ready only once a SEND has come over the queue pair.
-inline constexpr std::uint16_t protocol_version = 2;
+// 3: HELLO carries a features word, a nonce and a proof for the security key (issue 16).
+inline constexpr std::uint16_t protocol_version = 3;
 // Payload bytes of one eager buffer; the unexpected limit is capped at this, so an unexpected
 // message is always a single SEND.
 inline constexpr std::uint32_t eager_payload = 16 * 1024;
 inline constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
 inline constexpr std::uint32_t max_name = 255;
+
+// Hello::features bits.
+inline constexpr std::uint32_t feature_key_proof = 1;     // the sender holds a key: nonce (and,
+                                                          // from the server, proof) are set
+inline constexpr std::uint32_t feature_key_required = 2;  // server: a keyless client is refused;
+                                                          // nothing else in this HELLO is valid
+inline constexpr std::size_t key_field = 32;  // bytes of a nonce or a proof
 
 // Sent once in each direction on the bootstrap socket. The client sends first; the server
 // answers after its QP is in RTR, and the client then sends one ready byte after reaching RTS,
@@ -38,8 +47,21 @@ struct Hello {
     std::uint32_t eager_payload = 0;  // must equal ours
     std::uint8_t gid[16] = {};
     char name[max_name + 1] = {};
+    std::uint32_t features = 0;
+    std::uint8_t nonce[key_field] = {};  // the sender's fresh nonce, with feature_key_proof
+    std::uint8_t proof[key_field] = {};  // server only: its proof (support/keys/key_proof.hpp)
 };
 inline constexpr char ready_byte = 'R';
+
+// With a key both sides hold, the bootstrap runs (doc/security.md):
+//   client -> HELLO     (its nonce)                 both QPs stay in INIT
+//   server -> HELLO     (its nonce, its proof)
+//   client -> KeyProof  after checking the server's proof; its QP goes to RTR/RTS
+//   server -> ready_byte after checking the client's proof; its QP goes to RTR/RTS, and the
+//                       client's first SEND then makes the connection ready as without a key.
+struct KeyProof {
+    std::uint8_t proof[key_field] = {};
+};
 
 enum class MsgType : std::uint8_t {
     eager = 1,       // tag, size, payload follows the header

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../../key_files.hpp"
+#include "../key_test_steps.hpp"
 #include "harness.hpp"
 #include "hostile_peer.hpp"
 
@@ -15,19 +16,6 @@ using namespace bmi;
 using namespace bmi::test;
 
 namespace {
-std::string key_option(const std::string& path) { return "key_file=" + path; }
-
-// The client's first unexpected message to the server: its completion error.
-int send_first(Pair& pair) {
-    const char text[] = "hello";
-    auto request = send_request(pair.client, pair.server_addr, text, sizeof text, 99);
-    request.kind = method::OpKind::send_unexpected;
-    bmi_op_id_t id = 0;
-    const int rc = pair.client.instance->post(request, id, nullptr);
-    if (rc != 0) return rc < 0 ? rc : 0;
-    return wait_op(pair.client, id, 5000).error;
-}
-
 // True if the server's application sees no unexpected message within `ms`.
 bool server_sees_nothing(Pair& pair, int ms) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -83,7 +71,7 @@ TEST_CASE("shm: a wrong key, or a key on one side only, is refused with -BMI_EAC
         // A keyless client's eager sends complete into its ring before the refusal comes
         // (doc/security.md): only the server's silence is checked then. A keyed client never
         // places a message before the proof, so its send fails.
-        const int error = send_first(pair);
+        const int error = send_first(pair, 5000);
         if (!client_options.empty()) CHECK(error == -BMI_EACCES);
     }
     CHECK(server_sees_nothing(pair, 200));
@@ -112,7 +100,7 @@ TEST_CASE("shm: a peer without the key is refused before its messages are read",
 
 TEST_CASE("shm: with no key a keyless peer is served as before", "[shm][keys]") {
     Pair pair = make_peers("shm");
-    CHECK(send_first(pair) == 0);
+    CHECK(send_first(pair, 5000) == 0);
     const std::string name = pair.server.instance->listen_addresses().substr(6);
     Pump pump(*pair.server.instance);
     HostilePeer plain(name);

@@ -138,6 +138,11 @@ public:
 
     // INIT -> RTR -> RTS towards the server's queue pair, then the ready byte.
     bool go_live(const Hello& remote) {
+        return connect_qp(remote) && send_bytes(&method::verbs::ready_byte, 1);
+    }
+
+    // INIT -> RTR -> RTS towards the server's queue pair, and nothing on the socket.
+    bool connect_qp(const Hello& remote) {
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_RTR;
         a.path_mtu = std::min(device_.mtu, static_cast<ibv_mtu>(remote.mtu));
@@ -166,7 +171,7 @@ public:
                                        IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                                        IBV_QP_MAX_QP_RD_ATOMIC) != 0)
             return false;
-        return send_bytes(&method::verbs::ready_byte, 1);
+        return true;
     }
 
     // The whole handshake with a verbs listener, as an honest client would do it.

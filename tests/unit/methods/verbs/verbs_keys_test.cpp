@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Security keys on verbs (issue 16), through BMI_initialize's key_file= option: only instances
+// that prove the key get past the TCP bootstrap, a refused one's messages never reach the
+// application, and its own sends fail with -BMI_EACCES. Real instances on the soft-RoCE device.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../../key_files.hpp"
+#include "../key_test_steps.hpp"
+#include "harness.hpp"
+#include "verbs_raw_peer.hpp"
+#include "verbs_test_support.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+using method::verbs::Hello;
+using method::verbs::MsgHeader;
+using method::verbs::MsgType;
+
+namespace {
+[[maybe_unused]] const bool device_present = verbs::skip_without_device();
+
+// True if the server's application sees no unexpected message within `ms`.
+bool server_sees_nothing(core::Instance& server, int ms) {
+    core::UnexpectedMessage got;
+    return verbs::receive_unexpected(server, got, ms) == 0;
+}
+
+// An eager and a rendezvous (RDMA READ) message from client to server arrive intact.
+void both_paths_work(Pair& pair) {
+    Pump server_pump(*pair.server.instance);
+    const BMI_addr_t client = introduce(pair);
+    for (bmi_size_t size : {bmi_size_t(100), bmi_size_t(200000)}) {
+        INFO("message of " << size << " bytes");
+        std::vector<char> out(static_cast<std::size_t>(size)), in(out.size());
+        fill_pattern(out.data(), out.size(), 7);
+        bmi_op_id_t rid = 0;
+        REQUIRE(pair.server.instance->post(recv_request(pair.server, client, in.data(), size, 4),
+                                           rid, nullptr) == 0);
+        CHECK(post_and_wait(pair.client,
+                            send_request(pair.client, pair.server_addr, out.data(), size, 4),
+                            30000)
+                  .error == 0);
+        CHECK(wait_op(pair.server, rid, 30000).error == 0);
+        CHECK(check_pattern(in.data(), in.size(), 7));
+    }
+}
+
+MsgHeader unexpected_header(std::uint64_t size) {
+    MsgHeader h;
+    h.type = static_cast<std::uint8_t>(MsgType::unexpected);
+    h.tag = 1;
+    h.size = size;
+    return h;
+}
+}  // namespace
+
+TEST_CASE("verbs: instances with the same key talk as usual, eager and rendezvous",
+          "[verbs][keys]") {
+    KeyFiles files;
+    Pair pair = make_peers("verbs", key_option(files.key("k", 1)));
+    both_paths_work(pair);
+}
+
+TEST_CASE("verbs: with no key on either side instances talk as before", "[verbs][keys]") {
+    Pair pair = make_peers("verbs");
+    both_paths_work(pair);
+}
+
+TEST_CASE("verbs: a wrong key, or a key on one side only, is refused with -BMI_EACCES",
+          "[verbs][keys]") {
+    // Which key file each side names: 0 for none. Wrong key, server only, client only.
+    const auto [server_key, client_key] =
+        GENERATE(table<std::uint8_t, std::uint8_t>({{1, 2}, {1, 0}, {0, 1}}));
+    INFO("server key " << int(server_key) << ", client key " << int(client_key));
+    KeyFiles files;
+    auto options = [&](std::uint8_t which) {
+        return which == 0 ? std::string() : key_option(files.key("k" + std::to_string(which), which));
+    };
+    Pair pair = make_peers("verbs", options(server_key), options(client_key));
+    {
+        Pump pump(*pair.server.instance);
+        CHECK(send_first(pair, 30000) == -BMI_EACCES);
+        CHECK(send_first(pair, 30000) == -BMI_EACCES);  // a second try is refused again
+    }
+    CHECK(server_sees_nothing(*pair.server.instance, 300));
+}
+
+TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its queue pair "
+          "can deliver anything",
+          "[verbs][keys]") {
+    KeyFiles files;
+    Pair pair = make_peers("verbs", key_option(files.key("k", 1)));
+    const std::string address = pair.server.instance->listen_addresses();
+    Pump pump(*pair.server.instance);
+    verbs::RawPeer stranger;
+    REQUIRE(stranger.usable());
+    REQUIRE(stranger.dial(address));
+    Hello mine = stranger.own_hello();
+    const char text[] = "let me in";
+
+    SECTION("a keyless HELLO is answered 'key required' and closed") {
+        REQUIRE(stranger.send_bytes(&mine, sizeof mine));
+        Hello answer;
+        REQUIRE(stranger.read_hello(answer));
+        CHECK((answer.features & method::verbs::feature_key_required) != 0);
+        CHECK(answer.qp_num == 0);  // the server made no queue pair for it
+        CHECK(stranger.closed_by_server(5000));
+    }
+    SECTION("a keyed HELLO followed by a wrong or reflected proof is closed") {
+        mine.features = method::verbs::feature_key_proof;
+        std::memset(mine.nonce, 0x5a, sizeof mine.nonce);
+        REQUIRE(stranger.send_bytes(&mine, sizeof mine));
+        Hello answer;
+        REQUIRE(stranger.read_hello(answer));
+        REQUIRE((answer.features & method::verbs::feature_key_proof) != 0);
+        method::verbs::KeyProof proof;
+        const bool reflect = GENERATE(false, true);
+        INFO((reflect ? "the server's own proof sent back" : "a made-up proof"));
+        if (reflect) std::memcpy(proof.proof, answer.proof, sizeof proof.proof);
+        else std::memset(proof.proof, 0x33, sizeof proof.proof);
+        // Its queue pair goes live and SENDs at once; the server's stays in INIT.
+        REQUIRE(stranger.connect_qp(answer));
+        REQUIRE(stranger.send_message(unexpected_header(sizeof text), text, sizeof text));
+        REQUIRE(stranger.send_bytes(&proof, sizeof proof));
+        CHECK(stranger.closed_by_server(5000));
+    }
+    SECTION("a keyed HELLO followed by half a proof times out") {
+        mine.features = method::verbs::feature_key_proof;
+        REQUIRE(stranger.send_bytes(&mine, sizeof mine));
+        Hello answer;
+        REQUIRE(stranger.read_hello(answer));
+        REQUIRE(stranger.send_bytes(answer.proof, 16));
+        CHECK(stranger.closed_by_server(30000));  // the handshake deadline (10 s by default)
+    }
+    CHECK(server_sees_nothing(*pair.server.instance, 300));
+}
