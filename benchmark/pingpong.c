@@ -429,6 +429,7 @@ static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
 {
     struct link l;
     const char *listen = NULL;
+    const char *methods;
     int rc;
     memset(&l, 0, sizeof(l));
     l.timeout_ms = o->timeout_ms;
@@ -436,10 +437,14 @@ static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
         fprintf(stderr, "pingpong: the server did not start\n");
         return 1;
     }
-    rc = BMI_initialize(o->methods, o->server ? o->addr : NULL, o->server ? BMI_INIT_SERVER : 0,
+    /* A client with no --method-list names none: every BMI loads what its lookups need, and
+     * OrangeFS's BMI refuses a method list without a listen address. */
+    methods = !o->server && o->methods == o->address_method ? NULL : o->methods;
+    rc = BMI_initialize(methods, o->server ? o->addr : NULL, o->server ? BMI_INIT_SERVER : 0,
                         NULL);
     if (rc < 0) {
-        fprintf(stderr, "pingpong: BMI_initialize(%s): %s\n", o->methods, bmi_status_string(rc));
+        fprintf(stderr, "pingpong: BMI_initialize(%s): %s\n", methods ? methods : "any method",
+                bmi_status_string(rc));
         if (o->server)
             share(NULL, 1);
         return rc == -BMI_ENOPROTOOPT ? PP_EXIT_SKIP : 1;
@@ -454,6 +459,14 @@ static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
     }
     if (o->server) {
         rc = BMI_get_info(0, BMI_GET_METH_ADDR, (void *)&listen);
+        /* Asking for the listen address is libbmi's; OrangeFS's BMI_GET_METH_ADDR means
+         * something else and fails for address 0. The address given then is the one, which
+         * works when it names its port. */
+        const size_t n = strlen(o->addr);
+        if ((rc < 0 || listen == NULL) && !(n >= 2 && strcmp(o->addr + n - 2, ":0") == 0)) {
+            listen = o->addr;
+            rc = 0;
+        }
         if (rc < 0 || listen == NULL) {
             fprintf(stderr, "pingpong: BMI_get_info(BMI_GET_METH_ADDR): %s\n",
                     bmi_status_string(rc));
