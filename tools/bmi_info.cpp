@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // bmi-info: which methods this libbmi has, whether each works here, its limits, the addresses
-// a server would listen on, the RDMA devices, and the settings every method reads.
+// a server would listen on, the RDMA devices, the planes and the settings every method reads.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -15,6 +15,7 @@
 
 #include "bmi.h"
 #include "methods/method_table.hpp"
+#include "tools/bmi_info_planes.hpp"
 #include "tools/bmi_info_rdma.hpp"
 #include "tools/bmi_info_settings.hpp"
 
@@ -55,7 +56,8 @@ int usage(std::ostream& out, int code) {
     out << "usage: bmi-info [--method NAME] [--options OPTIONS] [--markdown]\n"
            "  Lists the methods compiled into libbmi and whether each can start here, their\n"
            "  limits (eager, unexpected, maximum message size), the addresses a server would\n"
-           "  listen on, RDMA devices and ports, and every setting with the value in force\n"
+           "  listen on, RDMA devices and ports, the planes (discovered, and named in\n"
+           "  BMI_INVENTORY's file), and every setting with the value in force\n"
            "  and where it came from. --method bmi_tcp (or tcp) shows one method only.\n"
            "  --options gives BMI_initialize's option string (\"shm_ring_slots=128,...\") to\n"
            "  the probes and the settings. --markdown prints only the settings table, as\n"
@@ -198,6 +200,8 @@ int main(int argc, char** argv) {
     std::cout << "\nRDMA devices:\n";
     bmi::info::print_rdma_devices(std::cout);
     std::cout << "\n";
-    if (!bmi::info::print_settings(std::cout, options)) return 2;
+    const bool planes_ok = bmi::info::print_planes(std::cout, options);
+    std::cout << "\n";
+    if (!bmi::info::print_settings(std::cout, options) || !planes_ok) return 2;
     return any_usable ? 0 : 1;
 }

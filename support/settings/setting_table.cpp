@@ -29,6 +29,9 @@ constexpr SettingSpec rows[] = {
      GiB, "", "largest unexpected message a method accepts; 0 = each method's own (16 KiB)"},
     {I::emulate_lists, "emulate_lists", "BMI_EMULATE_LISTS", T::flag, "0", "", 0, 0, "",
      "pack list I/O into one buffer even for methods that send lists natively"},
+    {I::inventory, "inventory", "BMI_INVENTORY", T::text, "", "", 0, 0, "",
+     "inventory file that names and pins the cluster's planes (doc/planes.md); bmi-info lists "
+     "them beside the discovered ones; empty = discovered planes only"},
 
     {I::tcp_spin_us, "tcp_spin_us", "BMI_TCP_SPIN_US", T::count, "50", "us", 0, 10'000, "",
      "how long a test call polls the sockets before it sleeps; 0 = sleep at once"},

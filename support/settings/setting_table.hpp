@@ -28,6 +28,7 @@ enum class SettingId : std::uint8_t {
     key_file,
     unexpected_limit,
     emulate_lists,
+    inventory,
     tcp_spin_us,
     tcp_legacy,
     tcp_early_peer_bytes,

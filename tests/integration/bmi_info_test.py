@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """bmi-info lists every method this build has as usable, with limits, listen addresses, the
 RDMA section and each method's settings; every setting with the value in force and where it
-came from; the settings table as Markdown, which doc/SETTINGS.md must hold verbatim; bad
+came from; the planes it sees and where each came
+from (interfaces, the node, BMI_INVENTORY's file); the settings table as Markdown, which doc/SETTINGS.md must hold verbatim; bad
 arguments and invalid settings fail with exit 2 and a message."""
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 EXE = os.environ["BMI_INFO"]
 
@@ -108,6 +110,26 @@ if res.returncode != 0 or not res.stdout.startswith("| environment | option key 
 with open(SETTINGS_DOC, encoding="utf-8") as doc:
     if res.stdout not in doc.read():
         fail("doc/SETTINGS.md does not hold the table of `bmi-info --markdown`; regenerate it")
+
+# Planes: discovered ones with their interface, and the inventory's names and pins.
+if "  tcp 127.0.0.0/8  from interface lo\n" not in out or "from this node (shared memory)" not in out:
+    fail(f"planes section: {out.split('Planes', 1)[-1][:400]!r}")
+with tempfile.TemporaryDirectory() as tmp:
+    inventory = os.path.join(tmp, "planes")
+    with open(inventory, "w", encoding="utf-8") as f:
+        f.write("loop = tcp 127.0.0.0/8\nelsewhere = tcp 10.99.0.0/16 ports=32000-32010\n")
+    res = run(["--method", methods[0] if methods else "tcp"], {"BMI_INVENTORY": inventory})
+    if res.returncode != 0 or \
+            f"tcp 127.0.0.0/8 (loop)  from interface lo, named in inventory {inventory}:1" not in res.stdout or \
+            f"tcp 10.99.0.0/16 (elsewhere)  from inventory {inventory}:2, not seen on this node" \
+            not in res.stdout:
+        fail(f"inventory planes: exit {res.returncode}, {res.stdout!r}")
+    with open(inventory, "w", encoding="utf-8") as f:
+        f.write("loop = tcp 127.0.0.0/8\nbad = tcp 10.99.1.0/16\n")
+    res = run(["--method", methods[0] if methods else "tcp"], {"BMI_INVENTORY": inventory})
+    if res.returncode != 2 or f"{inventory}:2: identifier: '10.99.1.0/16' has host bits set" \
+            not in res.stdout:
+        fail(f"malformed inventory: exit {res.returncode}, {res.stdout!r}")
 
 res = run(["--help"])
 if res.returncode != 0 or "usage: bmi-info" not in res.stdout:

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "support/planes/plane.hpp"
+
+#include <sys/socket.h>
+
+#include "support/planes/cidr.hpp"
+#include "support/planes/text_fields.hpp"
+
+namespace bmi::support::planes {
+
+std::string_view to_string(PlaneType type) {
+    switch (type) {
+    case PlaneType::tcp: return "tcp";
+    case PlaneType::shm: return "shm";
+    case PlaneType::verbs: return "verbs";
+    }
+    return "?";
+}
+
+std::optional<PlaneType> parse_plane_type(std::string_view text) {
+    for (PlaneType t : {PlaneType::tcp, PlaneType::shm, PlaneType::verbs})
+        if (text == to_string(t)) return t;
+    return std::nullopt;
+}
+
+namespace {
+std::optional<std::string> verbs_identifier(std::string_view id, std::string& error) {
+    // A '/' makes it a GID subnet prefix (fe80::/64); otherwise a device and maybe a port.
+    if (id.find('/') != std::string_view::npos) {
+        const auto cidr = parse_cidr(id, error);
+        if (!cidr) return std::nullopt;
+        if (cidr->family != AF_INET6) {
+            error = "a GID subnet prefix is an IPv6 CIDR, not '" + std::string(id) + "'";
+            return std::nullopt;
+        }
+        return cidr->text();
+    }
+    const std::size_t colon = id.find(':');
+    const std::string_view device = id.substr(0, colon);
+    if (!is_name(device)) {
+        error = "'" + std::string(device) + "' is not an RDMA device name";
+        return std::nullopt;
+    }
+    if (colon != std::string_view::npos && !parse_whole(id.substr(colon + 1), 1, 255)) {
+        error = "'" + std::string(id.substr(colon + 1)) + "' is not a port number (1..255)";
+        return std::nullopt;
+    }
+    return std::string(id);
+}
+}  // namespace
+
+std::optional<std::string> canonical_identifier(PlaneType type, std::string_view identifier,
+                                                std::string& error) {
+    switch (type) {
+    case PlaneType::tcp: {
+        const auto cidr = parse_cidr(identifier, error);
+        if (!cidr) return std::nullopt;
+        return cidr->text();
+    }
+    case PlaneType::verbs: return verbs_identifier(identifier, error);
+    case PlaneType::shm:
+        if (!is_name(identifier)) {
+            error = "'" + std::string(identifier) + "' is not a host name";
+            return std::nullopt;
+        }
+        return std::string(identifier);
+    }
+    return std::nullopt;
+}
+
+}  // namespace bmi::support::planes

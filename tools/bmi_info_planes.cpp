@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "tools/bmi_info_planes.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "support/planes/discovery.hpp"
+#include "support/planes/inventory.hpp"
+#include "support/settings/settings.hpp"
+
+namespace bmi::info {
+
+namespace {
+using support::planes::Plane;
+
+void print_plane(std::ostream& out, const Plane& p, std::string_view note) {
+    out << "  " << to_string(p.type) << " " << p.identifier;
+    if (!p.name.empty()) out << " (" << p.name << ")";
+    out << "  from " << p.origin << note << "\n";
+}
+}  // namespace
+
+bool print_planes(std::ostream& out, std::string_view options) {
+    support::Settings settings;
+    settings.load(options);
+    const std::string path = settings.text(support::SettingId::inventory);
+    const auto discovered = support::planes::discover_planes();
+    out << "Planes (doc/planes.md)" << (support::planes::discovers_verbs() ? "" : "; RDMA ports not "
+                                        "listed: built without libibverbs") << ":\n";
+    support::planes::Inventory inventory;
+    bool ok = true;
+    if (!path.empty()) {
+        std::ifstream in(path, std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        support::planes::ParseError error;
+        auto parsed = in ? support::planes::parse_inventory(text.str(), path, error) : std::nullopt;
+        if (!in) error = {path, 0, "", "cannot be read"};
+        if (parsed) inventory = std::move(*parsed);
+        else {
+            out << "  inventory (BMI_INVENTORY): " << error.text() << "\n";
+            ok = false;
+        }
+    }
+    for (Plane p : discovered) {
+        const auto* pinned = inventory.find(p.identifier);
+        const bool named = pinned != nullptr && pinned->plane.type == p.type;
+        if (named) p.name = pinned->plane.name;
+        print_plane(out, p, named ? ", named in " + pinned->plane.origin : std::string());
+    }
+    for (const auto& ip : inventory.planes) {
+        bool seen = false;
+        for (const Plane& p : discovered) seen = seen || (p.type == ip.plane.type && p.identifier == ip.plane.identifier);
+        if (!seen) print_plane(out, ip.plane, ", not seen on this node");
+    }
+    return ok;
+}
+
+}  // namespace bmi::info

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// bmi-info's planes section: the planes this node is on and where each came from (an
+// interface, an RDMA port, the node, or the inventory file BMI_INVENTORY names).
+#pragma once
+
+#include <ostream>
+#include <string_view>
+
+namespace bmi::info {
+
+// False when the inventory file cannot be read or is malformed (the error names the file, the
+// line and the field).
+bool print_planes(std::ostream& out, std::string_view options);
+
+}  // namespace bmi::info
