@@ -27,8 +27,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bmi-types.h"
+#include "support/keys/secret_key.hpp"
+#include "support/planes/plane_binding.hpp"
 #include "support/settings/settings.hpp"
 
 namespace bmi::method {
@@ -144,6 +147,13 @@ struct Config {
     // method reads its own rows here and never the environment. Default-constructed, it
     // holds the table's defaults.
     support::Settings settings;
+    // The instance's security key (support/keys): from its allocation or its key_file
+    // setting, loaded once by the control layer; empty: keyless.
+    support::keys::SharedKey key;
+    // With an allocation in force (doc/planes.md): this method's planes. A server listens on
+    // them (and only there); every peer it reaches must be on one of them.
+    std::vector<support::planes::PlaneBinding> planes;
+    bool allocated = false;  // an allocation is in force (planes may still be empty)
 };
 
 // A network method. Every member is called with the method's mutex held (see top of file).

@@ -202,6 +202,8 @@ int main(int argc, char** argv) {
     std::cout << "\n";
     const bool planes_ok = bmi::info::print_planes(std::cout, options);
     std::cout << "\n";
-    if (!bmi::info::print_settings(std::cout, options) || !planes_ok) return 2;
+    const bool allocation_ok = bmi::info::print_allocation(std::cout, options);
+    std::cout << "\n";
+    if (!bmi::info::print_settings(std::cout, options) || !planes_ok || !allocation_ok) return 2;
     return any_usable ? 0 : 1;
 }

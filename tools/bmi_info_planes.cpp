@@ -5,7 +5,9 @@
 #include <sstream>
 #include <string>
 
+#include "support/planes/allocation_source.hpp"
 #include "support/planes/discovery.hpp"
+#include "support/planes/plane_binding.hpp"
 #include "support/planes/inventory.hpp"
 #include "support/settings/settings.hpp"
 
@@ -53,6 +55,39 @@ bool print_planes(std::ostream& out, std::string_view options) {
         bool seen = false;
         for (const Plane& p : discovered) seen = seen || (p.type == ip.plane.type && p.identifier == ip.plane.identifier);
         if (!seen) print_plane(out, ip.plane, ", not seen on this node");
+    }
+    return ok;
+}
+
+bool print_allocation(std::ostream& out, std::string_view options) {
+    support::Settings settings;
+    if (settings.load(options) < 0) return false;
+    support::planes::InstanceAllocation allocation;
+    out << "Allocation in force (doc/planes.md):";
+    if (support::planes::resolve_allocation(settings, "", allocation) != 0) {
+        out << " INVALID (the warning above names the field)\n";
+        return false;
+    }
+    if (allocation.entries.empty()) {
+        out << " none (BMI_ALLOCATION, BMI_ALLOCATION_FILE and BMI_ALLOCATION_ID are unset, or "
+               "PMIx had none: see BMI_DEBUG=control)\n";
+        return true;
+    }
+    out << " from " << allocation.origin << "\n";
+    bool ok = true;
+    for (const auto& entry : allocation.entries) {
+        support::planes::PlaneBinding binding;
+        std::string why;
+        if (support::planes::bind_allocation(entry, allocation.slice, binding, why) != 0) {
+            out << "  " << entry.id << ": CANNOT BE BOUND HERE: " << why << "\n";
+            ok = false;
+            continue;
+        }
+        out << "  " << support::planes::describe(binding)
+            << (entry.key_file.empty() && allocation.key_material.empty() ? "" : ", keyed")
+            << "\n";
+        for (const auto& note : support::planes::enforcement_notes(binding))
+            out << "    " << (note.enforced ? "" : "NOT ENFORCED: ") << note.text << "\n";
     }
     return ok;
 }

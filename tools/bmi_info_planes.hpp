@@ -12,4 +12,9 @@ namespace bmi::info {
 // line and the field).
 bool print_planes(std::ostream& out, std::string_view options);
 
+// The allocation in force (BMI_ALLOCATION, BMI_ALLOCATION_FILE, BMI_ALLOCATION_ID or their
+// options), each plane as this node binds it, and what is and is not enforced here. False when
+// the allocation is malformed or cannot be bound here (the warning names the field).
+bool print_allocation(std::ostream& out, std::string_view options);
+
 }  // namespace bmi::info

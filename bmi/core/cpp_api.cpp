@@ -97,7 +97,8 @@ Buffer::~Buffer() {
 
 Result<std::unique_ptr<Session>> Session::create(const SessionOptions& options) {
     try {
-        core::InitParams params{options.methods, options.listen, options.flags, options.options};
+        core::InitParams params{options.methods, options.listen, options.flags, options.options,
+                                 options.allocation};
         std::unique_ptr<core::Instance> impl;
         int rc = core::Instance::create(params, impl);
         if (rc != 0) return failure<std::unique_ptr<Session>>(rc);

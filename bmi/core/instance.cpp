@@ -40,6 +40,7 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
         instance->unexpected_peer_share_ =
             std::max<bmi_size_t>(instance->unexpected_quota_ / 8, 64 << 10);
     instance->emulate_lists_ = instance->settings_.flag(support::SettingId::emulate_lists);
+    if (int rc = instance->take_allocation(params.allocation); rc != 0) return rc;
 
     auto methods = method::compiled_methods();
     auto wanted = support::split_address_list(params.method_list);
@@ -68,10 +69,12 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
         MethodSlot* slot = instance->slot_for_scheme(parts->scheme, rc);
         if (slot == nullptr) return rc;
         if (slot->active.load()) return -BMI_EINVAL;  // two listen addresses for one method
-        rc = instance->activate(slot->index, instance->method_config(listen));
+        rc = instance->activate(slot->index, instance->method_config(*slot, listen));
         if (rc != 0) return rc;
     }
-    if ((params.flags & BMI_INIT_SERVER) && params.listen.empty()) return -BMI_EINVAL;
+    if (int rc = instance->start_allocated_methods(); rc != 0) return rc;
+    if ((params.flags & BMI_INIT_SERVER) && params.listen.empty() && !instance->allocated_)
+        return -BMI_EINVAL;
     BMI_LOG(control, "initialized: methods '%s' listen '%s' flags %d",
             params.method_list.c_str(), params.listen.c_str(), params.flags);
     out = std::move(instance);
@@ -112,12 +115,17 @@ Instance::~Instance() {
     BMI_LOG(control, "finalized");
 }
 
-method::Config Instance::method_config(std::string_view listen) const {
+method::Config Instance::method_config(const MethodSlot& slot, std::string_view listen) const {
     method::Config config;
     config.listen_address = std::string(listen);
     config.flags = flags_;
     config.unexpected_limit = settings_.number(support::SettingId::unexpected_limit);
     config.settings = settings_;
+    config.key = key_;
+    config.allocated = allocated_;
+    for (const auto& plane : planes_)
+        if (support::planes::to_string(plane.type) == slot.descriptor->scheme)
+            config.planes.push_back(plane);
     return config;
 }
 

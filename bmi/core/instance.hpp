@@ -41,6 +41,9 @@ struct InitParams {
     // "unexpected_quota=64M,shm_ring_slots=128": keys of the settings table
     // (support/settings/setting_table.hpp); each overrides its environment variable.
     std::string options;
+    // The allocation in the text form of doc/planes.md, from the C++ API; "" leaves it to the
+    // allocation settings (BMI_ALLOCATION, BMI_ALLOCATION_FILE, BMI_ALLOCATION_ID).
+    std::string allocation;
 };
 
 // What a post call asks for. Exactly one of (buffer) or (list) is used.
@@ -133,8 +136,17 @@ private:
     Instance(int& error);
     int activate(int index, const method::Config& config);
     // The one place a method's Config is built, for a server's listen address and for a
-    // client's first lookup ("" listen) alike, so both carry the same settings.
-    method::Config method_config(std::string_view listen) const;
+    // client's first lookup ("" listen) alike, so both carry the same settings, key and planes.
+    method::Config method_config(const MethodSlot& slot, std::string_view listen) const;
+
+    // instance_allocation.cpp: the allocation in force (doc/planes.md), read once by create():
+    // the planes, the key (from the allocation or key_file), and what cannot be enforced here.
+    int take_allocation(std::string_view program_text);
+    // Checks every allocated plane has a method here, then starts each allocated method of a
+    // server that its listen string did not already start.
+    int start_allocated_methods();
+    // With an allocation in force, a method without an allocated plane reaches nobody.
+    bool scheme_reachable(std::string_view scheme) const;
     MethodSlot* slot_for_scheme(std::string_view scheme, int& error);
     void progress_all();
     // The sleep protocol of methods/method.hpp: true if a method moved something instead.
@@ -212,6 +224,11 @@ private:
     ReferenceList addresses_;                      // guarded by state_mutex_
     std::string methods_string_;                   // for BMI_TRANSPORT_METHODS_STRING
     std::string listen_string_;                    // for BMI_GET_METH_ADDR with addr 0
+    support::keys::SharedKey key_;                 // the instance's key; empty: keyless
+    // The allocation in force: its planes as bound on this node; allocated_ false: none.
+    bool allocated_ = false;
+    std::string allocation_origin_;
+    std::vector<support::planes::PlaneBinding> planes_;
 };
 
 }  // namespace bmi::core

@@ -25,8 +25,15 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
     int rc = 0;
     MethodSlot* slot = slot_for_scheme(parts->scheme, rc);
     if (slot == nullptr) return rc;
+    if (!scheme_reachable(parts->scheme)) {
+        BMI_LOG(address, "lookup %.*s: refused, the allocation in force (%s) has no %.*s plane",
+                static_cast<int>(id_string.size()), id_string.data(),
+                allocation_origin_.c_str(), static_cast<int>(parts->scheme.size()),
+                parts->scheme.data());
+        return -BMI_ENETUNREACH;
+    }
     if (!slot->active.load()) {
-        rc = activate(slot->index, method_config(""));
+        rc = activate(slot->index, method_config(*slot, ""));
         if (rc != 0) return rc;
     }
     // Name resolution may take as long as the resolver likes: do it before taking any lock.

@@ -28,7 +28,7 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
     if (rc != 0) return rc;
     auto method = std::make_unique<ShmMethod>(sink, options);
     support::keys::SharedKey key;
-    rc = support::keys::key_from_settings(config.settings, key);
+    rc = support::keys::method_key(config.key, config.settings, key);
     if (rc != 0) return rc;
     method->use_key(std::move(key));
     rc = method->start(name);

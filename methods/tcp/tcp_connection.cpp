@@ -52,8 +52,14 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
         return nullptr;
     }
     int fd = -1;
-    if (error = start_connect(peer->target, buffer_sizes_, fd); error < 0) return nullptr;
+    if (error = start_connect(peer->target, buffer_sizes_, policy_for(peer->plane), fd);
+        error < 0) {
+        BMI_LOG(tcp, "tcp: cannot connect to %s: %s", describe(peer->target).c_str(),
+                support::error_name(error));
+        return nullptr;
+    }
     Connection& c = add_connection(fd, true, EPOLLOUT);
+    c.plane = peer->plane;
     c.state = ConnState::connecting;
     c.peer = peer;
     c.remote = peer->target;
@@ -65,17 +71,18 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
     return &c;
 }
 
-void TcpMethod::accept_all() {
+void TcpMethod::accept_all(const Listener& listener) {
     // Keep one descriptor in reserve while we still can, for the day the table is full.
     if (reserve_fd_ < 0) reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const SocketPolicy policy = policy_for(listener.plane);
     for (;;) {
         SocketAddress from;
         from.length = sizeof from.storage;
-        int fd = accept4(listen_fd_, from.get(), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(listener.fd, from.get(), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
             if (errno == EMFILE || errno == ENFILE) {
-                if (shed_one_connection()) continue;
+                if (shed_one_connection(listener.fd)) continue;
                 return;
             }
             if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -83,7 +90,12 @@ void TcpMethod::accept_all() {
             return;
         }
         configure_socket(fd, buffer_sizes_);
+        // The listener's marks were inherited; pacing is per socket and set again here.
+        if (int rc = apply_policy(fd, policy); rc < 0)
+            BMI_LOG(tcp, "tcp: plane options refused on an accepted socket: %s",
+                    support::error_name(rc));
         Connection& c = add_connection(fd, false, EPOLLIN);
+        c.plane = listener.plane;
         c.state = ConnState::await_first;
         c.keyed = key_ != nullptr;  // must prove the key before the stall timeout
         c.remote = from;
@@ -92,7 +104,7 @@ void TcpMethod::accept_all() {
     }
 }
 
-bool TcpMethod::shed_one_connection() {
+bool TcpMethod::shed_one_connection(int listen_fd) {
     // Level-triggered epoll reports the pending connection again and again while accept fails,
     // which would spin the caller. The reserve descriptor lets us take it and close it at once:
     // the client sees a reset, and the clients we already serve are untouched.
@@ -101,7 +113,7 @@ bool TcpMethod::shed_one_connection() {
                 static_cast<unsigned long long>(shed_count_));
     if (reserve_fd_ >= 0) {
         close(reserve_fd_);
-        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
         const int err = errno;
         if (fd >= 0) close(fd);
         reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -115,11 +127,15 @@ bool TcpMethod::shed_one_connection() {
 }
 
 void TcpMethod::set_listener_interest(bool on) {
-    if (listen_fd_ < 0 || listener_watched_ == on) return;
-    epoll_event ev{};
-    ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
-    ev.data.u64 = listener_id;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) listener_watched_ = on;
+    if (listeners_.empty() || listener_watched_ == on) return;
+    bool all = true;
+    for (std::size_t i = 0; i < listeners_.size(); ++i) {
+        epoll_event ev{};
+        ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
+        ev.data.u64 = listener_base + i;
+        all = epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listeners_[i].fd, &ev) == 0 && all;
+    }
+    if (all) listener_watched_ = on;
 }
 
 void TcpMethod::finish_connect(Connection& c) {

@@ -74,6 +74,7 @@ struct Connection {
     std::shared_ptr<TcpPeer> peer;  // null until the first frame of an accepted socket
     SocketAddress remote;
     std::uint32_t events = 0;  // interest currently registered with epoll
+    std::size_t plane = 0;     // the allocated plane it runs on (TcpMethod::planes_), if any
 
     // --- reading ---
     ReadPhase phase = ReadPhase::header;

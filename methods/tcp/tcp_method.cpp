@@ -48,7 +48,7 @@ TcpMethod::~TcpMethod() {
         peer->connections.clear();
         peer->send_connection = nullptr;
     }
-    if (listen_fd_ >= 0) close(listen_fd_);
+    for (const Listener& l : listeners_) close(l.fd);
     if (reserve_fd_ >= 0) close(reserve_fd_);
     if (timer_fd_ >= 0) close(timer_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
@@ -57,7 +57,7 @@ TcpMethod::~TcpMethod() {
 int TcpMethod::start(const Config& config) {
     load_limits(config.settings, limits_);
     early_.set_limits(limits_.early);
-    if (int rc = support::keys::key_from_settings(config.settings, key_); rc < 0) return rc;
+    if (int rc = support::keys::method_key(config.key, config.settings, key_); rc < 0) return rc;
     if (key_) BMI_LOG(tcp, "tcp: a security key is in force; only peers that prove it get in");
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -67,34 +67,7 @@ int TcpMethod::start(const Config& config) {
     ev.data.u64 = timer_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    if (config.listen_address.empty()) return 0;
-
-    auto parsed = parse_tcp_address(without_trailing_space(config.listen_address));
-    if (!parsed) return -BMI_EINVAL;
-    // Without BIND_SPECIFIC a server answers on every interface and never resolves the host (as
-    // OrangeFS, which is given "tcp://NULL:3334"), but keeps announcing the name it was given,
-    // which is what clients should look up.
-    SocketAddress bind_to = every_address_for(parsed->host, parsed->port);
-    if ((config.flags & BMI_TCP_BIND_SPECIFIC) != 0) {
-        if (int rc = resolve(parsed->host, parsed->port, bind_to); rc < 0) return rc;
-    }
-    int rc = open_listener(bind_to, listen_fd_);
-    if (rc < 0 && (config.flags & BMI_TCP_BIND_SPECIFIC) == 0 && bind_to.family() == AF_INET6) {
-        // A kernel without IPv6: every IPv4 address is what remains.
-        BMI_LOG(tcp, "tcp: no IPv6 wildcard (%d); listening on IPv4 only", rc);
-        rc = open_listener(every_address_for("0.0.0.0", parsed->port), listen_fd_);
-    }
-    if (rc < 0) {
-        BMI_LOG(tcp, "tcp: cannot listen on %s: %d", config.listen_address.c_str(), rc);
-        return rc;
-    }
-    const std::uint16_t port = port_of(local_address(listen_fd_));
-    listen_address_ = "tcp://" + support::format_host_port(parsed->host, port);
-    ev.data.u64 = listener_id;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) < 0)
-        return support::bmi_error_from_errno(errno);
-    BMI_LOG(tcp, "tcp: listening on %s", listen_address_.c_str());
-    return 0;
+    return start_listening(config);
 }
 
 namespace {
@@ -129,7 +102,14 @@ int TcpMethod::lookup_prepared(std::string_view, const LookupHint& hint,
         out = known;
         return 0;
     }
+    const std::size_t plane = plane_of(resolved.target);
+    if (!planes_.empty() && plane == planes_.size()) {
+        BMI_LOG(tcp, "tcp: %s is on none of this instance's allocated planes",
+                resolved.parsed.canonical.c_str());
+        return -BMI_ENETUNREACH;
+    }
     auto peer = std::make_shared<TcpPeer>();
+    peer->plane = planes_.empty() ? 0 : plane;
     peer->target = resolved.target;
     peer->canonical = resolved.parsed.canonical;
     peer->remote = peer->target;

@@ -92,6 +92,11 @@ public:
     const support::keys::RefusalLog& refusals() const { return refusals_; }
 
 private:
+    struct Listener {
+        int fd = -1;
+        std::size_t plane = 0;  // index into planes_; 0 when no allocation is in force
+        std::string address;    // "tcp://host:port"
+    };
     enum class Place : std::uint8_t {
         posting,         // inside post(), not queued yet
         send_queued,     // in a connection's small_queue, nothing written
@@ -122,8 +127,8 @@ private:
     Connection* connection_for_send(const std::shared_ptr<TcpPeer>& peer, int& error);
     Connection* open_outbound(const std::shared_ptr<TcpPeer>& peer, int& error);
     Connection& add_connection(int fd, bool outbound, std::uint32_t events);
-    void accept_all();
-    bool shed_one_connection();
+    void accept_all(const Listener& listener);
+    bool shed_one_connection(int listen_fd);
     void set_listener_interest(bool on);
     void finish_connect(Connection& c);
     void bind_peer(Connection& c, const std::string& announced, bool legacy);
@@ -187,15 +192,31 @@ private:
     void retry_unexpected();
     void check_stalls();
 
-    static constexpr std::uint64_t listener_id = 1;
+    // tcp_planes.cpp: listening and connecting on allocated planes (doc/planes.md)
+    int start_listening(const Config& config);
+    int listen_on_planes(const Config& config);
+    int open_listening_socket(const SocketAddress& at, std::size_t plane,
+                              const std::string& announced_host);
+    // The plane an address lies on; planes_.size() if none.
+    std::size_t plane_of(const SocketAddress& address) const;
+    const SocketPolicy& policy_for(std::size_t plane) const;
+    // The listen address this side announces on connection c (its plane's, when allocated).
+    const std::string& own_address(const Connection& c) const;
+
+    // Listener i is epoll id listener_base + i (connections count up from 16, wake tags are
+    // 2^63 and above).
+    static constexpr std::uint64_t listener_base = 1ull << 62;
     static constexpr std::uint64_t timer_id = 2;
     static constexpr std::uint64_t wake_tag_floor = 1ull << 63;  // accept_wake_fd's tags
 
     Sink& sink_;
     int epoll_fd_ = -1;
     int timer_fd_ = -1;
-    int listen_fd_ = -1;
+    std::vector<Listener> listeners_;
     bool listener_watched_ = true;
+    std::vector<support::planes::PlaneBinding> planes_;  // the allocated tcp planes, if any
+    std::vector<std::string> plane_addresses_;  // per plane, its first listener's address
+    std::vector<SocketPolicy> policies_;        // per plane, what its sockets carry
     int reserve_fd_ = -1;  // /dev/null, given up under EMFILE to accept and shed a connection
     std::uint64_t shed_count_ = 0;
     std::string listen_address_;

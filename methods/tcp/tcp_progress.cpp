@@ -68,8 +68,8 @@ bool TcpMethod::accept_wake_fd(int fd, std::uint64_t tag) {
 }
 
 void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
-    if (id == listener_id) {
-        accept_all();
+    if (id >= listener_base && id - listener_base < listeners_.size()) {
+        accept_all(listeners_[id - listener_base]);
         return;
     }
     if (id == timer_id) {

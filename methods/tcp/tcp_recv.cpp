@@ -292,7 +292,7 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
         bind_peer(c, hello->address, false);
         OutFrame reply;
         // Answer under the magic the HELLO came with, so an older libbmi client accepts it.
-        reply.body = encode_hello(Hello{feature_rendezvous, listen_address_}, true,
+        reply.body = encode_hello(Hello{feature_rendezvous, own_address(c)}, true,
                                   c.header.magic);
         c.control_queue.push_back(std::move(reply));
     }

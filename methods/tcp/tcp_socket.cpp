@@ -55,9 +55,37 @@ int open_listener(const SocketAddress& addr, int& fd) {
     return 0;
 }
 
-int start_connect(const SocketAddress& addr, const BufferSizes& sizes, int& fd) {
+int apply_policy(int fd, const SocketPolicy& policy) {
+    auto set = [fd](int level, int name, auto value) {
+        return setsockopt(fd, level, name, &value, sizeof value) == 0
+                   ? 0
+                   : support::bmi_error_from_errno(errno);
+    };
+    int rc = 0;
+    if (policy.tos >= 0) {
+        const SocketAddress local = local_address(fd);
+        rc = local.family() == AF_INET6 ? set(IPPROTO_IPV6, IPV6_TCLASS, policy.tos)
+                                        : set(IPPROTO_IP, IP_TOS, policy.tos);
+    }
+    if (rc == 0 && policy.priority >= 0) rc = set(SOL_SOCKET, SO_PRIORITY, policy.priority);
+    // The kernel takes the rate as an unsigned long since 4.20 (32 bits before): pass 64.
+    if (rc == 0 && policy.pacing > 0)
+        rc = set(SOL_SOCKET, SO_MAX_PACING_RATE, static_cast<unsigned long>(policy.pacing));
+    return rc;
+}
+
+int start_connect(const SocketAddress& addr, const BufferSizes& sizes,
+                  const SocketPolicy& policy, int& fd) {
     if (int rc = new_socket(addr.family(), fd); rc < 0) return rc;
     configure_socket(fd, sizes);
+    int rc = apply_policy(fd, policy);
+    if (rc == 0 && !policy.source.empty() && bind(fd, policy.source.get(), policy.source.length) < 0)
+        rc = support::bmi_error_from_errno(errno);
+    if (rc < 0) {
+        close(fd);
+        fd = -1;
+        return rc;
+    }
     if (connect(fd, addr.get(), addr.length) < 0 && errno != EINPROGRESS) {
         const int rc = support::bmi_error_from_errno(errno);
         close(fd);

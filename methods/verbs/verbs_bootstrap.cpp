@@ -167,9 +167,11 @@ int VerbsMethod::connect_qp(Connection& c, const Hello& remote) {
     a.min_rnr_timer = 12;  // 0.64 ms before the sender retries an empty SRQ
     a.ah_attr.dlid = remote.lid;
     a.ah_attr.port_num = device_->port;
+    a.ah_attr.sl = static_cast<std::uint8_t>(service_level_);  // the plane's QoS, else 0
     // RoCE has no LIDs: every packet needs a GRH with the GID index we chose.
     if (device_->ethernet || remote.lid == 0) {
         a.ah_attr.is_global = 1;
+        a.ah_attr.grh.traffic_class = static_cast<std::uint8_t>(traffic_class_);
         std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
         a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(device_->gid_index);
         a.ah_attr.grh.hop_limit = 64;

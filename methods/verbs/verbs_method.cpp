@@ -20,6 +20,7 @@
 #include "methods/verbs/verbs_method_impl.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
+#include "support/planes/qos.hpp"
 #include "support/method_address/method_address.hpp"
 
 namespace bmi::method::verbs {
@@ -148,7 +149,7 @@ void VerbsMethod::drain_sends() {
 
 int VerbsMethod::start(const Config& config) {
     if (int rc = load_choice(config.settings, choice_); rc < 0) return rc;
-    if (int rc = support::keys::key_from_settings(config.settings, key_); rc < 0) return rc;
+    if (int rc = support::keys::method_key(config.key, config.settings, key_); rc < 0) return rc;
     if (key_) BMI_LOG(verbs, "verbs: a security key is in force; only peers that prove it get in");
     std::optional<VerbsAddress> listen;
     if (!config.listen_address.empty()) {
@@ -157,6 +158,23 @@ int VerbsMethod::start(const Config& config) {
         if (!listen->device.empty()) {
             choice_.device = listen->device;
             choice_.port = listen->ib_port;
+        }
+    }
+    if (!config.planes.empty()) {
+        // The allocated plane names the device and port; a listen address may agree, not differ.
+        const auto& plane = config.planes.front();
+        if (listen && !listen->device.empty() &&
+            (listen->device != plane.device || listen->ib_port != plane.device_port)) {
+            BMI_WARN("verbs: listen address %s names another device than allocation %s (%s)",
+                     config.listen_address.c_str(), plane.allocation_id.c_str(),
+                     plane.plane.c_str());
+            return -BMI_EINVAL;
+        }
+        choice_.device = plane.device;
+        choice_.port = plane.device_port;
+        if (plane.dscp) {
+            service_level_ = support::planes::service_level(*plane.dscp);
+            traffic_class_ = support::planes::tos_byte(*plane.dscp);
         }
     }
     device_ = std::make_unique<Device>();

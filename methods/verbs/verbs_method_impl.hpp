@@ -157,6 +157,9 @@ private:
     bool timer_armed_ = false;
     std::chrono::milliseconds setup_timeout_{10000};  // the verbs_connect_timeout_ms setting
     support::keys::SharedKey key_;  // empty: keyless, every peer admitted as before
+    // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.
+    int service_level_ = 0;
+    int traffic_class_ = 0;
     support::keys::RefusalLog refusals_;
     std::string listen_address_;
     bmi_size_t unexpected_limit_;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -106,11 +107,34 @@ int load_key_file(const std::string& path, SharedKey& out) {
     return 0;
 }
 
+int key_from_material(std::span<const std::uint8_t> material, SharedKey& out) {
+    if (material.size() < 16 || material.size() > 64) return -BMI_EINVAL;
+    if (sodium_init() < 0) return -BMI_ENOMEM;
+    std::array<std::uint8_t, key_size> key{};
+    if (material.size() == key_size)
+        std::copy(material.begin(), material.end(), key.begin());
+    else
+        crypto_generichash(key.data(), key.size(), material.data(), material.size(), nullptr, 0);
+    auto secret = SecretKey::from_bytes(key);
+    sodium_memzero(key.data(), key.size());
+    if (!secret) return -BMI_ENOMEM;
+    out = std::move(secret);
+    return 0;
+}
+
 int key_from_settings(const Settings& settings, SharedKey& out) {
     out.reset();
     const std::string path = settings.text(SettingId::key_file);
     if (path.empty()) return 0;
     return load_key_file(path, out);
+}
+
+int method_key(const SharedKey& given, const Settings& settings, SharedKey& out) {
+    if (given) {
+        out = given;
+        return 0;
+    }
+    return key_from_settings(settings, out);
 }
 
 }  // namespace bmi::support::keys

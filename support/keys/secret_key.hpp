@@ -45,8 +45,17 @@ using SharedKey = std::shared_ptr<const SecretKey>;
 //   -BMI_EINVAL  any other length or content (a short key in particular).
 int load_key_file(const std::string& path, SharedKey& out);
 
+// A key handed over as bytes (PMIx's pmix.alloc.nsec): exactly 32 bytes are the key; 16 to 64
+// bytes of any other length are hashed to 32 with BLAKE2b (libsodium's generic hash, no key),
+// so every process given the same bytes holds the same key. Shorter or longer: -BMI_EINVAL.
+int key_from_material(std::span<const std::uint8_t> material, SharedKey& out);
+
 // The key an instance runs with: the file its key_file setting names (option `key_file=`, else
 // BMI_KEY_FILE), else none (out stays empty and the result is 0: keyless, as OrangeFS).
 int key_from_settings(const Settings& settings, SharedKey& out);
+
+// A method's key: the one the control layer loaded for the instance (`given`), else what the
+// settings name (a method created on its own, as the method-level tests do).
+int method_key(const SharedKey& given, const Settings& settings, SharedKey& out);
 
 }  // namespace bmi::support::keys

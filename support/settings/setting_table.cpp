@@ -32,6 +32,16 @@ constexpr SettingSpec rows[] = {
     {I::inventory, "inventory", "BMI_INVENTORY", T::text, "", "", 0, 0, "",
      "inventory file that names and pins the cluster's planes (doc/planes.md); bmi-info lists "
      "them beside the discovered ones; empty = discovered planes only"},
+    {I::allocation, "allocation", "BMI_ALLOCATION", T::text, "", "", 0, 0, "",
+     "the network allocation this instance lives in, in the text form of doc/planes.md (entries "
+     "separated by ';'); commas in port lists keep it out of option strings: use "
+     "allocation_file= there; empty = none"},
+    {I::allocation_file, "allocation_file", "BMI_ALLOCATION_FILE", T::text, "", "", 0, 0, "",
+     "a file holding the allocation in the text form of doc/planes.md; empty = none"},
+    {I::allocation_id, "allocation_id", "BMI_ALLOCATION_ID", T::text, "", "", 0, 0, "",
+     "allocation ids to read from PMIx job information, separated by '+' (doc/planes.md); "
+     "without a PMIx launcher or the ids the instance starts as if none were given, and logs "
+     "it; empty = none"},
 
     {I::tcp_spin_us, "tcp_spin_us", "BMI_TCP_SPIN_US", T::count, "50", "us", 0, 10'000, "",
      "how long a test call polls the sockets before it sleeps; 0 = sleep at once"},

@@ -131,6 +131,23 @@ with tempfile.TemporaryDirectory() as tmp:
             not in res.stdout:
         fail(f"malformed inventory: exit {res.returncode}, {res.stdout!r}")
 
+# The allocation in force: each plane as bound here, what is enforced and what is not.
+if "Allocation in force (doc/planes.md): none" not in out:
+    fail(f"no allocation line: {out!r}")
+res = run(["--method", "tcp"], {"BMI_ALLOCATION": "id=bmi.x type=tcp plane=127.0.0.0/8 endpts=1 "
+                                                  "ports=40000-40001 qos=gold bw=100"})
+for words in ("Allocation in force (doc/planes.md): from BMI_ALLOCATION",
+              "  tcp 127.0.0.0/8 (bmi.x) on 127.0.0.1 port 40000",
+              "    NOT ENFORCED: qos gold: not a level libbmi can map",
+              "    bw 100 Mbit/s: SO_MAX_PACING_RATE 12500000 bytes/s"):
+    if res.returncode != 0 or words not in res.stdout:
+        fail(f"allocation: {words!r} not in exit {res.returncode}, {res.stdout!r}")
+res = run(["--method", "tcp"], {"BMI_ALLOCATION": "id=bmi.x type=tcp plane=127.0.0.0/8 endpts=3 "
+                                                  "ports=40000-40001"})
+if res.returncode != 2 or "Allocation in force (doc/planes.md): INVALID" not in res.stdout or \
+        "ports: 2 port(s) for 3 endpoints" not in res.stderr:
+    fail(f"malformed allocation: exit {res.returncode}, {res.stdout!r} {res.stderr!r}")
+
 res = run(["--help"])
 if res.returncode != 0 or "usage: bmi-info" not in res.stdout:
     fail("--help")

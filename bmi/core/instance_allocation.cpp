@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The allocation an instance lives in (doc/planes.md): read once when it is created, bound to
+// this node's interfaces and devices, and handed to each method in its Config. Everything the
+// OS is asked to enforce is logged under BMI_DEBUG=control; everything it cannot, as a warning.
+#include <algorithm>
+
+#include "bmi/core/instance.hpp"
+#include "bmi/core/instance_slot.hpp"
+#include "support/logging/log.hpp"
+#include "support/planes/allocation_source.hpp"
+
+namespace bmi::core {
+
+namespace {
+using support::planes::PlaneType;
+
+// The key of the allocation, or of key_file; both at once only if they name the same file.
+int load_instance_key(const support::Settings& settings,
+                      const support::planes::InstanceAllocation& allocation,
+                      support::keys::SharedKey& out) {
+    const std::string& key_file = settings.text(support::SettingId::key_file);
+    const bool allocation_key = !allocation.key_file.empty() || !allocation.key_material.empty();
+    if (!allocation_key) return support::keys::key_from_settings(settings, out);
+    if (!key_file.empty() && key_file != allocation.key_file) {
+        BMI_WARN("key_file (%s) and the key of allocation %s both given; one instance holds "
+                 "one key", key_file.c_str(), allocation.origin.c_str());
+        return -BMI_EINVAL;
+    }
+    if (allocation.key_material.empty())
+        return support::keys::load_key_file(allocation.key_file, out);
+    int rc = support::keys::key_from_material(allocation.key_material, out);
+    if (rc == -BMI_EINVAL)
+        BMI_WARN("%s: pmix.alloc.nsec: %zu bytes; a key is 16 to 64 bytes",
+                 allocation.origin.c_str(), allocation.key_material.size());
+    return rc;
+}
+}  // namespace
+
+int Instance::take_allocation(std::string_view program_text) {
+    support::planes::InstanceAllocation allocation;
+    if (int rc = support::planes::resolve_allocation(settings_, program_text, allocation); rc != 0)
+        return rc;
+    if (int rc = load_instance_key(settings_, allocation, key_); rc != 0) return rc;
+    if (allocation.entries.empty()) return 0;
+    allocated_ = true;
+    allocation_origin_ = allocation.origin;
+    for (const auto& entry : allocation.entries) {
+        support::planes::PlaneBinding binding;
+        std::string why;
+        if (int rc = support::planes::bind_allocation(entry, allocation.slice, binding, why);
+            rc != 0) {
+            BMI_WARN("%s: %s", allocation.origin.c_str(), why.c_str());
+            return rc;
+        }
+        BMI_LOG(control, "plane %s", support::planes::describe(binding).c_str());
+        for (const auto& note : support::planes::enforcement_notes(binding)) {
+            if (note.enforced)
+                BMI_LOG(control, "plane %s: %s", binding.plane.c_str(), note.text.c_str());
+            else
+                BMI_WARN("plane %s (%s): %s", binding.plane.c_str(), entry.id.c_str(),
+                         note.text.c_str());
+        }
+        planes_.push_back(std::move(binding));
+    }
+    if (std::count_if(planes_.begin(), planes_.end(), [](const auto& p) {
+            return p.type == PlaneType::verbs;
+        }) > 1) {
+        BMI_WARN("%s: one instance opens one RDMA device port; allocate one verbs plane",
+                 allocation_origin_.c_str());
+        return -BMI_EINVAL;
+    }
+    return 0;
+}
+
+int Instance::start_allocated_methods() {
+    for (const auto& plane : planes_) {
+        int rc = 0;
+        MethodSlot* slot = slot_for_scheme(support::planes::to_string(plane.type), rc);
+        if (slot == nullptr) {
+            BMI_WARN("allocation %s is for %s, which this instance does not run (not compiled "
+                     "in, or left out of its method list)",
+                     plane.allocation_id.c_str(),
+                     std::string(support::planes::to_string(plane.type)).c_str());
+            return rc;
+        }
+        if (!(flags_ & BMI_INIT_SERVER) || slot->active.load()) continue;
+        // A server listens where its allocation says: tcp on the planes' addresses and ports
+        // (the method reads its planes), shm under the allocation's id.
+        std::string listen;
+        if (plane.type == PlaneType::shm) listen = "shm://" + plane.allocation_id;
+        if (plane.type == PlaneType::verbs) {
+            BMI_WARN("allocation %s: a verbs server needs a listen address for its bootstrap "
+                     "(verbs://%s:%d/host:port); the plane names only the device",
+                     plane.allocation_id.c_str(), plane.device.c_str(), plane.device_port);
+            return -BMI_EINVAL;
+        }
+        if (rc = activate(slot->index, method_config(*slot, listen)); rc != 0) return rc;
+    }
+    return 0;
+}
+
+bool Instance::scheme_reachable(std::string_view scheme) const {
+    if (!allocated_) return true;
+    return std::any_of(planes_.begin(), planes_.end(), [&](const auto& plane) {
+        return support::planes::to_string(plane.type) == scheme;
+    });
+}
+
+}  // namespace bmi::core
