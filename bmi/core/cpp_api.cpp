@@ -96,9 +96,14 @@ Buffer::~Buffer() {
 // --- Session ---------------------------------------------------------------------------------
 
 Result<std::unique_ptr<Session>> Session::create(const SessionOptions& options) {
+    return create(options, "");
+}
+
+Result<std::unique_ptr<Session>> Session::create(const SessionOptions& options,
+                                                 std::string_view allocation) {
     try {
         core::InitParams params{options.methods, options.listen, options.flags, options.options,
-                                 options.allocation};
+                                std::string(allocation)};
         std::unique_ptr<core::Instance> impl;
         int rc = core::Instance::create(params, impl);
         if (rc != 0) return failure<std::unique_ptr<Session>>(rc);

@@ -64,10 +64,12 @@ std::optional<ParsedAddress> parse_tcp_address(std::string_view address) {
     return out;
 }
 
-int resolve(const std::string& host, std::uint16_t port, SocketAddress& out) {
+namespace {
+int resolve_with(const std::string& host, std::uint16_t port, int flags, SocketAddress& out) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = flags;
     addrinfo* result = nullptr;
     if (getaddrinfo(host.c_str(), nullptr, &hints, &result) != 0 || result == nullptr)
         return -BMI_EHOSTNTFD;
@@ -81,6 +83,15 @@ int resolve(const std::string& host, std::uint16_t port, SocketAddress& out) {
     else
         return -BMI_EHOSTNTFD;
     return 0;
+}
+}  // namespace
+
+int resolve(const std::string& host, std::uint16_t port, SocketAddress& out) {
+    return resolve_with(host, port, 0, out);
+}
+
+int resolve_literal(const std::string& host, std::uint16_t port, SocketAddress& out) {
+    return resolve_with(host, port, AI_NUMERICHOST, out);
 }
 
 SocketAddress wildcard_of(const SocketAddress& addr, std::uint16_t port) {

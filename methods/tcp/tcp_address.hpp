@@ -32,6 +32,8 @@ std::optional<ParsedAddress> parse_tcp_address(std::string_view address);
 
 // getaddrinfo on host (numeric or name); 0 or -BMI_EHOSTNTFD.
 int resolve(const std::string& host, std::uint16_t port, SocketAddress& out);
+// The same for an IPv4/IPv6 literal only, which never blocks; -BMI_EHOSTNTFD for a name.
+int resolve_literal(const std::string& host, std::uint16_t port, SocketAddress& out);
 // The wildcard address of addr's family with port.
 SocketAddress wildcard_of(const SocketAddress& addr, std::uint16_t port);
 // What a server binds without BMI_TCP_BIND_SPECIFIC: every address, chosen without resolving

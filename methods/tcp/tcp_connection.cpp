@@ -166,13 +166,16 @@ void TcpMethod::finish_connect(Connection& c) {
     flush(c);
 }
 
-void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool legacy) {
+void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool legacy,
+                          bool proven) {
     // Every accepted connection is a peer of its own: what it announces is not merged with a
     // peer we know by that name (SPEC §6).
     auto peer = std::make_shared<TcpPeer>();
     peer->announced = announced;
     peer->remote = c.remote;
     peer->legacy = legacy;
+    peer->plane = c.plane;
+    if (proven) adopt_announced_name(*peer);
     peers_.add(peer);
     c.peer = peer;
     peer->connections.push_back(&c);
@@ -180,6 +183,22 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
     BMI_LOG(tcp, "tcp: connection %llu is %s peer %s%s%s", static_cast<unsigned long long>(c.id),
             legacy ? "legacy" : "v2", describe_peer(*peer).c_str(),
             announced.empty() ? "" : ", announcing ", announced.c_str());
+}
+
+void TcpMethod::adopt_announced_name(TcpPeer& peer) {
+    // The key holder's word is good for its own address, not for a name some other peer
+    // already has (the application may hold addresses of it), nor for a host off this plane.
+    auto parsed = parse_tcp_address(peer.announced);
+    if (!parsed || parsed->port == 0 || peers_.named(parsed->canonical)) return;
+    SocketAddress target;
+    // Only a literal address is taken here: a name would need the resolver, which may block,
+    // and a lookup of the name fills the target in from its own resolution (lookup_prepared).
+    if (resolve_literal(parsed->host, parsed->port, target) == 0) {
+        if (!planes_.empty() && plane_of(target) != peer.plane) return;
+        peer.target = target;
+    }
+    peer.canonical = parsed->canonical;
+    BMI_LOG(tcp, "tcp: proven peer answers to its announced address %s", peer.canonical.c_str());
 }
 
 void TcpMethod::connection_broken(Connection& c, int error) {

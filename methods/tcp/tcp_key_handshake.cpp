@@ -92,7 +92,7 @@ void TcpMethod::on_hello_proof(Connection& c) {
     }
     c.v2 = true;
     c.state = ConnState::established;
-    bind_peer(c, c.initiator_address, false);
+    bind_peer(c, c.initiator_address, false, true);
     flush(c);
 }
 

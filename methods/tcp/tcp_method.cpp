@@ -99,6 +99,9 @@ int TcpMethod::lookup_prepared(std::string_view, const LookupHint& hint,
                                std::shared_ptr<Peer>& out) {
     const auto& resolved = static_cast<const ResolvedAddress&>(hint);
     if (auto known = peers_.named(resolved.parsed.canonical)) {
+        // A proven peer that reached us first and announced this name: once its connection is
+        // gone it can be called back where the name resolves.
+        if (known->target.empty()) known->target = resolved.target;
         out = known;
         return 0;
     }

@@ -131,7 +131,11 @@ private:
     bool shed_one_connection(int listen_fd);
     void set_listener_interest(bool on);
     void finish_connect(Connection& c);
-    void bind_peer(Connection& c, const std::string& announced, bool legacy);
+    // Makes the peer of an accepted connection. An announced address routes nothing, unless
+    // `proven`: the peer proved the key over a transcript that binds that address, so later
+    // lookups of it (on the connection's plane, if no other peer has the name) find this peer.
+    void bind_peer(Connection& c, const std::string& announced, bool legacy, bool proven = false);
+    void adopt_announced_name(TcpPeer& peer);
     void connection_broken(Connection& c, int error);
     void fail_connection(Connection& c, int error, bool peer_dead);
     void fall_back_to_legacy(Connection& c);

@@ -2,7 +2,6 @@
 // Listening and connecting where the allocation says (doc/planes.md): a server listens on each
 // allocated plane's address and ports and nowhere else, every peer it reaches must lie on one
 // of its planes, and every socket on a plane carries the plane's QoS marks and pacing.
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -42,11 +41,6 @@ support::planes::Cidr host_of(const SocketAddress& a) {
     return c;
 }
 
-bool is_ip_literal(const std::string& host) {
-    unsigned char buf[sizeof(in6_addr)];
-    return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
 std::string node_name() {
     char host[256] = {};
     return gethostname(host, sizeof host - 1) == 0 ? std::string(host) : "localhost";
@@ -63,7 +57,7 @@ int TcpMethod::start_listening(const Config& config) {
     for (std::size_t i = 0; i < planes_.size(); ++i) {
         const auto& b = planes_[i];
         SocketPolicy p;
-        if (b.subnet.prefix > 0 && resolve(b.local_host, 0, p.source) < 0) p.source = {};
+        if (b.subnet.prefix > 0 && resolve_literal(b.local_host, 0, p.source) < 0) p.source = {};
         if (b.dscp) {
             p.tos = support::planes::tos_byte(*b.dscp);
             p.priority = support::planes::socket_priority(*b.dscp);
@@ -105,9 +99,8 @@ int TcpMethod::listen_on_planes(const Config& config) {
         auto parsed = parse_tcp_address(without_trailing_space(config.listen_address));
         if (!parsed) return -BMI_EINVAL;
         SocketAddress literal;
-        const bool on_plane =
-            !is_ip_literal(parsed->host) ||
-            (resolve(parsed->host, parsed->port, literal) == 0 && plane_of(literal) < planes_.size());
+        const bool on_plane = resolve_literal(parsed->host, parsed->port, literal) != 0 ||
+                              plane_of(literal) < planes_.size();  // a name, or on a plane
         const bool port_allocated =
             parsed->port == 0 || std::any_of(planes_.begin(), planes_.end(), [&](const auto& b) {
                 return std::find(b.ports.begin(), b.ports.end(), parsed->port) != b.ports.end();
@@ -128,7 +121,7 @@ int TcpMethod::listen_on_planes(const Config& config) {
         const std::string announced = b.subnet.prefix == 0 ? node_name() : b.local_host;
         for (std::uint16_t port : b.ports) {
             SocketAddress at;
-            int rc = resolve(b.local_host, port, at);
+            int rc = resolve_literal(b.local_host, port, at);
             if (rc == 0) rc = open_listening_socket(at, i, announced);
             if (rc < 0) {
                 BMI_WARN("tcp: allocation %s: cannot listen on %s port %u: %s",

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Where an instance's allocation comes from, decided once when the instance is created. One
 // source at most, each a setting of the table (doc/SETTINGS.md) or the program's own text:
-//   the C++ API's SessionOptions::allocation          (the program's text)
+//   the C++ API's Session::create(options, allocation)  (the program's text)
 //   allocation=      / BMI_ALLOCATION                  (text, entries separated by ';')
 //   allocation_file= / BMI_ALLOCATION_FILE             (a file of the same text)
 //   allocation_id=   / BMI_ALLOCATION_ID               (ids read from PMIx job information)

@@ -120,18 +120,20 @@ struct SessionOptions {
     std::string listen;   // "tcp://127.0.0.1:0"; empty = client only
     int flags = 0;        // BMI_INIT_SERVER, BMI_AUTO_REF_COUNT, ...
     std::string options;  // "unexpected_quota=BYTES,unexpected_limit=BYTES"
-    // The network allocation this session lives in, in the text form of doc/planes.md
-    // ("id=bmi.pfs type=tcp plane=10.20.0.0/16 endpts=2 ports=32000-32099 bw=200"; entries
-    // separated by ';' or lines). A server (BMI_INIT_SERVER) listens on each allocated plane's
-    // address and ports and nowhere else; lookups off those planes fail with BMI_ENETUNREACH.
-    // "" leaves it to BMI_ALLOCATION / BMI_ALLOCATION_FILE / BMI_ALLOCATION_ID.
-    std::string allocation;
 };
 
 // One independent BMI instance (what BMI_initialize/BMI_finalize bracket in C).
 class Session {
 public:
     static Result<std::unique_ptr<Session>> create(const SessionOptions& options);
+    // The same, living in a network allocation given in the text form of doc/planes.md
+    // ("id=bmi.pfs type=tcp plane=10.20.0.0/16 endpts=2 ports=32000-32099 bw=200"; entries
+    // separated by ';' or lines). A server (BMI_INIT_SERVER) listens on each allocated plane's
+    // address and ports and nowhere else, lookups off those planes fail with
+    // errc::network_unreachable, and the allocation's key is the session's key. An allocation
+    // file or PMIx ids go in options instead ("allocation_file=PATH", "allocation_id=ID").
+    static Result<std::unique_ptr<Session>> create(const SessionOptions& options,
+                                                   std::string_view allocation);
     ~Session();
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;

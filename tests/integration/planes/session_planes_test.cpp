@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -32,7 +33,7 @@ namespace {
 
 std::unique_ptr<bmi::Session> start(const std::string& allocation, int flags = BMI_INIT_SERVER,
                                     const std::string& listen = "") {
-    auto r = bmi::Session::create({"bmi_tcp", listen, flags, "", allocation});
+    auto r = bmi::Session::create({"bmi_tcp", listen, flags, ""}, allocation);
     INFO("allocation: " << allocation << ": " << r.error().message());
     REQUIRE(r);
     return std::move(*r);
@@ -40,7 +41,7 @@ std::unique_ptr<bmi::Session> start(const std::string& allocation, int flags = B
 
 std::error_code start_error(const std::string& allocation, const std::string& listen = "",
                             const std::string& methods = "bmi_tcp") {
-    auto r = bmi::Session::create({methods, listen, BMI_INIT_SERVER, "", allocation});
+    auto r = bmi::Session::create({methods, listen, BMI_INIT_SERVER, ""}, allocation);
     return r ? std::error_code{} : r.error();
 }
 
@@ -113,7 +114,10 @@ struct KeyDir {
         REQUIRE(mkdtemp(name) != nullptr);
         dir = name;
     }
-    ~KeyDir() { REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0); }
+    ~KeyDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+    }
     std::string key(const std::string& name, char fill) const {
         const std::string path = dir + "/" + name + ".key";
         std::ofstream(path) << std::string(64, fill) << "\n";
@@ -170,8 +174,8 @@ TEST_CASE("an allocated instance reaches only peers on its planes", "[planes]") 
     CHECK(off_plane.error() == bmi::errc::network_unreachable);
     // With every method compiled in, still nothing off the allocated planes.
     auto every_method = bmi::Session::create(
-        {"", "", 0, "", "id=bmi.c type=tcp plane=127.0.0.0/8 endpts=1 ports=" +
-                            std::to_string(ports[1])});
+        {"", "", 0, ""}, "id=bmi.c type=tcp plane=127.0.0.0/8 endpts=1 ports=" +
+                            std::to_string(ports[1]));
     REQUIRE(every_method);
     CHECK((*every_method)->lookup("shm://anything").error() == code(-BMI_ENETUNREACH));
     const auto listening = listening_ports();  // a client listens nowhere
@@ -337,4 +341,22 @@ TEST_CASE("an allocated plane's QoS and bandwidth are on every socket", "[planes
         }
     }
     CHECK(checked == 2);
+}
+
+TEST_CASE("a shm allocation: the server listens under the allocation's id", "[planes][shm]") {
+    char host[256] = {};
+    REQUIRE(gethostname(host, sizeof host - 1) == 0);
+    const std::string id = "bmi.local" + std::to_string(getpid());
+    const std::string allocation = "id=" + id + " type=shm plane=" + host + " endpts=1";
+    auto server = bmi::Session::create({"bmi_shm", "", BMI_INIT_SERVER, ""}, allocation);
+    REQUIRE(server);
+    CHECK((*server)->listen_address() == "shm://" + id);
+    auto client = bmi::Session::create({"", "", 0, ""}, allocation);
+    REQUIRE(client);
+    CHECK(exchange(**client, **server, "shm://" + id) != "");
+    // The client lives on the shm plane alone: tcp is off its allocation.
+    CHECK((*client)->lookup("tcp://127.0.0.1:1").error() == code(-BMI_ENETUNREACH));
+    // Another node's shm plane cannot be bound here.
+    CHECK(start_error("id=x type=shm plane=not-" + std::string(host) + " endpts=1", "",
+                      "bmi_shm") == code(-BMI_EADDRNOTAVAIL));
 }

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A peer that proved the key may be named by the listen address it announced (issue 16): the
+// handshake's transcript binds that address, so when server B later looks up server A, it
+// finds the connection A opened and answers over it. Without a key the announcement routes
+// nothing (SPEC §6): the same lookup is a peer of its own.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "bmi.h"
+#include "bmi/bmi.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+std::unique_ptr<bmi::Session> server(const std::string& options) {
+    auto r = bmi::Session::create({"bmi_tcp", "tcp://127.0.0.1:0", BMI_INIT_SERVER, options});
+    REQUIRE(r);
+    return std::move(*r);
+}
+
+std::span<const std::byte> bytes(const std::string& text) {
+    return std::as_bytes(std::span<const char>(text.data(), text.size()));
+}
+
+// a sends "hello" to b as an unexpected message; b's address for a, as b sees the sender.
+bmi::Address introduce(bmi::Session& a, bmi::Session& b) {
+    auto ctx = a.open_context();
+    REQUIRE(ctx);
+    auto to = a.lookup(b.listen_address());
+    REQUIRE(to);
+    auto sent = a.post_send_unexpected(*ctx, *to, bytes("hello"), 1);
+    REQUIRE(sent);
+    for (int i = 0; i < 100; ++i) {
+        if (!sent->immediate) (void)a.test(*ctx, sent->id, 0ms);
+        auto got = b.test_unexpected(1, 50ms);
+        REQUIRE(got);
+        if (!got->empty()) return got->front().from();
+    }
+    FAIL("no hello within 5 s");
+    return {};
+}
+
+std::string key_file(const std::string& dir) {
+    const std::string path = dir + "/k";
+    std::ofstream(path) << std::string(64, '7') << "\n";
+    chmod(path.c_str(), 0600);
+    return path;
+}
+}  // namespace
+
+TEST_CASE("a proven peer answers to the listen address it announced", "[keys]") {
+    char dir[] = "/tmp/bmi-proven-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const std::string key = "key_file=" + key_file(dir);
+    const bool keyed = GENERATE(true, false);
+    INFO((keyed ? "both servers hold the key" : "no key"));
+    auto a = server(keyed ? key : "");
+    auto b = server(keyed ? key : "");
+    const bmi::Address sender = introduce(*a, *b);
+    auto looked_up = b->lookup(a->listen_address());
+    REQUIRE(looked_up);
+    if (keyed) {
+        CHECK(*looked_up == sender);  // the connection A opened serves B's lookup of A
+        CHECK(b->rev_lookup(sender) == a->listen_address());
+    } else {
+        CHECK_FALSE(*looked_up == sender);  // an unproven claim names nothing
+    }
+    // Either way B's message reaches A.
+    auto ctx = b->open_context();
+    REQUIRE(ctx);
+    auto sent = b->post_send_unexpected(*ctx, *looked_up, bytes("answer"), 2);
+    REQUIRE(sent);
+    bool arrived = false;
+    for (int i = 0; i < 100 && !arrived; ++i) {
+        if (!sent->immediate) (void)b->test(*ctx, sent->id, 0ms);
+        auto got = a->test_unexpected(1, 50ms);
+        REQUIRE(got);
+        arrived = !got->empty();
+    }
+    CHECK(arrived);
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+}
