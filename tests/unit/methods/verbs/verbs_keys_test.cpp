@@ -12,6 +12,7 @@
 
 #include "../../key_files.hpp"
 #include "../key_test_steps.hpp"
+#include "both_paths.hpp"
 #include "harness.hpp"
 #include "verbs_raw_peer.hpp"
 #include "verbs_test_support.hpp"
@@ -31,26 +32,6 @@ bool server_sees_nothing(core::Instance& server, int ms) {
     return verbs::receive_unexpected(server, got, ms) == 0;
 }
 
-// An eager and a rendezvous (RDMA READ) message from client to server arrive intact.
-void both_paths_work(Pair& pair) {
-    Pump server_pump(*pair.server.instance);
-    const BMI_addr_t client = introduce(pair);
-    for (bmi_size_t size : {bmi_size_t(100), bmi_size_t(200000)}) {
-        INFO("message of " << size << " bytes");
-        std::vector<char> out(static_cast<std::size_t>(size)), in(out.size());
-        fill_pattern(out.data(), out.size(), 7);
-        bmi_op_id_t rid = 0;
-        REQUIRE(pair.server.instance->post(recv_request(pair.server, client, in.data(), size, 4),
-                                           rid, nullptr) == 0);
-        CHECK(post_and_wait(pair.client,
-                            send_request(pair.client, pair.server_addr, out.data(), size, 4),
-                            30000)
-                  .error == 0);
-        CHECK(wait_op(pair.server, rid, 30000).error == 0);
-        CHECK(check_pattern(in.data(), in.size(), 7));
-    }
-}
-
 MsgHeader unexpected_header(std::uint64_t size) {
     MsgHeader h;
     h.type = static_cast<std::uint8_t>(MsgType::unexpected);
@@ -64,12 +45,12 @@ TEST_CASE("verbs: instances with the same key talk as usual, eager and rendezvou
           "[verbs][keys]") {
     KeyFiles files;
     Pair pair = make_peers("verbs", key_option(files.key("k", 1)));
-    both_paths_work(pair);
+    verbs::both_paths_work(pair);
 }
 
 TEST_CASE("verbs: with no key on either side instances talk as before", "[verbs][keys]") {
     Pair pair = make_peers("verbs");
-    both_paths_work(pair);
+    verbs::both_paths_work(pair);
 }
 
 TEST_CASE("verbs: a wrong key, or a key on one side only, is refused with -BMI_EACCES",

@@ -7,9 +7,9 @@
 #include <infiniband/verbs.h>
 
 #include <string>
-#include <vector>
 
 #include "../../key_files.hpp"
+#include "both_paths.hpp"
 #include "harness.hpp"
 #include "verbs_test_support.hpp"
 
@@ -46,22 +46,7 @@ TEST_CASE("verbs: an allocated plane with QoS and a key carries eager and RDMA m
                              ":1 endpts=1 qos=cs3 key_file=" + files.key("k", 3) + "\n";
     const std::string path = files.write("alloc", {text.begin(), text.end()});
     Pair pair = make_peers("verbs", "allocation_file=" + path);
-    Pump server_pump(*pair.server.instance);
-    const BMI_addr_t client = introduce(pair);
-    for (bmi_size_t size : {bmi_size_t(100), bmi_size_t(200000)}) {
-        INFO("message of " << size << " bytes");
-        std::vector<char> out(static_cast<std::size_t>(size)), in(out.size());
-        fill_pattern(out.data(), out.size(), 11);
-        bmi_op_id_t rid = 0;
-        REQUIRE(pair.server.instance->post(recv_request(pair.server, client, in.data(), size, 4),
-                                           rid, nullptr) == 0);
-        CHECK(post_and_wait(pair.client,
-                            send_request(pair.client, pair.server_addr, out.data(), size, 4),
-                            30000)
-                  .error == 0);
-        CHECK(wait_op(pair.server, rid, 30000).error == 0);
-        CHECK(check_pattern(in.data(), in.size(), 11));
-    }
+    verbs::both_paths_work(pair, 11);
 }
 
 TEST_CASE("verbs: a plane this node has no device for, or a GID prefix, starts nothing",
