@@ -78,7 +78,8 @@ HostilePeer::~HostilePeer() {
         if (fd >= 0) close(fd);
 }
 
-bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, int notifier) {
+bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, int notifier,
+                             const std::uint8_t* key_nonce) {
     if (segment_.create(slot_count, slot_size) != 0) return false;
     tx_ = segment_.ring(0);
     if (notifier < 0) notifier = own_notifier_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -89,13 +90,17 @@ bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, 
     hello.slot_size = slot_size;
     hello.pid = static_cast<std::int32_t>(getpid());
     hello.nonce = 0x686f7374696c65;
+    if (key_nonce != nullptr) {
+        hello.features = feature_key_proof;
+        std::memcpy(hello.key_nonce, key_nonce, key_bytes);
+    }
     int fds[2] = {segment_.fd(), notifier};
     bool sent = send_with_rights(fd_, &hello, sizeof hello, fds, 2);
     segment_.close_fd();
     return sent;
 }
 
-bool HostilePeer::await_reply(int deadline_ms) {
+bool HostilePeer::await_reply(int deadline_ms, HelloReply* out) {
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, deadline_ms) != 1) return false;
     HelloReply reply{};
@@ -111,7 +116,20 @@ bool HostilePeer::await_reply(int deadline_ms) {
     cmsghdr* c = CMSG_FIRSTHDR(&message);
     if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return false;
     std::memcpy(&listener_notifier_, CMSG_DATA(c), sizeof(int));
+    if (out != nullptr) *out = reply;
     return reply.status == 0;
+}
+
+bool HostilePeer::send_key_proof(const std::uint8_t* proof, std::size_t size) {
+    // Room for an oversized proof: the well-formed message and as much again.
+    std::uint8_t bytes[2 * sizeof(KeyProof)] = {};
+    KeyProof message{};
+    message.magic = hello_magic;
+    message.version = protocol_version;
+    std::memcpy(message.proof, proof, key_bytes);
+    std::memcpy(bytes, &message, sizeof message);
+    if (size > sizeof bytes) return false;
+    return send(fd_, bytes, size, MSG_NOSIGNAL) == static_cast<ssize_t>(size);
 }
 
 bool HostilePeer::await_close(int deadline_ms) {

@@ -34,10 +34,17 @@ public:
     bool connected() const { return fd_ >= 0; }
     // Sends the hello of a fresh segment of this geometry with `notifier` as our notifier
     // (-1: a new eventfd of our own). True once sent.
-    bool send_hello(std::uint32_t slot_count, std::uint32_t slot_size, int notifier = -1);
+    // With key_nonce, the hello offers a key proof under that nonce (a keyed initiator's).
+    bool send_hello(std::uint32_t slot_count, std::uint32_t slot_size, int notifier = -1,
+                    const std::uint8_t* key_nonce = nullptr);
     // Waits up to deadline_ms for the listener's answer: true for a reply (its notifier is
-    // kept), false when it closed the connection instead or said nothing in time.
-    bool await_reply(int deadline_ms);
+    // kept), false when it closed the connection instead or said nothing in time. The reply
+    // itself goes to *out when given.
+    bool await_reply(int deadline_ms, method::shm::HelloReply* out = nullptr);
+    // Sends a KeyProof of `size` bytes (sizeof(KeyProof) for a well-formed one) whose proof
+    // field is `proof`; true once sent.
+    bool send_key_proof(const std::uint8_t* proof,
+                        std::size_t size = sizeof(method::shm::KeyProof));
     // True once the listener closed the connection, within deadline_ms.
     bool await_close(int deadline_ms);
 

@@ -5,15 +5,19 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "../../key_files.hpp"
 #include "../key_test_steps.hpp"
 #include "harness.hpp"
 #include "hostile_peer.hpp"
+#include "support/keys/key_proof.hpp"
+#include "support/keys/secret_key.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
+namespace keys = bmi::support::keys;
 
 namespace {
 // True if the server's application sees no unexpected message within `ms`.
@@ -96,6 +100,104 @@ TEST_CASE("shm: a peer without the key is refused before its messages are read",
     int outcount = 0;
     CHECK(pair.server.instance->testunexpected(1, outcount, got) == 0);
     CHECK(outcount == 0);
+}
+
+TEST_CASE("shm: recorded, reflected, malformed and flooded handshakes are refused",
+          "[shm][keys]") {
+    KeyFiles files;
+    const std::string path = files.key("k", 1);
+    Pair pair = make_peers("shm", key_option(path));
+    keys::SharedKey key;
+    REQUIRE(keys::load_key_file(path, key) == 0);
+    const std::string name = pair.server.instance->listen_addresses().substr(6);
+    Pump pump(*pair.server.instance);
+    // The transcript the server builds for a raw initiator that listens nowhere.
+    auto transcript = [&](const keys::Nonce& mine, const method::shm::HelloReply& reply) {
+        keys::Transcript t;
+        t.plane = "shm";
+        t.initiator_nonce = mine;
+        std::memcpy(t.acceptor_nonce.data(), reply.key_nonce, keys::nonce_size);
+        t.acceptor_address = name;
+        return t;
+    };
+    const char text[] = "let me in";
+    // Publishes after its proof; true if the server's application got it.
+    auto delivered = [&](HostilePeer& peer) {
+        peer.publish(method::shm::MsgType::unexpected, 1, sizeof text, text, sizeof text);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        while (std::chrono::steady_clock::now() < deadline) {
+            core::UnexpectedMessage got[1];
+            int outcount = 0;
+            REQUIRE(pair.server.instance->testunexpected(20, outcount, got) == 0);
+            if (outcount == 0) continue;
+            pair.server.instance->unexpected_free(got[0].buffer);
+            return true;
+        }
+        return false;
+    };
+
+    // A good raw handshake, recorded: its hello (nonce) and its proof.
+    const keys::Nonce recorded_nonce = keys::fresh_nonce();
+    HostilePeer good(name);
+    REQUIRE(good.send_hello(16, 4096, -1, recorded_nonce.data()));
+    method::shm::HelloReply reply{};
+    REQUIRE(good.await_reply(2000, &reply));
+    REQUIRE(keys::verify(*key, keys::Role::acceptor, transcript(recorded_nonce, reply),
+                         reply.key_proof));
+    const keys::Proof recorded_proof =
+        keys::prove(*key, keys::Role::initiator, transcript(recorded_nonce, reply));
+    REQUIRE(good.send_key_proof(recorded_proof.data()));
+    CHECK(delivered(good));  // the recipe is right: a proven raw peer gets in
+
+    SECTION("replayed from a raw socket") {
+        HostilePeer replay(name);
+        REQUIRE(replay.send_hello(16, 4096, -1, recorded_nonce.data()));
+        REQUIRE(replay.await_reply(2000));  // a fresh acceptor nonce: the old proof is stale
+        REQUIRE(replay.send_key_proof(recorded_proof.data()));
+        CHECK(replay.await_close(2000));
+        CHECK_FALSE(delivered(replay));
+    }
+    SECTION("the acceptor's own proof reflected back") {
+        HostilePeer reflect(name);
+        const keys::Nonce nonce = keys::fresh_nonce();
+        REQUIRE(reflect.send_hello(16, 4096, -1, nonce.data()));
+        method::shm::HelloReply answer{};
+        REQUIRE(reflect.await_reply(2000, &answer));
+        REQUIRE(reflect.send_key_proof(answer.key_proof));
+        CHECK(reflect.await_close(2000));
+        CHECK_FALSE(delivered(reflect));
+    }
+    SECTION("a truncated or oversized proof") {
+        for (std::size_t size : {std::size_t{8}, sizeof(method::shm::KeyProof) - 1,
+                                 sizeof(method::shm::KeyProof) + 8}) {
+            INFO("proof message of " << size << " bytes");
+            HostilePeer bad(name);
+            const keys::Nonce nonce = keys::fresh_nonce();
+            REQUIRE(bad.send_hello(16, 4096, -1, nonce.data()));
+            method::shm::HelloReply answer{};
+            REQUIRE(bad.await_reply(2000, &answer));
+            const keys::Proof right =
+                keys::prove(*key, keys::Role::initiator, transcript(nonce, answer));
+            REQUIRE(bad.send_key_proof(right.data(), size));
+            CHECK(bad.await_close(2000));
+            CHECK_FALSE(delivered(bad));
+        }
+    }
+    SECTION("a flood of failing handshakes leaves the keyed client working") {
+        for (int i = 0; i < 50; ++i) {
+            HostilePeer bad(name);
+            const keys::Nonce nonce = keys::fresh_nonce();
+            REQUIRE(bad.send_hello(16, 4096, -1, nonce.data()));
+            REQUIRE(bad.await_reply(2000));
+            keys::Proof guess{};
+            guess[0] = static_cast<std::uint8_t>(i);
+            REQUIRE(bad.send_key_proof(guess.data()));
+            CHECK(bad.await_close(2000));
+        }
+        CHECK(delivered(good));  // the proven raw peer is still served
+    }
+    // Meanwhile the keyed libbmi client keeps working.
+    CHECK(send_first(pair, 5000) == 0);
 }
 
 TEST_CASE("shm: with no key a keyless peer is served as before", "[shm][keys]") {
