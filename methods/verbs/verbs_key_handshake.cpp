@@ -16,7 +16,6 @@
 
 namespace bmi::method::verbs {
 
-namespace {
 using support::keys::Role;
 
 // What a HELLO says about its sender: its listen address and the queue pair the other side
@@ -35,7 +34,6 @@ std::string endpoint_text(const Hello& h) {
     }
     return text;
 }
-}  // namespace
 
 support::keys::Transcript VerbsMethod::transcript(const Connection& c) const {
     return {scheme(), c.initiator_nonce, c.acceptor_nonce, c.acceptor_endpoint,

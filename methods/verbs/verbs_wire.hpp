@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "bmi-types.h"
 
@@ -98,5 +99,9 @@ static_assert(sizeof(RemoteSegment) == 24);
 inline constexpr std::uint32_t buffer_size = sizeof(MsgHeader) + eager_payload;
 // Segments an RTS can carry in one eager buffer; longer send lists are packed (verbs_send.cpp).
 inline constexpr std::uint32_t max_rts_segments = 64;
+
+// What a HELLO says about its sender for the key proof's transcript: its listen address and
+// the queue pair the other side will connect to (verbs_key_handshake.cpp).
+std::string endpoint_text(const Hello& h);
 
 }  // namespace bmi::method::verbs

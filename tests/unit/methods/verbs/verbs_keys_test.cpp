@@ -16,12 +16,15 @@
 #include "harness.hpp"
 #include "verbs_raw_peer.hpp"
 #include "verbs_test_support.hpp"
+#include "support/keys/key_proof.hpp"
+#include "support/keys/secret_key.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
 using method::verbs::Hello;
 using method::verbs::MsgHeader;
 using method::verbs::MsgType;
+namespace keys = bmi::support::keys;
 
 namespace {
 [[maybe_unused]] const bool device_present = verbs::skip_without_device();
@@ -76,7 +79,8 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
           "can deliver anything",
           "[verbs][keys]") {
     KeyFiles files;
-    Pair pair = make_peers("verbs", key_option(files.key("k", 1)));
+    const std::string key_path = files.key("k", 1);
+    Pair pair = make_peers("verbs", key_option(key_path));
     const std::string address = pair.server.instance->listen_addresses();
     Pump pump(*pair.server.instance);
     verbs::RawPeer stranger;
@@ -110,6 +114,59 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
         REQUIRE(stranger.send_message(unexpected_header(sizeof text), text, sizeof text));
         REQUIRE(stranger.send_bytes(&proof, sizeof proof));
         CHECK(stranger.closed_by_server(5000));
+    }
+    SECTION("a good raw handshake works; replayed, its proof is refused") {
+        keys::SharedKey key;
+        REQUIRE(keys::load_key_file(key_path, key) == 0);
+        mine.features = method::verbs::feature_key_proof;
+        const keys::Nonce nonce = keys::fresh_nonce();
+        std::memcpy(mine.nonce, nonce.data(), sizeof mine.nonce);
+        REQUIRE(stranger.send_bytes(&mine, sizeof mine));
+        Hello answer;
+        REQUIRE(stranger.read_hello(answer));
+        keys::Nonce theirs{};
+        std::memcpy(theirs.data(), answer.nonce, theirs.size());
+        const std::string acceptor = method::verbs::endpoint_text(answer);
+        const std::string initiator = method::verbs::endpoint_text(mine);
+        const keys::Transcript t{"verbs", nonce, theirs, acceptor, initiator};
+        REQUIRE(keys::verify(*key, keys::Role::acceptor, t, answer.proof));
+        method::verbs::KeyProof proof;
+        const keys::Proof right = keys::prove(*key, keys::Role::initiator, t);
+        std::memcpy(proof.proof, right.data(), sizeof proof.proof);
+        REQUIRE(stranger.send_bytes(&proof, sizeof proof));
+        REQUIRE(stranger.connect_qp(answer));
+        CHECK_FALSE(stranger.closed_by_server(1000));  // the recipe is right: it is admitted
+
+        // The same HELLO and proof from another socket meet a fresh server nonce.
+        verbs::RawPeer replay;
+        REQUIRE(replay.usable());
+        REQUIRE(replay.dial(address));
+        REQUIRE(replay.send_bytes(&mine, sizeof mine));
+        Hello again;
+        REQUIRE(replay.read_hello(again));
+        CHECK(std::memcmp(again.nonce, answer.nonce, sizeof again.nonce) != 0);
+        REQUIRE(replay.send_bytes(&proof, sizeof proof));
+        CHECK(replay.closed_by_server(5000));
+    }
+    SECTION("a flood of failing handshakes leaves the keyed client working") {
+        for (int i = 0; i < 20; ++i) {
+            verbs::RawPeer bad;
+            REQUIRE(bad.usable());
+            REQUIRE(bad.dial(address));
+            Hello hello = bad.own_hello();
+            hello.features = method::verbs::feature_key_proof;
+            REQUIRE(bad.send_bytes(&hello, sizeof hello));
+            Hello answer;
+            REQUIRE(bad.read_hello(answer));
+            method::verbs::KeyProof guess;
+            std::memset(guess.proof, i, sizeof guess.proof);
+            REQUIRE(bad.send_bytes(&guess, sizeof guess));
+            CHECK(bad.closed_by_server(5000));
+        }
+        CHECK(send_first(pair, 30000) == 0);
+        core::UnexpectedMessage got;  // the keyed client's: not the strangers'
+        REQUIRE(verbs::receive_unexpected(*pair.server.instance, got) == 1);
+        pair.server.instance->unexpected_free(got.buffer);
     }
     SECTION("a keyed HELLO followed by half a proof times out") {
         mine.features = method::verbs::feature_key_proof;
