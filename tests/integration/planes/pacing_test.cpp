@@ -27,17 +27,17 @@ std::unique_ptr<bmi::Session> session(const std::string& listen, const std::stri
     return std::move(*r);
 }
 
-void wait(bmi::Session& s, bmi::Context& ctx, const bmi::Posted& posted) {
-    if (posted.immediate) return;
+// The error of a transfer (empty once it completed well); no Catch2 assertion, so that the
+// sender's thread may call it (Catch2's assertions are for the test's own thread).
+std::error_code wait(bmi::Session& s, bmi::Context& ctx, const bmi::Result<bmi::Posted>& posted) {
+    if (!posted) return posted.error();
+    if (posted->immediate) return {};
     for (int i = 0; i < 600; ++i) {
-        auto done = s.test(ctx, posted.id, 50ms);
-        REQUIRE(done);
-        if (*done) {
-            REQUIRE_FALSE((*done)->error);
-            return;
-        }
+        auto done = s.test(ctx, posted->id, 50ms);
+        if (!done) return done.error();
+        if (*done) return (*done)->error;
     }
-    FAIL("a transfer did not finish within 30 s");
+    return bmi::errc::timed_out;
 }
 
 // Streams `messages` messages from sender to receiver, in two threads; the receiver's rate
@@ -45,23 +45,27 @@ void wait(bmi::Session& s, bmi::Context& ctx, const bmi::Posted& posted) {
 // the first window left out).
 double stream_mbps(bmi::Session& sender, bmi::Session& receiver) {
     const std::string to = receiver.listen_address();
+    std::error_code sender_error;  // the sender thread's verdict, checked after join
     std::thread send([&] {
         auto ctx = sender.open_context();
-        REQUIRE(ctx);
-        auto peer = sender.lookup(to);
-        REQUIRE(peer);
+        auto peer = ctx ? sender.lookup(to) : bmi::Result<bmi::Address>(ctx.error());
+        if (!peer) {
+            sender_error = peer.error();
+            return;
+        }
         std::vector<std::byte> data(message, std::byte{0x5a});
         // The first message is unexpected: it introduces us, as a PVFS request would.
         const std::byte hello{1};
-        auto first = sender.post_send_unexpected(*ctx, *peer, {&hello, 1}, 1);
-        REQUIRE(first);
-        wait(sender, *ctx, *first);
-        for (int i = 0; i < messages; ++i) {
-            auto posted = sender.post_send(*ctx, *peer, data, 2);
-            REQUIRE(posted);
-            wait(sender, *ctx, *posted);
-        }
+        sender_error = wait(sender, *ctx, sender.post_send_unexpected(*ctx, *peer, {&hello, 1}, 1));
+        for (int i = 0; i < messages && !sender_error; ++i)
+            sender_error = wait(sender, *ctx, sender.post_send(*ctx, *peer, data, 2));
     });
+    struct Joiner {  // a failed REQUIRE below still joins the sender before unwinding
+        std::thread& thread;
+        ~Joiner() {
+            if (thread.joinable()) thread.join();
+        }
+    } joiner{send};
     auto ctx = receiver.open_context();
     REQUIRE(ctx);
     bmi::Address from;
@@ -73,14 +77,16 @@ double stream_mbps(bmi::Session& sender, bmi::Session& receiver) {
     REQUIRE(from);
     std::vector<std::byte> buffer(message);
     Clock::time_point first_done;
-    for (int i = 0; i < messages; ++i) {
-        auto posted = receiver.post_recv(*ctx, from, buffer, 2);
-        REQUIRE(posted);
-        wait(receiver, *ctx, *posted);
+    std::error_code receiver_error;
+    for (int i = 0; i < messages && !receiver_error; ++i) {
+        receiver_error = wait(receiver, *ctx, receiver.post_recv(*ctx, from, buffer, 2));
         if (i == 0) first_done = Clock::now();
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - first_done).count();
     send.join();
+    INFO("sender: " << sender_error.message() << "; receiver: " << receiver_error.message());
+    REQUIRE_FALSE(sender_error);
+    REQUIRE_FALSE(receiver_error);
     return (messages - 1) * message * 8.0 / seconds / 1e6;
 }
 }  // namespace
