@@ -73,8 +73,8 @@ std::string fixed_text(double v) {
 }
 
 template <class T>
-void set_once(std::optional<T>& slot, T value, std::string_view field, std::string_view how) {
-    if (slot) throw Refusal{std::string(field), "given twice (" + std::string(how) + ")"};
+void set_once(std::optional<T>& slot, T value, std::string_view field, std::string_view where) {
+    if (slot) throw Refusal{std::string(field), "given twice (" + std::string(where) + ")"};
     slot = std::move(value);
 }
 
@@ -111,13 +111,13 @@ ArrayFields collect_fields(std::string_view id, const std::vector<PmixItem>& ite
             set_once(f.plane, as_token("plane", k, item.value), "plane",
                      "under the id and as netplane");
         } else if (k == endpts_key) {
-            f.endpts = as_count("endpts", k, item.value);
+            set_once(f.endpts, as_count("endpts", k, item.value), "endpts", k);
         } else if (k == endpts_node_key) {
-            f.endpts_node = as_count("endpts", k, item.value);
+            set_once(f.endpts_node, as_count("endpts", k, item.value), "endpts", k);
         } else if (k == qos_key) {
-            f.qos = as_token("qos", k, item.value);
+            set_once(f.qos, as_token("qos", k, item.value), "qos", k);
         } else if (k == bw_key) {
-            if (const auto* d = std::get_if<double>(&item.value)) f.bw = *d;
+            if (const auto* d = std::get_if<double>(&item.value)) set_once(f.bw, *d, "bw", k);
             else throw Refusal{"bw", std::string(k) + " is a " + type_name(item.value) +
                                          ", not a real number"};
         } else if (k == key_key) {
@@ -125,7 +125,7 @@ ArrayFields collect_fields(std::string_view id, const std::vector<PmixItem>& ite
             if (b == nullptr)
                 throw Refusal{"key", std::string(k) + " is a " + type_name(item.value) +
                                          ", not a byte object"};
-            f.key = *b;
+            set_once(f.key, *b, "key", k);
         }
     }
     if (under_id == 0) throw Refusal{"ports", "no element under " + quoted(id) + " (the resources)"};

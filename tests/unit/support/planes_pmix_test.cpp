@@ -105,6 +105,9 @@ TEST_CASE("values the reader refuses name their field", "[planes][pmix]") {
     auto twice = rfc_items("bmi.t");
     twice.push_back({"bmi.t", std::string("tcp")});  // prototype type and nettype both
     CHECK(refusal(array(twice)) == "type");
+    auto two_counts = rfc_items("bmi.t");
+    two_counts.push_back({"pmix.alloc.endpts", std::uint64_t{1}});
+    CHECK(refusal(array(two_counts)) == "endpts");
 }
 
 TEST_CASE("the text is parsed strictly and keys must agree", "[planes][pmix]") {
