@@ -81,7 +81,8 @@ PmixScalar scalar_of(const pmix_value_t& v) {
             // 12.300000190734863.
             char buf[64];
             double d = 0;
-            const auto w = std::to_chars(buf, buf + sizeof buf, v.data.fval, std::chars_format::fixed);
+            const auto w =
+                std::to_chars(buf, buf + sizeof buf, v.data.fval, std::chars_format::fixed);
             if (w.ec != std::errc{} || std::from_chars(buf, w.ptr, d).ec != std::errc{})
                 return PmixOtherType{"unprintable float"};
             return d;

@@ -51,7 +51,8 @@ const std::string& as_token(std::string_view field, std::string_view pmix_key,
     if (s == nullptr)
         throw Refusal{std::string(field),
                       std::string(pmix_key) + " is a " + type_name(v) + ", not a string"};
-    if (s->empty() && !may_be_empty) throw Refusal{std::string(field), std::string(pmix_key) + " is empty"};
+    if (s->empty() && !may_be_empty)
+        throw Refusal{std::string(field), std::string(pmix_key) + " is empty"};
     const bool bad = std::any_of(s->begin(), s->end(), [](char c) {
         return static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == ';' || c == '#' ||
                c == '=' || c == '!';
@@ -106,7 +107,8 @@ ArrayFields collect_fields(std::string_view id, const std::vector<PmixItem>& ite
             else set_once(f.plane, s, "plane", "under the id and as netplane");
             f.prototype = f.prototype || field != "ports";
         } else if (k == type_key) {
-            set_once(f.type, as_token("type", k, item.value), "type", "under the id and as nettype");
+            set_once(f.type, as_token("type", k, item.value), "type",
+                     "under the id and as nettype");
         } else if (k == plane_key) {
             set_once(f.plane, as_token("plane", k, item.value), "plane",
                      "under the id and as netplane");
@@ -128,7 +130,8 @@ ArrayFields collect_fields(std::string_view id, const std::vector<PmixItem>& ite
             set_once(f.key, *b, "key", k);
         }
     }
-    if (under_id == 0) throw Refusal{"ports", "no element under " + quoted(id) + " (the resources)"};
+    if (under_id == 0)
+        throw Refusal{"ports", "no element under " + quoted(id) + " (the resources)"};
     if (!f.type) throw Refusal{"type", "missing (no pmix.alloc.nettype)"};
     if (!f.plane) throw Refusal{"plane", "missing (no pmix.alloc.netplane)"};
     return f;

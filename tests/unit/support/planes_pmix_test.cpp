@@ -13,7 +13,9 @@
 using namespace bmi::support::planes;
 
 namespace {
-PmixValue array(std::vector<PmixItem> items) { return {PmixScalar{std::string()}, std::move(items)}; }
+PmixValue array(std::vector<PmixItem> items) {
+    return {PmixScalar{std::string()}, std::move(items)};
+}
 PmixValue bare(std::string s) { return {PmixScalar{std::move(s)}, std::nullopt}; }
 PmixBytes key_of(std::size_t n, std::uint8_t fill) { return PmixBytes(n, fill); }
 
