@@ -7,7 +7,7 @@ BMI_JOBS=${BMI_JOBS:-2}
 
 # The library and its tests need these.
 BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config libboost-dev catch2 libibverbs-dev
-                   rdma-core libsodium-dev iproute2)
+                   rdma-core libsodium-dev libpmix-dev iproute2)
 # The benchmarks' peers and bmi-perf's plots: the build finds them optionally (the core builds
 # and its tests pass without), the MPI driver tests run when they are present.
 BMI_BENCH_PACKAGES=(netpipe-tcp openmpi-bin libopenmpi-dev gnuplot-nox python3)

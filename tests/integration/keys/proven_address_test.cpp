@@ -26,6 +26,9 @@ std::unique_ptr<bmi::Session> server(const std::string& options) {
     return std::move(*r);
 }
 
+// Messages live as long as the test: BMI reads a send's buffer until it completes.
+const std::string hello_text = "hello", answer_text = "answer";
+
 std::span<const std::byte> bytes(const std::string& text) {
     return std::as_bytes(std::span<const char>(text.data(), text.size()));
 }
@@ -36,7 +39,7 @@ bmi::Address introduce(bmi::Session& a, bmi::Session& b) {
     REQUIRE(ctx);
     auto to = a.lookup(b.listen_address());
     REQUIRE(to);
-    auto sent = a.post_send_unexpected(*ctx, *to, bytes("hello"), 1);
+    auto sent = a.post_send_unexpected(*ctx, *to, bytes(hello_text), 1);
     REQUIRE(sent);
     for (int i = 0; i < 100; ++i) {
         if (!sent->immediate) (void)a.test(*ctx, sent->id, 0ms);
@@ -76,7 +79,7 @@ TEST_CASE("a proven peer answers to the listen address it announced", "[keys]") 
     // Either way B's message reaches A.
     auto ctx = b->open_context();
     REQUIRE(ctx);
-    auto sent = b->post_send_unexpected(*ctx, *looked_up, bytes("answer"), 2);
+    auto sent = b->post_send_unexpected(*ctx, *looked_up, bytes(answer_text), 2);
     REQUIRE(sent);
     bool arrived = false;
     for (int i = 0; i < 100 && !arrived; ++i) {

@@ -207,12 +207,12 @@ TEST_CASE("one server serves two allocated planes and answers by plane", "[plane
     auto v6 = start("", 0);
     std::vector<bmi::Context> contexts;
     std::vector<bmi::Posted> sends;
+    const char byte = 'q';  // read by the sends until they complete
     for (auto [client, address] : {std::pair{v4.get(), addresses[0]}, {v6.get(), addresses[1]}}) {
         auto ctx = client->open_context();
         REQUIRE(ctx);
         auto to = client->lookup(address);
         REQUIRE(to);
-        const char byte = 'q';
         auto posted = client->post_send_unexpected(
             *ctx, *to, std::as_bytes(std::span<const char>(&byte, 1)), 3);
         REQUIRE(posted);
