@@ -6,7 +6,8 @@
 BMI_JOBS=${BMI_JOBS:-2}
 
 # The library and its tests need these.
-BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config libboost-dev catch2 libibverbs-dev
+# cmake: the consumers test builds an outside CMake project against libbmi's CMake package.
+BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev catch2 libibverbs-dev
                    rdma-core libsodium-dev iproute2)
 # The benchmarks' peers and bmi-perf's plots: the build finds them optionally (the core builds
 # and its tests pass without), the MPI driver tests run when they are present.
