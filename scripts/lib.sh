@@ -55,3 +55,10 @@ configure_build() {
     rm -f "$log"
     return "$rc"
 }
+
+# build_logged DIR: builds DIR with ninja, showing its progress as it goes and keeping all of it
+# in DIR/ninja.log. Returns ninja's status (124 on timeout); call it as a condition.
+build_logged() {
+    timeout 2400 ninja -C "$1" -j"$BMI_JOBS" 2>&1 | tee "$1/ninja.log"
+    return "${PIPESTATUS[0]}"
+}
