@@ -21,4 +21,4 @@ echo
 timeout 1800 benchmark/run_loopback.sh --build build --compare "$@"
 echo
 echo "All methods against Open MPI, NetPIPE, eventfd and memcpy, with plots:"
-echo "  build/benchmark/bmi-perf --quick --out-dir perf"
+echo "  build/benchmark/bmi-perf --quick      # writes into a new bmi-perf-YYYYmmdd-HHMMSS/"
