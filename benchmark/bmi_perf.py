@@ -69,7 +69,8 @@ def parse_args(argv):
                    help="connect to a running 'pingpong --method-list bmi_M --server ADDR "
                         "--forever' instead of starting one (its method only; no baselines, "
                         "no many mode)")
-    p.add_argument("--out-dir", default=".", help="where CSV and plots go (default .)")
+    p.add_argument("--out-dir", help="where CSV and plots go (default: a new directory "
+                                      "bmi-perf-YYYYmmdd-HHMMSS in the current one)")
     p.add_argument("--csv", default="bmi-perf.csv", help="CSV file name in --out-dir")
     p.add_argument("--plot", choices=("png", "svg", "none"), default="png",
                    help="plot format (default png)")
@@ -105,7 +106,20 @@ def parse_args(argv):
         a.modes = [m for m in a.modes if m != "many"] or p.error("--server: no many mode")
     if not a.methods and not a.baselines:
         p.error("nothing to measure: --methods and --baselines are both empty")
+    if a.out_dir is None:
+        a.out_dir = new_out_dir(time.strftime("bmi-perf-%Y%m%d-%H%M%S"))
     return a
+
+
+def new_out_dir(stem):
+    """A name for the default output directory that no earlier run holds (two runs in one
+    second get stem, stem-2, ...). Only the name: it is made when there is output to put in it,
+    so a run that fails early leaves nothing behind."""
+    name, n = stem, 1
+    while os.path.lexists(name):
+        n += 1
+        name = f"{stem}-{n}"
+    return name
 
 
 DUEL_ROUNDS = 5  # runs taken in turns per duel (Runner.duel)
@@ -188,7 +202,7 @@ def main(argv=None):
     sys.path[:0] = tool_dirs
     import bmi_perf_output as output
     from bmi_perf_runs import Failure, Runner
-    os.makedirs(a.out_dir, exist_ok=True)
+    print(f"bmi-perf: output directory {a.out_dir}", file=sys.stderr)
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
     try:
         r = Runner(a, tmp, tool_dirs)
@@ -218,6 +232,7 @@ def main(argv=None):
                 continue
             print(f"8 B {name}, runs in turns (bmi / peer, us): " +
                   ", ".join(f"{b:g}/{e:g}" for b, e in pairs))
+        os.makedirs(a.out_dir, exist_ok=True)
         path = os.path.join(a.out_dir, a.csv)
         output.write_csv(r.series, path)
         print(f"\nCSV: {path}")

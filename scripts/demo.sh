@@ -11,8 +11,8 @@ install_packages
 echo "configure: build/ (release)"
 configure_build build -Dbuildtype=release
 echo "build: ninja -C build (log: build/ninja.log)"
-if ! timeout 2400 ninja -C build -j"$BMI_JOBS" >build/ninja.log 2>&1; then
-    tail -50 build/ninja.log >&2
+if ! build_logged build; then
+    echo "build failed (log: build/ninja.log)" >&2
     exit 1
 fi
 echo
@@ -21,4 +21,4 @@ echo
 timeout 1800 benchmark/run_loopback.sh --build build --compare "$@"
 echo
 echo "All methods against Open MPI, NetPIPE, eventfd and memcpy, with plots:"
-echo "  build/benchmark/bmi-perf --quick --out-dir perf"
+echo "  build/benchmark/bmi-perf --quick      # writes into a new bmi-perf-YYYYmmdd-HHMMSS/"

@@ -6,7 +6,8 @@
 BMI_JOBS=${BMI_JOBS:-2}
 
 # The library and its tests need these.
-BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config libboost-dev catch2 libibverbs-dev
+# cmake: the consumers test builds an outside CMake project against libbmi's CMake package.
+BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev catch2 libibverbs-dev
                    rdma-core libsodium-dev libpmix-dev iproute2)
 # The benchmarks' peers and bmi-perf's plots: the build finds them optionally (the core builds
 # and its tests pass without), the MPI driver tests run when they are present.
@@ -53,4 +54,11 @@ configure_build() {
     fi
     rm -f "$log"
     return "$rc"
+}
+
+# build_logged DIR: builds DIR with ninja, showing its progress as it goes and keeping all of it
+# in DIR/ninja.log. Returns ninja's status (124 on timeout); call it as a condition.
+build_logged() {
+    timeout 2400 ninja -C "$1" -j"$BMI_JOBS" 2>&1 | tee "$1/ninja.log"
+    return "${PIPESTATUS[0]}"
 }

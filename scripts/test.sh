@@ -51,8 +51,7 @@ run_suite() {
         return
     fi
     echo "=== $name: build (log: $dir/ninja.log)"
-    if ! timeout 2400 ninja -C "$dir" -j"$BMI_JOBS" >"$dir/ninja.log" 2>&1; then
-        tail -50 "$dir/ninja.log"
+    if ! build_logged "$dir"; then
         record "$name" 0 1 0 "build failed"
         return
     fi
@@ -62,10 +61,11 @@ run_suite() {
         setarch "$(uname -m)" -R true 2>/dev/null; then
         wrapper=(--wrapper "setarch $(uname -m) -R")
     fi
-    echo "=== $name: test"
-    timeout 3000 meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes "$BMI_JOBS" \
-        "${wrapper[@]}" >"$dir/test-run.log" 2>&1 || status=$?
-    cat "$dir/test-run.log"
+    echo "=== $name: test (log: $dir/test-run.log)"
+    # Each result shows as it finishes; the log keeps everything for tally. With pipefail the
+    # status is meson's (or timeout's 124), not tee's.
+    PYTHONUNBUFFERED=1 timeout 3000 meson test -C "$dir" --no-rebuild --print-errorlogs \
+        --num-processes "$BMI_JOBS" "${wrapper[@]}" 2>&1 | tee "$dir/test-run.log" || status=$?
     built+=("$dir")
     local passed failed skipped note=""
     read -r passed failed skipped < <(tally "$dir/test-run.log")

@@ -173,25 +173,34 @@ core::PostRequest make_request(method::OpKind kind, Context& ctx, Address addr, 
 }
 }  // namespace
 
+Result<Posted> Session::post_send_bytes(Context& ctx, Address to, const std::byte* data,
+                                        std::size_t size, bmi_msg_tag_t tag, void* user_ptr,
+                                        bool unexpected) {
+    auto kind = unexpected ? method::OpKind::send_unexpected : method::OpKind::send;
+    return post_with(*impl_, make_request(kind, ctx, to, const_cast<std::byte*>(data), size, tag,
+                                          user_ptr));
+}
+
+Result<Posted> Session::post_recv_bytes(Context& ctx, Address from, std::byte* buffer,
+                                        std::size_t size, bmi_msg_tag_t tag, void* user_ptr) {
+    return post_with(*impl_, make_request(method::OpKind::recv, ctx, from, buffer, size, tag,
+                                          user_ptr));
+}
+
 Result<Posted> Session::post_send(Context& ctx, Address to, std::span<const std::byte> data,
                                   bmi_msg_tag_t tag, void* user_ptr) {
-    return post_with(*impl_, make_request(method::OpKind::send, ctx, to,
-                                          const_cast<std::byte*>(data.data()), data.size(), tag,
-                                          user_ptr));
+    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, false);
 }
 
 Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
                                              std::span<const std::byte> data, bmi_msg_tag_t tag,
                                              void* user_ptr) {
-    return post_with(*impl_, make_request(method::OpKind::send_unexpected, ctx, to,
-                                          const_cast<std::byte*>(data.data()), data.size(), tag,
-                                          user_ptr));
+    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true);
 }
 
 Result<Posted> Session::post_recv(Context& ctx, Address from, std::span<std::byte> buffer,
                                   bmi_msg_tag_t tag, void* user_ptr) {
-    return post_with(*impl_, make_request(method::OpKind::recv, ctx, from, buffer.data(),
-                                          buffer.size(), tag, user_ptr));
+    return post_recv_bytes(ctx, from, buffer.data(), buffer.size(), tag, user_ptr);
 }
 
 Result<std::optional<Completion>> Session::test(Context& ctx, bmi_op_id_t id,
@@ -207,7 +216,12 @@ Result<std::optional<Completion>> Session::test(Context& ctx, bmi_op_id_t id,
 
 Result<std::size_t> Session::test_context(Context& ctx, std::span<Completion> out,
                                           std::chrono::milliseconds idle) {
-    std::vector<core::Completion> done(out.size());
+    return test_context_into(ctx, out.data(), out.size(), idle);
+}
+
+Result<std::size_t> Session::test_context_into(Context& ctx, Completion* out, std::size_t count,
+                                               std::chrono::milliseconds idle) {
+    std::vector<core::Completion> done(count);
     int outcount = 0;
     int rc = impl_->testcontext(ctx.id(), static_cast<int>(idle.count()), outcount, done);
     if (rc != 0) return failure<std::size_t>(rc);

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """bmi-perf end to end at tiny sizes: tables, CSV, PNG and SVG plots, the Markdown report, and
-its failures (bad arguments, an unreachable server) with clear messages in bounded time."""
+its failures (bad arguments, an unreachable server) with clear messages in bounded time. Every
+run starts in an empty directory: without --out-dir the output goes to one new time-stamped
+directory there, and nothing else is ever written into the current directory."""
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,8 +22,14 @@ def fail(msg):
     sys.exit(1)
 
 
-def bmi_perf(args, timeout=240):
-    return subprocess.run([EXE] + args, capture_output=True, text=True, timeout=timeout)
+def bmi_perf(args, timeout=240, cwd=None):
+    return subprocess.run([EXE] + args, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def empty_dir(tmp, name):
+    path = os.path.join(tmp, name)
+    os.mkdir(path)
+    return path
 
 
 def check_help_and_bad_args():
@@ -38,13 +47,17 @@ def check_help_and_bad_args():
 
 
 def check_unreachable(tmp):
+    # Without --out-dir, and failing before it has anything to write: it leaves nothing behind.
+    cwd = empty_dir(tmp, "unreachable")
     started = time.monotonic()
-    res = bmi_perf(["--server", "tcp://127.0.0.1:1", "--quick", "--out-dir", tmp,
-                    "--connect-timeout-ms", "3000"], timeout=60)
+    res = bmi_perf(["--server", "tcp://127.0.0.1:1", "--quick", "--connect-timeout-ms", "3000"],
+                   timeout=60, cwd=cwd)
     if res.returncode != 1 or "cannot reach server tcp://127.0.0.1:1" not in res.stderr:
         fail(f"unreachable server: {res.returncode} {res.stderr}")
     if time.monotonic() - started > 30:
         fail("unreachable server took more than 30 s to report")
+    if os.listdir(cwd):
+        fail(f"a failed run left {os.listdir(cwd)} in its current directory")
 
 
 def check_run(tmp, methods, plots):
@@ -61,9 +74,12 @@ def check_run(tmp, methods, plots):
     args = ["--include", extra, "--methods", ",".join(methods), "--baselines", ",".join(baselines),
             "--min", "1", "--max", "16K", "--iters", "10", "--window", "4", "--clients", "2",
             "--check", "--out-dir", tmp, "--markdown", md, "--plot", "png" if plots else "none"]
-    res = bmi_perf(args)
+    cwd = empty_dir(tmp, "run")
+    res = bmi_perf(args, cwd=cwd)
     if res.returncode != 0:
         fail(f"bmi-perf: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    if os.listdir(cwd):
+        fail(f"a run with --out-dir wrote {os.listdir(cwd)} into its current directory")
     for words in ("== latency: latency", "== bandwidth: bandwidth (MB/s)", "== many",
                   "bmi tcp", "raw tcp"):
         if words not in res.stdout:
@@ -106,12 +122,26 @@ def check_run(tmp, methods, plots):
         fail(f"Markdown report lacks the latency duel:\n{text}")
 
 
-def check_svg(tmp):
+def check_default_dir(tmp, plots):
+    """Without --out-dir: one new bmi-perf-YYYYmmdd-HHMMSS directory, named on stderr, holds
+    the CSV (and the SVG plots when gnuplot is there), and nothing else appears."""
+    cwd = empty_dir(tmp, "default")
     res = bmi_perf(["--methods", "tcp", "--baselines", "none", "--modes", "latency", "--max",
-                    "1K", "--iters", "5", "--out-dir", tmp, "--plot", "svg", "--no-idle"])
-    path = os.path.join(tmp, "bmi-perf-latency-bandwidth.svg")
-    if res.returncode != 0 or not os.path.exists(path) or "<svg" not in open(path).read(4096):
-        fail(f"svg run: {res.returncode} {res.stderr}")
+                    "1K", "--iters", "5", "--plot", "svg" if plots else "none", "--no-idle"],
+                   cwd=cwd)
+    if res.returncode != 0:
+        fail(f"default directory run: {res.returncode} {res.stderr}")
+    entries = os.listdir(cwd)
+    if len(entries) != 1 or not re.fullmatch(r"bmi-perf-\d{8}-\d{6}", entries[0]):
+        fail(f"want one bmi-perf-YYYYmmdd-HHMMSS directory in the current one, got {entries}")
+    out = os.path.join(cwd, entries[0])
+    if f"output directory {entries[0]}" not in res.stderr:
+        fail(f"the output directory is not announced on stderr: {res.stderr}")
+    if not os.path.isfile(os.path.join(out, "bmi-perf.csv")):
+        fail(f"no bmi-perf.csv in {out}: {os.listdir(out)}")
+    path = os.path.join(out, "bmi-perf-latency-bandwidth.svg")
+    if plots and (not os.path.exists(path) or "<svg" not in open(path).read(4096)):
+        fail(f"svg run: no SVG plot in {out}: {os.listdir(out)}")
 
 
 def main():
@@ -125,8 +155,7 @@ def main():
         check_help_and_bad_args()
         check_unreachable(tmp)
         check_run(tmp, methods, plots)
-        if plots:
-            check_svg(tmp)
+        check_default_dir(tmp, plots)
     print("bmi-perf end to end ok")
 
 

@@ -3,13 +3,16 @@
 // one process may run several independent sessions (a server and a client in one test, two
 // libraries in one program). Semantics are those of bmi.h; errors come back as
 // std::error_code (bmi::errc) inside a Result, never as exceptions.
+//
+// The header compiles as C++17 and later. Spans are bmi::span (bmi/span.hpp): std::span under
+// C++20, where the calls below are the library's own functions; under C++17 a small stand-in,
+// and the span calls are inline wrappers (end of this file) over pointer-and-size members.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "bmi-types.h"
 #include "bmi/error.hpp"
 #include "bmi/result.hpp"
+#include "bmi/span.hpp"
 
 namespace bmi {
 
@@ -33,12 +37,13 @@ public:
     constexpr explicit Address(BMI_addr_t value) : value_(value) {}
     constexpr BMI_addr_t value() const { return value_; }
     constexpr explicit operator bool() const { return value_ != 0; }
-    friend constexpr bool operator==(Address, Address) = default;
+    friend constexpr bool operator==(Address a, Address b) { return a.value_ == b.value_; }
+    friend constexpr bool operator!=(Address a, Address b) { return !(a == b); }
 
 private:
     BMI_addr_t value_ = 0;
 };
-static_assert(sizeof(Address) == sizeof(BMI_addr_t));
+static_assert(sizeof(Address) == sizeof(BMI_addr_t), "Address is a BMI_addr_t");
 
 // A completion context. Closing it (destructor) cancels what is still pending on it.
 // Must not outlive its Session.
@@ -82,7 +87,7 @@ public:
     Address from() const { return from_; }
     bmi_msg_tag_t tag() const { return tag_; }
     std::error_code error() const { return error_; }
-    std::span<const std::byte> data() const {
+    BMI_SPAN_ABI span<const std::byte> data() const {
         return {static_cast<const std::byte*>(buffer_), static_cast<std::size_t>(size_)};
     }
 
@@ -103,7 +108,7 @@ public:
     Buffer(Buffer&& other) noexcept;
     Buffer& operator=(Buffer&& other) noexcept;
     ~Buffer();
-    std::span<std::byte> bytes() const {
+    BMI_SPAN_ABI span<std::byte> bytes() const {
         return {static_cast<std::byte*>(data_), static_cast<std::size_t>(size_)};
     }
 
@@ -145,19 +150,19 @@ public:
     Result<Context> open_context();
     Result<Buffer> allocate(Address addr, bmi_size_t size);
 
-    Result<Posted> post_send(Context& ctx, Address to, std::span<const std::byte> data,
+    Result<Posted> post_send(Context& ctx, Address to, span<const std::byte> data,
                              bmi_msg_tag_t tag, void* user_ptr = nullptr);
     Result<Posted> post_send_unexpected(Context& ctx, Address to,
-                                        std::span<const std::byte> data, bmi_msg_tag_t tag,
+                                        span<const std::byte> data, bmi_msg_tag_t tag,
                                         void* user_ptr = nullptr);
-    Result<Posted> post_recv(Context& ctx, Address from, std::span<std::byte> buffer,
+    Result<Posted> post_recv(Context& ctx, Address from, span<std::byte> buffer,
                              bmi_msg_tag_t tag, void* user_ptr = nullptr);
 
     // Waits up to idle for id; nullopt if it is still pending then.
     Result<std::optional<Completion>> test(Context& ctx, bmi_op_id_t id,
                                            std::chrono::milliseconds idle);
     // Fills out with up to out.size() completions of ctx; returns how many.
-    Result<std::size_t> test_context(Context& ctx, std::span<Completion> out,
+    Result<std::size_t> test_context(Context& ctx, span<Completion> out,
                                      std::chrono::milliseconds idle);
     Result<std::vector<UnexpectedMessage>> test_unexpected(std::size_t max,
                                                            std::chrono::milliseconds idle);
@@ -169,7 +174,38 @@ private:
     friend class UnexpectedMessage;
     friend class Buffer;
     Session() = default;
+    // What the span calls do, in types every standard has; C++17 callers reach these through
+    // the inline wrappers below.
+    Result<Posted> post_send_bytes(Context& ctx, Address to, const std::byte* data,
+                                   std::size_t size, bmi_msg_tag_t tag, void* user_ptr,
+                                   bool unexpected);
+    Result<Posted> post_recv_bytes(Context& ctx, Address from, std::byte* buffer,
+                                   std::size_t size, bmi_msg_tag_t tag, void* user_ptr);
+    Result<std::size_t> test_context_into(Context& ctx, Completion* out, std::size_t count,
+                                          std::chrono::milliseconds idle);
     std::unique_ptr<core::Instance> impl_;
 };
+
+#if __cplusplus < 202002L
+// Under C++20 the library defines these (bmi/core/cpp_api.cpp) with std::span; a C++17 caller's
+// bmi::span is another type, so its calls are wrapped here instead.
+inline Result<Posted> Session::post_send(Context& ctx, Address to, span<const std::byte> data,
+                                         bmi_msg_tag_t tag, void* user_ptr) {
+    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, false);
+}
+inline Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
+                                                    span<const std::byte> data,
+                                                    bmi_msg_tag_t tag, void* user_ptr) {
+    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true);
+}
+inline Result<Posted> Session::post_recv(Context& ctx, Address from, span<std::byte> buffer,
+                                         bmi_msg_tag_t tag, void* user_ptr) {
+    return post_recv_bytes(ctx, from, buffer.data(), buffer.size(), tag, user_ptr);
+}
+inline Result<std::size_t> Session::test_context(Context& ctx, span<Completion> out,
+                                                 std::chrono::milliseconds idle) {
+    return test_context_into(ctx, out.data(), out.size(), idle);
+}
+#endif
 
 }  // namespace bmi
