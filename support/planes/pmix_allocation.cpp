@@ -128,7 +128,7 @@ std::string id_list(std::span<const std::string> ids) {
     return out;
 }
 
-// The lookups themselves, between PMIx_Init and PMIx_Finalize.
+// The lookups themselves, with PMIx initialised (process_session below).
 PmixStatus read_initialized(const pmix_proc_t& me, std::span<const std::string> ids,
                             PmixAllocations& out, std::string& note) {
     pmix_proc_t job;
@@ -159,6 +159,30 @@ PmixStatus read_initialized(const pmix_proc_t& me, std::span<const std::string> 
 }
 }  // namespace
 
+namespace {
+// Once the last PMIx_Finalize of a process has run, PMIx_Init does not bring job information
+// back (a second instance's read found nothing), so the process keeps the reference it took at
+// its first read until it exits. The reference is counted with the application's own (MPI's),
+// so neither ends the other's.
+struct ProcessSession {
+    pmix_status_t rc = PMIX_ERROR;
+    pmix_proc_t me;
+};
+
+const ProcessSession& process_session() {
+    static const ProcessSession session = [] {
+        ProcessSession s;
+        PMIX_PROC_CONSTRUCT(&s.me);
+        s.rc = PMIx_Init(&s.me, nullptr, 0);
+        // UNREACH still leaves an initialised singleton behind, which must be finalized too.
+        if (s.rc == PMIX_SUCCESS || s.rc == PMIX_ERR_UNREACH)
+            std::atexit([] { PMIx_Finalize(nullptr, 0); });
+        return s;
+    }();
+    return session;
+}
+}  // namespace
+
 PmixStatus read_pmix_allocations(std::span<const std::string> ids, PmixAllocations& out,
                                  std::string& note) {
     if (!launcher_in_environment()) {
@@ -166,19 +190,13 @@ PmixStatus read_pmix_allocations(std::span<const std::string> ids, PmixAllocatio
                id_list(ids);
         return PmixStatus::unavailable;
     }
-    pmix_proc_t me;
-    PMIX_PROC_CONSTRUCT(&me);
-    const pmix_status_t rc = PMIx_Init(&me, nullptr, 0);
-    if (rc != PMIX_SUCCESS) {
-        // UNREACH still leaves an initialised singleton behind, which must be finalized.
-        if (rc == PMIX_ERR_UNREACH) PMIx_Finalize(nullptr, 0);
-        note = std::string("PMIx_Init failed (") + PMIx_Error_string(rc) + ") although " +
+    const ProcessSession& session = process_session();
+    if (session.rc != PMIX_SUCCESS) {
+        note = std::string("PMIx_Init failed (") + PMIx_Error_string(session.rc) + ") although " +
                "PMIX_NAMESPACE=" + std::getenv("PMIX_NAMESPACE") + "; not reading " + id_list(ids);
         return PmixStatus::unavailable;
     }
-    const PmixStatus status = read_initialized(me, ids, out, note);
-    PMIx_Finalize(nullptr, 0);
-    return status;
+    return read_initialized(session.me, ids, out, note);
 }
 
 }  // namespace bmi::support::planes
