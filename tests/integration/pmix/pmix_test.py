@@ -124,14 +124,20 @@ def case_no_launcher():
         fail(f"no launcher: exit {res.returncode}")
 
 
-def case_mpirun():
+def mpirun_or_skip():
+    """Debian's mpirun and the environment it needs as root; skips (or fails, when MPI is
+    required) without it."""
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         if os.environ.get("BMI_REQUIRE_MPI") == "1":
             fail("mpirun missing (Debian: openmpi-bin), and BMI_REQUIRE_MPI=1")
         print("SKIP: mpirun missing (Debian: openmpi-bin)")
         sys.exit(SKIP)
-    env = dict(clean_env(), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return mpirun, dict(clean_env(), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def case_mpirun():
+    mpirun, env = mpirun_or_skip()
     res = run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "1"] +
               child("--ids", "bmi.net.tcp0", "--expect", "absent", "--within", "5"),
               env, "under mpirun")
@@ -170,13 +176,7 @@ def case_instance_no_launcher():
 
 
 def case_instance_mpirun():
-    mpirun = shutil.which("mpirun")
-    if mpirun is None:
-        if os.environ.get("BMI_REQUIRE_MPI") == "1":
-            fail("mpirun missing (Debian: openmpi-bin), and BMI_REQUIRE_MPI=1")
-        print("SKIP: mpirun missing (Debian: openmpi-bin)")
-        sys.exit(SKIP)
-    env = dict(clean_env(), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    mpirun, env = mpirun_or_skip()
     fallback_says_so([mpirun, "--allow-run-as-root", "--oversubscribe", "-x", "BMI_DEBUG",
                       "-np", "1"] +
                      child("--ids", "bmi.net.tcp0", "--expect", "fallback", mode="instance"),

@@ -118,24 +118,42 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
     SECTION("a good raw handshake works; replayed, its proof is refused") {
         keys::SharedKey key;
         REQUIRE(keys::load_key_file(key_path, key) == 0);
-        mine.features = method::verbs::feature_key_proof;
         const keys::Nonce nonce = keys::fresh_nonce();
-        std::memcpy(mine.nonce, nonce.data(), sizeof mine.nonce);
-        REQUIRE(stranger.send_bytes(&mine, sizeof mine));
+        // A keyed HELLO from peer under `nonce`; the server's answer and the proof it wants.
+        auto keyed_hello = [&](verbs::RawPeer& peer, Hello& mine, Hello& answer) {
+            mine = peer.own_hello();
+            mine.features = method::verbs::feature_key_proof;
+            std::memcpy(mine.nonce, nonce.data(), sizeof mine.nonce);
+            REQUIRE(peer.send_bytes(&mine, sizeof mine));
+            REQUIRE(peer.read_hello(answer));
+            keys::Nonce theirs{};
+            std::memcpy(theirs.data(), answer.nonce, theirs.size());
+            const std::string acceptor = method::verbs::endpoint_text(answer);
+            const std::string initiator = method::verbs::endpoint_text(mine);
+            const keys::Transcript t{"verbs", nonce, theirs, acceptor, initiator};
+            REQUIRE(keys::verify(*key, keys::Role::acceptor, t, answer.proof));
+            method::verbs::KeyProof proof;
+            const keys::Proof right = keys::prove(*key, keys::Role::initiator, t);
+            std::memcpy(proof.proof, right.data(), sizeof proof.proof);
+            return proof;
+        };
         Hello answer;
-        REQUIRE(stranger.read_hello(answer));
-        keys::Nonce theirs{};
-        std::memcpy(theirs.data(), answer.nonce, theirs.size());
-        const std::string acceptor = method::verbs::endpoint_text(answer);
-        const std::string initiator = method::verbs::endpoint_text(mine);
-        const keys::Transcript t{"verbs", nonce, theirs, acceptor, initiator};
-        REQUIRE(keys::verify(*key, keys::Role::acceptor, t, answer.proof));
-        method::verbs::KeyProof proof;
-        const keys::Proof right = keys::prove(*key, keys::Role::initiator, t);
-        std::memcpy(proof.proof, right.data(), sizeof proof.proof);
+        const method::verbs::KeyProof proof = keyed_hello(stranger, mine, answer);
         REQUIRE(stranger.send_bytes(&proof, sizeof proof));
         REQUIRE(stranger.connect_qp(answer));
         CHECK_FALSE(stranger.closed_by_server(1000));  // the recipe is right: it is admitted
+
+        // Nothing may follow a proof on the bootstrap socket: a proof with bytes after it (an
+        // oversized one) is closed, however right its first 32 bytes.
+        verbs::RawPeer longer;
+        REQUIRE(longer.usable());
+        REQUIRE(longer.dial(address));
+        Hello longer_hello, longer_answer;
+        const auto longer_proof = keyed_hello(longer, longer_hello, longer_answer);
+        std::uint8_t oversized[sizeof longer_proof + 8] = {};
+        std::memcpy(oversized, &longer_proof, sizeof longer_proof);
+        REQUIRE(longer.send_bytes(oversized, sizeof oversized));
+        CHECK(longer.closed_by_server(5000));
 
         // The same HELLO and proof from another socket meet a fresh server nonce.
         verbs::RawPeer replay;
