@@ -78,6 +78,9 @@ struct Operation {
     OpKind kind = OpKind::send;
     Peer* peer = nullptr;  // kept alive by peer_ref below
     bmi_msg_tag_t tag = 0;
+    // send_unexpected: the message class (standalone dialect, BMI_post_sendunexpected_class);
+    // the receiver's BMI_testunexpected_class sees only its own class. 0 everywhere else.
+    std::uint8_t msg_class = 0;
     const Segment* segments = nullptr;  // segment_count entries; &single for contiguous ops
     int segment_count = 0;
     bmi_size_t total_size = 0;  // send: bytes to send; recv: capacity of the segments
@@ -125,7 +128,8 @@ public:
     // Hands a complete unexpected message to the application; buffer came from
     // alloc_unexpected and now belongs to the control layer.
     virtual void deliver_unexpected(const std::shared_ptr<Peer>& peer, void* buffer,
-                                    bmi_size_t size, bmi_msg_tag_t tag) = 0;
+                                    bmi_size_t size, bmi_msg_tag_t tag,
+                                    std::uint8_t msg_class) = 0;
 
 protected:
     ~Sink() = default;
@@ -135,6 +139,13 @@ protected:
 // slow resolver never stalls progress of other threads. Opaque to the control layer.
 struct LookupHint {
     virtual ~LookupHint() = default;
+};
+
+// The BMI API an instance was created through (doc/dialects.md). It decides which legacy
+// framing a method speaks to a peer without libbmi's handshake, unless a setting overrides it.
+enum class ApiDialect : std::uint8_t {
+    orangefs,    // OrangeFS's bmi.h: the OrangeFS tcp framing (magic 51903, 24-byte header)
+    standalone,  // the standalone BMI library's bmi.h: its tcp framing (magic 51912, 25 bytes)
 };
 
 // What BMI_initialize gave this method. The control layer builds it in one function
@@ -154,6 +165,7 @@ struct Config {
     // them (and only there); every peer it reaches must be on one of them.
     std::vector<support::planes::PlaneBinding> planes;
     bool allocated = false;  // an allocation is in force (planes may still be empty)
+    ApiDialect dialect = ApiDialect::orangefs;
 };
 
 // A network method. Every member is called with the method's mutex held (see top of file).
@@ -260,6 +272,11 @@ public:
     virtual int set_info(Peer* peer, int option, void* arg) = 0;
     virtual int get_info(Peer* peer, int option, void* arg) = 0;
 };
+
+// A get_info option of libbmi's own, never seen by applications: the port a listening method
+// is bound to, as an int (the standalone dialect's BMI_TCP_GET_PORT maps to it). A method
+// without a port, or a client, answers -BMI_ENOSYS.
+inline constexpr int info_listen_port = 0x1F01;
 
 // How the static method table describes a compiled-in method.
 struct Descriptor {

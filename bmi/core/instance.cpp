@@ -30,6 +30,7 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
     std::unique_ptr<Instance> instance(new Instance(error));
     if (error != 0) return error;
     instance->flags_ = params.flags;
+    instance->dialect_ = params.dialect;
     // Every setting, read once; the log already names each bad one.
     if (instance->settings_.load(params.options) < 0) return -BMI_EINVAL;
     instance->unexpected_quota_ = instance->settings_.number(support::SettingId::unexpected_quota);
@@ -119,6 +120,7 @@ method::Config Instance::method_config(const MethodSlot& slot, std::string_view 
     method::Config config;
     config.listen_address = std::string(listen);
     config.flags = flags_;
+    config.dialect = dialect_;
     config.unexpected_limit = settings_.number(support::SettingId::unexpected_limit);
     config.settings = settings_;
     config.key = key_;
@@ -245,7 +247,8 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     // Read the id only where nobody else can have the op yet: once it completed and was
     // queued, another thread's testcontext may reap and free it at any moment.
     bmi_op_id_t new_id = 0;
-    const bool try_now = !is_recv && !is_list;
+    // The fast path carries no class: a classed unexpected send goes through post().
+    const bool try_now = !is_recv && !is_list && request.msg_class == 0;
     {
         std::lock_guard lock(state_mutex_);
         if (!context_valid_locked(request.context)) return -BMI_EINVAL;
@@ -331,6 +334,7 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
 void Instance::fill_request(method::Operation& op, const PostRequest& request) {
     op.kind = request.kind;
     op.tag = request.tag;
+    op.msg_class = request.msg_class;
     op.total_size = request.size;
     op.user_ptr = request.user_ptr;
     op.context = request.context;
@@ -495,13 +499,14 @@ bool Instance::uncharge_unexpected(void* buffer) {
 }
 
 void Instance::on_deliver_unexpected(int method_index, const std::shared_ptr<method::Peer>& peer,
-                                     void* buffer, bmi_size_t size, bmi_msg_tag_t tag) {
+                                     void* buffer, bmi_size_t size, bmi_msg_tag_t tag,
+                                     std::uint8_t msg_class) {
     {
         std::lock_guard lock(state_mutex_);
         BMI_addr_t addr = peer->addr();
         if (addr == 0 || addresses_.find(addr) == nullptr)
             addr = addresses_.add(method_index, peer, "").addr;
-        unexpected_.push_back(UnexpectedMessage{0, addr, buffer, size, tag});
+        unexpected_.push_back(UnexpectedMessage{0, addr, buffer, size, tag, msg_class});
     }
     wait_point_.signal();
 }

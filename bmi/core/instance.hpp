@@ -18,6 +18,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,8 @@ struct InitParams {
     // The allocation in the text form of doc/planes.md, from the C++ API; "" leaves it to the
     // allocation settings (BMI_ALLOCATION, BMI_ALLOCATION_FILE, BMI_ALLOCATION_ID).
     std::string allocation;
+    // The API this instance serves (bmi.h of OrangeFS or of the standalone library).
+    method::ApiDialect dialect = method::ApiDialect::orangefs;
 };
 
 // What a post call asks for. Exactly one of (buffer) or (list) is used.
@@ -56,6 +59,7 @@ struct PostRequest {
     int list_count = 0;  // 0: contiguous
     bmi_size_t size = 0;  // contiguous size, or the list total the caller announced
     bmi_msg_tag_t tag = 0;
+    std::uint8_t msg_class = 0;  // send_unexpected only: the standalone dialect's class
     void* user_ptr = nullptr;
     bmi_context_id context = 0;
 };
@@ -73,6 +77,7 @@ struct UnexpectedMessage {
     void* buffer = nullptr;
     bmi_size_t size = 0;
     bmi_msg_tag_t tag = 0;
+    std::uint8_t msg_class = 0;
 };
 
 class Instance {
@@ -100,7 +105,10 @@ public:
                  int& outcount, std::span<int> indices, std::span<Completion> out);
     int testcontext(bmi_context_id context, int max_idle_ms, int& outcount,
                     std::span<Completion> out);
-    int testunexpected(int max_idle_ms, int& outcount, std::span<UnexpectedMessage> out);
+    // msg_class: only messages of that class (the standalone dialect's _class calls);
+    // nullopt: every class (OrangeFS's BMI_testunexpected, which knows no classes).
+    int testunexpected(int max_idle_ms, int& outcount, std::span<UnexpectedMessage> out,
+                       std::optional<std::uint8_t> msg_class = std::nullopt);
 
     int cancel(bmi_op_id_t id, bmi_context_id context);
 
@@ -164,7 +172,8 @@ private:
     // Takes back the charge of an unexpected buffer (state_mutex_ held); false if unknown.
     bool uncharge_unexpected(void* buffer);
     void on_deliver_unexpected(int method_index, const std::shared_ptr<method::Peer>& peer,
-                               void* buffer, bmi_size_t size, bmi_msg_tag_t tag);
+                               void* buffer, bmi_size_t size, bmi_msg_tag_t tag,
+                               std::uint8_t msg_class);
 
     // Copies a post's request into op (everything but the peer).
     static void fill_request(method::Operation& op, const PostRequest& request);
@@ -189,6 +198,7 @@ private:
     void cancel_pending(Pick&& pick);
 
     int flags_ = 0;
+    method::ApiDialect dialect_ = method::ApiDialect::orangefs;
     support::Settings settings_;  // read once in create(); never changed after
     bool emulate_lists_ = false;  // emulate_lists=1: pack even for native methods
     bmi_size_t unexpected_quota_ = 0;

@@ -24,8 +24,9 @@ public:
         return instance_.on_alloc_unexpected(peer, size);
     }
     void deliver_unexpected(const std::shared_ptr<method::Peer>& peer, void* buffer,
-                            bmi_size_t size, bmi_msg_tag_t tag) override {
-        instance_.on_deliver_unexpected(index_, peer, buffer, size, tag);
+                            bmi_size_t size, bmi_msg_tag_t tag,
+                            std::uint8_t msg_class) override {
+        instance_.on_deliver_unexpected(index_, peer, buffer, size, tag, msg_class);
     }
 
 private:

@@ -182,12 +182,20 @@ int Instance::testcontext(bmi_context_id context, int max_idle_ms, int& outcount
     return rc;
 }
 
-int Instance::testunexpected(int max_idle_ms, int& outcount, std::span<UnexpectedMessage> out) {
+int Instance::testunexpected(int max_idle_ms, int& outcount, std::span<UnexpectedMessage> out,
+                             std::optional<std::uint8_t> msg_class) {
     outcount = 0;
     wait_for(max_idle_ms, [&] {
-        while (!unexpected_.empty() && static_cast<std::size_t>(outcount) < out.size()) {
-            out[static_cast<std::size_t>(outcount++)] = unexpected_.front();
-            unexpected_.pop_front();
+        // Messages of other classes stay queued in arrival order; the quota bounds how many
+        // there can be to step over.
+        for (auto it = unexpected_.begin();
+             it != unexpected_.end() && static_cast<std::size_t>(outcount) < out.size();) {
+            if (msg_class && it->msg_class != *msg_class) {
+                ++it;
+                continue;
+            }
+            out[static_cast<std::size_t>(outcount++)] = *it;
+            it = unexpected_.erase(it);
         }
         return outcount > 0;
     });

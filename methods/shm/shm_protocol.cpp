@@ -391,7 +391,7 @@ int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header,
     if (buffer == nullptr) return 1;
     window.read(header_size, buffer, static_cast<std::size_t>(size));
     if (conn.peer->addr() == 0) sink_.register_peer(conn.peer);
-    sink_.deliver_unexpected(conn.peer, buffer, size, header.tag);
+    sink_.deliver_unexpected(conn.peer, buffer, size, header.tag, 0);
     return 0;
 }
 

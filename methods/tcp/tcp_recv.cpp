@@ -458,7 +458,7 @@ bool TcpMethod::deliver_unexpected(Connection& c) {
     if (size > 0) std::memcpy(buffer, c.scratch.data(), static_cast<std::size_t>(size));
     c.phase = ReadPhase::header;
     sink_.register_peer(c.peer);
-    sink_.deliver_unexpected(c.peer, buffer, size, tag_of(c.header));
+    sink_.deliver_unexpected(c.peer, buffer, size, tag_of(c.header), 0);
     return true;
 }
 

@@ -25,6 +25,7 @@ public:
         void* buffer;
         bmi_size_t size;
         bmi_msg_tag_t tag;
+        std::uint8_t msg_class;
     };
 
     ~TestSink() {
@@ -49,10 +50,10 @@ public:
         return std::malloc(static_cast<std::size_t>(size) + 1);
     }
     void deliver_unexpected(const std::shared_ptr<Peer>& peer, void* buffer, bmi_size_t size,
-                            bmi_msg_tag_t tag) override {
+                            bmi_msg_tag_t tag, std::uint8_t msg_class) override {
         // The contract: the peer is registered before its first unexpected message.
         registered_before_delivery = registered_before_delivery && peer->addr() != 0;
-        unexpected.push_back({peer, buffer, size, tag});
+        unexpected.push_back({peer, buffer, size, tag, msg_class});
     }
 
     std::vector<Operation*> completions;
