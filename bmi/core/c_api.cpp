@@ -1,44 +1,59 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The C API: the only file with extern "C" definitions. Each entry point converts arguments,
-// calls the one process-wide Instance and converts the result. No exception crosses it.
+// The C API of OrangeFS's bmi.h, and the process-wide instance both C dialects share
+// (c_api_global.hpp; the standalone dialect's entry points are in c_api_standalone.cpp). Each
+// entry point converts arguments, calls the instance and converts the result. No exception
+// crosses it.
 #include <atomic>
 #include <mutex>
 #include <new>
 #include <vector>
 
 #include "bmi.h"
+#include "bmi/core/c_api_global.hpp"
 #include "bmi/core/instance.hpp"
 #include "support/error/error_map.hpp"
 
+namespace bmi::core::c_api {
+
 namespace {
-
-using bmi::core::Instance;
-using bmi::method::OpKind;
-
 std::mutex init_mutex;  // serializes initialize/finalize only
 std::atomic<Instance*> global{nullptr};
+}  // namespace
 
-// Runs f(instance) with exceptions turned into codes; -BMI_EINVAL before BMI_initialize.
-template <class F>
-int with_instance(F&& f) {
-    Instance* instance = global.load(std::memory_order_acquire);
-    if (instance == nullptr) return -BMI_EINVAL;
+Instance* global_instance() { return global.load(std::memory_order_acquire); }
+
+int initialize(const InitParams& params) {
+    std::lock_guard lock(init_mutex);
+    if (global.load() != nullptr) return -BMI_EALREADY;
     try {
-        return f(*instance);
+        std::unique_ptr<Instance> instance;
+        int rc = Instance::create(params, instance);
+        if (rc != 0) return rc;
+        global.store(instance.release(), std::memory_order_release);
+        return 0;
     } catch (const std::bad_alloc&) {
         return -BMI_ENOMEM;
     }
 }
 
-int post_one(bmi_op_id_t* id, const bmi::core::PostRequest& request, bmi_size_t* actual) {
+namespace {
+int finalize() {
+    std::lock_guard lock(init_mutex);
+    Instance* instance = global.exchange(nullptr);
+    if (instance == nullptr) return -BMI_EINVAL;
+    delete instance;
+    return 0;
+}
+}  // namespace
+
+int post_one(bmi_op_id_t* id, const PostRequest& request, bmi_size_t* actual) {
     if (id == nullptr) return -BMI_EINVAL;
     return with_instance([&](Instance& in) { return in.post(request, *id, actual); });
 }
 
-bmi::core::PostRequest request_of(OpKind kind, BMI_addr_t addr, const void* buffer,
-                                  bmi_size_t size, bmi_msg_tag_t tag, void* user_ptr,
-                                  bmi_context_id context) {
-    bmi::core::PostRequest r;
+PostRequest request_of(method::OpKind kind, BMI_addr_t addr, const void* buffer, bmi_size_t size,
+                       bmi_msg_tag_t tag, void* user_ptr, bmi_context_id context) {
+    PostRequest r;
     r.kind = kind;
     r.addr = addr;
     r.buffer = const_cast<void*>(buffer);  // sends never write through it
@@ -48,6 +63,44 @@ bmi::core::PostRequest request_of(OpKind kind, BMI_addr_t addr, const void* buff
     r.context = context;
     return r;
 }
+
+int post_unexpected_list(bmi_op_id_t* id, BMI_addr_t dest, const void* const* buffer_list,
+                         const bmi_size_t* size_list, int list_count, bmi_size_t total_size,
+                         bmi_msg_tag_t tag, std::uint8_t msg_class, void* user_ptr,
+                         bmi_context_id context_id) {
+    if (list_count < 1) return -BMI_EINVAL;
+    auto r = request_of(method::OpKind::send_unexpected, dest, nullptr, total_size, tag, user_ptr,
+                        context_id);
+    r.list = buffer_list;
+    r.sizes = size_list;
+    r.list_count = list_count;
+    r.msg_class = msg_class;
+    return post_one(id, r, nullptr);
+}
+
+int test_unexpected(int incount, int* outcount, BMI_unexpected_info* info_array,
+                    std::optional<std::uint8_t> msg_class, int max_idle_time_ms) {
+    if (outcount == nullptr || incount < 0 || (incount > 0 && info_array == nullptr))
+        return -BMI_EINVAL;
+    *outcount = 0;
+    return with_instance([&](Instance& in) {
+        std::vector<UnexpectedMessage> got(static_cast<std::size_t>(incount));
+        int rc = in.testunexpected(max_idle_time_ms, *outcount, got, msg_class);
+        for (int i = 0; i < *outcount; ++i) {
+            const auto& m = got[static_cast<std::size_t>(i)];
+            info_array[i] = BMI_unexpected_info{m.error, m.addr, m.buffer, m.size, m.tag};
+        }
+        return rc;
+    });
+}
+
+}  // namespace bmi::core::c_api
+
+namespace {
+
+using bmi::core::Instance;
+using bmi::method::OpKind;
+using namespace bmi::core::c_api;
 
 void copy_completion(const bmi::core::Completion& c, bmi_error_code_t* error,
                      bmi_size_t* actual, void** user_ptr) {
@@ -61,31 +114,19 @@ void copy_completion(const bmi::core::Completion& c, bmi_error_code_t* error,
 extern "C" {
 
 int BMI_initialize(const char* method_list, const char* listen_addr, int flags, char* options) {
-    std::lock_guard lock(init_mutex);
-    if (global.load() != nullptr) return -BMI_EALREADY;
     try {
         bmi::core::InitParams params;
         params.method_list = method_list ? method_list : "";
         params.listen = listen_addr ? listen_addr : "";
         params.flags = flags;
         params.options = options ? options : "";
-        std::unique_ptr<Instance> instance;
-        int rc = Instance::create(params, instance);
-        if (rc != 0) return rc;
-        global.store(instance.release(), std::memory_order_release);
-        return 0;
+        return initialize(params);
     } catch (const std::bad_alloc&) {
         return -BMI_ENOMEM;
     }
 }
 
-int BMI_finalize(void) {
-    std::lock_guard lock(init_mutex);
-    Instance* instance = global.exchange(nullptr);
-    if (instance == nullptr) return -BMI_EINVAL;
-    delete instance;
-    return 0;
-}
+int BMI_finalize(void) { return finalize(); }
 
 int BMI_open_context(bmi_context_id* context_id) {
     if (context_id == nullptr) return -BMI_EINVAL;
@@ -154,18 +195,9 @@ int BMI_testsome(int incount, bmi_op_id_t* id_array, int* outcount, int* index_a
 
 int BMI_testunexpected(int incount, int* outcount, struct BMI_unexpected_info* info_array,
                        int max_idle_time_ms) {
-    if (outcount == nullptr || incount < 0 || (incount > 0 && info_array == nullptr))
-        return -BMI_EINVAL;
-    *outcount = 0;
-    return with_instance([&](Instance& in) {
-        std::vector<bmi::core::UnexpectedMessage> got(static_cast<std::size_t>(incount));
-        int rc = in.testunexpected(max_idle_time_ms, *outcount, got);
-        for (int i = 0; i < *outcount; ++i) {
-            const auto& m = got[static_cast<std::size_t>(i)];
-            info_array[i] = BMI_unexpected_info{m.error, m.addr, m.buffer, m.size, m.tag};
-        }
-        return rc;
-    });
+    // OrangeFS's dialect has no classes: it sees every message, whatever class a standalone
+    // sender gave it.
+    return test_unexpected(incount, outcount, info_array, std::nullopt, max_idle_time_ms);
 }
 
 int BMI_testcontext(int incount, bmi_op_id_t* out_id_array, int* outcount,
@@ -189,7 +221,7 @@ int BMI_testcontext(int incount, bmi_op_id_t* out_id_array, int* outcount,
 }
 
 void* BMI_memalloc(BMI_addr_t addr, bmi_size_t size, enum bmi_op_type) {
-    Instance* instance = global.load(std::memory_order_acquire);
+    Instance* instance = global_instance();
     return instance ? instance->memalloc(addr, size) : nullptr;
 }
 
@@ -206,7 +238,7 @@ int BMI_set_info(BMI_addr_t addr, int option, void* inout_parameter) {
 }
 
 int BMI_get_info(BMI_addr_t addr, int option, void* inout_parameter) {
-    if (option == BMI_CHECK_INIT) return global.load() ? 0 : -BMI_ENODEV;
+    if (option == BMI_CHECK_INIT) return global_instance() ? 0 : -BMI_ENODEV;
     return with_instance([&](Instance& in) { return in.get_info(addr, option, inout_parameter); });
 }
 
@@ -216,12 +248,12 @@ int BMI_addr_lookup(BMI_addr_t* new_addr, const char* id_string, char*) {
 }
 
 const char* BMI_addr_rev_lookup(BMI_addr_t addr) {
-    Instance* instance = global.load(std::memory_order_acquire);
+    Instance* instance = global_instance();
     return instance ? instance->rev_lookup(addr) : nullptr;
 }
 
 const char* BMI_addr_rev_lookup_unexpected(BMI_addr_t addr) {
-    Instance* instance = global.load(std::memory_order_acquire);
+    Instance* instance = global_instance();
     return instance ? instance->rev_lookup_unexpected(addr) : nullptr;
 }
 
@@ -262,13 +294,8 @@ int BMI_post_sendunexpected_list(bmi_op_id_t* id, BMI_addr_t dest,
                                  int list_count, bmi_size_t total_size, enum bmi_buffer_type,
                                  bmi_msg_tag_t tag, void* user_ptr, bmi_context_id context_id,
                                  bmi_hint) {
-    if (list_count < 1) return -BMI_EINVAL;
-    auto r = request_of(OpKind::send_unexpected, dest, nullptr, total_size, tag, user_ptr,
-                        context_id);
-    r.list = buffer_list;
-    r.sizes = size_list;
-    r.list_count = list_count;
-    return post_one(id, r, nullptr);
+    return post_unexpected_list(id, dest, buffer_list, size_list, list_count, total_size, tag, 0,
+                                user_ptr, context_id);
 }
 
 int BMI_cancel(bmi_op_id_t id, bmi_context_id context_id) {

@@ -175,10 +175,12 @@ core::PostRequest make_request(method::OpKind kind, Context& ctx, Address addr, 
 
 Result<Posted> Session::post_send_bytes(Context& ctx, Address to, const std::byte* data,
                                         std::size_t size, bmi_msg_tag_t tag, void* user_ptr,
-                                        bool unexpected) {
+                                        bool unexpected, MessageClass message_class) {
     auto kind = unexpected ? method::OpKind::send_unexpected : method::OpKind::send;
-    return post_with(*impl_, make_request(kind, ctx, to, const_cast<std::byte*>(data), size, tag,
-                                          user_ptr));
+    auto request =
+        make_request(kind, ctx, to, const_cast<std::byte*>(data), size, tag, user_ptr);
+    request.msg_class = static_cast<std::uint8_t>(message_class);
+    return post_with(*impl_, request);
 }
 
 Result<Posted> Session::post_recv_bytes(Context& ctx, Address from, std::byte* buffer,
@@ -196,6 +198,13 @@ Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
                                              std::span<const std::byte> data, bmi_msg_tag_t tag,
                                              void* user_ptr) {
     return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true);
+}
+
+Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
+                                             std::span<const std::byte> data, bmi_msg_tag_t tag,
+                                             MessageClass message_class, void* user_ptr) {
+    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true,
+                           message_class);
 }
 
 Result<Posted> Session::post_recv(Context& ctx, Address from, std::span<std::byte> buffer,
@@ -235,9 +244,22 @@ Result<std::size_t> Session::test_context_into(Context& ctx, Completion* out, st
 
 Result<std::vector<UnexpectedMessage>> Session::test_unexpected(std::size_t max,
                                                                 std::chrono::milliseconds idle) {
+    return test_unexpected_of(max, idle, nullptr);
+}
+
+Result<std::vector<UnexpectedMessage>> Session::test_unexpected(std::size_t max,
+                                                                std::chrono::milliseconds idle,
+                                                                MessageClass message_class) {
+    return test_unexpected_of(max, idle, &message_class);
+}
+
+Result<std::vector<UnexpectedMessage>> Session::test_unexpected_of(
+    std::size_t max, std::chrono::milliseconds idle, const MessageClass* message_class) {
     std::vector<core::UnexpectedMessage> raw(max);
     int outcount = 0;
-    int rc = impl_->testunexpected(static_cast<int>(idle.count()), outcount, raw);
+    std::optional<std::uint8_t> only;
+    if (message_class != nullptr) only = static_cast<std::uint8_t>(*message_class);
+    int rc = impl_->testunexpected(static_cast<int>(idle.count()), outcount, raw, only);
     if (rc != 0) return failure<std::vector<UnexpectedMessage>>(rc);
     std::vector<UnexpectedMessage> out(static_cast<std::size_t>(outcount));
     for (int i = 0; i < outcount; ++i) {
@@ -248,6 +270,7 @@ Result<std::vector<UnexpectedMessage>> Session::test_unexpected(std::size_t max,
         m.buffer_ = r.buffer;
         m.size_ = r.size;
         m.tag_ = r.tag;
+        m.class_ = MessageClass{r.msg_class};
         m.error_ = error_from_code(r.error);
     }
     return out;

@@ -3,6 +3,10 @@
 #ifndef BMI_TYPES_H
 #define BMI_TYPES_H
 
+#ifdef BMI_STANDALONE_TYPES_H
+#error "OrangeFS-dialect bmi-types.h and bmi-standalone/bmi-types.h cannot both be included"
+#endif
+
 #include <stdint.h>
 
 #ifdef __cplusplus

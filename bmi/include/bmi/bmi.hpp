@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,10 @@ struct Completion {
     void* user_ptr = nullptr;
 };
 
+// The class of an unexpected message (the standalone BMI dialect's message classes): a receiver
+// asking for one class sees only messages sent with it. Plain calls use class 0.
+enum class MessageClass : std::uint8_t {};
+
 // An unexpected message; owns its buffer and frees it (BMI_unexpected_free) on destruction.
 class UnexpectedMessage {
 public:
@@ -86,6 +91,7 @@ public:
     ~UnexpectedMessage();
     Address from() const { return from_; }
     bmi_msg_tag_t tag() const { return tag_; }
+    MessageClass message_class() const { return class_; }
     std::error_code error() const { return error_; }
     BMI_SPAN_ABI span<const std::byte> data() const {
         return {static_cast<const std::byte*>(buffer_), static_cast<std::size_t>(size_)};
@@ -98,6 +104,7 @@ private:
     void* buffer_ = nullptr;
     bmi_size_t size_ = 0;
     bmi_msg_tag_t tag_ = 0;
+    MessageClass class_{};
     std::error_code error_;
 };
 
@@ -155,6 +162,10 @@ public:
     Result<Posted> post_send_unexpected(Context& ctx, Address to,
                                         span<const std::byte> data, bmi_msg_tag_t tag,
                                         void* user_ptr = nullptr);
+    // The same with a message class, for a receiver that sorts by class.
+    Result<Posted> post_send_unexpected(Context& ctx, Address to,
+                                        span<const std::byte> data, bmi_msg_tag_t tag,
+                                        MessageClass message_class, void* user_ptr = nullptr);
     Result<Posted> post_recv(Context& ctx, Address from, span<std::byte> buffer,
                              bmi_msg_tag_t tag, void* user_ptr = nullptr);
 
@@ -164,8 +175,12 @@ public:
     // Fills out with up to out.size() completions of ctx; returns how many.
     Result<std::size_t> test_context(Context& ctx, span<Completion> out,
                                      std::chrono::milliseconds idle);
+    // Unexpected messages of every class, or of one class only.
     Result<std::vector<UnexpectedMessage>> test_unexpected(std::size_t max,
                                                            std::chrono::milliseconds idle);
+    Result<std::vector<UnexpectedMessage>> test_unexpected(std::size_t max,
+                                                           std::chrono::milliseconds idle,
+                                                           MessageClass message_class);
     std::error_code cancel(Context& ctx, bmi_op_id_t id);
     std::error_code drop(Address addr);
 
@@ -178,7 +193,9 @@ private:
     // the inline wrappers below.
     Result<Posted> post_send_bytes(Context& ctx, Address to, const std::byte* data,
                                    std::size_t size, bmi_msg_tag_t tag, void* user_ptr,
-                                   bool unexpected);
+                                   bool unexpected, MessageClass message_class = {});
+    Result<std::vector<UnexpectedMessage>> test_unexpected_of(
+        std::size_t max, std::chrono::milliseconds idle, const MessageClass* message_class);
     Result<Posted> post_recv_bytes(Context& ctx, Address from, std::byte* buffer,
                                    std::size_t size, bmi_msg_tag_t tag, void* user_ptr);
     Result<std::size_t> test_context_into(Context& ctx, Completion* out, std::size_t count,
@@ -197,6 +214,14 @@ inline Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
                                                     span<const std::byte> data,
                                                     bmi_msg_tag_t tag, void* user_ptr) {
     return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true);
+}
+inline Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
+                                                    span<const std::byte> data,
+                                                    bmi_msg_tag_t tag,
+                                                    MessageClass message_class,
+                                                    void* user_ptr) {
+    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true,
+                           message_class);
 }
 inline Result<Posted> Session::post_recv(Context& ctx, Address from, span<std::byte> buffer,
                                          bmi_msg_tag_t tag, void* user_ptr) {
