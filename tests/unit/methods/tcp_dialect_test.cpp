@@ -5,10 +5,14 @@
 
 #include <string>
 
+#include <unistd.h>
+
 #include "methods/tcp/tcp_method.hpp"
+#include "tcp_raw_peer.hpp"
 #include "tcp_test_harness.hpp"
 
 using namespace bmi::method;
+using namespace bmi::method::tcp;
 using namespace bmi::method::tcp::test;
 
 namespace {
@@ -20,6 +24,20 @@ int make_server(TestSink& sink, const std::string& listen, ApiDialect dialect,
     config.flags = BMI_INIT_SERVER;
     config.dialect = dialect;
     return tcp::create(config, sink, out);
+}
+
+std::vector<std::uint8_t> standalone_frame(std::uint32_t magic, Mode mode, bmi_msg_tag_t tag,
+                                           std::size_t size, std::uint8_t msg_class) {
+    std::vector<std::uint8_t> frame(standalone_header_size + size, 0x42);
+    Header h;
+    h.magic = magic;
+    h.mode = mode;
+    h.tag = wire_tag(tag);
+    h.size = size;
+    h.address_hash = 0xdeadbeef;  // a claim the server must not act on
+    h.msg_class = msg_class;
+    encode_header(h, Framing::standalone, frame.data());
+    return frame;
 }
 }  // namespace
 
@@ -82,4 +100,31 @@ TEST_CASE("tcp_legacy_framing takes three words and names itself otherwise", "[t
     Config config;
     CHECK(config.settings.load("tcp_legacy_framing=mercury") == -BMI_EINVAL);
     CHECK_FALSE(config.settings.valid(bmi::support::SettingId::tcp_legacy_framing));
+}
+
+TEST_CASE("a standalone legacy client gets OrangeFS's limits and keeps its magic",
+          "[tcp][dialect][legacy]") {
+    TestSink sink;
+    std::unique_ptr<Method> server;
+    REQUIRE(make_server(sink, "tcp://127.0.0.1:0", ApiDialect::orangefs, server) == 0);
+    const int fd = raw_connect(port_from(server->listen_address()));
+    REQUIRE(fd >= 0);
+    auto first = standalone_frame(standalone_magic, Mode::unexpected, 5, 6, 9);
+    REQUIRE(raw_write(fd, first.data(), first.size(), *server));
+    REQUIRE(drive({server.get()}, [&] { return !sink.unexpected.empty(); }));
+    CHECK(sink.unexpected.front().msg_class == 9);
+    CHECK(sink.unexpected.front().size == 6);
+    const auto peer = sink.unexpected.front().peer;
+    // Known legacy now: a receive no such peer can fill is refused when posted.
+    auto huge = make_op(OpKind::recv, peer, 4, nullptr, legacy_message_limit + 1);
+    CHECK(post(*server, *huge) == -BMI_EINVAL);
+    auto fits = make_op(OpKind::recv, peer, 4, nullptr, legacy_message_limit);
+    CHECK(post(*server, *fits) == 0);
+    // OrangeFS's magic on a connection in the standalone framing closes it.
+    auto other = standalone_frame(wire_magic, Mode::eager, 4, 10, 0);
+    REQUIRE(raw_write(fd, other.data(), other.size(), *server));
+    CHECK(raw_closed(fd, *server));
+    CHECK(drive({server.get()}, [&] { return fits->completed; }));
+    CHECK(fits->error == -BMI_EPROTO);
+    close(fd);
 }
