@@ -29,6 +29,10 @@ struct ParsedAddress {
 
 // "tcp://host:port" -> parts; nullopt for another scheme or a malformed string.
 std::optional<ParsedAddress> parse_tcp_address(std::string_view address);
+// A listen address: as parse_tcp_address, and with port_optional also "tcp://host" (or
+// "tcp://[v6]"), which means port 0: the kernel picks one. The standalone dialect's servers
+// start that way (Mercury asks for the port afterwards); OrangeFS's always name a port.
+std::optional<ParsedAddress> parse_listen_address(std::string_view address, bool port_optional);
 
 // getaddrinfo on host (numeric or name); 0 or -BMI_EHOSTNTFD.
 int resolve(const std::string& host, std::uint16_t port, SocketAddress& out);

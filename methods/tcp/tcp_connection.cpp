@@ -153,7 +153,7 @@ void TcpMethod::finish_connect(Connection& c) {
         }
         c.peer->legacy = true;
         c.state = ConnState::established;
-        c.v2 = false;
+        c.framing = legacy_framing_;
     } else {
         // Only HELLO goes out until the acceptor shows whether it speaks v2.
         c.state = ConnState::await_ack;

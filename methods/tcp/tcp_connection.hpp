@@ -68,7 +68,9 @@ struct Connection {
     std::uint64_t id = 0;  // epoll data; never reused, so stale events find nothing
     int fd = -1;
     bool outbound = false;
-    bool v2 = false;
+    // The layout of its frames once established: v2 after libbmi's handshake, else the legacy
+    // framing its first frame used (accepted) or the instance chose (outbound).
+    Framing framing = Framing::orangefs;
     bool closed = false;
     ConnState state = ConnState::connecting;
     std::shared_ptr<TcpPeer> peer;  // null until the first frame of an accepted socket
@@ -116,7 +118,8 @@ struct Connection {
         if (state == ConnState::await_first) return Dialect::first_inbound;
         if (state == ConnState::await_ack) return Dialect::await_ack;
         if (state == ConnState::await_proof) return Dialect::await_proof;
-        return v2 ? Dialect::v2 : Dialect::legacy;
+        if (framing == Framing::v2) return Dialect::v2;
+        return framing == Framing::standalone ? Dialect::standalone : Dialect::legacy;
     }
     // Reading is stopped until something on our side changes (memory, a posted receive).
     bool paused() const {

@@ -90,7 +90,7 @@ void TcpMethod::on_hello_proof(Connection& c) {
         refuse(c, "its key proof is wrong (another key, or a replayed or reflected handshake)");
         return;
     }
-    c.v2 = true;
+    c.framing = Framing::v2;
     c.state = ConnState::established;
     bind_peer(c, c.initiator_address, false, true);
     flush(c);

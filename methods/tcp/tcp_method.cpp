@@ -33,6 +33,20 @@ TcpMethod::TcpMethod(const Config& config, Sink& sink)
       spin_(static_cast<int>(config.settings.number(support::SettingId::tcp_spin_us))),
       spin_cap_(static_cast<int>(config.settings.number(support::SettingId::tcp_spin_us))) {
     force_legacy_ = config.settings.flag(support::SettingId::tcp_legacy);
+    dialect_ = config.dialect;
+    // The row's choices, in order: dialect, orangefs, standalone.
+    switch (config.settings.number(support::SettingId::tcp_legacy_framing)) {
+        case 1:
+            legacy_framing_ = Framing::orangefs;
+            break;
+        case 2:
+            legacy_framing_ = Framing::standalone;
+            break;
+        default:
+            legacy_framing_ = config.dialect == ApiDialect::standalone ? Framing::standalone
+                                                                       : Framing::orangefs;
+            break;
+    }
 }
 
 TcpMethod::~TcpMethod() {
@@ -290,6 +304,11 @@ int TcpMethod::get_info(Peer* peer, int option, void* arg) {
             *static_cast<int*>(arg) = waiting;
             return 0;
         }
+        case info_listen_port:
+            // The first listener's: with several planes, the one a single answer can name.
+            if (listeners_.empty()) return -BMI_ENOSYS;
+            *static_cast<int*>(arg) = port_of(local_address(listeners_.front().fd));
+            return 0;
         case BMI_UNEXPECTED_QUOTA_USE: {
             // The control layer filled in bytes and limit; add the peers held back here.
             std::set<const Peer*> blocked;

@@ -226,6 +226,10 @@ private:
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool force_legacy_ = false;
+    // What a peer without libbmi's handshake is spoken to in (tcp_legacy_framing, by default
+    // the dialect's); accepted legacy connections keep the framing they came with.
+    Framing legacy_framing_ = Framing::orangefs;
+    ApiDialect dialect_ = ApiDialect::orangefs;
     support::keys::SharedKey key_;  // empty: keyless, every peer admitted as in OrangeFS
     support::keys::RefusalLog refusals_;
     Limits limits_;

@@ -68,7 +68,8 @@ int TcpMethod::start_listening(const Config& config) {
     if (!planes_.empty()) return listen_on_planes(config);
     if (config.listen_address.empty()) return 0;
 
-    auto parsed = parse_tcp_address(without_trailing_space(config.listen_address));
+    auto parsed = parse_listen_address(without_trailing_space(config.listen_address),
+                                       config.dialect == ApiDialect::standalone);
     if (!parsed) return -BMI_EINVAL;
     // Without BIND_SPECIFIC a server answers on every interface and never resolves the host (as
     // OrangeFS, which is given "tcp://NULL:3334"), but keeps announcing the name it was given,

@@ -116,7 +116,8 @@ bool TcpMethod::read_step(Connection& c) {
     iovec iov[iov_batch];
     int n = 1;
     std::uint8_t sink_buffer[16384];
-    const std::size_t hsize = header_size(c.dialect());
+    const std::size_t hsize =
+        header_bytes_needed(c.dialect(), {c.head.data(), c.head_have});
     switch (c.phase) {
         case ReadPhase::header:
             iov[0] = {c.head.data() + c.head_have, hsize - c.head_have};
@@ -170,7 +171,9 @@ bool TcpMethod::read_step(Connection& c) {
     switch (c.phase) {
         case ReadPhase::header:
             c.head_have += count;
-            if (c.head_have == hsize) on_header(c);
+            // A first frame under the standalone magic needs one byte more than was asked for.
+            if (c.head_have == header_bytes_needed(c.dialect(), {c.head.data(), c.head_have}))
+                on_header(c);
             break;
         case ReadPhase::body_scratch:
             c.scratch_have += count;
@@ -204,21 +207,23 @@ void TcpMethod::protocol_error(Connection& c, const char* what) {
 }
 
 void TcpMethod::on_header(Connection& c) {
-    const Header h = decode_header(c.head.data(), c.dialect() == Dialect::v2);
+    const Framing framing = framing_of(c.dialect(), {c.head.data(), c.head_have});
+    const Header h = decode_header(c.head.data(), framing);
     c.head_have = 0;
     c.header = h;
     if (check_header(h, c.dialect(), unexpected_limit_) < 0) {
         protocol_error(c, "bad header");
         return;
     }
-    // A first frame other than HELLO comes from an OrangeFS client: legacy for good.
+    // A first frame other than HELLO comes from a legacy client (OrangeFS's or the standalone
+    // library's, by its magic), whatever our own dialect: that framing for good.
     if (c.state == ConnState::await_first && h.mode != Mode::hello) {
         if (key_) {
             refuse(c, "its first frame is not HELLO (a legacy OrangeFS peer cannot prove the key)");
             return;
         }
         c.state = ConnState::established;
-        c.v2 = false;
+        c.framing = framing;
         bind_peer(c, "", true);
     }
     if (!admit_early(c)) return;
@@ -283,7 +288,7 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
         return;
     }
     if (ack ? !on_keyed_ack(c, *hello) : on_keyed_hello(c, *hello)) return;
-    c.v2 = true;
+    c.framing = Framing::v2;
     c.state = ConnState::established;
     if (ack) {
         BMI_LOG(tcp, "tcp: %s answered HELLO; using v2 frames%s", describe(c.remote).c_str(),
@@ -442,7 +447,7 @@ void TcpMethod::body_op_done(Connection& c) {
     Operation* op = c.read_op;
     c.read_op = nullptr;
     if (op->transferred < op->actual_size) return;  // more DATA chunks to come
-    if (c.v2) c.incoming.erase(op->method_word);
+    if (c.framing == Framing::v2) c.incoming.erase(op->method_word);
     finish(*op, 0);
 }
 
@@ -458,7 +463,7 @@ bool TcpMethod::deliver_unexpected(Connection& c) {
     if (size > 0) std::memcpy(buffer, c.scratch.data(), static_cast<std::size_t>(size));
     c.phase = ReadPhase::header;
     sink_.register_peer(c.peer);
-    sink_.deliver_unexpected(c.peer, buffer, size, tag_of(c.header), 0);
+    sink_.deliver_unexpected(c.peer, buffer, size, tag_of(c.header), c.header.msg_class);
     return true;
 }
 

@@ -75,7 +75,7 @@ bool TcpMethod::next_frame(Connection& c) {
     h.tag = wire_tag(op.tag);
     h.size = static_cast<std::uint64_t>(f.length);
     h.cookie = op.method_word;
-    f.head_length = encode_header(h, true, f.head.data());
+    f.head_length = encode_header(h, Framing::v2, f.head.data());
     place(op, Place::send_writing);
     c.out = std::move(f);
     return true;
@@ -88,11 +88,14 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
     f.kind = OutKind::message;
     f.length = op.total_size;
     Header h;
+    h.magic = magic_of(c.framing);
     h.tag = wire_tag(op.tag);
     h.size = static_cast<std::uint64_t>(op.total_size);
     if (op.kind == OpKind::send_unexpected) {
         h.mode = Mode::unexpected;
-    } else if (!c.v2) {
+        // An OrangeFS header has no room for it: such a peer knows no classes anyway.
+        h.msg_class = op.msg_class;
+    } else if (c.framing != Framing::v2) {
         // What OrangeFS accepts: eager up to 16 KiB, rendezvous with inline payload up to 16 MiB.
         if (op.total_size > legacy_message_limit) {
             finish(op, -BMI_EMSGSIZE);
@@ -108,7 +111,7 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
         f.kind = OutKind::rts;
         f.length = 0;
     }
-    f.head_length = encode_header(h, c.v2, f.head.data());
+    f.head_length = encode_header(h, c.framing, f.head.data());
     place(op, Place::send_writing);
     c.out = std::move(f);
     return true;
@@ -155,7 +158,7 @@ void TcpMethod::queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::
     h.mode = mode;
     h.tag = wire_tag(tag);
     h.cookie = cookie;
-    f.head_length = encode_header(h, true, f.head.data());
+    f.head_length = encode_header(h, Framing::v2, f.head.data());
     c.control_queue.push_back(std::move(f));
 }
 

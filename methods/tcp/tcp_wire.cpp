@@ -34,7 +34,16 @@ bool magic_allowed(const Header& h, Dialect d) {
     if (h.mode == Mode::hello)
         return h.magic == hello_magic || (d == Dialect::first_inbound && h.magic == wire_magic);
     if (h.mode == Mode::hello_ack || h.mode == Mode::hello_proof) return h.magic == hello_magic;
-    return h.magic == wire_magic;
+    // A connection keeps the framing its first frame chose: the other kind's magic in it is a
+    // peer out of step (or two kinds of peer sharing a socket), not a message.
+    switch (d) {
+        case Dialect::first_inbound:
+            return h.magic == wire_magic || h.magic == standalone_magic;
+        case Dialect::standalone:
+            return h.magic == standalone_magic;
+        default:
+            return h.magic == wire_magic;
+    }
 }
 
 bool mode_allowed(Mode m, Dialect d) {
@@ -47,6 +56,7 @@ bool mode_allowed(Mode m, Dialect d) {
         case Dialect::await_proof:
             return m == Mode::hello_proof;
         case Dialect::legacy:
+        case Dialect::standalone:
             return m == Mode::unexpected || m == Mode::eager || m == Mode::rendezvous;
         case Dialect::v2:
             return m == Mode::unexpected || m == Mode::eager || m == Mode::rts ||
@@ -56,23 +66,67 @@ bool mode_allowed(Mode m, Dialect d) {
 }
 }  // namespace
 
-std::size_t encode_header(const Header& h, bool v2, std::uint8_t* out) {
+std::size_t header_size(Framing f) {
+    switch (f) {
+        case Framing::orangefs:
+            return legacy_header_size;
+        case Framing::standalone:
+            return standalone_header_size;
+        case Framing::v2:
+            return v2_header_size;
+    }
+    return legacy_header_size;
+}
+
+std::size_t header_bytes_needed(Dialect d, std::span<const std::uint8_t> have) {
+    if (d == Dialect::v2) return v2_header_size;
+    if (d == Dialect::standalone) return standalone_header_size;
+    if (d == Dialect::first_inbound && have.size() >= 4 && get_u32(have.data()) == standalone_magic)
+        return standalone_header_size;
+    return legacy_header_size;
+}
+
+Framing framing_of(Dialect d, std::span<const std::uint8_t> head) {
+    if (d == Dialect::v2) return Framing::v2;
+    return header_bytes_needed(d, head) == standalone_header_size ? Framing::standalone
+                                                                   : Framing::orangefs;
+}
+
+std::size_t encode_header(const Header& h, Framing f, std::uint8_t* out) {
     put_u32(out, h.magic);
     put_u32(out + 4, static_cast<std::uint32_t>(h.mode));
+    if (f == Framing::standalone) {
+        put_u32(out + 8, static_cast<std::uint32_t>(h.tag));
+        put_u32(out + 12, h.address_hash);
+        put_u64(out + 16, h.size);
+        out[24] = h.msg_class;
+        return standalone_header_size;
+    }
     put_u64(out + 8, h.tag);
     put_u64(out + 16, h.size);
-    if (!v2) return legacy_header_size;
-    put_u64(out + 24, h.cookie);
+    if (f == Framing::orangefs) return legacy_header_size;
+    put_u64(out + 24, h.mode == Mode::unexpected ? std::uint64_t{h.msg_class} : h.cookie);
     return v2_header_size;
 }
 
-Header decode_header(const std::uint8_t* in, bool v2) {
+Header decode_header(const std::uint8_t* in, Framing f) {
     Header h;
     h.magic = get_u32(in);
     h.mode = static_cast<Mode>(get_u32(in + 4));
-    h.tag = get_u64(in + 8);
     h.size = get_u64(in + 16);
-    h.cookie = v2 ? get_u64(in + 24) : 0;
+    if (f == Framing::standalone) {
+        // Sign-extended like an OrangeFS tag, so both framings give one tag the same value.
+        h.tag = static_cast<std::uint64_t>(static_cast<std::int64_t>(
+            static_cast<std::int32_t>(get_u32(in + 8))));
+        h.address_hash = get_u32(in + 12);
+        h.msg_class = in[24];
+        return h;
+    }
+    h.tag = get_u64(in + 8);
+    if (f == Framing::v2) {
+        h.cookie = get_u64(in + 24);
+        if (h.mode == Mode::unexpected) h.msg_class = static_cast<std::uint8_t>(h.cookie);
+    }
     return h;
 }
 
@@ -82,6 +136,8 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit) {
     const auto limit = [&](bmi_size_t l) { return h.size <= static_cast<std::uint64_t>(l); };
     switch (h.mode) {
         case Mode::unexpected:
+            // A v2 UNEXP's cookie is its class: anything over a byte is a peer out of step.
+            if (d == Dialect::v2 && h.cookie > 0xff) return -BMI_EPROTO;
             return limit(unexpected_limit) ? 0 : -BMI_EPROTO;
         case Mode::eager:
             return limit(d == Dialect::v2 ? v2_eager_limit : eager_limit) ? 0 : -BMI_EPROTO;
@@ -121,7 +177,7 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32
     h.mode = ack ? Mode::hello_ack : Mode::hello;
     h.tag = protocol_version;
     h.size = body;
-    encode_header(h, false, frame.data());
+    encode_header(h, Framing::orangefs, frame.data());
     std::uint8_t* p = frame.data() + legacy_header_size;
     put_u64(p, hello.features);
     put_u16(p + 8, static_cast<std::uint16_t>(addr_len));
@@ -140,7 +196,7 @@ std::vector<std::uint8_t> encode_hello_proof(const support::keys::Proof& proof) 
     h.mode = Mode::hello_proof;
     h.tag = protocol_version;
     h.size = proof.size();
-    encode_header(h, false, frame.data());
+    encode_header(h, Framing::orangefs, frame.data());
     std::memcpy(frame.data() + legacy_header_size, proof.data(), proof.size());
     return frame;
 }

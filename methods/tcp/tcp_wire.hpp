@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The tcp wire format: legacy (OrangeFS) and v2 frame headers and the HELLO body, as pure functions.
+// The tcp wire format as pure functions: the two legacy framings (OrangeFS's 24-byte header,
+// the standalone BMI library's 25-byte one), libbmi's v2 header and the HELLO body.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,9 @@
 namespace bmi::method::tcp {
 
 inline constexpr std::uint32_t wire_magic = 51903;
+// The standalone BMI library's tcp framing (radix-io/bmi, as Mercury's bmi plugin uses it):
+// the OrangeFS modes and limits under this magic, in a 25-byte header.
+inline constexpr std::uint32_t standalone_magic = 51912;
 // HELLO and HELLO_ACK carry their own magic ("BMIH" on the wire). An OrangeFS acceptor checks
 // only the magic, never the mode: a HELLO under wire_magic looked like a message to it and left
 // a failed receive behind. Under this magic it drops the connection before creating anything,
@@ -38,6 +42,7 @@ enum class Mode : std::uint32_t {
 };
 
 inline constexpr std::size_t legacy_header_size = 24;
+inline constexpr std::size_t standalone_header_size = 25;
 inline constexpr std::size_t v2_header_size = 32;
 inline constexpr std::size_t max_header_size = v2_header_size;
 
@@ -63,12 +68,27 @@ inline constexpr std::size_t hello_fixed_size = 8 + 2 + hello_reserved_size;
 inline constexpr std::size_t hello_max_body =
     hello_fixed_size + BMI_MAX_ADDR_LEN + support::keys::proof_size;
 
+// How the headers of one connection are laid out (doc/methods/tcp.md, "Legacy frames").
+enum class Framing : std::uint8_t {
+    orangefs,    // 24 bytes: magic, mode, u64 tag, size; also the layout of every HELLO frame
+    standalone,  // 25 bytes: magic, mode, u32 tag, u32 address hash, size, message class
+    v2,          // 32 bytes: the OrangeFS fields and a cookie (an UNEXP's message class)
+};
+
 struct Header {
     std::uint32_t magic = wire_magic;
     Mode mode = Mode::eager;
     std::uint64_t tag = 0;  // legacy peers write the int32 tag sign-extended
     std::uint64_t size = 0;
-    std::uint64_t cookie = 0;  // v2 only
+    // v2 only. An UNEXP frame names no transfer, so its cookie carries the message class; a
+    // decoded one keeps the whole field, which check_header bounds to a byte.
+    std::uint64_t cookie = 0;
+    // standalone only: a hash of the sender's listen address. An unproven claim: libbmi sends
+    // 0 (no identity) and never routes by a received one.
+    std::uint32_t address_hash = 0;
+    // The sender's class of an UNEXP frame (standalone: byte 24; v2: the cookie); 0 otherwise
+    // and always 0 from an OrangeFS peer, whose header has no room for it.
+    std::uint8_t msg_class = 0;
 };
 
 // Which frames a connection may receive next; decides both header size and legal modes.
@@ -76,13 +96,21 @@ enum class Dialect : std::uint8_t {
     first_inbound,  // accepted socket, nothing read yet: HELLO or any legacy frame
     await_ack,      // we sent HELLO: only HELLO_ACK is legal
     await_proof,    // we answered a keyed HELLO: only the initiator's HELLO_PROOF is legal
-    legacy,         // OrangeFS framing for the rest of the connection
+    legacy,         // OrangeFS framing for the rest of the connection: only magic 51903
+    standalone,     // standalone framing for the rest of the connection: only magic 51912
     v2,             // libbmi framing after the handshake
 };
 
-inline std::size_t header_size(Dialect d) {
-    return d == Dialect::v2 ? v2_header_size : legacy_header_size;
+std::size_t header_size(Framing f);
+inline std::uint32_t magic_of(Framing f) {
+    return f == Framing::standalone ? standalone_magic : wire_magic;
 }
+// How many header bytes a connection in dialect d needs, given the `have` bytes read so far.
+// Only a first inbound frame depends on them: its first 24 bytes are read (the OrangeFS and
+// HELLO size), and under the standalone magic one more byte follows.
+std::size_t header_bytes_needed(Dialect d, std::span<const std::uint8_t> have);
+// The layout of a complete header of header_bytes_needed(d, ...) bytes.
+Framing framing_of(Dialect d, std::span<const std::uint8_t> head);
 
 inline bmi_msg_tag_t tag_of(const Header& h) {
     return static_cast<bmi_msg_tag_t>(static_cast<std::uint32_t>(h.tag));
@@ -91,13 +119,14 @@ inline std::uint64_t wire_tag(bmi_msg_tag_t tag) {
     return static_cast<std::uint64_t>(static_cast<std::int64_t>(tag));
 }
 
-// Writes h in little-endian order; returns the bytes used (24 legacy, 32 v2).
-std::size_t encode_header(const Header& h, bool v2, std::uint8_t* out);
-// Reads a header of header_size(v2 ? v2 : legacy) bytes; does not validate.
-Header decode_header(const std::uint8_t* in, bool v2);
+// Writes h in little-endian order with layout f; returns header_size(f). The magic is h's.
+std::size_t encode_header(const Header& h, Framing f, std::uint8_t* out);
+// Reads a header of header_size(f) bytes; does not validate.
+Header decode_header(const std::uint8_t* in, Framing f);
 // 0 if h may arrive in dialect d, else -BMI_EPROTO. Checks magic, mode and every size bound so
 // that nothing is ever allocated from an unchecked header. HELLO and HELLO_ACK need hello_magic;
-// a first inbound HELLO may also come under wire_magic, from a libbmi client older than it.
+// a first inbound HELLO may also come under wire_magic, from a libbmi client older than it. A
+// first inbound legacy frame may carry either legacy magic; afterwards only its own is legal.
 int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit);
 
 struct Hello {

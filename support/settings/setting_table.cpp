@@ -46,7 +46,11 @@ constexpr SettingSpec rows[] = {
     {I::tcp_spin_us, "tcp_spin_us", "BMI_TCP_SPIN_US", T::count, "50", "us", 0, 10'000, "",
      "how long a test call polls the sockets before it sleeps; 0 = sleep at once"},
     {I::tcp_legacy, "tcp_legacy", "BMI_TCP_LEGACY", T::flag, "0", "", 0, 0, "",
-     "speak only the OrangeFS wire format (never send HELLO)"},
+     "never send HELLO: speak only the legacy wire format (tcp_legacy_framing's)"},
+    {I::tcp_legacy_framing, "tcp_legacy_framing", "BMI_TCP_LEGACY_FRAMING", T::choice,
+     "dialect", "", 0, 0, "dialect|orangefs|standalone",
+     "the framing toward a peer without libbmi's handshake: dialect = the API's (OrangeFS "
+     "51903, standalone 51912), or that one whatever the API; accepted peers keep their own"},
     {I::tcp_early_peer_bytes, "tcp_early_peer_bytes", "BMI_TCP_EARLY_PEER_BYTES", T::size, "8M",
      "bytes", 64 * KiB, TiB, "",
      "early data (unclaimed eager payloads and announcements) kept for one peer before its "

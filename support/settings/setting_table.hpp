@@ -34,6 +34,7 @@ enum class SettingId : std::uint8_t {
     allocation_id,
     tcp_spin_us,
     tcp_legacy,
+    tcp_legacy_framing,
     tcp_early_peer_bytes,
     tcp_early_total_bytes,
     tcp_stall_timeout,

@@ -417,7 +417,7 @@ TEST_CASE("a parked connection whose anonymous peer left is closed at once", "[t
     h.tag = 4;
     h.size = 1 << 20;
     std::uint8_t buf[legacy_header_size];
-    encode_header(h, false, buf);
+    encode_header(h, Framing::orangefs, buf);
     REQUIRE(raw_write(fd, buf, sizeof buf, *p.server));
     REQUIRE(drive({p.server.get()}, [&] { return server.early_bytes_held() > 0; }));
     close(fd);

@@ -246,7 +246,7 @@ TEST_CASE("tcp: recorded, reflected and malformed handshakes are refused", "[tcp
             h.magic = hello_magic;
             h.mode = Mode::hello_proof;
             h.size = size;
-            encode_header(h, false, frame.data());
+            encode_header(h, Framing::orangefs, frame.data());
             CHECK_FALSE(proof_admitted(bad, frame, p));
         }
     }

@@ -98,7 +98,7 @@ inline std::vector<std::uint8_t> legacy_frame(Mode mode, bmi_msg_tag_t tag,
     h.mode = mode;
     h.tag = wire_tag(tag);
     h.size = payload.size();
-    encode_header(h, false, frame.data());
+    encode_header(h, Framing::orangefs, frame.data());
     frame.insert(frame.end(), payload.begin(), payload.end());
     return frame;
 }
@@ -106,7 +106,7 @@ inline std::vector<std::uint8_t> legacy_frame(Mode mode, bmi_msg_tag_t tag,
 inline Header read_header(int fd, bool v2, Method& m) {
     std::uint8_t buf[max_header_size] = {};
     REQUIRE(raw_read(fd, buf, v2 ? v2_header_size : legacy_header_size, m));
-    return decode_header(buf, v2);
+    return decode_header(buf, v2 ? Framing::v2 : Framing::orangefs);
 }
 
 // A v2 frame header with no payload (RTS, CTS, NAK) or announcing one (DATA).
@@ -118,7 +118,7 @@ inline std::vector<std::uint8_t> v2_frame(Mode mode, bmi_msg_tag_t tag, std::uin
     h.tag = wire_tag(tag);
     h.size = size;
     h.cookie = cookie;
-    encode_header(h, true, frame.data());
+    encode_header(h, Framing::v2, frame.data());
     return frame;
 }
 

@@ -61,7 +61,7 @@ TEST_CASE("an oversized unexpected header closes the connection unread", "[tcp][
     h.mode = Mode::unexpected;
     h.size = 1ull << 40;
     std::uint8_t buf[legacy_header_size];
-    encode_header(h, false, buf);
+    encode_header(h, Framing::orangefs, buf);
     REQUIRE(raw_write(fd, buf, sizeof buf, *p.server));
     CHECK(raw_closed(fd, *p.server));
     CHECK(p.server_sink.used == 0);
@@ -87,7 +87,7 @@ TEST_CASE("v2 handshake from a raw peer; an unknown DATA cookie is a protocol er
     data.size = 10;
     data.cookie = 424242;
     std::uint8_t buf[v2_header_size];
-    encode_header(data, true, buf);
+    encode_header(data, Framing::v2, buf);
     REQUIRE(raw_write(fd, buf, sizeof buf, *p.server));
     CHECK(raw_closed(fd, *p.server));
     close(fd);

@@ -18,7 +18,7 @@ TEST_CASE("legacy header layout is the OrangeFS one", "[tcp][wire]") {
     h.tag = wire_tag(-2);
     h.size = 0x0102030405ull;
     std::uint8_t buf[max_header_size] = {};
-    REQUIRE(encode_header(h, false, buf) == 24);
+    REQUIRE(encode_header(h, Framing::orangefs, buf) == 24);
     // magic 51903 = 0xCABF, little-endian
     CHECK(buf[0] == 0xBF);
     CHECK(buf[1] == 0xCA);
@@ -26,7 +26,7 @@ TEST_CASE("legacy header layout is the OrangeFS one", "[tcp][wire]") {
     for (int i = 8; i < 16; ++i) CHECK(buf[i] == (i == 8 ? 0xFE : 0xFF));  // sign-extended -2
     CHECK(buf[16] == 0x05);
     CHECK(buf[20] == 0x01);
-    Header back = decode_header(buf, false);
+    Header back = decode_header(buf, Framing::orangefs);
     CHECK(back.magic == wire_magic);
     CHECK(back.mode == Mode::eager);
     CHECK(tag_of(back) == -2);
@@ -40,8 +40,8 @@ TEST_CASE("v2 header round trip carries the cookie", "[tcp][wire]") {
     h.size = 40ull << 20;
     h.cookie = 0xdeadbeefcafef00dull;
     std::uint8_t buf[max_header_size];
-    REQUIRE(encode_header(h, true, buf) == 32);
-    Header back = decode_header(buf, true);
+    REQUIRE(encode_header(h, Framing::v2, buf) == 32);
+    Header back = decode_header(buf, Framing::v2);
     CHECK(back.cookie == h.cookie);
     CHECK(back.size == h.size);
     CHECK(tag_of(back) == 77);
@@ -106,19 +106,19 @@ TEST_CASE("HELLO has a magic of its own; the old form is accepted only as a firs
     auto frame = encode_hello(Hello{feature_rendezvous, ""}, false);
     CHECK(frame[0] == 'B');
     CHECK(frame[3] == 'H');
-    Header h = decode_header(frame.data(), false);
+    Header h = decode_header(frame.data(), Framing::orangefs);
     CHECK(h.magic == hello_magic);
     CHECK(h.mode == Mode::hello);
     CHECK(check_header(h, Dialect::first_inbound, 4096) == 0);
     auto old_ack = encode_hello(Hello{feature_rendezvous, ""}, true, wire_magic);
-    CHECK(decode_header(old_ack.data(), false).magic == wire_magic);
+    CHECK(decode_header(old_ack.data(), Framing::orangefs).magic == wire_magic);
 }
 
 TEST_CASE("HELLO frames round trip", "[tcp][wire]") {
     Hello hello{feature_rendezvous, "tcp://node7:3334"};
     auto frame = encode_hello(hello, true);
     REQUIRE(frame.size() == legacy_header_size + hello_fixed_size + 16);
-    Header h = decode_header(frame.data(), false);
+    Header h = decode_header(frame.data(), Framing::orangefs);
     CHECK(h.mode == Mode::hello_ack);
     CHECK(h.tag == protocol_version);
     CHECK(h.size == frame.size() - legacy_header_size);
@@ -143,7 +143,7 @@ TEST_CASE("keyed HELLO frames carry a nonce, the ACK a proof, HELLO_PROOF only a
     ack.proof->fill(0xa5);
     auto frame = encode_hello(ack, true);
     REQUIRE(frame.size() == legacy_header_size + hello_fixed_size + 16 + 32);
-    Header h = decode_header(frame.data(), false);
+    Header h = decode_header(frame.data(), Framing::orangefs);
     CHECK(check_header(h, Dialect::await_ack, 4096) == 0);
     auto back = decode_hello_body({frame.data() + legacy_header_size, h.size});
     REQUIRE(back);
@@ -155,7 +155,7 @@ TEST_CASE("keyed HELLO frames carry a nonce, the ACK a proof, HELLO_PROOF only a
     CHECK_FALSE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
 
     auto proof = encode_hello_proof(*ack.proof);
-    Header p = decode_header(proof.data(), false);
+    Header p = decode_header(proof.data(), Framing::orangefs);
     CHECK(p.magic == hello_magic);
     CHECK(check_header(p, Dialect::await_proof, 4096) == 0);
     CHECK(check_header(p, Dialect::first_inbound, 4096) == -BMI_EPROTO);
@@ -200,4 +200,142 @@ TEST_CASE("tcp address parsing and ranges", "[tcp][address]") {
     CHECK(match_range(v6, "tcp://[fe81::]", 16) == 0);
     CHECK(match_range(v6, "tcp://192.168.1.0", 24) == 0);
     CHECK(match_range(v4, "tcp://fe80::", 64) == 0);
+}
+
+TEST_CASE("standalone legacy header: 25 bytes, u32 tag, address hash and class", "[tcp][wire]") {
+    Header h;
+    h.magic = standalone_magic;
+    h.mode = Mode::unexpected;
+    h.tag = wire_tag(-3);
+    h.address_hash = 0xA1B2C3D4;
+    h.size = 0x0102030405ull;
+    h.msg_class = 7;
+    std::uint8_t buf[max_header_size] = {};
+    REQUIRE(encode_header(h, Framing::standalone, buf) == standalone_header_size);
+    REQUIRE(header_size(Framing::standalone) == 25);
+    // magic 51912 = 0xCAC8, little-endian; the tag is 32 bits, the hash right after it
+    CHECK(buf[0] == 0xC8);
+    CHECK(buf[1] == 0xCA);
+    CHECK(buf[4] == 2);
+    for (int i = 8; i < 12; ++i) CHECK(buf[i] == (i == 8 ? 0xFD : 0xFF));
+    CHECK(buf[12] == 0xD4);
+    CHECK(buf[15] == 0xA1);
+    CHECK(buf[16] == 0x05);
+    CHECK(buf[20] == 0x01);
+    CHECK(buf[24] == 7);
+    Header back = decode_header(buf, Framing::standalone);
+    CHECK(back.magic == standalone_magic);
+    CHECK(back.mode == Mode::unexpected);
+    CHECK(tag_of(back) == -3);
+    CHECK(back.tag == wire_tag(-3));  // the same value an OrangeFS header gives the tag
+    CHECK(back.address_hash == h.address_hash);
+    CHECK(back.size == h.size);
+    CHECK(back.msg_class == 7);
+}
+
+TEST_CASE("a v2 UNEXP carries its class in the cookie, bounded to a byte", "[tcp][wire]") {
+    Header h;
+    h.mode = Mode::unexpected;
+    h.size = 10;
+    h.msg_class = 200;
+    std::uint8_t buf[max_header_size] = {};
+    encode_header(h, Framing::v2, buf);
+    CHECK(buf[24] == 200);
+    Header back = decode_header(buf, Framing::v2);
+    CHECK(back.msg_class == 200);
+    CHECK(check_header(back, Dialect::v2, 4096) == 0);
+    back.cookie = 0x100;
+    CHECK(check_header(back, Dialect::v2, 4096) == -BMI_EPROTO);
+    // An OrangeFS header has no room for a class: it reads as 0.
+    encode_header(h, Framing::orangefs, buf);
+    CHECK(decode_header(buf, Framing::orangefs).msg_class == 0);
+    // Other v2 frames keep their cookie.
+    h.mode = Mode::rts;
+    h.cookie = 0xabcdef;
+    encode_header(h, Framing::v2, buf);
+    CHECK(decode_header(buf, Framing::v2).cookie == 0xabcdef);
+}
+
+TEST_CASE("a first frame needs a 25th byte only under the standalone magic", "[tcp][wire]") {
+    std::uint8_t buf[max_header_size] = {};
+    Header h;
+    h.magic = standalone_magic;
+    encode_header(h, Framing::standalone, buf);
+    const std::span<const std::uint8_t> none(buf, 0), magic_only(buf, 4);
+    CHECK(header_bytes_needed(Dialect::first_inbound, none) == 24);
+    CHECK(header_bytes_needed(Dialect::first_inbound, magic_only) == 25);
+    CHECK(framing_of(Dialect::first_inbound, {buf, 25}) == Framing::standalone);
+    CHECK(header_bytes_needed(Dialect::standalone, none) == 25);
+    CHECK(header_bytes_needed(Dialect::v2, none) == 32);
+    CHECK(framing_of(Dialect::v2, none) == Framing::v2);
+    for (std::uint32_t magic : {wire_magic, hello_magic, 12345u}) {
+        h.magic = magic;
+        encode_header(h, Framing::orangefs, buf);
+        CHECK(header_bytes_needed(Dialect::first_inbound, {buf, 24}) == 24);
+        CHECK(framing_of(Dialect::first_inbound, {buf, 24}) == Framing::orangefs);
+        CHECK(header_bytes_needed(Dialect::legacy, {buf, 24}) == 24);
+    }
+}
+
+TEST_CASE("the standalone framing has OrangeFS's limits and keeps its own magic",
+          "[tcp][wire]") {
+    auto check = [](Mode m, std::uint64_t size, Dialect d, std::uint32_t magic) {
+        Header h;
+        h.magic = magic;
+        h.mode = m;
+        h.size = size;
+        return check_header(h, d, 4096);
+    };
+    const auto s = standalone_magic;
+    const auto o = wire_magic;
+    // Every bound, in the standalone connection state.
+    CHECK(check(Mode::unexpected, 4096, Dialect::standalone, s) == 0);
+    CHECK(check(Mode::unexpected, 4097, Dialect::standalone, s) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, eager_limit, Dialect::standalone, s) == 0);
+    CHECK(check(Mode::eager, eager_limit + 1, Dialect::standalone, s) == -BMI_EPROTO);
+    CHECK(check(Mode::rendezvous, legacy_message_limit, Dialect::standalone, s) == 0);
+    CHECK(check(Mode::rendezvous, legacy_message_limit + 1, Dialect::standalone, s) ==
+          -BMI_EPROTO);
+    CHECK(check(Mode::rendezvous, ~0ull, Dialect::standalone, s) == -BMI_EPROTO);
+    for (Mode m : {Mode::rts, Mode::cts, Mode::nak, Mode::data, Mode::hello, Mode::hello_ack,
+                   Mode::hello_proof})
+        CHECK(check(m, 0, Dialect::standalone, s) == -BMI_EPROTO);
+    // The same bounds for a first frame under either legacy magic.
+    for (std::uint32_t magic : {s, o}) {
+        CHECK(check(Mode::unexpected, 4096, Dialect::first_inbound, magic) == 0);
+        CHECK(check(Mode::unexpected, 4097, Dialect::first_inbound, magic) == -BMI_EPROTO);
+        CHECK(check(Mode::eager, eager_limit + 1, Dialect::first_inbound, magic) == -BMI_EPROTO);
+        CHECK(check(Mode::rendezvous, legacy_message_limit, Dialect::first_inbound, magic) == 0);
+        CHECK(check(Mode::rendezvous, legacy_message_limit + 1, Dialect::first_inbound, magic) ==
+              -BMI_EPROTO);
+    }
+    // Magic checks in every connection state.
+    CHECK(check(Mode::eager, 10, Dialect::standalone, o) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, 10, Dialect::legacy, s) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, 10, Dialect::v2, s) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, 10, Dialect::await_ack, s) == -BMI_EPROTO);
+    CHECK(check(Mode::hello_ack, hello_fixed_size, Dialect::await_ack, s) == -BMI_EPROTO);
+    CHECK(check(Mode::hello_proof, 32, Dialect::await_proof, s) == -BMI_EPROTO);
+    CHECK(check(Mode::hello, hello_fixed_size, Dialect::first_inbound, s) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, 10, Dialect::first_inbound, hello_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, 10, Dialect::first_inbound, 12345) == -BMI_EPROTO);
+    CHECK(magic_of(Framing::standalone) == s);
+    CHECK(magic_of(Framing::orangefs) == o);
+    CHECK(magic_of(Framing::v2) == o);
+}
+
+TEST_CASE("a listen address may leave out its port only where that is allowed", "[tcp][wire]") {
+    CHECK_FALSE(parse_listen_address("tcp://127.0.0.1", false));
+    auto parsed = parse_listen_address("tcp://127.0.0.1", true);
+    REQUIRE(parsed);
+    CHECK(parsed->host == "127.0.0.1");
+    CHECK(parsed->port == 0);
+    auto v6 = parse_listen_address("tcp://[::1]", true);
+    REQUIRE(v6);
+    CHECK(v6->host == "::1");
+    CHECK(parse_listen_address("tcp://node1:3334", true)->port == 3334);
+    CHECK_FALSE(parse_listen_address("tcp://node1:", true));
+    CHECK_FALSE(parse_listen_address("tcp://[::1]:", true));
+    CHECK_FALSE(parse_listen_address("shm://node1", true));
+    CHECK_FALSE(parse_listen_address("tcp://", true));
 }
