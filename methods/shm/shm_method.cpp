@@ -114,7 +114,8 @@ int ShmMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     if (peer.connection == 0) return 0;
     Connection* conn = find_connection(peer.connection);
     if (conn == nullptr || !conn->rings_live() || !conn->send_queue.empty()) return 0;
-    if (!place_inline(*conn, kind, tag, segments, size)) return 0;
+    // Class 0: the control layer sends messages of any other class through post().
+    if (!place_inline(*conn, kind, tag, 0, segments, size)) return 0;
     wake_peer(*conn);
     return 1;
 }

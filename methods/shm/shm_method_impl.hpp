@@ -133,7 +133,8 @@ private:
     int deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window);
     void start_transfer(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
                         std::vector<RemoteIov> iovs);
-    bool place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag,
+    // msg_class: written only for kind send_unexpected.
+    bool place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag, std::uint8_t msg_class,
                       std::span<const Segment> segments, bmi_size_t size);
     Placed place_send(Connection& conn, Operation& op);
     bool place_control(Connection& conn, const Control& control);

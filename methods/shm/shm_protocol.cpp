@@ -30,6 +30,9 @@ long long payload_of(const MsgHeader& h) {
         // No instance sends larger eager messages; checked before anything is buffered.
         return h.size > max_eager_limit ? -1 : static_cast<long long>(h.size);
     case MsgType::unexpected:
+        // aux is the message class, a uint8 on every API that can name one.
+        if (h.aux < 0 || h.aux > 255) return -1;
+        return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
     case MsgType::data:
         return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
     case MsgType::rts:
@@ -85,14 +88,16 @@ void ShmMethod::wake_peer(Connection& conn) {
 // --- sending ---
 
 bool ShmMethod::place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag,
-                             std::span<const Segment> segments, bmi_size_t size) {
+                             std::uint8_t msg_class, std::span<const Segment> segments,
+                             bmi_size_t size) {
     Ring& ring = conn.tx;
     auto bytes = static_cast<std::size_t>(size);
     std::uint32_t slots = ring.slots_for(header_size + bytes);
     if (!ring.has_room(slots)) return false;
     Window w = ring.claim(slots);
-    MsgType type = kind == OpKind::send_unexpected ? MsgType::unexpected : MsgType::eager;
-    write_header(w, type, tag, slots, 0, bytes, 0);
+    bool unexpected = kind == OpKind::send_unexpected;
+    write_header(w, unexpected ? MsgType::unexpected : MsgType::eager, tag, slots,
+                 unexpected ? msg_class : 0, bytes, 0);
     gather(segments, 0, w, header_size, bytes);
     ring.publish(slots);
     return true;
@@ -101,7 +106,7 @@ bool ShmMethod::place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag,
 ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     Ring& ring = conn.tx;
     if (op.kind == OpKind::send_unexpected || op.total_size <= options_.eager_limit) {
-        if (!place_inline(conn, op.kind, op.tag, segments_of(op), op.total_size))
+        if (!place_inline(conn, op.kind, op.tag, op.msg_class, segments_of(op), op.total_size))
             return Placed::no_room;
         op.actual_size = op.total_size;
         return Placed::completed;
@@ -391,7 +396,9 @@ int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header,
     if (buffer == nullptr) return 1;
     window.read(header_size, buffer, static_cast<std::size_t>(size));
     if (conn.peer->addr() == 0) sink_.register_peer(conn.peer);
-    sink_.deliver_unexpected(conn.peer, buffer, size, header.tag, 0);
+    // payload_of checked that aux fits a class.
+    sink_.deliver_unexpected(conn.peer, buffer, size, header.tag,
+                             static_cast<std::uint8_t>(header.aux));
     return 0;
 }
 

@@ -14,7 +14,8 @@ namespace bmi::method::shm {
 // slots the message occupies, so the consumer can skip it without understanding the payload.
 enum class MsgType : std::uint32_t {
     eager = 1,       // expected message, payload inline (size bytes)
-    unexpected = 2,  // unexpected message, payload inline (size bytes)
+    unexpected = 2,  // unexpected message, payload inline (size bytes); aux = its message
+                     // class, 0..255 (BMI_post_sendunexpected_class), anything else is malformed
     rts = 3,         // large message announced: size = message bytes, aux = iovec count
     cts = 4,         // receiver wants DATA (two-copy path): size = offset to stream from
     data = 5,        // one chunk of a two-copy transfer: size = chunk bytes, in order
@@ -63,7 +64,9 @@ inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
 // segment header.
 // 4: security keys: nonces in the hello and the reply, the acceptor's proof in the reply, the
 // initiator's in a KeyProof after it (doc/security.md).
-inline constexpr std::uint32_t protocol_version = 4;
+// 5: UNEXPECTED records carry the sender's message class in aux. A version-4 receiver would
+// read it as nothing and deliver every class as 0, so the versions refuse each other.
+inline constexpr std::uint32_t protocol_version = 5;
 // Hello and HelloReply features: the sender holds a security key, and key_nonce is its nonce.
 inline constexpr std::uint32_t feature_key_proof = 1u << 0;
 inline constexpr std::size_t key_bytes = 32;  // nonces and proofs (support/keys)

@@ -194,7 +194,7 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
         void* memory = sink_.alloc_unexpected(*c.peer, size);
         if (memory == nullptr) return false;
         if (size > 0) std::memcpy(memory, body, length);
-        sink_.deliver_unexpected(c.peer, memory, size, h.tag, 0);
+        sink_.deliver_unexpected(c.peer, memory, size, h.tag, h.msg_class);
         return true;
     }
     auto posted = peer.posted.find(h.tag);

@@ -133,7 +133,9 @@ bool VerbsMethod::send_op(Connection& c, Operation& op) {
 bool VerbsMethod::send_eager(Connection& c, Operation& op, std::uint32_t buffer) {
     std::uint8_t* out = device_->send_pool.at(buffer);
     MsgHeader h{};
-    fill_header(c, h, op.kind == OpKind::send_unexpected ? MsgType::unexpected : MsgType::eager);
+    const bool unexpected = op.kind == OpKind::send_unexpected;
+    fill_header(c, h, unexpected ? MsgType::unexpected : MsgType::eager);
+    if (unexpected) h.msg_class = op.msg_class;
     h.tag = op.tag;
     h.size = static_cast<std::uint64_t>(op.total_size);
     std::memcpy(out, &h, sizeof h);

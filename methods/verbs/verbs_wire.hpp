@@ -15,7 +15,9 @@ namespace bmi::method::verbs {
 inline constexpr std::uint32_t hello_magic = 0x42564231;  // "BVB1", also a byte-order check
 // 2: the server counts a connection ready only once a SEND has come over the queue pair.
 // 3: HELLO carries a features word, a nonce and a proof for the security key (issue 16).
-inline constexpr std::uint16_t protocol_version = 3;
+// 4: UNEXPECTED carries its message class in the header. A version-3 peer would ignore the
+// byte and hand every class out as 0, so the versions refuse each other.
+inline constexpr std::uint16_t protocol_version = 4;
 // Payload bytes of one eager buffer; the unexpected limit is capped at this, so an unexpected
 // message is always a single SEND.
 inline constexpr std::uint32_t eager_payload = 16 * 1024;
@@ -66,7 +68,7 @@ struct KeyProof {
 
 enum class MsgType : std::uint8_t {
     eager = 1,       // tag, size, payload follows the header
-    unexpected = 2,  // the same, delivered through BMI_testunexpected
+    unexpected = 2,  // the same, delivered through BMI_testunexpected; msg_class is set
     rts = 3,         // rendezvous: size, cookie, seg_count RemoteSegments follow the header
     fin = 4,         // cookie: the receiver is done with the sender's memory; status
     cancel = 5,      // cookie: the sender cancelled an RTS; the receiver answers with FIN
@@ -77,7 +79,9 @@ enum class FinStatus : std::uint32_t { ok = 0, cancelled = 1, too_long = 2, fail
 
 struct MsgHeader {
     std::uint8_t type = 0;
-    std::uint8_t reserved = 0;
+    // UNEXPECTED: the class BMI_post_sendunexpected_class gave it (0 from OrangeFS's API);
+    // every value is a class. 0 and ignored on every other type.
+    std::uint8_t msg_class = 0;
     std::uint16_t credits = 0;  // eager buffers the sender of this message has freed for us
     std::uint32_t seg_count = 0;
     std::int32_t tag = 0;

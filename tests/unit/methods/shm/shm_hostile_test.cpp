@@ -174,6 +174,45 @@ TEST_CASE("shm hostile: a record whose size wraps the slot count closes only its
     introduce(pair);
 }
 
+TEST_CASE("shm hostile: an unexpected record's class is read from aux and must fit a uint8",
+          "[shm][hostile]") {
+    auto aux = GENERATE(-1, 256);  // the malformed class of the second half
+    Pair pair = make_peers("shm");
+    Pump pump(*pair.server.instance);
+    HostilePeer peer(listen_name(pair));
+    REQUIRE(peer.send_hello(64, 256));
+    REQUIRE(peer.await_reply(5000));
+    BMI_addr_t hostile = hostile_address(pair, peer);
+    // The largest class arrives as itself, and only for its own class.
+    const char body[] = "classy";
+    REQUIRE(peer.publish(MsgType::unexpected, 6, sizeof body, body, sizeof body, 255));
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (outcount == 0) {
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        REQUIRE(pair.server.instance->testunexpected(10, outcount, got, std::uint8_t{255}) == 0);
+    }
+    CHECK(got[0].msg_class == 255);
+    CHECK(got[0].tag == 6);
+    CHECK(got[0].addr == hostile);
+    REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
+
+    // A class that is no uint8 is a malformed record: the connection closes, and a receive
+    // posted for that peer fails with it.
+    char buffer[64];
+    bmi_op_id_t id = 0;
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, hostile, buffer, sizeof buffer, 7),
+                                       id, nullptr) == 0);
+    REQUIRE(peer.publish(MsgType::unexpected, 6, sizeof body, body, sizeof body, aux));
+    REQUIRE(peer.await_close(5000));
+    REQUIRE(wait_op(pair.server, id, 5000).error == -BMI_EPROTO);
+    outcount = 0;
+    REQUIRE(pair.server.instance->testunexpected(0, outcount, got) == 0);
+    CHECK(outcount == 0);
+    introduce(pair);
+}
+
 TEST_CASE("shm hostile: an offered buffer is mapped only within budget and never populated whole",
           "[shm][hostile]") {
     // A 64 MiB offer of which the message uses 64 KiB. Over budget it is refused and the
