@@ -79,6 +79,28 @@ def serve(server, clients, env):
             proc.wait()
 
 
+def standalone_pair(peer, env):
+    """Two standalone-dialect programs of the staged install: a portless tcp server and a
+    client sending requests and class-7 notes."""
+    proc = subprocess.Popen([peer, "serve", "tcp://127.0.0.1"], stdout=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        if not line.startswith("ADDR "):
+            fail(f"standalone server printed {line!r}")
+        out = run([peer, "call", line.split()[1], "--iterations", "3", "--notes", "2",
+                   "--shutdown"], env)
+        if "OK iterations=3 notes=2" not in out:
+            fail(f"standalone client said {out!r}")
+        done = proc.communicate(timeout=20)[0]
+        if proc.returncode != 0 or "DONE requests=4 notes=2" not in done:
+            fail(f"standalone server: exit {proc.returncode}, {done!r}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def main():
     if os.environ.get("BMI_SANITIZE", "none") != "none":
         # An ASan/TSan libbmi needs its sanitizer runtime loaded first in every program that
@@ -115,6 +137,15 @@ def main():
             run(f"{compiler} {os.path.join(SOURCE, src)} -o {out} "
                 f"$(pkg-config --cflags --libs bmi) {rpath}", pc_env, cwd=pc_build, shell=True)
         pc_bins = {n: os.path.join(pc_build, n) for n in ("hello_server", "hello_client")}
+        # The standalone dialect (doc/dialects.md) as Mercury-style code builds it: its own
+        # header directory from bmi-standalone.pc, C99, the same libbmi.
+        peer_src = os.path.join(SOURCE, "..", "dialects", "standalone_api_peer.c")
+        examples = os.path.join(SOURCE, "..", "..", "examples")
+        run(f"cc -std=c99 -pedantic-errors {peer_src} -I{examples} -o standalone_api_peer "
+            f"$(pkg-config --cflags --libs bmi-standalone) "
+            f"-Wl,-rpath,$(pkg-config --variable=libdir bmi-standalone)",
+            pc_env, cwd=pc_build, shell=True)
+        pc_bins["standalone_api_peer"] = os.path.join(pc_build, "standalone_api_peer")
 
         for exe in list(cmake_bins.values()) + list(pc_bins.values()):
             check_uses_stage(exe, libdir, env)
@@ -127,6 +158,7 @@ def main():
         got = serve(pc_bins["hello_server"], [pc_bins["hello_client"]], env)
         if got != want[:1]:
             fail(f"pkg-config programs (g++ at its default standard): want {want[:1]}, got {got}")
+        standalone_pair(pc_bins["standalone_api_peer"], env)
     print("CMake and pkg-config consumers built and talked over 127.0.0.1")
 
 
