@@ -26,6 +26,17 @@ namespace {
 // except verbs, which needs an RDMA device and runs as its own test (suite verbs).
 const char* selected_schemes() { return std::getenv("BMI_CONFORMANCE_SCHEMES"); }
 
+// BMI_CONFORMANCE_DIALECT=standalone creates both instances as the standalone BMI library's
+// BMI_initialize does (doc/dialects.md); unset or "orangefs": as OrangeFS's does.
+method::ApiDialect selected_dialect() {
+    const char* text = std::getenv("BMI_CONFORMANCE_DIALECT");
+    if (text == nullptr || *text == '\0' || std::string_view(text) == "orangefs")
+        return method::ApiDialect::orangefs;
+    if (std::string_view(text) == "standalone") return method::ApiDialect::standalone;
+    FAIL("BMI_CONFORMANCE_DIALECT must be orangefs or standalone, not " << text);
+    return method::ApiDialect::orangefs;
+}
+
 bool scheme_selected(std::string_view scheme) {
     const char* list = selected_schemes();
     if (list == nullptr || *list == '\0') return scheme != "verbs";
@@ -94,11 +105,13 @@ Pair make_peers(const std::string& scheme, const std::string& options,
     server_params.listen = test_listen_address(scheme);
     server_params.flags = BMI_INIT_SERVER;
     server_params.options = options;
+    server_params.dialect = selected_dialect();
     REQUIRE(core::Instance::create(server_params, pair.server.instance) == 0);
     REQUIRE(pair.server.instance->open_context(pair.server.context) == 0);
 
     core::InitParams client_params;
     client_params.options = client_options.value_or(options);
+    client_params.dialect = server_params.dialect;
     REQUIRE(core::Instance::create(client_params, pair.client.instance) == 0);
     REQUIRE(pair.client.instance->open_context(pair.client.context) == 0);
 
