@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "bmi.h"
+#include "example_report.h"
 #include "pingpong_common.h"
 
 #define TAG_HELLO 1
@@ -39,6 +40,14 @@ static int past_deadline(double *deadline, int timeout_ms)
     return now > *deadline;
 }
 
+/* A failed operation with the peer it was for, its cause and a hint (example_report.h). */
+static void report_op(const struct link *l, const char *step, const char *what, int code)
+{
+    char doing[128];
+    snprintf(doing, sizeof(doing), "%s %s with", step, what);
+    example_report("pingpong", doing, BMI_addr_rev_lookup(l->peer), code, l->timeout_ms);
+}
+
 /* Finishes an operation given its post's return code; returns 0 on success. */
 static int finish(const struct link *l, int posted, bmi_op_id_t id, bmi_size_t *actual,
                   const char *what)
@@ -50,7 +59,7 @@ static int finish(const struct link *l, int posted, bmi_op_id_t id, bmi_size_t *
     int outcount = 0, rc;
 
     if (posted < 0) {
-        fprintf(stderr, "pingpong: posting %s: %s\n", what, bmi_status_string(posted));
+        report_op(l, "posting", what, posted);
         return -1;
     }
     if (posted == 1)
@@ -64,12 +73,12 @@ static int finish(const struct link *l, int posted, bmi_op_id_t id, bmi_size_t *
         if (outcount != 0)
             break;
         if (past_deadline(&deadline, l->timeout_ms)) {
-            fprintf(stderr, "pingpong: %s did not finish in %d ms\n", what, l->timeout_ms);
+            report_op(l, "waiting for", what, -BMI_ETIMEDOUT);
             return -1; /* BMI_finalize cancels it; the process exits next */
         }
     }
     if (error != 0) {
-        fprintf(stderr, "pingpong: %s failed: %s\n", what, bmi_status_string(error));
+        report_op(l, "completing", what, error);
         return -1;
     }
     if (actual != NULL)
@@ -443,8 +452,9 @@ static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
     rc = BMI_initialize(methods, o->server ? o->addr : NULL, o->server ? BMI_INIT_SERVER : 0,
                         NULL);
     if (rc < 0) {
-        fprintf(stderr, "pingpong: BMI_initialize(%s): %s\n", methods ? methods : "any method",
-                bmi_status_string(rc));
+        char doing[96];
+        snprintf(doing, sizeof(doing), "starting %s for", methods ? methods : "any method");
+        example_report("pingpong", doing, o->addr, rc, o->timeout_ms);
         if (o->server)
             share(NULL, 1);
         return rc == -BMI_ENOPROTOOPT ? PP_EXIT_SKIP : 1;
@@ -482,8 +492,7 @@ static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
     } else {
         rc = BMI_addr_lookup(&l.peer, o->addr, NULL);
         if (rc < 0) {
-            fprintf(stderr, "pingpong: BMI_addr_lookup(%s): %s\n", o->addr,
-                    bmi_status_string(rc));
+            example_report("pingpong", "looking up", o->addr, rc, o->timeout_ms);
             rc = rc == -BMI_ENOPROTOOPT ? PP_EXIT_SKIP : -1;
         } else {
             rc = run_client(&l, o);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bmi.h"
+#include "example_report.h"
 #include "pvfs_proto.h"
 
 struct client
@@ -19,7 +20,14 @@ struct client
     unsigned char *response;       /* BMI_memalloc'ed, size bytes */
     bmi_size_t size;
     double timeout_s;
+    const char *server_name; /* the address as given, for messages */
 };
+
+/* One failure of this client's, with its cause (example_report.h). */
+static void report(const struct client *c, const char *doing, int code)
+{
+    example_report("client", doing, c->server_name, code, (int)(c->timeout_s * 1000.0));
+}
 
 static int usage(const char *argv0)
 {
@@ -110,13 +118,13 @@ static int exchange(struct client *c, uint32_t op, uint64_t request_id, bmi_msg_
     recv_rc = BMI_post_recv(&recv_id, c->server, c->response, c->size, &recv_actual,
                             BMI_PRE_ALLOC, tag, NULL, c->context, NULL);
     if (recv_rc < 0) {
-        fprintf(stderr, "client: BMI_post_recv: %s\n", bmi_status_string(recv_rc));
+        report(c, "posting the receive for a response from", recv_rc);
         return -1;
     }
     send_rc = BMI_post_sendunexpected(&send_id, c->server, c->request, sizeof(*c->request),
                                       BMI_PRE_ALLOC, tag, NULL, c->context, NULL);
     if (send_rc < 0) {
-        fprintf(stderr, "client: BMI_post_sendunexpected: %s\n", bmi_status_string(send_rc));
+        report(c, "sending a request to", send_rc);
         if (recv_rc == 0 && BMI_cancel(recv_id, c->context) == 0)
             wait_for(c, recv_id, &recv_error, &recv_actual);
         return -1;
@@ -124,8 +132,10 @@ static int exchange(struct client *c, uint32_t op, uint64_t request_id, bmi_msg_
     if (send_rc == 0) {
         rc = wait_for(c, send_id, &send_error, &send_actual);
         if (rc == 0 && send_error != 0) {
-            fprintf(stderr, "client: request send failed: %s\n", bmi_status_string(send_error));
+            report(c, "sending a request to", send_error);
             rc = -1;
+        } else if (rc == -1) {
+            report(c, "sending a request to", -BMI_ETIMEDOUT);
         }
         if (rc != 0) {
             if (recv_rc == 0 && BMI_cancel(recv_id, c->context) == 0)
@@ -136,12 +146,11 @@ static int exchange(struct client *c, uint32_t op, uint64_t request_id, bmi_msg_
     if (recv_rc == 0) {
         rc = wait_for(c, recv_id, &recv_error, &recv_actual);
         if (rc == -1)
-            fprintf(stderr, "client: no response within %.1f s\n", c->timeout_s);
+            report(c, "waiting for the response from", -BMI_ETIMEDOUT);
         if (rc != 0)
             return -1;
         if (recv_error != 0) {
-            fprintf(stderr, "client: response receive failed: %s\n",
-                    bmi_status_string(recv_error));
+            report(c, "receiving the response from", recv_error);
             return -1;
         }
     }
@@ -192,12 +201,15 @@ int main(int argc, char **argv)
         return usage(argv[0]);
     c.size = (bmi_size_t)size;
     c.timeout_s = (double)timeout_ms / 1000.0;
+    c.server_name = server_addr;
     if (methods == NULL)
         methods = pvfs_method_for(server_addr, method_of_addr, sizeof(method_of_addr));
 
     rc = BMI_initialize(methods, NULL, 0, NULL);
     if (rc < 0) {
-        fprintf(stderr, "client: BMI_initialize(%s): %s\n", methods, bmi_status_string(rc));
+        char doing[96];
+        snprintf(doing, sizeof(doing), "starting method list %s for", methods);
+        report(&c, doing, rc);
         return 1;
     }
     rc = BMI_open_context(&c.context);
@@ -208,7 +220,7 @@ int main(int argc, char **argv)
     }
     rc = BMI_addr_lookup(&c.server, server_addr, NULL);
     if (rc < 0) {
-        fprintf(stderr, "client: BMI_addr_lookup(%s): %s\n", server_addr, bmi_status_string(rc));
+        report(&c, "looking up", rc);
         failed = 1;
     } else {
         c.request = BMI_memalloc(c.server, sizeof(*c.request), BMI_SEND);

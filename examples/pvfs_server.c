@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bmi.h"
+#include "example_report.h"
 #include "pvfs_proto.h"
 
 #define BATCH 16 /* unexpected messages taken per BMI_testunexpected call */
@@ -80,8 +81,7 @@ static int reap(struct server *s, int idle_ms)
         struct pending_send *p = users[i];
         if (errors[i] != 0) {
             /* A client that went away loses its answer; the others carry on. */
-            fprintf(stderr, "server: send to %s failed: %s\n", BMI_addr_rev_lookup(p->addr),
-                    bmi_status_string(errors[i]));
+            example_report("server", "answering", BMI_addr_rev_lookup(p->addr), errors[i], 0);
             s->failed++;
         } else {
             s->answered++;
@@ -260,8 +260,9 @@ int main(int argc, char **argv)
     }
     rc = BMI_initialize(methods, listen_addr, BMI_INIT_SERVER, NULL);
     if (rc < 0) {
-        fprintf(stderr, "server: BMI_initialize(%s, %s): %s\n", methods, listen_addr,
-                bmi_status_string(rc));
+        char doing[96];
+        snprintf(doing, sizeof(doing), "listening with method list %s at", methods);
+        example_report("server", doing, listen_addr, rc, 0);
         free(s.sends);
         return 1;
     }

@@ -304,6 +304,10 @@ int BMI_cancel(bmi_op_id_t id, bmi_context_id context_id) {
 
 const char* bmi_status_string(int error_code) { return bmi::support::error_name(error_code); }
 
+const char* bmi_status_meaning(int error_code) {
+    return bmi::support::error_meaning(error_code);
+}
+
 int bmi_errno_to_pvfs(int error) { return bmi::support::bmi_error_from_errno(error); }
 
 }  // extern "C"

@@ -507,6 +507,7 @@ void Instance::on_deliver_unexpected(int method_index, const std::shared_ptr<met
         if (addr == 0 || addresses_.find(addr) == nullptr)
             addr = addresses_.add(method_index, peer, "").addr;
         unexpected_.push_back(UnexpectedMessage{0, addr, buffer, size, tag, msg_class});
+        ++unexpected_arrivals_;
     }
     wait_point_.signal();
 }

@@ -103,6 +103,8 @@ public:
              Completion& out);
     int testsome(std::span<const bmi_op_id_t> ids, bmi_context_id context, int max_idle_ms,
                  int& outcount, std::span<int> indices, std::span<Completion> out);
+    // A waiting testcontext also returns, with outcount 0, once for each unexpected message
+    // no test call has reported yet.
     int testcontext(bmi_context_id context, int max_idle_ms, int& outcount,
                     std::span<Completion> out);
     // msg_class: only messages of that class (the standalone dialect's _class calls);
@@ -218,6 +220,10 @@ private:
     support::OpQueue<method::Operation, method::SafeHook, &method::Operation::core_hook>
         pending_;                                  // guarded by state_mutex_
     std::deque<UnexpectedMessage> unexpected_;     // guarded by state_mutex_
+    // Unexpected messages delivered so far, and how many of them a test call has reported
+    // (testcontext's early return, or testunexpected emptying the queue).
+    std::uint64_t unexpected_arrivals_ = 0;        // guarded by state_mutex_
+    std::uint64_t unexpected_reported_ = 0;        // guarded by state_mutex_
     // Unexpected buffers handed out, with what each costs against the quota and whose it is.
     struct UnexpectedCharge {
         bmi_size_t cost = 0;

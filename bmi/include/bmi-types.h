@@ -159,6 +159,8 @@ struct BMI_unexpected_info
 
 /* The name of a BMI error code of either sign ("BMI_EINVAL"), or "unknown BMI error". */
 const char *bmi_status_string(int error_code);
+/* libbmi's addition: what a BMI error code of either sign means ("Connection refused"). */
+const char *bmi_status_meaning(int error_code);
 /* Maps a positive or negative errno value to the negative BMI code. */
 int bmi_errno_to_pvfs(int error);
 

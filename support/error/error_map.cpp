@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstring>
 
 #include "bmi-types.h"
 
@@ -105,6 +106,27 @@ int errno_from_bmi_error(int code) {
     if (code == 0) return 0;
     const ErrorEntry* entry = find_error(code);
     return entry && entry->errno_value != 0 ? entry->errno_value : EIO;
+}
+
+const char* error_meaning(int code) {
+    if (code == 0) return "success";
+    const ErrorEntry* entry = find_error(code);
+    if (entry == nullptr) return "unknown BMI error";
+    // strerrordesc_np, unlike strerror, returns a constant string and is thread-safe.
+    if (entry->errno_value != 0) {
+        const char* text = strerrordesc_np(entry->errno_value);
+        return text ? text : entry->name;
+    }
+    switch (entry->code) {
+        case BMI_ECANCEL: return "the operation was cancelled";
+        case BMI_EDEVINIT: return "a method could not initialize its device";
+        case BMI_EDETAIL: return "a failure without a more specific code";
+        case BMI_EHOSTNTFD: return "the host name did not resolve";
+        case BMI_EADDRNTFD: return "no such address";
+        case BMI_ENORECVR: return "no receiver for the message";
+        case BMI_ETRYAGAIN: return "not now; try again";
+        default: return entry->name;
+    }
 }
 
 const char* error_name(int code) {

@@ -22,5 +22,8 @@ int bmi_error_from_errno(int error);
 int errno_from_bmi_error(int code);
 // "BMI_EINVAL", "BMI_SUCCESS" for 0, "unknown BMI error" otherwise.
 const char* error_name(int code);
+// What the code means, for people: "Connection refused", "the operation was cancelled";
+// "success" for 0, "unknown BMI error" otherwise. Static strings, safe from any thread.
+const char* error_meaning(int code);
 
 }  // namespace bmi::support

@@ -2,6 +2,7 @@
 // Conformance: list I/O (native and emulated), cancel, ids, contexts, waiting, many threads.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -200,6 +201,69 @@ TEST_CASE("a test with idle time returns as soon as its operation completes",
     REQUIRE(outcount == 1);
     // Far below the 20 s cap: the sleep ended on the message, not on the timer.
     REQUIRE(waited < std::chrono::seconds(5));
+}
+
+TEST_CASE("a waiting testcontext returns once for each unexpected message nobody reported",
+          "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    Pump client_pump(*pair.client.instance);
+    const char note[8] = "request";
+    std::atomic<int> send_rc{1};
+    auto send_later = [&](int delay_ms) {
+        return std::thread([&, delay_ms] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+            bmi_op_id_t sid = 0;
+            core::PostRequest r = send_request(pair.client, pair.server_addr, note, 8, 4);
+            r.kind = method::OpKind::send_unexpected;
+            send_rc = pair.client.instance->post(r, sid, nullptr);
+        });
+    };
+    auto timed_testcontext = [&](int idle_ms) {
+        core::Completion out[4];
+        int outcount = -1;
+        auto start = std::chrono::steady_clock::now();
+        REQUIRE(pair.server.instance->testcontext(pair.server.context, idle_ms, outcount, out) ==
+                0);
+        CHECK(outcount == 0);
+        return std::chrono::steady_clock::now() - start;
+    };
+
+    // Arriving during the wait: the wait ends on it, far below its 20 s cap (what Mercury's
+    // testunexpected(0) + testcontext(t) loop needs to see a request at once).
+    std::thread sender = send_later(200);
+    auto waited = timed_testcontext(20000);
+    sender.join();
+    CHECK(send_rc >= 0);
+    CHECK(waited < std::chrono::seconds(10));
+    // Reported once: the next wait sleeps its whole idle time although the message is queued.
+    CHECK(timed_testcontext(300) >= std::chrono::milliseconds(250));
+
+    // Queued before the wait began and not taken by testunexpected: the wait ends at once.
+    sender = send_later(0);
+    sender.join();
+    int outcount = 0;
+    core::UnexpectedMessage got[2];
+    // Zero-idle tests progress the server until the message sits in its queue; they end no
+    // wait, so they report nothing.
+    BMI_unexpected_quota_use use{};
+    core::Completion none[1];
+    for (int i = 0; i < 500; ++i) {
+        REQUIRE(pair.server.instance->testcontext(pair.server.context, 0, outcount, none) == 0);
+        REQUIRE(pair.server.instance->unexpected_quota_use(use) == 0);
+        if (use.used > 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(use.used > 0);
+    CHECK(timed_testcontext(20000) < std::chrono::seconds(10));
+
+    // Taken by testunexpected: nothing left to announce, so the wait is whole again.
+    REQUIRE(pair.server.instance->testunexpected(1000, outcount, got) == 0);
+    while (outcount > 0) {
+        for (int i = 0; i < outcount; ++i) pair.server.instance->unexpected_free(got[i].buffer);
+        REQUIRE(pair.server.instance->testunexpected(0, outcount, got) == 0);
+    }
+    CHECK(timed_testcontext(300) >= std::chrono::milliseconds(250));
 }
 
 TEST_CASE("completions land in the context they were posted on", "[conformance]") {

@@ -3,7 +3,12 @@
 // C++ hello pair.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <utility>
 
 #include <string>
 #include <vector>
@@ -120,4 +125,70 @@ TEST_CASE("the examples pick the method their address names", "[integration]") {
     auto server_status = server.wait(20s);
     REQUIRE(server_status);
     CHECK(*server_status == 0);
+}
+
+namespace {
+
+// Runs the client with stderr folded into stdout; returns its exit status and all it printed.
+std::pair<int, std::string> run_client_for_messages(const std::vector<std::string>& args) {
+    std::string command = "exec";
+    for (const auto& arg : args) command += " '" + arg + "'";
+    Process client = Process::spawn({"/bin/sh", "-c", command + " 2>&1"});
+    auto status = client.wait(30s);
+    REQUIRE(status);
+    return {*status, client.unread_output()};
+}
+
+// A TCP socket bound to an ephemeral port of 127.0.0.1; its address goes to addr.
+int bound_loopback_socket(std::string& addr) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+    addr = "tcp://127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+    return fd;
+}
+
+}  // namespace
+
+TEST_CASE("a failing example client says what, where, why, and what to check", "[integration]") {
+    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+
+    SECTION("nothing listening") {
+        std::string addr;
+        ::close(bound_loopback_socket(addr));  // nothing listens there now
+        auto [status, text] = run_client_for_messages(
+            {client_exe, "--iterations", "1", "--timeout-ms", "5000", addr});
+        INFO(text);
+        CHECK(status == 1);
+        CHECK(text.find(addr + " failed: BMI_ECONNREFUSED (Connection refused)") !=
+              std::string::npos);
+        CHECK(text.find("hint: is a server running at " + addr) != std::string::npos);
+    }
+    SECTION("an address whose method was not started") {
+        auto [status, text] = run_client_for_messages(
+            {client_exe, "--methods", "bmi_tcp", "--iterations", "1", "shm://nobody"});
+        INFO(text);
+        CHECK(status == 1);
+        CHECK(text.find("looking up shm://nobody failed: BMI_") != std::string::npos);
+        CHECK(text.find("hint: shm://nobody needs a method this process did not start") !=
+              std::string::npos);
+    }
+    SECTION("a listener that never answers") {
+        // Accepts (the kernel completes the connection) but never reads or writes.
+        std::string addr;
+        int fd = bound_loopback_socket(addr);
+        REQUIRE(::listen(fd, 4) == 0);
+        auto [status, text] = run_client_for_messages(
+            {client_exe, "--iterations", "1", "--timeout-ms", "1000", addr});
+        ::close(fd);
+        INFO(text);
+        CHECK(status == 1);
+        CHECK(text.find("BMI_ETIMEDOUT (Connection timed out)") != std::string::npos);
+        CHECK(text.find("hint: no answer from " + addr + " within 1000 ms") != std::string::npos);
+    }
 }

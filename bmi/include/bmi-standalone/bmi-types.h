@@ -184,6 +184,8 @@ struct BMI_unexpected_quota_use
 int bmi_errno_to_pvfs(int error);
 /* libbmi's addition: the name of a BMI error code of either sign ("BMI_EINVAL"). */
 const char *bmi_status_string(int error_code);
+/* libbmi's addition: what a BMI error code of either sign means ("Connection refused"). */
+const char *bmi_status_meaning(int error_code);
 
 #ifdef __cplusplus
 }
