@@ -62,10 +62,12 @@ def verdict(mine, peer, col):
 
 
 def summary(out, series, modes):
-    out.append("## Where libbmi beats its peers and where not yet\n")
+    out.append("## Where libbmi beats its peers in these tables\n")
     out.append(f"Geometric mean of the per-size ratios: latency over 1 B-{SMALL} B (below 1 "
                f"beats the peer), bandwidth over sizes from {LARGE >> 20} MiB up (above 1 "
-               "beats the peer).\n")
+               "beats the peer). Each row compares the single runs of the tables below; where "
+               "a target exists (shm targets), its verdict, from runs taken in turns, is the "
+               "one of record.\n")
     out.append("| libbmi | mode | peer | latency ratio | bandwidth ratio | verdict |")
     out.append("|---|---|---|---:|---:|---|")
     for mode in modes:
@@ -81,7 +83,8 @@ def summary(out, series, modes):
                 beats = [what for what, v, good in (("latency", lat, lat is not None and lat <= 1),
                                                     ("bandwidth", bw, bw is not None and bw >= 1))
                          if good]
-                text = ("beats it in " + " and ".join(beats)) if beats else "not yet"
+                text = (("beats it in " + " and ".join(beats)) if beats
+                        else "slower in this run (see the targets for the verdict)")
                 out.append(f"| {mine.name} | {mode} | {peer.name} | {fmt(lat)} | {fmt(bw)} | "
                            f"{text} |")
     out.append("")
