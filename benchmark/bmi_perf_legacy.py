@@ -3,11 +3,13 @@
 both ends) against libbmi's own v2 framing, ping-pong at every size of the plan, in runs taken
 in turns, as ratios legacy / v2 (issue 14 item 3: legacy at least as fast as v2 at every size).
 
-Why turns and medians: single tcp runs on a shared 2-vCPU VM scatter by 2x at large sizes;
-a ratio taken from two runs a second apart sees one machine, and the median of several such
-ratios is what a table can state.
+Why turns and medians: single tcp runs on a shared 2-vCPU VM scatter by up to 1.7x (1 MiB:
+1.07-1.83 ms in pinned runs minutes apart); a ratio taken from two runs a second apart sees
+one machine, and the median of several such ratios is what a table can state.
 """
 import statistics
+
+from bmi_perf_runs import one_way_us
 
 ROUNDS = 5   # turns; each runs both framings once
 TARGET = 1.0  # legacy / v2 one-way time, at most, at every size
@@ -30,16 +32,10 @@ def run(runner, rounds=ROUNDS):
         for method in order:
             s = runner.bmi(method, "legacy duel", plan, cpus)
             runner.series.remove(s)  # a duel's runs are no table series
-            got[method] = {r[0]: one_way(r) for r in s.rows} if s.status == "ok" else {}
+            got[method] = {r[0]: one_way_us(r) for r in s.rows} if s.status == "ok" else {}
         turns.append({size: (us, got["tcp-legacy"][size])
                       for size, us in got["tcp"].items() if size in got["tcp-legacy"]})
     return turns
-
-
-def one_way(row):
-    # The bandwidth column keeps more digits than the latency column (bmi_perf_runs.one_way_us).
-    size, _, latency, bw = row
-    return size / bw if bw > 0 and size > 0 else latency
 
 
 def summary(turns):
