@@ -48,7 +48,8 @@ def parse_args(argv):
                "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
                "acknowledged; many = --clients clients stream to one server at once.")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
-                   help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing), "
+                   help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing; "
+                        "in latency mode also against tcp in runs taken in turns), "
                         "shm, shm-blocking (BMI_SHM_SPIN_US=0), all "
                         "(default tcp,shm)")
     p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
@@ -124,6 +125,7 @@ def new_out_dir(stem):
 
 DUEL_ROUNDS = 5  # runs taken in turns per duel (Runner.duel)
 BANDWIDTH_ROUNDS = 3  # turns of the bandwidth duel (Runner.bandwidth_duel): up to 5 runs each
+LEGACY_ROUNDS = 5  # turns of the legacy duel (bmi_perf_legacy.run): 2 runs each
 LARGE = 1 << 20  # the bandwidth targets' smallest size (bmi_perf_doc.LARGE)
 
 
@@ -133,6 +135,12 @@ def wants_blocking_duel(a):
 
 def wants_latency_duel(a):
     return "shm" in a.methods and "mpi-shm" in a.baselines and "latency" in a.modes
+
+
+def wants_legacy_duel(a):
+    """tcp-legacy measured in latency mode: it is also judged against v2 in runs taken in
+    turns (bmi_perf_legacy)."""
+    return "tcp-legacy" in a.methods and "latency" in a.modes
 
 
 def bandwidth_duel_runs(a):
@@ -148,6 +156,7 @@ def planned_runs(a, placements):
     n = 2 * DUEL_ROUNDS * ((placements if wants_blocking_duel(a) else 0) +
                            (1 if wants_latency_duel(a) else 0))
     n += BANDWIDTH_ROUNDS * bandwidth_duel_runs(a)
+    n += 2 * LEGACY_ROUNDS if wants_legacy_duel(a) else 0
     for mode in a.modes:
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
@@ -157,7 +166,7 @@ def planned_runs(a, placements):
     return n
 
 
-def run_all(r, a, failure):
+def run_all(r, a, failure, legacy):
     for mode in a.modes:
         for m in a.methods:
             s = r.bmi(m, mode)
@@ -190,6 +199,8 @@ def run_all(r, a, failure):
         # (whose first ~100 messages through fresh shm buffers are slower: doc/perf/
         # shm-notes.md) are not the ones judged. Every peer gets the same plan.
         duels["bandwidth"] = r.bandwidth_duel(BANDWIDTH_ROUNDS, LARGE // 4)
+    if wants_legacy_duel(a):
+        duels["legacy"] = legacy.run(r, LEGACY_ROUNDS)
     return duels
 
 
@@ -200,6 +211,7 @@ def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
     tool_dirs = [d for d in (a.bindir, here, LIBEXECDIR) if d]
     sys.path[:0] = tool_dirs
+    import bmi_perf_legacy as legacy
     import bmi_perf_output as output
     from bmi_perf_runs import Failure, Runner
     print(f"bmi-perf: output directory {a.out_dir}", file=sys.stderr)
@@ -210,7 +222,7 @@ def main(argv=None):
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
-            duel = run_all(r, a, Failure)
+            duel = run_all(r, a, Failure, legacy)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -224,6 +236,9 @@ def main(argv=None):
         for m, v in idle.items():
             print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
         for name, pairs in duel.items():
+            if name == "legacy":
+                legacy.print_summary(pairs, sys.stdout)
+                continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):
                     print(f"bandwidth, turn {i + 1} (MB/s): " + "; ".join(

@@ -8,6 +8,7 @@ import statistics
 import subprocess
 import time
 
+import bmi_perf_legacy
 from bmi_perf_output import MODE_TITLES, fmt
 
 # Each libbmi series and the peers it is compared with.
@@ -269,6 +270,8 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
     summary(out, series, a.modes)
     if any(s.name.startswith("bmi shm") for s in series):
         targets(out, series, idle, duel)
+    if "legacy" in duel:
+        out += bmi_perf_legacy.markdown(duel["legacy"], fmt)
     base = os.path.dirname(os.path.abspath(path))
     for mode in a.modes:
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")

@@ -117,9 +117,31 @@ def check_run(tmp, methods, plots):
             continue
         if f"eventfd ping-pong, both processes on {placement} (median of 5 runs" not in text:
             fail(f"Markdown report lacks the blocking duel on {placement}:\n{text}")
+    if "tcp-legacy" in methods:
+        check_legacy_duel(res.stdout, text)
     if "mpi-shm" in baselines and "shm" in methods and \
             "vs Open MPI vader, one core each (median of 5 runs" not in text:
         fail(f"Markdown report lacks the latency duel:\n{text}")
+
+
+def check_legacy_duel(stdout, text):
+    """tcp-legacy is judged against v2 framing in runs taken in turns, at every size of the
+    plan (1 B-16 KiB here: 15 sizes, each from all 5 turns)."""
+    if "== tcp legacy framing vs v2, ping-pong, median of 5 turns" not in stdout:
+        fail(f"no legacy duel on stdout:\n{stdout}")
+    head = "## tcp legacy framing against libbmi's own (legacy duel)"
+    if head not in text:
+        fail(f"Markdown report lacks the legacy duel:\n{text}")
+    section = text.split(head, 1)[1].split("\n## ", 1)[0]
+    row = r"^\| (\d+) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \| 5 \| (met|within noise|\*\*not met\*\*) \|$"
+    rows = re.findall(row, section, re.M)
+    sizes = [int(r[0]) for r in rows]
+    if sizes != [1 << i for i in range(15)]:
+        fail(f"legacy duel: want a row of 5 turns for each size 1..16384, got {sizes}:\n{section}")
+    for size, ratio, verdict in rows:
+        # The verdict is on the unrounded ratio: a printed 1.00 may be met or within noise.
+        if float(ratio) != 1 and (float(ratio) < 1) != (verdict == "met"):
+            fail(f"legacy duel: {size} B ratio {ratio} judged {verdict}")
 
 
 def check_default_dir(tmp, plots):
@@ -151,6 +173,8 @@ def main():
     methods = [m for m in os.environ.get("BMI_ENABLED_METHODS", "").split() if m in ("tcp", "shm")]
     if "shm" in methods:
         methods.append("shm-blocking")  # with eventfd: the pinned blocking duels
+    if "tcp" in methods:
+        methods.append("tcp-legacy")  # against tcp: the legacy duel
     with tempfile.TemporaryDirectory(prefix="bmi-perf-test-") as tmp:
         check_help_and_bad_args()
         check_unreachable(tmp)
