@@ -115,6 +115,29 @@ run_in_guest() {
     record "$name" "$passed" "$failed" 0 "$note"
 }
 
+# run_fuzz: every libFuzzer target of tests/fuzz for BMI_FUZZ_SECONDS from its seed corpus
+# (scripts/fuzz.sh, clang-14). A target that crashes, hangs or breaks its property is a
+# failure, and so is a failed build; without clang-14's libFuzzer the step is a skip.
+run_fuzz() {
+    local seconds=${BMI_FUZZ_SECONDS:-15} log=build-fuzz/fuzz-run.log status=0
+    mkdir -p build-fuzz
+    echo "=== fuzz: each target for ${seconds}s (log: $log)"
+    timeout --kill-after=30 900 scripts/fuzz.sh --seconds "$seconds" --dir build-fuzz 2>&1 |
+        tee "$log" || status=$?
+    if ((status == 77)); then
+        record fuzz 0 0 1 "clang-14/libFuzzer not installed"
+        return
+    fi
+    local passed failed
+    passed=$(grep -cE '^[a-z_]+ +0 ' "$log" || true)
+    failed=$(grep -cE '^[a-z_]+ +1 ' "$log" || true)
+    if ((status != 0 && failed == 0)); then
+        record fuzz "$passed" 1 0 "fuzz.sh exited with $status (build failed or timed out)"
+        return
+    fi
+    record fuzz "$passed" "$failed" 0
+}
+
 install_packages
 run_suite plain build-test -Dwerror=true
 run_in_guest verbs build-test
@@ -122,6 +145,7 @@ run_suite asan build-asan -Db_sanitize=address,undefined -Db_lundef=false
 # ASan's shadow and quarantine want more than the guest's default 2 GiB.
 run_in_guest verbs-asan build-asan --mem 4096
 run_suite tsan build-tsan -Db_sanitize=thread -Db_lundef=false
+run_fuzz
 
 echo
 echo "=== summary"

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "methods/shm/shm_checks.hpp"
 #include "methods/shm/shm_listener.hpp"
 #include "methods/shm/shm_method_impl.hpp"
 #include "methods/shm/shm_notifier.hpp"
@@ -317,12 +318,7 @@ int ShmMethod::receive_hello(Connection& conn) {
     int fd_count = 0;
     long n = receive_with_fds(conn.fd, &hello, sizeof hello, fds, 2, fd_count);
     if (n == -EAGAIN) return 0;
-    bool ok = n == static_cast<long>(sizeof hello) && fd_count == 2 &&
-              hello.magic == hello_magic && hello.version == protocol_version &&
-              valid_geometry(hello.slot_count, hello.slot_size) &&
-              hello.name_length <= max_name_length &&
-              (hello.name_length == 0 ||
-               valid_name(std::string_view(hello.name, hello.name_length)));
+    bool ok = n == static_cast<long>(sizeof hello) && fd_count == 2 && hello_well_formed(hello);
     if (!ok) {
         for (int i = 0; i < fd_count; ++i) close(fds[i]);
         if (n != 0) BMI_LOG(error, "shm: malformed hello on connection, closing it");

@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "methods/shm/shm_checks.hpp"
 #include "methods/shm/shm_copy.hpp"
 #include "methods/shm/shm_method_impl.hpp"
 #include "support/error/error_map.hpp"
@@ -23,39 +24,6 @@
 namespace bmi::method::shm {
 
 namespace {
-// Payload bytes that follow the header, by type; -1 for an unknown type.
-long long payload_of(const MsgHeader& h) {
-    switch (static_cast<MsgType>(h.type)) {
-    case MsgType::eager:
-        // No instance sends larger eager messages; checked before anything is buffered.
-        return h.size > max_eager_limit ? -1 : static_cast<long long>(h.size);
-    case MsgType::unexpected:
-        // aux is the message class, a uint8 on every API that can name one.
-        if (h.aux < 0 || h.aux > 255) return -1;
-        return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
-    case MsgType::data:
-        return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
-    case MsgType::rts:
-        return h.aux < 0 ? -1 : static_cast<long long>(h.aux) * 16;
-    case MsgType::help:
-        return h.aux < 0 ? -1 : static_cast<long long>(sizeof(HelpInfo) + h.aux * 16ull);
-    case MsgType::cts:
-    case MsgType::done:
-    case MsgType::nak:
-        return 0;
-    }
-    return -1;
-}
-
-// True if a header's slot count is the one its payload needs. At full width: with 256-byte
-// slots, Ring::slots_for's 32-bit count wraps for a payload near 2^40 and a one-slot record
-// claiming a terabyte passed.
-bool slots_match(const Ring& ring, const MsgHeader& h, long long payload) {
-    std::uint64_t bytes = ring_stamp_size + header_size + static_cast<std::uint64_t>(payload);
-    std::uint64_t needed = (bytes + ring.slot_size() - 1) / ring.slot_size();
-    return h.slots != 0 && h.slots <= ring.slot_count() && needed == h.slots;
-}
-
 // Slots per DATA chunk: a sixteenth of the message, at least 64 KiB and at most a quarter
 // ring. The receiver copies a chunk out only once the sender has copied all of it in, so
 // the first and last chunks are not overlapped: on the AMD VM of doc/PERFORMANCE.md 1 MiB
@@ -219,8 +187,7 @@ int ShmMethod::receive_messages(Connection& conn, bool& moved) {
         if (!ring.has_message()) break;
         MsgHeader header;
         ring.peek(1).read(0, &header, sizeof header);
-        long long payload = payload_of(header);
-        if (payload < 0 || !slots_match(ring, header, payload)) {
+        if (check_record(ring, header) < 0) {
             BMI_LOG(error,
                     "shm: malformed message header (type %u, %u slots, size %llu) from pid %d "
                     "on connection %llu; closing it",
@@ -396,7 +363,7 @@ int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header,
     if (buffer == nullptr) return 1;
     window.read(header_size, buffer, static_cast<std::size_t>(size));
     if (conn.peer->addr() == 0) sink_.register_peer(conn.peer);
-    // payload_of checked that aux fits a class.
+    // check_record checked that aux fits a class.
     sink_.deliver_unexpected(conn.peer, buffer, size, header.tag,
                              static_cast<std::uint8_t>(header.aux));
     return 0;

@@ -206,6 +206,9 @@ std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body) {
     Hello out;
     out.features = get_u64(body.data());
     const std::size_t addr_len = get_u16(body.data() + 8);
+    // encode_hello never sends more, and both sides bind hello_address() into their proofs:
+    // a longer address would be believed beyond what the proof covers (found by fuzzing).
+    if (addr_len > BMI_MAX_ADDR_LEN) return std::nullopt;
     // A keyed sender may append its proof; nobody else appends anything.
     const bool keyed = (out.features & feature_key_proof) != 0;
     const std::size_t plain = hello_fixed_size + addr_len;

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "methods/verbs/verbs_method_impl.hpp"
+#include "methods/verbs/verbs_peer_checks.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -342,14 +343,12 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
 }
 
 void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
-    const bool well_formed = remote.magic == hello_magic && remote.version == protocol_version;
-    if (well_formed && c.outbound && !key_ && (remote.features & feature_key_required) != 0) {
+    if (hello_speaks_our_protocol(remote) && c.outbound && !key_ &&
+        (remote.features & feature_key_required) != 0) {
         refuse(c, "it admits only peers with its security key, and we have none");
         return;
     }
-    if (!well_formed || remote.name_length > max_name || remote.credits < 1 ||
-        remote.credits > 4096 || remote.eager_payload != eager_payload || remote.mtu < IBV_MTU_256 ||
-        remote.mtu > IBV_MTU_4096) {
+    if (!hello_well_formed(remote)) {
         BMI_LOG(error, "verbs: malformed HELLO on connection %llu",
                 static_cast<unsigned long long>(c.id));
         fail_connection(c, -BMI_EPROTO);

@@ -1,16 +1,34 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Arithmetic on numbers a peer sends us: credits and RTS lengths. A peer is untrusted
-// (SPEC.md §6), so each sum is checked before it is believed; false means the peer broke the
-// protocol and its connection is closed. Pure functions, so they are tested without a device.
+// Checks on what a peer sends us: its bootstrap HELLO, credits, message bodies and RTS
+// lengths. A peer is untrusted (SPEC.md §6), so each number is checked before it is believed;
+// false means the peer broke the protocol and its connection is closed. Pure functions, so
+// they are tested and fuzzed (tests/fuzz/) without a device.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
+#include <vector>
+
+#include <infiniband/verbs.h>
 
 #include "methods/verbs/verbs_wire.hpp"
 
 namespace bmi::method::verbs {
+
+// Same magic and protocol version: only then is anything else in the HELLO meaningful.
+inline bool hello_speaks_our_protocol(const Hello& h) {
+    return h.magic == hello_magic && h.version == protocol_version;
+}
+
+// A HELLO whose numbers we can build a queue pair from: a credit window of 1-4096, our eager
+// size, an MTU the device enum knows and a name that fits its field.
+inline bool hello_well_formed(const Hello& h) {
+    return hello_speaks_our_protocol(h) && h.name_length <= max_name && h.credits >= 1 &&
+           h.credits <= 4096 && h.eager_payload == eager_payload && h.mtu >= IBV_MTU_256 &&
+           h.mtu <= IBV_MTU_4096;
+}
 
 // One message other than CREDIT arrived: it spends one of the credits we granted the peer
 // (our HELLO's window plus every credit we returned since). A peer with none left sent past
@@ -41,6 +59,20 @@ inline std::optional<std::uint64_t> rts_total(std::span<const RemoteSegment> seg
         if (s.length == 0 || __builtin_add_overflow(sum, s.length, &sum) || sum > limit)
             return std::nullopt;
     return sum;
+}
+
+// An EAGER or UNEXPECTED body is exactly the size its header claims; an RTS body is 1 to
+// max_rts_segments segments whose lengths sum to that size (at most `limit`), copied to segs.
+inline bool data_message_well_formed(const MsgHeader& h, std::span<const std::uint8_t> body,
+                                     std::uint64_t limit, std::vector<RemoteSegment>& segs) {
+    if (static_cast<MsgType>(h.type) != MsgType::rts) return body.size() == h.size;
+    if (h.seg_count < 1 || h.seg_count > max_rts_segments ||
+        body.size() != h.seg_count * sizeof(RemoteSegment))
+        return false;
+    segs.resize(h.seg_count);
+    std::memcpy(segs.data(), body.data(), body.size());
+    auto total = rts_total(segs, limit);
+    return total && *total == h.size;
 }
 
 }  // namespace bmi::method::verbs

@@ -174,19 +174,8 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     const auto type = static_cast<MsgType>(h.type);
     const auto size = static_cast<bmi_size_t>(h.size);
     std::vector<RemoteSegment> segs;
-    if (type == MsgType::rts) {
-        std::optional<std::uint64_t> total;
-        if (h.seg_count >= 1 && h.seg_count <= max_rts_segments &&
-            length == h.seg_count * sizeof(RemoteSegment)) {
-            segs.resize(h.seg_count);
-            std::memcpy(segs.data(), body, length);
-            total = rts_total(segs, static_cast<std::uint64_t>(max_message_size()));
-        }
-        if (!total || *total != h.size) {
-            fail_connection(c, -BMI_EPROTO);
-            return true;
-        }
-    } else if (length != h.size) {
+    if (!data_message_well_formed(h, {body, length},
+                                  static_cast<std::uint64_t>(max_message_size()), segs)) {
         fail_connection(c, -BMI_EPROTO);
         return true;
     }

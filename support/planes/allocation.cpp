@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
+#include <charconv>
 #include <span>
 
 namespace bmi::support::planes {
@@ -180,10 +180,13 @@ std::optional<std::vector<Entry>> parse_entries(std::string_view text, std::stri
     return entries;
 }
 
+// The shortest fixed-notation text that parses back to v: parse_positive reads fixed notation
+// only, and "%.6g" wrote 6005555 as "6.00556e+06", an allocation no instance could read back
+// (found by tests/fuzz/planes_text). A double's fixed form is at most ~330 characters.
 std::string number_text(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
+    char buf[512];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
+    return ec == std::errc{} ? std::string(buf, end) : std::string();
 }
 
 template <class T, class Show>

@@ -171,6 +171,26 @@ TEST_CASE("keyed HELLO frames carry a nonce, the ACK a proof, HELLO_PROOF only a
     CHECK(check_header(eager, Dialect::await_proof, 4096) == -BMI_EPROTO);
 }
 
+TEST_CASE("a HELLO address longer than any encoder sends is refused", "[tcp][wire][fuzz]") {
+    // Found by tests/fuzz/tcp_hello: the body bound leaves room for BMI_MAX_ADDR_LEN + 32
+    // address bytes, and an address past BMI_MAX_ADDR_LEN was believed, though both sides
+    // bind only hello_address() (its first BMI_MAX_ADDR_LEN bytes) into their proofs.
+    constexpr std::size_t max = BMI_MAX_ADDR_LEN;
+    for (std::size_t length : {max + 1, max + 32}) {
+        std::vector<std::uint8_t> body(hello_fixed_size + length, 'x');
+        body[8] = static_cast<std::uint8_t>(length);
+        body[9] = static_cast<std::uint8_t>(length >> 8);
+        for (std::size_t i = 0; i < 8; ++i) body[i] = 0;
+        REQUIRE(body.size() <= hello_max_body);
+        CHECK_FALSE(decode_hello_body(body));
+    }
+    Hello longest{0, std::string(max, 'a')};
+    auto frame = encode_hello(longest, false);
+    auto back = decode_hello_body(std::span(frame).subspan(legacy_header_size));
+    REQUIRE(back);
+    CHECK(back->address == longest.address);
+}
+
 TEST_CASE("tcp address parsing and ranges", "[tcp][address]") {
     auto a = parse_tcp_address("tcp://[::1]:80");
     REQUIRE(a);

@@ -56,6 +56,29 @@ TEST_CASE("an allocation's text form round-trips", "[planes][allocation]") {
     }
 }
 
+TEST_CASE("every bandwidth an allocation or request holds is written so it reads back",
+          "[planes][allocation][fuzz]") {
+    // Found by tests/fuzz/planes_text: "%.6g" wrote bw=6005555 as 6.00556e+06, which the
+    // fixed-notation parser refuses, and rounded 1234567.5 to 1.23457e+06.
+    for (const char* bw : {"6005555", "1234567.5", "0.0000001", "600", "0.5",
+                           "100000000000000000000000"}) {
+        ParseError error;
+        const std::string line = "id=a type=tcp plane=10.0.0.0/8 endpts=1 ports=1 bw=";
+        const auto all = parse_allocations(line + bw, "bw", error);
+        REQUIRE(all);
+        const auto again = parse_allocations(format_allocation(all->front()), "again", error);
+        REQUIRE(again);
+        CHECK(again->front().bandwidth_mbps == all->front().bandwidth_mbps);
+        const std::string request = "id=a type=tcp endpts=1 bw=";
+        const auto requests = parse_requests(request + bw, "r", error);
+        REQUIRE(requests);
+        const auto request_again = parse_requests(format_request(requests->front()), "r", error);
+        REQUIRE(request_again);
+        CHECK(request_again->front().bandwidth_mbps.value ==
+              requests->front().bandwidth_mbps.value);
+    }
+}
+
 TEST_CASE("a request carries the RFC's attributes, each maybe required", "[planes][request]") {
     ParseError error;
     const auto reqs = parse_requests(

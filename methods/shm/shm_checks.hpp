@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Checks on what a peer writes into the segment or sends on the socket: ring record headers
+// and the hello. Pure functions over the wire structs, so the method and the fuzz targets
+// (tests/fuzz/) run the very same code; false or -1 means the peer broke the protocol.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "methods/shm/shm_ring.hpp"
+#include "methods/shm/shm_wire.hpp"
+
+namespace bmi::method::shm {
+
+// Payload bytes that follow a record's header, by type; -1 for an unknown type or a field
+// out of range. Checked before anything is allocated from or copied out of the record.
+inline long long record_payload(const MsgHeader& h) {
+    switch (static_cast<MsgType>(h.type)) {
+    case MsgType::eager:
+        // No instance sends larger eager messages; checked before anything is buffered.
+        return h.size > max_eager_limit ? -1 : static_cast<long long>(h.size);
+    case MsgType::unexpected:
+        // aux is the message class, a uint8 on every API that can name one.
+        if (h.aux < 0 || h.aux > 255) return -1;
+        return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
+    case MsgType::data:
+        return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
+    case MsgType::rts:
+        return h.aux < 0 ? -1 : static_cast<long long>(h.aux) * 16;
+    case MsgType::help:
+        return h.aux < 0 ? -1 : static_cast<long long>(sizeof(HelpInfo) + h.aux * 16ull);
+    case MsgType::cts:
+    case MsgType::done:
+    case MsgType::nak:
+        return 0;
+    }
+    return -1;
+}
+
+// True if a header's slot count is the one its payload needs. At full width: with 256-byte
+// slots, Ring::slots_for's 32-bit count wraps for a payload near 2^40 and a one-slot record
+// claiming a terabyte passed.
+inline bool record_slots_match(std::uint32_t slot_count, std::uint32_t slot_size,
+                               const MsgHeader& h, long long payload) {
+    std::uint64_t bytes = ring_stamp_size + header_size + static_cast<std::uint64_t>(payload);
+    std::uint64_t needed = (bytes + slot_size - 1) / slot_size;
+    return h.slots != 0 && h.slots <= slot_count && needed == h.slots;
+}
+
+// A whole, consistent record: its payload size, or -1. The caller may then peek h.slots.
+inline long long check_record(const Ring& ring, const MsgHeader& h) {
+    long long payload = record_payload(h);
+    if (payload < 0 || !record_slots_match(ring.slot_count(), ring.slot_size(), h, payload))
+        return -1;
+    return payload;
+}
+
+// The fields of a connecting peer's hello that the acceptor believes: this protocol, a ring
+// geometry both sides can use and, if it listens, a valid name.
+inline bool hello_well_formed(const Hello& hello) {
+    return hello.magic == hello_magic && hello.version == protocol_version &&
+           valid_geometry(hello.slot_count, hello.slot_size) &&
+           hello.name_length <= max_name_length &&
+           (hello.name_length == 0 || valid_name(std::string_view(hello.name, hello.name_length)));
+}
+
+}  // namespace bmi::method::shm
