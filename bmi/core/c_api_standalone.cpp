@@ -62,7 +62,8 @@ int BMI_standalone_initialize(const char* method_list, const char* listen_addr, 
 
 int BMI_standalone_addr_lookup(BMI_addr_t* new_addr, const char* id_string) {
     if (new_addr == nullptr || id_string == nullptr) return -BMI_EINVAL;
-    return with_instance([&](bmi::core::Instance& in) { return in.addr_lookup(id_string, *new_addr); });
+    return with_instance(
+        [&](bmi::core::Instance& in) { return in.addr_lookup(id_string, *new_addr); });
 }
 
 int BMI_standalone_get_info(BMI_addr_t addr, int option, void* inout_parameter) {
