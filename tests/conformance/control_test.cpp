@@ -175,6 +175,21 @@ TEST_CASE("BMI_memfree refuses foreign and already freed pointers", "[conformanc
     std::free(from_malloc);
 }
 
+TEST_CASE("BMI_memfree frees a buffer whose address was dropped meanwhile", "[conformance]") {
+    // A server drops a client whose answer failed while other answers to it are in flight;
+    // their buffers must still go back (they leaked: memfree refused the dropped address).
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    auto size = GENERATE(as<bmi_size_t>{}, 64, 4 << 20);  // malloc'ed; shared on shm
+    INFO("method " << scheme << ", " << size << " bytes");
+    Pair pair = make_peers(scheme);
+    auto& client = *pair.client.instance;
+    void* buffer = client.memalloc(pair.server_addr, size);
+    REQUIRE(buffer != nullptr);
+    REQUIRE(client.set_info(pair.server_addr, BMI_DROP_ADDR, nullptr) == 0);
+    REQUIRE(client.memfree(pair.server_addr, buffer) == 0);
+    REQUIRE(client.memfree(pair.server_addr, buffer) == -BMI_EINVAL);  // it really went
+}
+
 TEST_CASE("a test with idle time returns as soon as its operation completes",
           "[conformance]") {
     auto scheme = GENERATE(from_range(compiled_schemes()));
