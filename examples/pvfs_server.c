@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A PVFS-style request server: unexpected requests in, expected responses out, many clients. */
+/* A PVFS-style request server: unexpected requests in, expected responses out, many clients,
+ * each client's address dropped once it says goodbye or goes away, so it can run for weeks. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -22,6 +23,7 @@ struct pending_send
     BMI_addr_t addr;
     void *buffer;
     bmi_size_t size;
+    int last; /* answers a goodbye: the client's address is dropped once this is out */
 };
 
 struct server
@@ -33,6 +35,7 @@ struct server
     uint64_t requests;
     uint64_t answered;
     uint64_t failed;
+    uint64_t dropped; /* client addresses given back to the library */
     uint64_t max_requests; /* 0: no limit */
     int stopping;
 };
@@ -55,11 +58,36 @@ static int usage(const char *argv0)
     return 2;
 }
 
-static void release(struct server *s, struct pending_send *p)
+/* A long-running server must give back the address of every client it is done with, or the
+ * library keeps it, with whatever the method holds for it, until BMI_finalize. With
+ * BMI_AUTO_REF_COUNT the last reference dropped frees it; a second failure toward the same
+ * client finds it gone already (-BMI_EINVAL). */
+static void forget_client(struct server *s, BMI_addr_t addr)
 {
-    int rc = BMI_memfree(p->addr, p->buffer, p->size, BMI_SEND);
+    int rc = BMI_set_info(addr, BMI_DEC_ADDR_REF, NULL);
+    if (rc == 0)
+        s->dropped++;
+    else if (rc != -BMI_EINVAL)
+        fprintf(stderr, "server: dropping a client: %s\n", bmi_status_string(rc));
+}
+
+/* A send is over (error 0 or -BMI_E*): counts it, frees its buffer, and drops its client if the
+ * client said goodbye or went away before its answer. */
+static void settle(struct server *s, struct pending_send *p, int error)
+{
+    int rc;
+    if (error != 0) {
+        /* A client that went away loses its answer; the others carry on. */
+        example_report("server", "answering", BMI_addr_rev_lookup(p->addr), error, 0);
+        s->failed++;
+    } else {
+        s->answered++;
+    }
+    rc = BMI_memfree(p->addr, p->buffer, p->size, BMI_SEND);
     if (rc < 0)
         fprintf(stderr, "server: BMI_memfree: %s\n", bmi_status_string(rc));
+    if (error != 0 || p->last)
+        forget_client(s, p->addr);
     p->in_use = 0;
     s->outstanding--;
 }
@@ -77,17 +105,8 @@ static int reap(struct server *s, int idle_ms)
         fprintf(stderr, "server: BMI_testcontext: %s\n", bmi_status_string(rc));
         return rc;
     }
-    for (i = 0; i < outcount; i++) {
-        struct pending_send *p = users[i];
-        if (errors[i] != 0) {
-            /* A client that went away loses its answer; the others carry on. */
-            example_report("server", "answering", BMI_addr_rev_lookup(p->addr), errors[i], 0);
-            s->failed++;
-        } else {
-            s->answered++;
-        }
-        release(s, p);
-    }
+    for (i = 0; i < outcount; i++)
+        settle(s, users[i], errors[i]);
     return 0;
 }
 
@@ -99,7 +118,7 @@ static int decode(const struct BMI_unexpected_info *info, struct pvfs_request *r
     memcpy(req, info->buffer, sizeof(*req)); /* the buffer need not be aligned for the struct */
     if (req->magic != PVFS_PROTO_MAGIC)
         return EPROTO;
-    if (req->op != PVFS_OP_GETATTR && req->op != PVFS_OP_SHUTDOWN)
+    if (req->op != PVFS_OP_GETATTR && req->op != PVFS_OP_SHUTDOWN && req->op != PVFS_OP_BYE)
         return ENOSYS;
     if (req->response_size < sizeof(struct pvfs_response) ||
         req->response_size > PVFS_MAX_RESPONSE)
@@ -148,17 +167,14 @@ static void answer(struct server *s, const struct BMI_unexpected_info *info)
     p->addr = info->addr;
     p->buffer = buf;
     p->size = size;
+    p->last = status == 0 && req.op == PVFS_OP_BYE;
     s->outstanding++;
     rc = BMI_post_send(&p->id, info->addr, buf, size, BMI_PRE_ALLOC, info->tag, p, s->context,
                        NULL);
-    if (rc < 0) {
-        fprintf(stderr, "server: BMI_post_send: %s\n", bmi_status_string(rc));
-        s->failed++;
-        release(s, p);
-    } else if (rc == 1) {
-        s->answered++; /* completed during the post: there is nothing to test */
-        release(s, p);
-    }
+    if (rc < 0)
+        settle(s, p, rc);
+    else if (rc == 1)
+        settle(s, p, 0); /* completed during the post: there is nothing to test */
     if (status == 0 && req.op == PVFS_OP_SHUTDOWN)
         s->stopping = 1;
 }
@@ -258,7 +274,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "server: out of memory\n");
         return 1;
     }
-    rc = BMI_initialize(methods, listen_addr, BMI_INIT_SERVER, NULL);
+    rc = BMI_initialize(methods, listen_addr, BMI_INIT_SERVER | BMI_AUTO_REF_COUNT, NULL);
     if (rc < 0) {
         char doing[96];
         snprintf(doing, sizeof(doing), "listening with method list %s at", methods);
@@ -294,8 +310,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "server: BMI_finalize: %s\n", bmi_status_string(rc));
         fatal = 1;
     }
-    printf("DONE requests=%" PRIu64 " answered=%" PRIu64 " failed=%" PRIu64 "\n", s.requests,
-           s.answered, s.failed);
+    printf("DONE requests=%" PRIu64 " answered=%" PRIu64 " failed=%" PRIu64 " dropped=%" PRIu64
+           "\n",
+           s.requests, s.answered, s.failed, s.dropped);
     free(s.sends);
     return fatal ? 1 : 0;
 }
