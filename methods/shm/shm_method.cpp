@@ -3,6 +3,7 @@
 #include "methods/shm/shm_method.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include <sys/epoll.h>
@@ -66,8 +67,7 @@ ShmMethod::~ShmMethod() {
     connections_.clear();
     for (auto& [name, weak] : named_)
         if (auto peer = weak.lock()) peer->unmatched.clear();
-    for (auto& weak : nameless_)
-        if (auto peer = weak.lock()) peer->unmatched.clear();
+    nameless_.for_each_live([](ShmPeer& peer) { peer.unmatched.clear(); });
     if (listen_fd_ >= 0) close(listen_fd_);
     if (event_fd_ >= 0) close(event_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
@@ -83,9 +83,11 @@ int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
     std::string name(parts->rest);
     if (name.rfind("pid-", 0) == 0) {
         // The rev_lookup form of a nameless peer: only meaningful while we know it.
-        for (auto& weak : nameless_) {
-            auto peer = weak.lock();
-            if (peer && "pid-" + std::to_string(peer->pid) == name) {
+        char* end = nullptr;
+        const long pid = std::strtol(name.c_str() + 4, &end, 10);
+        if (end != name.c_str() + 4 && *end == '\0' && pid > 0) {
+            if (auto peer = nameless_.find_pid(static_cast<pid_t>(pid));
+                peer && "pid-" + std::to_string(peer->pid) == name) {
                 out = peer;
                 return 0;
             }
@@ -230,10 +232,7 @@ void ShmMethod::forget_peer(Peer& base) {
         auto it = named_.find(peer.name);
         if (it != named_.end() && it->second.lock().get() == &peer) named_.erase(it);
     }
-    std::erase_if(nameless_, [&](const std::weak_ptr<ShmPeer>& weak) {
-        auto p = weak.lock();
-        return !p || p.get() == &peer;
-    });
+    nameless_.remove(peer);
 }
 
 std::string ShmMethod::describe_peer(const Peer& base) const {

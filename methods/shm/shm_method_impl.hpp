@@ -19,6 +19,7 @@
 
 #include "methods/method.hpp"
 #include "methods/shm/shm_connection.hpp"
+#include "methods/shm/shm_nameless_peers.hpp"
 #include "methods/shm/shm_options.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
@@ -193,7 +194,7 @@ private:
     std::uint64_t next_cookie_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
-    std::vector<std::weak_ptr<ShmPeer>> nameless_;
+    NamelessPeers nameless_;
     std::size_t pending_ops_ = 0;  // operations with a method_state
     EarlyBudget early_;  // what every peer's unmatched holds, within Budgets
     PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)

@@ -371,15 +371,7 @@ std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid
             slot = peer;
         }
     } else {
-        std::erase_if(nameless_, [](const auto& weak) { return weak.expired(); });
-        for (auto& weak : nameless_) {
-            auto known = weak.lock();
-            if (known->pid == pid && known->nonce == hello.nonce) peer = known;
-        }
-        if (!peer) {
-            peer = std::make_shared<ShmPeer>();
-            nameless_.push_back(peer);
-        }
+        peer = nameless_.find_or_add(pid, hello.nonce);
     }
     peer->pid = pid;
     peer->nonce = hello.nonce;
