@@ -126,6 +126,9 @@ def arguments(doc, program, **numbers):
 def serve_and_judge(args, tag, drive, judge):
     """Starts the server, drive(server) puts the load on it, the server is stopped for its
     counts, and judge(result of drive, counts) returns the checks. Returns the exit status."""
+    # A SIGTERM (timeout(1), a harness giving up) unwinds through the finally clauses, which
+    # stop the children; they would outlive us otherwise.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     server = Server(args.server, listen_address(args.method, tag))
     try:
         result = drive(server)
