@@ -14,8 +14,8 @@ import subprocess
 import sys
 import time
 
-from load_common import (Failed, arguments, descriptors, machine, read_line, rss_kb,
-                         sanitized, serve_and_judge)
+from load_common import (Failed, arguments, descriptors, die_with_parent, machine, read_line,
+                         rss_kb, sanitized, serve_and_judge)
 
 
 def settled_descriptors(pid, wait_s=2.0):
@@ -42,7 +42,7 @@ def drive(args, server):
         [args.driver, "--clients", str(args.clients), "--parallel", str(args.parallel),
          "--report-every", str(every), "--requests", str(args.requests), server.address] +
         (["--no-bye"] if args.no_bye else []),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=die_with_parent)
     try:
         deadline = start + args.deadline
         while True:

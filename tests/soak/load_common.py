@@ -3,12 +3,19 @@
 stopped with its report, a look at its memory and descriptors, and the checks' bookkeeping.
 Only our own children are ever signalled, by their Popen handle."""
 import argparse
+import ctypes
 import os
 import select
 import signal
 import subprocess
 import sys
 import time
+
+
+def die_with_parent():
+    """Popen's preexec_fn for every child: SIGKILL when we die, whatever kills us
+    (PR_SET_PDEATHSIG), as tests/integration/process_harness does."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 class Failed(Exception):
@@ -40,7 +47,8 @@ class Server:
     """examples/pvfs_server on a fresh listen address; stop() returns its DONE line's counts."""
 
     def __init__(self, exe, listen, timeout=20):
-        self.proc = subprocess.Popen([exe, listen], stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([exe, listen], stdout=subprocess.PIPE, text=True,
+                                     preexec_fn=die_with_parent)
         line = read_line(self.proc.stdout, time.monotonic() + timeout, "server start")
         if not line.startswith("ADDR "):
             raise Failed(f"server printed {line!r} instead of its address")

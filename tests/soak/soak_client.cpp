@@ -36,40 +36,91 @@ std::uint64_t bucket_floor(std::uint64_t ns) {
     return (ns >> shift) << shift;
 }
 
+struct Options {
+    std::uint64_t requests = 1000;
+    std::uint64_t size = 4096;
+    std::uint64_t timeout_ms = 10000;
+    std::uint64_t id = static_cast<std::uint64_t>(getpid());
+    std::string server;
+};
+
+bool parse(int argc, char** argv, Options& o) {
+    for (int a = 1; a < argc; ++a) {
+        const std::string arg = argv[a];
+        if (arg[0] != '-') {
+            o.server = arg;
+            continue;
+        }
+        std::uint64_t* value = arg == "--requests"     ? &o.requests
+                               : arg == "--size"       ? &o.size
+                               : arg == "--timeout-ms" ? &o.timeout_ms
+                               : arg == "--id"         ? &o.id
+                                                       : nullptr;
+        if (value == nullptr || a + 1 >= argc) return false;
+        *value = std::strtoull(argv[++a], nullptr, 10);
+    }
+    return !o.server.empty() && o.requests > 0 && o.timeout_ms > 0;
+}
+
+struct Tally {
+    std::uint64_t ok = 0, lost = 0, corrupt = 0, attempted = 0;
+    std::array<std::map<std::uint64_t, std::uint64_t>, 10> tenths;  // lower_ns -> count
+};
+
+// The measured run: requests one after another until all are done or one goes wrong.
+Tally run(const Options& o, bmi::soak::PvfsSessionClient& client, std::uint64_t base) {
+    Tally t;
+    std::string why;
+    for (std::uint64_t i = 1; i <= o.requests; ++i) {
+        const auto start = Clock::now();
+        const Outcome outcome = client.exchange(PVFS_OP_GETATTR, base | i,
+                                                static_cast<bmi_msg_tag_t>(i & 0x7fffffff), why);
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
+        ++t.attempted;
+        if (outcome != Outcome::ok) {
+            (outcome == Outcome::lost ? t.lost : t.corrupt)++;
+            std::fprintf(stderr, "soak_client %llu: request %llu: %s\n",
+                         static_cast<unsigned long long>(o.id),
+                         static_cast<unsigned long long>(i), why.c_str());
+            break;
+        }
+        ++t.ok;
+        ++t.tenths[(i - 1) * 10 / o.requests][bucket_floor(static_cast<std::uint64_t>(ns.count()))];
+    }
+    return t;
+}
+
+void print(const Options& o, const Tally& t) {
+    std::printf("RESULT ok=%llu lost=%llu corrupt=%llu unsent=%llu\n",
+                static_cast<unsigned long long>(t.ok), static_cast<unsigned long long>(t.lost),
+                static_cast<unsigned long long>(t.corrupt),
+                static_cast<unsigned long long>(o.requests - t.attempted));
+    for (std::size_t i = 0; i < t.tenths.size(); ++i) {
+        std::printf("TENTH %zu", i);
+        for (const auto& [lower, count] : t.tenths[i])
+            std::printf(" %llu:%llu", static_cast<unsigned long long>(lower),
+                        static_cast<unsigned long long>(count));
+        std::printf("\n");
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::uint64_t requests = 1000, size = 4096, timeout_ms = 10000,
-                  id = static_cast<std::uint64_t>(getpid());
-    std::string server;
-    bool bad = false;
-    for (int a = 1; a < argc && !bad; ++a) {
-        const std::string arg = argv[a];
-        if (arg[0] != '-') {
-            server = arg;
-            continue;
-        }
-        std::uint64_t* value = arg == "--requests"     ? &requests
-                               : arg == "--size"       ? &size
-                               : arg == "--timeout-ms" ? &timeout_ms
-                               : arg == "--id"         ? &id
-                                                       : nullptr;
-        bad = value == nullptr || a + 1 >= argc;
-        if (!bad) *value = std::strtoull(argv[++a], nullptr, 10);
-    }
-    if (bad || server.empty() || requests == 0 || timeout_ms == 0) {
+    Options o;
+    if (!parse(argc, argv, o)) {
         std::fprintf(stderr, "usage: %s [--requests N] [--size BYTES] [--timeout-ms MS] "
                              "[--id K] SERVER_ADDR\n", argv[0]);
         return 2;
     }
     std::string why;
     auto client = bmi::soak::PvfsSessionClient::open(
-        server, size, std::chrono::milliseconds(timeout_ms), why);
+        o.server, o.size, std::chrono::milliseconds(o.timeout_ms), why);
     // The id in the high half keeps request ids, and so answers, distinct across clients.
-    const std::uint64_t base = id << 32;
+    const std::uint64_t base = o.id << 32;
     if (!client || client->exchange(PVFS_OP_GETATTR, base, 0, why) != Outcome::ok) {
         std::fprintf(stderr, "soak_client %llu: connecting: %s\n",
-                     static_cast<unsigned long long>(id), why.c_str());
+                     static_cast<unsigned long long>(o.id), why.c_str());
         return 1;
     }
     std::printf("READY\n");
@@ -77,39 +128,13 @@ int main(int argc, char** argv) {
     std::string go;
     std::getline(std::cin, go);
 
-    std::array<std::map<std::uint64_t, std::uint64_t>, 10> tenths;
-    std::uint64_t ok = 0, lost = 0, corrupt = 0, i = 1;
-    for (; i <= requests; ++i) {
-        const auto start = Clock::now();
-        const Outcome outcome = client->exchange(PVFS_OP_GETATTR, base | i,
-                                                 static_cast<bmi_msg_tag_t>(i & 0x7fffffff), why);
-        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
-        if (outcome != Outcome::ok) {
-            (outcome == Outcome::lost ? lost : corrupt)++;
-            std::fprintf(stderr, "soak_client %llu: request %llu: %s\n",
-                         static_cast<unsigned long long>(id), static_cast<unsigned long long>(i),
-                         why.c_str());
-            ++i;
-            break;
-        }
-        ++ok;
-        ++tenths[(i - 1) * 10 / requests][bucket_floor(static_cast<std::uint64_t>(ns.count()))];
-    }
-    if (lost + corrupt == 0 &&
-        client->exchange(PVFS_OP_BYE, base | i, static_cast<bmi_msg_tag_t>(i & 0x7fffffff),
+    const Tally t = run(o, *client, base);
+    const std::uint64_t last = o.requests + 1;
+    if (t.ok == o.requests &&
+        client->exchange(PVFS_OP_BYE, base | last, static_cast<bmi_msg_tag_t>(last & 0x7fffffff),
                          why) != Outcome::ok)
         std::fprintf(stderr, "soak_client %llu: goodbye: %s\n",
-                     static_cast<unsigned long long>(id), why.c_str());
-    std::printf("RESULT ok=%llu lost=%llu corrupt=%llu unsent=%llu\n",
-                static_cast<unsigned long long>(ok), static_cast<unsigned long long>(lost),
-                static_cast<unsigned long long>(corrupt),
-                static_cast<unsigned long long>(requests - (i - 1)));
-    for (std::size_t t = 0; t < tenths.size(); ++t) {
-        std::printf("TENTH %zu", t);
-        for (const auto& [lower, count] : tenths[t])
-            std::printf(" %llu:%llu", static_cast<unsigned long long>(lower),
-                        static_cast<unsigned long long>(count));
-        std::printf("\n");
-    }
-    return ok == requests ? 0 : 1;
+                     static_cast<unsigned long long>(o.id), why.c_str());
+    print(o, t);
+    return t.ok == o.requests ? 0 : 1;
 }

@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 
-from load_common import Failed, arguments, machine, read_line, serve_and_judge
+from load_common import (Failed, arguments, die_with_parent, machine, read_line,
+                         serve_and_judge)
 
 SLACK_NS = 50_000  # below this, a tenth-to-tenth difference is scheduler noise, not a trend
 # A quantile is judged only with this many requests in each tenth above it: p99 of 400
@@ -45,7 +46,8 @@ def run_clients(args, server):
             clients.append(subprocess.Popen(
                 [args.client, "--requests", str(args.requests), "--size", str(args.size),
                  "--id", str(i + 1), server.address],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                preexec_fn=die_with_parent))
         for i, c in enumerate(clients):
             line = read_line(c.stdout, deadline, f"soak_client {i + 1}")
             if line != "READY":
