@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import bmi_perf_legacy
+import bmi_perf_peers
 from bmi_perf_output import MODE_TITLES, fmt
 
 # Each libbmi series and the peers it is compared with.
@@ -272,8 +273,10 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
         targets(out, series, idle, duel)
     if "legacy" in duel:
         out += bmi_perf_legacy.markdown(duel["legacy"], fmt)
+    if "peers" in duel:
+        out += bmi_perf_peers.markdown(duel["peers"], fmt)
     base = os.path.dirname(os.path.abspath(path))
-    for mode in a.modes:
+    for mode in (m for m in a.modes if m != "peers"):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")
         for m, kind, f in plots:
             if m == mode:
