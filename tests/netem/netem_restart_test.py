@@ -29,9 +29,10 @@ def main():
     try:
         net.netem(names, *LINK)
         server, address = net.serve(SERVER)
+        # BMI_DEBUG=tcp: the log tells whether a client took the restart for a legacy server.
         clients = [net.start(name, [CLIENT, "--id", str(i + 1), "--tolerate-errors",
                                     "--max-large", str(256 * 1024), "--op-timeout-ms", "30000",
-                                    address])
+                                    address], env={**os.environ, "BMI_DEBUG": "tcp"})
                    for i, name in enumerate(names)]
         for c in clients:
             c.wait_for("client served", lambda c=c: len(c.matching("OK")) >= 4, 90)
@@ -68,7 +69,9 @@ def main():
                 fail(f"client {i}: {c.matching('CLIENT')} {c.matching('BAD')} "
                      f"{c.matching('HUNG')} unexpected errors {bad_errors}")
             seen = sorted({fields(line)["error"] for line in c.matching("ERR")})
-            print(f"  {c.matching('CLIENT')[0]} errors seen: {seen}")
+            legacy = sum("speaking legacy" in line for line in c.err_lines)
+            print(f"  {c.matching('CLIENT')[0]} errors seen: {seen}; fell back to legacy "
+                  f"framing {legacy} times")
         if server.stop() != 0:
             fail(f"server: {server.matching('BAD')} {server.stderr.strip()[-2000:]}")
         print("  " + server.matching("SERVER")[0])

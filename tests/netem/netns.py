@@ -38,18 +38,26 @@ def run(*args, check=True, stdin=None):
 
 
 def run_all(commands):
-    """Runs COMMANDS [(argv, stdin)] side by side and raises if any failed: each process costs
-    about half a second in the TCG guest."""
-    procs = [(argv, subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True))
-             for argv, _ in commands]
-    errors = []
-    for (argv, proc), (_, stdin) in zip(procs, commands):
-        _, err = proc.communicate(stdin, timeout=30)
-        if proc.returncode != 0:
-            errors.append(f"{' '.join(argv)}: {err.strip()}")
+    """Runs COMMANDS [(argv, stdin)] side by side (each process costs about half a second in
+    the TCG guest); raises if any failed, else returns the monotonic time each one ended."""
+    procs = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for argv, _ in commands]
+    ended = [0.0] * len(procs)
+    results = [None] * len(procs)
+
+    def finish(i):
+        results[i] = procs[i].communicate(commands[i][1], timeout=30)
+        ended[i] = time.monotonic()
+    threads = [threading.Thread(target=finish, args=(i,)) for i in range(len(procs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    errors = [f"{' '.join(argv)}: {(res or ('', 'no result'))[1].strip()}"
+              for (argv, _), proc, res in zip(commands, procs, results) if proc.returncode != 0]
     if errors:
         raise RuntimeError("; ".join(errors))
+    return ended
 
 
 def skip_unless_netem():
@@ -189,13 +197,16 @@ class Network:
         return self.nodes[name][2]
 
     def netem(self, names, *spec):
-        """Puts `netem SPEC` on both directions of each link in NAMES, replacing what was there."""
+        """Puts `netem SPEC` on both directions of each link in NAMES, replacing what was there.
+        Returns {name: (toward, away)}: when the fault was in place toward the node (on the
+        hub's side) and away from it (on the node's side)."""
         names = [names] if isinstance(names, str) else names
         hub = "".join(f"qdisc replace dev {self.nodes[n][1]} root netem {' '.join(spec)}\n"
                       for n in names)
-        run_all([(["tc", "-n", self.hub, "-batch", "-"], hub)] +
-                [(["tc", "-n", self.nodes[n][0], "qdisc", "replace", "dev", "eth0", "root",
-                   "netem", *spec], None) for n in names])
+        ended = run_all([(["tc", "-n", self.hub, "-batch", "-"], hub)] +
+                        [(["tc", "-n", self.nodes[n][0], "qdisc", "replace", "dev", "eth0",
+                           "root", "netem", *spec], None) for n in names])
+        return {n: (ended[0], ended[1 + i]) for i, n in enumerate(names)}
 
     def clear(self, name):
         ns, link, _ = self.nodes[name]
@@ -227,12 +238,15 @@ class Network:
 
     def unplug(self, name, processes=()):
         """NAME vanishes without a word: its link goes first (the pair with it), then its
-        processes are killed (what their kernel sends reaches nobody), then its namespace."""
+        processes are killed (what their kernel sends reaches nobody), then its namespace.
+        Returns when the link was gone."""
         ns, link, _ = self.nodes[name]
         run("ip", "-n", self.hub, "link", "del", link)
+        gone = time.monotonic()
         for p in processes:
             p.stop(signal.SIGKILL)
         run("ip", "netns", "del", ns)
+        return gone
 
     def close(self):
         for p in self.processes:
