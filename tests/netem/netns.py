@@ -5,9 +5,9 @@ alive only inside the namespaces made here). Faults go on a node's link with tc 
 directions. Every namespace, link and process made here is removed by Network.close(), which
 the tests call on every path (also on SIGTERM and SIGINT).
 
-Needs root, iproute2 and a kernel with veth, bridge and sch_netem. Where netem is missing (this
-build machine's kernel has none) the tests are skipped (exit 77), except with BMI_REQUIRE_NETEM=1 (set for the run in the guest),
-where that is a failure."""
+Needs root, iproute2 and a kernel with veth, bridge and sch_netem. Where netem is missing (the
+build machines' kernel has none) the tests are skipped (exit 77), except with BMI_REQUIRE_NETEM=1
+(set for the run in the guest), where that is a failure."""
 import os
 import re
 import signal
