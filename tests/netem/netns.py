@@ -46,14 +46,18 @@ def run_all(commands):
     results = [None] * len(procs)
 
     def finish(i):
-        results[i] = procs[i].communicate(commands[i][1], timeout=30)
+        try:
+            results[i] = procs[i].communicate(commands[i][1], timeout=30)
+        except subprocess.TimeoutExpired:
+            procs[i].kill()
+            procs[i].wait()
         ended[i] = time.monotonic()
     threads = [threading.Thread(target=finish, args=(i,)) for i in range(len(procs))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    errors = [f"{' '.join(argv)}: {(res or ('', 'no result'))[1].strip()}"
+    errors = [f"{' '.join(argv)}: {(res or ('', 'timed out'))[1].strip()}"
               for (argv, _), proc, res in zip(commands, procs, results) if proc.returncode != 0]
     if errors:
         raise RuntimeError("; ".join(errors))
@@ -61,7 +65,8 @@ def run_all(commands):
 
 
 def skip_unless_netem():
-    """Exits 77 (or 1 when required) unless namespaces, veth, bridge and netem all work here."""
+    """Exits 77 (or 1 when BMI_REQUIRE_NETEM=1) unless this is root and tc netem works in a
+    network namespace."""
     required = os.environ.get("BMI_REQUIRE_NETEM") == "1"
     why = None
     if os.geteuid() != 0:
