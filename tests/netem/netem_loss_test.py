@@ -61,10 +61,10 @@ def main():
                  f"{server.matching('OPFAIL')}")
         max_latency = max(float(fields(c.matching("CLIENT")[0])["max_latency"])
                           for c in clients)
-        netns.say(f"{CLIENTS} clients x {REQUESTS} requests through {' '.join(FAULTS)} on every "
-              f"link (both ways): {got['requests']} requests, {got['bulks']} bulk messages and "
-              f"{got['replies']} replies checked, {total_bytes} bytes, in {elapsed:.1f} s; "
-              f"slowest request {max_latency:.2f} s")
+        netns.say(f"{CLIENTS} clients x {REQUESTS} requests through {' '.join(FAULTS)} on "
+                  f"every link (both ways): {got['requests']} requests, {got['bulks']} bulk "
+                  f"messages and {got['replies']} replies checked, {total_bytes} bytes, in "
+                  f"{elapsed:.1f} s; slowest request {max_latency:.2f} s")
         print(f"  netem dropped toward each client: {drops}; the server's TCP retransmitted "
               f"{counters['RetransSegs']} segments and queued {counters['TCPOFOQueue']} "
               f"out of order")
