@@ -144,6 +144,33 @@ run_fuzz() {
     record fuzz "$passed" "$failed" 0
 }
 
+# run_packages: the Debian packages of debian/ built, checked with lintian, installed, used by
+# outside programs and purged again (scripts/packages.sh). dpkg -i needs root: without it the
+# step is a skip.
+run_packages() {
+    local log=build-deb/packages.log status=0 passed failed note
+    if ((EUID != 0)); then
+        record packages 0 0 1 "not root: dpkg -i needs it"
+        return
+    fi
+    mkdir -p build-deb
+    echo "=== packages: build, lintian, install, use, purge (log: $log)"
+    timeout --kill-after=30 1800 scripts/packages.sh --dir build-deb 2>&1 | tee "$log" ||
+        status=$?
+    if ((status == 77)); then
+        record packages 0 0 1 "$(tail -1 "$log")"
+        return
+    fi
+    passed=$(grep -cE '^[a-z]+ +ok ' "$log" || true)
+    failed=$(grep -cE '^[a-z]+ +FAILED ' "$log" || true)
+    note=$(grep -m1 '^lintian: ' "$log" || true)
+    if ((status != 0 && failed == 0)); then
+        failed=1
+        note="packages.sh exited with $status"
+    fi
+    record packages "$passed" "$failed" 0 "$note"
+}
+
 install_packages
 run_suite plain build-test -Dwerror=true
 run_in_guest verbs verbs build-test
@@ -155,6 +182,7 @@ run_suite asan build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dopti
 run_in_guest verbs-asan verbs build-asan --mem 4096
 run_suite tsan build-tsan -Db_sanitize=thread -Db_lundef=false -Doptimization=1
 run_fuzz
+run_packages
 
 echo
 echo "=== summary"
