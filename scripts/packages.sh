@@ -83,12 +83,14 @@ check_version() {
 }
 
 # Tracked and untracked files of the work tree as they are now (build directories are ignored),
-# or everything but build directories outside a git checkout.
+# or everything but build directories outside a git checkout. safe.directory: a user other than
+# the checkout's owner (--build-only) reads it too.
 copy_tree() {
     local dest=$scratch/libbmi-$version
+    local git=(git -c safe.directory='*')
     mkdir -p "$dest"
-    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-        git ls-files -z --cached --others --exclude-standard |
+    if "${git[@]}" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        "${git[@]}" ls-files -z --cached --others --exclude-standard |
             tar --null --ignore-failed-read -T - -cf - | tar -xf - -C "$dest"
     else
         tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$dest"
