@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The Debian packages of debian/, end to end: builds them with dpkg-buildpackage from a copy of
-# this tree in a scratch directory (it writes its results next to the tree, so never here),
+# this tree in a scratch directory (it writes the packages into the tree's parent directory),
 # checks them with lintian (an error fails), installs them with dpkg -i, builds and runs outside
 # programs against what they installed (tests/consumers/consumers_test.py --system: CMake and
 # pkg-config, C and C++, both dialects, live over 127.0.0.1), runs the tools, and purges the
