@@ -125,7 +125,7 @@ run_in_guest() {
 # (scripts/fuzz.sh, clang-14). A target that crashes, hangs or breaks its property is a
 # failure, and so is a failed build; without clang-14's libFuzzer the step is a skip.
 run_fuzz() {
-    local seconds=${BMI_FUZZ_SECONDS:-15} log=build-fuzz/fuzz-run.log status=0
+    local seconds=${BMI_FUZZ_SECONDS:-10} log=build-fuzz/fuzz-run.log status=0
     mkdir -p build-fuzz
     echo "=== fuzz: each target for ${seconds}s (log: $log)"
     timeout --kill-after=30 900 scripts/fuzz.sh --seconds "$seconds" --dir build-fuzz 2>&1 |
