@@ -14,7 +14,9 @@ import tempfile
 import time
 
 LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at configure time
-MODES = ("latency", "bandwidth", "many")
+MODES = ("latency", "bandwidth", "many", "peers")
+# peers (a ping-pong beside thousands of idle clients, bmi_perf_peers) runs only when asked.
+DEFAULT_MODES = ("latency", "bandwidth", "many")
 # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1
 METHODS = ("tcp", "tcp-legacy", "shm", "shm-blocking")
 BASELINES = ("raw-tcp", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd", "memcpy")
@@ -38,6 +40,16 @@ def parse_list(allowed):
     return parse
 
 
+def parse_counts(text):
+    try:
+        counts = sorted({int(n) for n in text.split(",")})
+    except ValueError:
+        counts = []
+    if not counts or counts[0] < 0 or counts[-1] > 100000:
+        raise argparse.ArgumentTypeError(f"bad counts {text!r} (e.g. 0,64,1024,10000)")
+    return counts
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="bmi-perf",
@@ -46,7 +58,8 @@ def parse_args(argv):
                     "a table on stdout, CSV, and latency/bandwidth plots via gnuplot.",
         epilog="Example: bmi-perf --quick --methods tcp,shm --out-dir perf. "
                "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
-               "acknowledged; many = --clients clients stream to one server at once.")
+               "acknowledged; many = --clients clients stream to one server at once; "
+               "peers = tcp ping-pong while the server holds --peers idle clients.")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
                    help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing; "
                         "in latency mode also against tcp in runs taken in turns), "
@@ -54,8 +67,9 @@ def parse_args(argv):
                         "(default tcp,shm)")
     p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
                    help=f"peers to measure: {', '.join(BASELINES)}, all or none (default all)")
-    p.add_argument("--modes", type=parse_list(MODES), default=list(MODES),
-                   help="latency, bandwidth, many, or all (default all)")
+    p.add_argument("--modes", type=parse_list(MODES), default=list(DEFAULT_MODES),
+                   help="latency, bandwidth, many, peers, or all (default latency,bandwidth,"
+                        "many)")
     p.add_argument("--min", type=parse_size, default=1, help="smallest message (default 1)")
     p.add_argument("--max", type=parse_size, default=None,
                    help="largest message, K/M/G suffixes (default 64M, --quick 1M)")
@@ -64,6 +78,9 @@ def parse_args(argv):
                         "--quick 100)")
     p.add_argument("--window", type=int, default=16, help="messages per window (default 16)")
     p.add_argument("--clients", type=int, default=2, help="clients in many mode (default 2)")
+    p.add_argument("--peers", type=parse_counts, default=[0, 64, 1024, 10000],
+                   help="idle clients in peers mode, a list (default 0,64,1024,10000; counts "
+                        "over the descriptor limit are left out)")
     p.add_argument("--check", action="store_true", help="fill and verify every message")
     p.add_argument("--quick", action="store_true", help="smaller plan: up to 1 MiB, 100 rounds")
     p.add_argument("--server", metavar="ADDR",
@@ -104,7 +121,8 @@ def parse_args(argv):
         if not m:
             p.error(f"--server {a.server!r}: expected tcp://HOST:PORT or shm://NAME")
         a.methods, a.baselines, a.idle = [m.group(1)], [], False
-        a.modes = [m for m in a.modes if m != "many"] or p.error("--server: no many mode")
+        a.modes = [m for m in a.modes if m not in ("many", "peers")] or \
+            p.error("--server: no many or peers mode")
     if not a.methods and not a.baselines:
         p.error("nothing to measure: --methods and --baselines are both empty")
     if a.out_dir is None:
@@ -126,6 +144,7 @@ def new_out_dir(stem):
 DUEL_ROUNDS = 5  # runs taken in turns per duel (Runner.duel)
 BANDWIDTH_ROUNDS = 3  # turns of the bandwidth duel (Runner.bandwidth_duel): up to 5 runs each
 LEGACY_ROUNDS = 5  # turns of the legacy duel (bmi_perf_legacy.run): 2 runs each
+PEERS_ROUNDS = 3  # turns of peers mode (bmi_perf_peers.run): one run per count each
 LARGE = 1 << 20  # the bandwidth targets' smallest size (bmi_perf_doc.LARGE)
 
 
@@ -157,7 +176,8 @@ def planned_runs(a, placements):
                            (1 if wants_latency_duel(a) else 0))
     n += BANDWIDTH_ROUNDS * bandwidth_duel_runs(a)
     n += 2 * LEGACY_ROUNDS if wants_legacy_duel(a) else 0
-    for mode in a.modes:
+    n += PEERS_ROUNDS * len(a.peers) if "peers" in a.modes else 0
+    for mode in (m for m in a.modes if m != "peers"):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
             n += sum(1 for b in ("raw-tcp", "netpipe", "eventfd") if b in a.baselines)
@@ -166,8 +186,8 @@ def planned_runs(a, placements):
     return n
 
 
-def run_all(r, a, failure, legacy):
-    for mode in a.modes:
+def run_all(r, a, failure, legacy, peers):
+    for mode in (m for m in a.modes if m != "peers"):
         for m in a.methods:
             s = r.bmi(m, mode)
             if a.server is not None and s.status != "ok":
@@ -201,6 +221,8 @@ def run_all(r, a, failure, legacy):
         duels["bandwidth"] = r.bandwidth_duel(BANDWIDTH_ROUNDS, LARGE // 4)
     if wants_legacy_duel(a):
         duels["legacy"] = legacy.run(r, LEGACY_ROUNDS)
+    if "peers" in a.modes:
+        duels["peers"] = peers.run(r, a.peers, PEERS_ROUNDS)
     return duels
 
 
@@ -213,6 +235,7 @@ def main(argv=None):
     sys.path[:0] = tool_dirs
     import bmi_perf_legacy as legacy
     import bmi_perf_output as output
+    import bmi_perf_peers as peers
     from bmi_perf_runs import Failure, Runner
     print(f"bmi-perf: output directory {a.out_dir}", file=sys.stderr)
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
@@ -222,7 +245,7 @@ def main(argv=None):
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
-            duel = run_all(r, a, Failure, legacy)
+            duel = run_all(r, a, Failure, legacy, peers)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -239,6 +262,9 @@ def main(argv=None):
             if name == "legacy":
                 legacy.print_summary(pairs, sys.stdout)
                 continue
+            if name == "peers":
+                peers.print_summary(pairs, sys.stdout)
+                continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):
                     print(f"bandwidth, turn {i + 1} (MB/s): " + "; ".join(
@@ -253,7 +279,7 @@ def main(argv=None):
         print(f"\nCSV: {path}")
         plots = []
         if a.plot != "none":
-            for mode in a.modes:
+            for mode in (m for m in a.modes if m != "peers"):
                 for kind in ("latency", "bandwidth"):
                     f = os.path.join(a.out_dir, f"bmi-perf-{mode}-{kind}.{a.plot}")
                     if output.plot(r.series, mode, kind, f, tmp):

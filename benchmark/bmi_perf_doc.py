@@ -9,7 +9,8 @@ import subprocess
 import time
 
 import bmi_perf_legacy
-from bmi_perf_output import MODE_TITLES, fmt
+import bmi_perf_peers
+from bmi_perf_output import MODE_TITLES, fmt, fmt_rate, message_rate
 
 # Each libbmi series and the peers it is compared with.
 PEERS = {"bmi tcp": ["raw tcp", "netpipe", "mpi tcp"],
@@ -50,6 +51,23 @@ def table(out, title, mine, peers, col, note=""):
         a = mine.at(size)
         cells = [str(size)] + [fmt(r[col]) if (r := s.at(size)) else "n/a" for s in cols]
         cells += [fmt(ratio(a, p.at(size), col)) for p in cols[1:]]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+
+
+def rate_table(out, title, mine, peers):
+    """Messages per second per size in a streaming mode: mine, each peer, mine/peer."""
+    cols = [s for s in [mine] + peers if s]
+    if mine is None or len(cols) < 2:
+        return
+    out.append(f"#### {title} (messages/s)\n")
+    head = ["bytes"] + [s.name for s in cols] + [f"{mine.name} / {p.name}" for p in cols[1:]]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---:|" * len(head))
+    for size in sorted({r[0] for s in cols for r in s.rows}):
+        rates = [message_rate(r) if (r := s.at(size)) else None for s in cols]
+        cells = [str(size)] + [fmt_rate(v) for v in rates]
+        cells += [fmt(rates[0] / v) if rates[0] and v else "n/a" for v in rates[1:]]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
 
@@ -272,8 +290,10 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
         targets(out, series, idle, duel)
     if "legacy" in duel:
         out += bmi_perf_legacy.markdown(duel["legacy"], fmt)
+    if "peers" in duel:
+        out += bmi_perf_peers.markdown(duel["peers"], fmt)
     base = os.path.dirname(os.path.abspath(path))
-    for mode in a.modes:
+    for mode in (m for m in a.modes if m != "peers"):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")
         for m, kind, f in plots:
             if m == mode:
@@ -287,6 +307,8 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
             if n_ok := [p for p in peers if p]:
                 table(out, f"{mine_name}, {mode}: latency", mine, n_ok, 2)
                 table(out, f"{mine_name}, {mode}: bandwidth", mine, n_ok, 3)
+                if mode != "latency":
+                    rate_table(out, f"{mine_name}, {mode}: message rate", mine, n_ok)
     # Sections a person wrote (what bmi-perf cannot measure), kept verbatim at each regeneration.
     for f in a.include:
         with open(f) as text:

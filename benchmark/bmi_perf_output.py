@@ -14,6 +14,16 @@ KINDS = (("latency", 2, "latency (us, one way per message)"),
          ("bandwidth", 3, "bandwidth (MB/s)"))
 
 
+def message_rate(row):
+    """Messages per second of a streaming row: its bandwidth over its size (MB/s = 10^6 B/s)."""
+    size, _, _, bw = row
+    return bw * 1e6 / size if size > 0 else None
+
+
+def fmt_rate(v):
+    return "n/a" if v is None else f"{v:,.0f}"
+
+
 def fmt(v):
     if v is None:
         return "n/a"
@@ -36,6 +46,14 @@ def print_tables(series, modes, out):
             for size in sizes_of(done):
                 cells = [fmt(r[col]) if (r := s.at(size)) else "-" for s in done]
                 out.write(f"{size:>12}" + "".join(f" {c:>{width}}" for c in cells) + "\n")
+        if mode == "latency":
+            continue
+        # Streaming modes: how many messages a second, the figure small messages are judged by.
+        out.write(f"\n== {mode}: message rate (messages/s)\n")
+        out.write(f"{'bytes':>12}" + "".join(f" {s.name:>{width}}" for s in done) + "\n")
+        for size in sizes_of(done):
+            cells = [fmt_rate(message_rate(r)) if (r := s.at(size)) else "-" for s in done]
+            out.write(f"{size:>12}" + "".join(f" {c:>{width}}" for c in cells) + "\n")
     failed = [s for s in series if s.status != "ok"]
     if failed:
         out.write("\nnot measured:\n")

@@ -4,6 +4,8 @@
 //
 //   hello server [LISTEN_ADDR]      prints "ADDR <address>", answers until a client says "bye"
 //   hello client ADDR [COUNT]       sends COUNT greetings, checks each answer, then says "bye"
+// The method comes from the address (tcp://, shm://, verbs://). A failure says what was being
+// done, to which address, the error's name and meaning, and a hint (example_report.h).
 #include <bmi/bmi.hpp>
 
 #include <algorithm>
@@ -17,17 +19,34 @@
 #include <string_view>
 #include <utility>
 
+#include "example_report.h"
+
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr std::size_t max_message = 256;
+constexpr int wait_ms = 10000;  // the bound on every wait for one operation
 
 // Examples stop at the first error; main() reports it and RAII releases everything.
+struct Failure : std::runtime_error {
+    Failure(std::string doing, std::string address, std::error_code code)
+        : std::runtime_error(doing), address(std::move(address)), code(code) {}
+    std::string address;  // empty when the failure concerns no peer
+    std::error_code code;
+};
+
 template <class T>
-T must(bmi::Result<T> result, const char* what) {
-    if (!result) throw std::runtime_error(std::string(what) + ": " + result.error().message());
+T must(bmi::Result<T> result, const char* doing, const std::string& address = {}) {
+    if (!result) throw Failure(doing, address, result.error());
     return std::move(result.value());
+}
+
+// "bmi_tcp" for "tcp://host:port": the one method an address needs.
+std::string method_of(const std::string& address) {
+    const auto scheme = address.find("://");
+    if (scheme == std::string::npos) return "bmi_tcp";  // the lookup then says what is wrong
+    return "bmi_" + address.substr(0, scheme);
 }
 
 std::span<const std::byte> bytes_of(std::string_view text) {
@@ -42,19 +61,21 @@ std::string answer_to(std::string_view question) {
 }
 
 // Waits for one operation unless the post already finished it; returns its completion.
-bmi::Completion finish(bmi::Session& session, bmi::Context& ctx, const bmi::Posted& posted) {
+bmi::Completion finish(bmi::Session& session, bmi::Context& ctx, const bmi::Posted& posted,
+                       const char* doing, const std::string& address) {
     if (posted.immediate) return bmi::Completion{0, {}, posted.actual_size, nullptr};
-    for (int waited_ms = 0; waited_ms < 10000; waited_ms += 100) {
-        if (auto done = must(session.test(ctx, posted.id, 100ms), "test")) {
-            if (done->error) throw std::runtime_error("operation failed: " + done->error.message());
+    for (int waited_ms = 0; waited_ms < wait_ms; waited_ms += 100) {
+        if (auto done = must(session.test(ctx, posted.id, 100ms), doing, address)) {
+            if (done->error) throw Failure(doing, address, done->error);
             return *done;
         }
     }
-    throw std::runtime_error("operation did not finish within 10 s");
+    throw Failure(doing, address, make_error_code(bmi::errc::timed_out));
 }
 
 int run_server(const std::string& listen) {
-    auto session = must(bmi::Session::create({"bmi_tcp", listen, BMI_INIT_SERVER, ""}), "create");
+    auto session = must(bmi::Session::create({method_of(listen), listen, BMI_INIT_SERVER, ""}),
+                        "listening on", listen);
     auto ctx = must(session->open_context(), "open_context");
     std::printf("ADDR %s\n", session->listen_address().c_str());
     std::fflush(stdout);
@@ -79,7 +100,9 @@ int run_server(const std::string& listen) {
         auto n = must(session->test_context(ctx, done, in_flight.empty() ? 0ms : 10ms),
                       "test_context");
         for (std::size_t i = 0; i < n; ++i) {
-            if (done[i].error) std::fprintf(stderr, "send: %s\n", done[i].error.message().c_str());
+            if (done[i].error)  // that client's loss only: the server goes on
+                example_report("hello", "answering a client", nullptr, -done[i].error.value(),
+                               wait_ms);
             in_flight.remove_if([&](const std::string& s) { return &s == done[i].user_ptr; });
         }
     }
@@ -88,19 +111,21 @@ int run_server(const std::string& listen) {
 }
 
 int run_client(const std::string& server_addr, int count) {
-    auto session = must(bmi::Session::create({"bmi_tcp", "", 0, ""}), "create");
+    auto session = must(bmi::Session::create({method_of(server_addr), "", 0, ""}),
+                        "starting the method of", server_addr);
     auto ctx = must(session->open_context(), "open_context");
-    auto server = must(session->lookup(server_addr), "lookup");
+    auto server = must(session->lookup(server_addr), "looking up", server_addr);
     auto reply = must(session->allocate(server, max_message), "allocate");
 
     for (int i = 0; i <= count; ++i) {
         std::string question = i < count ? "hello " + std::to_string(i) : "bye";
         // As in PVFS: the receive for the answer is posted before the request leaves.
-        auto recv = must(session->post_recv(ctx, server, reply.bytes(), i), "post_recv");
+        auto recv = must(session->post_recv(ctx, server, reply.bytes(), i),
+                         "posting the receive of an answer from", server_addr);
         auto send = must(session->post_send_unexpected(ctx, server, bytes_of(question), i),
-                         "post_send_unexpected");
-        finish(*session, ctx, send);
-        auto got = finish(*session, ctx, recv);
+                         "sending a greeting to", server_addr);
+        finish(*session, ctx, send, "sending a greeting to", server_addr);
+        auto got = finish(*session, ctx, recv, "waiting for the answer of", server_addr);
         std::string_view answer(reinterpret_cast<const char*>(reply.bytes().data()),
                                 static_cast<std::size_t>(got.actual_size));
         if (answer != answer_to(question))
@@ -119,6 +144,10 @@ int main(int argc, char** argv) {
         if (mode == "server") return run_server(argc > 2 ? argv[2] : "tcp://127.0.0.1:0");
         if (mode == "client" && argc > 2)
             return run_client(argv[2], argc > 3 ? std::stoi(argv[3]) : 10);
+    } catch (const Failure& f) {
+        example_report("hello", f.what(), f.address.empty() ? nullptr : f.address.c_str(),
+                       -f.code.value(), wait_ms);
+        return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "hello: %s\n", e.what());
         return 1;

@@ -5,7 +5,7 @@
 # corpus in the tree. Prints one row per target and fails on any crash, hang, leak or failed
 # property; the input that did it is kept under DIR/artifacts/<target>/ and belongs in
 # tests/fuzz/regressions/<target>/ once fixed.
-#   scripts/fuzz.sh --seconds 15        CI's bounded run: each target for 15 s
+#   scripts/fuzz.sh --seconds 10        CI's bounded run: each target for 10 s
 #   scripts/fuzz.sh [--runs 10000000]   the campaign: each target for that many executions
 #   (both given: whichever comes first, for a campaign that must fit a time)
 # Other options: --dir DIR (build directory, default build-fuzz), --only "t1 t2".

@@ -15,6 +15,10 @@ BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev catch2 li
 # and its tests pass without), the MPI driver tests run when they are present.
 BMI_BENCH_PACKAGES=(netpipe-tcp openmpi-bin libopenmpi-dev gnuplot-nox python3)
 BMI_PACKAGES=("${BMI_CORE_PACKAGES[@]}" "${BMI_BENCH_PACKAGES[@]}")
+# Building and checking the Debian packages of debian/ (scripts/packages.sh); their build
+# dependencies are all in the lists above.
+BMI_DEB_PACKAGES=(debhelper dpkg-dev lintian)
+BMI_PACKAGES+=("${BMI_DEB_PACKAGES[@]}")
 
 # Installs BMI_PACKAGES with apt-get unless every one is installed already (the common case
 # on a second run, which then needs neither root nor the network).

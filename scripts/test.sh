@@ -3,7 +3,8 @@
 # Installs what libbmi needs, then builds and runs the whole test suite three times: plain,
 # with AddressSanitizer + UBSan, and with ThreadSanitizer. The `verbs` suite of the plain and
 # ASan builds runs a second time inside a soft-RoCE qemu guest (tests/verbs/rxe_vm.sh), on real
-# verbs. The last line is the grand total.
+# verbs, and the `netem` suite of the plain build runs there too, on a kernel with tc netem.
+# The last line is the grand total.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -78,23 +79,28 @@ run_suite() {
     record "$name" "$passed" "$failed" "$skipped" "$note"
 }
 
-# run_in_guest NAME DIR [RXE_VM OPTIONS...]: runs the `verbs` suite of the build in DIR again,
-# inside the soft-RoCE guest. There everything must run: a skip, a guest that did not start, a
-# timeout and an empty suite each count as failures.
+# run_in_guest NAME SUITE DIR [RXE_VM OPTIONS...]: runs the meson suite SUITE of the build in
+# DIR again, inside the qemu guest of tests/verbs/rxe_vm.sh (soft-RoCE for `verbs`; veth, bridge
+# and sch_netem for `netem`, with BMI_REQUIRE_NETEM=1). There everything must run: a skip, a
+# guest that did not start, a timeout and an empty suite each count as failures.
 run_in_guest() {
-    local name=$1 dir=$2 status=0 passed failed skipped note=""
-    shift 2
+    local name=$1 suite=$2 dir=$3 status=0 passed failed skipped note="" limit=1200
+    shift 3
     if [[ " ${built[*]} " != *" $dir "* ]]; then
         record "$name" 0 1 0 "$dir was not built"
         return
     fi
-    local log=$dir/verbs-guest.log
-    echo "=== $name: the verbs suite of $dir in a soft-RoCE guest (log: $log)"
+    # The netem suite is short (doc/RELIABILITY.md, "Network faults"): a guest still running
+    # after 7 minutes is stuck.
+    [[ $suite == netem ]] && limit=420
+    local log=$dir/$suite-guest.log
+    echo "=== $name: the $suite suite of $dir in a qemu guest (log: $log)"
     # --foreground: a signal to this script's process group reaches the harness, which stops qemu.
-    PYTHONUNBUFFERED=1 timeout --foreground -k 30 1500 \
-        tests/verbs/rxe_vm.sh --dir "$dir" --timeout 1200 --no-tty "$@" -- \
-        meson test -C "$(realpath "$dir")" --suite verbs --no-rebuild --print-errorlogs \
-        --num-processes "$BMI_JOBS" --logbase verbs-guest 2>&1 | tee "$log" || status=$?
+    # BMI_REQUIRE_NETEM=1: a netem test that cannot build its network fails (verbs ignores it).
+    BMI_REQUIRE_NETEM=1 PYTHONUNBUFFERED=1 timeout --foreground -k 30 $((limit + 300)) \
+        tests/verbs/rxe_vm.sh --dir "$dir" --timeout "$limit" --no-tty "$@" -- \
+        meson test -C "$(realpath "$dir")" --suite "$suite" --no-rebuild --print-errorlogs \
+        --num-processes "$BMI_JOBS" --logbase "$suite-guest" 2>&1 | tee "$log" || status=$?
     read -r passed failed skipped < <(tally "$log")
     case $status in
         124) note="the guest run timed out" ;;
@@ -110,7 +116,7 @@ run_in_guest() {
     fi
     if ((passed + failed == 0)); then
         failed=1
-        note="no verbs test ran"
+        note="no $suite test ran"
     fi
     record "$name" "$passed" "$failed" 0 "$note"
 }
@@ -119,7 +125,7 @@ run_in_guest() {
 # (scripts/fuzz.sh, clang-14). A target that crashes, hangs or breaks its property is a
 # failure, and so is a failed build; without clang-14's libFuzzer the step is a skip.
 run_fuzz() {
-    local seconds=${BMI_FUZZ_SECONDS:-15} log=build-fuzz/fuzz-run.log status=0
+    local seconds=${BMI_FUZZ_SECONDS:-10} log=build-fuzz/fuzz-run.log status=0
     mkdir -p build-fuzz
     echo "=== fuzz: each target for ${seconds}s (log: $log)"
     timeout --kill-after=30 900 scripts/fuzz.sh --seconds "$seconds" --dir build-fuzz 2>&1 |
@@ -138,14 +144,45 @@ run_fuzz() {
     record fuzz "$passed" "$failed" 0
 }
 
+# run_packages: the Debian packages of debian/ built, checked with lintian, installed, used by
+# outside programs and purged again (scripts/packages.sh). dpkg -i needs root: without it the
+# step is a skip.
+run_packages() {
+    local log=build-deb/packages.log status=0 passed failed note
+    if ((EUID != 0)); then
+        record packages 0 0 1 "not root: dpkg -i needs it"
+        return
+    fi
+    mkdir -p build-deb
+    echo "=== packages: build, lintian, install, use, purge (log: $log)"
+    timeout --kill-after=30 1800 scripts/packages.sh --dir build-deb 2>&1 | tee "$log" ||
+        status=$?
+    if ((status == 77)); then
+        record packages 0 0 1 "$(tail -1 "$log")"
+        return
+    fi
+    passed=$(grep -cE '^[a-z]+ +ok ' "$log" || true)
+    failed=$(grep -cE '^[a-z]+ +FAILED ' "$log" || true)
+    note=$(grep -m1 '^lintian: ' "$log" || true)
+    if ((status != 0 && failed == 0)); then
+        failed=1
+        note="packages.sh exited with $status"
+    fi
+    record packages "$passed" "$failed" 0 "$note"
+}
+
 install_packages
 run_suite plain build-test -Dwerror=true
-run_in_guest verbs build-test
-run_suite asan build-asan -Db_sanitize=address,undefined -Db_lundef=false
+run_in_guest verbs verbs build-test
+run_in_guest netem netem build-test
+# The sanitizer builds take -O1, as the sanitizers' own documentation advises: their reports
+# keep their stacks, and the builds, the longest steps of this script, take a third less time.
+run_suite asan build-asan -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1
 # ASan's shadow and quarantine want more than the guest's default 2 GiB.
-run_in_guest verbs-asan build-asan --mem 4096
-run_suite tsan build-tsan -Db_sanitize=thread -Db_lundef=false
+run_in_guest verbs-asan verbs build-asan --mem 4096
+run_suite tsan build-tsan -Db_sanitize=thread -Db_lundef=false -Doptimization=1
 run_fuzz
+run_packages
 
 echo
 echo "=== summary"

@@ -102,6 +102,8 @@ private:
     // Logs `why` once per peer process and interval; returns -BMI_EACCES for the caller to
     // close the connection with.
     int refuse(const Connection& conn, const char* why);
+    // A departed peer's connection: delivers what its ring still holds (before closing).
+    void take_last_messages(Connection& conn);
     void close_connection(Connection& conn, int error);
     Connection* find_connection(std::uint64_t id);
     std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);

@@ -227,11 +227,7 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
         rc = read_socket(conn);
         if (rc == 0) return;
         if (rc < 0) break;
-        // The peer is gone. What it published before dying is still valid (a sender may
-        // have completed those messages already), so take it before closing.
-        bool moved = false;
-        for (std::uint32_t i = 0; i < conn.rx.slot_count() && conn.rx.has_message(); ++i)
-            if (receive_messages(conn, moved) != 0 || conn.stalled) break;
+        take_last_messages(conn);
         rc = -BMI_ECONNRESET;
         break;
     }
@@ -351,8 +347,13 @@ int ShmMethod::receive_hello(Connection& conn) {
     reply.version = protocol_version;
     reply.pid = static_cast<std::int32_t>(getpid());
     n = send_with_fds(conn.fd, &reply, sizeof reply, &event_fd_, 1);
-    if (n != static_cast<long>(sizeof reply)) return -BMI_ECONNRESET;
     conn.state = ConnState::open;
+    if (n != static_cast<long>(sizeof reply)) {
+        // The initiator left before our answer: it may fill its ring before the handshake
+        // ends, so sends it completed (an unexpected request, then BMI_DROP_ADDR) wait there.
+        take_last_messages(conn);
+        return -BMI_ECONNRESET;
+    }
     BMI_LOG(shm, "accepted connection %llu from %s (pid %d)",
             static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),
             static_cast<int>(conn.peer_pid));
@@ -405,6 +406,14 @@ int ShmMethod::receive_reply(Connection& conn) {
     ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
     (void)ignored;
     return 0;
+}
+
+void ShmMethod::take_last_messages(Connection& conn) {
+    // The peer is gone. What it published before leaving is still valid (its sends of those
+    // messages completed), so take it before the connection closes.
+    bool moved = false;
+    for (std::uint32_t i = 0; i < conn.rx.slot_count() && conn.rx.has_message(); ++i)
+        if (receive_messages(conn, moved) != 0 || conn.stalled) break;
 }
 
 void ShmMethod::close_connection(Connection& conn, int error) {

@@ -99,6 +99,7 @@ void TcpMethod::accept_all(const Listener& listener) {
         c.state = ConnState::await_first;
         c.keyed = key_ != nullptr;  // must prove the key before the stall timeout
         c.remote = from;
+        watch_deadlines(c);  // keyed, it is on the clock before it sends a byte
         BMI_LOG(tcp, "tcp: accepted %s (connection %llu)", describe(from).c_str(),
                 static_cast<unsigned long long>(c.id));
     }
@@ -322,6 +323,8 @@ void TcpMethod::close_peer(TcpPeer& peer, int error, bool peer_dead) {
 
 void TcpMethod::update_interest(Connection& c) {
     if (c.closed) return;
+    // Every read pass and every write ends here, so this is where a deadline starts to run.
+    watch_deadlines(c);
     std::uint32_t want = 0;
     if (c.state == ConnState::connecting) {
         want = EPOLLOUT;

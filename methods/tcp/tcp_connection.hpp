@@ -88,6 +88,8 @@ struct Connection {
     Operation* read_op = nullptr;  // body_op target
     bmi_size_t body_left = 0;      // body_op, discard: bytes of this frame still to read
     std::chrono::steady_clock::time_point last_read{};
+    // On TcpMethod's deadline watch (partial() or an RTS awaiting CTS, when last looked).
+    bool deadline_watched = false;
     // Read-ahead for small frames: one recv() usually brings a header with its eager payload
     // (and often the next frame too), instead of one system call per piece. Large payloads
     // (DATA chunks, legacy rendezvous bodies) bypass it and land straight in the receive.

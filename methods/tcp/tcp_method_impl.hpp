@@ -195,6 +195,8 @@ private:
     bool poll_once();
     void retry_unexpected();
     void check_stalls();
+    // Puts c on the deadline watch if a stall or rendezvous deadline now runs for it.
+    void watch_deadlines(Connection& c);
 
     // tcp_planes.cpp: listening and connecting on allocated planes (doc/planes.md)
     int start_listening(const Config& config);
@@ -235,6 +237,11 @@ private:
     Limits limits_;
     EarlyBudget early_;  // arrivals of every peer, within Limits
     std::vector<std::uint64_t> paused_early_;  // connections in ReadPhase::wait_early
+    // Progress visits only connections with work: these lists name the ones a timer or the
+    // unexpected quota may concern, so a server with thousands of idle clients pays nothing
+    // for them per call (issue 18). Entries of closed connections are dropped lazily.
+    std::vector<std::uint64_t> waiting_unexpected_;  // in ReadPhase::wait_unexpected
+    std::vector<std::uint64_t> deadline_watch_;      // see watch_deadlines()
     bool early_released_ = false;  // some budget came back since the last resume_paused()
     support::MemoryReturner returner_;  // counts what closed connections and dropped data free
     // Polls the sockets before a sleep while operations wait (BMI_TCP_SPIN_US, 0 = never): a

@@ -102,13 +102,22 @@ void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
 }
 
 void TcpMethod::retry_unexpected() {
-    std::vector<Connection*> waiting;
-    for (auto& [id, c] : connections_)
-        if (c->phase == ReadPhase::wait_unexpected) waiting.push_back(c.get());
-    for (Connection* c : waiting) {
-        if (c->closed || !deliver_unexpected(*c)) continue;
+    if (waiting_unexpected_.empty()) return;
+    // deliver_unexpected() lists a connection again when the quota still has no room.
+    const std::vector<std::uint64_t> waiting = std::move(waiting_unexpected_);
+    waiting_unexpected_.clear();
+    for (std::uint64_t id : waiting) {
+        Connection* c = find_connection(id);
+        if (c == nullptr || c->closed || c->phase != ReadPhase::wait_unexpected) continue;
+        if (!deliver_unexpected(*c)) continue;
         on_readable(*c);
     }
+}
+
+void TcpMethod::watch_deadlines(Connection& c) {
+    if (c.deadline_watched || c.closed || (!c.partial() && c.await_cts.empty())) return;
+    c.deadline_watched = true;
+    deadline_watch_.push_back(c.id);
 }
 
 void TcpMethod::check_stalls() {
@@ -120,21 +129,30 @@ void TcpMethod::check_stalls() {
     };
     std::vector<Connection*> expired;
     std::vector<std::pair<Connection*, Operation*>> unanswered;
-    for (auto& [id, c] : connections_) {
+    std::size_t kept = 0;
+    for (const std::uint64_t id : deadline_watch_) {
+        Connection* c = find_connection(id);
+        if (c == nullptr) continue;
+        if (c->closed || (!c->partial() && c->await_cts.empty())) {
+            c->deadline_watched = false;  // nothing runs for it now; watch_deadlines re-adds
+            continue;
+        }
+        deadline_watch_[kept++] = id;
         for (auto& [cookie, op] : c->await_cts) {
             const Clock::time_point deadline{Clock::duration(op->method_aux)};
             if (deadline <= now)
-                unanswered.emplace_back(c.get(), op);
+                unanswered.emplace_back(c, op);
             else
                 consider(deadline);
         }
         if (!c->partial()) continue;
         const auto deadline = c->last_read + limits_.stall_timeout;
         if (deadline <= now)
-            expired.push_back(c.get());
+            expired.push_back(c);
         else
             consider(deadline);
     }
+    deadline_watch_.resize(kept);
     for (auto [c, op] : unanswered) {
         // The receiver never cleared or refused the RTS: unpin the buffer. A CTS that still
         // comes names no transfer of ours any more and closes the connection.

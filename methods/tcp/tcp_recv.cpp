@@ -457,6 +457,8 @@ bool TcpMethod::deliver_unexpected(Connection& c) {
     if (buffer == nullptr) {
         // Quota full: hold the message in scratch and read nothing more from this peer until
         // memory comes back (retry_unexpected).
+        // Its two callers: the read path, and retry_unexpected() with the list taken out.
+        waiting_unexpected_.push_back(c.id);
         c.phase = ReadPhase::wait_unexpected;
         return false;
     }

@@ -301,7 +301,14 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
     for (;;) {
         ssize_t n = recv(c.fd, scratch, sizeof scratch, 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-            fail_connection(c, -BMI_ECONNRESET);  // the peer process is gone
+            // The peer process is gone, or dropped our address. What it sent before that
+            // (sends it saw complete) may still wait in our completion queue, and a failed
+            // connection's arrivals are discarded: take them first. The completions may retire
+            // this connection, so look it up again afterwards.
+            const std::uint64_t id = c.id;
+            poll_cq();
+            auto it = connections_.find(id);
+            if (it != connections_.end()) fail_connection(*it->second, -BMI_ECONNRESET);
             return;
         }
         if (n < 0) return;

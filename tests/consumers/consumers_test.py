@@ -6,6 +6,10 @@ CONFIG)) and with the README's pkg-config lines (cc, and g++ at its default stan
 that every program finds the staged libbmi without LD_LIBRARY_PATH, and lets each C server
 answer its C++ clients over 127.0.0.1.
 
+With --system it tests an install in the system's own prefix instead (the Debian packages,
+scripts/packages.sh): nothing is staged, and CMake and pkg-config must find libbmi, and every
+program load it, with no path given at all.
+
 Needs cmake, pkg-config, cc and g++: without them the test is skipped, except under CI (env CI),
 where it fails."""
 import os
@@ -49,7 +53,7 @@ def check_tools():
 
 
 def check_uses_stage(exe, libdir, env):
-    """The program resolves libbmi inside the staged prefix on its own (RPATH/RUNPATH)."""
+    """The program resolves libbmi in libdir on its own (RPATH/RUNPATH, or the system's)."""
     for line in run(["ldd", exe], env).splitlines():
         if "libbmi.so" in line:
             resolved = line.split("=>")[-1].split("(")[0].strip()
@@ -101,49 +105,66 @@ def standalone_pair(peer, env):
             proc.wait()
 
 
+def stage_install(tmp, env):
+    """Installs the build under tmp; returns its prefix and libdir."""
+    stage = os.path.join(tmp, "stage")
+    run([os.environ["MESON"], "install", "-C", os.environ["BMI_BUILD_ROOT"], "--destdir",
+         stage, "--no-rebuild", "--quiet"], env)
+    prefix = stage + os.environ["BMI_PREFIX"]
+    libdir = os.environ["BMI_LIBDIR"]  # relative to the prefix unless it lies outside it
+    libdir = stage + libdir if os.path.isabs(libdir) else os.path.join(prefix, libdir)
+    with open(os.path.join(libdir, "pkgconfig", "bmi.pc")) as pc:
+        if not pc.readline().startswith("prefix=${pcfiledir}"):
+            fail("bmi.pc names an absolute prefix: this build directory predates "
+                 "pkgconfig.relocatable=true; run meson configure -Dpkgconfig.relocatable=true")
+    return prefix, libdir
+
+
 def main():
-    if os.environ.get("BMI_SANITIZE", "none") != "none":
+    system = sys.argv[1:] == ["--system"]
+    if len(sys.argv) > 1 and not system:
+        fail("usage: consumers_test.py [--system]")
+    if not system and os.environ.get("BMI_SANITIZE", "none") != "none":
         # An ASan/TSan libbmi needs its sanitizer runtime loaded first in every program that
         # links it; outside projects built plainly cannot load it, so there is nothing to test.
         skip(f"libbmi is built with -Db_sanitize={os.environ['BMI_SANITIZE']}")
     check_tools()
-    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LD_LIBRARY_PATH", "PKG_CONFIG_PATH", "CMAKE_PREFIX_PATH")}
     with tempfile.TemporaryDirectory(prefix="bmi-consumers-") as tmp:
-        stage = os.path.join(tmp, "stage")
-        run([os.environ["MESON"], "install", "-C", os.environ["BMI_BUILD_ROOT"], "--destdir",
-             stage, "--no-rebuild", "--quiet"], env)
-        prefix = stage + os.environ["BMI_PREFIX"]
-        libdir = os.environ["BMI_LIBDIR"]  # relative to the prefix unless it lies outside it
-        libdir = stage + libdir if os.path.isabs(libdir) else os.path.join(prefix, libdir)
-        with open(os.path.join(libdir, "pkgconfig", "bmi.pc")) as pc:
-            if not pc.readline().startswith("prefix=${pcfiledir}"):
-                fail("bmi.pc names an absolute prefix: this build directory predates "
-                     "pkgconfig.relocatable=true; run meson configure -Dpkgconfig.relocatable=true")
+        if system:
+            # The system's search paths alone: no prefix, no rpath.
+            libdir = os.path.realpath(run(["pkg-config", "--variable=libdir", "bmi"],
+                                          env).strip())
+            cmake_args, pc_env, rpath = [], env, ""
+        else:
+            prefix, libdir = stage_install(tmp, env)
+            # CMake, as the README says: the prefix on CMAKE_PREFIX_PATH, nothing else.
+            cmake_args = [f"-DCMAKE_PREFIX_PATH={prefix}"]
+            # pkg-config, the README's lines verbatim, in the staged tree.
+            pc_env = dict(env, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
+            rpath = "-Wl,-rpath,$(pkg-config --variable=libdir {})"
 
-        # CMake, as the README says: the prefix on CMAKE_PREFIX_PATH, nothing else.
         cmake_build = os.path.join(tmp, "cmake")
-        run(["cmake", "-S", SOURCE, "-B", cmake_build, f"-DCMAKE_PREFIX_PATH={prefix}"], env)
+        run(["cmake", "-S", SOURCE, "-B", cmake_build] + cmake_args, env)
         run(["cmake", "--build", cmake_build, "--parallel", "2"], env)
         cmake_bins = {n: os.path.join(cmake_build, n)
                       for n in ("hello_server", "hello_client", "hello_client20")}
 
-        # pkg-config, the README's lines verbatim, in the staged tree.
-        pc_env = dict(env, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
         pc_build = os.path.join(tmp, "pkg-config")
         os.mkdir(pc_build)
-        rpath = "-Wl,-rpath,$(pkg-config --variable=libdir bmi)"
         for compiler, src, out in (("cc", "hello_server.c", "hello_server"),
                                    ("g++", "hello_client.cpp", "hello_client")):
             run(f"{compiler} {os.path.join(SOURCE, src)} -o {out} "
-                f"$(pkg-config --cflags --libs bmi) {rpath}", pc_env, cwd=pc_build, shell=True)
+                f"$(pkg-config --cflags --libs bmi) {rpath.format('bmi')}", pc_env,
+                cwd=pc_build, shell=True)
         pc_bins = {n: os.path.join(pc_build, n) for n in ("hello_server", "hello_client")}
         # The standalone dialect (doc/dialects.md) as Mercury-style code builds it: its own
         # header directory from bmi-standalone.pc, C99, the same libbmi.
         peer_src = os.path.join(SOURCE, "..", "dialects", "standalone_api_peer.c")
         examples = os.path.join(SOURCE, "..", "..", "examples")
         run(f"cc -std=c99 -pedantic-errors {peer_src} -I{examples} -o standalone_api_peer "
-            f"$(pkg-config --cflags --libs bmi-standalone) "
-            f"-Wl,-rpath,$(pkg-config --variable=libdir bmi-standalone)",
+            f"$(pkg-config --cflags --libs bmi-standalone) {rpath.format('bmi-standalone')}",
             pc_env, cwd=pc_build, shell=True)
         pc_bins["standalone_api_peer"] = os.path.join(pc_build, "standalone_api_peer")
 
@@ -159,7 +180,8 @@ def main():
         if got != want[:1]:
             fail(f"pkg-config programs (g++ at its default standard): want {want[:1]}, got {got}")
         standalone_pair(pc_bins["standalone_api_peer"], env)
-    print("CMake and pkg-config consumers built and talked over 127.0.0.1")
+    where = "the system's libbmi" if system else "a staged install"
+    print(f"CMake and pkg-config consumers of {where} built and talked over 127.0.0.1")
 
 
 if __name__ == "__main__":

@@ -193,3 +193,28 @@ TEST_CASE("a failing example client says what, where, why, and what to check", "
         CHECK(text.find("hint: no answer from " + addr + " within 1000 ms") != std::string::npos);
     }
 }
+
+TEST_CASE("the C++ hello client says what, where, why, and what to check", "[integration]") {
+    const std::string exe = program_from_env("BMI_HELLO");
+    std::string addr;
+    ::close(bound_loopback_socket(addr));  // nothing listens there now
+    auto [status, text] = run_client_for_messages({exe, "client", addr, "1"});
+    INFO(text);
+    CHECK(status == 1);
+    CHECK(text.find("hello: sending a greeting to " + addr +
+                    " failed: BMI_ECONNREFUSED (Connection refused)") != std::string::npos);
+    CHECK(text.find("hello: hint: is a server running at " + addr) != std::string::npos);
+    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
+    if (enabled.find("shm") == std::string::npos) return;
+    // The method comes from the address: shm works without naming it anywhere.
+    Process server = Process::spawn({exe, "server", "shm://hello-" + std::to_string(getpid())});
+    auto shm_addr = server.read_address(10s);
+    REQUIRE(shm_addr);
+    auto [shm_status, shm_text] = run_client_for_messages({exe, "client", *shm_addr, "5"});
+    INFO(shm_text);
+    CHECK(shm_status == 0);
+    CHECK(shm_text == "OK 5 greetings answered\n");
+    auto server_status = server.wait(20s);
+    REQUIRE(server_status);
+    CHECK(*server_status == 0);
+}

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Runs a command inside a throw-away qemu guest (TCG, no KVM) whose Debian kernel has
 # soft-RoCE device rxe0 up, so the verbs tests run against real libibverbs on a machine
-# without RDMA hardware. doc/testing-verbs.md explains how and why.
+# without RDMA hardware, and has veth, bridge and sch_netem loaded for the netem tests.
+# doc/testing-verbs.md explains how and why.
 set -euo pipefail
 
 usage() {
@@ -10,7 +11,7 @@ usage() {
 usage: tests/verbs/rxe_vm.sh [OPTIONS] -- COMMAND [ARGS...]
        tests/verbs/rxe_vm.sh --prepare
 Boots a qemu guest that sees the host's / read-only at the same paths, with rxe0 (soft-RoCE)
-up, runs COMMAND there as root with the caller's environment, streams its output, and exits
+up and veth, bridge and sch_netem loaded, runs COMMAND there as root with the caller's environment, streams its output, and exits
 with COMMAND's exit status.
   --dir DIR       DIR is writable in the guest (repeatable); the first one is COMMAND's
                   working directory unless --cwd is given
@@ -50,7 +51,8 @@ verbose=0
 tty=1
 # Guest modules in load order; their dependencies come along through modules.dep.
 # crc32_generic: rxe needs the crc32 shash when rxe0 is created. rdma_ucm: for librdmacm.
-modules=(virtio_pci 9pnet_virtio 9p dummy crc32_generic rdma_rxe rdma_ucm)
+# veth, bridge, sch_netem: the netem suite's namespaces, their links and the faults on them.
+modules=(virtio_pci 9pnet_virtio 9p dummy crc32_generic rdma_rxe rdma_ucm veth bridge sch_netem)
 host_packages=(qemu-system-x86 cpio xz-utils iproute2 ibverbs-providers ibverbs-utils rdma-core)
 
 fail() {

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// idle_peers: holds COUNT idle clients of one BMI server, for bmi-perf's peers mode (does a
+// ping-pong with one client slow down as a server's other clients grow?). Each client is a
+// Session of its own (a BMI instance), so the server sees COUNT distinct peers, each on its
+// own connection. Every client sends one byte with a tag nobody receives: its connection is
+// then established (handshake done) and the server holds that byte as early data, as a real
+// server holds a quiet client. Prints "READY COUNT" once all sends completed, then stays until
+// killed or until its standard input closes.
+//
+// usage: idle_peers --connect ADDR --count N [--timeout-ms MS]
+#include <poll.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <bmi/bmi.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Far from the tags the ping-pong uses, so nothing there can match these bytes.
+constexpr bmi_msg_tag_t idle_tag = 0x1d1e;
+
+struct Client {
+    std::unique_ptr<bmi::Session> session;
+    bmi::Context context;
+    bool done = false;
+};
+
+int fail(const std::string& what, std::error_code error) {
+    std::fprintf(stderr, "idle_peers: %s: %s\n", what.c_str(), error.message().c_str());
+    return 1;
+}
+
+// A server-like holder of thousands of sessions needs their descriptors: take the hard limit,
+// as a server's start script would (ulimit -n).
+void raise_descriptor_limit() {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+    }
+}
+
+bool parse_count(const char* text, long max, long& out) {
+    char* end = nullptr;
+    out = std::strtol(text, &end, 10);
+    return end != text && *end == '\0' && out >= 1 && out <= max;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace std::chrono;
+    const char* address = nullptr;
+    long count = 0, timeout_ms = 60000;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (std::strcmp(argv[i], "--connect") == 0) {
+            address = argv[i + 1];
+        } else if (std::strcmp(argv[i], "--count") == 0) {
+            if (!parse_count(argv[i + 1], 100000, count)) {
+                std::fprintf(stderr, "idle_peers: --count %s: expected 1..100000\n", argv[i + 1]);
+                return 2;
+            }
+        } else if (std::strcmp(argv[i], "--timeout-ms") == 0) {
+            if (!parse_count(argv[i + 1], 3600000, timeout_ms)) {
+                std::fprintf(stderr, "idle_peers: --timeout-ms %s: expected 1..3600000\n",
+                             argv[i + 1]);
+                return 2;
+            }
+        } else {
+            std::fprintf(stderr, "idle_peers: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (address == nullptr || count == 0 || argc % 2 == 0) {
+        std::fprintf(stderr, "usage: idle_peers --connect ADDR --count N [--timeout-ms MS]\n");
+        return 2;
+    }
+    raise_descriptor_limit();
+
+    static const std::array<std::byte, 1> byte{std::byte{0x5a}};
+    std::vector<Client> clients(static_cast<std::size_t>(count));
+    long pending = 0;
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+        const std::string which = "client " + std::to_string(i);
+        auto session = bmi::Session::create({"bmi_tcp", "", 0, ""});
+        if (!session) return fail(which + ": Session::create", session.error());
+        Client& c = clients[i];
+        c.session = std::move(*session);
+        auto peer = c.session->lookup(address);
+        if (!peer) return fail(which + ": lookup " + address, peer.error());
+        auto context = c.session->open_context();
+        if (!context) return fail(which + ": open_context", context.error());
+        c.context = std::move(*context);
+        auto sent = c.session->post_send(c.context, *peer, byte, idle_tag);
+        if (!sent) return fail(which + ": post_send", sent.error());
+        c.done = sent->immediate;
+        pending += c.done ? 0 : 1;
+    }
+    const auto deadline = steady_clock::now() + milliseconds(timeout_ms);
+    while (pending > 0) {
+        if (steady_clock::now() > deadline) {
+            std::fprintf(stderr, "idle_peers: %ld of %ld clients not connected after %ld ms\n",
+                         pending, count, timeout_ms);
+            return 1;
+        }
+        for (Client& c : clients) {
+            if (c.done) continue;
+            std::array<bmi::Completion, 1> out;
+            auto n = c.session->test_context(c.context, out, milliseconds(0));
+            if (!n) return fail("test_context", n.error());
+            if (*n == 0) continue;
+            if (out[0].error) return fail("send", out[0].error);
+            c.done = true;
+            --pending;
+        }
+    }
+    std::printf("READY %ld\n", count);
+    std::fflush(stdout);
+    // Idle: the sessions live until we are killed or our standard input closes.
+    pollfd in{STDIN_FILENO, POLLIN, 0};
+    char scratch[64];
+    while (poll(&in, 1, -1) >= 0 && read(STDIN_FILENO, scratch, sizeof scratch) > 0) {
+    }
+    return 0;
+}
