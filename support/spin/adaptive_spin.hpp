@@ -47,7 +47,10 @@ public:
         if (budget_us_ <= 0) return false;
         const auto start = std::chrono::steady_clock::now();
         const auto deadline = start + std::chrono::microseconds(budget_us_);
-        bool probe = probe_next_ || ++since_probe_ >= probe_interval;
+        // Counts up to the interval and stays there until a probe runs: spins that keep winning
+        // within probe_after never probe, and a bare counter would overflow in hours of them.
+        if (since_probe_ < probe_interval) ++since_probe_;
+        bool probe = probe_next_ || since_probe_ >= probe_interval;
         // Reading the clock costs about as much as a cheap poll, so look at it only every
         // polls_per_clock rounds: a poll that finds work sooner is what a spin is for.
         std::chrono::steady_clock::time_point now;
