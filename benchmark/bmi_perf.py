@@ -180,8 +180,9 @@ def planned_runs(a, placements):
     for mode in (m for m in a.modes if m != "peers"):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
-            n += sum(1 for b in ("raw-tcp", "netpipe", "eventfd") if b in a.baselines)
+            n += sum(1 for b in ("netpipe", "eventfd") if b in a.baselines)
         if mode != "many":
+            n += "raw-tcp" in a.baselines
             n += "memcpy" in a.baselines
     return n
 
@@ -192,9 +193,9 @@ def run_all(r, a, failure, legacy, peers):
             s = r.bmi(m, mode)
             if a.server is not None and s.status != "ok":
                 raise failure(s.status.removeprefix("failed: "))
+        if mode in ("latency", "bandwidth") and "raw-tcp" in a.baselines:
+            r.pair("raw tcp", mode, "raw_tcp_pingpong", [], "tcp://127.0.0.1:0")
         if mode == "latency":
-            if "raw-tcp" in a.baselines:
-                r.pair("raw tcp", mode, "raw_tcp_pingpong", [], "tcp://127.0.0.1:0")
             if "netpipe" in a.baselines:
                 r.netpipe()
             if "eventfd" in a.baselines:
