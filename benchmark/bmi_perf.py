@@ -145,6 +145,7 @@ DUEL_ROUNDS = 5  # runs taken in turns per duel (Runner.duel)
 BANDWIDTH_ROUNDS = 3  # turns of the bandwidth duel (Runner.bandwidth_duel): up to 5 runs each
 LEGACY_ROUNDS = 5  # turns of the legacy duel (bmi_perf_legacy.run): 2 runs each
 PEERS_ROUNDS = 3  # turns of peers mode (bmi_perf_peers.run): one run per count each
+RATE_ROUNDS = 3  # turns of the message-rate duel (bmi_perf_rate.run), every placement
 LARGE = 1 << 20  # the bandwidth targets' smallest size (bmi_perf_doc.LARGE)
 
 
@@ -162,6 +163,12 @@ def wants_legacy_duel(a):
     return "tcp-legacy" in a.methods and "latency" in a.modes
 
 
+def wants_rate_duel(a):
+    # The message-rate target (bmi_perf_rate) compares tcp against a raw TCP stream.
+    return ("tcp" in a.methods and "raw-tcp" in a.baselines and "bandwidth" in a.modes
+            and a.server is None)
+
+
 def bandwidth_duel_runs(a):
     """Runs per turn of the bandwidth duel; 0: no duel (no shm, no peer or no large size)."""
     peers = sum(1 for b in ("mpi-shm", "mpi-shm-nocopy", "memcpy") if b in a.baselines)
@@ -176,25 +183,28 @@ def planned_runs(a, placements):
                            (1 if wants_latency_duel(a) else 0))
     n += BANDWIDTH_ROUNDS * bandwidth_duel_runs(a)
     n += 2 * LEGACY_ROUNDS if wants_legacy_duel(a) else 0
+    n += RATE_ROUNDS * (2 * (placements + 1) + ("mpi-tcp" in a.baselines)) \
+        if wants_rate_duel(a) else 0
     n += PEERS_ROUNDS * len(a.peers) if "peers" in a.modes else 0
     for mode in (m for m in a.modes if m != "peers"):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
-            n += sum(1 for b in ("raw-tcp", "netpipe", "eventfd") if b in a.baselines)
+            n += sum(1 for b in ("netpipe", "eventfd") if b in a.baselines)
         if mode != "many":
+            n += "raw-tcp" in a.baselines
             n += "memcpy" in a.baselines
     return n
 
 
-def run_all(r, a, failure, legacy, peers):
+def run_all(r, a, failure, legacy, peers, rate):
     for mode in (m for m in a.modes if m != "peers"):
         for m in a.methods:
             s = r.bmi(m, mode)
             if a.server is not None and s.status != "ok":
                 raise failure(s.status.removeprefix("failed: "))
+        if mode in ("latency", "bandwidth") and "raw-tcp" in a.baselines:
+            r.pair("raw tcp", mode, "raw_tcp_pingpong", [], "tcp://127.0.0.1:0")
         if mode == "latency":
-            if "raw-tcp" in a.baselines:
-                r.pair("raw tcp", mode, "raw_tcp_pingpong", [], "tcp://127.0.0.1:0")
             if "netpipe" in a.baselines:
                 r.netpipe()
             if "eventfd" in a.baselines:
@@ -221,6 +231,8 @@ def run_all(r, a, failure, legacy, peers):
         duels["bandwidth"] = r.bandwidth_duel(BANDWIDTH_ROUNDS, LARGE // 4)
     if wants_legacy_duel(a):
         duels["legacy"] = legacy.run(r, LEGACY_ROUNDS)
+    if wants_rate_duel(a):
+        duels["rate"] = rate.run(r, RATE_ROUNDS, "mpi-tcp" in a.baselines)
     if "peers" in a.modes:
         duels["peers"] = peers.run(r, a.peers, PEERS_ROUNDS)
     return duels
@@ -236,6 +248,7 @@ def main(argv=None):
     import bmi_perf_legacy as legacy
     import bmi_perf_output as output
     import bmi_perf_peers as peers
+    import bmi_perf_rate as rate
     from bmi_perf_runs import Failure, Runner
     print(f"bmi-perf: output directory {a.out_dir}", file=sys.stderr)
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
@@ -245,7 +258,7 @@ def main(argv=None):
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
-            duel = run_all(r, a, Failure, legacy, peers)
+            duel = run_all(r, a, Failure, legacy, peers, rate)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -264,6 +277,9 @@ def main(argv=None):
                 continue
             if name == "peers":
                 peers.print_summary(pairs, sys.stdout)
+                continue
+            if name == "rate":
+                rate.print_summary(pairs, sys.stdout)
                 continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):

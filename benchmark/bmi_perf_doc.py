@@ -10,6 +10,7 @@ import time
 
 import bmi_perf_legacy
 import bmi_perf_peers
+import bmi_perf_rate
 from bmi_perf_output import MODE_TITLES, fmt, fmt_rate, message_rate
 
 # Each libbmi series and the peers it is compared with.
@@ -292,6 +293,8 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
         out += bmi_perf_legacy.markdown(duel["legacy"], fmt)
     if "peers" in duel:
         out += bmi_perf_peers.markdown(duel["peers"], fmt)
+    if "rate" in duel:
+        out += bmi_perf_rate.markdown(duel["rate"], fmt)
     base = os.path.dirname(os.path.abspath(path))
     for mode in (m for m in a.modes if m != "peers"):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")

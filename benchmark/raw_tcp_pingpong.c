@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The baseline for pingpong.c: the same plan and table over plain blocking TCP sockets. */
+/* The baseline for pingpong.c: the same plan and table over plain blocking TCP sockets.
+ * Latency mode echoes each message; bandwidth mode is the raw stream a message library must
+ * match: one write() per message, the receiver reading whatever has arrived (a window at a
+ * time), then an 8-byte ack. Many mode has no raw twin (one client per server here). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -153,36 +156,64 @@ static int accept_client(int listener, int timeout_ms)
     return fd;
 }
 
+struct raw_server
+{
+    int fd;
+    const struct pp_plan *plan;
+    unsigned char *buf; /* pp_round_bytes(plan) */
+};
+
+/* Takes in every byte of round c: the echo's message, or the whole window (pp_server_ops). */
+static int raw_receive(void *state, const struct pp_cursor *c)
+{
+    struct raw_server *sv = state;
+    uint64_t w = pp_window(sv->plan, c->size), i;
+    if (io_full(sv->fd, sv->buf, w * c->size, 0) != 0)
+        return -1;
+    for (i = 0; sv->plan->check && i < w; i++)
+        if (pp_verify(sv->buf + i * c->size, c->size, pp_seed(c)) != 0) {
+            fprintf(stderr, "raw_tcp_pingpong: checksum mismatch at %" PRIu64 " bytes\n",
+                    c->size);
+            return -1;
+        }
+    return 0;
+}
+
+/* The echo (latency) or the window's ack (bandwidth). */
+static int raw_reply(void *state, const struct pp_cursor *c, const struct pp_cursor *next)
+{
+    struct raw_server *sv = state;
+    uint64_t ack = PP_MAGIC;
+    (void)next;
+    if (sv->plan->mode == PP_LATENCY)
+        return io_full(sv->fd, sv->buf, c->size, 1);
+    return io_full(sv->fd, &ack, sizeof(ack), 1);
+}
+
 static int run_server(int fd)
 {
     struct pp_plan plan;
+    struct raw_server sv;
+    struct pp_server_ops ops;
     struct pp_cursor c;
-    uint64_t ready = PP_MAGIC, k = 0;
-    unsigned char *buf = NULL;
-    int more, rc = -1;
+    uint64_t ready = PP_MAGIC;
+    int rc = -1;
     if (io_full(fd, &plan, sizeof(plan), 0) != 0)
         return -1;
-    if (plan.magic != PP_MAGIC || !pp_cursor_start(&c, &plan) || plan.max_size > PP_MAX_SIZE) {
-        fprintf(stderr, "raw_tcp_pingpong: bad hello\n");
+    if (plan.magic != PP_MAGIC || !pp_cursor_start(&c, &plan) || plan.max_size > PP_MAX_SIZE ||
+        plan.mode > PP_BANDWIDTH || plan.window < 1 || plan.window > PP_MAX_WINDOW) {
+        fprintf(stderr, "raw_tcp_pingpong: bad hello (many mode has no raw twin)\n");
         return -1;
     }
-    buf = malloc(plan.max_size);
-    if (buf == NULL || io_full(fd, &ready, sizeof(ready), 1) != 0)
-        goto out;
-    for (more = 1; more; more = pp_cursor_next(&c, &plan), k++) {
-        if (io_full(fd, buf, c.size, 0) != 0)
-            goto out;
-        if (plan.check && pp_verify(buf, c.size, pp_seed(&c)) != 0) {
-            fprintf(stderr, "raw_tcp_pingpong: checksum mismatch at %" PRIu64 " bytes\n", c.size);
-            goto out;
-        }
-        if (io_full(fd, buf, c.size, 1) != 0)
-            goto out;
-    }
-    fprintf(stderr, "raw_tcp_pingpong: server echoed %" PRIu64 " messages\n", k);
-    rc = 0;
-out:
-    free(buf);
+    sv.fd = fd;
+    sv.plan = &plan;
+    sv.buf = malloc(pp_round_bytes(&plan));
+    ops.state = &sv;
+    ops.receive = raw_receive;
+    ops.reply = raw_reply;
+    if (sv.buf != NULL && io_full(fd, &ready, sizeof(ready), 1) == 0)
+        rc = pp_run_server(&plan, "raw_tcp_pingpong", "", &ops);
+    free(sv.buf);
     return rc;
 }
 
@@ -191,6 +222,23 @@ static int ping(void *state, uint64_t size, void *out, void *in)
 {
     int fd = *(const int *)state;
     return io_full(fd, out, size, 1) != 0 || io_full(fd, in, size, 0) != 0 ? -1 : 0;
+}
+
+/* A window of messages, one write() each, then the server's ack (pp_stream_fn). */
+static int stream(void *state, uint64_t size, uint64_t window, void *out)
+{
+    int fd = *(const int *)state;
+    uint64_t ack = 0, i;
+    for (i = 0; i < window; i++)
+        if (io_full(fd, out, size, 1) != 0)
+            return -1;
+    if (io_full(fd, &ack, sizeof(ack), 0) != 0)
+        return -1;
+    if (ack != PP_MAGIC) {
+        fprintf(stderr, "raw_tcp_pingpong: bad ack\n");
+        return -1;
+    }
+    return 0;
 }
 
 static int run_client(int fd, const struct pp_options *o)
@@ -202,7 +250,7 @@ static int run_client(int fd, const struct pp_options *o)
         fprintf(stderr, "raw_tcp_pingpong: out of memory\n");
     else if (io_full(fd, (void *)&o->plan, sizeof(o->plan), 1) == 0 &&
              io_full(fd, &ready, sizeof(ready), 0) == 0)
-        rc = pp_run_client(o, "raw_tcp", out, in, ping, NULL, &fd);
+        rc = pp_run_client(o, "raw_tcp", out, in, ping, stream, &fd);
     free(out);
     free(in);
     return rc;
@@ -211,9 +259,13 @@ static int run_client(int fd, const struct pp_options *o)
 int main(int argc, char **argv)
 {
     struct pp_options o;
-    int fd, conn, rc = pp_parse_options(argc, argv, 0, &o);
+    int fd, conn, rc = pp_parse_options(argc, argv, PP_OPT_STREAMS, &o);
     if (rc != 0)
         return rc;
+    if (o.plan.mode == PP_MANY) {
+        fprintf(stderr, "raw_tcp_pingpong: --mode many has no raw twin\n");
+        return 2;
+    }
     /* A vanished peer must show up as a write error, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
     fd = open_socket(&o);

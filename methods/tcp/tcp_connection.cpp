@@ -262,8 +262,9 @@ void TcpMethod::fail_connection(Connection& c, int error, bool peer_dead) {
     std::shared_ptr<TcpPeer> peer = c.peer;
     // Collect first: finishing calls into the Sink, and the queues must be empty by then.
     std::vector<Operation*> failed;
-    if (c.out && c.out->op != nullptr) failed.push_back(c.out->op);
-    c.out.reset();
+    for (const OutFrame& f : c.out)
+        if (f.op != nullptr) failed.push_back(f.op);
+    c.out.clear();
     c.control_queue.clear();
     while (!c.small_queue.empty()) {
         failed.push_back(&c.small_queue.front());

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -114,7 +113,13 @@ struct Connection {
     OpList small_queue;  // sends whose header is not written yet, in post order
     std::unordered_map<std::uint64_t, Operation*> await_cts;  // RTS written, keyed by cookie
     OpList data_queue;  // sends cleared by CTS, served one chunk at a time
-    std::optional<OutFrame> out;
+    // Frames taken from the queues for writing, in wire order; only the first may be partly
+    // written. One sendmsg carries as many of them as fit (tcp_send.cpp, coalescing).
+    std::deque<OutFrame> out;
+    // The progress epoch (TcpMethod::progress_epoch_) of this connection's last write from
+    // inside post(): a second send posted before the next progress call is queued instead, so
+    // that a burst of sends leaves in one system call.
+    std::uint64_t direct_write_epoch = 0;
 
     Dialect dialect() const {
         if (state == ConnState::await_first) return Dialect::first_inbound;
@@ -138,7 +143,7 @@ struct Connection {
         return true;
     }
     bool has_output() const {
-        return out || !control_queue.empty() ||
+        return !out.empty() || !control_queue.empty() ||
                (state == ConnState::established && (!small_queue.empty() || !data_queue.empty()));
     }
 };

@@ -170,11 +170,15 @@ int TcpMethod::post_send(Operation& op) {
     const bool idle = c->state == ConnState::established && !c->has_output();
     c->small_queue.push_back(op);
     place(op, Place::send_queued);
-    // An idle connection gets a direct write, so small sends usually complete inside post().
-    if (idle)
+    // An idle connection gets a direct write, so a lone small send usually completes inside
+    // post(). A second send before the next progress call waits for that call instead (EPOLLOUT
+    // brings it): a burst of sends then leaves in one sendmsg, not one system call each.
+    if (idle && c->direct_write_epoch != progress_epoch_) {
+        c->direct_write_epoch = progress_epoch_;
         flush(*c);
-    else
+    } else {
         update_interest(*c);
+    }
     return 0;
 }
 
@@ -215,14 +219,18 @@ void TcpMethod::cancel(Operation& op) {
             return;
         }
         case Place::send_writing:
+        {
             // Unwritten and the op's first frame: nothing of it is on the wire yet.
-            if (c->out && c->out->done == 0 && c->out->kind != OutKind::data_chunk) {
-                c->out.reset();
+            auto frame = std::find_if(c->out.begin(), c->out.end(),
+                                      [&](const OutFrame& f) { return f.op == &op; });
+            if (frame != c->out.end() && frame->done == 0 && frame->kind != OutKind::data_chunk) {
+                c->out.erase(frame);
                 finish(op, -BMI_ECANCEL);
                 update_interest(*c);
                 return;
             }
             break;
+        }
         default:
             break;
     }

@@ -247,6 +247,8 @@ private:
     // Polls the sockets before a sleep while operations wait (BMI_TCP_SPIN_US, 0 = never): a
     // sleeping process wakes 10-30 us after its data arrived on the machines we measured.
     support::AdaptiveSpin spin_;
+    // Counts progress calls; a connection's direct_write_epoch compares with it (post_send).
+    std::uint64_t progress_epoch_ = 1;
     std::chrono::microseconds spin_cap_;
     std::chrono::steady_clock::time_point sleep_start_;
     BufferSizes buffer_sizes_;

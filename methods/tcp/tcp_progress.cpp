@@ -19,6 +19,7 @@ void TcpMethod::progress() {
 }
 
 void TcpMethod::progress_events(std::span<const epoll_event> ready) {
+    ++progress_epoch_;
     graveyard_.clear();
     // Unknown ids (the control layer's wake-up fd, closed connections) find nothing.
     for (const auto& event : ready) handle_event(event.data.u64, event.events);

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Output side of a connection: picks the next frame and writes it with vectored sendmsg.
+// Output side of a connection: picks the next frames and writes them with vectored sendmsg,
+// several small frames in one call (a burst of sends costs one system call, not one each).
 //
 // Frame order on a connection: control frames (HELLO, CTS, NAK) first, then the headers of
 // queued sends in post order (eager, unexpected, RTS), then one DATA chunk of a cleared
 // rendezvous. After every chunk the choice starts over, so small messages posted behind a huge
 // one overtake its data and never wait for it (no head-of-line blocking between libbmi peers).
 // Matching order is the order of headers, which this keeps.
+#include <algorithm>
 #include <cerrno>
 
 #include "methods/tcp/tcp_method_impl.hpp"
@@ -14,45 +16,92 @@
 
 namespace bmi::method::tcp {
 
+namespace {
+
+// One sendmsg carries frames until this many payload and header bytes are gathered (a larger
+// frame still goes whole) or the iovec array is full: enough to turn a burst of small
+// messages into one system call, small enough that a large message behind them does not wait
+// for a long gather.
+constexpr std::size_t batch_bytes = 64 * 1024;
+constexpr int batch_frames = 64;
+// Each frame takes its head, its body and at most iov_batch pieces of payload.
+constexpr int frame_iov_max = iov_batch + 2;
+constexpr int batch_iov_max = 2 * batch_frames + iov_batch;
+
+// Appends the unwritten rest of f to iov, at most frame_iov_max pieces; returns the pieces
+// used and adds the bytes they cover to `bytes` (less than the rest when the payload has more
+// than iov_batch segments).
+int frame_iov(const OutFrame& f, iovec* iov, std::size_t& bytes) {
+    int n = 0;
+    std::size_t skip = f.done;
+    if (skip < f.head_length) {
+        iov[n++] = {const_cast<std::uint8_t*>(f.head.data()) + skip, f.head_length - skip};
+        skip = 0;
+    } else {
+        skip -= f.head_length;
+    }
+    if (skip < f.body.size()) {
+        iov[n++] = {const_cast<std::uint8_t*>(f.body.data()) + skip, f.body.size() - skip};
+        skip = 0;
+    } else {
+        skip -= f.body.size();
+    }
+    if (f.op != nullptr && f.length > 0) {
+        const auto off = static_cast<bmi_size_t>(skip);
+        n += segment_iov(*f.op, f.offset + off, f.length - off, iov + n, iov_batch);
+    }
+    for (int i = 0; i < n; ++i) bytes += iov[i].iov_len;
+    return n;
+}
+
+}  // namespace
+
 void TcpMethod::flush(Connection& c) {
     if (c.closed || c.state == ConnState::connecting) return;
-    iovec iov[iov_batch + 2];
+    iovec iov[batch_iov_max];
     while (!c.closed) {
-        if (!c.out && !next_frame(c)) break;
-        OutFrame& f = *c.out;
+        // Gather the frames already taken, then more from the queues while they fit.
         int n = 0;
-        std::size_t skip = f.done;
-        if (skip < f.head_length) {
-            iov[n++] = {f.head.data() + skip, f.head_length - skip};
-            skip = 0;
-        } else {
-            skip -= f.head_length;
+        std::size_t gathered = 0;
+        std::size_t frames = 0;
+        while (true) {
+            if (frames == c.out.size() && !next_frame(c)) break;
+            const OutFrame& f = c.out[frames];
+            const std::size_t before = gathered;
+            n += frame_iov(f, iov + n, gathered);
+            ++frames;
+            // A frame not covered whole (more segments than iov_batch) must end the batch:
+            // the next frame's bytes would land where the rest of its payload belongs.
+            const bool whole = gathered - before == f.total() - f.done;
+            if (!whole || gathered >= batch_bytes || frames >= batch_frames ||
+                n + frame_iov_max > batch_iov_max || f.kind == OutKind::data_chunk)
+                break;
         }
-        if (skip < f.body.size()) {
-            iov[n++] = {f.body.data() + skip, f.body.size() - skip};
-            skip = 0;
-        } else {
-            skip -= f.body.size();
-        }
-        if (f.op != nullptr && f.length > 0) {
-            const auto off = static_cast<bmi_size_t>(skip);
-            n += segment_iov(*f.op, f.offset + off, f.length - off, iov + n, iov_batch);
-        }
+        if (n == 0) break;
         const ssize_t written = send_vector(c.fd, iov, n);
         if (written < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             connection_broken(c, support::bmi_error_from_errno(errno));
             return;
         }
-        f.done += static_cast<std::size_t>(written);
-        if (f.done == f.total()) frame_written(c);
+        auto left = static_cast<std::size_t>(written);
+        while (left > 0 && !c.closed) {
+            OutFrame& f = c.out.front();
+            const std::size_t take = std::min(left, f.total() - f.done);
+            f.done += take;
+            left -= take;
+            if (f.done < f.total()) break;
+            frame_written(c);
+        }
+        // A short write means the socket is full for now.
+        if (static_cast<std::size_t>(written) < gathered) break;
     }
     update_interest(c);
 }
 
 bool TcpMethod::next_frame(Connection& c) {
     if (!c.control_queue.empty()) {
-        c.out = std::move(c.control_queue.front());
+        c.out.push_back(std::move(c.control_queue.front()));
         c.control_queue.pop_front();
         return true;
     }
@@ -77,7 +126,7 @@ bool TcpMethod::next_frame(Connection& c) {
     h.cookie = op.method_word;
     f.head_length = encode_header(h, Framing::v2, f.head.data());
     place(op, Place::send_writing);
-    c.out = std::move(f);
+    c.out.push_back(std::move(f));
     return true;
 }
 
@@ -113,13 +162,13 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
     }
     f.head_length = encode_header(h, c.framing, f.head.data());
     place(op, Place::send_writing);
-    c.out = std::move(f);
+    c.out.push_back(std::move(f));
     return true;
 }
 
 void TcpMethod::frame_written(Connection& c) {
-    OutFrame f = std::move(*c.out);
-    c.out.reset();
+    OutFrame f = std::move(c.out.front());
+    c.out.pop_front();
     if (f.op == nullptr) return;
     Operation& op = *f.op;
     switch (f.kind) {
