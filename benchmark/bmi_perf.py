@@ -14,9 +14,12 @@ import tempfile
 import time
 
 LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at configure time
-MODES = ("latency", "bandwidth", "many", "peers")
-# peers (a ping-pong beside thousands of idle clients, bmi_perf_peers) runs only when asked.
+MODES = ("latency", "bandwidth", "many", "peers", "neighbour")
+# peers (a ping-pong beside thousands of idle clients, bmi_perf_peers) and neighbour (a
+# CPU-bound loop on a waiting client's core, bmi_perf_neighbour) run only when asked.
 DEFAULT_MODES = ("latency", "bandwidth", "many")
+# Modes that their own module measures and reports, in turns: no table series, no plots.
+STUDY_MODES = ("peers", "neighbour")
 # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1
 METHODS = ("tcp", "tcp-legacy", "shm", "shm-blocking")
 BASELINES = ("raw-tcp", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd", "memcpy")
@@ -59,7 +62,9 @@ def parse_args(argv):
         epilog="Example: bmi-perf --quick --methods tcp,shm --out-dir perf. "
                "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
                "acknowledged; many = --clients clients stream to one server at once; "
-               "peers = tcp ping-pong while the server holds --peers idle clients.")
+               "peers = tcp ping-pong while the server holds --peers idle clients; "
+               "neighbour = a CPU-bound loop on the core of a waiting client, its loss beside "
+               "a blocking client and a default one.")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
                    help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing; "
                         "in latency mode also against tcp in runs taken in turns), "
@@ -68,8 +73,8 @@ def parse_args(argv):
     p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
                    help=f"peers to measure: {', '.join(BASELINES)}, all or none (default all)")
     p.add_argument("--modes", type=parse_list(MODES), default=list(DEFAULT_MODES),
-                   help="latency, bandwidth, many, peers, or all (default latency,bandwidth,"
-                        "many)")
+                   help="latency, bandwidth, many, peers, neighbour, or all (default "
+                        "latency,bandwidth,many)")
     p.add_argument("--min", type=parse_size, default=1, help="smallest message (default 1)")
     p.add_argument("--max", type=parse_size, default=None,
                    help="largest message, K/M/G suffixes (default 64M, --quick 1M)")
@@ -81,6 +86,9 @@ def parse_args(argv):
     p.add_argument("--peers", type=parse_counts, default=[0, 64, 1024, 10000],
                    help="idle clients in peers mode, a list (default 0,64,1024,10000; counts "
                         "over the descriptor limit are left out)")
+    p.add_argument("--neighbour-seconds", dest="neighbour_seconds", type=float, default=1.0,
+                   help="neighbour mode: how long each run of the loop lasts, s (default 1; "
+                        "the mode makes 44 runs with tcp and shm)")
     p.add_argument("--check", action="store_true", help="fill and verify every message")
     p.add_argument("--quick", action="store_true", help="smaller plan: up to 1 MiB, 100 rounds")
     p.add_argument("--server", metavar="ADDR",
@@ -116,13 +124,15 @@ def parse_args(argv):
             p.error(f"--include {f}: no such file")
     if a.timeout <= 0 or a.connect_ms <= 0:
         p.error("timeouts must be positive")
+    if not 0 < a.neighbour_seconds <= 60:
+        p.error(f"--neighbour-seconds {a.neighbour_seconds:g}: want more than 0, at most 60")
     if a.server is not None:
         m = re.fullmatch(r"(tcp|shm)://.+", a.server)
         if not m:
             p.error(f"--server {a.server!r}: expected tcp://HOST:PORT or shm://NAME")
         a.methods, a.baselines, a.idle = [m.group(1)], [], False
-        a.modes = [m for m in a.modes if m not in ("many", "peers")] or \
-            p.error("--server: no many or peers mode")
+        a.modes = [m for m in a.modes if m not in ("many",) + STUDY_MODES] or \
+            p.error("--server: no many, peers or neighbour mode")
     if not a.methods and not a.baselines:
         p.error("nothing to measure: --methods and --baselines are both empty")
     if a.out_dir is None:
@@ -176,7 +186,7 @@ def bandwidth_duel_runs(a):
     return 2 + peers if wanted else 0
 
 
-def planned_runs(a, placements):
+def planned_runs(a, placements, neighbour):
     """How many runs run_all makes, for the progress counter (placements: how many ways a
     blocking duel is pinned, Runner.placements)."""
     n = 2 * DUEL_ROUNDS * ((placements if wants_blocking_duel(a) else 0) +
@@ -186,7 +196,8 @@ def planned_runs(a, placements):
     n += RATE_ROUNDS * (2 * (placements + 1) + ("mpi-tcp" in a.baselines)) \
         if wants_rate_duel(a) else 0
     n += PEERS_ROUNDS * len(a.peers) if "peers" in a.modes else 0
-    for mode in (m for m in a.modes if m != "peers"):
+    n += neighbour.planned_runs(a) if "neighbour" in a.modes else 0
+    for mode in (m for m in a.modes if m not in STUDY_MODES):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
             n += sum(1 for b in ("netpipe", "eventfd") if b in a.baselines)
@@ -196,8 +207,8 @@ def planned_runs(a, placements):
     return n
 
 
-def run_all(r, a, failure, legacy, peers, rate):
-    for mode in (m for m in a.modes if m != "peers"):
+def run_all(r, a, failure, legacy, peers, rate, neighbour):
+    for mode in (m for m in a.modes if m not in STUDY_MODES):
         for m in a.methods:
             s = r.bmi(m, mode)
             if a.server is not None and s.status != "ok":
@@ -235,6 +246,8 @@ def run_all(r, a, failure, legacy, peers, rate):
         duels["rate"] = rate.run(r, RATE_ROUNDS, "mpi-tcp" in a.baselines)
     if "peers" in a.modes:
         duels["peers"] = peers.run(r, a.peers, PEERS_ROUNDS)
+    if "neighbour" in a.modes:
+        duels["neighbour"] = neighbour.run(r, a.neighbour_seconds)
     return duels
 
 
@@ -246,6 +259,7 @@ def main(argv=None):
     tool_dirs = [d for d in (a.bindir, here, LIBEXECDIR) if d]
     sys.path[:0] = tool_dirs
     import bmi_perf_legacy as legacy
+    import bmi_perf_neighbour as neighbour
     import bmi_perf_output as output
     import bmi_perf_peers as peers
     import bmi_perf_rate as rate
@@ -254,11 +268,11 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
     try:
         r = Runner(a, tmp, tool_dirs)
-        r.total = planned_runs(a, len(Runner.placements()))
+        r.total = planned_runs(a, len(Runner.placements()), neighbour)
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
-            duel = run_all(r, a, Failure, legacy, peers, rate)
+            duel = run_all(r, a, Failure, legacy, peers, rate, neighbour)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -281,6 +295,9 @@ def main(argv=None):
             if name == "rate":
                 rate.print_summary(pairs, sys.stdout)
                 continue
+            if name == "neighbour":
+                neighbour.print_summary(pairs, sys.stdout)
+                continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):
                     print(f"bandwidth, turn {i + 1} (MB/s): " + "; ".join(
@@ -295,7 +312,7 @@ def main(argv=None):
         print(f"\nCSV: {path}")
         plots = []
         if a.plot != "none":
-            for mode in (m for m in a.modes if m != "peers"):
+            for mode in (m for m in a.modes if m not in STUDY_MODES):
                 for kind in ("latency", "bandwidth"):
                     f = os.path.join(a.out_dir, f"bmi-perf-{mode}-{kind}.{a.plot}")
                     if output.plot(r.series, mode, kind, f, tmp):

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import bmi_perf_legacy
+import bmi_perf_neighbour
 import bmi_perf_peers
 import bmi_perf_rate
 from bmi_perf_output import MODE_TITLES, fmt, fmt_rate, message_rate
@@ -295,8 +296,10 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
         out += bmi_perf_peers.markdown(duel["peers"], fmt)
     if "rate" in duel:
         out += bmi_perf_rate.markdown(duel["rate"], fmt)
+    if "neighbour" in duel:
+        out += bmi_perf_neighbour.markdown(duel["neighbour"], fmt)
     base = os.path.dirname(os.path.abspath(path))
-    for mode in (m for m in a.modes if m != "peers"):
+    for mode in (m for m in a.modes if m not in ("peers", "neighbour")):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")
         for m, kind, f in plots:
             if m == mode:

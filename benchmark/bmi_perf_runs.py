@@ -94,7 +94,9 @@ class Runner:
 
     def spawn(self, argv, env=None, name="run", cpu=None):
         err = open(os.path.join(self.tmp, f"{name}.{len(self.series)}.err"), "w+")
-        full_env = dict(os.environ, **(env or {}))
+        # A value of None unsets the variable: a run that wants libbmi's default ignores the
+        # caller's setting.
+        full_env = {k: v for k, v in dict(os.environ, **(env or {})).items() if v is not None}
         pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
         # Unbuffered: lines are taken from the pipe as they come (see read_line).
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=full_env,

@@ -190,6 +190,41 @@ def check_peers(tmp):
         fail(f"peers mode: the report lacks its section or the 40-peer row:\n{text}")
 
 
+def check_neighbour(tmp, methods):
+    """neighbour mode runs end to end in a short window: a row per method and size with the
+    loop's rate alone, its losses beside both clients and their latencies, in the table and
+    the report. No verdict is checked: a loaded machine decides those, not the code."""
+    md = os.path.join(tmp, "NEIGHBOUR.md")
+    res = bmi_perf(["--modes", "neighbour", "--neighbour-seconds", "0.05", "--methods",
+                    ",".join(methods), "--baselines", "none", "--no-idle", "--plot", "none",
+                    "--out-dir", empty_dir(tmp, "neighbour"), "--markdown", md])
+    if res.returncode != 0:
+        fail(f"neighbour mode: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    table = res.stdout.split("== a neighbour's fair share", 1)
+    if len(table) != 2:
+        fail(f"neighbour mode: no table on stdout:\n{res.stdout}")
+    if "failed" in res.stderr:
+        fail(f"neighbour mode: a run failed:\n{res.stderr}")
+    # method, bytes, alone rate, 2 losses, their difference, 2 latencies, 2 client CPU
+    # shares, turns, verdict
+    cell = r" +([-+]?[\d.]+)( %)?"
+    rows = re.findall(rf"^ +(tcp|shm) +(\d+)((?:{cell}){{8}}) +3  (met|not met)$", table[1],
+                      re.M)
+    got = [(r[0], int(r[1])) for r in rows]
+    want = [(m, size) for m in methods for size in (8, 131072)]
+    if got != want:
+        fail(f"neighbour mode: want rows {want}, got {got}:\n{table[1]}")
+    for r in rows:
+        values = [float(v) for v in re.findall(r"[-+]?[\d.]+", r[2])]
+        if not (values[0] > 0 and values[4] > 0 and values[5] > 0):
+            fail(f"neighbour mode: a rate or latency is not positive: {r}")
+    text = open(md).read()
+    if "## A neighbour's fair share (neighbour mode)" not in text or \
+            len(re.findall(r"^\| (tcp|shm) \| (8|131072) \| .* \| 3 \| (met|\*\*not met\*\*) \|$",
+                           text, re.M)) != len(want):
+        fail(f"neighbour mode: the report lacks its section or a row:\n{text}")
+
+
 def main():
     plots = shutil.which("gnuplot") is not None
     if not plots:
@@ -209,6 +244,9 @@ def main():
         check_default_dir(tmp, plots)
         if "tcp" in methods:
             check_peers(tmp)
+        fair = [m for m in ("tcp", "shm") if m in methods]
+        if fair and len(os.sched_getaffinity(0)) >= 2:  # its server needs a core of its own
+            check_neighbour(tmp, fair)
     print("bmi-perf end to end ok")
 
 
