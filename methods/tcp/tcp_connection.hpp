@@ -77,6 +77,10 @@ struct Connection {
     std::uint32_t events = 0;  // interest currently registered with epoll
     std::size_t plane = 0;     // the allocated plane it runs on (TcpMethod::planes_), if any
 
+    // The largest EAGER frame either side sends on it once v2 (v2_eager_limit_for the peer's
+    // HELLO or HELLO_ACK features).
+    bmi_size_t eager_limit = v2_eager_limit;
+
     // --- reading ---
     ReadPhase phase = ReadPhase::header;
     std::array<std::uint8_t, max_header_size> head{};

@@ -24,7 +24,7 @@ support::keys::Transcript TcpMethod::transcript(const Connection& c) const {
 }
 
 Hello TcpMethod::hello_to_send(Connection& c) {
-    Hello hello{feature_rendezvous, own_address(c)};
+    Hello hello{our_features, own_address(c)};
     if (!key_) return hello;
     c.keyed = true;
     c.initiator_nonce = support::keys::fresh_nonce();
@@ -40,7 +40,7 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     if ((hello.features & feature_key_proof) == 0) {
         // A libbmi peer without a key: say why before closing, so that it fails its sends
         // with -BMI_EACCES instead of taking us for an OrangeFS server.
-        reply.body = encode_hello(Hello{feature_rendezvous | feature_key_required, own_address(c)},
+        reply.body = encode_hello(Hello{our_features | feature_key_required, own_address(c)},
                                   true, c.header.magic);
         c.control_queue.push_back(std::move(reply));
         flush(c);
@@ -51,7 +51,7 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     c.acceptor_nonce = support::keys::fresh_nonce();
     c.initiator_address = hello.address;
     c.acceptor_address = hello_address(own_address(c));
-    Hello ack{feature_rendezvous | feature_key_proof, own_address(c)};
+    Hello ack{our_features | feature_key_proof, own_address(c)};
     ack.nonce = c.acceptor_nonce;
     ack.proof = support::keys::prove(*key_, Role::acceptor, transcript(c));
     reply.body = encode_hello(ack, true, c.header.magic);

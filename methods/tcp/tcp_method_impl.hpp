@@ -175,7 +175,10 @@ private:
     void on_cts(Connection& c);
     void on_data(Connection& c);
     void on_legacy_rend(Connection& c);
-    void start_legacy_body(Connection& c, Operation& op, bmi_size_t size);
+    // Reads a payload of `size` behind the current header straight into op (EAGER with a
+    // posted receive, legacy REND); a receive too small fails with -BMI_EMSGSIZE and the
+    // payload is discarded.
+    void read_body_into(Connection& c, Operation& op, bmi_size_t size);
     void accept_rts(Connection& c, Operation& op, std::uint64_t cookie, bmi_size_t size);
     void body_op_done(Connection& c);
     // Hands the unexpected message in scratch to the Sink; false (and reading paused) while

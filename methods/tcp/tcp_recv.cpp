@@ -85,7 +85,7 @@ void TcpMethod::match_arrival(Operation& op, Arrival& arrival) {
         accept_rts(*c, op, arrival.cookie, arrival.size);
         return;
     }
-    start_legacy_body(*c, op, arrival.size);
+    read_body_into(*c, op, arrival.size);
     // Part of the body may sit in the read-ahead buffer, where no epoll event announces it.
     on_readable(*c);
 }
@@ -211,7 +211,7 @@ void TcpMethod::on_header(Connection& c) {
     const Header h = decode_header(c.head.data(), framing);
     c.head_have = 0;
     c.header = h;
-    if (check_header(h, c.dialect(), unexpected_limit_) < 0) {
+    if (check_header(h, c.dialect(), unexpected_limit_, c.eager_limit) < 0) {
         protocol_error(c, "bad header");
         return;
     }
@@ -233,10 +233,17 @@ void TcpMethod::on_header(Connection& c) {
 void TcpMethod::dispatch_frame(Connection& c) {
     const Header& h = c.header;
     switch (h.mode) {
+        case Mode::eager:
+            // A posted receive takes the payload straight from the socket: no scratch copy,
+            // and a large one never sits in our memory.
+            if (Operation* op = take_posted_recv(*c.peer, tag_of(h))) {
+                read_body_into(c, *op, static_cast<bmi_size_t>(h.size));
+                return;
+            }
+            [[fallthrough]];
         case Mode::hello:
         case Mode::hello_ack:
         case Mode::hello_proof:
-        case Mode::eager:
         case Mode::unexpected:
             // An unexpected payload is read whole before it is charged to the quota: a peer
             // that trickles a body holds only this connection's scratch, never the quota
@@ -287,6 +294,7 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
         protocol_error(c, "bad HELLO body");
         return;
     }
+    c.eager_limit = v2_eager_limit_for(hello->features);
     if (ack ? !on_keyed_ack(c, *hello) : on_keyed_hello(c, *hello)) return;
     c.framing = Framing::v2;
     c.state = ConnState::established;
@@ -297,7 +305,7 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
         bind_peer(c, hello->address, false);
         OutFrame reply;
         // Answer under the magic the HELLO came with, so an older libbmi client accepts it.
-        reply.body = encode_hello(Hello{feature_rendezvous, own_address(c)}, true,
+        reply.body = encode_hello(Hello{our_features, own_address(c)}, true,
                                   c.header.magic);
         c.control_queue.push_back(std::move(reply));
     }
@@ -404,7 +412,7 @@ void TcpMethod::on_data(Connection& c) {
 void TcpMethod::on_legacy_rend(Connection& c) {
     const auto size = static_cast<bmi_size_t>(c.header.size);
     if (Operation* op = take_posted_recv(*c.peer, tag_of(c.header))) {
-        start_legacy_body(c, *op, size);
+        read_body_into(c, *op, size);
         return;
     }
     // The payload follows the header with no way to defer it: stop reading until a receive
@@ -418,7 +426,7 @@ void TcpMethod::on_legacy_rend(Connection& c) {
     c.phase = ReadPhase::wait_match;
 }
 
-void TcpMethod::start_legacy_body(Connection& c, Operation& op, bmi_size_t size) {
+void TcpMethod::read_body_into(Connection& c, Operation& op, bmi_size_t size) {
     c.last_read = std::chrono::steady_clock::now();
     c.phase = ReadPhase::header;
     if (size > op.total_size) {
@@ -447,7 +455,10 @@ void TcpMethod::body_op_done(Connection& c) {
     Operation* op = c.read_op;
     c.read_op = nullptr;
     if (op->transferred < op->actual_size) return;  // more DATA chunks to come
-    if (c.framing == Framing::v2) c.incoming.erase(op->method_word);
+    // Only a transfer our CTS cleared is listed (an EAGER or legacy body never is), and a
+    // receive's method_word may be stale from an earlier life of the op.
+    if (auto it = c.incoming.find(op->method_word); it != c.incoming.end() && it->second == op)
+        c.incoming.erase(it);
     finish(*op, 0);
 }
 

@@ -151,7 +151,7 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
             return false;
         }
         h.mode = op.total_size <= eager_limit ? Mode::eager : Mode::rendezvous;
-    } else if (op.total_size <= v2_eager_limit) {
+    } else if (op.total_size <= c.eager_limit) {
         h.mode = Mode::eager;
     } else {
         h.mode = Mode::rts;

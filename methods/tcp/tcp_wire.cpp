@@ -130,7 +130,7 @@ Header decode_header(const std::uint8_t* in, Framing f) {
     return h;
 }
 
-int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit) {
+int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit, bmi_size_t v2_eager) {
     if (!mode_allowed(h.mode, d) || !magic_allowed(h, d)) return -BMI_EPROTO;
     // Compare as unsigned so a size with the top bit set cannot pass as negative.
     const auto limit = [&](bmi_size_t l) { return h.size <= static_cast<std::uint64_t>(l); };
@@ -140,7 +140,7 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit) {
             if (d == Dialect::v2 && h.cookie > 0xff) return -BMI_EPROTO;
             return limit(unexpected_limit) ? 0 : -BMI_EPROTO;
         case Mode::eager:
-            return limit(d == Dialect::v2 ? v2_eager_limit : eager_limit) ? 0 : -BMI_EPROTO;
+            return limit(d == Dialect::v2 ? v2_eager : eager_limit) ? 0 : -BMI_EPROTO;
         case Mode::rendezvous:
             return limit(legacy_message_limit) ? 0 : -BMI_EPROTO;
         case Mode::rts:

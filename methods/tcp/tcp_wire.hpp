@@ -50,6 +50,12 @@ inline constexpr bmi_size_t eager_limit = 16 * 1024;  // legacy: what OrangeFS s
 // Between libbmi peers an eager message saves the RTS/CTS round trip; 64 KiB keeps the memory an
 // unmatched eager message can pin small while covering typical PVFS request/response sizes.
 inline constexpr bmi_size_t v2_eager_limit = 64 * 1024;
+// With feature_large_eager on both sides. A ping-pong of 128-512 KiB spent a third to a half of
+// its time in the RTS/CTS round trip (0.53-0.57x a raw TCP ping-pong); sent eagerly, a message
+// whose receive is posted is read straight into it, and one without waits under the early-data
+// budget like any eager message. Above this size the round trip is a few percent of the
+// transfer, and rendezvous keeps what an unmatched message can make the receiver hold small.
+inline constexpr bmi_size_t v2_large_eager_limit = 512 * 1024;
 inline constexpr bmi_size_t legacy_message_limit = 16 * 1024 * 1024;
 inline constexpr bmi_size_t data_chunk_limit = 1024 * 1024;
 inline constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
@@ -63,6 +69,15 @@ inline constexpr std::uint64_t feature_key_proof = 1u << 1;
 // HELLO_ACK only: this acceptor admits only peers that prove its key, and the HELLO offered
 // none; the connection closes after it.
 inline constexpr std::uint64_t feature_key_required = 1u << 2;
+// The sender takes EAGER frames up to v2_large_eager_limit. Both sides must announce it for
+// either to send them; an older libbmi peer never sees one.
+inline constexpr std::uint64_t feature_large_eager = 1u << 3;
+// What every HELLO and HELLO_ACK of ours announces (the key bits are added where they apply).
+inline constexpr std::uint64_t our_features = feature_rendezvous | feature_large_eager;
+// The largest EAGER frame a v2 connection carries, given the peer's announced features.
+inline bmi_size_t v2_eager_limit_for(std::uint64_t peer_features) {
+    return (peer_features & feature_large_eager) != 0 ? v2_large_eager_limit : v2_eager_limit;
+}
 inline constexpr std::size_t hello_reserved_size = support::keys::nonce_size;
 inline constexpr std::size_t hello_fixed_size = 8 + 2 + hello_reserved_size;
 inline constexpr std::size_t hello_max_body =
@@ -127,7 +142,9 @@ Header decode_header(const std::uint8_t* in, Framing f);
 // that nothing is ever allocated from an unchecked header. HELLO and HELLO_ACK need hello_magic;
 // a first inbound HELLO may also come under wire_magic, from a libbmi client older than it. A
 // first inbound legacy frame may carry either legacy magic; afterwards only its own is legal.
-int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit);
+// v2_eager: the connection's EAGER bound (v2_eager_limit_for the peer's features).
+int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit,
+                 bmi_size_t v2_eager = v2_eager_limit);
 
 struct Hello {
     Hello() = default;

@@ -88,10 +88,56 @@ TEST_CASE("tcp expected messages", "[tcp]") {
         REQUIRE(p.run([&] { return r->completed && s->completed; }));
         CHECK(r->error == -BMI_EMSGSIZE);
     }
-    SECTION("rendezvous larger than the receive fails both sides") {
-        auto data = pattern(100000, 4);
+    SECTION("large eager messages, received posted or buffered, intact") {
+        // 64 KiB-512 KiB go eagerly between libbmi peers (feature_large_eager): with the
+        // receive posted the payload is read straight into it, without it it is buffered.
+        for (bool posted_first : {true, false}) {
+            for (bmi_size_t size : {bmi_size_t(70000), bmi_size_t(512 * 1024)}) {
+                auto data = pattern(std::size_t(size), std::uint32_t(size) + posted_first);
+                std::vector<std::uint8_t> in(std::size_t(size) + 10);
+                auto r = make_op(OpKind::recv, p.to_client, 11, in.data(), bmi_size_t(in.size()));
+                if (posted_first) REQUIRE(post(*p.server, *r) == 0);
+                auto s = make_op(OpKind::send, p.to_server, 11, data.data(), size);
+                REQUIRE(post(*p.client, *s) >= 0);
+                if (!posted_first) {
+                    REQUIRE(p.run([&] { return s->completed; }));
+                    p.run([] { return false; }, 0.1);  // let it arrive unmatched
+                    post(*p.server, *r);
+                }
+                REQUIRE(p.run([&] { return r->completed && s->completed; }));
+                CHECK(s->error == 0);
+                CHECK(r->error == 0);
+                CHECK(r->actual_size == size);
+                CHECK(std::memcmp(in.data(), data.data(), std::size_t(size)) == 0);
+            }
+        }
+    }
+    SECTION("a large eager message larger than the receive fails the receive only") {
+        auto data = pattern(300000, 5);
         std::vector<std::uint8_t> in(50000);
-        auto s = make_op(OpKind::send, p.to_server, 10, data.data(), 100000);
+        auto r = make_op(OpKind::recv, p.to_client, 12, in.data(), 50000);
+        post(*p.server, *r);
+        auto s = make_op(OpKind::send, p.to_server, 12, data.data(), 300000);
+        post(*p.client, *s);
+        REQUIRE(p.run([&] { return r->completed && s->completed; }));
+        CHECK(r->error == -BMI_EMSGSIZE);
+        CHECK(s->error == 0);
+        // The stream stays in step: the next message arrives whole.
+        auto next = pattern(100, 6);
+        std::vector<std::uint8_t> in2(100);
+        auto r2 = make_op(OpKind::recv, p.to_client, 12, in2.data(), 100);
+        post(*p.server, *r2);
+        auto s2 = make_op(OpKind::send, p.to_server, 12, next.data(), 100);
+        post(*p.client, *s2);
+        REQUIRE(p.run([&] { return r2->completed; }));
+        CHECK(r2->error == 0);
+        CHECK(in2 == next);
+    }
+    SECTION("rendezvous larger than the receive fails both sides") {
+        // Above the largest eager size (v2_large_eager_limit): RTS, then NAK.
+        auto data = pattern(600000, 4);
+        std::vector<std::uint8_t> in(50000);
+        auto s = make_op(OpKind::send, p.to_server, 10, data.data(), 600000);
         post(*p.client, *s);
         auto r = make_op(OpKind::recv, p.to_client, 10, in.data(), 50000);
         post(*p.server, *r);

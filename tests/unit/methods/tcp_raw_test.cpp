@@ -267,3 +267,46 @@ TEST_CASE("a connection stalled mid-header times out", "[tcp][raw]") {
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(250));
     close(fd);
 }
+
+TEST_CASE("large eager frames only between peers that both announce them", "[tcp][raw]") {
+    SECTION("our acceptor announces the feature, and refuses a large EAGER from a peer "
+            "that did not") {
+        Pair p;
+        REQUIRE(p.create_status == 0);
+        int fd = raw_connect(port_from(p.server->listen_address()));
+        // raw_handshake announces only feature_rendezvous: a libbmi peer of before the
+        // feature, limited to 64 KiB both ways.
+        HelloAnswer answer = raw_handshake(fd, hello_magic, *p.server);
+        REQUIRE(answer.hello);
+        CHECK((answer.hello->features & feature_large_eager) != 0);
+        std::vector<std::uint8_t> frame(v2_header_size);
+        Header h;
+        h.mode = Mode::eager;
+        h.tag = 5;
+        h.size = std::uint64_t(v2_eager_limit) + 1;
+        encode_header(h, Framing::v2, frame.data());
+        REQUIRE(raw_write(fd, frame.data(), frame.size(), *p.server));
+        CHECK(raw_closed(fd, *p.server));
+        close(fd);
+    }
+    SECTION("our initiator sends rendezvous above 64 KiB to an acceptor without it") {
+        ClientOfRaw raw;
+        auto data = pattern(70000, 8);
+        auto s = make_op(OpKind::send, raw.peer, 6, data.data(), 70000);
+        REQUIRE(post(*raw.client, *s) == 0);
+        int fd = raw_accept(raw.listener, *raw.client);
+        REQUIRE(fd >= 0);
+        Header hello = read_header(fd, false, *raw.client);
+        std::vector<std::uint8_t> body(hello.size);
+        REQUIRE(raw_read(fd, body.data(), body.size(), *raw.client));
+        auto offered = decode_hello_body(body);
+        REQUIRE(offered);
+        CHECK((offered->features & feature_large_eager) != 0);
+        auto ack = encode_hello(Hello{feature_rendezvous, ""}, true);
+        REQUIRE(raw_write(fd, ack.data(), ack.size(), *raw.client));
+        Header first = read_header(fd, true, *raw.client);
+        CHECK(first.mode == Mode::rts);
+        CHECK(first.size == 70000);
+        close(fd);
+    }
+}
