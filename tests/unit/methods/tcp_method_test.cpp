@@ -115,22 +115,14 @@ TEST_CASE("tcp expected messages", "[tcp]") {
     SECTION("a large eager message larger than the receive fails the receive only") {
         auto data = pattern(300000, 5);
         std::vector<std::uint8_t> in(50000);
-        auto r = make_op(OpKind::recv, p.to_client, 12, in.data(), 50000);
-        post(*p.server, *r);
-        auto s = make_op(OpKind::send, p.to_server, 12, data.data(), 300000);
-        post(*p.client, *s);
-        REQUIRE(p.run([&] { return r->completed && s->completed; }));
-        CHECK(r->error == -BMI_EMSGSIZE);
-        CHECK(s->error == 0);
+        const auto failed = p.exchange(12, data, in);
+        CHECK(failed.recv_error == -BMI_EMSGSIZE);
+        CHECK(failed.send_error == 0);
         // The stream stays in step: the next message arrives whole.
         auto next = pattern(100, 6);
         std::vector<std::uint8_t> in2(100);
-        auto r2 = make_op(OpKind::recv, p.to_client, 12, in2.data(), 100);
-        post(*p.server, *r2);
-        auto s2 = make_op(OpKind::send, p.to_server, 12, next.data(), 100);
-        post(*p.client, *s2);
-        REQUIRE(p.run([&] { return r2->completed; }));
-        CHECK(r2->error == 0);
+        const auto ok = p.exchange(12, next, in2);
+        CHECK(ok.recv_error == 0);
         CHECK(in2 == next);
     }
     SECTION("rendezvous larger than the receive fails both sides") {

@@ -164,6 +164,23 @@ struct Pair {
         return drive({client.get()}, done, seconds);
     }
 
+    // Receive posted on the server first, then the client's send of `data` with `tag`, run
+    // until both complete. Returns {send error, receive error, received size}.
+    struct Outcome {
+        int send_error = 1;
+        int recv_error = 1;
+        bmi_size_t actual = -1;
+    };
+    Outcome exchange(bmi_msg_tag_t tag, std::vector<std::uint8_t>& data,
+                     std::vector<std::uint8_t>& in) {
+        auto r = make_op(OpKind::recv, to_client, tag, in.data(), bmi_size_t(in.size()));
+        post(*server, *r);
+        auto s = make_op(OpKind::send, to_server, tag, data.data(), bmi_size_t(data.size()));
+        post(*client, *s);
+        if (!run([&] { return r->completed && s->completed; })) return {};
+        return {s->error, r->error, r->actual_size};
+    }
+
     // Sends one unexpected message so that the server learns the client's peer.
     bool connect() {
         char hello[] = "hello";
