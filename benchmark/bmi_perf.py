@@ -14,9 +14,12 @@ import tempfile
 import time
 
 LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at configure time
-MODES = ("latency", "bandwidth", "many", "peers")
-# peers (a ping-pong beside thousands of idle clients, bmi_perf_peers) runs only when asked.
+MODES = ("latency", "bandwidth", "many", "peers", "posted")
+# peers (a ping-pong beside thousands of idle clients, bmi_perf_peers) and posted (beside
+# 100,000 receives posted, bmi_perf_posted) run only when asked.
 DEFAULT_MODES = ("latency", "bandwidth", "many")
+# Modes measured in turns with a summary of their own, not as series in the tables and plots.
+TURN_MODES = ("peers", "posted")
 # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1
 METHODS = ("tcp", "tcp-legacy", "shm", "shm-blocking")
 BASELINES = ("raw-tcp", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd", "memcpy")
@@ -59,7 +62,9 @@ def parse_args(argv):
         epilog="Example: bmi-perf --quick --methods tcp,shm --out-dir perf. "
                "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
                "acknowledged; many = --clients clients stream to one server at once; "
-               "peers = tcp ping-pong while the server holds --peers idle clients.")
+               "peers = tcp ping-pong while the server holds --peers idle clients; "
+               "posted = tcp and shm ping-pong while the server keeps --posted receives "
+               "posted toward its client.")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
                    help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing; "
                         "in latency mode also against tcp in runs taken in turns), "
@@ -68,8 +73,8 @@ def parse_args(argv):
     p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
                    help=f"peers to measure: {', '.join(BASELINES)}, all or none (default all)")
     p.add_argument("--modes", type=parse_list(MODES), default=list(DEFAULT_MODES),
-                   help="latency, bandwidth, many, peers, or all (default latency,bandwidth,"
-                        "many)")
+                   help="latency, bandwidth, many, peers, posted, or all (default latency,"
+                        "bandwidth,many)")
     p.add_argument("--min", type=parse_size, default=1, help="smallest message (default 1)")
     p.add_argument("--max", type=parse_size, default=None,
                    help="largest message, K/M/G suffixes (default 64M, --quick 1M)")
@@ -81,6 +86,9 @@ def parse_args(argv):
     p.add_argument("--peers", type=parse_counts, default=[0, 64, 1024, 10000],
                    help="idle clients in peers mode, a list (default 0,64,1024,10000; counts "
                         "over the descriptor limit are left out)")
+    p.add_argument("--posted", type=parse_counts, default=[0, 1000, 100000],
+                   help="receives the server keeps posted in posted mode, a list (default "
+                        "0,1000,100000)")
     p.add_argument("--check", action="store_true", help="fill and verify every message")
     p.add_argument("--quick", action="store_true", help="smaller plan: up to 1 MiB, 100 rounds")
     p.add_argument("--server", metavar="ADDR",
@@ -121,8 +129,8 @@ def parse_args(argv):
         if not m:
             p.error(f"--server {a.server!r}: expected tcp://HOST:PORT or shm://NAME")
         a.methods, a.baselines, a.idle = [m.group(1)], [], False
-        a.modes = [m for m in a.modes if m not in ("many", "peers")] or \
-            p.error("--server: no many or peers mode")
+        a.modes = [m for m in a.modes if m not in ("many",) + TURN_MODES] or \
+            p.error("--server: no many, peers or posted mode")
     if not a.methods and not a.baselines:
         p.error("nothing to measure: --methods and --baselines are both empty")
     if a.out_dir is None:
@@ -145,6 +153,7 @@ DUEL_ROUNDS = 5  # runs taken in turns per duel (Runner.duel)
 BANDWIDTH_ROUNDS = 3  # turns of the bandwidth duel (Runner.bandwidth_duel): up to 5 runs each
 LEGACY_ROUNDS = 5  # turns of the legacy duel (bmi_perf_legacy.run): 2 runs each
 PEERS_ROUNDS = 3  # turns of peers mode (bmi_perf_peers.run): one run per count each
+POSTED_ROUNDS = 3  # turns of posted mode (bmi_perf_posted.run): one run per method and count
 LARGE = 1 << 20  # the bandwidth targets' smallest size (bmi_perf_doc.LARGE)
 
 
@@ -177,7 +186,9 @@ def planned_runs(a, placements):
     n += BANDWIDTH_ROUNDS * bandwidth_duel_runs(a)
     n += 2 * LEGACY_ROUNDS if wants_legacy_duel(a) else 0
     n += PEERS_ROUNDS * len(a.peers) if "peers" in a.modes else 0
-    for mode in (m for m in a.modes if m != "peers"):
+    if "posted" in a.modes:
+        n += POSTED_ROUNDS * len(a.posted) * sum(1 for m in ("tcp", "shm") if m in a.methods)
+    for mode in (m for m in a.modes if m not in TURN_MODES):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
             n += sum(1 for b in ("raw-tcp", "netpipe", "eventfd") if b in a.baselines)
@@ -186,8 +197,8 @@ def planned_runs(a, placements):
     return n
 
 
-def run_all(r, a, failure, legacy, peers):
-    for mode in (m for m in a.modes if m != "peers"):
+def run_all(r, a, failure, legacy, peers, posted):
+    for mode in (m for m in a.modes if m not in TURN_MODES):
         for m in a.methods:
             s = r.bmi(m, mode)
             if a.server is not None and s.status != "ok":
@@ -223,6 +234,8 @@ def run_all(r, a, failure, legacy, peers):
         duels["legacy"] = legacy.run(r, LEGACY_ROUNDS)
     if "peers" in a.modes:
         duels["peers"] = peers.run(r, a.peers, PEERS_ROUNDS)
+    if "posted" in a.modes:
+        duels["posted"] = posted.run(r, posted.methods_of(a), a.posted, POSTED_ROUNDS)
     return duels
 
 
@@ -236,6 +249,7 @@ def main(argv=None):
     import bmi_perf_legacy as legacy
     import bmi_perf_output as output
     import bmi_perf_peers as peers
+    import bmi_perf_posted as posted
     from bmi_perf_runs import Failure, Runner
     print(f"bmi-perf: output directory {a.out_dir}", file=sys.stderr)
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
@@ -245,7 +259,7 @@ def main(argv=None):
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
-            duel = run_all(r, a, Failure, legacy, peers)
+            duel = run_all(r, a, Failure, legacy, peers, posted)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -255,7 +269,7 @@ def main(argv=None):
                 idle[m] = r.idle_cpu(m)
             if "tcp" in a.methods:
                 idle["tcp"] = r.idle_cpu("tcp")
-        output.print_tables(r.series, a.modes, sys.stdout)
+        output.print_tables(r.series, [m for m in a.modes if m not in TURN_MODES], sys.stdout)
         for m, v in idle.items():
             print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
         for name, pairs in duel.items():
@@ -264,6 +278,9 @@ def main(argv=None):
                 continue
             if name == "peers":
                 peers.print_summary(pairs, sys.stdout)
+                continue
+            if name == "posted":
+                posted.print_summary(pairs, sys.stdout)
                 continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):
@@ -279,7 +296,7 @@ def main(argv=None):
         print(f"\nCSV: {path}")
         plots = []
         if a.plot != "none":
-            for mode in (m for m in a.modes if m != "peers"):
+            for mode in (m for m in a.modes if m not in TURN_MODES):
                 for kind in ("latency", "bandwidth"):
                     f = os.path.join(a.out_dir, f"bmi-perf-{mode}-{kind}.{a.plot}")
                     if output.plot(r.series, mode, kind, f, tmp):

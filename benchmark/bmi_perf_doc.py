@@ -10,6 +10,7 @@ import time
 
 import bmi_perf_legacy
 import bmi_perf_peers
+import bmi_perf_posted
 from bmi_perf_output import MODE_TITLES, fmt, fmt_rate, message_rate
 
 # Each libbmi series and the peers it is compared with.
@@ -292,8 +293,10 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
         out += bmi_perf_legacy.markdown(duel["legacy"], fmt)
     if "peers" in duel:
         out += bmi_perf_peers.markdown(duel["peers"], fmt)
+    if "posted" in duel:
+        out += bmi_perf_posted.markdown(duel["posted"], fmt)
     base = os.path.dirname(os.path.abspath(path))
-    for mode in (m for m in a.modes if m != "peers"):
+    for mode in (m for m in a.modes if m not in ("peers", "posted")):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")
         for m, kind, f in plots:
             if m == mode:
