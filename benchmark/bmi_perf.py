@@ -14,12 +14,13 @@ import tempfile
 import time
 
 LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at configure time
-MODES = ("latency", "bandwidth", "many", "peers", "neighbour")
-# peers (a ping-pong beside thousands of idle clients, bmi_perf_peers) and neighbour (a
-# CPU-bound loop on a waiting client's core, bmi_perf_neighbour) run only when asked.
+MODES = ("latency", "bandwidth", "many", "peers", "neighbour", "posted")
+# peers (a ping-pong beside thousands of idle clients, bmi_perf_peers), neighbour (a CPU-bound
+# loop on a waiting client's core, bmi_perf_neighbour) and posted (beside 100,000 receives
+# posted, bmi_perf_posted) run only when asked.
 DEFAULT_MODES = ("latency", "bandwidth", "many")
 # Modes that their own module measures and reports, in turns: no table series, no plots.
-STUDY_MODES = ("peers", "neighbour")
+STUDY_MODES = ("peers", "neighbour", "posted")
 # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1
 METHODS = ("tcp", "tcp-legacy", "shm", "shm-blocking")
 BASELINES = ("raw-tcp", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd", "memcpy")
@@ -64,7 +65,9 @@ def parse_args(argv):
                "acknowledged; many = --clients clients stream to one server at once; "
                "peers = tcp ping-pong while the server holds --peers idle clients; "
                "neighbour = a CPU-bound loop on the core of a waiting client, its loss beside "
-               "a blocking client and a default one.")
+               "a blocking client and a default one; "
+               "posted = tcp and shm ping-pong while the server keeps --posted receives "
+               "posted toward its client.")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
                    help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing; "
                         "in latency mode also against tcp in runs taken in turns), "
@@ -73,7 +76,7 @@ def parse_args(argv):
     p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
                    help=f"peers to measure: {', '.join(BASELINES)}, all or none (default all)")
     p.add_argument("--modes", type=parse_list(MODES), default=list(DEFAULT_MODES),
-                   help="latency, bandwidth, many, peers, neighbour, or all (default "
+                   help="latency, bandwidth, many, peers, neighbour, posted, or all (default "
                         "latency,bandwidth,many)")
     p.add_argument("--min", type=parse_size, default=1, help="smallest message (default 1)")
     p.add_argument("--max", type=parse_size, default=None,
@@ -89,6 +92,9 @@ def parse_args(argv):
     p.add_argument("--neighbour-seconds", dest="neighbour_seconds", type=float, default=1.0,
                    help="neighbour mode: how long each run of the loop lasts, s (default 1; "
                         "the mode makes 44 runs with tcp and shm)")
+    p.add_argument("--posted", type=parse_counts, default=[0, 1000, 100000],
+                   help="receives the server keeps posted in posted mode, a list (default "
+                        "0,1000,100000)")
     p.add_argument("--check", action="store_true", help="fill and verify every message")
     p.add_argument("--quick", action="store_true", help="smaller plan: up to 1 MiB, 100 rounds")
     p.add_argument("--server", metavar="ADDR",
@@ -132,7 +138,7 @@ def parse_args(argv):
             p.error(f"--server {a.server!r}: expected tcp://HOST:PORT or shm://NAME")
         a.methods, a.baselines, a.idle = [m.group(1)], [], False
         a.modes = [m for m in a.modes if m not in ("many",) + STUDY_MODES] or \
-            p.error("--server: no many, peers or neighbour mode")
+            p.error("--server: no many, peers, neighbour or posted mode")
     if not a.methods and not a.baselines:
         p.error("nothing to measure: --methods and --baselines are both empty")
     if a.out_dir is None:
@@ -156,6 +162,7 @@ BANDWIDTH_ROUNDS = 3  # turns of the bandwidth duel (Runner.bandwidth_duel): up 
 LEGACY_ROUNDS = 5  # turns of the legacy duel (bmi_perf_legacy.run): 2 runs each
 PEERS_ROUNDS = 3  # turns of peers mode (bmi_perf_peers.run): one run per count each
 RATE_ROUNDS = 3  # turns of the message-rate duel (bmi_perf_rate.run), every placement
+POSTED_ROUNDS = 3  # turns of posted mode (bmi_perf_posted.run): one run per method and count
 LARGE = 1 << 20  # the bandwidth targets' smallest size (bmi_perf_doc.LARGE)
 
 
@@ -197,6 +204,8 @@ def planned_runs(a, placements, neighbour):
         if wants_rate_duel(a) else 0
     n += PEERS_ROUNDS * len(a.peers) if "peers" in a.modes else 0
     n += neighbour.planned_runs(a) if "neighbour" in a.modes else 0
+    if "posted" in a.modes:
+        n += POSTED_ROUNDS * len(a.posted) * sum(1 for m in ("tcp", "shm") if m in a.methods)
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
@@ -207,7 +216,7 @@ def planned_runs(a, placements, neighbour):
     return n
 
 
-def run_all(r, a, failure, legacy, peers, rate, neighbour):
+def run_all(r, a, failure, legacy, peers, rate, neighbour, posted):
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         for m in a.methods:
             s = r.bmi(m, mode)
@@ -248,6 +257,8 @@ def run_all(r, a, failure, legacy, peers, rate, neighbour):
         duels["peers"] = peers.run(r, a.peers, PEERS_ROUNDS)
     if "neighbour" in a.modes:
         duels["neighbour"] = neighbour.run(r, a.neighbour_seconds)
+    if "posted" in a.modes:
+        duels["posted"] = posted.run(r, posted.methods_of(a), a.posted, POSTED_ROUNDS)
     return duels
 
 
@@ -262,6 +273,7 @@ def main(argv=None):
     import bmi_perf_neighbour as neighbour
     import bmi_perf_output as output
     import bmi_perf_peers as peers
+    import bmi_perf_posted as posted
     import bmi_perf_rate as rate
     from bmi_perf_runs import Failure, Runner
     print(f"bmi-perf: output directory {a.out_dir}", file=sys.stderr)
@@ -272,7 +284,7 @@ def main(argv=None):
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
-            duel = run_all(r, a, Failure, legacy, peers, rate, neighbour)
+            duel = run_all(r, a, Failure, legacy, peers, rate, neighbour, posted)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -282,7 +294,7 @@ def main(argv=None):
                 idle[m] = r.idle_cpu(m)
             if "tcp" in a.methods:
                 idle["tcp"] = r.idle_cpu("tcp")
-        output.print_tables(r.series, a.modes, sys.stdout)
+        output.print_tables(r.series, [m for m in a.modes if m not in STUDY_MODES], sys.stdout)
         for m, v in idle.items():
             print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
         for name, pairs in duel.items():
@@ -297,6 +309,9 @@ def main(argv=None):
                 continue
             if name == "neighbour":
                 neighbour.print_summary(pairs, sys.stdout)
+                continue
+            if name == "posted":
+                posted.print_summary(pairs, sys.stdout)
                 continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):

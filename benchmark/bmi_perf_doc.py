@@ -11,6 +11,7 @@ import time
 import bmi_perf_legacy
 import bmi_perf_neighbour
 import bmi_perf_peers
+import bmi_perf_posted
 import bmi_perf_rate
 from bmi_perf_output import MODE_TITLES, fmt, fmt_rate, message_rate
 
@@ -298,8 +299,10 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
         out += bmi_perf_rate.markdown(duel["rate"], fmt)
     if "neighbour" in duel:
         out += bmi_perf_neighbour.markdown(duel["neighbour"], fmt)
+    if "posted" in duel:
+        out += bmi_perf_posted.markdown(duel["posted"], fmt)
     base = os.path.dirname(os.path.abspath(path))
-    for mode in (m for m in a.modes if m not in ("peers", "neighbour")):
+    for mode in (m for m in a.modes if m not in ("peers", "neighbour", "posted")):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")
         for m, kind, f in plots:
             if m == mode:

@@ -166,13 +166,15 @@ class Runner:
         lines = [l.strip() for l in err.read().splitlines() if l.strip()]
         return lines[-1] if lines else "no diagnostics"
 
-    def bmi(self, method, mode, plan=None, cpus=None):
+    def bmi(self, method, mode, plan=None, cpus=None, extra=()):
+        """extra: arguments for both pingpong processes (e.g. the server's --posted N)."""
         scheme = "shm" if method.startswith("shm") else "tcp"
         env = METHOD_ENV.get(method, {})
         listen = (f"shm://bmi-perf-{os.getpid()}-{len(self.series)}" if scheme == "shm"
                   else "tcp://127.0.0.1:0")
-        return self.pair(f"bmi {method}", mode, "pingpong", ["--method-list", f"bmi_{scheme}"],
-                         listen, env, plan, cpus)
+        return self.pair(f"bmi {method}", mode, "pingpong",
+                         ["--method-list", f"bmi_{scheme}"] + list(extra), listen, env, plan,
+                         cpus)
 
     @staticmethod
     def placements():

@@ -16,6 +16,8 @@
 #define TAG_HELLO 1
 #define TAG_DATA 2
 #define TAG_ACK 3
+/* --posted: the idle receives take tags from here up, which the client never sends. */
+#define TAG_IDLE_BASE 1000
 /* How long one BMI test call may sleep: long, so a waiting peer wakes about once a second
  * (bmi-perf measures an idle server's CPU), short enough to check the --timeout-ms deadline. */
 #define WAIT_SLICE_MS 1000
@@ -252,6 +254,9 @@ struct server
     bmi_size_t *actual;
     int *rposted, *sposted;
     uint64_t k; /* latency: messages echoed so far, selects the half of area[0] */
+    uint64_t idle_count; /* --posted: receives kept posted toward peer[0] that never match */
+    bmi_op_id_t *idle_ids;
+    void *idle_buffer;
 };
 
 /* Waits for one client's hello; the first fixes the plan, later ones must agree with it.
@@ -366,8 +371,67 @@ static int server_reply(void *state, const struct pp_cursor *c, const struct pp_
     return finish_all(sv->l, sv->clients, sv->sposted, sv->sid, NULL, 0, "ack");
 }
 
+/* --posted N: N receives toward the client on distinct tags it never sends, posted before
+ * any receive of the plan, so every ping must be matched past them (issue 18: matching must
+ * not grow with the receives that wait). */
+static int post_idle(struct server *sv, uint64_t count)
+{
+    uint64_t i;
+    if (count == 0)
+        return 0;
+    sv->idle_ids = calloc(count, sizeof(*sv->idle_ids));
+    sv->idle_buffer = BMI_memalloc(sv->peer[0], 1, BMI_RECV);
+    if (sv->idle_ids == NULL || sv->idle_buffer == NULL) {
+        fprintf(stderr, "pingpong: cannot allocate %" PRIu64 " idle receives\n", count);
+        return -1;
+    }
+    for (i = 0; i < count; i++) {
+        bmi_size_t actual = 0;
+        int rc = BMI_post_recv(&sv->idle_ids[i], sv->peer[0], sv->idle_buffer, 1, &actual,
+                               BMI_PRE_ALLOC, (bmi_msg_tag_t)(TAG_IDLE_BASE + i), NULL,
+                               sv->l->context, NULL);
+        if (rc != 0) { /* 1 would mean a message matched a tag nobody sends */
+            fprintf(stderr, "pingpong: idle receive %" PRIu64 ": %s\n", i,
+                    rc < 0 ? bmi_status_string(rc) : "matched");
+            return -1;
+        }
+        sv->idle_count = i + 1;
+    }
+    return 0;
+}
+
+/* Cancels the idle receives and reaps them: each must end cancelled. */
+static int cancel_idle(struct server *sv)
+{
+    double deadline = 0;
+    uint64_t i, left = sv->idle_count;
+    int rc = 0;
+    for (i = 0; i < sv->idle_count; i++)
+        BMI_cancel(sv->idle_ids[i], sv->l->context);
+    while (left > 0 && rc == 0) {
+        bmi_op_id_t ids[FINISH_CHUNK];
+        bmi_error_code_t errors[FINISH_CHUNK];
+        bmi_size_t actual[FINISH_CHUNK];
+        void *users[FINISH_CHUNK];
+        int outcount = 0, k;
+        rc = BMI_testcontext(FINISH_CHUNK, ids, &outcount, errors, actual, users, WAIT_SLICE_MS,
+                             sv->l->context);
+        for (k = 0; k < outcount; k++)
+            if (errors[k] != -BMI_ECANCEL)
+                rc = -1;
+        left -= (uint64_t)outcount;
+        if (outcount == 0 && past_deadline(&deadline, sv->l->timeout_ms))
+            rc = -1;
+    }
+    if (rc != 0)
+        fprintf(stderr, "pingpong: idle receives did not end cancelled\n");
+    BMI_memfree(sv->peer[0], sv->idle_buffer, 1, BMI_RECV);
+    free(sv->idle_ids);
+    return rc == 0 ? 0 : -1;
+}
+
 /* Answers the plan of one client (or of plan.clients in PP_MANY mode). */
-static int run_server(struct link *l, const char *listen, int patient)
+static int run_server(struct link *l, const char *listen, int patient, uint64_t idle)
 {
     static struct server sv;
     struct pp_server_ops ops = {&sv, server_receive, server_reply};
@@ -400,6 +464,8 @@ static int run_server(struct link *l, const char *listen, int patient)
         if (sv.area[j] == NULL)
             goto nomem;
     }
+    if (post_idle(&sv, idle) != 0)
+        return -1;
     pp_cursor_start(&c, &sv.plan);
     post_receives(&sv, &c);
     for (j = 0; j < sv.clients; j++)
@@ -409,6 +475,8 @@ static int run_server(struct link *l, const char *listen, int patient)
         if (finish(l, sv.sposted[j], sv.sid[j], NULL, "hello answer") != 0)
             return -1;
     rc = pp_run_server(&sv.plan, "pingpong", listen, &ops);
+    if (rc == 0 && sv.idle_count > 0)
+        rc = cancel_idle(&sv);
     /* After a failure the buffers stay allocated: see run_client. */
     if (rc == 0) {
         for (j = 0; j < sv.clients; j++)
@@ -486,7 +554,7 @@ static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
             share(listen, 1);
             /* --forever: one plan after another until a plan fails or we are killed. */
             do
-                rc = run_server(&l, listen, o->forever);
+                rc = run_server(&l, listen, o->forever, o->posted);
             while (rc == 0 && o->forever);
         }
     } else {

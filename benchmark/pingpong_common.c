@@ -32,7 +32,7 @@ static int usage(FILE *to, const char *argv0, int flags)
             flags & PP_OPT_STREAMS ? "\n         [--mode latency|bandwidth|many] [--window N] "
                                      "[--clients N]" : "",
             flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,... (default: the address's)]"
-                                     " [--pause-ms MS]" : "",
+                                     " [--pause-ms MS] [--posted N]" : "",
             flags & PP_OPT_STREAMS
                 ? "  latency: ping-pong; bandwidth: windows of --window messages (default 16),\n"
                   "  each acknowledged; many: --clients clients (default 2) stream at once and\n"
@@ -157,6 +157,8 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
             o->methods = argv[++i];
         } else if ((flags & PP_OPT_METHODS) && strcmp(a, "--pause-ms") == 0) {
             bad = parse_u64(argv[++i], &pause, 0) || pause > 600000;
+        } else if ((flags & PP_OPT_METHODS) && strcmp(a, "--posted") == 0) {
+            bad = parse_u64(argv[++i], &o->posted, 0) || o->posted > PP_MAX_POSTED;
         } else if ((flags & PP_OPT_STREAMS) && strcmp(a, "--mode") == 0) {
             bad = parse_mode(argv[++i], &o->plan.mode);
         } else if ((flags & PP_OPT_STREAMS) && strcmp(a, "--window") == 0) {

@@ -10,6 +10,7 @@
 #define PP_MAX_SIZE (1ull << 30) /* largest message either side agrees to allocate */
 #define PP_MAX_WINDOW 1024u      /* messages in flight per client in the streaming modes */
 #define PP_MAX_CLIENTS 64u
+#define PP_MAX_POSTED 1000000u /* --posted: idle receives the server keeps */
 /* The streaming modes keep at most this many bytes in flight per client (at least one
  * message), so a 64 MiB window of 16 does not need a gigabyte per side. */
 #define PP_WINDOW_BYTES (16ull << 20)
@@ -52,6 +53,8 @@ struct pp_options
     int forever;         /* --forever: the BMI server answers one client (or group) after another */
     int pause_ms;        /* --pause-ms: the BMI client idles this long after the hello, so an
                             observer can measure the server's CPU use while it waits */
+    uint64_t posted;     /* --posted N: the BMI server keeps N receives posted toward its client
+                            on tags nobody sends (bmi-perf's posted mode) */
     struct pp_plan plan;
 };
 

@@ -71,6 +71,9 @@ using SafeHook =
 struct Operation {
     // Free for the method: links the op on one of the method's own queues while it is pending.
     SafeHook method_hook;
+    // Free for the method too, for an op filed twice at once: a posted receive sits in its
+    // tag's queue and in the peer's post order (support::TaggedOpQueue).
+    SafeHook method_order_hook;
     // Owned by the control layer (completion queue of the op's context).
     SafeHook core_hook;
 

@@ -189,7 +189,7 @@ void ShmMethod::cancel(Operation& op) {
     switch (track.where) {
     case Where::posted_recv: {
         auto& peer = static_cast<ShmPeer&>(*op.peer);
-        peer.posted.erase(peer.posted.iterator_to(op));
+        peer.posted.erase(op);
         finish(op, -BMI_ECANCEL);
         return;
     }
@@ -274,7 +274,7 @@ void ShmMethod::detach_in_flight(Connection& conn, Operation& op) {
 void ShmMethod::fail_peer_receives(ShmPeer& peer, int error) {
     while (!peer.posted.empty()) {
         Operation& op = peer.posted.front();
-        peer.posted.pop_front();
+        peer.posted.erase(op);
         finish(op, error);
     }
 }

@@ -11,6 +11,7 @@
 
 #include "methods/early_budget.hpp"
 #include "methods/method.hpp"
+#include "methods/posted_recvs.hpp"
 #include "methods/shm/shm_wire.hpp"
 #include "support/op_queue/op_queue.hpp"
 
@@ -37,7 +38,7 @@ public:
     pid_t pid = 0;               // 0 until a connection told us
     std::uint64_t nonce = 0;     // with pid, identifies a nameless instance across reconnects
     std::uint64_t connection = 0;  // id of the connection sends use; 0 when none is open
-    OpList posted;               // receives waiting for a message, in post order
+    PostedRecvs posted;          // receives waiting for a message, by tag
     std::deque<Unmatched> unmatched;  // messages waiting for a receive, in arrival order
     // What unmatched holds against the early-message budget (ShmMethod::early_).
     EarlyBudget::Account early;

@@ -229,11 +229,9 @@ int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const W
         std::vector<RemoteIov> iovs(static_cast<std::size_t>(header.aux));
         window.read(header_size, iovs.data(), iovs.size() * sizeof(RemoteIov));
         auto size = static_cast<bmi_size_t>(header.size);
-        for (auto& op : peer.posted) {
-            if (op.tag != header.tag) continue;
-            peer.posted.erase(peer.posted.iterator_to(op));
-            untrack(op);
-            start_transfer(conn, op, size, header.cookie, std::move(iovs));
+        if (Operation* op = peer.posted.take_first(header.tag)) {
+            untrack(*op);
+            start_transfer(conn, *op, size, header.cookie, std::move(iovs));
             return 0;
         }
         if (!early_fits(peer, iovs.size() * sizeof(RemoteIov))) return 1;
@@ -304,17 +302,15 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
 bool ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Window& window) {
     ShmPeer& peer = *conn.peer;
     auto size = static_cast<std::size_t>(header.size);
-    for (auto& op : peer.posted) {
-        if (op.tag != header.tag) continue;
-        peer.posted.erase(peer.posted.iterator_to(op));
-        if (static_cast<bmi_size_t>(size) > op.total_size) {
-            op.actual_size = 0;
-            finish(op, -BMI_EMSGSIZE);
+    if (Operation* op = peer.posted.take_first(header.tag)) {
+        if (static_cast<bmi_size_t>(size) > op->total_size) {
+            op->actual_size = 0;
+            finish(*op, -BMI_EMSGSIZE);
             return true;
         }
-        scatter(window, header_size, segments_of(op), 0, size);
-        op.actual_size = static_cast<bmi_size_t>(size);
-        finish(op, 0);
+        scatter(window, header_size, segments_of(*op), 0, size);
+        op->actual_size = static_cast<bmi_size_t>(size);
+        finish(*op, 0);
         return true;
     }
     // Nobody waits yet: keep a copy, so the ring slots go back to the sender at once, while

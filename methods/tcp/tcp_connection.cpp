@@ -252,7 +252,7 @@ void TcpMethod::fall_back_to_legacy(Connection& c) {
     for (Operation& op : peer->posted_recvs)
         if (op.total_size > legacy_message_limit) too_large.push_back(&op);
     for (Operation* op : too_large) {
-        peer->posted_recvs.erase(peer->posted_recvs.iterator_to(*op));
+        peer->posted_recvs.erase(*op);
         finish(*op, -BMI_EINVAL);
     }
 }

@@ -4,7 +4,6 @@
 // arrival_overhead, against a bound per peer and one in total. A connection whose next frame
 // does not fit is no longer read, so the sender waits in its own socket buffers, not in our
 // memory; it is read again as soon as a receive claims enough (or one is posted for it).
-#include <algorithm>
 
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "support/logging/log.hpp"
@@ -24,11 +23,6 @@ bmi_size_t cost_of(Mode mode, bmi_size_t size) {
 bmi_size_t cost_of(const Arrival& arrival) {
     return cost_of(arrival.kind == Arrival::Kind::eager ? Mode::eager : Mode::rts, arrival.size);
 }
-
-bool has_posted_recv(const TcpPeer& peer, bmi_msg_tag_t tag) {
-    return std::any_of(peer.posted_recvs.begin(), peer.posted_recvs.end(),
-                       [&](const Operation& op) { return op.tag == tag; });
-}
 }  // namespace
 
 void load_limits(const support::Settings& settings, Limits& out) {
@@ -44,7 +38,7 @@ bool TcpMethod::admit_early(Connection& c) {
     if (!makes_arrival(h.mode)) return true;
     TcpPeer& peer = *c.peer;
     // A frame a posted receive takes at once is never buffered.
-    if (has_posted_recv(peer, tag_of(h))) return true;
+    if (peer.posted_recvs.contains(tag_of(h))) return true;
     if (early_.fits(peer.early, cost_of(h.mode, static_cast<bmi_size_t>(h.size)))) return true;
     if (c.phase != ReadPhase::wait_early) {
         BMI_LOG(tcp, "tcp: %s holds %lld bytes of early data (peer bound %lld, all peers %lld "

@@ -196,7 +196,7 @@ void TcpMethod::finish(Operation& op, int error) {
 void TcpMethod::fail_posted_recvs(TcpPeer& peer, int error) {
     while (!peer.posted_recvs.empty()) {
         Operation& op = peer.posted_recvs.front();
-        peer.posted_recvs.pop_front();
+        peer.posted_recvs.erase(op);
         finish(op, error);
     }
 }
@@ -214,7 +214,7 @@ void TcpMethod::cancel(Operation& op) {
             return;
         case Place::recv_posted: {
             auto& peer = *static_cast<TcpPeer*>(op.peer);
-            peer.posted_recvs.erase(peer.posted_recvs.iterator_to(op));
+            peer.posted_recvs.erase(op);
             finish(op, -BMI_ECANCEL);
             return;
         }

@@ -10,6 +10,7 @@
 
 #include "methods/early_budget.hpp"
 #include "methods/method.hpp"
+#include "methods/posted_recvs.hpp"
 #include "methods/tcp/tcp_address.hpp"
 #include "support/op_queue/op_queue.hpp"
 
@@ -51,7 +52,7 @@ public:
 
     Connection* send_connection = nullptr;  // one connection carries all our sends
     std::vector<Connection*> connections;
-    OpList posted_recvs;           // receives with no matching arrival yet, in post order
+    PostedRecvs posted_recvs;      // receives with no matching arrival yet, by tag
     std::deque<Arrival> arrivals;  // arrivals with no matching receive yet, in arrival order
     EarlyBudget::Account early;    // what arrivals cost against TcpMethod::early_
 };

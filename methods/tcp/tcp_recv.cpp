@@ -91,13 +91,7 @@ void TcpMethod::match_arrival(Operation& op, Arrival& arrival) {
 }
 
 Operation* TcpMethod::take_posted_recv(TcpPeer& peer, bmi_msg_tag_t tag) {
-    for (auto it = peer.posted_recvs.begin(); it != peer.posted_recvs.end(); ++it) {
-        if (it->tag != tag) continue;
-        Operation& op = *it;
-        peer.posted_recvs.erase(it);
-        return &op;
-    }
-    return nullptr;
+    return peer.posted_recvs.take_first(tag);
 }
 
 void TcpMethod::on_readable(Connection& c) {

@@ -225,6 +225,29 @@ def check_neighbour(tmp, methods):
         fail(f"neighbour mode: the report lacks its section or a row:\n{text}")
 
 
+def check_posted(tmp, methods):
+    """posted mode: tcp and shm ping-pongs beside 0 and 300 receives the server keeps posted,
+    in 3 turns each, judged against the target in the tables and the report."""
+    md = os.path.join(tmp, "POSTED.md")
+    res = bmi_perf(["--modes", "posted", "--posted", "300,0", "--methods", ",".join(methods),
+                    "--baselines", "none", "--iters", "20", "--no-idle", "--plot", "none",
+                    "--out-dir", empty_dir(tmp, "posted"), "--markdown", md])
+    if res.returncode != 0:
+        fail(f"posted mode: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    text = open(md).read()
+    for m in methods:
+        table = res.stdout.split(f"== {m} ping-pong beside posted receives, median of 3 turns", 1)
+        if len(table) != 2:
+            fail(f"posted mode: no {m} table on stdout:\n{res.stdout}")
+        rows = re.findall(r"^ +(\d+) +([\d.]+) +([\d.]+)$", table[1], re.M)[:2]
+        if [int(r[0]) for r in rows] != [0, 300] or float(rows[0][2]) != 1.0 or \
+                not float(rows[1][1]) > 0:
+            fail(f"posted mode: want {m} rows for 0 (ratio 1) and 300 posted, got {rows}")
+        if not re.search(rf"^\| {m} \| 300 \| [\d.]+ \| [\d.]+ \| (met|\*\*not met\*\*) \|$",
+                         text, re.M):
+            fail(f"posted mode: the report lacks the {m} row of 300 posted:\n{text}")
+
+
 def main():
     plots = shutil.which("gnuplot") is not None
     if not plots:
@@ -247,6 +270,8 @@ def main():
         fair = [m for m in ("tcp", "shm") if m in methods]
         if fair and len(os.sched_getaffinity(0)) >= 2:  # its server needs a core of its own
             check_neighbour(tmp, fair)
+        if fair:
+            check_posted(tmp, fair)
     print("bmi-perf end to end ok")
 
 

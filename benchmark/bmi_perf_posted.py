@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""bmi-perf's posted mode: a ping-pong while the server keeps N receives posted toward its
+client on tags the client never sends (issue 18: "a server with 100,000 posted receives answers
+a message in time independent of that number"). The pings are matched past all of them: the
+server posts its idle receives first (pingpong --posted N). The target: the ping-pong with N
+posted receives costs at most 1.10x the one without, for every N, for tcp and shm.
+
+As in peers mode, the counts are measured in turns, each run a fresh server, and the table
+shows medians over the turns.
+"""
+from bmi_perf_peers import TARGET, summary
+from bmi_perf_runs import one_way_us
+
+COUNTS = (0, 1000, 100000)
+ROUNDS = 3
+METHODS = ("tcp", "shm")
+SIZES = (8,)
+
+
+def methods_of(a):
+    """The methods of --methods that posted mode measures (plain tcp and shm)."""
+    return [m for m in METHODS if m in a.methods]
+
+
+def measure(runner, method, count, cpus):
+    """One run: a fresh pingpong server with count idle receives, then the ping-pong client.
+    Returns the Series (not kept in runner.series)."""
+    a = runner.args
+    plan = ["--min", str(SIZES[0]), "--max", str(SIZES[-1]), "--iters", str(a.iters * 10)]
+    s = runner.bmi(method, f"posted {count}", plan, cpus, ["--posted", str(count)])
+    runner.series.remove(s)
+    return s
+
+
+def run(runner, methods, counts=COUNTS, rounds=ROUNDS):
+    """{method: [{count: {bytes: one-way us}}]} one per turn; the order of the counts
+    alternates from turn to turn."""
+    cpus = runner.one_per_core()
+    turns = {m: [] for m in methods}
+    for turn in range(rounds):
+        for m in methods:
+            got = {}
+            for count in (counts if turn % 2 == 0 else list(reversed(counts))):
+                s = measure(runner, m, count, cpus)
+                if s.status == "ok":
+                    got[count] = {r[0]: one_way_us(r) for r in s.rows}
+            turns[m].append(got)
+    return turns
+
+
+def print_summary(turns, out):
+    for m, per_method in turns.items():
+        out.write(f"\n== {m} ping-pong beside posted receives, median of {len(per_method)} "
+                  f"turns (one-way us; ratio to none posted, target <= {TARGET:g})\n")
+        out.write(f"{'posted':>10} {'8 B':>10} {'ratio':>6}\n")
+        for n, per in summary(per_method):
+            if 8 in per:
+                out.write(f"{n:>10} {per[8][0]:>10.2f} {per[8][1]:>6.2f}\n")
+            else:
+                out.write(f"{n:>10} {'-':>10} {'-':>6}\n")
+
+
+def markdown(turns, fmt):
+    rounds = max((len(t) for t in turns.values()), default=0)
+    out = ["## Posted receives (posted mode)", "",
+           f"A ping-pong between the server and one client while the server keeps N receives "
+           f"posted toward that client on tags it never sends (`pingpong --posted N`, posted "
+           f"before the ping-pong's own), {rounds} turns over all N, a fresh server each run, "
+           f"pinned one process per core. One-way us at 8 B: medians over the turns; the ratio "
+           f"is the median of the per-turn ratios to the run with none posted. Target: at most "
+           f"{TARGET:g}.", "",
+           "| method | posted | 8 B (us) | ratio | |", "|---|---:|---:|---:|---|"]
+    for m, per_method in turns.items():
+        for n, per in summary(per_method):
+            if 8 not in per:
+                out.append(f"| {m} | {n} | - | - | |")
+                continue
+            met = "met" if per[8][1] <= TARGET else "**not met**"
+            out.append(f"| {m} | {n} | {fmt(per[8][0])} | {fmt(per[8][1])} | {met} |")
+    return out + [""]
