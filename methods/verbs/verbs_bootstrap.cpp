@@ -97,6 +97,10 @@ Connection& VerbsMethod::add_connection(int fd, bool outbound) {
 
 Connection* VerbsMethod::connection_for(const std::shared_ptr<VerbsPeer>& peer, int& error) {
     if (peer->connection != nullptr) return peer->connection;
+    if (device_failed_ != 0) {
+        error = device_failed_;
+        return nullptr;
+    }
     if (peer->target_length == 0) {
         // Known only through a connection it made to us, which is gone: we cannot call back.
         error = peer->last_error != 0 ? peer->last_error : -BMI_ECONNRESET;

@@ -94,6 +94,7 @@ int Device::open(const DeviceChoice& c) {
     if (channel == nullptr) return -BMI_ENODEV;
     // Nonblocking, so progress() can drain events without ever sleeping in the library.
     fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK);
+    fcntl(context->async_fd, F_SETFL, fcntl(context->async_fd, F_GETFL) | O_NONBLOCK);
     // Every work request that can complete at once: the SRQ, plus the send queue of every
     // connection. Sized once: resizing a CQ under traffic is where providers differ most.
     ibv_device_attr da{};

@@ -90,13 +90,14 @@ VerbsMethod::~VerbsMethod() {
         std::fprintf(stderr,
                      "verbs stats: reg hits %llu misses %llu; sends %llu (eager %llu, rts %llu, "
                      "credit %llu); reads %llu; fins %llu; parked %llu; credit waits %llu; "
-                     "srq buffers %llu; connections %llu\n",
+                     "srq buffers %llu; connections %llu; handed wake-ups %llu\n",
                      (unsigned long long)s.reg_hits, (unsigned long long)s.reg_misses,
                      (unsigned long long)s.messages, (unsigned long long)s.eager_sends,
                      (unsigned long long)s.rts_sends, (unsigned long long)s.credit_messages,
                      (unsigned long long)s.read_wrs, (unsigned long long)s.fins,
                      (unsigned long long)s.parked, (unsigned long long)s.credit_waits,
-                     (unsigned long long)s.srq_buffers, (unsigned long long)s.connections);
+                     (unsigned long long)s.srq_buffers, (unsigned long long)s.connections,
+                     (unsigned long long)s.handed_wakeups);
     }
     drain_sends();
     // The control layer reaped every op; what is left is verbs objects, memory and fds.
@@ -193,6 +194,9 @@ int VerbsMethod::start(const Config& config) {
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     ev.data.u64 = timer_id;
     if (timer_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
+        return support::bmi_error_from_errno(errno);
+    ev.data.u64 = async_id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
     setup_timeout_ = config.settings.duration(support::SettingId::verbs_connect_timeout);
     if (!listen) return 0;
@@ -346,9 +350,22 @@ int VerbsMethod::query_range(const Peer& peer, std::string_view id_string, int n
     return (ntohl(a.s_addr) & mask) == (ntohl(b.s_addr) & mask) ? 1 : 0;
 }
 
-int VerbsMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
+int VerbsMethod::set_info(Peer* peer, int option, void* arg) {
+    if (option != async_event_option) return -BMI_ENOSYS;
+    if (peer == nullptr || arg == nullptr) return -BMI_EINVAL;
+    on_async_event(*static_cast<const ibv_async_event*>(arg));
+    reap();
+    return 0;
+}
 
-int VerbsMethod::get_info(Peer*, int option, void* arg) {
+int VerbsMethod::get_info(Peer* peer, int option, void* arg) {
+    if (option == peer_qp_option) {
+        if (peer == nullptr) return -BMI_EINVAL;
+        Connection* c = static_cast<VerbsPeer*>(peer)->connection;
+        if (c == nullptr || c->qp == nullptr) return -BMI_ENOENT;
+        *static_cast<void**>(arg) = c->qp;
+        return 0;
+    }
     if (option != get_stats_option) return -BMI_ENOSYS;
     Stats out = stats_;
     out.reg_hits = reg_->hits();

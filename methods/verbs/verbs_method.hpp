@@ -34,7 +34,17 @@ struct Stats {
     std::uint64_t srq_buffers = 0;    // receive buffers posted to the SRQ
     std::uint64_t connections = 0;    // live connections
     std::uint64_t peers = 0;          // peers the method tracks (looked up or connected and ready)
+    // Sleeps of the control layer on our own epoll set whose events it handed to us
+    // (the single-method direct wait, Method::accept_wake_fd).
+    std::uint64_t handed_wakeups = 0;
 };
+
+// Test hooks; both need the peer's address. get_info: the ibv_qp* of the connection carrying
+// the peer's traffic (into a void*), -BMI_ENOENT without one. set_info: hands an
+// ibv_async_event to the method's handler as if the device had reported it (soft-RoCE raises
+// no queue pair event a test could provoke); the handler acts only on QPs of ours.
+inline constexpr int peer_qp_option = 0x7602;
+inline constexpr int async_event_option = 0x7603;
 
 // True if this host has an RDMA device; otherwise reason says why (tests skip on false).
 bool device_available(std::string* reason);

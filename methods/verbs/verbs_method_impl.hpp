@@ -2,7 +2,8 @@
 // VerbsMethod, the verbs implementation of Method. Its members are spread over files by
 // concern: verbs_method.cpp (API entry points), verbs_bootstrap.cpp (TCP bootstrap and queue
 // pair states), verbs_send.cpp (what goes on the send queue), verbs_recv.cpp (what the SRQ and
-// RDMA READs bring), verbs_progress.cpp (events, completion queue, failures).
+// RDMA READs bring), verbs_progress.cpp (events, completion queue, failures), verbs_async.cpp
+// (the device's asynchronous events).
 //
 // Ownership: connections_ owns every Connection until its queue pair has flushed; sends_ and
 // reads_ own the rendezvous transfers. Every pending Operation has an entry in places_ saying
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -44,6 +46,9 @@ public:
     int post(Operation& op) override;
     void progress() override;
     int wait_fd() const override { return epoll_fd_; }
+    bool accept_wake_fd(int fd, std::uint64_t tag) override;
+    void progress_events(std::span<const epoll_event> ready) override;
+    bool before_sleep() override;
     void cancel(Operation& op) override;
     void forget_peer(Peer& peer) override;
     std::string describe_peer(const Peer& peer) const override;
@@ -126,9 +131,14 @@ private:
     void start_read(Operation& op, Connection& c, std::uint64_t cookie, bmi_size_t size,
                     std::vector<RemoteSegment> segments);
     void read_done(RecvTransfer& t);
-    void retry_parked();
+    // True if it took at least one parked message.
+    bool retry_parked();
 
     // verbs_progress.cpp
+    // Everything progress() does after its epoll_wait, for the events given.
+    void handle_events(std::span<const epoll_event> ready);
+    // Pumps the connections that got room and destroys the retired ones.
+    void finish_pass();
     void arm_setup_timer();
     void check_setup_deadlines();
     void poll_cq();
@@ -138,9 +148,20 @@ private:
     void reap();
     void release_send_buffer(std::uint32_t index);
 
+    // verbs_async.cpp
+    void drain_async_events();
+    // Acts on one event; tests reach it through async_event_option (set_info).
+    void on_async_event(const ibv_async_event& event);
+    // Ours only: a pointer that names none of our QPs finds nothing, and is never followed.
+    Connection* connection_of(const ibv_qp* qp);
+    void fail_all_connections(int error);
+
     static constexpr std::uint64_t listener_id = 1;
     static constexpr std::uint64_t cq_id = 2;
     static constexpr std::uint64_t timer_id = 3;
+    static constexpr std::uint64_t async_id = 4;
+    // The control layer's tags in our epoll set (accept_wake_fd) start here; ours never do.
+    static constexpr std::uint64_t wake_tag_floor = std::uint64_t{1} << 63;
     static constexpr std::uint64_t kind_shift = 56;
     static constexpr std::uint64_t kind_send = 1;
     static constexpr std::uint64_t kind_read = 2;
@@ -155,6 +176,7 @@ private:
     int listen_fd_ = -1;
     int timer_fd_ = -1;  // ticks while a handshake is in progress
     bool timer_armed_ = false;
+    int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error
     std::chrono::milliseconds setup_timeout_{10000};  // the verbs_connect_timeout_ms setting
     support::keys::SharedKey key_;  // empty: keyless, every peer admitted as before
     // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.

@@ -251,7 +251,8 @@ void VerbsMethod::on_cancel(Connection& c, const MsgHeader& h) {
     // Already matched: the READ's FIN releases the sender.
 }
 
-void VerbsMethod::retry_parked() {
+bool VerbsMethod::retry_parked() {
+    bool moved = false;
     for (std::size_t i = 0; i < with_parked_.size();) {
         auto it = connections_.find(with_parked_[i]);
         Connection* c = it == connections_.end() ? nullptr : it->second.get();
@@ -261,6 +262,7 @@ void VerbsMethod::retry_parked() {
             if (!on_message(*c, buffer, length)) break;
             if (c->state == Connection::State::failed) break;  // it gave parked buffers back
             c->parked.pop_front();
+            moved = true;
             device_->post_recv(buffer);
             if (costs) ++c->owed_credits;
             schedule(*c);
@@ -272,6 +274,7 @@ void VerbsMethod::retry_parked() {
             ++i;
         }
     }
+    return moved;
 }
 
 }  // namespace bmi::method::verbs

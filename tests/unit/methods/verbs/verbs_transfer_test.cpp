@@ -16,6 +16,7 @@
 
 #include "harness.hpp"
 #include "verbs_test_support.hpp"
+#include "verbs_unexpected_burst.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -77,18 +78,8 @@ TEST_CASE("verbs: unexpected messages wait in the network while the quota is ful
     Pump client_pump(*pair.client.instance);
     constexpr int count = 20;
     constexpr bmi_size_t size = 8192 - 256;
-    std::vector<std::vector<char>> out(count, std::vector<char>(size));
-    std::vector<bmi_op_id_t> ids;
-    for (int i = 0; i < count; ++i) {
-        fill_pattern(out[static_cast<std::size_t>(i)].data(), size, 70 + i);
-        auto request = send_request(pair.client, pair.server_addr,
-                                    out[static_cast<std::size_t>(i)].data(), size, 500 + i);
-        request.kind = method::OpKind::send_unexpected;
-        bmi_op_id_t id = 0;
-        int rc = pair.client.instance->post(request, id, nullptr);
-        REQUIRE(rc >= 0);
-        if (rc == 0) ids.push_back(id);
-    }
+    std::vector<std::vector<char>> out;
+    const auto ids = verbs::post_unexpected_burst(pair, count, size, 500, 70, out);
     // Take four, keep them, and see that no more arrive while they are held.
     std::vector<core::UnexpectedMessage> held;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
