@@ -196,7 +196,9 @@ private:
     // tcp_progress.cpp
     void handle_event(std::uint64_t id, std::uint32_t events);
     bool poll_once();
-    void retry_unexpected();
+    // Offers the connections parked on the unexpected quota to it again; true if any message
+    // got in.
+    bool retry_unexpected();
     void check_stalls();
     // Puts c on the deadline watch if a stall or rendezvous deadline now runs for it.
     void watch_deadlines(Connection& c);

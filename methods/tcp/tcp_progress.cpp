@@ -31,6 +31,10 @@ void TcpMethod::progress_events(std::span<const epoll_event> ready) {
 }
 
 bool TcpMethod::before_sleep() {
+    // In the direct wait no progress pass runs before the sleep, and no descriptor says that
+    // BMI_unexpected_free returned quota: a connection parked on it is retried here, or a
+    // server's testunexpected would sleep its whole idle time beside a waiting request.
+    if (retry_unexpected()) return true;
     // Only while operations wait for the network: an idle server sleeps at once.
     if (!places_.empty() && spin_.run([this] { return poll_once(); })) return true;
     sleep_start_ = std::chrono::steady_clock::now();
@@ -102,17 +106,20 @@ void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
     if (!c->closed && (events & EPOLLOUT) != 0) flush(*c);
 }
 
-void TcpMethod::retry_unexpected() {
-    if (waiting_unexpected_.empty()) return;
+bool TcpMethod::retry_unexpected() {
+    if (waiting_unexpected_.empty()) return false;
     // deliver_unexpected() lists a connection again when the quota still has no room.
     const std::vector<std::uint64_t> waiting = std::move(waiting_unexpected_);
     waiting_unexpected_.clear();
+    bool delivered = false;
     for (std::uint64_t id : waiting) {
         Connection* c = find_connection(id);
         if (c == nullptr || c->closed || c->phase != ReadPhase::wait_unexpected) continue;
         if (!deliver_unexpected(*c)) continue;
+        delivered = true;
         on_readable(*c);
     }
+    return delivered;
 }
 
 void TcpMethod::watch_deadlines(Connection& c) {

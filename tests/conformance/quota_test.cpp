@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "unexpected_burst.hpp"
 #include "tests/captured_stderr.hpp"
 
 using namespace bmi;
@@ -46,6 +47,17 @@ bool server_reaches(Side& server, std::vector<core::UnexpectedMessage>& got, std
             return true;
     }
     return false;
+}
+
+// One unexpected message within deadline_ms; the count taken (0 or 1).
+int receive_one_unexpected(core::Instance& server, core::UnexpectedMessage& got,
+                           int deadline_ms = 30000) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+    int outcount = 0;
+    while (outcount == 0 && std::chrono::steady_clock::now() < deadline)
+        if (server.testunexpected(20, outcount, std::span(&got, 1)) != 0) return 0;
+    return outcount;
 }
 
 }  // namespace
@@ -152,4 +164,55 @@ TEST_CASE("one peer cannot take more than its share of the unexpected quota", "[
     for (auto& m : got) REQUIRE(pair.server.instance->unexpected_free(m.buffer) == 0);
     for (bmi_op_id_t sid : sends) CHECK(wait_op(pair.client, sid).error == 0);
     if (id != 0) CHECK(wait_op(other, id).error == 0);
+}
+
+TEST_CASE("freed quota lets a parked message in before a sleeping test call ends",
+          "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("scheme " << scheme);
+    // Room for four messages of 8 KB (bytes + 256 for the record); six are sent. No pump on
+    // the server: its only progress is the test call below.
+    Pair pair = make_peers(scheme, "unexpected_quota=32768");
+    Pump client_pump(*pair.client.instance);
+    constexpr int count = 6;
+    constexpr bmi_size_t size = 8192 - 256;
+    std::vector<std::vector<char>> out;
+    const auto sends = post_unexpected_burst(pair, count, size, 600, 90, out);
+    core::Instance& server = *pair.server.instance;
+    std::vector<core::UnexpectedMessage> held;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (held.size() < 4 && std::chrono::steady_clock::now() < deadline) {
+        core::UnexpectedMessage got[4];
+        int outcount = 0;
+        REQUIRE(server.testunexpected(20, outcount, got) == 0);
+        for (int k = 0; k < outcount; ++k) held.push_back(got[k]);
+    }
+    REQUIRE(held.size() == 4);
+    // The other two have arrived by now and are parked.
+    for (int k = 0; k < 10; ++k) {
+        core::UnexpectedMessage got[1];
+        int outcount = 0;
+        REQUIRE(server.testunexpected(50, outcount, got) == 0);
+        REQUIRE(outcount == 0);
+    }
+    // In the direct wait (an instance with one method) a sleeping test call runs no progress
+    // pass, and no fd says that memory was freed: without a retry before the sleep this call
+    // would sleep its 10 s out and find the message only then.
+    REQUIRE(server.unexpected_free(held[0].buffer) == 0);
+    const auto start = std::chrono::steady_clock::now();
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    REQUIRE(server.testunexpected(10000, outcount, got) == 0);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    REQUIRE(outcount == 1);
+    CHECK(waited < std::chrono::seconds(5));
+    REQUIRE(got[0].tag == 604);
+    REQUIRE(check_pattern(got[0].buffer, static_cast<std::size_t>(size), 94));
+    REQUIRE(server.unexpected_free(got[0].buffer) == 0);
+    for (std::size_t k = 1; k < held.size(); ++k)
+        REQUIRE(server.unexpected_free(held[k].buffer) == 0);
+    REQUIRE(receive_one_unexpected(server, got[0]) == 1);
+    REQUIRE(got[0].tag == 605);
+    REQUIRE(server.unexpected_free(got[0].buffer) == 0);
+    for (bmi_op_id_t id : sends) REQUIRE(wait_op(pair.client, id).error == 0);
 }

@@ -16,7 +16,7 @@
 
 #include "harness.hpp"
 #include "verbs_test_support.hpp"
-#include "verbs_unexpected_burst.hpp"
+#include "unexpected_burst.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -79,7 +79,7 @@ TEST_CASE("verbs: unexpected messages wait in the network while the quota is ful
     constexpr int count = 20;
     constexpr bmi_size_t size = 8192 - 256;
     std::vector<std::vector<char>> out;
-    const auto ids = verbs::post_unexpected_burst(pair, count, size, 500, 70, out);
+    const auto ids = post_unexpected_burst(pair, count, size, 500, 70, out);
     // Take four, keep them, and see that no more arrive while they are held.
     std::vector<core::UnexpectedMessage> held;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

@@ -14,7 +14,7 @@
 #include "bmi.h"
 #include "harness.hpp"
 #include "verbs_test_support.hpp"
-#include "verbs_unexpected_burst.hpp"
+#include "unexpected_burst.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -232,53 +232,4 @@ TEST_CASE("verbs: a queue pair event fails the connection owning that QP, and on
     REQUIRE(got.tag == 8);
     REQUIRE(std::string(static_cast<const char*>(got.buffer)) == "again");
     REQUIRE(pair.server.instance->unexpected_free(got.buffer) == 0);
-}
-
-TEST_CASE("verbs: freed quota lets a parked message in before the sleeping test call ends",
-          "[verbs]") {
-    // Room for four messages of 8 KB (bytes + 256 for the record); six are sent. No pump on
-    // the server: its only progress is the test call below.
-    Pair pair = make_peers("verbs", "unexpected_quota=32768");
-    Pump client_pump(*pair.client.instance);
-    constexpr int count = 6;
-    constexpr bmi_size_t size = 8192 - 256;
-    std::vector<std::vector<char>> out;
-    const auto sends = verbs::post_unexpected_burst(pair, count, size, 600, 90, out);
-    core::Instance& server = *pair.server.instance;
-    std::vector<core::UnexpectedMessage> held;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (held.size() < 4 && std::chrono::steady_clock::now() < deadline) {
-        core::UnexpectedMessage got[4];
-        int outcount = 0;
-        REQUIRE(server.testunexpected(20, outcount, got) == 0);
-        for (int k = 0; k < outcount; ++k) held.push_back(got[k]);
-    }
-    REQUIRE(held.size() == 4);
-    // The other two have arrived by now and are parked.
-    for (int k = 0; k < 10; ++k) {
-        core::UnexpectedMessage got[1];
-        int outcount = 0;
-        REQUIRE(server.testunexpected(50, outcount, got) == 0);
-        REQUIRE(outcount == 0);
-    }
-    // In the direct wait a sleeping test call runs no progress pass and no fd says that
-    // memory was freed: without the retry before the sleep, this call would sleep its 10 s
-    // out and find the message only then.
-    REQUIRE(server.unexpected_free(held[0].buffer) == 0);
-    const auto start = std::chrono::steady_clock::now();
-    core::UnexpectedMessage got[1];
-    int outcount = 0;
-    REQUIRE(server.testunexpected(10000, outcount, got) == 0);
-    const auto waited = std::chrono::steady_clock::now() - start;
-    REQUIRE(outcount == 1);
-    CHECK(waited < std::chrono::seconds(5));
-    REQUIRE(got[0].tag == 604);
-    REQUIRE(check_pattern(got[0].buffer, static_cast<std::size_t>(size), 94));
-    REQUIRE(server.unexpected_free(got[0].buffer) == 0);
-    for (std::size_t k = 1; k < held.size(); ++k)
-        REQUIRE(server.unexpected_free(held[k].buffer) == 0);
-    REQUIRE(verbs::receive_unexpected(server, got[0]) == 1);
-    REQUIRE(got[0].tag == 605);
-    REQUIRE(server.unexpected_free(got[0].buffer) == 0);
-    for (bmi_op_id_t id : sends) REQUIRE(wait_op(pair.client, id).error == 0);
 }

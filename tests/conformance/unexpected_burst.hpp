@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// A burst of unexpected messages from a pair's client to its server, for the quota tests.
+// A burst of unexpected messages from a pair's client to its server, for the quota tests of
+// every method (tests/conformance/quota_test.cpp, tests/unit/methods/verbs).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -9,7 +10,7 @@
 
 #include "harness.hpp"
 
-namespace bmi::test::verbs {
+namespace bmi::test {
 
 // Posts `count` unexpected messages of `size` bytes, message i with tag tag_base + i and
 // pattern seed_base + i. `out` holds the payloads, which must live until the sends complete;
@@ -35,4 +36,4 @@ inline std::vector<bmi_op_id_t> post_unexpected_burst(Pair& pair, int count, bmi
     return pending;
 }
 
-}  // namespace bmi::test::verbs
+}  // namespace bmi::test
