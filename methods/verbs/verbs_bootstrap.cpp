@@ -223,21 +223,49 @@ void VerbsMethod::accept_all() {
         if (fd < 0) return;  // EAGAIN, or a connection that died before we took it
         std::uint16_t port = 0;
         std::string host = ip_text(ss, &port);
-        if (over_source_budget(host)) {
-            BMI_LOG(error, "verbs: %s already holds %d unfinished handshakes; closing the next "
-                    "(BMI_VERBS_PENDING_PER_SOURCE)", host.c_str(), device_->choice.pending_per_source);
+        if (!over_source_budget(host)) {
+            start_inbound(fd, std::move(host), port);
+            continue;
+        }
+        if (waiting_.size() >= waiting_limit) {
+            BMI_LOG(error, "verbs: %s already holds %d unfinished handshakes and %zu sockets "
+                    "wait; closing the next (BMI_VERBS_PENDING_PER_SOURCE)", host.c_str(),
+                    device_->choice.pending_per_source, waiting_.size());
             close(fd);
             continue;
         }
-        set_socket_options(fd);
-        Connection& c = add_connection(fd, false);
-        // Its own peer, never merged with a known one: a connection is its own address, and
-        // it joins peers_ only once the handshake is done (became_ready).
-        auto peer = std::make_shared<VerbsPeer>();
-        peer->host = std::move(host);
-        peer->remote_text = support::format_host_port(peer->host, port);
-        c.peer = peer;
+        BMI_LOG(verbs, "verbs: %s already holds %d unfinished handshakes; its next waits",
+                host.c_str(), device_->choice.pending_per_source);
+        waiting_.push_back({fd, std::move(host), port,
+                            std::chrono::steady_clock::now() + setup_timeout_});
     }
+}
+
+void VerbsMethod::start_inbound(int fd, std::string host, std::uint16_t port) {
+    set_socket_options(fd);
+    Connection& c = add_connection(fd, false);
+    // Its own peer, never merged with a known one: a connection is its own address, and
+    // it joins peers_ only once the handshake is done (became_ready).
+    auto peer = std::make_shared<VerbsPeer>();
+    peer->host = std::move(host);
+    peer->remote_text = support::format_host_port(peer->host, port);
+    c.peer = peer;
+}
+
+void VerbsMethod::admit_waiting() {
+    if (waiting_.empty()) return;
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(waiting_, [&](WaitingSocket& w) {
+        if (now >= w.deadline) {
+            BMI_LOG(verbs, "verbs: a socket from %s waited past the handshake timeout; closing",
+                    w.host.c_str());
+            close(w.fd);
+            return true;
+        }
+        if (over_source_budget(w.host)) return false;
+        start_inbound(w.fd, std::move(w.host), w.port);
+        return true;
+    });
 }
 
 // Handshakes in progress cost a socket, a QP and a slot under BMI_VERBS_MAX_CONNECTIONS until

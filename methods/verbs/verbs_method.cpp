@@ -117,6 +117,7 @@ VerbsMethod::~VerbsMethod() {
     sends_.clear();
     reads_.clear();
     connections_.clear();
+    for (const WaitingSocket& w : waiting_) close(w.fd);
     if (listen_fd_ >= 0) close(listen_fd_);
     if (timer_fd_ >= 0) close(timer_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);

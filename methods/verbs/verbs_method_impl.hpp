@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -89,6 +90,11 @@ private:
     void on_socket(Connection& c, std::uint32_t events);
     void on_hello(Connection& c, const Hello& remote);
     bool over_source_budget(const std::string& host) const;
+    // Starts the handshake of an accepted bootstrap socket (a connection of its own peer).
+    void start_inbound(int fd, std::string host, std::uint16_t port);
+    // Starts the waiting sockets whose source is under its budget again; closes those that
+    // waited past the handshake timeout.
+    void admit_waiting();
     void became_ready(Connection& c);
     bool flush_out(Connection& c);
     void update_interest(Connection& c);
@@ -199,6 +205,18 @@ private:
     std::vector<std::uint64_t> to_pump_;      // connections with new room to send
     std::vector<std::uint64_t> starved_;      // connections waiting for a send buffer
     std::vector<std::uint64_t> with_parked_;  // connections holding parked SRQ buffers
+    // Accepted bootstrap sockets whose source already had pending_per_source handshakes
+    // running: they hold a descriptor and nothing else (no QP, no peer) until one of those
+    // finishes. Many processes on one client node connect at once when a job starts; closing
+    // the ninth failed it. Bounded by waiting_limit and by the handshake timeout.
+    struct WaitingSocket {
+        int fd;
+        std::string host;
+        std::uint16_t port;
+        std::chrono::steady_clock::time_point deadline;
+    };
+    std::deque<WaitingSocket> waiting_;
+    static constexpr std::size_t waiting_limit = 1024;
     CompletionRouter completions_{sink_};  // finish() -> post()'s result or the Sink
 };
 

@@ -113,6 +113,7 @@ void VerbsMethod::finish_pass() {
         }
     to_pump_.clear();
     reap();
+    admit_waiting();
 }
 
 // A handshake that does not finish in time (a peer that accepts TCP but never answers, or

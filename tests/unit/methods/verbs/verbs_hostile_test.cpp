@@ -189,10 +189,11 @@ TEST_CASE("verbs: one source address holds only a few unfinished handshakes", "[
         idle.push_back(verbs::bootstrap_socket("verbs://127.0.0.1:" + port));
         REQUIRE(idle.back() >= 0);
     }
+    // The fifth waits, holding a descriptor and nothing else, until one of the four
+    // finishes: many processes of one node connecting at once must not be turned away.
     const int fifth = verbs::bootstrap_socket("verbs://127.0.0.1:" + port);
     REQUIRE(fifth >= 0);
-    CHECK(verbs::closed_within(fifth, 5000));
-    close(fifth);
+    CHECK(verbs::still_open(fifth));
     // The four still wait for their HELLO; a client from elsewhere gets in meanwhile.
     Side client;
     REQUIRE(core::Instance::create({}, client.instance) == 0);
@@ -210,6 +211,7 @@ TEST_CASE("verbs: one source address holds only a few unfinished handshakes", "[
     server.instance->unexpected_free(got.buffer);
     for (int fd : idle) REQUIRE(verbs::still_open(fd));
     for (int fd : idle) close(fd);
+    close(fifth);
 }
 
 TEST_CASE("verbs: the listen address a peer announces routes nothing", "[verbs]") {
