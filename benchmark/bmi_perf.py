@@ -59,7 +59,7 @@ def parse_args(argv):
         epilog="Example: bmi-perf --quick --methods tcp,shm --out-dir perf. "
                "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
                "acknowledged; many = --clients clients stream to one server at once; "
-               "peers = tcp ping-pong while the server holds --peers idle clients.")
+               "peers = tcp and shm ping-pong while the server holds --peers idle clients.")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
                    help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing; "
                         "in latency mode also against tcp in runs taken in turns), "
@@ -145,6 +145,11 @@ DUEL_ROUNDS = 5  # runs taken in turns per duel (Runner.duel)
 BANDWIDTH_ROUNDS = 3  # turns of the bandwidth duel (Runner.bandwidth_duel): up to 5 runs each
 LEGACY_ROUNDS = 5  # turns of the legacy duel (bmi_perf_legacy.run): 2 runs each
 PEERS_ROUNDS = 3  # turns of peers mode (bmi_perf_peers.run): one run per count each
+
+
+def peer_methods(a):
+    """The methods peers mode measures: tcp and shm, those of --methods."""
+    return [m for m in ("tcp", "shm") if m in a.methods]
 LARGE = 1 << 20  # the bandwidth targets' smallest size (bmi_perf_doc.LARGE)
 
 
@@ -176,7 +181,7 @@ def planned_runs(a, placements):
                            (1 if wants_latency_duel(a) else 0))
     n += BANDWIDTH_ROUNDS * bandwidth_duel_runs(a)
     n += 2 * LEGACY_ROUNDS if wants_legacy_duel(a) else 0
-    n += PEERS_ROUNDS * len(a.peers) if "peers" in a.modes else 0
+    n += PEERS_ROUNDS * len(a.peers) * len(peer_methods(a)) if "peers" in a.modes else 0
     for mode in (m for m in a.modes if m != "peers"):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
@@ -222,7 +227,7 @@ def run_all(r, a, failure, legacy, peers):
     if wants_legacy_duel(a):
         duels["legacy"] = legacy.run(r, LEGACY_ROUNDS)
     if "peers" in a.modes:
-        duels["peers"] = peers.run(r, a.peers, PEERS_ROUNDS)
+        duels["peers"] = {m: peers.run(r, a.peers, PEERS_ROUNDS, m) for m in peer_methods(a)}
     return duels
 
 
@@ -263,7 +268,8 @@ def main(argv=None):
                 legacy.print_summary(pairs, sys.stdout)
                 continue
             if name == "peers":
-                peers.print_summary(pairs, sys.stdout)
+                for method, turns in pairs.items():
+                    peers.print_summary(turns, sys.stdout, method)
                 continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):

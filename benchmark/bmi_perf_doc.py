@@ -291,7 +291,8 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
     if "legacy" in duel:
         out += bmi_perf_legacy.markdown(duel["legacy"], fmt)
     if "peers" in duel:
-        out += bmi_perf_peers.markdown(duel["peers"], fmt)
+        for method, turns in duel["peers"].items():
+            out += bmi_perf_peers.markdown(turns, fmt, method)
     base = os.path.dirname(os.path.abspath(path))
     for mode in (m for m in a.modes if m != "peers"):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")

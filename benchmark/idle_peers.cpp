@@ -5,7 +5,9 @@
 // own connection. Every client sends one byte with a tag nobody receives: its connection is
 // then established (handshake done) and the server holds that byte as early data, as a real
 // server holds a quiet client. Prints "READY COUNT" once all sends completed, then stays until
-// killed or until its standard input closes.
+// killed or until its standard input closes. The address's scheme picks the method (tcp://
+// or shm://); an shm client's send completes before its handshake does, so shm clients are
+// then progressed for a while until the hellos are answered and the replies read.
 //
 // usage: idle_peers --connect ADDR --count N [--timeout-ms MS]
 #include <poll.h>
@@ -86,12 +88,14 @@ int main(int argc, char** argv) {
     }
     raise_descriptor_limit();
 
+    const bool shm = std::strncmp(address, "shm://", 6) == 0;
+    const char* method = shm ? "bmi_shm" : "bmi_tcp";
     static const std::array<std::byte, 1> byte{std::byte{0x5a}};
     std::vector<Client> clients(static_cast<std::size_t>(count));
     long pending = 0;
     for (std::size_t i = 0; i < clients.size(); ++i) {
         const std::string which = "client " + std::to_string(i);
-        auto session = bmi::Session::create({"bmi_tcp", "", 0, ""});
+        auto session = bmi::Session::create({method, "", 0, ""});
         if (!session) return fail(which + ": Session::create", session.error());
         Client& c = clients[i];
         c.session = std::move(*session);
@@ -121,6 +125,16 @@ int main(int argc, char** argv) {
             if (out[0].error) return fail("send", out[0].error);
             c.done = true;
             --pending;
+        }
+    }
+    // shm: a client whose connect waited in the listener's backlog sends its hello only when
+    // it progresses, and each reads the reply (the server's doorbell) only then.
+    const auto settle = steady_clock::now() + milliseconds(shm ? 1000 : 0);
+    while (steady_clock::now() < settle) {
+        for (Client& c : clients) {
+            std::array<bmi::Completion, 1> out;
+            auto n = c.session->test_context(c.context, out, milliseconds(0));
+            if (!n) return fail("test_context", n.error());
         }
     }
     std::printf("READY %ld\n", count);
