@@ -128,21 +128,29 @@ int main(int argc, char** argv) {
         }
     }
     // shm: a client whose connect waited in the listener's backlog sends its hello only when
-    // it progresses, and each reads the reply (the server's doorbell) only then.
-    const auto settle = steady_clock::now() + milliseconds(shm ? 1000 : 0);
-    while (steady_clock::now() < settle) {
+    // it progresses, and each reads the reply (the server's doorbell) only then. So shm
+    // clients are progressed for a second before READY, and then every 200 ms while they
+    // idle (which costs the server nothing: they send nothing).
+    auto pump = [&]() -> int {
         for (Client& c : clients) {
             std::array<bmi::Completion, 1> out;
             auto n = c.session->test_context(c.context, out, milliseconds(0));
             if (!n) return fail("test_context", n.error());
         }
-    }
+        return 0;
+    };
+    const auto settle = steady_clock::now() + milliseconds(shm ? 1000 : 0);
+    while (steady_clock::now() < settle)
+        if (pump() != 0) return 1;
     std::printf("READY %ld\n", count);
     std::fflush(stdout);
     // Idle: the sessions live until we are killed or our standard input closes.
     pollfd in{STDIN_FILENO, POLLIN, 0};
     char scratch[64];
-    while (poll(&in, 1, -1) >= 0 && read(STDIN_FILENO, scratch, sizeof scratch) > 0) {
+    for (;;) {
+        int ready = poll(&in, 1, shm ? 200 : -1);
+        if (ready < 0 || (ready > 0 && read(STDIN_FILENO, scratch, sizeof scratch) <= 0)) break;
+        if (shm && pump() != 0) return 1;
     }
     return 0;
 }
