@@ -323,9 +323,11 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
         // After the hello the socket carries only shared-buffer offers and withdrawals.
         rc = read_socket(conn);
         if (rc == 0) return;
-        if (rc < 0) break;
+        // Gone (end of stream), or reset: a Unix socket closed with our reply still unread
+        // reads as ECONNRESET. Either way what the peer published is valid and may never have
+        // rung (an initiator that left before it read our reply knew no doorbell).
         take_last_messages(conn);
-        rc = -BMI_ECONNRESET;
+        if (rc > 0) rc = -BMI_ECONNRESET;
         break;
     }
     }

@@ -71,16 +71,14 @@ TEST_CASE("doorbell: a ringing thread is never missed by a sleeping one", "[shm]
     // The store/load pattern of shm_doorbell.hpp, raced: each round the owner either sees the
     // ring in its re-check or the ringer sees the flag. Both missing is a lost wake-up.
     Pair bells;
-    constexpr int rounds = 20000;
-    std::atomic<int> round{0};
+    constexpr int rounds = 5000;
+    std::atomic<int> round{-1};  // -1: between rounds
     std::atomic<int> ringer_saw{-1};
     std::thread ringer([&] {
         for (int r = 0; r < rounds; ++r) {
-            while (round.load(std::memory_order_acquire) != r) {
-            }
+            while (round.load(std::memory_order_acquire) != r) std::this_thread::yield();
             ringer_saw.store(bells.peer.ring(1) ? r : -1 - r, std::memory_order_release);
-            while (round.load(std::memory_order_acquire) == r) {
-            }
+            while (round.load(std::memory_order_acquire) == r) std::this_thread::yield();
         }
     });
     int lost = 0;
@@ -91,8 +89,8 @@ TEST_CASE("doorbell: a ringing thread is never missed by a sleeping one", "[shm]
         round.store(r, std::memory_order_release);
         bool owner_saw = bells.owner.sleep(1);
         int seen;
-        while ((seen = ringer_saw.load(std::memory_order_acquire)) == -2 - rounds) {
-        }
+        while ((seen = ringer_saw.load(std::memory_order_acquire)) == -2 - rounds)
+            std::this_thread::yield();
         if (!owner_saw && seen != r) ++lost;
         round.store(-1, std::memory_order_release);  // between rounds: the ringer waits
     }

@@ -368,3 +368,29 @@ TEST_CASE("shm hostile: a peer that clears the listener's doorbell delays a mess
     REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
     introduce(pair);
 }
+
+TEST_CASE("shm hostile: what an initiator published before it left, its reply unread, arrives",
+          "[shm][hostile]") {
+    // It never learnt the listener's doorbell, so nothing rang; and a Unix socket closed with
+    // the reply unread makes the listener's read fail with ECONNRESET instead of reading the
+    // end of the stream. The message must still be taken before the connection closes.
+    Pair pair = make_peers("shm");
+    Pump pump(*pair.server.instance);
+    {
+        HostilePeer peer(listen_name(pair));
+        REQUIRE(peer.send_hello(64, 256));
+        pollfd p{peer.socket(), POLLIN, 0};
+        REQUIRE(poll(&p, 1, 5000) == 1);  // answered (and visited) before we publish
+        const char last[] = "last words";
+        REQUIRE(peer.publish(MsgType::unexpected, 11, sizeof last, last, sizeof last));
+    }
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (outcount == 0) {
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        REQUIRE(pair.server.instance->testunexpected(10, outcount, got) == 0);
+    }
+    CHECK(got[0].tag == 11);
+    REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
+}
