@@ -63,7 +63,7 @@ def parse_args(argv):
         epilog="Example: bmi-perf --quick --methods tcp,shm --out-dir perf. "
                "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
                "acknowledged; many = --clients clients stream to one server at once; "
-               "peers = tcp ping-pong while the server holds --peers idle clients; "
+               "peers = tcp and shm ping-pong while the server holds --peers idle clients; "
                "neighbour = a CPU-bound loop on the core of a waiting client, its loss beside "
                "a blocking client and a default one; "
                "posted = tcp and shm ping-pong while the server keeps --posted receives "
@@ -166,6 +166,11 @@ POSTED_ROUNDS = 3  # turns of posted mode (bmi_perf_posted.run): one run per met
 LARGE = 1 << 20  # the bandwidth targets' smallest size (bmi_perf_doc.LARGE)
 
 
+def peer_methods(a):
+    """The methods peers mode measures: tcp and shm, those of --methods."""
+    return [m for m in ("tcp", "shm") if m in a.methods]
+
+
 def wants_blocking_duel(a):
     return "shm-blocking" in a.methods and "eventfd" in a.baselines and "latency" in a.modes
 
@@ -202,7 +207,7 @@ def planned_runs(a, placements, neighbour):
     n += 2 * LEGACY_ROUNDS if wants_legacy_duel(a) else 0
     n += RATE_ROUNDS * (2 * (placements + 1) + ("mpi-tcp" in a.baselines)) \
         if wants_rate_duel(a) else 0
-    n += PEERS_ROUNDS * len(a.peers) if "peers" in a.modes else 0
+    n += PEERS_ROUNDS * len(a.peers) * len(peer_methods(a)) if "peers" in a.modes else 0
     n += neighbour.planned_runs(a) if "neighbour" in a.modes else 0
     if "posted" in a.modes:
         n += POSTED_ROUNDS * len(a.posted) * sum(1 for m in ("tcp", "shm") if m in a.methods)
@@ -254,7 +259,7 @@ def run_all(r, a, failure, legacy, peers, rate, neighbour, posted):
     if wants_rate_duel(a):
         duels["rate"] = rate.run(r, RATE_ROUNDS, "mpi-tcp" in a.baselines)
     if "peers" in a.modes:
-        duels["peers"] = peers.run(r, a.peers, PEERS_ROUNDS)
+        duels["peers"] = {m: peers.run(r, a.peers, PEERS_ROUNDS, m) for m in peer_methods(a)}
     if "neighbour" in a.modes:
         duels["neighbour"] = neighbour.run(r, a.neighbour_seconds)
     if "posted" in a.modes:
@@ -302,7 +307,8 @@ def main(argv=None):
                 legacy.print_summary(pairs, sys.stdout)
                 continue
             if name == "peers":
-                peers.print_summary(pairs, sys.stdout)
+                for method, turns in pairs.items():
+                    peers.print_summary(turns, sys.stdout, method)
                 continue
             if name == "rate":
                 rate.print_summary(pairs, sys.stdout)

@@ -294,7 +294,8 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
     if "legacy" in duel:
         out += bmi_perf_legacy.markdown(duel["legacy"], fmt)
     if "peers" in duel:
-        out += bmi_perf_peers.markdown(duel["peers"], fmt)
+        for method, turns in duel["peers"].items():
+            out += bmi_perf_peers.markdown(turns, fmt, method)
     if "rate" in duel:
         out += bmi_perf_rate.markdown(duel["rate"], fmt)
     if "neighbour" in duel:

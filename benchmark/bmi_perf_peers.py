@@ -17,9 +17,15 @@ import time
 from bmi_perf_runs import Failure, Series, one_way_us, parse_table
 
 COUNTS = (0, 64, 1024, 10000)
+METHODS = ("tcp", "shm")
 ROUNDS = 3
 TARGET = 1.10  # one-way time with N idle peers / without, at most
-PER_HOLDER = 3000  # sessions per idle_peers process: each holds a few descriptors
+# Sessions per idle_peers process: each holds a few descriptors (an shm one about eight:
+# epoll set, eventfd, sweep timer, doorbell, socket, the control layer's own).
+PER_HOLDER = {"tcp": 3000, "shm": 1000}
+# Descriptors the server spends per idle peer: tcp its socket; shm the socket and the peer's
+# eventfd.
+SERVER_FDS = {"tcp": 1, "shm": 2}
 SIZES = (8,)
 
 
@@ -32,28 +38,29 @@ def take_descriptor_limit():
     return hard
 
 
-def measure(runner, count, cpus):
+def measure(runner, count, cpus, method="tcp"):
     """One run: a fresh pingpong server, count idle clients, then the ping-pong client.
     Returns the Series (not kept in runner.series)."""
     a = runner.args
     exe, holder = runner.tool("pingpong"), runner.tool("idle_peers")
     plan = ["--min", str(SIZES[0]), "--max", str(SIZES[-1]), "--iters", str(a.iters * 10)]
-    s = Series(f"bmi tcp, {count} idle peers", "peers", f"pingpong {' '.join(plan)}")
+    s = Series(f"bmi {method}, {count} idle peers", "peers", f"pingpong {' '.join(plan)}")
 
     def run():
         if exe is None or holder is None:
             raise Failure("pingpong or idle_peers not found (see --bindir)")
         deadline = time.monotonic() + a.timeout
-        common = ["--method-list", "bmi_tcp", "--timeout-ms", str(a.connect_ms)]
+        common = ["--method-list", f"bmi_{method}", "--timeout-ms", str(a.connect_ms)]
+        listen = "tcp://127.0.0.1:0" if method == "tcp" else f"shm://perf-peers-{os.getpid()}"
         procs, holders = [], []
         try:
-            server, serr = runner.spawn([exe] + common + ["--server", "tcp://127.0.0.1:0"],
+            server, serr = runner.spawn([exe] + common + ["--server", listen],
                                         None, "srv", cpus[0] if cpus else None)
             procs.append(server)
             addr = runner.read_addr(server, serr)
             left = count
             while left > 0:
-                n = min(left, PER_HOLDER)
+                n = min(left, PER_HOLDER[method])
                 left -= n
                 err = open(os.path.join(runner.tmp, f"idle.{len(holders)}.err"), "w+")
                 h = subprocess.Popen([holder, "--connect", addr, "--count", str(n),
@@ -85,16 +92,17 @@ def measure(runner, count, cpus):
     return s
 
 
-def run(runner, counts=COUNTS, rounds=ROUNDS):
+def run(runner, counts=COUNTS, rounds=ROUNDS, method="tcp"):
     """[{count: {bytes: one-way us}}] one per turn; the order of the counts alternates."""
     hard = take_descriptor_limit()
-    counts = [n for n in counts if n + 64 <= hard]  # what this machine's limit allows
+    # What this machine's limit allows the server.
+    counts = [n for n in counts if SERVER_FDS[method] * n + 64 <= hard]
     cpus = runner.one_per_core()
     turns = []
     for turn in range(rounds):
         got = {}
         for count in (counts if turn % 2 == 0 else list(reversed(counts))):
-            s = measure(runner, count, cpus)
+            s = measure(runner, count, cpus, method)
             if s.status == "ok":
                 got[count] = {r[0]: one_way_us(r) for r in s.rows}
         turns.append(got)
@@ -117,9 +125,9 @@ def summary(turns):
     return rows
 
 
-def print_summary(turns, out):
+def print_summary(turns, out, method="tcp"):
     rows = summary(turns)
-    out.write(f"\n== tcp ping-pong beside idle peers, median of {len(turns)} turns "
+    out.write(f"\n== {method} ping-pong beside idle peers, median of {len(turns)} turns "
               f"(one-way us; ratio to no idle peer, target <= {TARGET:g})\n")
     sizes = sorted({b for _, per in rows for b in per})
     out.write(f"{'idle peers':>10}" + "".join(f" {f'{b} B':>10} {'ratio':>6}" for b in sizes)
@@ -130,9 +138,9 @@ def print_summary(turns, out):
             for b in sizes) + "\n")
 
 
-def markdown(turns, fmt):
+def markdown(turns, fmt, method="tcp"):
     rows = summary(turns)
-    out = ["## tcp beside idle peers (peers mode)", "",
+    out = [f"## {method} beside idle peers (peers mode)", "",
            f"A ping-pong between the server and one client while the server holds N other "
            f"clients, each connected with its handshake done and idle (`idle_peers`), "
            f"{len(turns)} turns over all N, a fresh server each run, pinned one process per "

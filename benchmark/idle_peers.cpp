@@ -5,7 +5,9 @@
 // own connection. Every client sends one byte with a tag nobody receives: its connection is
 // then established (handshake done) and the server holds that byte as early data, as a real
 // server holds a quiet client. Prints "READY COUNT" once all sends completed, then stays until
-// killed or until its standard input closes.
+// killed or until its standard input closes. The address's scheme picks the method (tcp://
+// or shm://); an shm client's send completes before its handshake does, so shm clients are
+// then progressed for a while until the hellos are answered and the replies read.
 //
 // usage: idle_peers --connect ADDR --count N [--timeout-ms MS]
 #include <poll.h>
@@ -86,12 +88,14 @@ int main(int argc, char** argv) {
     }
     raise_descriptor_limit();
 
+    const bool shm = std::strncmp(address, "shm://", 6) == 0;
+    const char* method = shm ? "bmi_shm" : "bmi_tcp";
     static const std::array<std::byte, 1> byte{std::byte{0x5a}};
     std::vector<Client> clients(static_cast<std::size_t>(count));
     long pending = 0;
     for (std::size_t i = 0; i < clients.size(); ++i) {
         const std::string which = "client " + std::to_string(i);
-        auto session = bmi::Session::create({"bmi_tcp", "", 0, ""});
+        auto session = bmi::Session::create({method, "", 0, ""});
         if (!session) return fail(which + ": Session::create", session.error());
         Client& c = clients[i];
         c.session = std::move(*session);
@@ -123,12 +127,30 @@ int main(int argc, char** argv) {
             --pending;
         }
     }
+    // shm: a client whose connect waited in the listener's backlog sends its hello only when
+    // it progresses, and each reads the reply (the server's doorbell) only then. So shm
+    // clients are progressed for a second before READY, and then every 200 ms while they
+    // idle (which costs the server nothing: they send nothing).
+    auto pump = [&]() -> int {
+        for (Client& c : clients) {
+            std::array<bmi::Completion, 1> out;
+            auto n = c.session->test_context(c.context, out, milliseconds(0));
+            if (!n) return fail("test_context", n.error());
+        }
+        return 0;
+    };
+    const auto settle = steady_clock::now() + milliseconds(shm ? 1000 : 0);
+    while (steady_clock::now() < settle)
+        if (pump() != 0) return 1;
     std::printf("READY %ld\n", count);
     std::fflush(stdout);
     // Idle: the sessions live until we are killed or our standard input closes.
     pollfd in{STDIN_FILENO, POLLIN, 0};
     char scratch[64];
-    while (poll(&in, 1, -1) >= 0 && read(STDIN_FILENO, scratch, sizeof scratch) > 0) {
+    for (;;) {
+        int ready = poll(&in, 1, shm ? 200 : -1);
+        if (ready < 0 || (ready > 0 && read(STDIN_FILENO, scratch, sizeof scratch) <= 0)) break;
+        if (shm && pump() != 0) return 1;
     }
     return 0;
 }

@@ -56,12 +56,21 @@ inline long long check_record(const Ring& ring, const MsgHeader& h) {
 }
 
 // The fields of a connecting peer's hello that the acceptor believes: this protocol, a ring
-// geometry both sides can use and, if it listens, a valid name.
+// geometry both sides can use, a doorbell index inside a doorbell and, if it listens, a valid
+// name.
 inline bool hello_well_formed(const Hello& hello) {
     return hello.magic == hello_magic && hello.version == protocol_version &&
            valid_geometry(hello.slot_count, hello.slot_size) &&
+           hello.doorbell_index < doorbell_capacity &&
            hello.name_length <= max_name_length &&
            (hello.name_length == 0 || valid_name(std::string_view(hello.name, hello.name_length)));
+}
+
+// An acceptor's reply the initiator believes: this protocol, an acceptance, and a doorbell
+// index inside a doorbell (a refusal, status -BMI_EACCES, is read before this check).
+inline bool reply_well_formed(const HelloReply& reply) {
+    return reply.magic == hello_magic && reply.version == protocol_version && reply.status == 0 &&
+           reply.doorbell_index < doorbell_capacity;
 }
 
 }  // namespace bmi::method::shm

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "methods/shm/shm_doorbell.hpp"
 #include "methods/shm/shm_peer.hpp"
 #include "methods/shm/shm_region.hpp"
 #include "methods/shm/shm_ring.hpp"
@@ -73,6 +74,17 @@ struct Connection {
     const std::atomic<std::uint64_t>* peer_socket_sent = nullptr;
     std::uint64_t socket_read = 0;
 
+    // Doorbells (shm_doorbell.hpp): the index of ours the peer rings for this connection (-1:
+    // none), the peer's doorbell and the index we ring there (not mapped until the hello or
+    // its reply brought it).
+    long bell_index = -1;
+    Doorbell peer_bell;
+    std::uint32_t peer_bell_index = 0;
+    // Progress bookkeeping (shm_progress.cpp): on the method's list of connections with work
+    // of their own; the poll pass that last queued it for a visit.
+    bool busy = false;
+    std::uint64_t pass_mark = 0;
+
     // Security key handshake (doc/security.md); unused without a key.
     bool keyed = false;
     support::keys::Nonce initiator_nonce{};
@@ -116,6 +128,13 @@ struct Connection {
     // True while something waits to be written into tx (flush() has work).
     bool waits_for_room() const {
         return !controls.empty() || !streams.empty() || !send_queue.empty();
+    }
+    // True while a poll pass must visit us even though the peer rings nothing: work of our
+    // own, a ring left unread for want of budget, a split receive waiting for the sender's
+    // share, a broken socket to close, a hello reply to look for.
+    bool needs_visit() const {
+        return socket_error != 0 || stalled || has_local_work() || waits_for_room() ||
+               !splits.empty() || state == ConnState::await_reply;
     }
 };
 

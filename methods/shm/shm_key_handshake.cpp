@@ -75,7 +75,9 @@ int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
     std::memcpy(reply.key_nonce, conn.acceptor_nonce.data(), key_bytes);
     const auto proof = support::keys::prove(*key_, Role::acceptor, transcript(conn));
     std::memcpy(reply.key_proof, proof.data(), key_bytes);
-    const long n = send_with_fds(conn.fd, &reply, sizeof reply, &event_fd_, 1);
+    reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
+    const int own_fds[2] = {event_fd_, bell_.fd()};
+    const long n = send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2);
     if (n != static_cast<long>(sizeof reply)) return -BMI_ECONNRESET;
     conn.state = ConnState::await_proof;
     return 0;
@@ -117,7 +119,8 @@ int ShmMethod::receive_key_proof(Connection& conn) {
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
     conn.state = ConnState::open;
-    wake_self();  // the initiator may have filled its ring already
+    mark_busy(conn);  // the initiator may have filled its ring already, and rung for nothing
+    wake_self();
     BMI_LOG(shm, "accepted connection %llu from %s (pid %d), key proven",
             static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),
             static_cast<int>(conn.peer_pid));

@@ -116,7 +116,8 @@ long send_with_fds(int fd, const void* data, std::size_t size, const int* fds, i
     msghdr message{};
     message.msg_iov = &iov;
     message.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
+    alignas(cmsghdr) char control[CMSG_SPACE(max_passed_fds * sizeof(int))];
+    if (fd_count > max_passed_fds) return -EINVAL;
     if (fd_count > 0) {
         std::memset(control, 0, sizeof control);
         message.msg_control = control;
@@ -138,7 +139,7 @@ long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fd
     msghdr message{};
     message.msg_iov = &iov;
     message.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+    alignas(cmsghdr) char control[CMSG_SPACE(max_passed_fds * sizeof(int))];
     message.msg_control = control;
     message.msg_controllen = sizeof control;
     ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);

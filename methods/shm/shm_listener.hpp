@@ -29,7 +29,12 @@ int accept_one(int listen_fd);
 // True if the process at the other end runs as our uid; sets pid to its pid.
 bool peer_is_same_user(int fd, pid_t& pid);
 
-// One datagram-like message with descriptors on a stream socket. Returns bytes sent, or -errno.
+// The most descriptors one message carries (a hello has three: segment, eventfd, doorbell);
+// receive_with_fds reads up to this many in one go and closes any beyond what it was asked for.
+inline constexpr int max_passed_fds = 4;
+
+// One datagram-like message with descriptors on a stream socket (at most max_passed_fds).
+// Returns bytes sent, or -errno.
 long send_with_fds(int fd, const void* data, std::size_t size, const int* fds, int fd_count);
 // Receives up to size bytes and up to max_fds descriptors (close-on-exec). Returns bytes (0 on
 // end of stream) or -errno; fd_count says how many descriptors arrived.

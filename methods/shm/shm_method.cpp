@@ -64,12 +64,14 @@ ShmMethod::~ShmMethod() {
         if (conn->peer) conn->peer->connection = 0;
         if (conn->fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
     }
+    busy_.clear();
     connections_.clear();
     for (auto& [name, weak] : named_)
         if (auto peer = weak.lock()) peer->unmatched.clear();
     nameless_.for_each_live([](ShmPeer& peer) { peer.unmatched.clear(); });
     if (listen_fd_ >= 0) close(listen_fd_);
     if (event_fd_ >= 0) close(event_fd_);
+    if (sweep_fd_ >= 0) close(sweep_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
@@ -145,6 +147,7 @@ int ShmMethod::post(Operation& op) {
             Connection* conn = find_connection(message.connection);
             if (conn == nullptr) return -BMI_ECONNRESET;  // cannot happen: close drops its RTS
             start_transfer(*conn, op, message.size, message.cookie, std::move(message.iovs));
+            note_work(*conn);
             wake_self();  // the transfer moves in progress()
             return 0;
         }
@@ -164,7 +167,9 @@ int ShmMethod::post(Operation& op) {
     int rc = ensure_connection(op, conn);
     if (rc != 0) return rc;
     if (conn->send_queue.empty() && conn->rings_live()) {
-        switch (place_send(*conn, op)) {
+        Placed placed = place_send(*conn, op);
+        note_work(*conn);  // offering a shared buffer may have broken the socket
+        switch (placed) {
         case Placed::completed:
             wake_peer(*conn);
             return 1;
@@ -177,6 +182,7 @@ int ShmMethod::post(Operation& op) {
     }
     conn->send_queue.push_back(op);
     track(op, Where::queued_send, conn->id);
+    mark_busy(*conn);
     // Ask the peer to wake us when it frees space; if space appeared meanwhile, progress()
     // must run soon even though nobody will write our eventfd.
     if (conn->tx.block_producer(conn->tx.slot_count() / 2)) wake_self();

@@ -6,7 +6,8 @@
 // waiting and waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies),
 // shm_split.cpp (large messages both processes copy), shm_sharing.cpp (buffers both map).
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
-// member takes a lock; the only state shared with another process is in the rings.
+// member takes a lock; the only state shared with another process is in the rings and the
+// doorbells.
 #pragma once
 
 #include <cstdint>
@@ -107,9 +108,22 @@ private:
     void close_connection(Connection& conn, int error);
     Connection* find_connection(std::uint64_t id);
     std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);
+    // One pass over the connections the doorbell rang, the busy ones and, when the sweep
+    // timer fired, all of them: receive, then send what fits. True if anything moved.
     bool poll_pass();
+    // Receives, replies and copies on one connection; 0, or the error to close it with.
+    int visit(Connection& conn, bool& moved);
     bool anything_to_do() const;  // a cheap look, for spinning: would poll_pass() find work?
-    void disarm();  // clears our consumer_sleeping flags
+    void disarm();  // clears our doorbell's sleeping flag
+    // Puts conn on busy_ (visited by every pass) if it has work the peer will not ring for;
+    // mark_busy puts it there for (at least) one visit whatever it holds.
+    void note_work(Connection& conn);
+    void mark_busy(Connection& conn);
+    // Gives conn an index of our doorbell; 0, or -BMI_EMFILE when all are in use.
+    int take_bell_index(Connection& conn);
+    void give_back_bell_index(Connection& conn);
+    // The periodic sweep runs while we have connections (the timer stops with the last).
+    void arm_sweep();
     // Region offers and withdrawals the peer sent (shm_region.hpp): 0 once none is left, 1 at
     // the end of the stream (the peer is gone), or -BMI_E* for a broken stream.
     int read_socket(Connection& conn);
@@ -191,8 +205,9 @@ private:
     std::uint64_t nonce_ = 0;
     support::keys::SharedKey key_;  // empty: keyless, any process of our uid gets in
     support::keys::RefusalLog refusals_;
-    // Ids 0 and 1 tag the listener and the eventfd in the epoll set; connections start at 2.
-    std::uint64_t next_connection_ = 2;
+    // Ids 0, 1 and 2 tag the listener, the eventfd and the sweep timer in the epoll set;
+    // connections start at 3.
+    std::uint64_t next_connection_ = 3;
     std::uint64_t next_cookie_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
@@ -203,6 +218,19 @@ private:
     OwnRegions regions_;  // what BMI_memalloc handed out (shm_region.hpp)
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
+
+    // Progress touches only connections with work (shm_doorbell.hpp, doc/methods/shm.md).
+    Doorbell bell_;                  // ours: peers ring it
+    DoorbellIndices bell_indices_;
+    std::vector<Connection*> bell_owner_;  // by doorbell index; nullptr: free
+    std::vector<Connection*> busy_;  // work of their own (Connection::needs_visit)
+    std::vector<Connection*> visit_;  // scratch of poll_pass
+    std::uint64_t pass_ = 0;          // poll passes so far (Connection::pass_mark)
+    // A timer that makes the next pass visit every connection, so a bit a hostile peer
+    // cleared (or a bug lost) delays a message by at most its period, never loses it.
+    int sweep_fd_ = -1;
+    bool sweep_armed_ = false;
+    bool sweep_due_ = false;
 };
 
 }  // namespace bmi::method::shm

@@ -45,8 +45,12 @@ void ShmMethod::write_header(const Window& window, MsgType type, bmi_msg_tag_t t
     window.write(0, &h, sizeof h);
 }
 
+// Rings the connection's bit of the peer's doorbell after a publication or a split counter
+// the peer watches, and writes its eventfd if it sleeps (shm_doorbell.hpp). Before the
+// hello's reply we know neither: receive_reply rings once the peer attached.
 void ShmMethod::wake_peer(Connection& conn) {
-    if (conn.peer_event_fd >= 0 && conn.tx.consumer_sleeping()) {
+    if (!conn.peer_bell.mapped()) return;
+    if (conn.peer_bell.ring(conn.peer_bell_index) && conn.peer_event_fd >= 0) {
         std::uint64_t one = 1;
         ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
         (void)ignored;
@@ -343,8 +347,9 @@ void ShmMethod::keep_early(ShmPeer& peer, Unmatched&& message) {
 
 void ShmMethod::release_early(ShmPeer& peer, const Unmatched& message) {
     early_.release(peer.early, static_cast<std::int64_t>(early_cost(message)));
-    // A ring left unread for want of budget (receive_messages) is read again once we wake.
-    for (const auto& [id, conn] : connections_) {
+    // A ring left unread for want of budget (receive_messages) is read again once we wake;
+    // such a connection is busy (Connection::needs_visit), so only busy_ needs a look.
+    for (const Connection* conn : busy_) {
         if (conn->stalled) {
             wake_self();
             return;

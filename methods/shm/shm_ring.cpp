@@ -60,12 +60,6 @@ void Ring::unblock_producer() {
         control_->producer_blocked.store(0, std::memory_order_relaxed);
 }
 
-bool Ring::consumer_sleeping() const {
-    // Pairs with the fence in sleep_consumer: our stamp store is ordered before this load.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return control_->consumer_sleeping.load(std::memory_order_relaxed) != 0;
-}
-
 // --- consumer ---
 
 void Ring::release(std::uint32_t count) {
@@ -76,17 +70,6 @@ void Ring::release(std::uint32_t count) {
         stamp_at(own_ + i).store(0, std::memory_order_relaxed);
     own_ += count;
     control_->tail.store(own_, std::memory_order_release);
-}
-
-bool Ring::sleep_consumer() {
-    control_->consumer_sleeping.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return has_message();
-}
-
-void Ring::wake_consumer() {
-    if (control_->consumer_sleeping.load(std::memory_order_relaxed) != 0)
-        control_->consumer_sleeping.store(0, std::memory_order_relaxed);
 }
 
 bool Ring::producer_waiting() {

@@ -18,12 +18,12 @@
 // A producer only ever waits for at most half the ring, so the last message it published
 // before waiting is tight, and the consumer needs its fence-and-look at producer_blocked only
 // after it has released a tight message. A ring that never fills up (request/response
-// traffic) therefore costs the consumer no fence at all. Each side also owns one flag the other side
-// reads for the wake-up protocol, each on its own cache line so that reading it costs no
-// transfer while it does not change: consumer_sleeping (the consumer is about to block: write
-// its eventfd after publishing) and producer_blocked (the producer waits for space: write its
-// eventfd after releasing). Both use the store / seq_cst fence / load pattern, so at least one
-// side always sees the other. No locks.
+// traffic) therefore costs the consumer no fence at all. The producer owns one flag the
+// consumer reads for the wake-up protocol, on its own cache line so that reading it costs no
+// transfer while it does not change: producer_blocked (the producer waits for space: write its
+// eventfd after releasing). It uses the store / seq_cst fence / load pattern, so at least one
+// side always sees the other. The consumer's "I am about to block" is not per ring: it is the
+// one `sleeping` flag of the consumer's doorbell (shm_doorbell.hpp), same pattern. No locks.
 #pragma once
 
 #include <atomic>
@@ -35,10 +35,9 @@ namespace bmi::method::shm {
 
 struct RingControl {
     alignas(64) std::atomic<std::uint64_t> tail;  // consumer-written
-    alignas(64) std::atomic<std::uint32_t> consumer_sleeping;
     alignas(64) std::atomic<std::uint32_t> producer_blocked;
 };
-static_assert(sizeof(RingControl) == 192);
+static_assert(sizeof(RingControl) == 128);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "cross-process atomics must not hide a lock");
 
@@ -109,7 +108,6 @@ public:
     // they appeared meanwhile (re-check).
     bool block_producer(std::uint32_t wanted);
     void unblock_producer();
-    bool consumer_sleeping() const;
 
     // --- consumer side ---
     // True if the next message has been published.
@@ -120,9 +118,6 @@ public:
     Window peek(std::uint32_t count) const { return window(own_, count); }
     // Returns the `count` slots of the message just read to the producer.
     void release(std::uint32_t count);
-    // Marks the consumer as sleeping; true if a message arrived meanwhile (re-check).
-    bool sleep_consumer();
-    void wake_consumer();
     // After releases: true if the producer waits for space and must be woken. Costs a fence
     // only if a tight message was released since the last call.
     bool producer_waiting();

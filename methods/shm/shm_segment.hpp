@@ -2,8 +2,8 @@
 // The shared segment of one connection: an anonymous memfd holding two rings.
 //
 // Layout (offsets in bytes): [0, 64) SegmentHeader; [64, 80) socket message counters of
-// the initiator and the acceptor (shm_region.hpp); [128, 320) control of ring 0;
-// [320, 512) control of ring 1; [1024, 2048) split board 0, [2048, 3072) split board 1;
+// the initiator and the acceptor (shm_region.hpp); [128, 256) control of ring 0;
+// [256, 384) control of ring 1; [1024, 2048) split board 0, [2048, 3072) split board 1;
 // from 4096 the slots of ring 0, then those of ring 1.
 // Ring 0 carries initiator -> acceptor, ring 1 acceptor -> initiator. The memfd is sealed
 // against resizing before it is passed, so the acceptor can never be hit by SIGBUS from a

@@ -66,13 +66,19 @@ inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
 // initiator's in a KeyProof after it (doc/security.md).
 // 5: UNEXPECTED records carry the sender's message class in aux. A version-4 receiver would
 // read it as nothing and deliver every class as 0, so the versions refuse each other.
-inline constexpr std::uint32_t protocol_version = 5;
+// 6: doorbells (shm_doorbell.hpp): the hello and the reply carry the sender's doorbell memfd
+// and the index the peer rings for this connection, and the per-ring consumer_sleeping flag
+// is gone. A version-5 peer would never ring, so its messages would wait for the sweep.
+inline constexpr std::uint32_t protocol_version = 6;
+// Connections one instance can have at once (indices of its doorbell): 8 KiB of bits.
+inline constexpr std::uint32_t doorbell_capacity = 1u << 16;
 // Hello and HelloReply features: the sender holds a security key, and key_nonce is its nonce.
 inline constexpr std::uint32_t feature_key_proof = 1u << 0;
 inline constexpr std::size_t key_bytes = 32;  // nonces and proofs (support/keys)
 inline constexpr std::size_t max_name_length = 64;
 
-// Sent by the connecting side together with two descriptors: the segment memfd, its eventfd.
+// Sent by the connecting side together with three descriptors: the segment memfd, its
+// eventfd, its doorbell memfd.
 struct Hello {
     std::uint32_t magic;
     std::uint32_t version;
@@ -83,11 +89,11 @@ struct Hello {
     std::uint64_t nonce;        // tells instances of one process apart (reconnects)
     char name[max_name_length];
     std::uint32_t features;
-    std::uint32_t reserved;
+    std::uint32_t doorbell_index;  // the acceptor rings this bit of our doorbell
     std::uint8_t key_nonce[key_bytes];  // with feature_key_proof, else zero
 };
 
-// The acceptor's answer, with one descriptor: its eventfd.
+// The acceptor's answer, with two descriptors: its eventfd, its doorbell memfd.
 struct HelloReply {
     std::uint32_t magic;
     std::uint32_t version;
@@ -95,7 +101,7 @@ struct HelloReply {
     std::int32_t status;  // 0, or a negative BMI error (-BMI_EACCES: a key is required) and
                           // no descriptor
     std::uint32_t features;
-    std::uint32_t reserved;
+    std::uint32_t doorbell_index;  // the initiator rings this bit of our doorbell
     std::uint8_t key_nonce[key_bytes];  // with feature_key_proof: the acceptor's nonce
     std::uint8_t key_proof[key_bytes];  // and its proof
 };

@@ -61,7 +61,7 @@ seed("shm_ring", "cts-done-nak", b"\1\0" + record(2, 4, 0, 1, 0, 0, 1).ljust(256
 seed("shm_ring", "bad-slots", b"\0\0" + record(2, 2, 1, 1, 0, 1 << 40, 0))
 
 def shm_hello(slots, size, name, features=0):
-    return struct.pack("<IIIIiIQ64sII32s", 0x6c73686d, 5, slots, size, 1234, len(name), 7,
+    return struct.pack("<IIIIiIQ64sII32s", 0x6c73686d, 6, slots, size, 1234, len(name), 7,
                        name, features, 0, bytes(32))
 seed("shm_hello", "named", shm_hello(64, 8192, b"server.0"))
 seed("shm_hello", "nameless", shm_hello(4, 256, b""))

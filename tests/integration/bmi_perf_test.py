@@ -167,27 +167,28 @@ def check_default_dir(tmp, plots):
         fail(f"svg run: no SVG plot in {out}: {os.listdir(out)}")
 
 
-def check_peers(tmp):
-    """peers mode: a tcp ping-pong beside 0 and 40 idle clients that idle_peers holds, in 3
-    turns each, judged against the target in the table and the report."""
-    md = os.path.join(tmp, "PEERS.md")
-    res = bmi_perf(["--modes", "peers", "--peers", "40,0", "--methods", "tcp", "--baselines",
+def check_peers(tmp, method):
+    """peers mode: a ping-pong of method (tcp or shm) beside 0 and 40 idle clients that
+    idle_peers holds, in 3 turns each, judged against the target in the table and the
+    report."""
+    md = os.path.join(tmp, f"PEERS-{method}.md")
+    res = bmi_perf(["--modes", "peers", "--peers", "40,0", "--methods", method, "--baselines",
                     "none", "--iters", "20", "--no-idle", "--plot", "none", "--out-dir",
-                    empty_dir(tmp, "peers"), "--markdown", md])
+                    empty_dir(tmp, f"peers-{method}"), "--markdown", md])
     if res.returncode != 0:
-        fail(f"peers mode: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
-    table = res.stdout.split("== tcp ping-pong beside idle peers, median of 3 turns", 1)
+        fail(f"peers mode ({method}): exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    table = res.stdout.split(f"== {method} ping-pong beside idle peers, median of 3 turns", 1)
     if len(table) != 2:
-        fail(f"peers mode: no table on stdout:\n{res.stdout}")
+        fail(f"peers mode ({method}): no table on stdout:\n{res.stdout}")
     rows = re.findall(r"^ +(\d+) +([\d.]+) +([\d.]+)$", table[1], re.M)
     if [int(r[0]) for r in rows] != [0, 40] or float(rows[0][2]) != 1.0 or \
             not float(rows[1][1]) > 0:
-        fail(f"peers mode: want rows for 0 (ratio 1) and 40 idle peers, got {rows}")
+        fail(f"peers mode ({method}): want rows for 0 (ratio 1) and 40 idle peers, got {rows}")
     text = open(md).read()
-    if "## tcp beside idle peers (peers mode)" not in text or \
+    if f"## {method} beside idle peers (peers mode)" not in text or \
             not re.search(r"^\| 40 \| [\d.]+ \| [\d.]+ \| (met|\*\*not met\*\*) \|$", text,
                           re.M):
-        fail(f"peers mode: the report lacks its section or the 40-peer row:\n{text}")
+        fail(f"peers mode ({method}): the report lacks its section or the 40-peer row:\n{text}")
 
 
 def check_neighbour(tmp, methods):
@@ -265,8 +266,9 @@ def main():
         check_unreachable(tmp)
         check_run(tmp, methods, plots)
         check_default_dir(tmp, plots)
-        if "tcp" in methods:
-            check_peers(tmp)
+        for method in ("tcp", "shm"):
+            if method in methods:
+                check_peers(tmp, method)
         fair = [m for m in ("tcp", "shm") if m in methods]
         if fair and len(os.sched_getaffinity(0)) >= 2:  # its server needs a core of its own
             check_neighbour(tmp, fair)

@@ -6,6 +6,7 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -27,7 +28,7 @@ bool send_with_rights(int socket, const void* data, std::size_t size, const int*
                       int fd_count) {
     auto fd_bytes = static_cast<std::size_t>(fd_count) * sizeof(int);
     iovec iov{const_cast<void*>(data), size};
-    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
     msghdr message{};
     message.msg_iov = &iov;
     message.msg_iovlen = 1;
@@ -76,11 +77,12 @@ HostilePeer::HostilePeer(const std::string& name) {
 HostilePeer::~HostilePeer() {
     for (int fd : {fd_, own_notifier_, listener_notifier_})
         if (fd >= 0) close(fd);
+    if (listener_layout_ != nullptr) munmap(listener_layout_, sizeof(DoorbellLayout));
 }
 
 bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, int notifier,
                              const std::uint8_t* key_nonce) {
-    if (segment_.create(slot_count, slot_size) != 0) return false;
+    if (segment_.create(slot_count, slot_size) != 0 || own_bell_.create() != 0) return false;
     tx_ = segment_.ring(0);
     if (notifier < 0) notifier = own_notifier_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     Hello hello{};
@@ -94,8 +96,8 @@ bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, 
         hello.features = feature_key_proof;
         std::memcpy(hello.key_nonce, key_nonce, key_bytes);
     }
-    int fds[2] = {segment_.fd(), notifier};
-    bool sent = send_with_rights(fd_, &hello, sizeof hello, fds, 2);
+    int fds[3] = {segment_.fd(), notifier, own_bell_.fd()};
+    bool sent = send_with_rights(fd_, &hello, sizeof hello, fds, 3);
     segment_.close_fd();
     return sent;
 }
@@ -105,7 +107,7 @@ bool HostilePeer::await_reply(int deadline_ms, HelloReply* out) {
     if (poll(&p, 1, deadline_ms) != 1) return false;
     HelloReply reply{};
     iovec iov{&reply, sizeof reply};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
     msghdr message{};
     message.msg_iov = &iov;
     message.msg_iovlen = 1;
@@ -115,7 +117,15 @@ bool HostilePeer::await_reply(int deadline_ms, HelloReply* out) {
         return false;
     cmsghdr* c = CMSG_FIRSTHDR(&message);
     if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return false;
-    std::memcpy(&listener_notifier_, CMSG_DATA(c), sizeof(int));
+    int fds[2];
+    std::memcpy(fds, CMSG_DATA(c), sizeof fds);
+    listener_notifier_ = fds[0];
+    listener_layout_ = static_cast<DoorbellLayout*>(mmap(nullptr, sizeof(DoorbellLayout),
+                                                         PROT_READ | PROT_WRITE, MAP_SHARED,
+                                                         fds[1], 0));
+    if (listener_layout_ == MAP_FAILED) listener_layout_ = nullptr;
+    if (listener_bell_.attach(fds[1]) != 0) return false;
+    listener_bell_index_ = reply.doorbell_index;
     if (out != nullptr) *out = reply;
     return reply.status == 0;
 }
@@ -173,7 +183,14 @@ bool HostilePeer::offer(int fd, std::uint64_t id, const void* address, std::uint
     return true;
 }
 
+void HostilePeer::clear_listener_doorbell() {
+    if (listener_layout_ == nullptr) return;
+    for (auto& word : listener_layout_->summary) word.store(0);
+    for (auto& word : listener_layout_->bits) word.store(0);
+}
+
 void HostilePeer::wake_listener() {
+    if (listener_bell_.mapped()) listener_bell_.ring(listener_bell_index_);
     std::uint64_t one = 1;
     if (listener_notifier_ >= 0) (void)!write(listener_notifier_, &one, sizeof one);
 }

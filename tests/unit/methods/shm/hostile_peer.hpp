@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "methods/shm/shm_doorbell.hpp"
 #include "methods/shm/shm_segment.hpp"
 #include "methods/shm/shm_wire.hpp"
 
@@ -37,8 +38,8 @@ public:
     // With key_nonce, the hello offers a key proof under that nonce (a keyed initiator's).
     bool send_hello(std::uint32_t slot_count, std::uint32_t slot_size, int notifier = -1,
                     const std::uint8_t* key_nonce = nullptr);
-    // Waits up to deadline_ms for the listener's answer: true for a reply (its notifier is
-    // kept), false when it closed the connection instead or said nothing in time. The reply
+    // Waits up to deadline_ms for the listener's answer: true for a reply (its notifier and
+    // doorbell are kept), false when it closed the connection instead or said nothing in time. The reply
     // itself goes to *out when given.
     bool await_reply(int deadline_ms, method::shm::HelloReply* out = nullptr);
     // Sends a KeyProof of `size` bytes (sizeof(KeyProof) for a well-formed one) whose proof
@@ -48,8 +49,8 @@ public:
     // True once the listener closed the connection, within deadline_ms.
     bool await_close(int deadline_ms);
 
-    // Publishes one ring message (header, then payload) and wakes the listener. False when
-    // the ring has no room for it.
+    // Publishes one ring message (header, then payload), rings the listener's doorbell and
+    // wakes the listener. False when the ring has no room for it.
     bool publish(method::shm::MsgType type, std::int32_t tag, std::uint64_t size,
                  const void* payload, std::size_t payload_bytes, std::int32_t aux = 0);
     // Offers the memfd `fd` (not taken over) as our shared buffer at `address`, counted in
@@ -59,6 +60,9 @@ public:
     void publish_raw(const method::shm::MsgHeader& header);
     // Free slots in our ring towards the listener.
     std::uint32_t free_slots() { return tx_.free_slots(); }
+    // What a hostile process mapping the listener's doorbell can do: clear every bit in it,
+    // its own and those other peers rang (after await_reply).
+    void clear_listener_doorbell();
     int socket() const { return fd_; }
 
 private:
@@ -69,6 +73,10 @@ private:
     int listener_notifier_ = -1;
     method::shm::SharedSegment segment_;
     method::shm::Ring tx_;
+    method::shm::Doorbell own_bell_;
+    method::shm::Doorbell listener_bell_;
+    std::uint32_t listener_bell_index_ = 0;
+    method::shm::DoorbellLayout* listener_layout_ = nullptr;  // the same, mapped raw
 };
 
 }  // namespace bmi::test

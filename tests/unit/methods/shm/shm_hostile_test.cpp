@@ -123,7 +123,7 @@ TEST_CASE("shm hostile: a listener's notifier that is not an eventfd fails the c
     accepted.fd = accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC);
     REQUIRE(accepted.fd >= 0);
     char hello[sizeof(method::shm::Hello)];
-    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
     iovec iov{hello, sizeof hello};
     msghdr in{};
     in.msg_iov = &iov;
@@ -131,10 +131,9 @@ TEST_CASE("shm hostile: a listener's notifier that is not an eventfd fails the c
     in.msg_control = control;
     in.msg_controllen = sizeof control;
     REQUIRE(recvmsg(accepted.fd, &in, MSG_CMSG_CLOEXEC) == static_cast<ssize_t>(sizeof hello));
-    int received[2];
+    int received[3];
     std::memcpy(received, CMSG_DATA(CMSG_FIRSTHDR(&in)), sizeof received);
-    close(received[0]);
-    close(received[1]);
+    for (int fd : received) close(fd);
 
     int pipe_ends[2];
     REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
@@ -144,7 +143,10 @@ TEST_CASE("shm hostile: a listener's notifier that is not an eventfd fails the c
     reply.magic = method::shm::hello_magic;
     reply.version = method::shm::protocol_version;
     reply.pid = static_cast<std::int32_t>(getpid());
-    REQUIRE(send_with_rights(accepted.fd, &reply, sizeof reply, &writer.fd, 1));
+    method::shm::Doorbell bell;  // a real one: only the notifier is wrong
+    REQUIRE(bell.create() == 0);
+    int fds[2] = {writer.fd, bell.fd()};
+    REQUIRE(send_with_rights(accepted.fd, &reply, sizeof reply, fds, 2));
 
     auto done = wait_op(client, id, 5000);
     REQUIRE(done.error == -BMI_EPROTO);
@@ -334,4 +336,61 @@ TEST_CASE("shm hostile: a listen name squatted by another socket fails with its 
     REQUIRE(rc == -BMI_EADDRINUSE);
     CHECK(log.find("@" + path.substr(1)) != std::string::npos);
     CHECK(log.find("pid " + std::to_string(getpid())) != std::string::npos);
+}
+
+TEST_CASE("shm hostile: a peer that clears the listener's doorbell delays a message, never "
+          "loses it", "[shm][hostile]") {
+    // The hostile peer publishes, rings and writes the eventfd as it should, then clears every
+    // bit of the listener's doorbell before the listener looks. Only the periodic sweep
+    // (shm_progress.cpp, 250 ms) can find the message now: it must arrive, and well within
+    // the deadline. Without the sweep the listener sleeps on it for good.
+    Pair pair = make_peers("shm");
+    HostilePeer peer(listen_name(pair));
+    {
+        Pump pump(*pair.server.instance);  // the handshake needs the listener's progress
+        REQUIRE(peer.send_hello(64, 256));
+        REQUIRE(peer.await_reply(5000));
+        hostile_address(pair, peer);
+    }
+    // Nothing progresses the listener now: the bit is cleared before it could be taken.
+    const char body[] = "unrung";
+    REQUIRE(peer.publish(MsgType::unexpected, 9, sizeof body, body, sizeof body));
+    peer.clear_listener_doorbell();
+    auto start = std::chrono::steady_clock::now();
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    while (outcount == 0) {
+        REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+        REQUIRE(pair.server.instance->testunexpected(100, outcount, got) == 0);
+    }
+    CHECK(got[0].tag == 9);
+    CHECK(std::memcmp(got[0].buffer, body, sizeof body) == 0);
+    REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
+    introduce(pair);
+}
+
+TEST_CASE("shm hostile: what an initiator published before it left, its reply unread, arrives",
+          "[shm][hostile]") {
+    // It never learnt the listener's doorbell, so nothing rang; and a Unix socket closed with
+    // the reply unread makes the listener's read fail with ECONNRESET instead of reading the
+    // end of the stream. The message must still be taken before the connection closes.
+    Pair pair = make_peers("shm");
+    Pump pump(*pair.server.instance);
+    {
+        HostilePeer peer(listen_name(pair));
+        REQUIRE(peer.send_hello(64, 256));
+        pollfd p{peer.socket(), POLLIN, 0};
+        REQUIRE(poll(&p, 1, 5000) == 1);  // answered (and visited) before we publish
+        const char last[] = "last words";
+        REQUIRE(peer.publish(MsgType::unexpected, 11, sizeof last, last, sizeof last));
+    }
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (outcount == 0) {
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        REQUIRE(pair.server.instance->testunexpected(10, outcount, got) == 0);
+    }
+    CHECK(got[0].tag == 11);
+    REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
 }

@@ -126,18 +126,6 @@ TEST_CASE("ring: a producer that blocks is always found by the consumer's next c
     }
 }
 
-TEST_CASE("ring: the sleeping flag and its re-check close the lost wake-up window",
-          "[shm][ring]") {
-    TestRing ring(4, 256);
-    REQUIRE_FALSE(ring.consumer.sleep_consumer());  // empty: really asleep
-    REQUIRE(ring.producer.consumer_sleeping());     // so a producer must write the eventfd
-    ring.consumer.wake_consumer();
-    REQUIRE_FALSE(ring.producer.consumer_sleeping());
-    ring.producer.claim(1);
-    ring.producer.publish(1);
-    REQUIRE(ring.consumer.sleep_consumer());  // data arrived: the consumer must not block
-}
-
 TEST_CASE("ring: a fast producer thread and a consumer thread move many messages intact",
           "[shm][ring]") {
     constexpr std::uint32_t slots = 16, slot_size = 256;
