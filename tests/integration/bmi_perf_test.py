@@ -269,7 +269,9 @@ def main():
         for method in ("tcp", "shm"):
             if method in methods:
                 check_peers(tmp, method)
-        fair = [m for m in ("tcp", "shm") if m in methods]
+        # neighbour and posted are studies in turns too: under ThreadSanitizer the neighbour
+        # mode alone outran the 240 s bound, so like the duels they run in the plain build.
+        fair = [m for m in ("tcp", "shm") if m in methods] if duels else []
         if fair and len(os.sched_getaffinity(0)) >= 2:  # its server needs a core of its own
             check_neighbour(tmp, fair)
         if fair:
