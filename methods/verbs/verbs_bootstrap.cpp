@@ -255,6 +255,8 @@ void VerbsMethod::start_inbound(int fd, std::string host, std::uint16_t port) {
 void VerbsMethod::admit_waiting() {
     if (waiting_.empty()) return;
     const auto now = std::chrono::steady_clock::now();
+    // One walk over the connections per pass, not one per waiting socket.
+    auto pending = pending_handshakes(nullptr);
     std::erase_if(waiting_, [&](WaitingSocket& w) {
         if (now >= w.deadline) {
             BMI_LOG(verbs, "verbs: a socket from %s waited past the handshake timeout; closing",
@@ -262,7 +264,9 @@ void VerbsMethod::admit_waiting() {
             close(w.fd);
             return true;
         }
-        if (over_source_budget(w.host)) return false;
+        int& running = pending[w.host];
+        if (running >= device_->choice.pending_per_source) return false;
+        ++running;
         start_inbound(w.fd, std::move(w.host), w.port);
         return true;
     });
@@ -272,14 +276,19 @@ void VerbsMethod::admit_waiting() {
 // they finish or time out, and the peer needs no RDMA hardware to start one: one source
 // address may hold only a few at a time, so one host cannot lock the others out.
 bool VerbsMethod::over_source_budget(const std::string& host) const {
-    int pending = 0;
+    return pending_handshakes(&host)[host] >= device_->choice.pending_per_source;
+}
+
+std::unordered_map<std::string, int> VerbsMethod::pending_handshakes(
+    const std::string* only) const {
+    std::unordered_map<std::string, int> pending;
     for (const auto& [id, c] : connections_)
-        if (!c->outbound && c->peer && c->peer->host == host &&
+        if (!c->outbound && c->peer && (only == nullptr || c->peer->host == *only) &&
             (c->state == Connection::State::awaiting_hello ||
              c->state == Connection::State::awaiting_proof ||
              c->state == Connection::State::awaiting_ready))
-            ++pending;
-    return pending >= device_->choice.pending_per_source;
+            ++pending[c->peer->host];
+    return pending;
 }
 
 bool VerbsMethod::flush_out(Connection& c) {

@@ -90,6 +90,8 @@ private:
     void on_socket(Connection& c, std::uint32_t events);
     void on_hello(Connection& c, const Hello& remote);
     bool over_source_budget(const std::string& host) const;
+    // Unfinished inbound handshakes per source host (of `only`, when given).
+    std::unordered_map<std::string, int> pending_handshakes(const std::string* only) const;
     // Starts the handshake of an accepted bootstrap socket (a connection of its own peer).
     void start_inbound(int fd, std::string host, std::uint16_t port);
     // Starts the waiting sockets whose source is under its budget again; closes those that
