@@ -14,13 +14,14 @@ import tempfile
 import time
 
 LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at configure time
-MODES = ("latency", "bandwidth", "many", "peers", "neighbour", "posted")
+MODES = ("latency", "bandwidth", "many", "peers", "neighbour", "posted", "placement")
 # peers (a ping-pong beside thousands of idle clients, bmi_perf_peers), neighbour (a CPU-bound
 # loop on a waiting client's core, bmi_perf_neighbour) and posted (beside 100,000 receives
-# posted, bmi_perf_posted) run only when asked.
+# posted, bmi_perf_posted) and placement (8 B in three placements, each against its
+# reference, bmi_perf_placement) run only when asked.
 DEFAULT_MODES = ("latency", "bandwidth", "many")
 # Modes that their own module measures and reports, in turns: no table series, no plots.
-STUDY_MODES = ("peers", "neighbour", "posted")
+STUDY_MODES = ("peers", "neighbour", "posted", "placement")
 # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1
 METHODS = ("tcp", "tcp-legacy", "shm", "shm-blocking")
 BASELINES = ("raw-tcp", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd", "memcpy")
@@ -67,7 +68,10 @@ def parse_args(argv):
                "neighbour = a CPU-bound loop on the core of a waiting client, its loss beside "
                "a blocking client and a default one; "
                "posted = tcp and shm ping-pong while the server keeps --posted receives "
-               "posted toward its client.")
+               "posted toward its client; "
+               "placement = tcp and shm 8 B ping-pong on two cores, one core and unpinned, "
+               "each against its reference (raw TCP polling or blocking, Open MPI vader, "
+               "eventfd).")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
                    help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing; "
                         "in latency mode also against tcp in runs taken in turns), "
@@ -76,8 +80,8 @@ def parse_args(argv):
     p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
                    help=f"peers to measure: {', '.join(BASELINES)}, all or none (default all)")
     p.add_argument("--modes", type=parse_list(MODES), default=list(DEFAULT_MODES),
-                   help="latency, bandwidth, many, peers, neighbour, posted, or all (default "
-                        "latency,bandwidth,many)")
+                   help="latency, bandwidth, many, peers, neighbour, posted, placement, or "
+                        "all (default latency,bandwidth,many)")
     p.add_argument("--min", type=parse_size, default=1, help="smallest message (default 1)")
     p.add_argument("--max", type=parse_size, default=None,
                    help="largest message, K/M/G suffixes (default 64M, --quick 1M)")
@@ -138,7 +142,7 @@ def parse_args(argv):
             p.error(f"--server {a.server!r}: expected tcp://HOST:PORT or shm://NAME")
         a.methods, a.baselines, a.idle = [m.group(1)], [], False
         a.modes = [m for m in a.modes if m not in ("many",) + STUDY_MODES] or \
-            p.error("--server: no many, peers, neighbour or posted mode")
+            p.error("--server: no many, peers, neighbour, posted or placement mode")
     if not a.methods and not a.baselines:
         p.error("nothing to measure: --methods and --baselines are both empty")
     if a.out_dir is None:
@@ -198,7 +202,7 @@ def bandwidth_duel_runs(a):
     return 2 + peers if wanted else 0
 
 
-def planned_runs(a, placements, neighbour):
+def planned_runs(a, placements, neighbour, placement):
     """How many runs run_all makes, for the progress counter (placements: how many ways a
     blocking duel is pinned, Runner.placements)."""
     n = 2 * DUEL_ROUNDS * ((placements if wants_blocking_duel(a) else 0) +
@@ -211,6 +215,7 @@ def planned_runs(a, placements, neighbour):
     n += neighbour.planned_runs(a) if "neighbour" in a.modes else 0
     if "posted" in a.modes:
         n += POSTED_ROUNDS * len(a.posted) * sum(1 for m in ("tcp", "shm") if m in a.methods)
+    n += placement.planned_runs(a) if "placement" in a.modes else 0
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
@@ -221,7 +226,7 @@ def planned_runs(a, placements, neighbour):
     return n
 
 
-def run_all(r, a, failure, legacy, peers, rate, neighbour, posted):
+def run_all(r, a, failure, legacy, peers, rate, neighbour, posted, placement):
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         for m in a.methods:
             s = r.bmi(m, mode)
@@ -264,6 +269,8 @@ def run_all(r, a, failure, legacy, peers, rate, neighbour, posted):
         duels["neighbour"] = neighbour.run(r, a.neighbour_seconds)
     if "posted" in a.modes:
         duels["posted"] = posted.run(r, posted.methods_of(a), a.posted, POSTED_ROUNDS)
+    if "placement" in a.modes:
+        duels["placement"] = placement.run(r, placement.methods_of(a))
     return duels
 
 
@@ -278,6 +285,7 @@ def main(argv=None):
     import bmi_perf_neighbour as neighbour
     import bmi_perf_output as output
     import bmi_perf_peers as peers
+    import bmi_perf_placement as placement
     import bmi_perf_posted as posted
     import bmi_perf_rate as rate
     from bmi_perf_runs import Failure, Runner
@@ -285,11 +293,11 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
     try:
         r = Runner(a, tmp, tool_dirs)
-        r.total = planned_runs(a, len(Runner.placements()), neighbour)
+        r.total = planned_runs(a, len(Runner.placements()), neighbour, placement)
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
-            duel = run_all(r, a, Failure, legacy, peers, rate, neighbour, posted)
+            duel = run_all(r, a, Failure, legacy, peers, rate, neighbour, posted, placement)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -318,6 +326,9 @@ def main(argv=None):
                 continue
             if name == "posted":
                 posted.print_summary(pairs, sys.stdout)
+                continue
+            if name == "placement":
+                placement.print_summary(pairs, sys.stdout)
                 continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):

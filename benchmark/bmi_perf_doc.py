@@ -11,10 +11,13 @@ import time
 import bmi_perf_legacy
 import bmi_perf_neighbour
 import bmi_perf_peers
+import bmi_perf_placement
 import bmi_perf_posted
 import bmi_perf_rate
 from bmi_perf_output import MODE_TITLES, fmt, fmt_rate, message_rate
 
+# The modes whose module writes its own section (bmi_perf.STUDY_MODES): no tables, no plots.
+STUDY_MODES = ("peers", "neighbour", "posted", "placement")
 # Each libbmi series and the peers it is compared with.
 PEERS = {"bmi tcp": ["raw tcp", "netpipe", "mpi tcp"],
          "bmi tcp-legacy": ["bmi tcp", "raw tcp", "netpipe", "mpi tcp"],
@@ -302,8 +305,10 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
         out += bmi_perf_neighbour.markdown(duel["neighbour"], fmt)
     if "posted" in duel:
         out += bmi_perf_posted.markdown(duel["posted"], fmt)
+    if "placement" in duel:
+        out += bmi_perf_placement.markdown(duel["placement"], fmt)
     base = os.path.dirname(os.path.abspath(path))
-    for mode in (m for m in a.modes if m not in ("peers", "neighbour", "posted")):
+    for mode in (m for m in a.modes if m not in STUDY_MODES):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")
         for m, kind, f in plots:
             if m == mode:

@@ -9,7 +9,7 @@ one machine, and the median of several such ratios is what a table can state.
 """
 import statistics
 
-from bmi_perf_runs import one_way_us
+from bmi_perf_runs import LEGACY_MAX, one_way_us
 
 ROUNDS = 5   # turns; each runs both framings once
 TARGET = 1.0  # legacy / v2 one-way time, at most, at every size
@@ -23,7 +23,7 @@ def run(runner, rounds=ROUNDS):
     """[{bytes: (v2 us, legacy us)}] one per turn: the pair is pinned one process per core as
     every table run. Which framing goes first alternates, so a machine that slows down or
     speeds up during a turn favours neither."""
-    plan = runner.plan("latency")
+    plan = runner.plan("latency", largest=LEGACY_MAX)
     cpus = runner.one_per_core()
     turns = []
     for turn in range(rounds):

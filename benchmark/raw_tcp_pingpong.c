@@ -2,7 +2,9 @@
 /* The baseline for pingpong.c: the same plan and table over plain blocking TCP sockets.
  * Latency mode echoes each message; bandwidth mode is the raw stream a message library must
  * match: one write() per message, the receiver reading whatever has arrived (a window at a
- * time), then an 8-byte ack. Many mode has no raw twin (one client per server here). */
+ * time), then an 8-byte ack. Many mode has no raw twin (one client per server here).
+ * --poll (both ends) reads with MSG_DONTWAIT in a loop instead of sleeping in read(): the
+ * fastest a TCP ping-pong gets on two free cores, the reference of bmi_tcp's spin (issue 18). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pingpong_common.h"
@@ -59,11 +62,41 @@ static int tune(int fd, int timeout_ms)
     return 0;
 }
 
+/* --poll: reads spin instead of sleeping; poll_timeout_ms bounds one read as SO_RCVTIMEO
+ * bounds a blocking one. */
+static int poll_reads;
+static int poll_timeout_ms;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One read that spins on MSG_DONTWAIT until data, end of file, an error or the timeout. The
+ * clock is read once per 4096 empty tries so that it costs nothing next to the recv calls. */
+static ssize_t polled_read(int fd, void *p, uint64_t len)
+{
+    double deadline = now_ms() + poll_timeout_ms;
+    unsigned tries = 0;
+    for (;;) {
+        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return n;
+        if (++tries % 4096 == 0 && now_ms() > deadline) {
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+}
+
 static int io_full(int fd, void *buf, uint64_t len, int writing)
 {
     unsigned char *p = buf;
     while (len > 0) {
-        ssize_t n = writing ? write(fd, p, len) : read(fd, p, len);
+        ssize_t n = writing ? write(fd, p, len)
+                    : poll_reads ? polled_read(fd, p, len) : read(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -256,12 +289,29 @@ static int run_client(int fd, const struct pp_options *o)
     return rc;
 }
 
+/* Takes --poll out of argv (the shared options do not know it); returns the new argc. */
+static int take_poll_flag(int argc, char **argv)
+{
+    int i, kept = 1;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--poll") == 0)
+            poll_reads = 1;
+        else
+            argv[kept++] = argv[i];
+    }
+    argv[kept] = NULL;
+    return kept;
+}
+
 int main(int argc, char **argv)
 {
     struct pp_options o;
-    int fd, conn, rc = pp_parse_options(argc, argv, PP_OPT_STREAMS, &o);
+    int fd, conn, rc;
+    argc = take_poll_flag(argc, argv);
+    rc = pp_parse_options(argc, argv, PP_OPT_STREAMS, &o);
     if (rc != 0)
         return rc;
+    poll_timeout_ms = o.timeout_ms;
     if (o.plan.mode == PP_MANY) {
         fprintf(stderr, "raw_tcp_pingpong: --mode many has no raw twin\n");
         return 2;

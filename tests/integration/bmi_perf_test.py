@@ -249,6 +249,38 @@ def check_posted(tmp, methods):
             fail(f"posted mode: the report lacks the {m} row of 300 posted:\n{text}")
 
 
+def check_placement(tmp, methods):
+    """placement mode: an 8-byte ping-pong per method on two cores, one core and unpinned,
+    each against its reference, in turns: a row per method and placement with both times, the
+    ratio and the target, on stdout and in the report. mpirun is left out (shm's two-core row,
+    against vader, is then missing); no verdict is checked, the machine's load decides those."""
+    md = os.path.join(tmp, "PLACEMENT.md")
+    res = bmi_perf(["--modes", "placement", "--methods", ",".join(methods), "--baselines",
+                    "raw-tcp,eventfd", "--iters", "20", "--no-idle", "--plot", "none",
+                    "--out-dir", empty_dir(tmp, "placement"), "--markdown", md])
+    if res.returncode != 0 or "failed" in res.stderr:
+        fail(f"placement mode: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    table = res.stdout.split("== 8 B ping-pong in three placements", 1)
+    if len(table) != 2:
+        fail(f"placement mode: no table on stdout:\n{res.stdout}")
+    rows = re.findall(r"^(tcp|shm) +(two cores|one core|unpinned) +([\d.]+) +(.+?) +([\d.]+) +"
+                      r"([\d.]+) +([\d.]+)$", table[1], re.M)
+    want = {"tcp": ["two cores", "one core", "unpinned"], "shm": ["one core", "unpinned"]}
+    if len(os.sched_getaffinity(0)) < 2:
+        want = {m: [p for p in ps if p != "two cores"] for m, ps in want.items()}
+    got = [(r[0], r[1]) for r in rows]
+    if got != [(m, p) for m in methods for p in want[m]]:
+        fail(f"placement mode: want rows {want} for {methods}, got {got}:\n{table[1]}")
+    for r in rows:
+        if not (float(r[2]) > 0 and float(r[4]) > 0 and float(r[5]) > 0):
+            fail(f"placement mode: a time or ratio is not positive: {r}")
+    text = open(md).read()
+    if "## Small messages in three placements (placement mode)" not in text or \
+            len(re.findall(r"^\| (tcp|shm) \| (two cores|one core|unpinned) \| .* \| "
+                           r"(met|\*\*not met\*\*) \|$", text, re.M)) != len(rows):
+        fail(f"placement mode: the report lacks its section or a row:\n{text}")
+
+
 def main():
     plots = shutil.which("gnuplot") is not None
     if not plots:
@@ -276,6 +308,7 @@ def main():
             check_neighbour(tmp, fair)
         if fair:
             check_posted(tmp, fair)
+            check_placement(tmp, fair)
     print("bmi-perf end to end ok")
 
 
