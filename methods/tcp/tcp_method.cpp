@@ -147,10 +147,11 @@ int TcpMethod::post(Operation& op) {
                 static_cast<long long>(op.total_size), describe_peer(*peer).c_str());
         return -BMI_EINVAL;
     }
+    op.method_state = 0;  // whatever a recycled op carried from its last method
     place(op, Place::posting);
     completions_.begin_post(op);
     int rc = completions_.end_post(op.kind == OpKind::recv ? post_recv(op) : post_send(op));
-    if (rc < 0) places_.erase(&op);  // a no-op if the op finished (finish() erased it)
+    if (rc < 0) unplace(op);  // a no-op if the op finished (finish() cleared it)
     return rc;
 }
 
@@ -183,9 +184,7 @@ int TcpMethod::post_send(Operation& op) {
 }
 
 void TcpMethod::finish(Operation& op, int error) {
-    auto it = places_.find(&op);
-    if (it == places_.end()) return;
-    places_.erase(it);
+    if (!unplace(op)) return;
     if (&op == cancel_op_) error = -BMI_ECANCEL;
     op.method_ptr = nullptr;
     if (error < 0) BMI_LOG(tcp, "tcp: op %lld failed: %s", static_cast<long long>(op.id),
@@ -202,10 +201,9 @@ void TcpMethod::fail_posted_recvs(TcpPeer& peer, int error) {
 }
 
 void TcpMethod::cancel(Operation& op) {
-    auto it = places_.find(&op);
-    if (it == places_.end()) return;
+    if (op.method_state == 0) return;
     auto* c = static_cast<Connection*>(op.method_ptr);
-    switch (it->second) {
+    switch (static_cast<Place>(op.method_state)) {
         case Place::posting:
             return;
         case Place::send_queued:

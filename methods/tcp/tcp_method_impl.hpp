@@ -5,8 +5,10 @@
 //
 // Ownership: connections_ owns every open Connection; a closed one moves to graveyard_ until
 // no stack frame can still refer to it. A Connection holds its peer by shared_ptr, a peer its
-// connections by raw pointer. Every pending Operation has an entry in places_ saying which
-// queue holds it; finish() removes it, so an op can never complete twice.
+// connections by raw pointer. Every pending Operation says in its method_state which queue
+// holds it (Place + 1; 0: not pending here); finish() clears it, so an op can never complete
+// twice. The op carries it rather than a map keyed by the op: no node allocated and no hash
+// taken per message.
 #pragma once
 
 #include <chrono>
@@ -98,7 +100,7 @@ private:
         std::string address;    // "tcp://host:port"
     };
     enum class Place : std::uint8_t {
-        posting,         // inside post(), not queued yet
+        posting = 1,     // inside post(), not queued yet (0 is "not pending here")
         send_queued,     // in a connection's small_queue, nothing written
         send_writing,    // the connection's current OutFrame
         send_await_cts,  // RTS written
@@ -110,7 +112,17 @@ private:
     // tcp_method.cpp
     int post_send(Operation& op);
     void finish(Operation& op, int error);
-    void place(Operation& op, Place where) { places_[&op] = where; }
+    void place(Operation& op, Place where) {
+        if (op.method_state == 0) ++pending_ops_;
+        op.method_state = static_cast<std::uint8_t>(where);
+    }
+    // Returns whether op was pending here; it is not afterwards.
+    bool unplace(Operation& op) {
+        if (op.method_state == 0) return false;
+        op.method_state = 0;
+        --pending_ops_;
+        return true;
+    }
     void fail_posted_recvs(TcpPeer& peer, int error);
     // A peer that reached us first and has no connection left: nothing can reach it again.
     static bool unreachable(const TcpPeer& peer) {
@@ -262,7 +274,7 @@ private:
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::vector<std::unique_ptr<Connection>> graveyard_;
     PeerRegistry<TcpPeer> peers_;
-    std::unordered_map<Operation*, Place> places_;
+    std::size_t pending_ops_ = 0;  // operations with a method_state (place())
     // post() reports an op finished during the call by its return value, not through the Sink.
     CompletionRouter completions_{sink_};  // finish() -> post()'s result or the Sink
     Operation* cancel_op_ = nullptr;  // completes with -BMI_ECANCEL when its connection dies

@@ -36,7 +36,7 @@ bool TcpMethod::before_sleep() {
     // server's testunexpected would sleep its whole idle time beside a waiting request.
     if (retry_unexpected()) return true;
     // Only while operations wait for the network: an idle server sleeps at once.
-    if (!places_.empty() && spin_.run([this] { return poll_once(); })) return true;
+    if (pending_ops_ != 0 && spin_.run([this] { return poll_once(); })) return true;
     sleep_start_ = std::chrono::steady_clock::now();
     return false;
 }
