@@ -17,8 +17,8 @@ LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at
 MODES = ("latency", "bandwidth", "many", "peers", "neighbour", "posted", "placement")
 # peers (a ping-pong beside thousands of idle clients, bmi_perf_peers), neighbour (a CPU-bound
 # loop on a waiting client's core, bmi_perf_neighbour) and posted (beside 100,000 receives
-# posted, bmi_perf_posted) and placement (8 B in three placements, each against its
-# reference, bmi_perf_placement) run only when asked.
+# posted, bmi_perf_posted) and placement (8 B and bandwidth in three placements, each against
+# its reference, bmi_perf_placement and bmi_perf_placement_bw) run only when asked.
 DEFAULT_MODES = ("latency", "bandwidth", "many")
 # Modes that their own module measures and reports, in turns: no table series, no plots.
 STUDY_MODES = ("peers", "neighbour", "posted", "placement")
@@ -69,9 +69,9 @@ def parse_args(argv):
                "a blocking client and a default one; "
                "posted = tcp and shm ping-pong while the server keeps --posted receives "
                "posted toward its client; "
-               "placement = tcp and shm 8 B ping-pong on two cores, one core and unpinned, "
-               "each against its reference (raw TCP polling or blocking, Open MPI vader, "
-               "eventfd).")
+               "placement = tcp and shm on two cores, one core and unpinned, each against "
+               "its reference: 8 B ping-pong (raw TCP polling or blocking, Open MPI vader, "
+               "eventfd) and bandwidth from 64 KiB (raw TCP, NetPIPE, memcpy, Open MPI).")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
                    help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing; "
                         "in latency mode also against tcp in runs taken in turns), "
@@ -202,7 +202,7 @@ def bandwidth_duel_runs(a):
     return 2 + peers if wanted else 0
 
 
-def planned_runs(a, placements, neighbour, placement):
+def planned_runs(a, placements, neighbour, placement, placement_bw):
     """How many runs run_all makes, for the progress counter (placements: how many ways a
     blocking duel is pinned, Runner.placements)."""
     n = 2 * DUEL_ROUNDS * ((placements if wants_blocking_duel(a) else 0) +
@@ -215,7 +215,8 @@ def planned_runs(a, placements, neighbour, placement):
     n += neighbour.planned_runs(a) if "neighbour" in a.modes else 0
     if "posted" in a.modes:
         n += POSTED_ROUNDS * len(a.posted) * sum(1 for m in ("tcp", "shm") if m in a.methods)
-    n += placement.planned_runs(a) if "placement" in a.modes else 0
+    n += placement.planned_runs(a) + placement_bw.planned_runs(a) \
+        if "placement" in a.modes else 0
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
@@ -226,7 +227,7 @@ def planned_runs(a, placements, neighbour, placement):
     return n
 
 
-def run_all(r, a, failure, legacy, peers, rate, neighbour, posted, placement):
+def run_all(r, a, failure, legacy, peers, rate, neighbour, posted, placement, placement_bw):
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         for m in a.methods:
             s = r.bmi(m, mode)
@@ -271,6 +272,8 @@ def run_all(r, a, failure, legacy, peers, rate, neighbour, posted, placement):
         duels["posted"] = posted.run(r, posted.methods_of(a), a.posted, POSTED_ROUNDS)
     if "placement" in a.modes:
         duels["placement"] = placement.run(r, placement.methods_of(a))
+        if placement_bw.wanted(a):
+            duels["placement bandwidth"] = placement_bw.run(r)
     return duels
 
 
@@ -286,6 +289,7 @@ def main(argv=None):
     import bmi_perf_output as output
     import bmi_perf_peers as peers
     import bmi_perf_placement as placement
+    import bmi_perf_placement_bw as placement_bw
     import bmi_perf_posted as posted
     import bmi_perf_rate as rate
     from bmi_perf_runs import Failure, Runner
@@ -293,11 +297,12 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
     try:
         r = Runner(a, tmp, tool_dirs)
-        r.total = planned_runs(a, len(Runner.placements()), neighbour, placement)
+        r.total = planned_runs(a, len(Runner.placements()), neighbour, placement, placement_bw)
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
-            duel = run_all(r, a, Failure, legacy, peers, rate, neighbour, posted, placement)
+            duel = run_all(r, a, Failure, legacy, peers, rate, neighbour, posted, placement,
+                           placement_bw)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -329,6 +334,9 @@ def main(argv=None):
                 continue
             if name == "placement":
                 placement.print_summary(pairs, sys.stdout)
+                continue
+            if name == "placement bandwidth":
+                placement_bw.print_summary(pairs, sys.stdout)
                 continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):

@@ -12,6 +12,7 @@ import bmi_perf_legacy
 import bmi_perf_neighbour
 import bmi_perf_peers
 import bmi_perf_placement
+import bmi_perf_placement_bw
 import bmi_perf_posted
 import bmi_perf_rate
 from bmi_perf_output import MODE_TITLES, fmt, fmt_rate, message_rate
@@ -307,6 +308,8 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
         out += bmi_perf_posted.markdown(duel["posted"], fmt)
     if "placement" in duel:
         out += bmi_perf_placement.markdown(duel["placement"], fmt)
+    if "placement bandwidth" in duel:
+        out += bmi_perf_placement_bw.markdown(duel["placement bandwidth"], fmt)
     base = os.path.dirname(os.path.abspath(path))
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")

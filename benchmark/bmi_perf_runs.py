@@ -338,7 +338,9 @@ class Runner:
             return parse_table(text)
         return self.record(s, time.monotonic(), run)
 
-    def mpi(self, baseline, mode, plan=None):
+    def mpi(self, baseline, mode, plan=None, cpu="per rank"):
+        """cpu: "per rank" (mpirun binds its ranks one per core), None (left to the
+        scheduler) or one CPU for every rank."""
         a = self.args
         mpirun = shutil.which("mpirun")
         exe = self.tool("mpi_pingpong")
@@ -351,27 +353,36 @@ class Runner:
         env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                "OMPI_MCA_rmaps_base_oversubscribe": "1"}
         argv = ([mpirun, "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1"]
+                + ([] if cpu == "per rank" else ["--bind-to", "none"])
                 + MPI_MCA[baseline] + [exe] + (self.plan(mode) if plan is None else plan))
+        if cpu not in ("per rank", None):
+            argv = ["taskset", "-c", str(cpu)] + argv
         return self.command(MPI_NAMES[baseline], mode, argv, env)
 
-    def netpipe(self):
-        """NPtcp's own plan; the power-of-two sizes are kept, recomputed into our units."""
+    def netpipe(self, mode="latency", cpus=None, smallest=None, largest=None):
+        """NPtcp's own plan; the power-of-two sizes are kept, recomputed into our units.
+        cpus: (receiver CPU, sender CPU), or None: left to the scheduler."""
         a, npt = self.args, shutil.which("NPtcp")
-        s = Series("netpipe", "latency", f"NPtcp -p 0 -l {a.min} -u {a.max}")
+        lo, hi = smallest or a.min, largest or a.max
+        s = Series("netpipe", mode, f"NPtcp -p 0 -l {lo} -u {hi}")
+
+        def pin(which):
+            return None if cpus is None else (lambda: os.sched_setaffinity(0, {cpus[which]}))
 
         def run():
             if npt is None:
                 raise Failure("NPtcp not installed (Debian: netpipe-tcp)")
             port = str(20000 + os.getpid() % 20000)
-            opts = ["-P", port, "-p", "0", "-l", str(a.min), "-u", str(a.max)]
+            opts = ["-P", port, "-p", "0", "-l", str(lo), "-u", str(hi)]
             deadline = time.monotonic() + a.timeout
             srv = subprocess.Popen([npt] + opts, cwd=self.tmp, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
+                                   stderr=subprocess.DEVNULL, preexec_fn=pin(0))
             out = os.path.join(self.tmp, "np.out")
             try:
                 for _ in range(50):  # the receiver must listen before the sender connects
                     time.sleep(0.1)
                     cli = subprocess.run([npt, "-h", "127.0.0.1", "-o", out] + opts, cwd=self.tmp,
+                                         preexec_fn=pin(1),
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                          timeout=max(1, deadline - time.monotonic()))
                     if cli.returncode == 0 or srv.poll() is not None:

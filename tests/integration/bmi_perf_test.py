@@ -256,7 +256,8 @@ def check_placement(tmp, methods):
     against vader, is then missing); no verdict is checked, the machine's load decides those."""
     md = os.path.join(tmp, "PLACEMENT.md")
     res = bmi_perf(["--modes", "placement", "--methods", ",".join(methods), "--baselines",
-                    "raw-tcp,eventfd", "--iters", "20", "--no-idle", "--plot", "none",
+                    "raw-tcp,eventfd,memcpy", "--iters", "20", "--max", "1M", "--no-idle",
+                    "--plot", "none",
                     "--out-dir", empty_dir(tmp, "placement"), "--markdown", md])
     if res.returncode != 0 or "failed" in res.stderr:
         fail(f"placement mode: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
@@ -279,6 +280,21 @@ def check_placement(tmp, methods):
             len(re.findall(r"^\| (tcp|shm) \| (two cores|one core|unpinned) \| .* \| "
                            r"(met|\*\*not met\*\*) \|$", text, re.M)) != len(rows):
         fail(f"placement mode: the report lacks its section or a row:\n{text}")
+    # The bandwidth half: tcp from 64 KiB against raw tcp, both ways; shm at 1 MiB against
+    # memcpy; every placement, a ratio per size.
+    places = want["tcp"]
+    titles = {"tcp": ["tcp ping-pong vs raw tcp", "tcp streaming vs raw tcp"],
+              "shm": ["shm, malloc'd buffers, vs memcpy"]}
+    for m in methods:
+        for title in titles[m]:
+            for p in places:
+                sizes = "64 KiB .*1 MiB [\d.]+" if m == "tcp" else "1 MiB [\d.]+"
+                if not re.search(rf"^{re.escape(title)}, {p} \(>= [\d.]+\): {sizes}$",
+                                 res.stdout, re.M):
+                    fail(f"placement mode: no {title!r} line for {p}:\n{res.stdout}")
+                if not re.search(rf"^\| {re.escape(title)} \| {p} \| .* \| "
+                                 r"(met|\*\*not met\*\*) \|$", text, re.M):
+                    fail(f"placement mode: the report lacks {title!r} for {p}:\n{text}")
 
 
 def main():
