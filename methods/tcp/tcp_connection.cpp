@@ -294,11 +294,11 @@ void TcpMethod::retire(Connection& c) {
     if (c.peer) {
         TcpPeer& p = *c.peer;
         // Headers whose payload would have come on this socket can never complete.
-        std::erase_if(p.arrivals, [&](const Arrival& a) {
-            const bool dead = a.kind != Arrival::Kind::eager && a.connection_id == c.id;
-            if (dead) uncharge(p, a);
-            return dead;
-        });
+        p.arrivals.remove_if(
+            [&](const Arrival& a) {
+                return a.kind != Arrival::Kind::eager && a.connection_id == c.id;
+            },
+            [&](const Arrival& a) { uncharge(p, a); });
         std::erase(p.connections, &c);
         if (p.send_connection == &c)
             p.send_connection = p.connections.empty() ? nullptr : p.connections.front();

@@ -55,7 +55,7 @@ bool TcpMethod::admit_early(Connection& c) {
 
 void TcpMethod::add_arrival(TcpPeer& peer, Arrival arrival) {
     early_.charge(peer.early, cost_of(arrival));
-    peer.arrivals.push_back(std::move(arrival));
+    peer.arrivals.push(std::move(arrival));
 }
 
 void TcpMethod::uncharge(TcpPeer& peer, const Arrival& arrival) {
@@ -64,10 +64,10 @@ void TcpMethod::uncharge(TcpPeer& peer, const Arrival& arrival) {
 }
 
 void TcpMethod::drop_arrivals(TcpPeer& peer) {
-    for (const Arrival& a : peer.arrivals) {
+    peer.arrivals.for_each([&](const Arrival& a) {
         uncharge(peer, a);
         returner_.freed(a.size);
-    }
+    });
     peer.arrivals.clear();
 }
 

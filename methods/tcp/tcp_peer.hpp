@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "methods/method.hpp"
 #include "methods/posted_recvs.hpp"
 #include "methods/tcp/tcp_address.hpp"
+#include "methods/tcp/tcp_arrivals.hpp"
 #include "support/op_queue/op_queue.hpp"
 
 namespace bmi::method::tcp {
@@ -19,21 +19,6 @@ namespace bmi::method::tcp {
 struct Connection;
 
 using OpList = support::OpQueue<Operation, SafeHook, &Operation::method_hook>;
-
-// A message header that arrived before a matching receive was posted.
-struct Arrival {
-    enum class Kind : std::uint8_t {
-        eager,        // payload already read into data
-        rts,          // v2 rendezvous: the sender waits for our CTS, nothing is buffered
-        legacy_rend,  // legacy rendezvous: its payload is still in the socket, reading paused
-    };
-    Kind kind = Kind::eager;
-    bmi_msg_tag_t tag = 0;
-    bmi_size_t size = 0;
-    std::unique_ptr<std::uint8_t[]> data;
-    std::uint64_t connection_id = 0;  // rts, legacy_rend: where the rest of it comes from
-    std::uint64_t cookie = 0;         // rts
-};
 
 class TcpPeer final : public Peer {
 public:
@@ -53,7 +38,7 @@ public:
     Connection* send_connection = nullptr;  // one connection carries all our sends
     std::vector<Connection*> connections;
     PostedRecvs posted_recvs;      // receives with no matching arrival yet, by tag
-    std::deque<Arrival> arrivals;  // arrivals with no matching receive yet, in arrival order
+    Arrivals arrivals;             // arrivals with no matching receive yet, by tag
     EarlyBudget::Account early;    // what arrivals cost against TcpMethod::early_
 };
 

@@ -40,12 +40,9 @@ int TcpMethod::post_recv(Operation& op) {
     TcpPeer& peer = *static_cast<TcpPeer*>(op.peer);
     op.transferred = 0;
     op.actual_size = 0;
-    for (auto it = peer.arrivals.begin(); it != peer.arrivals.end(); ++it) {
-        if (it->tag != op.tag) continue;
-        Arrival arrival = std::move(*it);
-        peer.arrivals.erase(it);
-        uncharge(peer, arrival);
-        match_arrival(op, arrival);
+    if (auto arrival = peer.arrivals.take(op.tag)) {
+        uncharge(peer, *arrival);
+        match_arrival(op, *arrival);
         resume_paused();
         return 0;
     }
@@ -333,12 +330,7 @@ void TcpMethod::on_rts(Connection& c) {
     const Header& h = c.header;
     // A cookie names one transfer of this connection until its last DATA chunk: a second RTS
     // with it would make two receives wait on one entry of `incoming`.
-    const bool announced = std::any_of(c.peer->arrivals.begin(), c.peer->arrivals.end(),
-                                       [&](const Arrival& a) {
-                                           return a.kind == Arrival::Kind::rts &&
-                                                  a.connection_id == c.id && a.cookie == h.cookie;
-                                       });
-    if (announced || c.incoming.count(h.cookie) != 0) {
+    if (c.peer->arrivals.announced(c.id, h.cookie) || c.incoming.count(h.cookie) != 0) {
         protocol_error(c, "duplicate RTS cookie");
         return;
     }
