@@ -35,6 +35,7 @@
 #include "methods/shm/shm_listener.hpp"
 #include "methods/shm/shm_method_impl.hpp"
 #include "methods/shm/shm_notifier.hpp"
+#include "support/epoll/wake_fd.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -143,8 +144,7 @@ void ShmMethod::progress_events(std::span<const epoll_event> ready) {
 bool ShmMethod::accept_wake_fd(int fd, std::uint64_t tag) {
     // Our own tags (listener, eventfd, timers, connections counting up from 4) stay far below
     // 2^63.
-    if (tag < (1ull << 63)) return false;
-    return epoll_set(epoll_fd_, EPOLL_CTL_ADD, fd, EPOLLIN, tag) == 0;
+    return support::add_wake_fd(epoll_fd_, fd, tag);
 }
 
 bool ShmMethod::before_sleep() {
