@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -24,6 +25,8 @@
 namespace bmi::method::shm {
 
 enum class ConnState : std::uint8_t {
+    backlog_full,  // initiator: the listener's backlog was full; no socket, connect again at
+                   // retry_at (shm_connect_retry.cpp); sends wait in send_queue
     connecting,   // initiator: nonblocking connect not finished; rings usable, hello unsent
     await_reply,  // initiator: hello sent; we may fill our ring but cannot wake the peer yet
     await_hello,  // acceptor: socket accepted, no segment yet; carries no peer and no ops
@@ -68,6 +71,10 @@ struct Connection {
     bool stalled = false;  // an unexpected message waits in rx for quota
     PeerRegions peer_regions;  // the peer's shared buffers, mapped here (shm_region.hpp)
     int socket_error = 0;      // the socket's framing broke; poll_pass closes the connection
+    // backlog_full: when to connect again, the pause after that, and when to give up.
+    std::chrono::steady_clock::time_point retry_at{};
+    std::chrono::steady_clock::time_point connect_deadline{};
+    std::chrono::milliseconds retry_pause{0};
     // Socket messages (offers, withdrawals) counted in the segment: ours as we send them,
     // the peer's as it does; socket_read counts the peer's we have read.
     std::atomic<std::uint64_t>* own_socket_sent = nullptr;

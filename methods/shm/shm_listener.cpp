@@ -68,18 +68,24 @@ int listen_on(std::string_view name, int& fd) {
     return 0;
 }
 
-int connect_to(std::string_view name, int& fd, bool& in_progress) {
+int connect_to(std::string_view name, int& fd, ConnectStart& how) {
     sockaddr_un address;
     socklen_t length = abstract_address(name, address);
     int s = new_socket();
     if (s < 0) return support::bmi_error_from_errno(errno);
-    in_progress = false;
+    how = ConnectStart::connected;
     if (connect(s, reinterpret_cast<sockaddr*>(&address), length) != 0) {
-        if (errno == EAGAIN || errno == EINPROGRESS) {
-            in_progress = true;
+        int e = errno;
+        if (e == EINPROGRESS) {
+            how = ConnectStart::in_progress;
         } else {
-            int e = errno;
             close(s);
+            // On a Unix socket EAGAIN is a full backlog, not a connect under way: the
+            // kernel queued nothing, so no writability will ever report an outcome.
+            if (e == EAGAIN) {
+                how = ConnectStart::backlog_full;
+                return 0;
+            }
             BMI_LOG(shm, "connect to '%.*s': %s", static_cast<int>(name.size()), name.data(),
                     std::strerror(e));
             return e == ENOENT || e == ECONNREFUSED ? -BMI_ECONNREFUSED

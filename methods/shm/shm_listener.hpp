@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace bmi::method::shm {
@@ -16,10 +17,15 @@ namespace bmi::method::shm {
 // crashed listener leaves nothing behind and a restarted one binds again.
 int listen_on(std::string_view name, int& fd);
 
-// Nonblocking connect to the listener `name`. 0 with in_progress false (connected) or true
-// (wait for writability, then check with connect_result), or -BMI_ECONNREFUSED when nobody
-// listens there.
-int connect_to(std::string_view name, int& fd, bool& in_progress);
+enum class ConnectStart : std::uint8_t {
+    connected,     // fd is connected (queued on the listener)
+    in_progress,   // EINPROGRESS: wait for writability, then check with connect_result
+    backlog_full,  // EAGAIN: the listener's backlog is full; nothing started, no fd: try again
+};
+
+// Nonblocking connect to the listener `name`: 0 and `how` (fd set unless backlog_full), or
+// -BMI_ECONNREFUSED when nobody listens there, or another -BMI_E*.
+int connect_to(std::string_view name, int& fd, ConnectStart& how);
 // Outcome of an in-progress connect: 0 or -BMI_E*.
 int connect_result(int fd);
 

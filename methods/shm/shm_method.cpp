@@ -72,6 +72,7 @@ ShmMethod::~ShmMethod() {
     if (listen_fd_ >= 0) close(listen_fd_);
     if (event_fd_ >= 0) close(event_fd_);
     if (sweep_fd_ >= 0) close(sweep_fd_);
+    if (retry_fd_ >= 0) close(retry_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 

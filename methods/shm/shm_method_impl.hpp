@@ -4,7 +4,9 @@
 // Member functions are spread over five files by concern: shm_method.cpp (the Method
 // interface: posting, cancel, addresses), shm_progress.cpp (sockets, connection life cycle,
 // waiting and waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies),
-// shm_split.cpp (large messages both processes copy), shm_sharing.cpp (buffers both map).
+// shm_split.cpp (large messages both processes copy), shm_sharing.cpp (buffers both map);
+// shm_connect_retry.cpp starts an initiator's connect, again while the listener's backlog is
+// full.
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
 // member takes a lock; the only state shared with another process is in the rings and the
 // doorbells.
@@ -89,6 +91,14 @@ private:
     void accept_connections();
     void on_socket_event(Connection& conn, std::uint32_t events);
     int open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out);
+    // --- shm_connect_retry.cpp: connecting, and again while the listener's backlog is full ---
+    // Connects conn (an initiator) to its peer's listener: sends the hello, or waits for the
+    // connect to finish, or puts conn in backlog_full. 0 or the error to close it with.
+    int start_connect(Connection& conn);
+    // The backlog was full: schedules the next try, or -BMI_ETIMEDOUT past the deadline.
+    int wait_for_backlog(Connection& conn);
+    void retry_connects();  // the retry timer fired: tries the connections that are due
+    void arm_retry();       // sets the retry timer to the earliest try due (or disarms it)
     int ensure_connection(Operation& op, Connection*& out);
     int send_hello(Connection& conn);
     int receive_hello(Connection& conn);
@@ -205,9 +215,9 @@ private:
     std::uint64_t nonce_ = 0;
     support::keys::SharedKey key_;  // empty: keyless, any process of our uid gets in
     support::keys::RefusalLog refusals_;
-    // Ids 0, 1 and 2 tag the listener, the eventfd and the sweep timer in the epoll set;
-    // connections start at 3.
-    std::uint64_t next_connection_ = 3;
+    // Ids 0 to 3 tag the listener, the eventfd, the sweep timer and the connect retry timer
+    // in the epoll set; connections start at 4.
+    std::uint64_t next_connection_ = 4;
     std::uint64_t next_cookie_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
@@ -231,6 +241,10 @@ private:
     int sweep_fd_ = -1;
     bool sweep_armed_ = false;
     bool sweep_due_ = false;
+    // Connections waiting to connect again (ConnState::backlog_full), and the timer that
+    // wakes us for the earliest of them.
+    std::vector<std::uint64_t> retrying_;
+    int retry_fd_ = -1;
 };
 
 }  // namespace bmi::method::shm

@@ -53,6 +53,7 @@ int load_options(const support::Settings& settings, bmi_size_t unexpected_overri
     out.budgets.early_total = bytes(settings, SettingId::shm_early_total);
     out.budgets.offer_bytes = bytes(settings, SettingId::shm_offer_bytes);
     out.budgets.offer_count = bytes(settings, SettingId::shm_offer_count);
+    out.connect_timeout = settings.duration(SettingId::shm_connect_timeout);
     // Inline messages may use at most half a ring so two of them can always be in flight.
     bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -
                            static_cast<bmi_size_t>(ring_stamp_size + sizeof(MsgHeader));

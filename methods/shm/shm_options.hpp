@@ -3,6 +3,7 @@
 // has each one's environment variable, option key, default and range).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -54,6 +55,9 @@ struct Options {
     bool shared_buffers = true;
     std::size_t pull_piece = 4u << 20;  // bytes read per process_vm_readv step
     Budgets budgets;
+    // How long a connect that meets a full listen backlog is tried again before the peer's
+    // operations fail with -BMI_ETIMEDOUT (BMI_SHM_CONNECT_TIMEOUT_MS, shm_connect_timeout_ms).
+    std::chrono::milliseconds connect_timeout{10000};
     bmi_size_t eager_limit = 0;       // derived: min(16 KiB, half a ring)
     bmi_size_t unexpected_limit = 0;  // derived: Config's override or 16 KiB, <= half a ring
 };

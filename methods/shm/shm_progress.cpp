@@ -35,6 +35,7 @@
 #include "methods/shm/shm_listener.hpp"
 #include "methods/shm/shm_method_impl.hpp"
 #include "methods/shm/shm_notifier.hpp"
+#include "support/epoll/wake_fd.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -44,6 +45,7 @@ namespace {
 constexpr std::uint64_t listener_tag = 0;
 constexpr std::uint64_t eventfd_tag = 1;
 constexpr std::uint64_t sweep_tag = 2;
+constexpr std::uint64_t retry_tag = 3;
 // The longest a message whose doorbell bit was lost waits. Each sweep reads one stamp per
 // connection (about 0.1-0.2 us each when cold): 10,000 idle connections cost 0.5 % of a CPU.
 constexpr long sweep_period_ns = 250'000'000;
@@ -60,9 +62,12 @@ int ShmMethod::start(const std::string& listen_name) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     sweep_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (epoll_fd_ < 0 || event_fd_ < 0 || sweep_fd_ < 0) return support::bmi_error_from_errno(errno);
+    retry_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (epoll_fd_ < 0 || event_fd_ < 0 || sweep_fd_ < 0 || retry_fd_ < 0)
+        return support::bmi_error_from_errno(errno);
     int rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN | EPOLLET, eventfd_tag);
     if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, sweep_fd_, EPOLLIN, sweep_tag);
+    if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, retry_fd_, EPOLLIN, retry_tag);
     if (rc == 0) rc = bell_.create();
     if (rc != 0 || listen_name.empty()) return rc;
     rc = listen_on(listen_name, listen_fd_);
@@ -137,10 +142,9 @@ void ShmMethod::progress_events(std::span<const epoll_event> ready) {
 }
 
 bool ShmMethod::accept_wake_fd(int fd, std::uint64_t tag) {
-    // Our own tags (listener, eventfd, timer, connections counting up from 3) stay far below
+    // Our own tags (listener, eventfd, timers, connections counting up from 4) stay far below
     // 2^63.
-    if (tag < (1ull << 63)) return false;
-    return epoll_set(epoll_fd_, EPOLL_CTL_ADD, fd, EPOLLIN, tag) == 0;
+    return support::add_wake_fd(epoll_fd_, fd, tag);
 }
 
 bool ShmMethod::before_sleep() {
@@ -266,6 +270,8 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
             ssize_t ignored = read(sweep_fd_, &expirations, sizeof expirations);
             (void)ignored;
             sweep_due_ = true;
+        } else if (tag == retry_tag) {
+            retry_connects();
         } else if (Connection* conn = find_connection(tag)) {
             // Our eventfd (edge-triggered: its event was the wake-up) and the control layer's
             // wake-up fd find no connection and are ignored here.
@@ -300,6 +306,8 @@ void ShmMethod::accept_connections() {
 void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
     int rc = 0;
     switch (conn.state) {
+    case ConnState::backlog_full:  // no socket in the epoll set: cannot happen
+        return;
     case ConnState::connecting:
         if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
         rc = connect_result(conn.fd);
@@ -373,24 +381,7 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     conn->peer_board = conn->segment.board(1);
     conn->own_socket_sent = conn->segment.socket_messages(0);
     conn->peer_socket_sent = conn->segment.socket_messages(1);
-    bool in_progress = false;
-    rc = connect_to(peer->name, conn->fd, in_progress);
-    if (rc != 0) return rc;
-    std::uint32_t events = EPOLLIN | EPOLLRDHUP;
-    if (in_progress) {
-        conn->state = ConnState::connecting;
-        events |= EPOLLOUT;
-    } else {
-        pid_t pid = 0;
-        if (!peer_is_same_user(conn->fd, pid)) {
-            BMI_LOG(error, "shm: listener '%s' belongs to another user", peer->name.c_str());
-            return -BMI_EACCES;
-        }
-        conn->peer_pid = pid;
-        rc = send_hello(*conn);
-        if (rc != 0) return rc;
-    }
-    rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, conn->fd, events, conn->id);
+    rc = start_connect(*conn);
     if (rc != 0) return rc;
     peer->connection = conn->id;
     out = conn.get();
@@ -399,6 +390,7 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
             peer->name.c_str());
     connections_.emplace(conn->id, std::move(conn));
     arm_sweep();
+    if (out->state == ConnState::backlog_full) arm_retry();
     note_work(*out);  // awaiting the reply
     return 0;
 }

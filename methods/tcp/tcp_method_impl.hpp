@@ -230,7 +230,6 @@ private:
     // 2^63 and above).
     static constexpr std::uint64_t listener_base = 1ull << 62;
     static constexpr std::uint64_t timer_id = 2;
-    static constexpr std::uint64_t wake_tag_floor = 1ull << 63;  // accept_wake_fd's tags
 
     Sink& sink_;
     int epoll_fd_ = -1;

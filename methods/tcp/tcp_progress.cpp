@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "methods/tcp/tcp_method_impl.hpp"
+#include "support/epoll/wake_fd.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::tcp {
@@ -56,7 +57,7 @@ bool TcpMethod::poll_once() {
     int ours = 0;
     for (int i = 0; i < n; ++i) {
         // The control layer's wake-up fd (direct mode) is its business, not progress of ours.
-        if (events[i].data.u64 < wake_tag_floor) events[ours++] = events[i];
+        if (events[i].data.u64 < support::wake_tag_floor) events[ours++] = events[i];
     }
     if (ours == 0) return false;
     progress_events({events, static_cast<std::size_t>(ours)});
@@ -65,11 +66,7 @@ bool TcpMethod::poll_once() {
 
 bool TcpMethod::accept_wake_fd(int fd, std::uint64_t tag) {
     // Our own ids (listener, timer, connections counting up from 16) stay far below 2^63.
-    if (tag < wake_tag_floor) return false;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = tag;
-    return epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0;
+    return support::add_wake_fd(epoll_fd_, fd, tag);
 }
 
 void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {

@@ -168,8 +168,7 @@ private:
     static constexpr std::uint64_t cq_id = 2;
     static constexpr std::uint64_t timer_id = 3;
     static constexpr std::uint64_t async_id = 4;
-    // The control layer's tags in our epoll set (accept_wake_fd) start here; ours never do.
-    static constexpr std::uint64_t wake_tag_floor = std::uint64_t{1} << 63;
+    // The control layer's tags in our epoll set start at support::wake_tag_floor; ours never do.
     static constexpr std::uint64_t kind_shift = 56;
     static constexpr std::uint64_t kind_send = 1;
     static constexpr std::uint64_t kind_read = 2;

@@ -10,6 +10,7 @@
 
 #include "methods/verbs/verbs_method_impl.hpp"
 #include "methods/verbs/verbs_peer_checks.hpp"
+#include "support/epoll/wake_fd.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -54,11 +55,7 @@ void VerbsMethod::progress_events(std::span<const epoll_event> ready) {
 bool VerbsMethod::accept_wake_fd(int fd, std::uint64_t tag) {
     // Our own tags (listener, CQ, timer, async events, connections counting up from 16) stay
     // far below 2^63, so the control layer's can never be mistaken for one of ours.
-    if (tag < wake_tag_floor) return false;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = tag;
-    return epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0;
+    return support::add_wake_fd(epoll_fd_, fd, tag);
 }
 
 // In direct mode a sleeping test call runs no progress pass of its own, so work that no fd
@@ -76,7 +73,7 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
     bool cq_event = false;
     for (const epoll_event& event : ready) {
         const std::uint64_t id = event.data.u64;
-        if (id >= wake_tag_floor) continue;  // the control layer's fds: never ours to read
+        if (id >= support::wake_tag_floor) continue;  // the control layer's fds: never ours to read
         if (id == listener_id) {
             accept_all();
         } else if (id == cq_id) {

@@ -92,6 +92,10 @@ constexpr SettingSpec rows[] = {
      TiB, "", "shared buffers one connection's peer may have us map"},
     {I::shm_offer_count, "shm_offer_count", "BMI_SHM_OFFER_COUNT", T::count, "4096",
      "regions", 0, GiB, "", "shared buffers one connection's peer may have us map, counted"},
+    {I::shm_connect_timeout, "shm_connect_timeout_ms", "BMI_SHM_CONNECT_TIMEOUT_MS",
+     T::duration, "10s", "ms", 1, hour_ms, "",
+     "a connect that finds the listener's backlog full is tried again until then; then the "
+     "peer's operations fail with -BMI_ETIMEDOUT"},
 
     {I::verbs_device, "verbs_device", "BMI_VERBS_DEVICE", T::text, "", "", 0, 0, "",
      "RDMA device name; empty = the first with an active port"},

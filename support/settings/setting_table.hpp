@@ -51,6 +51,7 @@ enum class SettingId : std::uint8_t {
     shm_early_total,
     shm_offer_bytes,
     shm_offer_count,
+    shm_connect_timeout,
     verbs_device,
     verbs_port,
     verbs_gid_index,
