@@ -177,6 +177,9 @@ private:
     void match_arrival(Operation& op, Arrival& arrival);
     void on_readable(Connection& c);
     bool read_step(Connection& c);
+    // One read from the socket for iov (n pieces; iov has room for one more); the bytes it
+    // moved into iov, or -1 if none (socket empty, or the connection broke).
+    ssize_t read_socket(Connection& c, iovec* iov, int n);
     void on_header(Connection& c);
     void dispatch_frame(Connection& c);
     void protocol_error(Connection& c, const char* what);

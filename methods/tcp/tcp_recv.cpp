@@ -104,7 +104,7 @@ void TcpMethod::on_readable(Connection& c) {
 
 // Reads what the current phase needs; false once the socket is drained or reading is paused.
 bool TcpMethod::read_step(Connection& c) {
-    iovec iov[iov_batch];
+    iovec iov[iov_batch + 1];  // the phase's pieces, and room for read_socket's tail
     int n = 1;
     std::uint8_t sink_buffer[16384];
     const std::size_t hsize =
@@ -133,29 +133,8 @@ bool TcpMethod::read_step(Connection& c) {
         got = static_cast<ssize_t>(take_buffered(c, iov, n));
     } else {
         if (c.drained) return false;  // spares the read that would only say EAGAIN
-        // A large remainder of a payload goes straight to its destination.
-        const bool direct = c.phase != ReadPhase::header && c.phase != ReadPhase::discard &&
-                            iov_total(iov, n) >= read_ahead_size;
-        if (!direct && !c.inbuf) c.inbuf = std::make_unique<std::uint8_t[]>(read_ahead_size);
-        iovec ahead{c.inbuf.get(), read_ahead_size};
-        const ssize_t read = direct ? receive_vector(c.fd, iov, n) : receive_vector(c.fd, &ahead, 1);
-        if (read == 0) {
-            connection_broken(c, -BMI_ECONNRESET);
-            return false;
-        }
-        if (read < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-            connection_broken(c, support::bmi_error_from_errno(errno));
-            return false;
-        }
-        c.drained = static_cast<std::size_t>(read) < (direct ? iov_total(iov, n) : read_ahead_size);
-        if (direct) {
-            got = read;
-        } else {
-            c.in_pos = 0;
-            c.in_end = static_cast<std::size_t>(read);
-            got = static_cast<ssize_t>(take_buffered(c, iov, n));
-        }
+        got = read_socket(c, iov, n);
+        if (got < 0) return false;
     }
     c.last_read = std::chrono::steady_clock::now();
     const auto count = static_cast<std::size_t>(got);
@@ -185,6 +164,43 @@ bool TcpMethod::read_step(Connection& c) {
     return true;
 }
 
+ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
+    const std::size_t want = iov_total(iov, n);
+    // A large remainder of a payload goes straight to its destination, and so does a header
+    // expected to announce one (Connection::header_alone).
+    const bool direct = c.phase == ReadPhase::header
+                            ? c.header_alone
+                            : c.phase != ReadPhase::discard && want >= read_ahead_size;
+    if (!c.inbuf) c.inbuf = std::make_unique<std::uint8_t[]>(read_ahead_size);
+    // Behind a payload only the next header is read ahead: it saves the read that would find
+    // the socket empty (a short read says so), and it drags none of the next payload along.
+    std::size_t ahead = read_ahead_size;
+    if (direct)
+        ahead = c.phase == ReadPhase::header ? 0 : header_bytes_needed(c.dialect(), {});
+    iovec ahead_iov{c.inbuf.get(), ahead};
+    if (direct && ahead > 0) iov[n] = ahead_iov;
+    const ssize_t read = direct ? receive_vector(c.fd, iov, n + (ahead > 0 ? 1 : 0))
+                                : receive_vector(c.fd, &ahead_iov, 1);
+    if (read == 0) {
+        connection_broken(c, -BMI_ECONNRESET);
+        return -1;
+    }
+    if (read < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            connection_broken(c, support::bmi_error_from_errno(errno));
+        return -1;
+    }
+    const auto count = static_cast<std::size_t>(read);
+    c.drained = count < (direct ? want : 0) + ahead;
+    c.in_pos = 0;
+    if (!direct) {
+        c.in_end = count;
+        return static_cast<ssize_t>(take_buffered(c, iov, n));
+    }
+    c.in_end = count > want ? count - want : 0;
+    return static_cast<ssize_t>(std::min(count, want));
+}
+
 void TcpMethod::protocol_error(Connection& c, const char* what) {
     BMI_LOG(tcp, "tcp: protocol error from %s (%s, magic %u mode 0x%x size %llu cookie %llu); "
                  "closing connection %llu",
@@ -206,6 +222,8 @@ void TcpMethod::on_header(Connection& c) {
         protocol_error(c, "bad header");
         return;
     }
+    // Frames come in kinds: a large one is usually followed by another (an RTS by its DATA).
+    c.header_alone = h.size >= read_ahead_size;
     // A first frame other than HELLO comes from a legacy client (OrangeFS's or the standalone
     // library's, by its magic), whatever our own dialect: that framing for good.
     if (c.state == ConnState::await_first && h.mode != Mode::hello) {
