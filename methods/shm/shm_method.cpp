@@ -128,11 +128,9 @@ int ShmMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
 int ShmMethod::post(Operation& op) {
     auto& peer = static_cast<ShmPeer&>(*op.peer);
     if (op.kind == OpKind::recv) {
-        for (auto it = peer.unmatched.begin(); it != peer.unmatched.end(); ++it) {
-            if (it->tag != op.tag) continue;
-            release_early(peer, *it);
-            Unmatched message = std::move(*it);
-            peer.unmatched.erase(it);
+        if (auto found = peer.unmatched.take(op.tag)) {
+            Unmatched message = std::move(*found);
+            release_early(peer, message);
             if (message.type == MsgType::eager) {
                 if (message.size > op.total_size) {
                     op.actual_size = 0;
@@ -233,7 +231,7 @@ void ShmMethod::forget_peer(Peer& base) {
     for (auto id : doomed)
         if (Connection* conn = find_connection(id)) close_connection(*conn, -BMI_ECANCEL);
     fail_peer_receives(peer, -BMI_ECANCEL);
-    for (const Unmatched& message : peer.unmatched) release_early(peer, message);
+    peer.unmatched.for_each([&](const Unmatched& message) { release_early(peer, message); });
     peer.unmatched.clear();
     if (!peer.name.empty()) {
         auto it = named_.find(peer.name);

@@ -5,10 +5,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
+#include "methods/arrivals_by_tag.hpp"
 #include "methods/early_budget.hpp"
 #include "methods/method.hpp"
 #include "methods/posted_recvs.hpp"
@@ -39,7 +39,7 @@ public:
     std::uint64_t nonce = 0;     // with pid, identifies a nameless instance across reconnects
     std::uint64_t connection = 0;  // id of the connection sends use; 0 when none is open
     PostedRecvs posted;          // receives waiting for a message, by tag
-    std::deque<Unmatched> unmatched;  // messages waiting for a receive, in arrival order
+    ArrivalsByTag<Unmatched> unmatched;  // messages waiting for a receive, by tag
     // What unmatched holds against the early-message budget (ShmMethod::early_).
     EarlyBudget::Account early;
 };

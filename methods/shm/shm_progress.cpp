@@ -570,11 +570,9 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     conn.pulls.clear();
     for (auto* op : victims) finish(*op, error);
     if (ShmPeer* peer = conn.peer.get()) {
-        std::erase_if(peer->unmatched, [&](const Unmatched& m) {
-            if (m.type != MsgType::rts || m.connection != conn.id) return false;
-            release_early(*peer, m);
-            return true;
-        });
+        peer->unmatched.remove_if(
+            [&](const Unmatched& m) { return m.type == MsgType::rts && m.connection == conn.id; },
+            [&](const Unmatched& m) { release_early(*peer, m); });
         if (peer->connection == conn.id) {
             peer->connection = 0;
             // Another connection of the same pair (both connected at once) takes over.

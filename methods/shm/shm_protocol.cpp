@@ -342,7 +342,7 @@ bool ShmMethod::early_fits(const ShmPeer& peer, std::size_t bytes) const {
 
 void ShmMethod::keep_early(ShmPeer& peer, Unmatched&& message) {
     early_.charge(peer.early, static_cast<std::int64_t>(early_cost(message)));
-    peer.unmatched.push_back(std::move(message));
+    peer.unmatched.push(std::move(message));
 }
 
 void ShmMethod::release_early(ShmPeer& peer, const Unmatched& message) {

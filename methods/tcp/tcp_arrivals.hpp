@@ -1,23 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// A peer's arrivals (message headers that came before their receive), found by tag.
-//
-// A peer may keep up to its early budget of them (32,768 at the defaults). A receive takes
-// the oldest of its tag, and a new RTS must not reuse the cookie of one still waiting. Kept
-// in one list, both were a walk over every arrival: a peer that parked thousands of messages
-// on a tag nobody reads made each of its later receives and RTS frames cost that walk. Here
-// both are logarithmic. Arrivals of one tag keep their order (a multimap inserts an equal key
-// after the ones it already holds), which is all BMI's matching promises; arrivals of
-// different tags are independent.
+// A tcp peer's arrivals (message headers that came before their receive): found by tag
+// (methods/arrivals_by_tag.hpp), and the cookies of the RTS among them by connection, since a
+// new RTS must not reuse the cookie of one still waiting. Both were a walk over every parked
+// arrival (up to 32,768 per peer), for every receive and every RTS.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <utility>
 
+#include "methods/arrivals_by_tag.hpp"
 #include "methods/method.hpp"
 
 namespace bmi::method::tcp {
@@ -45,15 +40,13 @@ public:
     void push(Arrival arrival) {
         if (arrival.kind == Arrival::Kind::rts)
             cookies_.emplace(arrival.connection_id, arrival.cookie);
-        by_tag_.emplace(arrival.tag, std::move(arrival));
+        by_tag_.push(std::move(arrival));
     }
 
     // The oldest arrival of tag, removed; none if no arrival has that tag.
     std::optional<Arrival> take(bmi_msg_tag_t tag) {
-        auto it = by_tag_.find(tag);  // the first of equal keys: the oldest
-        if (it == by_tag_.end()) return std::nullopt;
-        Arrival arrival = std::move(it->second);
-        erase(it);
+        auto arrival = by_tag_.take(tag);
+        if (arrival) forget_cookie(*arrival);
         return arrival;
     }
 
@@ -65,19 +58,15 @@ public:
     // Removes every arrival dead(arrival) is true of, calling gone(arrival) for each first.
     template <typename Dead, typename Gone>
     void remove_if(Dead&& dead, Gone&& gone) {
-        for (auto it = by_tag_.begin(); it != by_tag_.end();) {
-            if (!dead(it->second)) {
-                ++it;
-                continue;
-            }
-            gone(it->second);
-            it = erase(it);
-        }
+        by_tag_.remove_if(dead, [&](const Arrival& a) {
+            forget_cookie(a);
+            gone(a);
+        });
     }
 
     template <typename Visit>
     void for_each(Visit&& visit) const {
-        for (const auto& [tag, arrival] : by_tag_) visit(arrival);
+        by_tag_.for_each(visit);
     }
 
     void clear() {
@@ -86,15 +75,11 @@ public:
     }
 
 private:
-    using Map = std::multimap<bmi_msg_tag_t, Arrival>;
-
-    Map::iterator erase(Map::iterator it) {
-        if (it->second.kind == Arrival::Kind::rts)
-            cookies_.erase({it->second.connection_id, it->second.cookie});
-        return by_tag_.erase(it);
+    void forget_cookie(const Arrival& a) {
+        if (a.kind == Arrival::Kind::rts) cookies_.erase({a.connection_id, a.cookie});
     }
 
-    Map by_tag_;
+    ArrivalsByTag<Arrival> by_tag_;
     std::set<std::pair<std::uint64_t, std::uint64_t>> cookies_;  // (connection id, cookie)
 };
 
