@@ -315,28 +315,16 @@ def main(argv=None):
         output.print_tables(r.series, [m for m in a.modes if m not in STUDY_MODES], sys.stdout)
         for m, v in idle.items():
             print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
+        # The studies that print their own summary, by their key in duel.
+        studies = {"legacy": legacy, "rate": rate, "neighbour": neighbour, "posted": posted,
+                   "placement": placement, "placement bandwidth": placement_bw}
         for name, pairs in duel.items():
-            if name == "legacy":
-                legacy.print_summary(pairs, sys.stdout)
+            if name in studies:
+                studies[name].print_summary(pairs, sys.stdout)
                 continue
             if name == "peers":
                 for method, turns in pairs.items():
                     peers.print_summary(turns, sys.stdout, method)
-                continue
-            if name == "rate":
-                rate.print_summary(pairs, sys.stdout)
-                continue
-            if name == "neighbour":
-                neighbour.print_summary(pairs, sys.stdout)
-                continue
-            if name == "posted":
-                posted.print_summary(pairs, sys.stdout)
-                continue
-            if name == "placement":
-                placement.print_summary(pairs, sys.stdout)
-                continue
-            if name == "placement bandwidth":
-                placement_bw.print_summary(pairs, sys.stdout)
                 continue
             if name == "bandwidth":
                 for i, turn in enumerate(pairs):

@@ -295,21 +295,18 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
     summary(out, series, a.modes)
     if any(s.name.startswith("bmi shm") for s in series):
         targets(out, series, idle, duel)
-    if "legacy" in duel:
-        out += bmi_perf_legacy.markdown(duel["legacy"], fmt)
-    if "peers" in duel:
-        for method, turns in duel["peers"].items():
-            out += bmi_perf_peers.markdown(turns, fmt, method)
-    if "rate" in duel:
-        out += bmi_perf_rate.markdown(duel["rate"], fmt)
-    if "neighbour" in duel:
-        out += bmi_perf_neighbour.markdown(duel["neighbour"], fmt)
-    if "posted" in duel:
-        out += bmi_perf_posted.markdown(duel["posted"], fmt)
-    if "placement" in duel:
-        out += bmi_perf_placement.markdown(duel["placement"], fmt)
-    if "placement bandwidth" in duel:
-        out += bmi_perf_placement_bw.markdown(duel["placement bandwidth"], fmt)
+    # Each study's section, in this order (peers: one per method).
+    for name, study in (("legacy", bmi_perf_legacy), ("peers", bmi_perf_peers),
+                        ("rate", bmi_perf_rate), ("neighbour", bmi_perf_neighbour),
+                        ("posted", bmi_perf_posted), ("placement", bmi_perf_placement),
+                        ("placement bandwidth", bmi_perf_placement_bw)):
+        if name not in duel:
+            continue
+        if name == "peers":
+            for method, turns in duel["peers"].items():
+                out += study.markdown(turns, fmt, method)
+        else:
+            out += study.markdown(duel[name], fmt)
     base = os.path.dirname(os.path.abspath(path))
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")
