@@ -87,15 +87,13 @@ def run(runner, methods, rounds=ROUNDS):
     return turns
 
 
-def per_turn_ratios(turn, method, placement):
-    """libbmi / reference in one turn, or None where a run is missing."""
-    mine = turn.get((f"bmi {method}", placement))
-    if placement == UNPINNED:
-        placed = [turn.get((f"bmi {method}", p)) for p in PLACED]
-        ref = max(placed) if all(placed) else None
-    else:
-        ref = turn.get((REFERENCES[(method, placement)][0], placement))
-    return mine / ref if mine and ref else None
+def reference_us(turn, method, placement):
+    """The reference's one-way us in one turn (unpinned: libbmi's slower placed figure), or
+    None where a run is missing."""
+    if placement != UNPINNED:
+        return turn.get((REFERENCES[(method, placement)][0], placement))
+    placed = [turn.get((f"bmi {method}", p)) for p in PLACED]
+    return max(placed) if all(placed) else None
 
 
 def summary(turns):
@@ -104,18 +102,16 @@ def summary(turns):
     rows = []
     for m, per in turns.items():
         for placement in PLACED + (UNPINNED,):
-            if placement == UNPINNED:
-                ref_name, target = UNPINNED_REFERENCE, 1.0
-                refs = [max(t[(f"bmi {m}", p)] for p in PLACED) for t in per
-                        if all((f"bmi {m}", p) in t for p in PLACED)]
-            else:
-                ref_name, target = REFERENCES[(m, placement)]
-                refs = [t[(ref_name, placement)] for t in per if (ref_name, placement) in t]
-            mine = [t[(f"bmi {m}", placement)] for t in per if (f"bmi {m}", placement) in t]
-            ratios = [r for r in (per_turn_ratios(t, m, placement) for t in per) if r]
-            if ratios:
-                rows.append((m, placement, ref_name, target, statistics.median(mine),
-                             statistics.median(refs), statistics.median(ratios), len(ratios)))
+            ref_name, target = (REFERENCES[(m, placement)] if placement != UNPINNED
+                                else (UNPINNED_REFERENCE, 1.0))
+            mine = [t.get((f"bmi {m}", placement)) for t in per]
+            refs = [reference_us(t, m, placement) for t in per]
+            both = [(a, b) for a, b in zip(mine, refs) if a and b]
+            if both:
+                rows.append((m, placement, ref_name, target,
+                             statistics.median(a for a in mine if a),
+                             statistics.median(b for b in refs if b),
+                             statistics.median(a / b for a, b in both), len(both)))
     return rows
 
 
