@@ -90,6 +90,9 @@ struct Connection {
     std::size_t scratch_have = 0;
     Operation* read_op = nullptr;  // body_op target
     bmi_size_t body_left = 0;      // body_op, discard: bytes of this frame still to read
+    // When the stall clock last started: the last read that brought bytes, or the moment the
+    // peer began to owe us some without one (our CTS went out, a pause ended); see
+    // TcpMethod::restart_stall_clock.
     std::chrono::steady_clock::time_point last_read{};
     // On TcpMethod's deadline watch (partial() or an RTS awaiting CTS, when last looked).
     bool deadline_watched = false;

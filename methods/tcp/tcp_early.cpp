@@ -80,6 +80,7 @@ void TcpMethod::resume_paused() {
         Connection* c = find_connection(id);
         if (c == nullptr || c->closed || c->phase != ReadPhase::wait_early) continue;
         c->phase = ReadPhase::header;
+        restart_stall_clock(*c);
         if (!admit_early(*c)) continue;  // still over: admit_early queued it again
         dispatch_frame(*c);
         if (!c->closed) on_readable(*c);

@@ -217,6 +217,12 @@ private:
     void check_stalls();
     // Puts c on the deadline watch if a stall or rendezvous deadline now runs for it.
     void watch_deadlines(Connection& c);
+    // The peer owes us bytes from now on although we read none: a CTS just went out, or
+    // reading resumes after a pause. Without this the clock would run from the last read,
+    // which may be older than the stall timeout, and a healthy transfer would be cut at once.
+    static void restart_stall_clock(Connection& c) {
+        c.last_read = std::chrono::steady_clock::now();
+    }
 
     // tcp_planes.cpp: listening and connecting on allocated planes (doc/planes.md)
     int start_listening(const Config& config);

@@ -380,6 +380,7 @@ void TcpMethod::accept_rts(Connection& c, Operation& op, std::uint64_t cookie, b
     op.method_ptr = &c;
     place(op, Place::recv_data);
     c.incoming.emplace(cookie, &op);
+    restart_stall_clock(c);
     queue_control(c, Mode::cts, op.tag, cookie);
     flush(c);
 }
@@ -431,7 +432,7 @@ void TcpMethod::on_legacy_rend(Connection& c) {
 }
 
 void TcpMethod::read_body_into(Connection& c, Operation& op, bmi_size_t size) {
-    c.last_read = std::chrono::steady_clock::now();
+    restart_stall_clock(c);  // a paused connection (wait_match) reads again
     c.phase = ReadPhase::header;
     if (size > op.total_size) {
         if (size > 0) {
@@ -478,6 +479,7 @@ bool TcpMethod::deliver_unexpected(Connection& c) {
         return false;
     }
     if (size > 0) std::memcpy(buffer, c.scratch.data(), static_cast<std::size_t>(size));
+    if (c.phase == ReadPhase::wait_unexpected) restart_stall_clock(c);
     c.phase = ReadPhase::header;
     sink_.register_peer(c.peer);
     sink_.deliver_unexpected(c.peer, buffer, size, tag_of(c.header), c.header.msg_class);

@@ -399,3 +399,26 @@ TEST_CASE("tcp with BMI_TCP_BIND_SPECIFIC the listen host must resolve", "[tcp]"
     REQUIRE(p.create_status == 0);
     CHECK(p.reaches(p.server->listen_address()));
 }
+
+TEST_CASE("a rendezvous receive posted after the stall timeout still completes", "[tcp]") {
+    // The stall clock runs from the last byte read. An RTS that waited longer than the stall
+    // timeout for its receive must not make the transfer look stalled the moment its CTS goes.
+    setenv("BMI_TCP_STALL_TIMEOUT_MS", "300", 1);
+    Pair p;
+    unsetenv("BMI_TCP_STALL_TIMEOUT_MS");
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    const std::size_t size = std::size_t(1) << 20;
+    auto data = pattern(size, 9);
+    std::vector<std::uint8_t> in(size);
+    auto s = make_op(OpKind::send, p.to_server, 31, data.data(), static_cast<bmi_size_t>(size));
+    REQUIRE(post(*p.client, *s) == 0);
+    p.run([] { return false; }, 0.8);  // the RTS arrives and waits past the stall timeout
+    CHECK_FALSE(s->completed);
+    auto r = make_op(OpKind::recv, p.to_client, 31, in.data(), static_cast<bmi_size_t>(size));
+    post(*p.server, *r);
+    REQUIRE(p.run([&] { return r->completed && s->completed; }));
+    CHECK(r->error == 0);
+    CHECK(s->error == 0);
+    CHECK(checksum(in.data(), size) == checksum(data.data(), size));
+}
