@@ -16,6 +16,7 @@ struct Stock {
     void* memory[stock_size];
     int count;
     bool closed;
+    bool drain_registered;  // see give()
 };
 // initial-exec: a few hundred bytes of static TLS instead of a __tls_get_addr call on every
 // post and test; glibc keeps a reserve of static TLS for libraries loaded with dlopen.
@@ -42,7 +43,12 @@ void OpCache::give(method::Operation* op) {
         delete op;
         return;
     }
-    (void)&drain;  // the first use registers its destructor for this thread
+    // The first use of `drain` registers its destructor for this thread. Touching it on every
+    // give would cost a call into the dynamic linker's TLS lookup each time.
+    if (!stock.drain_registered) {
+        stock.drain_registered = true;
+        (void)&drain;
+    }
     op->~Operation();
     stock.memory[stock.count++] = op;
 }

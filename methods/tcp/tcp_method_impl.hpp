@@ -70,6 +70,8 @@ public:
     int lookup_prepared(std::string_view address, const LookupHint& hint,
                         std::shared_ptr<Peer>& out) override;
     int post(Operation& op) override;
+    int send_now(Peer& peer, OpKind kind, bmi_msg_tag_t tag,
+                 std::span<const Segment> segments) override;
     void progress() override;
     int wait_fd() const override { return epoll_fd_; }
     bool accept_wake_fd(int fd, std::uint64_t tag) override;

@@ -2,33 +2,39 @@
 // Header and HELLO encoding; see tcp_wire.hpp and doc/methods/tcp.md for the layout.
 #include "methods/tcp/tcp_wire.hpp"
 
+#include <bit>
 #include <cstring>
 
 namespace bmi::method::tcp {
 
 namespace {
-void put_u16(std::uint8_t* p, std::uint16_t v) {
-    for (int i = 0; i < 2; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+// The wire is little-endian. On a little-endian host a field is one load or store (the byte
+// loops below do not fold into one at every optimization level, and a round trip decodes and
+// encodes a header on each side).
+template <class T>
+void put_le(std::uint8_t* p, T v) {
+    if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(p, &v, sizeof v);
+    } else {
+        for (std::size_t i = 0; i < sizeof v; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+    }
 }
-void put_u32(std::uint8_t* p, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-void put_u64(std::uint8_t* p, std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-std::uint16_t get_u16(const std::uint8_t* p) {
-    return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
-std::uint32_t get_u32(const std::uint8_t* p) {
-    std::uint32_t v = 0;
-    for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+template <class T>
+T get_le(const std::uint8_t* p) {
+    T v = 0;
+    if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(&v, p, sizeof v);
+    } else {
+        for (std::size_t i = sizeof v; i-- > 0;) v = static_cast<T>((v << 8) | p[i]);
+    }
     return v;
 }
-std::uint64_t get_u64(const std::uint8_t* p) {
-    std::uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-    return v;
-}
+void put_u16(std::uint8_t* p, std::uint16_t v) { put_le(p, v); }
+void put_u32(std::uint8_t* p, std::uint32_t v) { put_le(p, v); }
+void put_u64(std::uint8_t* p, std::uint64_t v) { put_le(p, v); }
+std::uint16_t get_u16(const std::uint8_t* p) { return get_le<std::uint16_t>(p); }
+std::uint32_t get_u32(const std::uint8_t* p) { return get_le<std::uint32_t>(p); }
+std::uint64_t get_u64(const std::uint8_t* p) { return get_le<std::uint64_t>(p); }
 
 bool magic_allowed(const Header& h, Dialect d) {
     if (h.mode == Mode::hello)
