@@ -103,6 +103,7 @@ struct Connection {
     std::size_t in_pos = 0;
     std::size_t in_end = 0;
     bool drained = false;  // the last read came back short: the socket is empty for now
+    std::uint64_t reads_with_data = 0;  // read_socket calls that brought bytes
     // The last header announced a payload too large for the read-ahead (or, RTS, a transfer
     // whose DATA brings one): the next header is read alone, because a header read through
     // the read-ahead drags up to 32 KiB of its payload along, and every byte of that must be

@@ -213,6 +213,9 @@ private:
     // tcp_progress.cpp
     void handle_event(std::uint64_t id, std::uint32_t events);
     bool poll_once();
+    // One spin poll of the connection that last brought data, by a read instead of an
+    // epoll_wait (see poll_once); true if it brought something.
+    bool poll_hot_connection();
     // Offers the connections parked on the unexpected quota to it again; true if any message
     // got in.
     bool retry_unexpected();
@@ -276,6 +279,10 @@ private:
     support::AdaptiveSpin spin_;
     // Counts progress calls; a connection's direct_write_epoch compares with it (post_send).
     std::uint64_t progress_epoch_ = 1;
+    // The connection whose data the last poll found, and how many spin polls went since the
+    // last epoll_wait (poll_once).
+    std::uint64_t hot_connection_ = 0;
+    unsigned polls_since_epoll_ = 0;
     std::chrono::microseconds spin_cap_;
     std::chrono::steady_clock::time_point sleep_start_;
     BufferSizes buffer_sizes_;

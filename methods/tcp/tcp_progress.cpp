@@ -51,7 +51,14 @@ void TcpMethod::after_wake() {
 }
 
 // One nonblocking look at our sockets; true if any of them had something.
+//
+// Most spins wait for the next message on the connection the last one came on (a client's
+// reply, the next request of a busy peer). Reading that socket directly finds it with one
+// system call, where epoll_wait followed by the read takes two (0.3-0.7 us more per message
+// on loopback here). Every fourth poll is still an epoll_wait, for the other sockets, the
+// timer and the control layer's wake-ups.
 bool TcpMethod::poll_once() {
+    if (hot_connection_ != 0 && ++polls_since_epoll_ % 4 != 0) return poll_hot_connection();
     epoll_event events[64];
     const int n = epoll_wait(epoll_fd_, events, 64, 0);
     int ours = 0;
@@ -62,6 +69,26 @@ bool TcpMethod::poll_once() {
     if (ours == 0) return false;
     progress_events({events, static_cast<std::size_t>(ours)});
     return true;
+}
+
+bool TcpMethod::poll_hot_connection() {
+    Connection* c = find_connection(hot_connection_);
+    if (c == nullptr || c->closed || c->state != ConnState::established || c->paused()) {
+        hot_connection_ = 0;
+        return false;
+    }
+    const std::uint64_t before = c->reads_with_data;
+    // What progress_events does around the events it hands out, for this one socket.
+    ++progress_epoch_;
+    graveyard_.clear();
+    on_readable(*c);
+    const bool moved = c->reads_with_data != before || c->closed;
+    retry_unexpected();
+    if (early_released_) resume_paused();
+    check_stalls();
+    graveyard_.clear();
+    returner_.maybe_return();
+    return moved;
 }
 
 bool TcpMethod::accept_wake_fd(int fd, std::uint64_t tag) {
@@ -99,7 +126,10 @@ void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
         connection_broken(*c, -BMI_ECONNRESET);
         return;
     }
-    if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) on_readable(*c);
+    if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
+        hot_connection_ = c->id;
+        on_readable(*c);
+    }
     if (!c->closed && (events & EPOLLOUT) != 0) flush(*c);
 }
 

@@ -191,6 +191,7 @@ ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
         return -1;
     }
     const auto count = static_cast<std::size_t>(read);
+    ++c.reads_with_data;
     c.drained = count < (direct ? want : 0) + ahead;
     c.in_pos = 0;
     if (!direct) {
