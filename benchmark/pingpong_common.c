@@ -25,18 +25,22 @@ static int usage(FILE *to, const char *argv0, int flags)
     fprintf(to,
             "usage: %s --server [LISTEN_ADDR]%s\n"
             "       %s --client PEER_ADDR [--min BYTES] [--max BYTES] [--iters N] [--check]%s\n"
-            "  common: [--timeout-ms MS]%s\n"
+            "  common: [--timeout-ms MS]%s%s\n"
             "  BYTES take K, M or G (binary). Defaults: --min 1 --max 64M --iters 1000,\n"
-            "  listen address tcp://127.0.0.1:0. The server prints 'ADDR <address>' first.\n%s",
+            "  listen address tcp://127.0.0.1:0. The server prints 'ADDR <address>' first.\n%s%s",
             argv0, flags & PP_OPT_METHODS ? " [--forever]" : "", argv0,
             flags & PP_OPT_STREAMS ? "\n         [--mode latency|bandwidth|many] [--window N] "
                                      "[--clients N]" : "",
             flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,... (default: the address's)]"
                                      " [--pause-ms MS] [--posted N]" : "",
+            flags & PP_OPT_POLL ? " [--poll]" : "",
             flags & PP_OPT_STREAMS
                 ? "  latency: ping-pong; bandwidth: windows of --window messages (default 16),\n"
                   "  each acknowledged; many: --clients clients (default 2) stream at once and\n"
-                  "  the server prints the aggregate table.\n" : "");
+                  "  the server prints the aggregate table.\n" : "",
+            flags & PP_OPT_POLL
+                ? "  --poll (both ends): reads spin (MSG_DONTWAIT) instead of sleeping in read().\n"
+                : "");
     return 2;
 }
 
@@ -143,6 +147,8 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
             o->plan.check = 1;
         } else if ((flags & PP_OPT_METHODS) && strcmp(a, "--forever") == 0) {
             o->forever = 1;
+        } else if ((flags & PP_OPT_POLL) && strcmp(a, "--poll") == 0) {
+            o->poll_reads = 1;
         } else if (v == NULL) {
             bad = 1;
         } else if (strcmp(a, "--min") == 0) {
@@ -171,7 +177,7 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
         if (bad) {
             fprintf(stderr, "%s: bad argument %s%s%s\n", argv[0], a, v != NULL ? " " : "",
                     v != NULL && a[0] == '-' && strcmp(a, "--check") != 0 &&
-                    strcmp(a, "--forever") != 0 ? v : "");
+                    strcmp(a, "--forever") != 0 && strcmp(a, "--poll") != 0 ? v : "");
             return usage(stderr, argv[0], flags);
         }
     }

@@ -289,28 +289,14 @@ static int run_client(int fd, const struct pp_options *o)
     return rc;
 }
 
-/* Takes --poll out of argv (the shared options do not know it); returns the new argc. */
-static int take_poll_flag(int argc, char **argv)
-{
-    int i, kept = 1;
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--poll") == 0)
-            poll_reads = 1;
-        else
-            argv[kept++] = argv[i];
-    }
-    argv[kept] = NULL;
-    return kept;
-}
-
 int main(int argc, char **argv)
 {
     struct pp_options o;
     int fd, conn, rc;
-    argc = take_poll_flag(argc, argv);
-    rc = pp_parse_options(argc, argv, PP_OPT_STREAMS, &o);
+    rc = pp_parse_options(argc, argv, PP_OPT_STREAMS | PP_OPT_POLL, &o);
     if (rc != 0)
         return rc;
+    poll_reads = o.poll_reads;
     poll_timeout_ms = o.timeout_ms;
     if (o.plan.mode == PP_MANY) {
         fprintf(stderr, "raw_tcp_pingpong: --mode many has no raw twin\n");

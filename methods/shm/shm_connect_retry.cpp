@@ -8,12 +8,12 @@
 // will complete it. 1,000 clients starting at once against one server (a job start on one
 // node) meet it, so the connection waits in ConnState::backlog_full without a socket, tries
 // again after a pause that starts at 1 ms and doubles up to 64 ms, and gives up with
-// -BMI_ETIMEDOUT at the connect deadline (BMI_SHM_CONNECT_TIMEOUT_MS). Sends posted meanwhile
-// wait in its send queue (the rings are not live: no listener has seen us yet) and go out
-// once the connect is through; at the deadline they and the receives posted for the peer fail.
+// -BMI_ETIMEDOUT at the connection's setup deadline (BMI_SHM_CONNECT_TIMEOUT_MS after the
+// first try, shm_setup_deadline.cpp, whose timer also drives these tries). Sends posted
+// meanwhile wait in its send queue (the rings are not live: no listener has seen us yet) and
+// go out once the connect is through; at the deadline they and the receives posted for the
+// peer fail.
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -61,69 +61,32 @@ int ShmMethod::start_connect(Connection& conn) {
 
 int ShmMethod::wait_for_backlog(Connection& conn) {
     auto now = std::chrono::steady_clock::now();
-    if (conn.state != ConnState::backlog_full) {
-        conn.state = ConnState::backlog_full;
-        conn.connect_deadline = now + options_.connect_timeout;
-        conn.retry_pause = first_pause;
-        retrying_.push_back(conn.id);
-        BMI_LOG(shm, "shm://%s: listen backlog full, connecting again for up to %lld ms",
-                conn.peer->name.c_str(),
-                static_cast<long long>(options_.connect_timeout.count()));
-    } else if (now >= conn.connect_deadline) {
+    if (now >= conn.setup_deadline) {
         BMI_LOG(error, "shm: shm://%s: its listen backlog stayed full for %lld ms "
                        "(BMI_SHM_CONNECT_TIMEOUT_MS), its operations fail",
                 conn.peer->name.c_str(),
                 static_cast<long long>(options_.connect_timeout.count()));
         return -BMI_ETIMEDOUT;
     }
+    if (conn.state != ConnState::backlog_full) {
+        conn.state = ConnState::backlog_full;
+        conn.retry_pause = first_pause;
+        BMI_LOG(shm, "shm://%s: listen backlog full, connecting again for up to %lld ms",
+                conn.peer->name.c_str(),
+                static_cast<long long>(options_.connect_timeout.count()));
+    }
     // The last try comes at the deadline, not a pause after it.
     conn.retry_at = std::min<std::chrono::steady_clock::time_point>(now + conn.retry_pause,
-                                                                     conn.connect_deadline);
+                                                                     conn.setup_deadline);
     conn.retry_pause = std::min(conn.retry_pause * 2, longest_pause);
-    return 0;  // the caller arms the timer (arm_retry) once retrying_ is consistent
+    return 0;  // the setup timer's walk (or watch_setup) arms the timer for retry_at
 }
 
-void ShmMethod::retry_connects() {
-    std::uint64_t expirations = 0;
-    ssize_t ignored = read(retry_fd_, &expirations, sizeof expirations);
-    (void)ignored;
-    auto now = std::chrono::steady_clock::now();
-    // Closing a connection may not touch retrying_ while we walk it: failures wait.
-    auto& failed = pass_failures_;
-    failed.clear();
-    std::erase_if(retrying_, [&](std::uint64_t id) {
-        Connection* conn = find_connection(id);
-        if (conn == nullptr || conn->state != ConnState::backlog_full) return true;
-        if (conn->retry_at > now) return false;
-        if (int rc = start_connect(*conn); rc != 0) {
-            failed.emplace_back(id, rc);
-            return true;
-        }
-        if (conn->state == ConnState::backlog_full) return false;
-        mark_busy(*conn);  // its queued sends go into the ring now; the reply is awaited
-        return true;
-    });
-    for (auto [id, rc] : failed)
-        if (Connection* conn = find_connection(id)) close_connection(*conn, rc);
-    arm_retry();
-}
-
-void ShmMethod::arm_retry() {
-    itimerspec when{};  // all zero: disarmed
-    std::chrono::steady_clock::time_point next = std::chrono::steady_clock::time_point::max();
-    for (std::uint64_t id : retrying_)
-        if (Connection* conn = find_connection(id);
-            conn != nullptr && conn->state == ConnState::backlog_full)
-            next = std::min(next, conn->retry_at);
-    if (next != std::chrono::steady_clock::time_point::max()) {
-        auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
-            next - std::chrono::steady_clock::now());
-        // A zero it_value would disarm the timer: a retry already due fires at once instead.
-        long long ns = std::max<long long>(wait.count(), 1);
-        when.it_value.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-        when.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-    }
-    timerfd_settime(retry_fd_, 0, &when, nullptr);
+int ShmMethod::retry_connect(Connection& conn) {
+    if (int rc = start_connect(conn); rc != 0) return rc;
+    // Through: its queued sends go into the ring now; the reply is awaited.
+    if (conn.state != ConnState::backlog_full) mark_busy(conn);
+    return 0;
 }
 
 }  // namespace bmi::method::shm

@@ -71,9 +71,11 @@ struct Connection {
     bool stalled = false;  // an unexpected message waits in rx for quota
     PeerRegions peer_regions;  // the peer's shared buffers, mapped here (shm_region.hpp)
     int socket_error = 0;      // the socket's framing broke; poll_pass closes the connection
-    // backlog_full: when to connect again, the pause after that, and when to give up.
+    // Until open: when the handshake must be done (BMI_SHM_CONNECT_TIMEOUT_MS after the first
+    // connect or the accept, shm_setup_deadline.cpp). backlog_full: when to connect again and
+    // the pause after that.
+    std::chrono::steady_clock::time_point setup_deadline{};
     std::chrono::steady_clock::time_point retry_at{};
-    std::chrono::steady_clock::time_point connect_deadline{};
     std::chrono::milliseconds retry_pause{0};
     // Socket messages (offers, withdrawals) counted in the segment: ours as we send them,
     // the peer's as it does; socket_read counts the peer's we have read.

@@ -6,12 +6,13 @@
 // waiting and waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies),
 // shm_split.cpp (large messages both processes copy), shm_sharing.cpp (buffers both map);
 // shm_connect_retry.cpp starts an initiator's connect, again while the listener's backlog is
-// full.
+// full; shm_setup_deadline.cpp bounds every connection's handshake in time.
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
 // member takes a lock; the only state shared with another process is in the rings and the
 // doorbells.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -97,8 +98,21 @@ private:
     int start_connect(Connection& conn);
     // The backlog was full: schedules the next try, or -BMI_ETIMEDOUT past the deadline.
     int wait_for_backlog(Connection& conn);
-    void retry_connects();  // the retry timer fired: tries the connections that are due
-    void arm_retry();       // sets the retry timer to the earliest try due (or disarms it)
+    // A try of a backlog_full connection that is due; 0, or the error to close it with.
+    int retry_connect(Connection& conn);
+    // --- shm_setup_deadline.cpp: no handshake outlives BMI_SHM_CONNECT_TIMEOUT_MS ---
+    // Puts conn (in connections_, its setup_deadline set) under the setup timer.
+    void watch_setup(Connection& conn);
+    // The setup timer fired: connects again where due, drops handshakes past their deadline.
+    void on_setup_timer();
+    // The handshake of conn is past its deadline: one last read of what the peer sent, then 0
+    // if that finished it, or the error to close it with.
+    int expire_setup(Connection& conn);
+    // Sets the setup timer to `at` unless it is set to go off sooner already (max: no need).
+    void arm_setup_timer(std::chrono::steady_clock::time_point at);
+    // Reads the next handshake message of a connection not yet open; 0 or the error to close
+    // it with.
+    int advance_handshake(Connection& conn);
     int ensure_connection(Operation& op, Connection*& out);
     int send_hello(Connection& conn);
     int receive_hello(Connection& conn);
@@ -215,7 +229,7 @@ private:
     std::uint64_t nonce_ = 0;
     support::keys::SharedKey key_;  // empty: keyless, any process of our uid gets in
     support::keys::RefusalLog refusals_;
-    // Ids 0 to 3 tag the listener, the eventfd, the sweep timer and the connect retry timer
+    // Ids 0 to 3 tag the listener, the eventfd, the sweep timer and the setup timer
     // in the epoll set; connections start at 4.
     std::uint64_t next_connection_ = 4;
     std::uint64_t next_cookie_ = 1;
@@ -241,10 +255,14 @@ private:
     int sweep_fd_ = -1;
     bool sweep_armed_ = false;
     bool sweep_due_ = false;
-    // Connections waiting to connect again (ConnState::backlog_full), and the timer that
-    // wakes us for the earliest of them.
-    std::vector<std::uint64_t> retrying_;
-    int retry_fd_ = -1;
+    // Connections whose handshake may not be done yet (ids; open or closed ones leave at the
+    // timer's next walk), and the timer that wakes us for the earliest deadline or backlog
+    // retry among them: the progress engine sleeps on it like on any socket, so a deadline
+    // passes even when nothing else happens.
+    std::vector<std::uint64_t> setting_up_;
+    int setup_timer_fd_ = -1;
+    std::chrono::steady_clock::time_point setup_timer_at_ =
+        std::chrono::steady_clock::time_point::max();  // max: disarmed
 };
 
 }  // namespace bmi::method::shm

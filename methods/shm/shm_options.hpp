@@ -55,8 +55,10 @@ struct Options {
     bool shared_buffers = true;
     std::size_t pull_piece = 4u << 20;  // bytes read per process_vm_readv step
     Budgets budgets;
-    // How long a connect that meets a full listen backlog is tried again before the peer's
-    // operations fail with -BMI_ETIMEDOUT (BMI_SHM_CONNECT_TIMEOUT_MS, shm_connect_timeout_ms).
+    // How long a connection's setup may take, from the first connect (backlog retries
+    // included) or the accept until its handshake is done; then it is dropped and the peer's
+    // operations fail with -BMI_ETIMEDOUT (BMI_SHM_CONNECT_TIMEOUT_MS, shm_connect_timeout_ms;
+    // shm_setup_deadline.cpp).
     std::chrono::milliseconds connect_timeout{10000};
     bmi_size_t eager_limit = 0;       // derived: min(16 KiB, half a ring)
     bmi_size_t unexpected_limit = 0;  // derived: Config's override or 16 KiB, <= half a ring

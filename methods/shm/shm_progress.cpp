@@ -45,7 +45,7 @@ namespace {
 constexpr std::uint64_t listener_tag = 0;
 constexpr std::uint64_t eventfd_tag = 1;
 constexpr std::uint64_t sweep_tag = 2;
-constexpr std::uint64_t retry_tag = 3;
+constexpr std::uint64_t setup_timer_tag = 3;
 // The longest a message whose doorbell bit was lost waits. Each sweep reads one stamp per
 // connection (about 0.1-0.2 us each when cold): 10,000 idle connections cost 0.5 % of a CPU.
 constexpr long sweep_period_ns = 250'000'000;
@@ -62,12 +62,13 @@ int ShmMethod::start(const std::string& listen_name) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     sweep_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    retry_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (epoll_fd_ < 0 || event_fd_ < 0 || sweep_fd_ < 0 || retry_fd_ < 0)
+    setup_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (epoll_fd_ < 0 || event_fd_ < 0 || sweep_fd_ < 0 || setup_timer_fd_ < 0)
         return support::bmi_error_from_errno(errno);
     int rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN | EPOLLET, eventfd_tag);
     if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, sweep_fd_, EPOLLIN, sweep_tag);
-    if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, retry_fd_, EPOLLIN, retry_tag);
+    if (rc == 0)
+        rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, setup_timer_fd_, EPOLLIN, setup_timer_tag);
     if (rc == 0) rc = bell_.create();
     if (rc != 0 || listen_name.empty()) return rc;
     rc = listen_on(listen_name, listen_fd_);
@@ -270,8 +271,8 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
             ssize_t ignored = read(sweep_fd_, &expirations, sizeof expirations);
             (void)ignored;
             sweep_due_ = true;
-        } else if (tag == retry_tag) {
-            retry_connects();
+        } else if (tag == setup_timer_tag) {
+            on_setup_timer();
         } else if (Connection* conn = find_connection(tag)) {
             // Our eventfd (edge-triggered: its event was the wake-up) and the control layer's
             // wake-up fd find no connection and are ignored here.
@@ -297,9 +298,12 @@ void ShmMethod::accept_connections() {
         conn->state = ConnState::await_hello;
         conn->peer_pid = pid;
         conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
+        // The client's hello (and, keyed, its proof) must come by then.
+        conn->setup_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
         if (epoll_set(epoll_fd_, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP, conn->id) != 0) continue;
-        connections_.emplace(conn->id, std::move(conn));
+        Connection& added = *connections_.emplace(conn->id, std::move(conn)).first->second;
         arm_sweep();
+        watch_setup(added);
     }
 }
 
@@ -322,13 +326,9 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
         if (rc == 0) note_work(conn);  // awaiting the reply
         break;
     case ConnState::await_hello:
-        rc = receive_hello(conn);
-        break;
     case ConnState::await_reply:
-        rc = receive_reply(conn);
-        break;
     case ConnState::await_proof:
-        rc = receive_key_proof(conn);
+        rc = advance_handshake(conn);
         break;
     case ConnState::open: {
         // After the hello the socket carries only shared-buffer offers and withdrawals.
@@ -343,6 +343,19 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
     }
     }
     if (rc != 0) close_connection(conn, rc);
+}
+
+int ShmMethod::advance_handshake(Connection& conn) {
+    switch (conn.state) {
+    case ConnState::await_hello:
+        return receive_hello(conn);
+    case ConnState::await_reply:
+        return receive_reply(conn);
+    case ConnState::await_proof:
+        return receive_key_proof(conn);
+    default:
+        return 0;
+    }
 }
 
 int ShmMethod::ensure_connection(Operation& op, Connection*& out) {
@@ -381,6 +394,8 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     conn->peer_board = conn->segment.board(1);
     conn->own_socket_sent = conn->segment.socket_messages(0);
     conn->peer_socket_sent = conn->segment.socket_messages(1);
+    // From the first try until the listener's reply, backlog retries included.
+    conn->setup_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
     rc = start_connect(*conn);
     if (rc != 0) return rc;
     peer->connection = conn->id;
@@ -390,7 +405,7 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
             peer->name.c_str());
     connections_.emplace(conn->id, std::move(conn));
     arm_sweep();
-    if (out->state == ConnState::backlog_full) arm_retry();
+    watch_setup(*out);
     note_work(*out);  // awaiting the reply
     return 0;
 }

@@ -94,8 +94,8 @@ constexpr SettingSpec rows[] = {
      "regions", 0, GiB, "", "shared buffers one connection's peer may have us map, counted"},
     {I::shm_connect_timeout, "shm_connect_timeout_ms", "BMI_SHM_CONNECT_TIMEOUT_MS",
      T::duration, "10s", "ms", 1, hour_ms, "",
-     "a connect that finds the listener's backlog full is tried again until then; then the "
-     "peer's operations fail with -BMI_ETIMEDOUT"},
+     "a connection's setup (first connect, backlog retries, or accept, until the handshake "
+     "is done) is dropped then; the peer's operations fail with -BMI_ETIMEDOUT"},
 
     {I::verbs_device, "verbs_device", "BMI_VERBS_DEVICE", T::text, "", "", 0, 0, "",
      "RDMA device name; empty = the first with an active port"},

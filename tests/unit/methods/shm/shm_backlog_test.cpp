@@ -6,7 +6,6 @@
 // first, so the kernel is seen answering EAGAIN before the client tries.
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 
 #include "harness.hpp"
 #include "hostile_peer.hpp"
+#include "process_census.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -84,15 +84,6 @@ std::string listen_name(Pair& pair) {
     std::string address = pair.server.instance->listen_addresses();
     REQUIRE(address.rfind("shm://", 0) == 0);
     return address.substr(6);
-}
-
-std::size_t open_descriptors() {
-    std::size_t n = 0;
-    if (DIR* d = opendir("/proc/self/fd")) {
-        while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-        closedir(d);
-    }
-    return n;
 }
 
 core::PostRequest unexpected_send(Pair& pair, const void* data, bmi_size_t size,
