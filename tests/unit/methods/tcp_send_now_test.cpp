@@ -21,7 +21,7 @@ TEST_CASE("tcp send_now: immediate sends keep their order and bytes when the soc
           "[tcp]") {
     // Odd sizes, so that a filling socket cuts one of them in the middle rather than between
     // two: one sent from a single coalesced buffer, one as header and payload pieces.
-    const bmi_size_t message_size = GENERATE(bmi_size_t(4001), bmi_size_t(16001));
+    const bmi_size_t message_size = GENERATE(bmi_size_t(4001), bmi_size_t(16001), bmi_size_t(60001));
     const auto message = [&](int i) { return ::message(i, message_size); };
     Pair p;
     REQUIRE(p.create_status == 0);
@@ -101,7 +101,27 @@ TEST_CASE("tcp send_now declines what it cannot send at once", "[tcp]") {
     CHECK(p.client->send_now(*p.to_server, OpKind::send_unexpected, 1, {&too_big, 1}) ==
           -BMI_EMSGSIZE);
     // Large messages take the usual, copy-free path.
-    std::vector<std::uint8_t> large(1 << 16);
+    std::vector<std::uint8_t> large(1 << 17);
     const Segment whole_large{large.data(), static_cast<bmi_size_t>(large.size())};
     CHECK(p.client->send_now(*p.to_server, OpKind::send, 1, {&whole_large, 1}) == 0);
+}
+
+TEST_CASE("tcp send_now on legacy framing sends only what OrangeFS takes as EAGER", "[tcp]") {
+    Pair p("tcp://127.0.0.1:0", 0, "tcp_legacy=1", "tcp_legacy=1");
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    p.client->progress();
+    // Over 16 KiB a legacy peer expects a REND frame, which only the usual path builds.
+    std::vector<std::uint8_t> over(16 * 1024 + 1, 3);
+    const Segment whole_over{over.data(), static_cast<bmi_size_t>(over.size())};
+    CHECK(p.client->send_now(*p.to_server, OpKind::send, 2, {&whole_over, 1}) == 0);
+    auto data = pattern(16 * 1024, 5);
+    const Segment whole{data.data(), static_cast<bmi_size_t>(data.size())};
+    REQUIRE(p.client->send_now(*p.to_server, OpKind::send, 2, {&whole, 1}) == 1);
+    std::vector<std::uint8_t> in(data.size());
+    auto r = make_op(OpKind::recv, p.to_client, 2, in.data(), static_cast<bmi_size_t>(in.size()));
+    REQUIRE(post(*p.server, *r) >= 0);
+    REQUIRE(p.run([&] { return r->completed; }));
+    CHECK(r->error == 0);
+    CHECK(in == data);
 }
