@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A PVFS-style request server: unexpected requests in, expected responses out, many clients,
- * each client's address dropped once it says goodbye or goes away, so it can run for weeks. */
+/* A PVFS-style request server: unexpected requests in, expected responses out, many clients.
+ * Like pvfs2-server it runs with BMI_AUTO_REF_COUNT and gives back each request's reference
+ * to its client's address when the request is over, so the library frees a client's address
+ * once the client has gone and the server can run for weeks. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -23,7 +25,6 @@ struct pending_send
     BMI_addr_t addr;
     void *buffer;
     bmi_size_t size;
-    int last; /* answers a goodbye: the client's address is dropped once this is out */
 };
 
 struct server
@@ -35,7 +36,7 @@ struct server
     uint64_t requests;
     uint64_t answered;
     uint64_t failed;
-    uint64_t dropped; /* client addresses given back to the library */
+    uint64_t released; /* references given back, one per request */
     uint64_t max_requests; /* 0: no limit */
     int stopping;
 };
@@ -58,21 +59,20 @@ static int usage(const char *argv0)
     return 2;
 }
 
-/* A long-running server must give back the address of every client it is done with, or the
- * library keeps it, with whatever the method holds for it, until BMI_finalize. With
- * BMI_AUTO_REF_COUNT the last reference dropped frees it; a second failure toward the same
- * client finds it gone already (-BMI_EINVAL). */
-static void forget_client(struct server *s, BMI_addr_t addr)
+/* With BMI_AUTO_REF_COUNT, BMI_testunexpected takes a reference to the sender's address for
+ * each request it hands out; the server gives it back once the request is over. An address
+ * nobody references is freed when its client has gone (at once if it has gone already), so
+ * the addresses held follow the clients connected, not every client ever served. */
+static void release_request(struct server *s, BMI_addr_t addr)
 {
     int rc = BMI_set_info(addr, BMI_DEC_ADDR_REF, NULL);
     if (rc == 0)
-        s->dropped++;
-    else if (rc != -BMI_EINVAL)
-        fprintf(stderr, "server: dropping a client: %s\n", bmi_status_string(rc));
+        s->released++;
+    else
+        fprintf(stderr, "server: releasing a request's address: %s\n", bmi_status_string(rc));
 }
 
-/* A send is over (error 0 or -BMI_E*): counts it, frees its buffer, and drops its client if the
- * client said goodbye or went away before its answer. */
+/* A send is over (error 0 or -BMI_E*): counts it, frees its buffer and ends its request. */
 static void settle(struct server *s, struct pending_send *p, int error)
 {
     int rc;
@@ -86,8 +86,7 @@ static void settle(struct server *s, struct pending_send *p, int error)
     rc = BMI_memfree(p->addr, p->buffer, p->size, BMI_SEND);
     if (rc < 0)
         fprintf(stderr, "server: BMI_memfree: %s\n", bmi_status_string(rc));
-    if (error != 0 || p->last)
-        forget_client(s, p->addr);
+    release_request(s, p->addr);
     p->in_use = 0;
     s->outstanding--;
 }
@@ -142,6 +141,7 @@ static void answer(struct server *s, const struct BMI_unexpected_info *info)
         fprintf(stderr, "server: unexpected message error: %s\n",
                 bmi_status_string(info->error_code));
         s->failed++;
+        release_request(s, info->addr);
         return;
     }
     memset(&req, 0, sizeof(req));
@@ -151,6 +151,7 @@ static void answer(struct server *s, const struct BMI_unexpected_info *info)
     if (buf == NULL) {
         fprintf(stderr, "server: BMI_memalloc(%" PRId64 ") failed\n", size);
         s->failed++;
+        release_request(s, info->addr);
         return;
     }
     head.magic = PVFS_PROTO_MAGIC;
@@ -167,7 +168,6 @@ static void answer(struct server *s, const struct BMI_unexpected_info *info)
     p->addr = info->addr;
     p->buffer = buf;
     p->size = size;
-    p->last = status == 0 && req.op == PVFS_OP_BYE;
     s->outstanding++;
     rc = BMI_post_send(&p->id, info->addr, buf, size, BMI_PRE_ALLOC, info->tag, p, s->context,
                        NULL);
@@ -240,7 +240,7 @@ int main(int argc, char **argv)
     struct server s;
     struct sigaction sa;
     uint64_t capacity = 256;
-    int i, rc, fatal = 0;
+    int i, rc, fatal = 0, addresses = -1;
 
     memset(&s, 0, sizeof(s));
     for (i = 1; i < argc; i++) {
@@ -303,6 +303,9 @@ int main(int argc, char **argv)
         if (serve_once(&s) < 0)
             fatal = 1;
     drain(&s);
+    /* What the library still holds: the clients connected now, once every request is over. */
+    if (BMI_get_info(0, BMI_ADDRESS_COUNT, &addresses) < 0)
+        addresses = -1;
 
     BMI_close_context(s.context);
     rc = BMI_finalize();
@@ -310,9 +313,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "server: BMI_finalize: %s\n", bmi_status_string(rc));
         fatal = 1;
     }
-    printf("DONE requests=%" PRIu64 " answered=%" PRIu64 " failed=%" PRIu64 " dropped=%" PRIu64
-           "\n",
-           s.requests, s.answered, s.failed, s.dropped);
+    printf("DONE requests=%" PRIu64 " answered=%" PRIu64 " failed=%" PRIu64 " released=%" PRIu64
+           " addresses=%d\n",
+           s.requests, s.answered, s.failed, s.released, addresses);
     free(s.sends);
     return fatal ? 1 : 0;
 }

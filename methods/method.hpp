@@ -133,6 +133,11 @@ public:
     virtual void deliver_unexpected(const std::shared_ptr<Peer>& peer, void* buffer,
                                     bmi_size_t size, bmi_msg_tag_t tag,
                                     std::uint8_t msg_class) = 0;
+    // A registered peer became one nobody can reach again: it reached us first, we have no
+    // address to call it back on, and its last connection closed (Method::peer_gone is now
+    // true). The control layer drops its address once the application holds no reference to
+    // it and has been shown every unexpected message it sent (OrangeFS's forget list).
+    virtual void peer_gone(const Peer& peer) = 0;
 
 protected:
     ~Sink() = default;
@@ -244,6 +249,10 @@ public:
     // The application dropped its last reference to peer: close connections, fail the peer's
     // pending operations with -BMI_ECANCEL.
     virtual void forget_peer(Peer& peer) = 0;
+    // True if nothing can reach peer again: it reached us first, we cannot connect back to it
+    // and it has no connection left (OrangeFS's BMI_DROP_ADDR_QUERY). A method that reports
+    // this must also call Sink::peer_gone when it becomes true for a registered peer.
+    virtual bool peer_gone(const Peer& /*peer*/) const { return false; }
 
     // String form another process can pass to lookup (BMI_addr_rev_lookup).
     virtual std::string describe_peer(const Peer& peer) const = 0;

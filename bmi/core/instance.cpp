@@ -503,10 +503,10 @@ void Instance::on_deliver_unexpected(int method_index, const std::shared_ptr<met
                                      std::uint8_t msg_class) {
     {
         std::lock_guard lock(state_mutex_);
-        BMI_addr_t addr = peer->addr();
-        if (addr == 0 || addresses_.find(addr) == nullptr)
-            addr = addresses_.add(method_index, peer, "").addr;
-        unexpected_.push_back(UnexpectedMessage{0, addr, buffer, size, tag, msg_class});
+        AddressEntry* entry = peer->addr() == 0 ? nullptr : addresses_.find(peer->addr());
+        if (entry == nullptr) entry = &addresses_.add(method_index, peer, "");
+        ++entry->unreported_unexpected;
+        unexpected_.push_back(UnexpectedMessage{0, entry->addr, buffer, size, tag, msg_class});
         ++unexpected_arrivals_;
     }
     wait_point_.signal();

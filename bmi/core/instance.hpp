@@ -177,6 +177,14 @@ private:
                                void* buffer, bmi_size_t size, bmi_msg_tag_t tag,
                                std::uint8_t msg_class);
 
+    // Sink::peer_gone: files the peer's address for drop_gone_peers.
+    void on_peer_gone(const method::Peer& peer);
+    // Drops addr if nothing holds it any more: no reference, no unreported unexpected
+    // message, and its method says the peer is gone. No lock held by the caller.
+    void drop_if_gone(BMI_addr_t addr);
+    // Runs drop_if_gone for every address filed by on_peer_gone (cheap when there is none).
+    void drop_gone_peers();
+
     // Copies a post's request into op (everything but the peer).
     static void fill_request(method::Operation& op, const PostRequest& request);
     // Sets up op's segments for a list post, natively or packed; 0, or -BMI_ENOMEM.
@@ -189,7 +197,9 @@ private:
     void free_op(method::Operation* op);
     method::Operation* find_op_locked(bmi_op_id_t id, bmi_context_id context);
     bool context_valid_locked(bmi_context_id context) const;
+    // address_lifetime.cpp: BMI_DROP_ADDR, and BMI_INC_ADDR_REF / BMI_DEC_ADDR_REF.
     int drop_address(BMI_addr_t addr);
+    int change_reference(BMI_addr_t addr, int option);
     // Asks the address's method for a string about the peer and keeps it in entry->*store,
     // whose c_str() is returned (nullptr for an unknown address).
     const char* peer_string(BMI_addr_t addr,
@@ -238,6 +248,11 @@ private:
     bmi_size_t unexpected_bytes_ = 0;              // guarded by state_mutex_
     bool quota_warned_ = false;                    // guarded by state_mutex_
     ReferenceList addresses_;                      // guarded by state_mutex_
+    // Addresses whose peers a method reported gone, waiting for drop_gone_peers (run by every
+    // test call; OrangeFS runs its forget list in BMI_testunexpected). One entry per address
+    // at most (AddressEntry::gone_queued).
+    std::vector<BMI_addr_t> gone_peers_;           // guarded by state_mutex_
+    std::atomic<bool> gone_pending_{false};        // gone_peers_ may be non-empty
     std::string methods_string_;                   // for BMI_TRANSPORT_METHODS_STRING
     std::string listen_string_;                    // for BMI_GET_METH_ADDR with addr 0
     support::keys::SharedKey key_;                 // the instance's key; empty: keyless

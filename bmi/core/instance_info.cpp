@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Addresses (lookup, reverse lookup, ranges, reference counts), memory and the info options.
+// Addresses (lookup, reverse lookup, ranges), memory and the info options. When an address
+// stops existing (drops, reference counts) is address_lifetime.cpp.
 #include "bmi/core/instance.hpp"
 
 #include <cstdlib>
@@ -174,45 +175,13 @@ int Instance::unexpected_free(void* buffer) {
     return 0;
 }
 
-int Instance::drop_address(BMI_addr_t addr) {
-    std::shared_ptr<method::Peer> peer;
-    int index;
-    {
-        std::lock_guard lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
-        if (entry == nullptr) return -BMI_EINVAL;
-        peer = entry->peer;
-        index = entry->method_index;
-        addresses_.erase(addr);
-    }
-    MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
-    std::lock_guard lock(slot.lock);
-    slot.method->forget_peer(*peer);
-    BMI_LOG(address, "dropped %lld", static_cast<long long>(addr));
-    return 0;
-}
-
 int Instance::set_info(BMI_addr_t addr, int option, void* arg) {
     switch (option) {
     case BMI_DROP_ADDR:
         return drop_address(addr);
     case BMI_INC_ADDR_REF:
-    case BMI_DEC_ADDR_REF: {
-        bool drop = false;
-        {
-            std::lock_guard lock(state_mutex_);
-            AddressEntry* entry = addresses_.find(addr);
-            if (entry == nullptr) return -BMI_EINVAL;
-            if (option == BMI_INC_ADDR_REF) {
-                ++entry->ref_count;
-            } else {
-                if (entry->ref_count == 0) return -BMI_EINVAL;
-                --entry->ref_count;
-                drop = entry->ref_count == 0 && (flags_ & BMI_AUTO_REF_COUNT);
-            }
-        }
-        return drop ? drop_address(addr) : 0;
-    }
+    case BMI_DEC_ADDR_REF:
+        return change_reference(addr, option);
     case BMI_FORCEFUL_CANCEL_MODE:
     case BMI_OPTIMISTIC_BUFFER_REG:
         return 0;  // accepted for compatibility: cancel is always forceful, memory needs no reg
@@ -283,13 +252,28 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
         *static_cast<const char**>(arg) = methods_string_.c_str();
         return 0;
     }
+    case BMI_ADDRESS_COUNT: {
+        // How many addresses the instance holds: a long-running server watches that it does
+        // not grow with every client it ever served. Those already known to be free go first.
+        drop_gone_peers();
+        std::lock_guard lock(state_mutex_);
+        *static_cast<int*>(arg) = static_cast<int>(addresses_.size());
+        return 0;
+    }
     case BMI_UNEXPECTED_QUOTA_USE:
         return unexpected_quota_use(*static_cast<BMI_unexpected_quota_use*>(arg));
     case BMI_DROP_ADDR_QUERY: {
+        // What would decide a drop now: no reference, and the method says the peer is gone.
         if (!peer) return -BMI_EINVAL;
-        std::lock_guard lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
-        *static_cast<int*>(arg) = entry != nullptr && entry->ref_count == 0 ? 1 : 0;
+        bool unreferenced = false;
+        {
+            std::lock_guard lock(state_mutex_);
+            AddressEntry* entry = addresses_.find(addr);
+            unreferenced = entry != nullptr && entry->ref_count == 0;
+        }
+        MethodSlot& slot = *slots_[static_cast<std::size_t>(only)];
+        std::lock_guard lock(slot.lock);
+        *static_cast<int*>(arg) = unreferenced && slot.method->peer_gone(*peer) ? 1 : 0;
         return 0;
     }
     default:

@@ -28,6 +28,7 @@ public:
                             std::uint8_t msg_class) override {
         instance_.on_deliver_unexpected(index_, peer, buffer, size, tag, msg_class);
     }
+    void peer_gone(const method::Peer& peer) override { instance_.on_peer_gone(peer); }
 
 private:
     Instance& instance_;

@@ -43,6 +43,9 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
     // reads none (on some VMs a clock read costs as much as a small message).
     WaitPoint::Clock::time_point deadline{};
     for (;;) {
+        // OrangeFS looks at its forget list in BMI_testunexpected only; every test call does
+        // here, so a server that sleeps in testcontext frees departed clients as soon.
+        drop_gone_peers();
         std::uint64_t seen = wait_point_.sequence();
         {
             std::lock_guard lock(state_mutex_);
@@ -195,6 +198,7 @@ int Instance::testcontext(bmi_context_id context, int max_idle_ms, int& outcount
 int Instance::testunexpected(int max_idle_ms, int& outcount, std::span<UnexpectedMessage> out,
                              std::optional<std::uint8_t> msg_class) {
     outcount = 0;
+    const bool count_references = (flags_ & BMI_AUTO_REF_COUNT) != 0;
     wait_for(max_idle_ms, [&] {
         // Messages of other classes stay queued in arrival order; the quota bounds how many
         // there can be to step over.
@@ -203,6 +207,10 @@ int Instance::testunexpected(int max_idle_ms, int& outcount, std::span<Unexpecte
             if (msg_class && it->msg_class != *msg_class) {
                 ++it;
                 continue;
+            }
+            if (AddressEntry* entry = addresses_.find(it->addr)) {
+                --entry->unreported_unexpected;
+                if (count_references) ++entry->ref_count;
             }
             out[static_cast<std::size_t>(outcount++)] = *it;
             it = unexpected_.erase(it);

@@ -22,7 +22,14 @@ struct AddressEntry {
     std::string id_string;   // what BMI_addr_lookup was given ("" for peers that contacted us)
     std::string rev_string;  // last answer of BMI_addr_rev_lookup, kept for its c_str()
     std::string host_string; // last answer of BMI_addr_rev_lookup_unexpected
-    int ref_count = 1;
+    // BMI_INC_ADDR_REF / BMI_DEC_ADDR_REF, and with BMI_AUTO_REF_COUNT one per unexpected
+    // message reported. Starts at 0, as in OrangeFS: the count only keeps an address whose
+    // peer is gone (Method::peer_gone) from being dropped.
+    int ref_count = 0;
+    // Unexpected messages from this peer no test call has reported yet: their address must
+    // stay valid until the application has seen them.
+    int unreported_unexpected = 0;
+    bool gone_queued = false;  // on Instance::gone_peers_ already
 };
 
 class ReferenceList {

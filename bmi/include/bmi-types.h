@@ -62,7 +62,8 @@ enum
     BMI_TCP_CHECK_UNEXPECTED = 15,
     BMI_TRANSPORT_METHODS_STRING = 16,
     /* libbmi's own options start at 0x1000, far from OrangeFS's numbers. */
-    BMI_UNEXPECTED_QUOTA_USE = 0x1000 /* get_info, struct BMI_unexpected_quota_use* */
+    BMI_UNEXPECTED_QUOTA_USE = 0x1000, /* get_info, struct BMI_unexpected_quota_use* */
+    BMI_ADDRESS_COUNT = 0x1001         /* get_info with addr 0, int*: addresses held */
 };
 
 /* What BMI_get_info(0, BMI_UNEXPECTED_QUOTA_USE, ...) reports about the unexpected quota. */

@@ -240,6 +240,14 @@ void ShmMethod::forget_peer(Peer& base) {
     nameless_.remove(peer);
 }
 
+bool ShmMethod::peer_gone(const Peer& base) const {
+    const auto& peer = static_cast<const ShmPeer&>(base);
+    if (!peer.name.empty()) return false;
+    for (const auto& [id, conn] : connections_)
+        if (conn->peer.get() == &peer) return false;
+    return true;
+}
+
 std::string ShmMethod::describe_peer(const Peer& base) const {
     const auto& peer = static_cast<const ShmPeer&>(base);
     if (!peer.name.empty()) return "shm://" + peer.name;

@@ -57,6 +57,8 @@ public:
     int wait_fd() const override { return epoll_fd_; }
     void cancel(Operation& op) override;
     void forget_peer(Peer& peer) override;
+    // A nameless peer (it has no listen name we could connect to) with no connection left.
+    bool peer_gone(const Peer& peer) const override;
     std::string describe_peer(const Peer& peer) const override;
     std::string peer_host(const Peer&) const override { return "localhost"; }
     int query_range(const Peer& peer, std::string_view id_string, int netmask) const override;

@@ -596,6 +596,8 @@ void ShmMethod::close_connection(Connection& conn, int error) {
                     peer->connection = id;
             if (peer->connection == 0) fail_peer_receives(*peer, error);
         }
+        // The application may hold its address; the control layer drops it when nobody does.
+        if (peer->addr() != 0 && peer_gone(*peer)) sink_.peer_gone(*peer);
     }
 }
 

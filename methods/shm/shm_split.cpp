@@ -43,7 +43,7 @@ std::uint64_t chunk_size_for(bmi_size_t size, bool mapped) {
 bool refused(int error) { return error == -EPERM || error == -EACCES || error == -ENOSYS; }
 
 // The peer's end of the socket is gone (its process exited): it writes nothing any more.
-bool peer_gone(int fd) {
+bool socket_hung_up(int fd) {
     pollfd p{fd, POLLRDHUP, 0};
     return fd < 0 || (::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)));
 }
@@ -203,7 +203,7 @@ void ShmMethod::wait_for_sender(Connection& conn, SplitReceive& split) {
     auto deadline = std::chrono::steady_clock::now() + quiesce_limit;
     while (shared.push_failed.load(std::memory_order_acquire) == 0 &&
            shared.pushed.load(std::memory_order_acquire) < split.sender_share) {
-        if (peer_gone(conn.fd)) return;
+        if (socket_hung_up(conn.fd)) return;
         if (std::chrono::steady_clock::now() > deadline) {
             BMI_LOG(error, "shm: peer pid %d still holds chunks of an ended receive",
                     static_cast<int>(conn.peer_pid));

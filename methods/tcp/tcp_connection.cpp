@@ -306,6 +306,8 @@ void TcpMethod::retire(Connection& c) {
             // Nobody can name this peer: no receive can ever claim what it left behind.
             drop_arrivals(p);
             peers_.remove(p);
+        } else if (unreachable(p)) {
+            sink_.peer_gone(p);  // the control layer drops it once nothing refers to it
         }
     }
     returner_.freed(

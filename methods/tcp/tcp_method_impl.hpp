@@ -80,6 +80,9 @@ public:
     void after_wake() override;
     void cancel(Operation& op) override;
     void forget_peer(Peer& peer) override;
+    bool peer_gone(const Peer& peer) const override {
+        return unreachable(static_cast<const TcpPeer&>(peer));
+    }
     std::string describe_peer(const Peer& peer) const override;
     std::string peer_host(const Peer& peer) const override;
     int query_range(const Peer& peer, std::string_view id_string, int netmask) const override;

@@ -323,6 +323,14 @@ void VerbsMethod::forget_peer(Peer& peer) {
     reap();
 }
 
+bool VerbsMethod::peer_gone(const Peer& peer) const {
+    const auto& p = static_cast<const VerbsPeer&>(peer);
+    if (p.target_length != 0) return false;
+    for (const auto& [id, c] : connections_)
+        if (c->peer.get() == &p && c->state != Connection::State::failed) return false;
+    return true;
+}
+
 std::string VerbsMethod::describe_peer(const Peer& peer) const {
     const auto& p = static_cast<const VerbsPeer&>(peer);
     if (!p.canonical.empty()) return p.canonical;

@@ -52,6 +52,9 @@ public:
     bool before_sleep() override;
     void cancel(Operation& op) override;
     void forget_peer(Peer& peer) override;
+    // A peer that connected to us (we have no bootstrap address for it) with no live
+    // connection left.
+    bool peer_gone(const Peer& peer) const override;
     std::string describe_peer(const Peer& peer) const override;
     std::string peer_host(const Peer& peer) const override;
     int query_range(const Peer& peer, std::string_view id_string, int netmask) const override;

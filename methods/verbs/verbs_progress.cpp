@@ -276,6 +276,8 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
         }
         for (auto& [tag, list] : peer.arrivals)
             std::erase_if(list, [&](const Arrival& a) { return a.rts && a.connection_id == c.id; });
+        // The application may hold its address; the control layer drops it when nobody does.
+        if (peer.addr() != 0 && peer_gone(peer)) sink_.peer_gone(peer);
     }
     maybe_retire(c);
 }

@@ -45,6 +45,7 @@ COMPILE_CHECK(tcp_close_socket, BMI_TCP_CLOSE_SOCKET == 13);
 COMPILE_CHECK(optimistic_buffer_reg, BMI_OPTIMISTIC_BUFFER_REG == 14);
 COMPILE_CHECK(tcp_check_unexpected, BMI_TCP_CHECK_UNEXPECTED == 15);
 COMPILE_CHECK(transport_methods_string, BMI_TRANSPORT_METHODS_STRING == 16);
+COMPILE_CHECK(address_count, BMI_ADDRESS_COUNT == 0x1001);
 
 #define FIELD_SIZE(type, field) sizeof(((type *)0)->field)
 #define INFO struct BMI_unexpected_info
@@ -288,6 +289,9 @@ static void check_info(void)
     CHECK(value > 0);
     CHECK(BMI_get_info(0, BMI_TRANSPORT_METHODS_STRING, (void *)&methods) == 0);
     CHECK(methods != NULL && strstr(methods, "tcp") != NULL);
+    value = -1;
+    CHECK(BMI_get_info(0, BMI_ADDRESS_COUNT, &value) == 0);
+    CHECK(value >= 0);
     CHECK(BMI_get_info(0, 9999, &value) < 0);
     CHECK(BMI_set_info(0, BMI_FORCEFUL_CANCEL_MODE, NULL) == 0);
     CHECK(BMI_set_info(bogus, BMI_DROP_ADDR, NULL) < 0);
@@ -332,7 +336,7 @@ static BMI_addr_t check_addresses(void)
 
     CHECK(BMI_set_info(addr, BMI_INC_ADDR_REF, NULL) == 0);
     CHECK(BMI_set_info(addr, BMI_DEC_ADDR_REF, NULL) == 0);
-    CHECK(BMI_addr_rev_lookup(addr) != NULL); /* no BMI_AUTO_REF_COUNT: still there */
+    CHECK(BMI_addr_rev_lookup(addr) != NULL); /* count 0, but a peer we can reach: it stays */
     return addr;
 }
 

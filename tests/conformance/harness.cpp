@@ -98,12 +98,12 @@ Pump::~Pump() {
 }
 
 Pair make_peers(const std::string& scheme, const std::string& options,
-                const std::optional<std::string>& client_options) {
+                const std::optional<std::string>& client_options, int server_flags) {
     Pair pair;
     pair.scheme = scheme;
     core::InitParams server_params;
     server_params.listen = test_listen_address(scheme);
-    server_params.flags = BMI_INIT_SERVER;
+    server_params.flags = BMI_INIT_SERVER | server_flags;
     server_params.options = options;
     server_params.dialect = selected_dialect();
     REQUIRE(core::Instance::create(server_params, pair.server.instance) == 0);

@@ -50,9 +50,11 @@ struct Pair {
 };
 
 // Creates server + client; options go to both (e.g. "emulate_lists=1"), or client_options
-// to the client when given (e.g. another key_file=).
+// to the client when given (e.g. another key_file=). server_flags are added to the server's
+// BMI_INIT_SERVER (e.g. BMI_AUTO_REF_COUNT).
 Pair make_peers(const std::string& scheme, const std::string& options = "",
-                const std::optional<std::string>& client_options = std::nullopt);
+                const std::optional<std::string>& client_options = std::nullopt,
+                int server_flags = 0);
 
 // Waits for one op; fails the current test (Catch2 REQUIRE) when the deadline passes.
 core::Completion wait_op(Side& side, bmi_op_id_t id, int deadline_ms = 10000);

@@ -58,9 +58,14 @@ TEST_CASE("pvfs_server answers concurrent clients and shuts down cleanly", "[int
     REQUIRE(server_status);
     CHECK(*server_status == 0);
     // 8 x 200 requests and 8 goodbyes, one more request from the stopper, and its shutdown
-    // request; every client that said goodbye had its address dropped.
-    CHECK(server.unread_output().find("DONE requests=1610 answered=1610 failed=0 dropped=8") !=
+    // request, each of whose references was given back. The clients that left lost their
+    // addresses; the stopper may still be connected when the server counts.
+    const std::string output = server.unread_output();
+    INFO("server said: " << output);
+    CHECK(output.find("DONE requests=1610 answered=1610 failed=0 released=1610 addresses=") !=
           std::string::npos);
+    CHECK((output.find("addresses=0\n") != std::string::npos ||
+           output.find("addresses=1\n") != std::string::npos));
 }
 
 TEST_CASE("pvfs_server stops after --max-requests and a late client fails cleanly",

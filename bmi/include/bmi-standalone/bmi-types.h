@@ -78,7 +78,8 @@ enum
     BMI_TRANSPORT_METHODS_STRING = 17,
     BMI_TCP_GET_PORT = 18,  /* get_info(0, .., int *port): the port a server listens on */
     /* libbmi's own options start at 0x1000, as in the OrangeFS dialect. */
-    BMI_UNEXPECTED_QUOTA_USE = 0x1000 /* get_info, struct BMI_unexpected_quota_use* */
+    BMI_UNEXPECTED_QUOTA_USE = 0x1000, /* get_info, struct BMI_unexpected_quota_use* */
+    BMI_ADDRESS_COUNT = 0x1001         /* get_info with addr 0, int*: addresses held */
 };
 
 enum BMI_io_type

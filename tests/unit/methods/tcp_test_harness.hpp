@@ -55,9 +55,11 @@ public:
         registered_before_delivery = registered_before_delivery && peer->addr() != 0;
         unexpected.push_back({peer, buffer, size, tag, msg_class});
     }
+    void peer_gone(const Peer& peer) override { gone.push_back(peer.addr()); }
 
     std::vector<Operation*> completions;
     std::vector<Unexpected> unexpected;
+    std::vector<BMI_addr_t> gone;  // peers reported gone, in order
     std::vector<std::shared_ptr<Peer>> registered;
     bmi_size_t quota = 1 << 20;
     bmi_size_t used = 0;
