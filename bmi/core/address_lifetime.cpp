@@ -23,7 +23,7 @@ namespace bmi::core {
 
 int Instance::drop_address(BMI_addr_t addr) {
     std::shared_ptr<method::Peer> peer;
-    int index;
+    int index = 0;
     {
         std::lock_guard lock(state_mutex_);
         AddressEntry* entry = addresses_.find(addr);

@@ -197,6 +197,9 @@ private:
     void free_op(method::Operation* op);
     method::Operation* find_op_locked(bmi_op_id_t id, bmi_context_id context);
     bool context_valid_locked(bmi_context_id context) const;
+    // The peer behind addr and its method's index, copied under the state lock so the caller
+    // may use them after it (the shared_ptr keeps the peer alive); false for an unknown addr.
+    bool peer_of(BMI_addr_t addr, std::shared_ptr<method::Peer>& peer, int& method_index);
     // address_lifetime.cpp: BMI_DROP_ADDR, and BMI_INC_ADDR_REF / BMI_DEC_ADDR_REF.
     int drop_address(BMI_addr_t addr);
     int change_reference(BMI_addr_t addr, int option);

@@ -67,14 +67,8 @@ const char* Instance::peer_string(BMI_addr_t addr,
                                       const,
                                   std::string AddressEntry::*store) {
     std::shared_ptr<method::Peer> peer;
-    int index;
-    {
-        std::lock_guard lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
-        if (entry == nullptr) return nullptr;
-        peer = entry->peer;
-        index = entry->method_index;
-    }
+    int index = 0;
+    if (!peer_of(addr, peer, index)) return nullptr;
     std::string text;
     {
         MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
@@ -97,18 +91,21 @@ const char* Instance::rev_lookup_unexpected(BMI_addr_t addr) {
     return peer_string(addr, &method::Method::peer_host, &AddressEntry::host_string);
 }
 
+bool Instance::peer_of(BMI_addr_t addr, std::shared_ptr<method::Peer>& peer, int& method_index) {
+    std::lock_guard lock(state_mutex_);
+    AddressEntry* entry = addresses_.find(addr);
+    if (entry == nullptr) return false;
+    peer = entry->peer;
+    method_index = entry->method_index;
+    return true;
+}
+
 int Instance::query_addr_range(BMI_addr_t addr, std::string_view id_string, int netmask) {
     auto parts = support::split_scheme(id_string);
     if (!parts) return -BMI_EINVAL;
     std::shared_ptr<method::Peer> peer;
-    int index;
-    {
-        std::lock_guard lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
-        if (entry == nullptr) return -BMI_EINVAL;
-        peer = entry->peer;
-        index = entry->method_index;
-    }
+    int index = 0;
+    if (!peer_of(addr, peer, index)) return -BMI_EINVAL;
     MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
     if (slot.descriptor->scheme != parts->scheme) return 0;  // another network entirely
     std::lock_guard lock(slot.lock);
@@ -191,13 +188,7 @@ int Instance::set_info(BMI_addr_t addr, int option, void* arg) {
     // Method-specific options: to the addressed method, or to every active one for addr 0.
     std::shared_ptr<method::Peer> peer;
     int only = -1;
-    if (addr != 0) {
-        std::lock_guard lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
-        if (entry == nullptr) return -BMI_EINVAL;
-        peer = entry->peer;
-        only = entry->method_index;
-    }
+    if (addr != 0 && !peer_of(addr, peer, only)) return -BMI_EINVAL;
     int rc = -BMI_ENOSYS;
     for (auto& slot : slots_) {
         if (!slot->active.load() || (only >= 0 && slot->index != only)) continue;
@@ -212,13 +203,7 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
     if (arg == nullptr && option != BMI_CHECK_INIT) return -BMI_EINVAL;
     std::shared_ptr<method::Peer> peer;
     int only = -1;
-    if (addr != 0) {
-        std::lock_guard lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
-        if (entry == nullptr) return -BMI_EINVAL;
-        peer = entry->peer;
-        only = entry->method_index;
-    }
+    if (addr != 0 && !peer_of(addr, peer, only)) return -BMI_EINVAL;
     switch (option) {
     case BMI_CHECK_INIT:
         return 0;
