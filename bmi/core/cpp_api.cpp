@@ -284,4 +284,19 @@ std::error_code Session::drop(Address addr) {
     return error_from_code(impl_->set_info(addr.value(), BMI_DROP_ADDR, nullptr));
 }
 
+std::error_code Session::hold(Address addr) {
+    return error_from_code(impl_->set_info(addr.value(), BMI_INC_ADDR_REF, nullptr));
+}
+
+std::error_code Session::release(Address addr) {
+    return error_from_code(impl_->set_info(addr.value(), BMI_DEC_ADDR_REF, nullptr));
+}
+
+std::size_t Session::address_count() {
+    int count = 0;
+    // Cannot fail with addr 0 and an int to fill.
+    (void)impl_->get_info(0, BMI_ADDRESS_COUNT, &count);
+    return static_cast<std::size_t>(count);
+}
+
 }  // namespace bmi

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The C++ API as a C++17 program sees it (bmi/span.hpp's stand-in, the inline span wrappers of
 // bmi.hpp): built with cpp_std=c++17, it sends one message between two sessions of this
-// process over 127.0.0.1 and back, through every call that takes a span.
+// process over 127.0.0.1 and back, through every call that takes a span, then follows the
+// client's address through hold/release until the client leaves.
 #include <bmi/bmi.hpp>
 
 #include <array>
@@ -34,7 +35,8 @@ bool poll(bmi::Session& s, bmi::Context& ctx, std::vector<bmi::Completion>& done
 }  // namespace
 
 int main() {
-    auto server = bmi::Session::create({"bmi_tcp", "tcp://127.0.0.1:0", BMI_INIT_SERVER, ""});
+    auto server = bmi::Session::create(
+        {"bmi_tcp", "tcp://127.0.0.1:0", BMI_INIT_SERVER | BMI_AUTO_REF_COUNT, ""});
     auto client = bmi::Session::create({"bmi_tcp", "", 0, ""});
     if (!server || !client) return failed("Session::create");
     auto server_ctx = (*server)->open_context();
@@ -80,6 +82,22 @@ int main() {
     if (!received() ||
         std::string(reinterpret_cast<const char*>(answer.data()), question.size()) != question)
         return failed("no answer, or a wrong one");
-    std::printf("C++17: ping answered\n");
+
+    // The request held a reference to the client's address (BMI_AUTO_REF_COUNT); with it
+    // given back, the address lives while the client does and goes when it leaves.
+    const bmi::Address from = got[0].from();
+    if ((*server)->address_count() != 1) return failed("address_count with one client");
+    if (auto e = (*server)->hold(from)) return failed("hold", e);
+    if (auto e = (*server)->release(from)) return failed("release (hold)", e);
+    if (auto e = (*server)->release(from)) return failed("release (request)", e);
+    if (!(*server)->release(from)) return failed("release below 0 was accepted");
+    if ((*server)->address_count() != 1) return failed("a connected client's address went");
+    { bmi::Context closing = std::move(*client_ctx); }  // a Context must not outlive its Session
+    client->reset();
+    for (int i = 0; i < 500 && (*server)->address_count() != 0; ++i)
+        if (!poll(**server, *server_ctx, server_done)) return failed("server test_context");
+    if ((*server)->address_count() != 0) return failed("the departed client's address stayed");
+    if (!(*server)->rev_lookup(from).empty()) return failed("rev_lookup of a freed address");
+    std::printf("C++17: ping answered, the client's address freed after it left\n");
     return 0;
 }

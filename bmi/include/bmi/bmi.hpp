@@ -182,7 +182,16 @@ public:
                                                            std::chrono::milliseconds idle,
                                                            MessageClass message_class);
     std::error_code cancel(Context& ctx, bmi_op_id_t id);
+    // Frees addr now, whatever holds it: its connections close, its operations fail.
     std::error_code drop(Address addr);
+    // An address's reference count (BMI_INC_ADDR_REF / BMI_DEC_ADDR_REF). With
+    // BMI_AUTO_REF_COUNT each message test_unexpected returns holds one reference to its
+    // sender until release(); an address with no reference whose peer can never be reached
+    // again (a client that left) is freed by the session (doc/guide-server.md).
+    std::error_code hold(Address addr);
+    std::error_code release(Address addr);
+    // How many addresses the session holds (BMI_ADDRESS_COUNT).
+    std::size_t address_count();
 
 private:
     friend class Context;
