@@ -19,28 +19,6 @@
 namespace bmi::method::tcp {
 
 namespace {
-// The address as a host-sized CIDR, IPv4-mapped IPv6 folded back to IPv4.
-support::planes::Cidr host_of(const SocketAddress& a) {
-    support::planes::Cidr c;
-    if (a.family() == AF_INET) {
-        c.family = AF_INET;
-        c.prefix = 32;
-        std::memcpy(c.bytes.data(), &reinterpret_cast<const sockaddr_in*>(a.get())->sin_addr, 4);
-        return c;
-    }
-    const auto& v6 = reinterpret_cast<const sockaddr_in6*>(a.get())->sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(&v6)) {
-        c.family = AF_INET;
-        c.prefix = 32;
-        std::memcpy(c.bytes.data(), v6.s6_addr + 12, 4);
-        return c;
-    }
-    c.family = AF_INET6;
-    c.prefix = 128;
-    std::memcpy(c.bytes.data(), v6.s6_addr, 16);
-    return c;
-}
-
 std::string node_name() {
     char host[256] = {};
     return gethostname(host, sizeof host - 1) == 0 ? std::string(host) : "localhost";
@@ -164,7 +142,7 @@ int TcpMethod::open_listening_socket(const SocketAddress& at, std::size_t plane,
 
 std::size_t TcpMethod::plane_of(const SocketAddress& address) const {
     if (address.empty()) return planes_.size();
-    const auto host = host_of(address);
+    const auto host = support::planes::host_cidr(address.get());
     for (std::size_t i = 0; i < planes_.size(); ++i)
         if (planes_[i].subnet.prefix == 0 ? planes_[i].subnet.family == host.family
                                           : planes_[i].subnet.contains(host))

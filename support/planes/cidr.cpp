@@ -2,6 +2,7 @@
 #include "support/planes/cidr.hpp"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <bit>
@@ -82,6 +83,27 @@ Cidr subnet_of(int family, const void* address, const void* netmask) {
         c.prefix += static_cast<unsigned>(std::popcount(mask[i]));
         c.bytes[i] &= mask[i];
     }
+    return c;
+}
+
+Cidr host_cidr(const sockaddr* address) {
+    Cidr c;
+    if (address->sa_family == AF_INET) {
+        c.family = AF_INET;
+        c.prefix = 32;
+        std::memcpy(c.bytes.data(), &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, 4);
+        return c;
+    }
+    const auto& v6 = reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+        c.family = AF_INET;
+        c.prefix = 32;
+        std::memcpy(c.bytes.data(), v6.s6_addr + 12, 4);
+        return c;
+    }
+    c.family = AF_INET6;
+    c.prefix = 128;
+    std::memcpy(c.bytes.data(), v6.s6_addr, 16);
     return c;
 }
 

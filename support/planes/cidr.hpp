@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+struct sockaddr;
+
 namespace bmi::support::planes {
 
 struct Cidr {
@@ -25,5 +27,9 @@ std::optional<Cidr> parse_cidr(std::string_view text, std::string& error);
 
 // The subnet an interface address with this netmask belongs to.
 Cidr subnet_of(int family, const void* address, const void* netmask);
+
+// One host's address as a CIDR of full length (/32 or /128), for matching against planes. An
+// IPv4-mapped IPv6 address (a dual-stack socket's peer) is folded back to its IPv4 form.
+Cidr host_cidr(const sockaddr* address);
 
 }  // namespace bmi::support::planes

@@ -77,18 +77,6 @@ int bind_shm(const Allocation& a, std::string& error) {
     return 0;
 }
 
-Cidr host_cidr(const sockaddr* sa) {
-    Cidr c;
-    c.family = sa->sa_family;
-    if (c.family == AF_INET) {
-        std::memcpy(c.bytes.data(), &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
-        c.prefix = 32;
-    } else {
-        std::memcpy(c.bytes.data(), &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, 16);
-        c.prefix = 128;
-    }
-    return c;
-}
 }  // namespace
 
 std::optional<std::string> local_address_in(const Cidr& subnet) {
