@@ -174,6 +174,23 @@ private:
     void flush(Connection& c);
     bool next_frame(Connection& c);
     bool frame_for_small(Connection& c, Operation& op);
+    // The header of a message that leaves in one frame on c: UNEXPECTED, or EAGER for an
+    // expected one (frame_for_small turns that into REND or RTS when it is too large).
+    static Header message_header(const Connection& c, OpKind kind, bmi_msg_tag_t tag,
+                                 bmi_size_t size, std::uint8_t msg_class) {
+        Header h;
+        h.magic = magic_of(c.framing);
+        h.tag = wire_tag(tag);
+        h.size = static_cast<std::uint64_t>(size);
+        if (kind == OpKind::send_unexpected) {
+            h.mode = Mode::unexpected;
+            // An OrangeFS header has no room for it: such a peer knows no classes anyway.
+            h.msg_class = msg_class;
+        } else {
+            h.mode = Mode::eager;
+        }
+        return h;
+    }
     void frame_written(Connection& c);
     void queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::uint64_t cookie);
 

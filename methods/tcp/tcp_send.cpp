@@ -136,24 +136,18 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
     f.op = &op;
     f.kind = OutKind::message;
     f.length = op.total_size;
-    Header h;
-    h.magic = magic_of(c.framing);
-    h.tag = wire_tag(op.tag);
-    h.size = static_cast<std::uint64_t>(op.total_size);
-    if (op.kind == OpKind::send_unexpected) {
-        h.mode = Mode::unexpected;
-        // An OrangeFS header has no room for it: such a peer knows no classes anyway.
-        h.msg_class = op.msg_class;
-    } else if (c.framing != Framing::v2) {
+    Header h = message_header(c, op.kind, op.tag, op.total_size, op.msg_class);
+    // An unexpected message is one UNEXPECTED frame whatever its framing (its limit was
+    // checked at post); an expected one may be too large for EAGER.
+    const bool expected = op.kind == OpKind::send;
+    if (expected && c.framing != Framing::v2) {
         // What OrangeFS accepts: eager up to 16 KiB, rendezvous with inline payload up to 16 MiB.
         if (op.total_size > legacy_message_limit) {
             finish(op, -BMI_EMSGSIZE);
             return false;
         }
         h.mode = op.total_size <= eager_limit ? Mode::eager : Mode::rendezvous;
-    } else if (op.total_size <= c.eager_limit) {
-        h.mode = Mode::eager;
-    } else {
+    } else if (expected && op.total_size > c.eager_limit) {
         h.mode = Mode::rts;
         h.cookie = next_cookie_++;
         op.method_word = h.cookie;

@@ -22,6 +22,14 @@ constexpr bmi_size_t send_now_limit = v2_eager_limit;
 // Up to this payload the header and the payload are copied into one buffer and leave through
 // send(), which costs less than a two-piece sendmsg() (tcp_socket.cpp) by more than the copy.
 constexpr bmi_size_t coalesce_limit = 4 * 1024;
+
+// Copies the segments one after the other to `to`.
+void copy_segments(std::span<const Segment> segments, std::uint8_t* to) {
+    for (const auto& s : segments) {
+        if (s.size > 0) std::memcpy(to, s.data, static_cast<std::size_t>(s.size));
+        to += s.size;
+    }
+}
 }  // namespace
 
 int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
@@ -44,11 +52,8 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     if (kind == OpKind::send && size > eager) return 0;
     c->direct_write_epoch = progress_epoch_;
 
-    Header h;
-    h.magic = magic_of(c->framing);
-    h.tag = wire_tag(tag);
-    h.size = static_cast<std::uint64_t>(size);
-    h.mode = kind == OpKind::send_unexpected ? Mode::unexpected : Mode::eager;
+    // No class: the control layer sends classed messages through post().
+    const Header h = message_header(*c, kind, tag, size, 0);
     std::array<std::uint8_t, max_header_size> head;
     const std::size_t head_length = encode_header(h, c->framing, head.data());
     iovec iov[iov_batch + 1];
@@ -56,12 +61,8 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     std::array<std::uint8_t, max_header_size + coalesce_limit> whole;
     if (size <= coalesce_limit) {
         std::memcpy(whole.data(), head.data(), head_length);
-        std::size_t at = head_length;
-        for (const auto& s : segments) {
-            if (s.size > 0) std::memcpy(whole.data() + at, s.data, static_cast<std::size_t>(s.size));
-            at += static_cast<std::size_t>(s.size);
-        }
-        iov[n++] = {whole.data(), at};
+        copy_segments(segments, whole.data() + head_length);
+        iov[n++] = {whole.data(), head_length + static_cast<std::size_t>(size)};
     } else {
         iov[n++] = {head.data(), head_length};
         for (const auto& s : segments)
@@ -79,11 +80,8 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     frame.kind = OutKind::control;  // no op behind it: nothing completes when it is written
     frame.head = head;
     frame.head_length = head_length;
-    frame.body.reserve(static_cast<std::size_t>(size));
-    for (const auto& s : segments) {
-        const auto* p = static_cast<const std::uint8_t*>(s.data);
-        frame.body.insert(frame.body.end(), p, p + s.size);
-    }
+    frame.body.resize(static_cast<std::size_t>(size));
+    copy_segments(segments, frame.body.data());
     frame.done = static_cast<std::size_t>(written);
     c->out.push_back(std::move(frame));
     update_interest(*c);
