@@ -246,8 +246,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "client: shutdown request failed\n");
         failed = 1;
     }
-    /* Goodbye lets the server drop this client's address now rather than keep it until it
-     * stops. The work is done either way: a server that stopped meanwhile is no failure. */
+    /* Goodbye tells the server we are done (it frees our address when we disconnect, with or
+     * without one). The work is done either way: a server that stopped meanwhile is no
+     * failure. */
     if (!send_shutdown && !failed &&
         exchange(&c, PVFS_OP_BYE, id_base | i, (bmi_msg_tag_t)(i & 0x7fffffff)) != 0)
         fprintf(stderr, "client: the server did not answer goodbye\n");

@@ -22,8 +22,8 @@ enum pvfs_op
 {
     PVFS_OP_GETATTR = 1, /* answered with response_size bytes */
     PVFS_OP_SHUTDOWN = 2, /* answered like GETATTR, then the server drains and exits */
-    PVFS_OP_BYE = 3       /* answered like GETATTR; the client is done, the server drops its
-                           * address once the answer is out (doc/guide-server.md) */
+    PVFS_OP_BYE = 3       /* answered like GETATTR; says the client is done (the server needs
+                           * no goodbye to free its address: doc/guide-server.md) */
 };
 
 /* Sent as an unexpected message. The answer is an expected message with the same tag. */
