@@ -55,14 +55,19 @@ int Instance::change_reference(BMI_addr_t addr, int option) {
     return 0;
 }
 
+void Instance::file_gone_locked(AddressEntry& entry) {
+    if (entry.gone_queued) return;
+    entry.gone_queued = true;
+    gone_peers_.push_back(entry.addr);
+    gone_pending_.store(true, std::memory_order_release);
+}
+
 void Instance::on_peer_gone(const method::Peer& peer) {
     std::lock_guard lock(state_mutex_);
     AddressEntry* entry = addresses_.find(peer.addr());
     // Already dropped (the method is closing it for drop_address), or re-registered since.
-    if (entry == nullptr || entry->peer.get() != &peer || entry->gone_queued) return;
-    entry->gone_queued = true;
-    gone_peers_.push_back(entry->addr);
-    gone_pending_.store(true, std::memory_order_release);
+    if (entry == nullptr || entry->peer.get() != &peer) return;
+    file_gone_locked(*entry);
 }
 
 void Instance::drop_gone_peers() {
@@ -86,11 +91,7 @@ void Instance::drop_if_gone(BMI_addr_t addr) {
     auto unheld = [&](AddressEntry& entry) {
         if (entry.ref_count > 0) return false;
         if (entry.unreported_unexpected > 0) {
-            if (!entry.gone_queued) {
-                entry.gone_queued = true;
-                gone_peers_.push_back(addr);
-                gone_pending_.store(true, std::memory_order_release);
-            }
+            file_gone_locked(entry);
             return false;
         }
         return true;

@@ -179,6 +179,8 @@ private:
 
     // Sink::peer_gone: files the peer's address for drop_gone_peers.
     void on_peer_gone(const method::Peer& peer);
+    // Puts entry on gone_peers_ unless it is there already (state_mutex_ held).
+    void file_gone_locked(AddressEntry& entry);
     // Drops addr if nothing holds it any more: no reference, no unreported unexpected
     // message, and its method says the peer is gone. No lock held by the caller.
     void drop_if_gone(BMI_addr_t addr);

@@ -302,12 +302,14 @@ void TcpMethod::retire(Connection& c) {
         std::erase(p.connections, &c);
         if (p.send_connection == &c)
             p.send_connection = p.connections.empty() ? nullptr : p.connections.front();
-        if (unreachable(p) && p.addr() == 0) {
-            // Nobody can name this peer: no receive can ever claim what it left behind.
-            drop_arrivals(p);
-            peers_.remove(p);
-        } else if (unreachable(p)) {
-            sink_.peer_gone(p);  // the control layer drops it once nothing refers to it
+        if (unreachable(p)) {
+            if (p.addr() == 0) {
+                // Nobody can name this peer: no receive can ever claim what it left behind.
+                drop_arrivals(p);
+                peers_.remove(p);
+            } else {
+                sink_.peer_gone(p);  // the control layer drops it once nothing refers to it
+            }
         }
     }
     returner_.freed(

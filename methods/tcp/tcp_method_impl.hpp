@@ -174,6 +174,11 @@ private:
     void flush(Connection& c);
     bool next_frame(Connection& c);
     bool frame_for_small(Connection& c, Operation& op);
+    // The largest expected message that leaves as one EAGER frame on c: 16 KiB on legacy
+    // framing (OrangeFS takes larger ones as REND), the negotiated bound on v2.
+    static bmi_size_t eager_bound(const Connection& c) {
+        return c.framing == Framing::v2 ? c.eager_limit : eager_limit;
+    }
     // The header of a message that leaves in one frame on c: UNEXPECTED, or EAGER for an
     // expected one (frame_for_small turns that into REND or RTS when it is too large).
     static Header message_header(const Connection& c, OpKind kind, bmi_msg_tag_t tag,

@@ -138,21 +138,23 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
     f.length = op.total_size;
     Header h = message_header(c, op.kind, op.tag, op.total_size, op.msg_class);
     // An unexpected message is one UNEXPECTED frame whatever its framing (its limit was
-    // checked at post); an expected one may be too large for EAGER.
-    const bool expected = op.kind == OpKind::send;
-    if (expected && c.framing != Framing::v2) {
-        // What OrangeFS accepts: eager up to 16 KiB, rendezvous with inline payload up to 16 MiB.
-        if (op.total_size > legacy_message_limit) {
-            finish(op, -BMI_EMSGSIZE);
-            return false;
+    // checked at post); an expected one too large for EAGER is REND on legacy framing, RTS
+    // on v2.
+    if (op.kind == OpKind::send && op.total_size > eager_bound(c)) {
+        if (c.framing != Framing::v2) {
+            // What OrangeFS accepts: rendezvous with inline payload up to 16 MiB.
+            if (op.total_size > legacy_message_limit) {
+                finish(op, -BMI_EMSGSIZE);
+                return false;
+            }
+            h.mode = Mode::rendezvous;
+        } else {
+            h.mode = Mode::rts;
+            h.cookie = next_cookie_++;
+            op.method_word = h.cookie;
+            f.kind = OutKind::rts;
+            f.length = 0;
         }
-        h.mode = op.total_size <= eager_limit ? Mode::eager : Mode::rendezvous;
-    } else if (expected && op.total_size > c.eager_limit) {
-        h.mode = Mode::rts;
-        h.cookie = next_cookie_++;
-        op.method_word = h.cookie;
-        f.kind = OutKind::rts;
-        f.length = 0;
     }
     f.head_length = encode_header(h, c.framing, f.head.data());
     place(op, Place::send_writing);

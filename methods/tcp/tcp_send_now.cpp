@@ -46,10 +46,9 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     if (c == nullptr || c->closed || c->state != ConnState::established || c->has_output() ||
         c->direct_write_epoch == progress_epoch_)
         return 0;
-    // Only what goes as one EAGER (or UNEXPECTED) frame: 16 KiB on a legacy connection, where
-    // anything larger is a REND frame (frame_for_small).
-    const bmi_size_t eager = c->framing == Framing::v2 ? c->eager_limit : eager_limit;
-    if (kind == OpKind::send && size > eager) return 0;
+    // Only what goes as one EAGER (or UNEXPECTED) frame: anything larger is a REND or RTS
+    // frame, which only frame_for_small builds.
+    if (kind == OpKind::send && size > eager_bound(*c)) return 0;
     c->direct_write_epoch = progress_epoch_;
 
     // No class: the control layer sends classed messages through post().
