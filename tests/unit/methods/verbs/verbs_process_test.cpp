@@ -153,6 +153,9 @@ TEST_CASE("verbs: many peers share one SRQ smaller than their combined credits",
         REQUIRE(who >= 0);
         REQUIRE(who < peers);
         addr[static_cast<std::size_t>(who)] = hello.addr;
+        // The handle is used after its peer may have left: hold a reference, as a server must
+        // (an unreferenced address of a departed peer is freed; guide-server.md).
+        REQUIRE(server.instance->set_info(hello.addr, BMI_INC_ADDR_REF, nullptr) == 0);
         server.instance->unexpected_free(hello.buffer);
     }
     std::vector<std::vector<int>> in(peers * messages, std::vector<int>(200000 / sizeof(int)));
@@ -238,6 +241,8 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
         core::UnexpectedMessage hello;
         REQUIRE(receive_unexpected(*server.instance, hello) == 1);
         addr[*static_cast<int*>(hello.buffer)] = hello.addr;
+        // Used after its peer is killed: hold a reference (see above).
+        REQUIRE(server.instance->set_info(hello.addr, BMI_INC_ADDR_REF, nullptr) == 0);
         server.instance->unexpected_free(hello.buffer);
     }
     REQUIRE(victim.wait_report() == 'r');
