@@ -59,8 +59,18 @@ public:
     BMI_addr_t addr() const { return addr_.load(std::memory_order_acquire); }
     void set_addr(BMI_addr_t a) { addr_.store(a, std::memory_order_release); }
 
+    // Unique for the life of the process, unlike the object's address: what the control layer
+    // charges to a peer must not pass to a new peer the allocator places where a freed one was.
+    std::uint64_t serial() const { return serial_; }
+
 private:
+    static std::uint64_t next_serial() {
+        static std::atomic<std::uint64_t> last{0};
+        return last.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+
     std::atomic<BMI_addr_t> addr_{0};
+    const std::uint64_t serial_ = next_serial();
 };
 
 using SafeHook =

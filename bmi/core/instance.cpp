@@ -476,14 +476,14 @@ void* Instance::on_alloc_unexpected(const method::Peer& peer, bmi_size_t size) {
         return nullptr;
     }
     // One peer cannot crowd every other out of the quota: past its share it waits too.
-    auto held = unexpected_by_peer_.find(&peer);
+    auto held = unexpected_by_peer_.find(peer.serial());
     if (held != unexpected_by_peer_.end() && held->second + cost > unexpected_peer_share_)
         return nullptr;
     void* buffer = std::malloc(static_cast<std::size_t>(size > 0 ? size : 1));
     if (buffer == nullptr) return nullptr;
     unexpected_bytes_ += cost;
-    unexpected_by_peer_[&peer] += cost;
-    unexpected_owned_.emplace(buffer, UnexpectedCharge{cost, &peer});
+    unexpected_by_peer_[peer.serial()] += cost;
+    unexpected_owned_.emplace(buffer, UnexpectedCharge{cost, peer.serial()});
     return buffer;
 }
 
@@ -491,7 +491,7 @@ bool Instance::uncharge_unexpected(void* buffer) {
     auto it = unexpected_owned_.find(buffer);
     if (it == unexpected_owned_.end()) return false;
     unexpected_bytes_ -= it->second.cost;
-    auto held = unexpected_by_peer_.find(it->second.peer);
+    auto held = unexpected_by_peer_.find(it->second.peer_serial);
     if (held != unexpected_by_peer_.end() && (held->second -= it->second.cost) <= 0)
         unexpected_by_peer_.erase(held);
     unexpected_owned_.erase(it);

@@ -242,11 +242,12 @@ private:
     // Unexpected buffers handed out, with what each costs against the quota and whose it is.
     struct UnexpectedCharge {
         bmi_size_t cost = 0;
-        const method::Peer* peer = nullptr;
+        std::uint64_t peer_serial = 0;  // method::Peer::serial of the sender
     };
     std::unordered_map<void*, UnexpectedCharge> unexpected_owned_;  // guarded by state_mutex_
-    // What each peer's unexpected buffers cost while the application holds them.
-    std::unordered_map<const method::Peer*, bmi_size_t> unexpected_by_peer_;  // state_mutex_
+    // What each peer's unexpected buffers cost while the application holds them, by peer
+    // serial: the buffers may outlive the peer.
+    std::unordered_map<std::uint64_t, bmi_size_t> unexpected_by_peer_;  // state_mutex_
     // BMI_memalloc buffers the control layer allocated itself (methods track their own), so
     // that BMI_memfree of a foreign or already freed pointer is refused, not passed to free().
     std::unordered_set<void*> memalloc_owned_;  // guarded by state_mutex_

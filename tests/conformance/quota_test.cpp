@@ -166,6 +166,85 @@ TEST_CASE("one peer cannot take more than its share of the unexpected quota", "[
     if (id != 0) CHECK(wait_op(other, id).error == 0);
 }
 
+TEST_CASE("a departed peer's share of the unexpected quota does not pass to the next peer",
+          "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("scheme " << scheme);
+    setenv("BMI_UNEXPECTED_PEER_QUOTA", "4096", 1);
+    Pair pair = make_peers(scheme);
+    unsetenv("BMI_UNEXPECTED_PEER_QUOTA");
+    core::Instance& server = *pair.server.instance;
+    const auto take = [&](std::vector<core::UnexpectedMessage>& got, std::size_t want) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (got.size() < want && std::chrono::steady_clock::now() < deadline) {
+            core::UnexpectedMessage one[1];
+            int outcount = 0;
+            REQUIRE(server.testunexpected(10, outcount, one) == 0);
+            if (outcount == 1) got.push_back(one[0]);
+        }
+        return got.size();
+    };
+    const auto post_empty = [](Side& client, BMI_addr_t to, bmi_msg_tag_t tag) {
+        auto request = send_request(client, to, nullptr, 0, tag);
+        request.kind = method::OpKind::send_unexpected;
+        bmi_op_id_t id = 0;
+        REQUIRE(client.instance->post(request, id, nullptr) >= 0);
+        return id;
+    };
+    // The server's test calls drop a departed client's address once nothing refers to it.
+    const auto addresses_dropped = [&] {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        int count = -1;
+        while (std::chrono::steady_clock::now() < deadline) {
+            REQUIRE(server.get_info(0, BMI_ADDRESS_COUNT, &count) == 0);
+            if (count == 0) return true;
+            core::UnexpectedMessage none[1];
+            int outcount = 0;
+            REQUIRE(server.testunexpected(10, outcount, none) == 0);
+            REQUIRE(outcount == 0);
+        }
+        return false;
+    };
+
+    // The first client fills its share exactly (sixteen empty messages of 256) and leaves; the
+    // server still holds the buffers, so the share stays charged after its address is gone.
+    std::vector<core::UnexpectedMessage> held;
+    {
+        Pump client_pump(*pair.client.instance);
+        std::vector<bmi_op_id_t> sends;
+        for (bmi_msg_tag_t tag = 1; tag <= 16; ++tag)
+            sends.push_back(post_empty(pair.client, pair.server_addr, tag));
+        REQUIRE(take(held, 16) == 16);
+        for (bmi_op_id_t id : sends)
+            if (id != 0) REQUIRE(wait_op(pair.client, id).error == 0);
+    }
+    pair.client.instance.reset();
+    REQUIRE(addresses_dropped());
+
+    // New clients, one after the other, each sending one message. Each new peer is likely to
+    // be allocated where a freed one was; none may start with the first client's charges.
+    for (int round = 0; round < 4; ++round) {
+        INFO("round " << round);
+        Side next;
+        REQUIRE(core::Instance::create(core::InitParams{}, next.instance) == 0);
+        REQUIRE(next.instance->open_context(next.context) == 0);
+        BMI_addr_t to_server = 0;
+        REQUIRE(next.instance->addr_lookup(server.listen_addresses(), to_server) == 0);
+        {
+            Pump next_pump(*next.instance);
+            const bmi_op_id_t id = post_empty(next, to_server, 100 + round);
+            std::vector<core::UnexpectedMessage> got;
+            REQUIRE(take(got, 1) == 1);
+            CHECK(got[0].tag == 100 + round);
+            REQUIRE(server.unexpected_free(got[0].buffer) == 0);
+            if (id != 0) REQUIRE(wait_op(next, id).error == 0);
+        }
+        next.instance.reset();
+        REQUIRE(addresses_dropped());
+    }
+    for (auto& m : held) REQUIRE(server.unexpected_free(m.buffer) == 0);
+}
+
 TEST_CASE("freed quota lets a parked message in before a sleeping test call ends",
           "[conformance]") {
     auto scheme = GENERATE(from_range(compiled_schemes()));
