@@ -93,6 +93,9 @@ struct Connection {
     // of their own; the poll pass that last queued it for a visit.
     bool busy = false;
     std::uint64_t pass_mark = 0;
+    // In WatchedRings (shm_watched.hpp), and the last poll pass that took messages from rx.
+    bool watched = false;
+    std::uint64_t last_traffic_pass = 0;
 
     // Security key handshake (doc/security.md); unused without a key.
     bool keyed = false;

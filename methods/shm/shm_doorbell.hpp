@@ -108,6 +108,9 @@ public:
         layout_->sleeping.store(1, std::memory_order_seq_cst);
         return rung(summary_words);
     }
+    // A peer's, after a publication into a ring we watch (shm_watched.hpp) and a fence:
+    // true if the owner sleeps and must be woken through its eventfd.
+    bool owner_sleeping() const { return layout_->sleeping.load(std::memory_order_relaxed) != 0; }
     void wake() {
         if (layout_->sleeping.load(std::memory_order_relaxed) != 0)
             layout_->sleeping.store(0, std::memory_order_relaxed);

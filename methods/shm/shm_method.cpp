@@ -121,7 +121,7 @@ int ShmMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     if (conn == nullptr || !conn->rings_live() || !conn->send_queue.empty()) return 0;
     // Class 0: the control layer sends messages of any other class through post().
     if (!place_inline(*conn, kind, tag, 0, segments, size)) return 0;
-    wake_peer(*conn);
+    announce(*conn);
     return 1;
 }
 
@@ -170,10 +170,10 @@ int ShmMethod::post(Operation& op) {
         note_work(*conn);  // offering a shared buffer may have broken the socket
         switch (placed) {
         case Placed::completed:
-            wake_peer(*conn);
+            announce(*conn);
             return 1;
         case Placed::announced:
-            wake_peer(*conn);
+            announce(*conn);
             return 0;
         case Placed::no_room:
             break;

@@ -29,6 +29,7 @@
 #include "support/keys/secret_key.hpp"
 #include "methods/shm/shm_path_choice.hpp"
 #include "methods/shm/shm_peer.hpp"
+#include "methods/shm/shm_watched.hpp"
 #include "support/spin/adaptive_spin.hpp"
 
 namespace bmi::method::shm {
@@ -209,7 +210,13 @@ private:
     int on_help(Connection& conn, Operation& op, const MsgHeader& header);
     void advance_pushes(Connection& conn, bool& moved);
     void drop_pushes(Connection& conn, const Operation& op);
+    // Tells the peer to look at this connection: wake_peer rings its doorbell (and writes
+    // its eventfd if it sleeps); announce follows a publication into tx and rings only if
+    // the peer does not watch the ring (shm_watched.hpp).
     void wake_peer(Connection& conn);
+    void announce(Connection& conn);
+    void write_peer_event(Connection& conn);
+    void take_reply_now(Connection& conn);  // announce: the hello's reply, if it is here
     void write_header(const Window& window, MsgType type, bmi_msg_tag_t tag,
                       std::uint32_t slots, std::int32_t aux, std::uint64_t size,
                       std::uint64_t cookie);
@@ -250,6 +257,7 @@ private:
     DoorbellIndices bell_indices_;
     std::vector<Connection*> bell_owner_;  // by doorbell index; nullptr: free
     std::vector<Connection*> busy_;  // work of their own (Connection::needs_visit)
+    WatchedRings watched_;           // rings we poll on every pass; their senders do not ring
     std::vector<Connection*> visit_;  // scratch of poll_pass
     std::uint64_t pass_ = 0;          // poll passes so far (Connection::pass_mark)
     // A timer that makes the next pass visit every connection, so a bit a hostile peer

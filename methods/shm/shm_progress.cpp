@@ -21,6 +21,7 @@
 // overflow: 2^64 - 2 writes).
 // Work we can do without the peer makes before_sleep() report progress, or, when posted while
 // another thread may already sleep, makes us write our own eventfd.
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -159,6 +160,10 @@ bool ShmMethod::before_sleep() {
     if (pending_ops_ > 0 && spin_.run([this] { return anything_to_do() && poll_pass(); }))
         return true;
     bool work = bell_.sleep(bell_indices_.summary_words());
+    // A sender to a ring we watch looks at the sleeping flag instead of ringing
+    // (shm_watched.hpp): after the flag, look at those rings once more.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (watched_.any_message()) work = true;
     for (Connection* conn : busy_) {
         if (!conn->rings_live()) continue;
         // After the flag, like a ring: a sender finishing its split share rings us only if it
@@ -178,6 +183,7 @@ void ShmMethod::disarm() { bell_.wake(); }
 
 bool ShmMethod::anything_to_do() const {
     if (bell_.rung(bell_indices_.summary_words())) return true;
+    if (watched_.any_message()) return true;
     for (const Connection* conn : busy_) {
         if (!conn->rings_live()) continue;
         if (conn->rx.has_message() || conn->has_local_work() || conn->waits_for_room() ||
@@ -202,6 +208,8 @@ bool ShmMethod::poll_pass() {
         if (index < bell_owner_.size() && bell_owner_[index] != nullptr)
             queue(bell_owner_[index]);
     });
+    for (Connection* conn : watched_.connections())
+        if (conn->rx.has_message()) queue(conn);
     for (Connection* conn : busy_) {
         conn->busy = false;
         queue(conn);
@@ -228,10 +236,14 @@ bool ShmMethod::poll_pass() {
             note_work(*conn);
         }
         if (!conn->rings_live()) continue;  // opening it visits it (mark_busy)
+        const std::uint64_t consumed = conn->rx.consumed();
         if (int rc = visit(*conn, moved); rc != 0) {
             failed.emplace_back(conn->id, rc);
             continue;
         }
+        if (conn->rx.consumed() != consumed)
+            if (Connection* replaced = watched_.took_messages(*conn, pass_))
+                mark_busy(*replaced);
         note_work(*conn);
     }
     for (auto [id, rc] : failed)
@@ -565,6 +577,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     connections_.erase(conn.id);
     arm_sweep();
     give_back_bell_index(conn);
+    watched_.forget(conn);
     if (conn.busy) std::erase(busy_, &conn);
     conn.busy = false;
     if (conn.fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd, nullptr);

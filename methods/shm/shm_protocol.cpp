@@ -50,11 +50,39 @@ void ShmMethod::write_header(const Window& window, MsgType type, bmi_msg_tag_t t
 // hello's reply we know neither: receive_reply rings once the peer attached.
 void ShmMethod::wake_peer(Connection& conn) {
     if (!conn.peer_bell.mapped()) return;
-    if (conn.peer_bell.ring(conn.peer_bell_index) && conn.peer_event_fd >= 0) {
-        std::uint64_t one = 1;
-        ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
-        (void)ignored;
+    if (conn.peer_bell.ring(conn.peer_bell_index)) write_peer_event(conn);
+}
+
+void ShmMethod::announce(Connection& conn) {
+    if (!conn.peer_bell.mapped()) {
+        // Placed before we took the hello's reply. The acceptor sends its reply and only then
+        // visits the ring once: if the reply is not here yet, that visit is still to come and
+        // finds the message; if it is, taking it now rings for everything we placed. Left
+        // for our next progress call, the message would wait for the acceptor's sweep.
+        if (conn.state == ConnState::await_reply) take_reply_now(conn);
+        return;
     }
+    if (!conn.tx.consumer_watching()) {
+        wake_peer(conn);
+        return;
+    }
+    // Read after consumer_watching's fence: the peer raises the flag, fences and then looks
+    // at the rings it watches, so one of us sees the other.
+    if (conn.peer_bell.owner_sleeping()) write_peer_event(conn);
+}
+
+void ShmMethod::take_reply_now(Connection& conn) {
+    if (int rc = receive_reply(conn); rc != 0) {
+        conn.socket_error = rc;  // the next pass closes the connection
+        mark_busy(conn);
+    }
+}
+
+void ShmMethod::write_peer_event(Connection& conn) {
+    if (conn.peer_event_fd < 0) return;
+    std::uint64_t one = 1;
+    ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
+    (void)ignored;
 }
 
 // --- sending ---
@@ -176,7 +204,7 @@ bool ShmMethod::flush(Connection& conn) {
         if (!conn.tx.block_producer(std::max<std::uint32_t>(1, conn.tx.slot_count() / 2))) break;
     }
     if (!blocked) conn.tx.unblock_producer();
-    if (moved) wake_peer(conn);
+    if (moved) announce(conn);
     return moved;
 }
 

@@ -36,8 +36,12 @@ namespace bmi::method::shm {
 struct RingControl {
     alignas(64) std::atomic<std::uint64_t> tail;  // consumer-written
     alignas(64) std::atomic<std::uint32_t> producer_blocked;
+    // Consumer-written, rarely: 1 while the consumer polls this ring's stamps on every pass,
+    // so the producer need not ring its doorbell after publishing (shm_watched.hpp). Its own
+    // line, so that the producer's look at it costs no transfer while it does not change.
+    alignas(64) std::atomic<std::uint32_t> consumer_watches;
 };
-static_assert(sizeof(RingControl) == 128);
+static_assert(sizeof(RingControl) == 192);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "cross-process atomics must not hide a lock");
 
@@ -104,6 +108,13 @@ public:
         own_ += count;
     }
     std::uint32_t max_message_slots() const { return slot_count_ / 2; }
+    // After a publish: true if the consumer polls this ring, so it will find the message
+    // without a doorbell. The fence pairs with stop_watching's: either the consumer's last
+    // look sees our stamp, or we see that it stopped watching and ring.
+    bool consumer_watching() const {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        return control_->consumer_watches.load(std::memory_order_relaxed) != 0;
+    }
     // Marks the producer as waiting for `wanted` (<= max_message_slots()) free slots; true if
     // they appeared meanwhile (re-check).
     bool block_producer(std::uint32_t wanted);
@@ -121,6 +132,17 @@ public:
     // After releases: true if the producer waits for space and must be woken. Costs a fence
     // only if a tight message was released since the last call.
     bool producer_waiting();
+    // Tells the producer that we poll this ring (it may skip our doorbell) or no longer do.
+    // stop_watching returns has_message() as seen after the fence: true means a message the
+    // producer may not have rung for.
+    void start_watching() { control_->consumer_watches.store(1, std::memory_order_relaxed); }
+    bool stop_watching() {
+        control_->consumer_watches.store(0, std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        return has_message();
+    }
+    // Messages consumed so far: tells whether a visit took any.
+    std::uint64_t consumed() const { return own_; }
 
 private:
     Window window(std::uint64_t start, std::uint32_t count) const {

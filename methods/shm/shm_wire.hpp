@@ -69,7 +69,10 @@ inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
 // 6: doorbells (shm_doorbell.hpp): the hello and the reply carry the sender's doorbell memfd
 // and the index the peer rings for this connection, and the per-ring consumer_sleeping flag
 // is gone. A version-5 peer would never ring, so its messages would wait for the sweep.
-inline constexpr std::uint32_t protocol_version = 6;
+// 7: each ring's control block has a third line, consumer_watches (shm_watched.hpp): a
+// producer whose consumer polls the ring skips the doorbell. A version-6 peer would place the
+// rings' controls elsewhere.
+inline constexpr std::uint32_t protocol_version = 7;
 // Connections one instance can have at once (indices of its doorbell): 8 KiB of bits.
 inline constexpr std::uint32_t doorbell_capacity = 1u << 16;
 // Hello and HelloReply features: the sender holds a security key, and key_nonce is its nonce.
