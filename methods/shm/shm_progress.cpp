@@ -557,9 +557,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     mark_busy(conn);  // a keyed acceptor may have rung before our rings were live
     // Whatever we placed before the peer attached went unannounced: announce it once.
     conn.peer_bell.ring(conn.peer_bell_index);
-    std::uint64_t one = 1;
-    ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
-    (void)ignored;
+    write_peer_event(conn);
     return 0;
 }
 

@@ -240,11 +240,7 @@ int ShmMethod::receive_messages(Connection& conn, bool& moved) {
     }
     if (consumed) {
         moved = true;
-        if (ring.producer_waiting() && conn.peer_event_fd >= 0) {
-            std::uint64_t one = 1;
-            ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
-            (void)ignored;
-        }
+        if (ring.producer_waiting()) write_peer_event(conn);
     }
     return rc;
 }
