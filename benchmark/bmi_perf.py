@@ -64,7 +64,8 @@ def parse_args(argv):
         epilog="Example: bmi-perf --quick --methods tcp,shm --out-dir perf. "
                "Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
                "acknowledged; many = --clients clients stream to one server at once; "
-               "peers = tcp and shm ping-pong while the server holds --peers idle clients; "
+               "peers = tcp and shm ping-pong while the server holds --peers idle clients, "
+               "in three placements (two cores, one core, unpinned), as posted; "
                "neighbour = a CPU-bound loop on the core of a waiting client, its loss beside "
                "a blocking client and a default one; "
                "posted = tcp and shm ping-pong while the server keeps --posted receives "
@@ -211,10 +212,13 @@ def planned_runs(a, placements, neighbour, placement, placement_bw):
     n += 2 * LEGACY_ROUNDS if wants_legacy_duel(a) else 0
     n += RATE_ROUNDS * (2 * (placements + 1) + ("mpi-tcp" in a.baselines)) \
         if wants_rate_duel(a) else 0
-    n += PEERS_ROUNDS * len(a.peers) * len(peer_methods(a)) if "peers" in a.modes else 0
+    # peers and posted: every count in the placed ways and unpinned (Runner.three_placements)
+    n += PEERS_ROUNDS * len(a.peers) * len(peer_methods(a)) * (placements + 1) \
+        if "peers" in a.modes else 0
     n += neighbour.planned_runs(a) if "neighbour" in a.modes else 0
     if "posted" in a.modes:
-        n += POSTED_ROUNDS * len(a.posted) * sum(1 for m in ("tcp", "shm") if m in a.methods)
+        n += POSTED_ROUNDS * len(a.posted) * (placements + 1) * \
+            sum(1 for m in ("tcp", "shm") if m in a.methods)
     n += placement.planned_runs(a) + placement_bw.planned_runs(a) \
         if "placement" in a.modes else 0
     for mode in (m for m in a.modes if m not in STUDY_MODES):

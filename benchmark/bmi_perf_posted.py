@@ -5,10 +5,11 @@ a message in time independent of that number"). The pings are matched past all o
 server posts its idle receives first (pingpong --posted N). The target: the ping-pong with N
 posted receives costs at most 1.10x the one without, for every N, for tcp and shm.
 
-As in peers mode, the counts are measured in turns, each run a fresh server, and the table
-shows medians over the turns.
+As in peers mode, the counts are measured in turns, each run a fresh server, in the three
+placements (two cores, one core, unpinned), and the table shows medians over the turns, each
+placement against its own run with none posted.
 """
-from bmi_perf_peers import TARGET, summary
+from bmi_perf_peers import BASELINE, TARGET, UNPINNED, UNPINNED_BASELINE, baselines, summary
 from bmi_perf_runs import one_way_us
 
 COUNTS = (0, 1000, 100000)
@@ -33,48 +34,61 @@ def measure(runner, method, count, cpus):
 
 
 def run(runner, methods, counts=COUNTS, rounds=ROUNDS):
-    """{method: [{count: {bytes: one-way us}}]} one per turn; the order of the counts
-    alternates from turn to turn."""
-    cpus = runner.one_per_core()
-    turns = {m: [] for m in methods}
+    """{method: {placement: [{count: {bytes: one-way us}}]}} one dict per turn; the order of
+    the counts alternates from turn to turn."""
+    places = runner.three_placements()
+    turns = {m: {name: [] for name, _ in places} for m in methods}
     for turn in range(rounds):
         for m in methods:
-            got = {}
-            for count in (counts if turn % 2 == 0 else list(reversed(counts))):
-                s = measure(runner, m, count, cpus)
-                if s.status == "ok":
-                    got[count] = {r[0]: one_way_us(r) for r in s.rows}
-            turns[m].append(got)
+            for name, cpus in places:
+                got = {}
+                for count in (counts if turn % 2 == 0 else list(reversed(counts))):
+                    s = measure(runner, m, count, cpus)
+                    if s.status == "ok":
+                        got[count] = {r[0]: one_way_us(r) for r in s.rows}
+                turns[m][name].append(got)
     return turns
 
 
 def print_summary(turns, out):
-    for m, per_method in turns.items():
-        out.write(f"\n== {m} ping-pong beside posted receives, median of {len(per_method)} "
-                  f"turns (one-way us; ratio to none posted, target <= {TARGET:g})\n")
-        out.write(f"{'posted':>10} {'8 B':>10} {'ratio':>6}\n")
-        for n, per in summary(per_method):
-            if 8 in per:
-                out.write(f"{n:>10} {per[8][0]:>10.2f} {per[8][1]:>6.2f}\n")
-            else:
-                out.write(f"{n:>10} {'-':>10} {'-':>6}\n")
+    for m, placements in turns.items():
+        refs = baselines(placements)
+        for placement, per_placement in placements.items():
+            against = UNPINNED_BASELINE if placement == UNPINNED else BASELINE
+            against = against.replace("idle peers", "receives posted")
+            out.write(f"\n== {m} ping-pong beside posted receives, {placement}, median of "
+                      f"{len(per_placement)} turns (one-way us; ratio to {against}, target "
+                      f"<= {TARGET:g})\n")
+            out.write(f"{'posted':>10} {'8 B':>10} {'ratio':>6}\n")
+            for n, per in summary(per_placement, refs[placement]):
+                if 8 in per:
+                    out.write(f"{n:>10} {per[8][0]:>10.2f} {per[8][1]:>6.2f}\n")
+                else:
+                    out.write(f"{n:>10} {'-':>10} {'-':>6}\n")
 
 
 def markdown(turns, fmt):
-    rounds = max((len(t) for t in turns.values()), default=0)
+    rounds = max((len(t) for p in turns.values() for t in p.values()), default=0)
     out = ["## Posted receives (posted mode)", "",
            f"A ping-pong between the server and one client while the server keeps N receives "
            f"posted toward that client on tags it never sends (`pingpong --posted N`, posted "
            f"before the ping-pong's own), {rounds} turns over all N, a fresh server each run, "
-           f"pinned one process per core. One-way us at 8 B: medians over the turns; the ratio "
-           f"is the median of the per-turn ratios to the run with none posted. Target: at most "
-           f"{TARGET:g}.", "",
-           "| method | posted | 8 B (us) | ratio | |", "|---|---:|---:|---:|---|"]
-    for m, per_method in turns.items():
-        for n, per in summary(per_method):
-            if 8 not in per:
-                out.append(f"| {m} | {n} | - | - | |")
-                continue
-            met = "met" if per[8][1] <= TARGET else "**not met**"
-            out.append(f"| {m} | {n} | {fmt(per[8][0])} | {fmt(per[8][1])} | {met} |")
+           f"in three placements: pinned one process per core, both pinned to one core, and "
+           f"left to the scheduler. One-way us at 8 B: medians over the turns; the ratio is "
+           f"the median of the per-turn ratios to the run with none posted in the same "
+           f"placement, and for unpinned runs to the slower of the two placed runs with none "
+           f"posted of the same turn (as in peers mode). Target: at most {TARGET:g} in each "
+           f"placement.", "",
+           "| method | placement | posted | 8 B (us) | ratio | |",
+           "|---|---|---:|---:|---:|---|"]
+    for m, placements in turns.items():
+        refs = baselines(placements)
+        for placement, per_placement in placements.items():
+            for n, per in summary(per_placement, refs[placement]):
+                if 8 not in per:
+                    out.append(f"| {m} | {placement} | {n} | - | - | |")
+                    continue
+                met = "met" if per[8][1] <= TARGET else "**not met**"
+                out.append(f"| {m} | {placement} | {n} | {fmt(per[8][0])} | {fmt(per[8][1])} "
+                           f"| {met} |")
     return out + [""]

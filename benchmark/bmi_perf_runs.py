@@ -194,6 +194,12 @@ class Runner:
         return two + [("one core", (cpus[0], cpus[0]))]
 
     @classmethod
+    def three_placements(cls):
+        """placements() and "unpinned" (None: left to the scheduler), the three ways users
+        meet; a target of issue 18 holds in each."""
+        return cls.placements() + [("unpinned", None)]
+
+    @classmethod
     def one_per_core(cls):
         """(server CPU, client CPU) on two different cores, as mpirun binds the two ranks of
         the MPI runs; None where this process may use only one CPU."""

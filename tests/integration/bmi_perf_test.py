@@ -167,28 +167,46 @@ def check_default_dir(tmp, plots):
         fail(f"svg run: no SVG plot in {out}: {os.listdir(out)}")
 
 
+def expected_placements():
+    """The placements peers and posted mode measure here (bmi_perf_runs.Runner
+    .three_placements): two cores only where this process may use two."""
+    two = ["two cores"] if len(os.sched_getaffinity(0)) >= 2 else []
+    return two + ["one core", "unpinned"]
+
+
+def check_placed_table(stdout, title, placement, count, what):
+    """A table of peers or posted mode on stdout: rows for 0 and count, each with a positive
+    time, the first with ratio 1 except unpinned (judged against the slower placed run)."""
+    table = stdout.split(f"== {title}, {placement}, median of 3 turns", 1)
+    if len(table) != 2:
+        fail(f"{what}: no table on stdout:\n{stdout}")
+    rows = re.findall(r"^ +(\d+) +([\d.]+) +([\d.]+)$", table[1], re.M)[:2]
+    if [int(r[0]) for r in rows] != [0, count] or not float(rows[1][1]) > 0 or \
+            not float(rows[0][2]) > 0 or \
+            (placement != "unpinned" and float(rows[0][2]) != 1.0):
+        fail(f"{what}: want rows for 0 (ratio 1) and {count}, got {rows}")
+
+
 def check_peers(tmp, method):
     """peers mode: a ping-pong of method (tcp or shm) beside 0 and 40 idle clients that
-    idle_peers holds, in 3 turns each, judged against the target in the table and the
-    report."""
+    idle_peers holds, in 3 turns each and in every placement, judged against the target in
+    the tables and the report."""
     md = os.path.join(tmp, f"PEERS-{method}.md")
     res = bmi_perf(["--modes", "peers", "--peers", "40,0", "--methods", method, "--baselines",
                     "none", "--iters", "20", "--no-idle", "--plot", "none", "--out-dir",
                     empty_dir(tmp, f"peers-{method}"), "--markdown", md])
     if res.returncode != 0:
         fail(f"peers mode ({method}): exit {res.returncode}\n{res.stdout}\n{res.stderr}")
-    table = res.stdout.split(f"== {method} ping-pong beside idle peers, median of 3 turns", 1)
-    if len(table) != 2:
-        fail(f"peers mode ({method}): no table on stdout:\n{res.stdout}")
-    rows = re.findall(r"^ +(\d+) +([\d.]+) +([\d.]+)$", table[1], re.M)
-    if [int(r[0]) for r in rows] != [0, 40] or float(rows[0][2]) != 1.0 or \
-            not float(rows[1][1]) > 0:
-        fail(f"peers mode ({method}): want rows for 0 (ratio 1) and 40 idle peers, got {rows}")
     text = open(md).read()
-    if f"## {method} beside idle peers (peers mode)" not in text or \
-            not re.search(r"^\| 40 \| [\d.]+ \| [\d.]+ \| (met|\*\*not met\*\*) \|$", text,
-                          re.M):
-        fail(f"peers mode ({method}): the report lacks its section or the 40-peer row:\n{text}")
+    if f"## {method} beside idle peers (peers mode)" not in text:
+        fail(f"peers mode ({method}): the report lacks its section:\n{text}")
+    for placement in expected_placements():
+        check_placed_table(res.stdout, f"{method} ping-pong beside idle peers", placement, 40,
+                           f"peers mode ({method}, {placement})")
+        if not re.search(rf"^\| {placement} \| 40 \| [\d.]+ \| [\d.]+ \| "
+                         rf"(met|\*\*not met\*\*) \|$", text, re.M):
+            fail(f"peers mode ({method}): the report lacks the {placement} row of 40 idle "
+                 f"peers:\n{text}")
 
 
 def check_neighbour(tmp, methods):
@@ -228,7 +246,8 @@ def check_neighbour(tmp, methods):
 
 def check_posted(tmp, methods):
     """posted mode: tcp and shm ping-pongs beside 0 and 300 receives the server keeps posted,
-    in 3 turns each, judged against the target in the tables and the report."""
+    in 3 turns each and in every placement, judged against the target in the tables and the
+    report."""
     md = os.path.join(tmp, "POSTED.md")
     res = bmi_perf(["--modes", "posted", "--posted", "300,0", "--methods", ",".join(methods),
                     "--baselines", "none", "--iters", "20", "--no-idle", "--plot", "none",
@@ -237,16 +256,13 @@ def check_posted(tmp, methods):
         fail(f"posted mode: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
     text = open(md).read()
     for m in methods:
-        table = res.stdout.split(f"== {m} ping-pong beside posted receives, median of 3 turns", 1)
-        if len(table) != 2:
-            fail(f"posted mode: no {m} table on stdout:\n{res.stdout}")
-        rows = re.findall(r"^ +(\d+) +([\d.]+) +([\d.]+)$", table[1], re.M)[:2]
-        if [int(r[0]) for r in rows] != [0, 300] or float(rows[0][2]) != 1.0 or \
-                not float(rows[1][1]) > 0:
-            fail(f"posted mode: want {m} rows for 0 (ratio 1) and 300 posted, got {rows}")
-        if not re.search(rf"^\| {m} \| 300 \| [\d.]+ \| [\d.]+ \| (met|\*\*not met\*\*) \|$",
-                         text, re.M):
-            fail(f"posted mode: the report lacks the {m} row of 300 posted:\n{text}")
+        for placement in expected_placements():
+            check_placed_table(res.stdout, f"{m} ping-pong beside posted receives", placement,
+                               300, f"posted mode ({m}, {placement})")
+            if not re.search(rf"^\| {m} \| {placement} \| 300 \| [\d.]+ \| [\d.]+ \| "
+                             rf"(met|\*\*not met\*\*) \|$", text, re.M):
+                fail(f"posted mode: the report lacks the {m} {placement} row of 300 posted:"
+                     f"\n{text}")
 
 
 def check_placement(tmp, methods):
