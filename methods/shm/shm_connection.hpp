@@ -67,7 +67,7 @@ struct Connection {
     Ring rx;  // we consume
     int peer_event_fd = -1;
     pid_t peer_pid = 0;
-    std::shared_ptr<ShmPeer> peer;
+    PeerLink peer;
     bool stalled = false;  // an unexpected message waits in rx for quota
     PeerRegions peer_regions;  // the peer's shared buffers, mapped here (shm_region.hpp)
     int socket_error = 0;      // the socket's framing broke; poll_pass closes the connection

@@ -242,10 +242,7 @@ void ShmMethod::forget_peer(Peer& base) {
 
 bool ShmMethod::peer_gone(const Peer& base) const {
     const auto& peer = static_cast<const ShmPeer&>(base);
-    if (!peer.name.empty()) return false;
-    for (const auto& [id, conn] : connections_)
-        if (conn->peer.get() == &peer) return false;
-    return true;
+    return peer.name.empty() && peer.links == 0;
 }
 
 std::string ShmMethod::describe_peer(const Peer& base) const {

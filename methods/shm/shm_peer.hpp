@@ -5,7 +5,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "methods/arrivals_by_tag.hpp"
@@ -42,6 +44,39 @@ public:
     ArrivalsByTag<Unmatched> unmatched;  // messages waiting for a receive, by tag
     // What unmatched holds against the early-message budget (ShmMethod::early_).
     EarlyBudget::Account early;
+    // Connections whose PeerLink names this peer: "has it any connection left" (peer_gone,
+    // a closing connection's successor) is then a load, not a walk over every connection,
+    // which a server of thousands of clients would pay on every close.
+    std::size_t links = 0;
+};
+
+// A connection's reference to its peer, counted in ShmPeer::links for as long as the link
+// lives, however the connection ends (closed, or dropped half-built).
+class PeerLink {
+public:
+    PeerLink() = default;
+    PeerLink(const PeerLink&) = delete;
+    PeerLink& operator=(const PeerLink&) = delete;
+    ~PeerLink() { reset(); }
+
+    PeerLink& operator=(std::shared_ptr<ShmPeer> peer) {
+        if (peer) ++peer->links;
+        reset();
+        peer_ = std::move(peer);
+        return *this;
+    }
+    void reset() {
+        if (peer_) --peer_->links;
+        peer_.reset();
+    }
+    ShmPeer* get() const { return peer_.get(); }
+    ShmPeer* operator->() const { return peer_.get(); }
+    ShmPeer& operator*() const { return *peer_; }
+    explicit operator bool() const { return peer_ != nullptr; }
+    const std::shared_ptr<ShmPeer>& shared() const { return peer_; }
+
+private:
+    std::shared_ptr<ShmPeer> peer_;
 };
 
 }  // namespace bmi::method::shm

@@ -595,16 +595,21 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     conn.streams.clear();
     conn.pulls.clear();
     for (auto* op : victims) finish(*op, error);
-    if (ShmPeer* peer = conn.peer.get()) {
+    // This connection no longer counts among its peer's (peer_gone, the successor below).
+    const std::shared_ptr<ShmPeer> link = conn.peer.shared();
+    conn.peer.reset();
+    if (ShmPeer* peer = link.get()) {
         peer->unmatched.remove_if(
             [&](const Unmatched& m) { return m.type == MsgType::rts && m.connection == conn.id; },
             [&](const Unmatched& m) { release_early(*peer, m); });
         if (peer->connection == conn.id) {
             peer->connection = 0;
-            // Another connection of the same pair (both connected at once) takes over.
-            for (auto& [id, other] : connections_)
-                if (other->peer.get() == peer && other->state != ConnState::await_hello)
-                    peer->connection = id;
+            // Another connection of the same pair (both connected at once) takes over. The
+            // walk happens only when there is one: a pair rarely holds two.
+            if (peer->links > 0)
+                for (auto& [id, other] : connections_)
+                    if (other->peer.get() == peer && other->state != ConnState::await_hello)
+                        peer->connection = id;
             if (peer->connection == 0) fail_peer_receives(*peer, error);
         }
         // The application may hold its address; the control layer drops it when nobody does.

@@ -387,9 +387,9 @@ int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header,
     void* buffer = sink_.alloc_unexpected(*conn.peer, size);
     if (buffer == nullptr) return 1;
     window.read(header_size, buffer, static_cast<std::size_t>(size));
-    if (conn.peer->addr() == 0) sink_.register_peer(conn.peer);
+    if (conn.peer->addr() == 0) sink_.register_peer(conn.peer.shared());
     // check_record checked that aux fits a class.
-    sink_.deliver_unexpected(conn.peer, buffer, size, header.tag,
+    sink_.deliver_unexpected(conn.peer.shared(), buffer, size, header.tag,
                              static_cast<std::uint8_t>(header.aux));
     return 0;
 }
