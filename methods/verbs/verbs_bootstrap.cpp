@@ -119,7 +119,7 @@ Connection* VerbsMethod::connection_for(const std::shared_ptr<VerbsPeer>& peer, 
         return nullptr;
     }
     Connection& c = add_connection(fd, true);
-    c.peer = peer;
+    attach_peer(c, peer);
     peer->connection = &c;
     if (int rc = create_qp(c); rc < 0) {
         error = rc;
@@ -249,7 +249,7 @@ void VerbsMethod::start_inbound(int fd, std::string host, std::uint16_t port) {
     auto peer = std::make_shared<VerbsPeer>();
     peer->host = std::move(host);
     peer->remote_text = support::format_host_port(peer->host, port);
-    c.peer = peer;
+    attach_peer(c, peer);
 }
 
 void VerbsMethod::admit_waiting() {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "methods/method.hpp"
@@ -47,6 +48,9 @@ public:
     std::string remote_text;   // "ip:port" of the socket, for peers without a name
     Connection* connection = nullptr;  // the one carrying our traffic, nullptr if none
     int last_error = 0;        // why the last connection died
+    // Connections naming it that have not failed (attach_peer, mark_failed): peer_gone asks
+    // this instead of walking every connection on every failure.
+    std::size_t live_connections = 0;
     std::unordered_map<bmi_msg_tag_t, OpList> posted;           // receives waiting, per tag
     std::unordered_map<bmi_msg_tag_t, std::deque<Arrival>> arrivals;  // unmatched, per tag
 };
@@ -132,5 +136,19 @@ struct Connection {
     // connection wait behind them so per-tag order holds.
     std::deque<std::pair<std::uint32_t, std::uint32_t>> parked;  // buffer index, length
 };
+
+// Names peer as c's peer (once, on a connection not yet failed); c counts among the peer's
+// live connections until mark_failed.
+inline void attach_peer(Connection& c, std::shared_ptr<VerbsPeer> peer) {
+    if (peer && c.state != Connection::State::failed) ++peer->live_connections;
+    c.peer = std::move(peer);
+}
+
+// The one way a connection's state becomes failed, so the count above stays true.
+inline void mark_failed(Connection& c) {
+    if (c.state == Connection::State::failed) return;
+    c.state = Connection::State::failed;
+    if (c.peer) --c.peer->live_connections;
+}
 
 }  // namespace bmi::method::verbs

@@ -143,7 +143,7 @@ void VerbsMethod::drain_sends() {
             auto it = by_qpn_.find(wcs[i].qp_num);
             if (it == by_qpn_.end() || (wcs[i].opcode & IBV_WC_RECV) != 0) continue;
             ++it->second->sq_free;
-            if (wcs[i].status != IBV_WC_SUCCESS) it->second->state = Connection::State::failed;
+            if (wcs[i].status != IBV_WC_SUCCESS) mark_failed(*it->second);
         }
         if (n <= 0) usleep(1000);
     }
@@ -325,10 +325,7 @@ void VerbsMethod::forget_peer(Peer& peer) {
 
 bool VerbsMethod::peer_gone(const Peer& peer) const {
     const auto& p = static_cast<const VerbsPeer&>(peer);
-    if (p.target_length != 0) return false;
-    for (const auto& [id, c] : connections_)
-        if (c->peer.get() == &p && c->state != Connection::State::failed) return false;
-    return true;
+    return p.target_length == 0 && p.live_connections == 0;
 }
 
 std::string VerbsMethod::describe_peer(const Peer& peer) const {

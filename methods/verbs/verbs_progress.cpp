@@ -223,7 +223,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
     using State = Connection::State;
     if (c.state == State::failed) return;
     const bool was_ready = c.state == State::ready;
-    c.state = State::failed;
+    mark_failed(c);
     c.error = error;
     BMI_LOG(verbs, "verbs: connection %llu failed: %s", static_cast<unsigned long long>(c.id),
             support::error_name(error));
