@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import time
 
-from bmi_perf_runs import Failure, Series, one_way_us, parse_table
+from bmi_perf_runs import UNPINNED, Failure, Series, one_way_us, parse_table
 
 COUNTS = (0, 64, 1024, 10000)
 METHODS = ("tcp", "shm")
@@ -125,19 +125,26 @@ def run(runner, counts=COUNTS, rounds=ROUNDS, method="tcp"):
     turns = {name: [] for name, _ in places}
     for turn in range(rounds):
         for name, cpus in places:
-            got = {}
-            for count in (counts if turn % 2 == 0 else list(reversed(counts))):
-                s = measure(runner, count, cpus, method, name)
-                if s.status == "ok":
-                    got[count] = {r[0]: one_way_us(r) for r in s.rows}
-            turns[name].append(got)
+            turns[name].append(one_turn(
+                counts, turn, lambda count: measure(runner, count, cpus, method, name)))
     return turns
 
 
-UNPINNED = "unpinned"
-# What a placement's runs are judged against, for the tables' headings.
-BASELINE = "the run without idle peers"
-UNPINNED_BASELINE = "the slower placed run without idle peers"
+def one_turn(counts, turn, measure_count):
+    """{count: {bytes: one-way us}} of one turn and placement, for the counts whose run
+    succeeded; the order of the counts alternates from turn to turn."""
+    got = {}
+    for count in (counts if turn % 2 == 0 else list(reversed(counts))):
+        s = measure_count(count)
+        if s.status == "ok":
+            got[count] = {r[0]: one_way_us(r) for r in s.rows}
+    return got
+
+
+def judged_against(placement, absent):
+    """What a placement's runs are divided by (baselines), for a table's heading; absent: how
+    the baseline run differs ("without idle peers")."""
+    return f"the slower placed run {absent}" if placement == UNPINNED else f"the run {absent}"
 
 
 def baselines(placements):
@@ -187,9 +194,9 @@ def print_summary(placements, out, method="tcp"):
     refs = baselines(placements)
     for placement, turns in placements.items():
         rows = summary(turns, refs[placement])
-        against = UNPINNED_BASELINE if placement == UNPINNED else BASELINE
         out.write(f"\n== {method} ping-pong beside idle peers, {placement}, median of "
-                  f"{len(turns)} turns (one-way us; ratio to {against}, target <= "
+                  f"{len(turns)} turns (one-way us; ratio to "
+                  f"{judged_against(placement, 'without idle peers')}, target <= "
                   f"{TARGET:g})\n")
         sizes = sorted({b for _, per in rows for b in per})
         out.write(f"{'idle peers':>10}" +

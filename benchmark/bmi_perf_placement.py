@@ -18,13 +18,12 @@ so a machine that drifts during a turn favours nobody.
 """
 import statistics
 
-from bmi_perf_runs import MPI_NAMES, one_way_us
+from bmi_perf_runs import MPI_NAMES, UNPINNED, one_way_us
 
 ROUNDS = 5
 SIZE = 8
 METHODS = ("tcp", "shm")
 PLACED = ("two cores", "one core")
-UNPINNED = "unpinned"
 # (method, placement) -> (reference name, target ratio)
 REFERENCES = {
     ("tcp", "two cores"): ("raw tcp, polling", 1.15),
@@ -51,8 +50,7 @@ def runs_for(runner, method, plan):
     cpus, baselines = dict(runner.placements()), runner.args.baselines
     two, one = cpus.get("two cores"), cpus["one core"]
     runs = [(f"bmi {method}", p, (lambda c=c: runner.bmi(method, "placement", plan, c)))
-            for p, c in (("two cores", two), ("one core", one), (UNPINNED, None))
-            if p != "two cores" or two]
+            for p, c in runner.three_placements()]
     if method == "tcp" and "raw-tcp" in baselines:
         if two:
             runs.append(("raw tcp, polling", "two cores", lambda: runner.pair(

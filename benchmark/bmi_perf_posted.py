@@ -9,8 +9,7 @@ As in peers mode, the counts are measured in turns, each run a fresh server, in 
 placements (two cores, one core, unpinned), and the table shows medians over the turns, each
 placement against its own run with none posted.
 """
-from bmi_perf_peers import BASELINE, TARGET, UNPINNED, UNPINNED_BASELINE, baselines, summary
-from bmi_perf_runs import one_way_us
+from bmi_perf_peers import TARGET, baselines, judged_against, one_turn, summary
 
 COUNTS = (0, 1000, 100000)
 ROUNDS = 3
@@ -41,12 +40,8 @@ def run(runner, methods, counts=COUNTS, rounds=ROUNDS):
     for turn in range(rounds):
         for m in methods:
             for name, cpus in places:
-                got = {}
-                for count in (counts if turn % 2 == 0 else list(reversed(counts))):
-                    s = measure(runner, m, count, cpus)
-                    if s.status == "ok":
-                        got[count] = {r[0]: one_way_us(r) for r in s.rows}
-                turns[m][name].append(got)
+                turns[m][name].append(one_turn(
+                    counts, turn, lambda count: measure(runner, m, count, cpus)))
     return turns
 
 
@@ -54,10 +49,9 @@ def print_summary(turns, out):
     for m, placements in turns.items():
         refs = baselines(placements)
         for placement, per_placement in placements.items():
-            against = UNPINNED_BASELINE if placement == UNPINNED else BASELINE
-            against = against.replace("idle peers", "receives posted")
             out.write(f"\n== {m} ping-pong beside posted receives, {placement}, median of "
-                      f"{len(per_placement)} turns (one-way us; ratio to {against}, target "
+                      f"{len(per_placement)} turns (one-way us; ratio to "
+                      f"{judged_against(placement, 'with none posted')}, target "
                       f"<= {TARGET:g})\n")
             out.write(f"{'posted':>10} {'8 B':>10} {'ratio':>6}\n")
             for n, per in summary(per_placement, refs[placement]):

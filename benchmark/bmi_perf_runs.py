@@ -64,6 +64,9 @@ def parse_table(text):
     return rows
 
 
+# The placement left to the scheduler (Runner.three_placements).
+UNPINNED = "unpinned"
+
 class Runner:
     """Starts the drivers; every process gets a deadline and is reaped before we move on."""
 
@@ -195,9 +198,9 @@ class Runner:
 
     @classmethod
     def three_placements(cls):
-        """placements() and "unpinned" (None: left to the scheduler), the three ways users
+        """placements() and UNPINNED (None: left to the scheduler), the three ways users
         meet; a target of issue 18 holds in each."""
-        return cls.placements() + [("unpinned", None)]
+        return cls.placements() + [(UNPINNED, None)]
 
     @classmethod
     def one_per_core(cls):

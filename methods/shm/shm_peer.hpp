@@ -65,9 +65,11 @@ public:
         peer_ = std::move(peer);
         return *this;
     }
-    void reset() {
+    void reset() { release(); }
+    // Ends the link and hands over the reference it held.
+    std::shared_ptr<ShmPeer> release() {
         if (peer_) --peer_->links;
-        peer_.reset();
+        return std::move(peer_);
     }
     ShmPeer* get() const { return peer_.get(); }
     ShmPeer* operator->() const { return peer_.get(); }

@@ -596,8 +596,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     conn.pulls.clear();
     for (auto* op : victims) finish(*op, error);
     // This connection no longer counts among its peer's (peer_gone, the successor below).
-    const std::shared_ptr<ShmPeer> link = conn.peer.shared();
-    conn.peer.reset();
+    const std::shared_ptr<ShmPeer> link = conn.peer.release();
     if (ShmPeer* peer = link.get()) {
         peer->unmatched.remove_if(
             [&](const Unmatched& m) { return m.type == MsgType::rts && m.connection == conn.id; },
