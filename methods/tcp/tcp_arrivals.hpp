@@ -30,6 +30,9 @@ struct Arrival {
     std::unique_ptr<std::uint8_t[]> data;
     std::uint64_t connection_id = 0;  // rts, legacy_rend: where the rest of it comes from
     std::uint64_t cookie = 0;         // rts
+    // eager: it came under a GRANT, and its size stays charged to the peer's grant account
+    // (not the early-data budget) until a receive claims it.
+    bool granted = false;
 };
 
 class Arrivals {

@@ -291,6 +291,7 @@ void TcpMethod::retire(Connection& c) {
     close(c.fd);
     c.fd = -1;
     set_listener_interest(true);  // a descriptor is free again
+    release_grants(c);
     if (c.peer) {
         TcpPeer& p = *c.peer;
         // Headers whose payload would have come on this socket can never complete.

@@ -37,10 +37,17 @@ enum class ReadPhase : std::uint8_t {
 };
 
 enum class OutKind : std::uint8_t {
-    control,     // CTS, NAK, HELLO, HELLO_ACK: bytes only
+    control,     // CTS, NAK, GRANT, HELLO, HELLO_ACK: bytes only
     message,     // eager, unexpected or legacy rendezvous: the op completes when written
     rts,         // the op then waits for CTS or NAK
     data_chunk,  // one DATA chunk of op
+};
+
+// Room for one message of up to `size` bytes, named by `cookie` (tcp_grants.cpp).
+struct Grant {
+    std::uint64_t cookie = 0;  // 0: none
+    bmi_size_t size = 0;
+    bool sent = false;  // one of ours: written to the peer, so an EAGER frame may name it
 };
 
 struct OutFrame {
@@ -49,6 +56,9 @@ struct OutFrame {
     std::size_t head_length = 0;
     std::vector<std::uint8_t> body;  // control frames with a body (HELLO)
     Operation* op = nullptr;
+    // The peer's GRANT this EAGER frame uses: back to grants_held if the frame is cancelled
+    // before a byte of it is written.
+    Grant grant;
     bmi_size_t offset = 0;  // payload range inside op
     bmi_size_t length = 0;
     std::size_t done = 0;  // bytes of head + body + payload already written
@@ -80,12 +90,22 @@ struct Connection {
     // The largest EAGER frame either side sends on it once v2 (v2_eager_limit_for the peer's
     // HELLO or HELLO_ACK features).
     bmi_size_t eager_limit = v2_eager_limit;
+    // The peer announced feature_grants: GRANT frames may go to it.
+    bool peer_takes_grants = false;
+    // Our GRANTs on it that no EAGER frame has used yet, sent or waiting for the next write;
+    // each is charged to the peer's grant account. At most max_grants_per_connection.
+    std::vector<Grant> grants_given;
+    // GRANTs the peer sent us that none of our sends used yet, in arrival order.
+    std::vector<Grant> grants_held;
 
     // --- reading ---
     ReadPhase phase = ReadPhase::header;
     std::array<std::uint8_t, max_header_size> head{};
     std::size_t head_have = 0;
     Header header;  // the frame whose body is being read
+    // The grant the frame being read came under (0: none). Its reservation stays charged
+    // until the body has landed: in a receive, or buffered as an arrival that keeps the charge.
+    bmi_size_t frame_grant = 0;
     std::vector<std::uint8_t> scratch;
     std::size_t scratch_have = 0;
     Operation* read_op = nullptr;  // body_op target
@@ -156,6 +176,7 @@ struct Connection {
         if (phase == ReadPhase::header) return head_have > 0 || !incoming.empty();
         return true;
     }
+    // Output that makes a write of its own; a GRANT waiting in grants_given only rides along.
     bool has_output() const {
         return !out.empty() || !control_queue.empty() ||
                (state == ConnState::established && (!small_queue.empty() || !data_queue.empty()));

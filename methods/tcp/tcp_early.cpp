@@ -31,11 +31,14 @@ void load_limits(const support::Settings& settings, Limits& out) {
     out.early.total_bytes = settings.number(SettingId::tcp_early_total_bytes);
     out.stall_timeout = settings.duration(SettingId::tcp_stall_timeout);
     out.rendezvous_timeout = settings.duration(SettingId::tcp_rendezvous_timeout);
+    out.grants.peer_bytes = settings.number(SettingId::tcp_grant_peer_bytes);
+    out.grants.total_bytes = settings.number(SettingId::tcp_grant_total_bytes);
 }
 
 bool TcpMethod::admit_early(Connection& c) {
     const Header& h = c.header;
-    if (!makes_arrival(h.mode)) return true;
+    // A frame under one of our GRANTs has its room reserved (tcp_grants.cpp).
+    if (!makes_arrival(h.mode) || c.frame_grant != 0) return true;
     TcpPeer& peer = *c.peer;
     // A frame a posted receive takes at once is never buffered.
     if (peer.posted_recvs.contains(tag_of(h))) return true;
@@ -54,12 +57,18 @@ bool TcpMethod::admit_early(Connection& c) {
 }
 
 void TcpMethod::add_arrival(TcpPeer& peer, Arrival arrival) {
-    early_.charge(peer.early, cost_of(arrival));
+    if (arrival.granted)
+        grants_.charge(peer.granted, grant_reservation(arrival.size));
+    else
+        early_.charge(peer.early, cost_of(arrival));
     peer.arrivals.push(std::move(arrival));
 }
 
 void TcpMethod::uncharge(TcpPeer& peer, const Arrival& arrival) {
-    early_.release(peer.early, cost_of(arrival));
+    if (arrival.granted)
+        grants_.release(peer.granted, grant_reservation(arrival.size));
+    else
+        early_.release(peer.early, cost_of(arrival));
     early_released_ = true;
 }
 

@@ -71,6 +71,7 @@ TcpMethod::~TcpMethod() {
 int TcpMethod::start(const Config& config) {
     load_limits(config.settings, limits_);
     early_.set_limits(limits_.early);
+    grants_.set_limits(limits_.grants);
     if (int rc = support::keys::method_key(config.key, config.settings, key_); rc < 0) return rc;
     if (key_) BMI_LOG(tcp, "tcp: a security key is in force; only peers that prove it get in");
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -222,6 +223,8 @@ void TcpMethod::cancel(Operation& op) {
             auto frame = std::find_if(c->out.begin(), c->out.end(),
                                       [&](const OutFrame& f) { return f.op == &op; });
             if (frame != c->out.end() && frame->done == 0 && frame->kind != OutKind::data_chunk) {
+                // A grant it would have used stays the peer's gift to the next large send.
+                if (frame->grant.cookie != 0) c->grants_held.push_back(frame->grant);
                 c->out.erase(frame);
                 finish(op, -BMI_ECANCEL);
                 update_interest(*c);

@@ -46,10 +46,16 @@ struct Limits {
     // A large send whose RTS the receiver has neither cleared nor refused for this long fails
     // with -BMI_ETIMEDOUT, unpinning its buffer.
     std::chrono::milliseconds rendezvous_timeout{120000};  // BMI_TCP_RENDEZVOUS_TIMEOUT_MS
+    // Room reserved by our GRANTs, and held by granted messages no receive has claimed
+    // (tcp_grants.cpp). BMI_TCP_GRANT_PEER_BYTES (8 MiB), BMI_TCP_GRANT_TOTAL_BYTES (64 MiB).
+    EarlyBudget::Limits grants{8 << 20, EarlyBudget::Limits{}.peer_count, 64 << 20};
 };
 // The bookkeeping an arrival costs beyond its payload (the record, the queue slot): it makes
 // an endless stream of empty frames or announcements as bounded as one of large frames.
 inline constexpr bmi_size_t arrival_overhead = 256;
+// What a GRANT of `size` holds against the grant budget: the message and an arrival's
+// bookkeeping, which is what it costs if it has to be buffered.
+inline std::int64_t grant_reservation(bmi_size_t size) { return size + arrival_overhead; }
 
 // The limits from the instance's settings (checked when they were read).
 void load_limits(const support::Settings& settings, Limits& out);
@@ -95,6 +101,8 @@ public:
 
     // Bytes charged to the early-data budget over every peer (see Limits).
     bmi_size_t early_bytes_held() const { return early_.total(); }
+    // Bytes our GRANTs and the granted messages nobody claimed hold, over every peer.
+    bmi_size_t grant_bytes_held() const { return grants_.total(); }
     // Handshakes refused for the security key, and how many of them the log left out.
     const support::keys::RefusalLog& refusals() const { return refusals_; }
 
@@ -228,6 +236,22 @@ private:
     bool deliver_unexpected(Connection& c);
     Operation* take_posted_recv(TcpPeer& peer, bmi_msg_tag_t tag);
 
+    // tcp_grants.cpp: room reserved for a peer's large messages
+    // Sends a GRANT for a receive of `size` just posted, if the connection and budget allow.
+    void maybe_grant(TcpPeer& peer, bmi_size_t size);
+    void on_grant(Connection& c);
+    // The first grant the peer gave c that covers a message of `size`, removed.
+    std::optional<Grant> take_grant(Connection& c, bmi_size_t size);
+    // Puts c's unsent GRANTs on its control queue, to leave with the write under way.
+    void queue_grants(Connection& c);
+    // The EAGER header just read names one of our grants: it becomes the frame's
+    // (Connection::frame_grant); false after a protocol error if it names none that fits.
+    bool claim_grant(Connection& c);
+    // The granted frame's body landed in a receive: its reservation comes back.
+    void settle_grant(Connection& c);
+    // Everything c's grants reserve comes back (the connection closes).
+    void release_grants(Connection& c);
+
     // tcp_early.cpp: the early-data budget
     bool admit_early(Connection& c);
     void add_arrival(TcpPeer& peer, Arrival arrival);
@@ -291,6 +315,7 @@ private:
     support::keys::RefusalLog refusals_;
     Limits limits_;
     EarlyBudget early_;  // arrivals of every peer, within Limits
+    EarlyBudget grants_;  // our GRANTs and the granted arrivals, within Limits::grants
     std::vector<std::uint64_t> paused_early_;  // connections in ReadPhase::wait_early
     // Progress visits only connections with work: these lists name the ones a timer or the
     // unexpected quota may concern, so a server with thousands of idle clients pays nothing

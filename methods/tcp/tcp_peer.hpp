@@ -40,6 +40,9 @@ public:
     PostedRecvs posted_recvs;      // receives with no matching arrival yet, by tag
     Arrivals arrivals;             // arrivals with no matching receive yet, by tag
     EarlyBudget::Account early;    // what arrivals cost against TcpMethod::early_
+    // Our GRANTs outstanding toward it, and the granted arrivals it left unclaimed, against
+    // TcpMethod::grants_ (tcp_grants.cpp).
+    EarlyBudget::Account granted;
 };
 
 }  // namespace bmi::method::tcp

@@ -50,6 +50,7 @@ int TcpMethod::post_recv(Operation& op) {
     op.method_ptr = nullptr;
     peer.posted_recvs.push_back(op);
     place(op, Place::recv_posted);
+    if (op.total_size > v2_eager_limit) maybe_grant(peer, op.total_size);
     // A frame for this tag may be held back by the early-data budget: it can now go straight
     // into this receive.
     if (!paused_early_.empty()) resume_paused();
@@ -224,7 +225,8 @@ void TcpMethod::on_header(Connection& c) {
         return;
     }
     // Frames come in kinds: a large one is usually followed by another (an RTS by its DATA).
-    c.header_alone = h.size >= read_ahead_size;
+    // A GRANT's size is not its own payload.
+    c.header_alone = h.mode != Mode::grant && h.size >= read_ahead_size;
     // A first frame other than HELLO comes from a legacy client (OrangeFS's or the standalone
     // library's, by its magic), whatever our own dialect: that framing for good.
     if (c.state == ConnState::await_first && h.mode != Mode::hello) {
@@ -236,6 +238,7 @@ void TcpMethod::on_header(Connection& c) {
         c.framing = framing;
         bind_peer(c, "", true);
     }
+    if (h.mode == Mode::eager && h.cookie != 0 && !claim_grant(c)) return;
     if (!admit_early(c)) return;
     dispatch_frame(c);
 }
@@ -247,6 +250,7 @@ void TcpMethod::dispatch_frame(Connection& c) {
             // A posted receive takes the payload straight from the socket: no scratch copy,
             // and a large one never sits in our memory.
             if (Operation* op = take_posted_recv(*c.peer, tag_of(h))) {
+                settle_grant(c);
                 read_body_into(c, *op, static_cast<bmi_size_t>(h.size));
                 return;
             }
@@ -278,6 +282,9 @@ void TcpMethod::dispatch_frame(Connection& c) {
         case Mode::data:
             on_data(c);
             return;
+        case Mode::grant:
+            on_grant(c);
+            return;
     }
 }
 
@@ -285,6 +292,11 @@ void TcpMethod::on_scratch_body(Connection& c) {
     c.phase = ReadPhase::header;
     if (c.header.mode == Mode::eager) {
         on_eager(c, tag_of(c.header), c.scratch.data(), static_cast<bmi_size_t>(c.header.size));
+        // A granted frame may be megabytes: its scratch is not kept for the next small one.
+        if (c.scratch.capacity() > static_cast<std::size_t>(v2_large_eager_limit)) {
+            returner_.freed(static_cast<std::int64_t>(c.scratch.capacity()));
+            std::vector<std::uint8_t>().swap(c.scratch);
+        }
         return;
     }
     if (c.header.mode == Mode::unexpected) {
@@ -305,6 +317,7 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
         return;
     }
     c.eager_limit = v2_eager_limit_for(hello->features);
+    c.peer_takes_grants = (hello->features & feature_grants) != 0;
     if (ack ? !on_keyed_ack(c, *hello) : on_keyed_hello(c, *hello)) return;
     c.framing = Framing::v2;
     c.state = ConnState::established;
@@ -326,6 +339,7 @@ void TcpMethod::on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* d
                          bmi_size_t size) {
     TcpPeer& peer = *c.peer;
     if (Operation* op = take_posted_recv(peer, tag)) {
+        settle_grant(c);
         if (size > op->total_size) {
             finish(*op, -BMI_EMSGSIZE);
             return;
@@ -342,6 +356,9 @@ void TcpMethod::on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* d
     arrival.size = size;
     arrival.data = std::make_unique<std::uint8_t[]>(static_cast<std::size_t>(size) + 1);
     if (size > 0) std::memcpy(arrival.data.get(), data, static_cast<std::size_t>(size));
+    // Under a grant its room was reserved: the reservation becomes the arrival's charge.
+    arrival.granted = c.frame_grant != 0;
+    settle_grant(c);
     add_arrival(peer, std::move(arrival));
 }
 

@@ -2,11 +2,12 @@
 // Output side of a connection: picks the next frames and writes them with vectored sendmsg,
 // several small frames in one call (a burst of sends costs one system call, not one each).
 //
-// Frame order on a connection: control frames (HELLO, CTS, NAK) first, then the headers of
-// queued sends in post order (eager, unexpected, RTS), then one DATA chunk of a cleared
-// rendezvous. After every chunk the choice starts over, so small messages posted behind a huge
-// one overtake its data and never wait for it (no head-of-line blocking between libbmi peers).
-// Matching order is the order of headers, which this keeps.
+// Frame order on a connection: control frames (HELLO, CTS, NAK, GRANT) first, then the
+// headers of queued sends in post order (eager, unexpected, RTS), then one DATA chunk of a
+// cleared rendezvous. After every chunk the choice starts over, so small messages posted
+// behind a huge one overtake its data and never wait for it (no head-of-line blocking between
+// libbmi peers). Matching order is the order of headers, which this keeps. A GRANT waiting on
+// the connection joins the control frames of whatever write comes next (tcp_grants.cpp).
 #include <algorithm>
 #include <cerrno>
 
@@ -58,6 +59,7 @@ int frame_iov(const OutFrame& f, iovec* iov, std::size_t& bytes) {
 
 void TcpMethod::flush(Connection& c) {
     if (c.closed || c.state == ConnState::connecting) return;
+    if (c.has_output()) queue_grants(c);
     iovec iov[batch_iov_max];
     while (!c.closed) {
         // Gather the frames already taken, then more from the queues while they fit.
@@ -148,6 +150,10 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
                 return false;
             }
             h.mode = Mode::rendezvous;
+        } else if (auto grant = take_grant(c, op.total_size)) {
+            // The receiver reserved room for it (tcp_grants.cpp): one EAGER frame, no RTS.
+            h.cookie = grant->cookie;
+            f.grant = *grant;
         } else {
             h.mode = Mode::rts;
             h.cookie = next_cookie_++;

@@ -66,7 +66,7 @@ bool mode_allowed(Mode m, Dialect d) {
             return m == Mode::unexpected || m == Mode::eager || m == Mode::rendezvous;
         case Dialect::v2:
             return m == Mode::unexpected || m == Mode::eager || m == Mode::rts ||
-                   m == Mode::cts || m == Mode::nak || m == Mode::data;
+                   m == Mode::cts || m == Mode::nak || m == Mode::data || m == Mode::grant;
     }
     return false;
 }
@@ -146,7 +146,14 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit, bmi_si
             if (d == Dialect::v2 && h.cookie > 0xff) return -BMI_EPROTO;
             return limit(unexpected_limit) ? 0 : -BMI_EPROTO;
         case Mode::eager:
+            // Under a GRANT (a cookie) up to any grant's size; whether it names one of ours,
+            // and one large enough, only the connection knows.
+            if (d == Dialect::v2 && h.cookie != 0) return limit(grant_size_limit) ? 0 : -BMI_EPROTO;
             return limit(d == Dialect::v2 ? v2_eager : eager_limit) ? 0 : -BMI_EPROTO;
+        case Mode::grant:
+            return h.size > 0 && limit(grant_size_limit) && h.cookie != 0 && h.tag == 0
+                       ? 0
+                       : -BMI_EPROTO;
         case Mode::rendezvous:
             return limit(legacy_message_limit) ? 0 : -BMI_EPROTO;
         case Mode::rts:

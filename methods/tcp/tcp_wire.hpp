@@ -36,6 +36,7 @@ enum class Mode : std::uint32_t {
     cts = 0x20,        // v2: receiver matched the RTS with cookie
     nak = 0x40,        // v2: receiver's buffer is too small for the RTS with cookie
     data = 0x80,       // v2: one chunk of a cleared rendezvous transfer
+    grant = 0x200,     // v2 with feature_grants: the receiver reserved room for one message
     hello = 0x100,      // under hello_magic
     hello_ack = 0x101,  // under hello_magic
     hello_proof = 0x102,  // under hello_magic: the initiator's key proof, after HELLO_ACK
@@ -72,12 +73,23 @@ inline constexpr std::uint64_t feature_key_required = 1u << 2;
 // The sender takes EAGER frames up to v2_large_eager_limit. Both sides must announce it for
 // either to send them; an older libbmi peer never sees one.
 inline constexpr std::uint64_t feature_large_eager = 1u << 3;
+// The sender takes GRANT frames and EAGER frames sent under them (doc/methods/tcp.md,
+// "Grants"). Both sides must announce it for either to send one.
+inline constexpr std::uint64_t feature_grants = 1u << 4;
 // What every HELLO and HELLO_ACK of ours announces (the key bits are added where they apply).
-inline constexpr std::uint64_t our_features = feature_rendezvous | feature_large_eager;
+inline constexpr std::uint64_t our_features =
+    feature_rendezvous | feature_large_eager | feature_grants;
 // The largest EAGER frame a v2 connection carries, given the peer's announced features.
 inline bmi_size_t v2_eager_limit_for(std::uint64_t peer_features) {
     return (peer_features & feature_large_eager) != 0 ? v2_large_eager_limit : v2_eager_limit;
 }
+// A GRANT reserves room for one EAGER frame of up to its size (more than the connection's
+// eager limit) whether or not a receive is posted for it when it lands, so a message whose
+// receive is already posted skips the RTS/CTS round trip. The receiver keeps at most
+// max_grants_per_connection outstanding on a connection, each at most grant_size_limit; a
+// peer that holds more, or sends past one, is out of step.
+inline constexpr bmi_size_t grant_size_limit = 16 * 1024 * 1024;
+inline constexpr std::size_t max_grants_per_connection = 4;
 inline constexpr std::size_t hello_reserved_size = support::keys::nonce_size;
 inline constexpr std::size_t hello_fixed_size = 8 + 2 + hello_reserved_size;
 inline constexpr std::size_t hello_max_body =
@@ -96,7 +108,8 @@ struct Header {
     std::uint64_t tag = 0;  // legacy peers write the int32 tag sign-extended
     std::uint64_t size = 0;
     // v2 only. An UNEXP frame names no transfer, so its cookie carries the message class; a
-    // decoded one keeps the whole field, which check_header bounds to a byte.
+    // decoded one keeps the whole field, which check_header bounds to a byte. An EAGER frame's
+    // is 0, or the GRANT it is sent under.
     std::uint64_t cookie = 0;
     // standalone only: a hash of the sender's listen address. An unproven claim: libbmi sends
     // 0 (no identity) and never routes by a received one.

@@ -57,6 +57,13 @@ constexpr SettingSpec rows[] = {
      "socket is no longer read"},
     {I::tcp_early_total_bytes, "tcp_early_total_bytes", "BMI_TCP_EARLY_TOTAL_BYTES", T::size,
      "256M", "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
+    {I::tcp_grant_peer_bytes, "tcp_grant_peer_bytes", "BMI_TCP_GRANT_PEER_BYTES", T::size, "8M",
+     "bytes", 0, TiB, "",
+     "room reserved for one libbmi peer's large messages to posted receives, so that they "
+     "skip the RTS/CTS round trip (a message lands whole even if its receive went to another); "
+     "0 = no grants, always RTS above the eager limit"},
+    {I::tcp_grant_total_bytes, "tcp_grant_total_bytes", "BMI_TCP_GRANT_TOTAL_BYTES", T::size,
+     "64M", "bytes", 0, TiB, "", "room reserved for large messages of all peers together"},
     {I::tcp_stall_timeout, "tcp_stall_timeout_ms", "BMI_TCP_STALL_TIMEOUT_MS", T::duration,
      "10s", "ms", 1, hour_ms, "",
      "a frame started and not finished, or DATA owed after our CTS, closes the connection "

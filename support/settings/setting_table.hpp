@@ -37,6 +37,8 @@ enum class SettingId : std::uint8_t {
     tcp_legacy_framing,
     tcp_early_peer_bytes,
     tcp_early_total_bytes,
+    tcp_grant_peer_bytes,
+    tcp_grant_total_bytes,
     tcp_stall_timeout,
     tcp_rendezvous_timeout,
     shm_ring_slots,

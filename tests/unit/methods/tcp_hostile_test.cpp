@@ -28,17 +28,6 @@ std::shared_ptr<Peer> introduce(int fd, Pair& p) {
     return p.server_sink.unexpected.back().peer;
 }
 
-// The same over a v2 connection: unexpected frames have the v2 header there.
-std::shared_ptr<Peer> introduce_v2(int fd, Pair& p) {
-    auto frame = v2_frame(Mode::unexpected, 1, 2, 0);
-    frame.push_back('h');
-    frame.push_back('i');
-    const std::size_t before = p.server_sink.unexpected.size();
-    REQUIRE(raw_write(fd, frame.data(), frame.size(), *p.server));
-    REQUIRE(drive({p.server.get()}, [&] { return p.server_sink.unexpected.size() > before; }));
-    return p.server_sink.unexpected.back().peer;
-}
-
 std::string loopback_address(std::uint16_t port) {
     return "tcp://127.0.0.1:" + std::to_string(port);
 }

@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "methods/tcp/tcp_address.hpp"
 #include "methods/tcp/tcp_wire.hpp"
@@ -122,10 +123,12 @@ inline std::vector<std::uint8_t> v2_frame(Mode mode, bmi_msg_tag_t tag, std::uin
     return frame;
 }
 
-// Connects to port and completes the v2 handshake announcing `announced`; -1 on failure.
-inline int raw_v2_connect(std::uint16_t port, const std::string& announced, Method& m) {
+// Connects to port and completes the v2 handshake announcing `announced` and `features`;
+// -1 on failure.
+inline int raw_v2_connect(std::uint16_t port, const std::string& announced, Method& m,
+                          std::uint64_t features = feature_rendezvous) {
     int fd = raw_connect(port);
-    auto hello = encode_hello(Hello{feature_rendezvous, announced}, false);
+    auto hello = encode_hello(Hello{features, announced}, false);
     if (!raw_write(fd, hello.data(), hello.size(), m)) return -1;
     Header ack = read_header(fd, false, m);
     std::vector<std::uint8_t> body(ack.size);
@@ -144,6 +147,18 @@ inline bool raw_silent(int fd, Method& m, double seconds = 0.3) {
     return !got;
 }
 
+// Sends one unexpected message on fd, a v2 connection to p's server, and returns the server's
+// peer for it.
+inline std::shared_ptr<Peer> introduce_v2(int fd, Pair& p) {
+    auto frame = v2_frame(Mode::unexpected, 1, 2, 0);
+    frame.push_back('h');
+    frame.push_back('i');
+    const std::size_t before = p.server_sink.unexpected.size();
+    REQUIRE(raw_write(fd, frame.data(), frame.size(), *p.server));
+    REQUIRE(drive({p.server.get()}, [&] { return p.server_sink.unexpected.size() > before; }));
+    return p.server_sink.unexpected.back().peer;
+}
+
 // A client-only tcp method whose one peer is a listening raw socket of the test's.
 struct ClientOfRaw {
     std::uint16_t port = 0;
@@ -160,5 +175,18 @@ struct ClientOfRaw {
     ClientOfRaw(const ClientOfRaw&) = delete;
     ClientOfRaw& operator=(const ClientOfRaw&) = delete;
 };
+
+// Accepts raw's connection (a send of the test's brings it up), reads the client's HELLO and
+// answers HELLO_ACK announcing `features`; returns the HELLO, and the socket in fd.
+inline std::optional<Hello> raw_accept_hello(ClientOfRaw& raw, std::uint64_t features, int& fd) {
+    fd = raw_accept(raw.listener, *raw.client);
+    REQUIRE(fd >= 0);
+    Header hello = read_header(fd, false, *raw.client);
+    std::vector<std::uint8_t> body(hello.size);
+    REQUIRE(raw_read(fd, body.data(), body.size(), *raw.client));
+    auto ack = encode_hello(Hello{features, ""}, true);
+    REQUIRE(raw_write(fd, ack.data(), ack.size(), *raw.client));
+    return decode_hello_body(body);
+}
 
 }  // namespace bmi::method::tcp::test

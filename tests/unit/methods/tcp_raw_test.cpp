@@ -294,16 +294,10 @@ TEST_CASE("large eager frames only between peers that both announce them", "[tcp
         auto data = pattern(70000, 8);
         auto s = make_op(OpKind::send, raw.peer, 6, data.data(), 70000);
         REQUIRE(post(*raw.client, *s) == 0);
-        int fd = raw_accept(raw.listener, *raw.client);
-        REQUIRE(fd >= 0);
-        Header hello = read_header(fd, false, *raw.client);
-        std::vector<std::uint8_t> body(hello.size);
-        REQUIRE(raw_read(fd, body.data(), body.size(), *raw.client));
-        auto offered = decode_hello_body(body);
+        int fd = -1;
+        auto offered = raw_accept_hello(raw, feature_rendezvous, fd);
         REQUIRE(offered);
         CHECK((offered->features & feature_large_eager) != 0);
-        auto ack = encode_hello(Hello{feature_rendezvous, ""}, true);
-        REQUIRE(raw_write(fd, ack.data(), ack.size(), *raw.client));
         Header first = read_header(fd, true, *raw.client);
         CHECK(first.mode == Mode::rts);
         CHECK(first.size == 70000);

@@ -74,6 +74,26 @@ TEST_CASE("check_header rejects what must not be trusted", "[tcp][wire]") {
     CHECK(check(Mode::data, data_chunk_limit + 1, Dialect::v2) == -BMI_EPROTO);
     CHECK(check(Mode::data, 0, Dialect::v2) == -BMI_EPROTO);
     CHECK(check(Mode::cts, 5, Dialect::v2) == -BMI_EPROTO);
+    // GRANT: v2 only, a size within grant_size_limit, a cookie and no tag; an EAGER frame
+    // under one (a cookie) may exceed the eager limit up to grant_size_limit.
+    auto granted = [](Mode m, std::uint64_t size, std::uint64_t cookie, std::uint64_t tag,
+                      Dialect d) {
+        Header h;
+        h.mode = m;
+        h.size = size;
+        h.cookie = cookie;
+        h.tag = tag;
+        return check_header(h, d, 4096);
+    };
+    CHECK(granted(Mode::grant, grant_size_limit, 9, 0, Dialect::v2) == 0);
+    CHECK(granted(Mode::grant, grant_size_limit + 1, 9, 0, Dialect::v2) == -BMI_EPROTO);
+    CHECK(granted(Mode::grant, 0, 9, 0, Dialect::v2) == -BMI_EPROTO);
+    CHECK(granted(Mode::grant, 1 << 20, 0, 0, Dialect::v2) == -BMI_EPROTO);
+    CHECK(granted(Mode::grant, 1 << 20, 9, 3, Dialect::v2) == -BMI_EPROTO);
+    CHECK(granted(Mode::grant, 1 << 20, 9, 0, Dialect::legacy) == -BMI_EPROTO);
+    CHECK(granted(Mode::eager, grant_size_limit, 9, 3, Dialect::v2) == 0);
+    CHECK(granted(Mode::eager, grant_size_limit + 1, 9, 3, Dialect::v2) == -BMI_EPROTO);
+    CHECK(granted(Mode::eager, v2_eager_limit + 1, 0, 3, Dialect::v2) == -BMI_EPROTO);
     CHECK(check(Mode::hello, hello_fixed_size, Dialect::first_inbound, hello_magic) == 0);
     CHECK(check(Mode::hello, hello_max_body + 1, Dialect::first_inbound, hello_magic) ==
           -BMI_EPROTO);
