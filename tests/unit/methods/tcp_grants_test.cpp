@@ -179,6 +179,8 @@ TEST_CASE("GRANTs go only to a peer that announced them, and are used as given",
         REQUIRE(post(*p.server, *r) == 0);
         CHECK(tcp_of(p.server).grant_bytes_held() == 0);
         reply_raw(p, peer, fd);  // the reply is the first frame: no GRANT before it
+        p.server->cancel(*r);
+        REQUIRE(drive({p.server.get()}, [&] { return r->completed; }));
         close(fd);
     }
     SECTION("a peer with it gets one GRANT, and its EAGER under it lands in the receive") {
