@@ -176,6 +176,12 @@ struct Connection {
         if (phase == ReadPhase::header) return head_have > 0 || !incoming.empty();
         return true;
     }
+    // A GRANT waits for the next write (tcp_grants.cpp).
+    bool grants_waiting() const {
+        for (const Grant& g : grants_given)
+            if (!g.sent) return true;
+        return false;
+    }
     // Output that makes a write of its own; a GRANT waiting in grants_given only rides along.
     bool has_output() const {
         return !out.empty() || !control_queue.empty() ||

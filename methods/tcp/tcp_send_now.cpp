@@ -43,8 +43,10 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     Connection* c = peer.send_connection;
     // Anything queued goes first (messages keep their order), and only one direct write per
     // progress pass (post_send: a burst leaves in one sendmsg once the socket asks for more).
+    // A GRANT waiting to ride along needs the usual path too: it writes the GRANT in front of
+    // the message (a request posted after the receive for its large answer).
     if (c == nullptr || c->closed || c->state != ConnState::established || c->has_output() ||
-        c->direct_write_epoch == progress_epoch_)
+        c->direct_write_epoch == progress_epoch_ || c->grants_waiting())
         return 0;
     // Only what goes as one EAGER (or UNEXPECTED) frame: anything larger is a REND or RTS
     // frame, which only frame_for_small builds.

@@ -84,6 +84,37 @@ TEST_CASE("a large message to a posted receive leaves under its grant", "[tcp][g
     CHECK(tcp_of(p.server).grant_bytes_held() == 0);
 }
 
+TEST_CASE("a GRANT rides with a small send that would take send_now's way", "[tcp][grants]") {
+    // A PVFS request after the receive for its large answer: the request is small, and the
+    // control layer offers it to send_now first. It must not leave without the GRANT.
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    std::vector<std::uint8_t> in(static_cast<std::size_t>(mib));
+    auto r = make_op(OpKind::recv, p.to_client, 23, in.data(), mib);
+    REQUIRE(post(*p.server, *r) == 0);
+    char byte = 'q';
+    const Segment request{&byte, 1};
+    p.server->progress();  // a new pass, so send_now is not refused for a write of this one
+    CHECK(p.server->send_now(*p.to_client, OpKind::send, 99, {&request, 1}) == 0);
+    // What the control layer does then: the usual post, which carries the GRANT.
+    char got = 0;
+    auto s = make_op(OpKind::send, p.to_client, 99, &byte, 1);
+    auto rq = make_op(OpKind::recv, p.to_server, 99, &got, 1);
+    post(*p.server, *s);
+    post(*p.client, *rq);
+    REQUIRE(p.run([&] { return s->completed && rq->completed; }));
+    auto data = pattern(static_cast<std::size_t>(mib), 8);
+    auto answer = make_op(OpKind::send, p.to_server, 23, data.data(), mib);
+    post(*p.client, *answer);
+    REQUIRE(p.run([&] { return r->completed && answer->completed; }));
+    CHECK(same(in, data));
+    CHECK(tcp_of(p.server).grant_bytes_held() == 0);  // the answer came under the grant
+    // With no GRANT waiting, send_now takes small sends again.
+    p.server->progress();
+    CHECK(p.server->send_now(*p.to_client, OpKind::send, 98, {&request, 1}) == 1);
+}
+
 TEST_CASE("a receive larger than the grant budget gets no grant and still completes",
           "[tcp][grants]") {
     // 8 MiB and its bookkeeping are more than the default 8 MiB per peer; with the budget at 0
