@@ -65,10 +65,11 @@ void TcpMethod::add_arrival(TcpPeer& peer, Arrival arrival) {
 }
 
 void TcpMethod::uncharge(TcpPeer& peer, const Arrival& arrival) {
-    if (arrival.granted)
+    if (arrival.granted) {
         grants_.release(peer.granted, grant_reservation(arrival.size));
-    else
-        early_.release(peer.early, cost_of(arrival));
+        return;  // the early-data budget, which paused connections wait for, is unchanged
+    }
+    early_.release(peer.early, cost_of(arrival));
     early_released_ = true;
 }
 

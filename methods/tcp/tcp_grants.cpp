@@ -40,13 +40,7 @@ void TcpMethod::queue_grants(Connection& c) {
     for (Grant& g : c.grants_given) {
         if (g.sent) continue;
         g.sent = true;
-        OutFrame f;
-        Header h;
-        h.mode = Mode::grant;
-        h.size = static_cast<std::uint64_t>(g.size);
-        h.cookie = g.cookie;
-        f.head_length = encode_header(h, Framing::v2, f.head.data());
-        c.control_queue.push_back(std::move(f));
+        queue_control(c, Mode::grant, 0, g.cookie, g.size);
     }
 }
 

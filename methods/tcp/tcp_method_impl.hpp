@@ -205,7 +205,9 @@ private:
         return h;
     }
     void frame_written(Connection& c);
-    void queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::uint64_t cookie);
+    // A v2 control frame (CTS, NAK, GRANT) on c's control queue; size is a GRANT's room.
+    void queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::uint64_t cookie,
+                       bmi_size_t size = 0);
 
     // tcp_recv.cpp
     int post_recv(Operation& op);

@@ -202,12 +202,14 @@ void TcpMethod::frame_written(Connection& c) {
     }
 }
 
-void TcpMethod::queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::uint64_t cookie) {
+void TcpMethod::queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::uint64_t cookie,
+                              bmi_size_t size) {
     OutFrame f;
     f.kind = OutKind::control;
     Header h;
     h.mode = mode;
     h.tag = wire_tag(tag);
+    h.size = static_cast<std::uint64_t>(size);
     h.cookie = cookie;
     f.head_length = encode_header(h, Framing::v2, f.head.data());
     c.control_queue.push_back(std::move(f));

@@ -148,7 +148,8 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit, bmi_si
         case Mode::eager:
             // Under a GRANT (a cookie) up to any grant's size; whether it names one of ours,
             // and one large enough, only the connection knows.
-            if (d == Dialect::v2 && h.cookie != 0) return limit(grant_size_limit) ? 0 : -BMI_EPROTO;
+            if (d == Dialect::v2 && h.cookie != 0)
+                return limit(grant_size_limit) ? 0 : -BMI_EPROTO;
             return limit(d == Dialect::v2 ? v2_eager : eager_limit) ? 0 : -BMI_EPROTO;
         case Mode::grant:
             return h.size > 0 && limit(grant_size_limit) && h.cookie != 0 && h.tag == 0

@@ -38,17 +38,25 @@ void reply(Pair& p) {
     REQUIRE(in == 'k');
 }
 
-// The server's one-byte reply to a raw client, read there: the frames before it come first.
-void reply_raw(Pair& p, const std::shared_ptr<Peer>& peer, int fd) {
+// The server's one-byte reply to a raw client, read there; returns the frames that came in
+// front of it (the GRANTs that waited for a write).
+std::vector<Header> reply_raw(Pair& p, const std::shared_ptr<Peer>& peer, int fd) {
     char byte = 'k';
     auto s = make_op(OpKind::send, peer, 99, &byte, 1);
     post(*p.server, *s);
+    std::vector<Header> before;
     Header h = read_header(fd, true, *p.server);
-    REQUIRE(h.mode == Mode::eager);
+    while (h.mode != Mode::eager) {
+        before.push_back(h);
+        REQUIRE(before.size() <= max_grants_per_connection);
+        h = read_header(fd, true, *p.server);
+    }
     REQUIRE(h.size == 1);
     char in = 0;
     REQUIRE(raw_read(fd, &in, 1, *p.server));
+    REQUIRE(in == 'k');
     REQUIRE(drive({p.server.get()}, [&] { return s->completed; }));
+    return before;
 }
 
 // A raw v2 client announcing `features`, introduced to p's server by one unexpected message;
@@ -209,7 +217,7 @@ TEST_CASE("GRANTs go only to a peer that announced them, and are used as given",
         auto r = make_op(OpKind::recv, peer, 5, in.data(), mib);
         REQUIRE(post(*p.server, *r) == 0);
         CHECK(tcp_of(p.server).grant_bytes_held() == 0);
-        reply_raw(p, peer, fd);  // the reply is the first frame: no GRANT before it
+        CHECK(reply_raw(p, peer, fd).empty());  // no GRANT in front of the reply
         p.server->cancel(*r);
         REQUIRE(drive({p.server.get()}, [&] { return r->completed; }));
         close(fd);
@@ -220,20 +228,15 @@ TEST_CASE("GRANTs go only to a peer that announced them, and are used as given",
         std::vector<std::uint8_t> in(static_cast<std::size_t>(mib));
         auto r = make_op(OpKind::recv, peer, 5, in.data(), mib);
         REQUIRE(post(*p.server, *r) == 0);
-        // Never a write of its own: it waits for the next one.
+        // Never a write of its own: it waits for the next one, and goes in front of it.
         CHECK(raw_silent(fd, *p.server));
-        char byte = 'k';
-        auto s = make_op(OpKind::send, peer, 99, &byte, 1);
-        post(*p.server, *s);
-        Header grant = read_header(fd, true, *p.server);
+        const auto before = reply_raw(p, peer, fd);
+        REQUIRE(before.size() == 1);
+        const Header& grant = before.front();
         CHECK(grant.mode == Mode::grant);
         CHECK(grant.size == std::uint64_t(mib));
         CHECK(grant.tag == 0);
         CHECK(grant.cookie != 0);
-        Header next = read_header(fd, true, *p.server);
-        CHECK(next.mode == Mode::eager);
-        CHECK(next.size == 1);
-        REQUIRE(raw_read(fd, &byte, 1, *p.server));
         auto payload = pattern(std::size_t(mib), 6);
         auto frame = v2_frame(Mode::eager, 5, std::uint64_t(mib), grant.cookie);
         frame.insert(frame.end(), payload.begin(), payload.end());
@@ -255,10 +258,9 @@ TEST_CASE("an EAGER frame under no grant of ours, or past its grant, costs the c
     std::vector<std::uint8_t> in(static_cast<std::size_t>(mib));
     auto r = make_op(OpKind::recv, peer, 5, in.data(), mib);
     REQUIRE(post(*p.server, *r) == 0);
-    char byte = 'k';
-    auto s = make_op(OpKind::send, peer, 99, &byte, 1);
-    post(*p.server, *s);
-    Header grant = read_header(fd, true, *p.server);
+    const auto before = reply_raw(p, peer, fd);
+    REQUIRE(before.size() == 1);
+    const Header grant = before.front();
     REQUIRE(grant.mode == Mode::grant);
     // Past the grant it names; a cookie never given; the cookie of a grant made but not sent
     // yet (cookies count up, so a peer can guess it).
