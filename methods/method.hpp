@@ -22,6 +22,7 @@
 #include <sys/epoll.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -251,6 +252,19 @@ public:
     // process is awake and busy. Methods driven by kernel readiness keep the defaults.
     virtual bool before_sleep() { return false; }
     virtual void after_wake() {}
+    // Called after before_sleep() found nothing, before every sleep. `allowed`: direct mode,
+    // in an instance that only one thread has used so far; the method may then take the sleep
+    // itself in a read of its own socket, where the wake-up costs one system call less than
+    // epoll_wait and then the read. Nothing else can wake that read, so the method takes it
+    // only where nothing else can concern it (its own conditions), and returns by `deadline`
+    // (`now` is the caller's clock reading). True if the read brought something; false if the
+    // method declined or the read found nothing in its time, and the control layer then
+    // sleeps in epoll: whatever the method took out of its epoll set must be back by then.
+    virtual bool sleep_in_read(std::chrono::steady_clock::time_point /*now*/,
+                               std::chrono::steady_clock::time_point /*deadline*/,
+                               bool /*allowed*/) {
+        return false;
+    }
 
     // Completes op with -BMI_ECANCEL through the Sink if it is still pending (tearing down the
     // connection if the op had partly moved data); no-op if it already completed.

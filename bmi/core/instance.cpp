@@ -227,6 +227,7 @@ bool Instance::context_valid_locked(bmi_context_id context) const {
 }
 
 int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actual_size) {
+    note_caller();
     const bool is_list = request.list_count > 0;
     const bool is_recv = request.kind == method::OpKind::recv;
     if (request.size < 0) return -BMI_EINVAL;
@@ -367,6 +368,7 @@ int Instance::fill_lists(method::Operation& op, const PostRequest& request, bool
 }
 
 int Instance::cancel(bmi_op_id_t id, bmi_context_id context) {
+    note_caller();
     int index;
     {
         std::lock_guard lock(state_mutex_);

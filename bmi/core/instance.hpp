@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -159,13 +160,17 @@ private:
     bool scheme_reachable(std::string_view scheme) const;
     MethodSlot* slot_for_scheme(std::string_view scheme, int& error);
     void progress_all();
-    // The sleep protocol of methods/method.hpp: true if a method moved something instead.
-    bool before_sleep_all();
+    // The sleep protocol of methods/method.hpp (before_sleep, then sleep_in_read): true if a
+    // method moved something instead.
+    bool before_sleep_all(WaitPoint::Clock::time_point now, WaitPoint::Clock::time_point deadline);
     void after_wake_all();
     // Run by the thread that slept, with the ready events of the direct-mode method, if any.
     void wake_all(std::span<const epoll_event> events);
     template <class Ready>
     void wait_for(int max_idle_ms, Ready&& ready);
+    // Records the calling thread: once a second thread posts, cancels or waits, no method
+    // sleeps in a read (Method::sleep_in_read), which only the first thread could end.
+    void note_caller();
 
     // Sink callbacks (method mutex held by the caller).
     void on_complete(method::Operation& op, int error);
@@ -226,6 +231,8 @@ private:
     // or -1 while zero or several methods are active.
     std::atomic<int> direct_index_{-1};
     WaitPoint wait_point_;
+    std::atomic<std::thread::id> sole_caller_{};  // the first thread to post, cancel or wait
+    std::atomic<bool> many_callers_{false};       // another one has since
 
     support::Mutex state_mutex_;
     support::IdGenerator op_ids_;                  // guarded by state_mutex_

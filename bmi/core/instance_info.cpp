@@ -161,6 +161,7 @@ int Instance::memfree(BMI_addr_t, void* buffer) {
 }
 
 int Instance::unexpected_free(void* buffer) {
+    note_caller();
     {
         std::lock_guard lock(state_mutex_);
         // Unknown or already freed: refuse instead of corrupting the heap.

@@ -19,12 +19,24 @@ void Instance::progress_all() {
     }
 }
 
-bool Instance::before_sleep_all() {
+bool Instance::before_sleep_all(WaitPoint::Clock::time_point now,
+                                WaitPoint::Clock::time_point deadline) {
+    const int direct = direct_index_.load();
     bool moved = false;
-    for (auto& slot : slots_) {
-        if (!slot->active.load(std::memory_order_acquire)) continue;
-        std::lock_guard lock(slot->lock);
-        if (slot->method->before_sleep()) moved = true;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+        MethodSlot& slot = *slots_[i];
+        if (!slot.active.load(std::memory_order_acquire)) continue;
+        std::lock_guard lock(slot.lock);
+        if (slot.method->before_sleep()) {
+            moved = true;
+            continue;
+        }
+        // Read under the method's lock: a second thread marks itself before it takes that
+        // lock, so once it holds it no sleep in a read starts that it could not end.
+        // (Method::sleep_in_read)
+        const bool allowed = static_cast<int>(i) == direct &&
+                             !many_callers_.load(std::memory_order_relaxed);
+        if (slot.method->sleep_in_read(now, deadline, allowed)) moved = true;
     }
     return moved;
 }
@@ -37,8 +49,17 @@ void Instance::after_wake_all() {
     }
 }
 
+void Instance::note_caller() {
+    const std::thread::id self = std::this_thread::get_id();
+    if (sole_caller_.load(std::memory_order_relaxed) == self) return;
+    std::thread::id none{};
+    if (!sole_caller_.compare_exchange_strong(none, self))
+        many_callers_.store(true, std::memory_order_relaxed);
+}
+
 template <class Ready>
 void Instance::wait_for(int max_idle_ms, Ready&& ready) {
+    note_caller();
     // The clock is read once per sleep, not per call: a test that finds its answer at once
     // reads none (on some VMs a clock read costs as much as a small message).
     WaitPoint::Clock::time_point deadline{};
@@ -72,7 +93,7 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
         if (!sleeping) return;
         // Last chance for work that costs no system call (shared memory rings); the methods
         // also arm their peers' wake-ups here.
-        if (before_sleep_all()) continue;
+        if (before_sleep_all(now, deadline)) continue;
         wait_point_.wait(seen, now, deadline, [this](std::span<const epoll_event> events) {
             wake_all(events);
         });

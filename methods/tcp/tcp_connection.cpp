@@ -24,7 +24,7 @@ Connection& TcpMethod::add_connection(int fd, bool outbound, std::uint32_t event
     c->id = next_connection_id_++;
     c->fd = fd;
     c->outbound = outbound;
-    c->last_read = std::chrono::steady_clock::now();
+    c->stall_since = std::chrono::steady_clock::now();
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = c->id;
@@ -338,6 +338,11 @@ void TcpMethod::update_interest(Connection& c) {
         // A paused connection is not read, so only RDHUP tells us its peer has gone.
         want |= c.paused() ? std::uint32_t{EPOLLRDHUP} : std::uint32_t{EPOLLIN};
         if (c.has_output()) want |= EPOLLOUT;
+    }
+    if (c.detached) {
+        // Reading alone is what a detached connection does by hand; anything else needs epoll.
+        if (want != EPOLLIN) reattach(c);
+        return;
     }
     if (want == c.events) return;
     epoll_event ev{};

@@ -110,10 +110,12 @@ struct Connection {
     std::size_t scratch_have = 0;
     Operation* read_op = nullptr;  // body_op target
     bmi_size_t body_left = 0;      // body_op, discard: bytes of this frame still to read
-    // When the stall clock last started: the last read that brought bytes, or the moment the
-    // peer began to owe us some without one (our CTS went out, a pause ended); see
-    // TcpMethod::restart_stall_clock.
-    std::chrono::steady_clock::time_point last_read{};
+    // The stall clock (TcpMethod::check_stalls), kept without a clock reading per read:
+    // reads_with_data as the last check saw it, and when a check first saw that count, or
+    // when the peer began to owe us bytes without a read (our CTS went out, a pause ended;
+    // TcpMethod::restart_stall_clock). Never earlier than the last read that brought bytes.
+    std::uint64_t stall_reads = 0;
+    std::chrono::steady_clock::time_point stall_since{};
     // On TcpMethod's deadline watch (partial() or an RTS awaiting CTS, when last looked).
     bool deadline_watched = false;
     // Read-ahead for small frames: one recv() usually brings a header with its eager payload
@@ -124,6 +126,12 @@ struct Connection {
     std::size_t in_end = 0;
     bool drained = false;  // the last read came back short: the socket is empty for now
     std::uint64_t reads_with_data = 0;  // read_socket calls that brought bytes
+    // How long a read that sleeps on the socket (TcpMethod::sleep_in_read) may take at most:
+    // 0 until the first such sleep puts the socket in blocking mode, negative if it could not.
+    std::chrono::microseconds read_wait_bound{0};
+    // Out of the epoll set while the method sleeps in its read (TcpMethod::detach): every
+    // progress pass reads it by hand, and it goes back before any sleep in epoll.
+    bool detached = false;
     // The last header announced a payload too large for the read-ahead (or, RTS, a transfer
     // whose DATA brings one): the next header is read alone, because a header read through
     // the read-ahead drags up to 32 KiB of its payload along, and every byte of that must be

@@ -31,7 +31,8 @@ TcpMethod::TcpMethod(const Config& config, Sink& sink)
       unexpected_limit_(config.unexpected_limit > 0 ? config.unexpected_limit
                                                     : default_unexpected_limit),
       spin_(static_cast<int>(config.settings.number(support::SettingId::tcp_spin_us))),
-      spin_cap_(static_cast<int>(config.settings.number(support::SettingId::tcp_spin_us))) {
+      spin_cap_(static_cast<int>(config.settings.number(support::SettingId::tcp_spin_us))),
+      read_wait_(config.settings.number(support::SettingId::tcp_read_wait_us)) {
     force_legacy_ = config.settings.flag(support::SettingId::tcp_legacy);
     dialect_ = config.dialect;
     // The row's choices, in order: dialect, orangefs, standalone.

@@ -17,6 +17,7 @@ void TcpMethod::progress() {
     epoll_event events[64];
     const int n = epoll_wait(epoll_fd_, events, 64, 0);
     progress_events({events, static_cast<std::size_t>(n > 0 ? n : 0)});
+    read_detached();  // out of the epoll set since a sleep in its read (tcp_read_wait.cpp)
 }
 
 void TcpMethod::progress_events(std::span<const epoll_event> ready) {
@@ -38,7 +39,8 @@ bool TcpMethod::before_sleep() {
     if (retry_unexpected()) return true;
     // Only while operations wait for the network: an idle server sleeps at once.
     if (pending_ops_ != 0 && spin_.run([this] { return poll_once(); })) return true;
-    sleep_start_ = std::chrono::steady_clock::now();
+    sleep_start_ = spin_.rewardable() ? std::chrono::steady_clock::now()
+                                      : std::chrono::steady_clock::time_point{};
     return false;
 }
 
@@ -47,7 +49,9 @@ void TcpMethod::after_wake() {
     // "Soon" allows for the wake-up itself (20-30 us here) on both ends of a round trip: with
     // the bound at the cap alone, one slow phase left the budget at 0 for good (seen: 35 us
     // ping-pong latency instead of 6 us).
-    if (std::chrono::steady_clock::now() - sleep_start_ < 4 * spin_cap_) spin_.reward();
+    if (sleep_start_ != std::chrono::steady_clock::time_point{} &&
+        std::chrono::steady_clock::now() - sleep_start_ < 4 * spin_cap_)
+        spin_.reward();
 }
 
 // One nonblocking look at our sockets; true if any of them had something.
@@ -58,6 +62,7 @@ void TcpMethod::after_wake() {
 // on loopback here). Every fourth poll is still an epoll_wait, for the other sockets, the
 // timer and the control layer's wake-ups.
 bool TcpMethod::poll_once() {
+    if (read_detached()) return true;
     if (hot_connection_ != 0 && ++polls_since_epoll_ % 4 != 0) return poll_hot_connection();
     epoll_event events[64];
     const int n = epoll_wait(epoll_fd_, events, 64, 0);
@@ -77,12 +82,16 @@ bool TcpMethod::poll_hot_connection() {
         hot_connection_ = 0;
         return false;
     }
-    const std::uint64_t before = c->reads_with_data;
+    return poll_connection(*c);
+}
+
+bool TcpMethod::poll_connection(Connection& c) {
+    const std::uint64_t before = c.reads_with_data;
     // What progress_events does around the events it hands out, for this one socket.
     ++progress_epoch_;
     graveyard_.clear();
-    on_readable(*c);
-    const bool moved = c->reads_with_data != before || c->closed;
+    on_readable(c);
+    const bool moved = c.reads_with_data != before || c.closed;
     retry_unexpected();
     if (early_released_) resume_paused();
     check_stalls();
@@ -184,7 +193,11 @@ void TcpMethod::check_stalls() {
                 consider(deadline);
         }
         if (!c->partial()) continue;
-        const auto deadline = c->last_read + limits_.stall_timeout;
+        if (c->reads_with_data != c->stall_reads) {
+            c->stall_reads = c->reads_with_data;
+            c->stall_since = now;
+        }
+        const auto deadline = c->stall_since + limits_.stall_timeout;
         if (deadline <= now)
             expired.push_back(c);
         else

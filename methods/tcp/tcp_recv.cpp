@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "support/error/error_map.hpp"
@@ -137,7 +138,6 @@ bool TcpMethod::read_step(Connection& c) {
         got = read_socket(c, iov, n);
         if (got < 0) return false;
     }
-    c.last_read = std::chrono::steady_clock::now();
     const auto count = static_cast<std::size_t>(got);
     switch (c.phase) {
         case ReadPhase::header:
@@ -180,8 +180,9 @@ ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
         ahead = c.phase == ReadPhase::header ? 0 : header_bytes_needed(c.dialect(), {});
     iovec ahead_iov{c.inbuf.get(), ahead};
     if (direct && ahead > 0) iov[n] = ahead_iov;
-    const ssize_t read = direct ? receive_vector(c.fd, iov, n + (ahead > 0 ? 1 : 0))
-                                : receive_vector(c.fd, &ahead_iov, 1);
+    const bool wait = std::exchange(wait_in_read_, false);
+    const ssize_t read = direct ? receive_vector(c.fd, iov, n + (ahead > 0 ? 1 : 0), wait)
+                                : receive_vector(c.fd, &ahead_iov, 1, wait);
     if (read == 0) {
         connection_broken(c, -BMI_ECONNRESET);
         return -1;

@@ -125,18 +125,41 @@ ssize_t send_vector(int fd, const iovec* iov, int count) {
     msg.msg_iovlen = static_cast<std::size_t>(count);
     ssize_t n;
     do {
-        n = count == 1 ? send(fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL)
-                       : sendmsg(fd, &msg, MSG_NOSIGNAL);
+        n = count == 1 ? send(fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                       : sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     return n;
 }
 
-ssize_t receive_vector(int fd, const iovec* iov, int count) {
-    ssize_t n;
-    do {
-        n = count == 1 ? recv(fd, iov[0].iov_base, iov[0].iov_len, 0) : readv(fd, iov, count);
-    } while (n < 0 && errno == EINTR);
-    return n;
+ssize_t receive_vector(int fd, const iovec* iov, int count, bool wait) {
+    const int flags = wait ? 0 : MSG_DONTWAIT;
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<std::size_t>(count);
+    for (;;) {
+        const ssize_t n = count == 1 ? recv(fd, iov[0].iov_base, iov[0].iov_len, flags)
+                                     : recvmsg(fd, &msg, flags);
+        if (n >= 0 || errno != EINTR) return n;
+        if (wait) {
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+}
+
+std::chrono::microseconds enable_read_wait(int fd, std::chrono::microseconds timeout) {
+    timeval tv{static_cast<time_t>(timeout.count() / 1'000'000),
+               static_cast<suseconds_t>(timeout.count() % 1'000'000)};
+    socklen_t length = sizeof tv;
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &length) < 0 ||
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+        return std::chrono::microseconds(support::bmi_error_from_errno(errno));
+    // The kernel keeps whole ticks and may end the wait up to one tick after that: the value
+    // read back is the rounded timeout, and the tick is at most that much again.
+    const std::chrono::microseconds kept(std::int64_t{tv.tv_sec} * 1'000'000 + tv.tv_usec);
+    return 2 * kept;
 }
 
 int segment_iov(const Operation& op, bmi_size_t offset, bmi_size_t length, iovec* iov, int max) {

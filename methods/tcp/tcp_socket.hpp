@@ -4,6 +4,7 @@
 
 #include <sys/uio.h>
 
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -47,9 +48,17 @@ int socket_error(int fd);
 SocketAddress peer_address(int fd);
 SocketAddress local_address(int fd);
 
+// Every transfer passes MSG_DONTWAIT, so none of them blocks whatever the descriptor's mode:
+// a connection's socket loses O_NONBLOCK when the method sleeps in its read (read_wait).
 // sendmsg with MSG_NOSIGNAL, so a dead peer yields EPIPE rather than SIGPIPE.
 ssize_t send_vector(int fd, const iovec* iov, int count);
-ssize_t receive_vector(int fd, const iovec* iov, int count);
+// wait: block until some bytes come or the socket's SO_RCVTIMEO passes (fd must be in
+// blocking mode); an interrupted wait reports EAGAIN rather than starting a new timeout.
+ssize_t receive_vector(int fd, const iovec* iov, int count, bool wait = false);
+// Puts fd in blocking mode with a receive timeout of about `timeout` for receive_vector's
+// waits; the timeout the kernel will keep at most (rounded to its clock tick), or a negative
+// -BMI_E* if the socket refused.
+std::chrono::microseconds enable_read_wait(int fd, std::chrono::microseconds timeout);
 
 // The iovecs covering bytes [offset, offset + length) of op's segments, at most max entries.
 int segment_iov(const Operation& op, bmi_size_t offset, bmi_size_t length, iovec* iov, int max);

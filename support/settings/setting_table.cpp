@@ -45,6 +45,11 @@ constexpr SettingSpec rows[] = {
 
     {I::tcp_spin_us, "tcp_spin_us", "BMI_TCP_SPIN_US", T::count, "50", "us", 0, 10'000, "",
      "how long a test call polls the sockets before it sleeps; 0 = sleep at once"},
+    {I::tcp_read_wait_us, "tcp_read_wait_us", "BMI_TCP_READ_WAIT_US", T::count, "2000", "us", 0,
+     1'000'000, "",
+     "a single-threaded process with one connection sleeps up to this long in the socket's "
+     "read before it sleeps in epoll (rounded up to the kernel's tick; doc/methods/tcp.md); "
+     "0 = always epoll"},
     {I::tcp_legacy, "tcp_legacy", "BMI_TCP_LEGACY", T::flag, "0", "", 0, 0, "",
      "never send HELLO: speak only the legacy wire format (tcp_legacy_framing's)"},
     {I::tcp_legacy_framing, "tcp_legacy_framing", "BMI_TCP_LEGACY_FRAMING", T::choice,

@@ -33,6 +33,7 @@ enum class SettingId : std::uint8_t {
     allocation_file,
     allocation_id,
     tcp_spin_us,
+    tcp_read_wait_us,
     tcp_legacy,
     tcp_legacy_framing,
     tcp_early_peer_bytes,

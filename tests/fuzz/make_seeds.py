@@ -109,9 +109,9 @@ for name, text in [("list", "tcp://node1:3334,shm://server.0, tcp://[::1]:80 ,")
     seed("address", name, text)
 # The first byte picks a row of support/settings/setting_table.cpp by index.
 for name, row, text in [("quota", 1, "64M"), ("limit", 4, "16K"), ("flag", 5, "1"),
-                        ("spin", 10, "50"), ("timeout", 15, "10s"), ("choice", 12, "auto"),
+                        ("spin", 10, "50"), ("timeout", 18, "10s"), ("choice", 13, "auto"),
                         ("text", 7, "id=a type=tcp plane=10.0.0.0/8 endpts=1 ports=1000"),
-                        ("negative", 36, "-1"), ("options", 0, "tcp_spin_us=20,shm_ring_slots=128")]:
+                        ("negative", 37, "-1"), ("options", 0, "tcp_spin_us=20,shm_ring_slots=128")]:
     seed("settings", name, bytes([row]) + text.encode())
 seed("planes_text", "request",
      b"\0id=bmi.pfs type=tcp endpts=4! plane=storage! qos=bulk! bw=600 key=yes!\n"
