@@ -283,6 +283,8 @@ private:
     void reattach(Connection& c);
     // The detached connection, if any, read as a progress pass would; true if it moved.
     bool read_detached();
+    // Reattaches the detached connection, if any: the process is about to sleep in epoll.
+    void reattach_detached();
     // Offers the connections parked on the unexpected quota to it again; true if any message
     // got in.
     bool retry_unexpected();

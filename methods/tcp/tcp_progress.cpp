@@ -62,8 +62,14 @@ void TcpMethod::after_wake() {
 // on loopback here). Every fourth poll is still an epoll_wait, for the other sockets, the
 // timer and the control layer's wake-ups.
 bool TcpMethod::poll_once() {
-    if (read_detached()) return true;
-    if (hot_connection_ != 0 && ++polls_since_epoll_ % 4 != 0) return poll_hot_connection();
+    if (detached_ != 0) {
+        // The one connection, out of the epoll set (tcp_read_wait.cpp): read it every time,
+        // and every fourth time look at the set too.
+        if (read_detached()) return true;
+        if (++polls_since_epoll_ % 4 != 0) return false;
+    } else if (hot_connection_ != 0 && ++polls_since_epoll_ % 4 != 0) {
+        return poll_hot_connection();
+    }
     epoll_event events[64];
     const int n = epoll_wait(epoll_fd_, events, 64, 0);
     int ours = 0;

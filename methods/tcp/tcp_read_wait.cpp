@@ -51,15 +51,14 @@ bool TcpMethod::sleep_in_read(std::chrono::steady_clock::time_point now,
     // epoll, whose timer is exact.
     if (c != nullptr && deadline - now < c->read_wait_bound) c = nullptr;
     if (c == nullptr || (!c->detached && !detach(*c))) {
-        if (Connection* d = find_connection(detached_); d != nullptr) reattach(*d);
+        reattach_detached();
         return false;
     }
     wait_in_read_ = true;
     const bool moved = poll_connection(*c);
     wait_in_read_ = false;
     if (!moved) {
-        // Nothing came in the read's time: the control layer sleeps in epoll now.
-        if (Connection* d = find_connection(detached_); d != nullptr) reattach(*d);
+        reattach_detached();  // nothing came in the read's time: the sleep goes to epoll now
         return false;
     }
     // The spin's reward, as after_wake gives it (the control layer's sleep did not run).
@@ -89,6 +88,12 @@ void TcpMethod::reattach(Connection& c) {
     }
     c.events = EPOLLIN;
     update_interest(c);  // whatever else it wants now (output, a pause)
+}
+
+void TcpMethod::reattach_detached() {
+    if (detached_ == 0) return;
+    if (Connection* c = find_connection(detached_); c != nullptr) reattach(*c);
+    detached_ = 0;
 }
 
 bool TcpMethod::read_detached() {
