@@ -19,8 +19,7 @@ void Instance::progress_all() {
     }
 }
 
-bool Instance::before_sleep_all(WaitPoint::Clock::time_point now,
-                                WaitPoint::Clock::time_point deadline) {
+bool Instance::before_sleep_all(SleepClock& clock) {
     const int direct = direct_index_.load();
     bool moved = false;
     for (std::size_t i = 0; i < slots_.size(); ++i) {
@@ -36,7 +35,8 @@ bool Instance::before_sleep_all(WaitPoint::Clock::time_point now,
         // (Method::sleep_in_read)
         const bool allowed = static_cast<int>(i) == direct &&
                              !many_callers_.load(std::memory_order_relaxed);
-        if (slot.method->sleep_in_read(now, deadline, allowed)) moved = true;
+        if (!clock.fresh) clock.read();
+        if (slot.method->sleep_in_read(clock.now, clock.deadline, allowed)) moved = true;
     }
     return moved;
 }
@@ -60,9 +60,10 @@ void Instance::note_caller() {
 template <class Ready>
 void Instance::wait_for(int max_idle_ms, Ready&& ready) {
     note_caller();
-    // The clock is read once per sleep, not per call: a test that finds its answer at once
-    // reads none (on some VMs a clock read costs as much as a small message).
-    WaitPoint::Clock::time_point deadline{};
+    // The clock is read once per sleep, not per call: a test that finds its answer at once,
+    // or in the methods' spin, reads none (on some VMs a clock read costs as much as a small
+    // message).
+    SleepClock clock{max_idle_ms};
     for (;;) {
         // OrangeFS looks at its forget list in BMI_testunexpected only; every test call does
         // here, so a server that sleeps in testcontext frees departed clients as soon.
@@ -72,13 +73,13 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
             std::lock_guard lock(state_mutex_);
             if (ready()) return;
         }
-        bool sleeping = false;
-        WaitPoint::Clock::time_point now{};
-        if (max_idle_ms > 0) {
-            now = WaitPoint::Clock::now();
-            if (deadline == WaitPoint::Clock::time_point{})
-                deadline = now + std::chrono::milliseconds(max_idle_ms);
-            sleeping = now < deadline;
+        // The first round may sleep if the caller allows any idle time; a later one only
+        // while its deadline has not passed.
+        clock.fresh = false;
+        bool sleeping = max_idle_ms > 0;
+        if (sleeping && clock.deadline != WaitPoint::Clock::time_point{}) {
+            clock.read();
+            sleeping = clock.now < clock.deadline;
         }
         // In direct mode a sleep on the method's epoll set returns at once with whatever is
         // ready and feeds it to the method, so a separate polling pass would only cost an
@@ -93,8 +94,9 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
         if (!sleeping) return;
         // Last chance for work that costs no system call (shared memory rings); the methods
         // also arm their peers' wake-ups here.
-        if (before_sleep_all(now, deadline)) continue;
-        wait_point_.wait(seen, now, deadline, [this](std::span<const epoll_event> events) {
+        if (before_sleep_all(clock)) continue;
+        if (!clock.fresh) clock.read();
+        wait_point_.wait(seen, clock.now, clock.deadline, [this](std::span<const epoll_event> events) {
             wake_all(events);
         });
     }

@@ -45,16 +45,14 @@ public:
             return false;
         }
         if (budget_us_ <= 0) return false;
-        const auto start = std::chrono::steady_clock::now();
-        const auto deadline = start + std::chrono::microseconds(budget_us_);
         // Counts up to the interval and stays there until a probe runs: spins that keep winning
         // within probe_after never probe, and a bare counter would overflow in hours of them.
         if (since_probe_ < probe_interval) ++since_probe_;
         bool probe = probe_next_ || since_probe_ >= probe_interval;
         // Reading the clock costs about as much as a cheap poll, so look at it only every
-        // polls_per_clock rounds: a poll that finds work sooner is what a spin is for.
-        std::chrono::steady_clock::time_point now;
-        do {
+        // polls_per_clock rounds, and first after one round: a poll that finds work that soon
+        // (an shm reply from another core) is what a spin is for, and then reads no clock.
+        const auto round = [&] {
             for (int i = 0; i < polls_per_clock; ++i) {
                 if (poll()) {
                     probe_next_ = false;
@@ -63,7 +61,12 @@ public:
                 }
                 poll_pause();
             }
-            now = std::chrono::steady_clock::now();
+            return false;
+        };
+        if (round()) return true;
+        const auto start = std::chrono::steady_clock::now();
+        const auto deadline = start + std::chrono::microseconds(budget_us_);
+        for (auto now = start;; now = std::chrono::steady_clock::now()) {
             if (probe && (now - start >= probe_after || now >= deadline)) {
                 probe = false;
                 since_probe_ = 0;
@@ -73,7 +76,9 @@ public:
                 }
                 backoff_ = min_backoff;  // a core of our own (again)
             }
-        } while (now < deadline);
+            if (now >= deadline) break;
+            if (round()) return true;
+        }
         budget_us_ /= 2;
         probe_next_ = true;
         return false;
