@@ -8,7 +8,10 @@
 #   scripts/fuzz.sh --seconds 10        CI's bounded run: each target for 10 s
 #   scripts/fuzz.sh [--runs 10000000]   the campaign: each target for that many executions
 #   (both given: whichever comes first, for a campaign that must fit a time)
-# Other options: --dir DIR (build directory, default build-fuzz), --only "t1 t2".
+# Other options: --dir DIR (build directory, default build-fuzz), --only "t1 t2", --seed N
+# (libFuzzer's random seed; without it each run draws its own). CI passes a fixed seed, so a
+# red fuzz row there is the commit's doing and comes back on a rerun, not the luck of a draw;
+# finding new inputs is the campaign's job.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,13 +20,16 @@ dir=build-fuzz
 runs=10000000
 seconds=0
 only=""
+seed=0
 while (($#)); do
     case $1 in
         --seconds) seconds=$2; [[ ${runs_given:-} ]] || runs=-1; shift 2 ;;
         --runs) runs=$2; runs_given=1; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
-        *) echo "usage: $0 [--seconds N | --runs N] [--dir DIR] [--only 'TARGETS']" >&2; exit 2 ;;
+        --seed) seed=$2; shift 2 ;;
+        *) echo "usage: $0 [--seconds N | --runs N] [--dir DIR] [--only 'TARGETS'] [--seed N]" >&2
+           exit 2 ;;
     esac
 done
 
@@ -56,7 +62,7 @@ fuzz_one() {
     # 512-byte slots written four times needs inputs of up to ~33 KB.
     local start=$SECONDS rc=0
     timeout --kill-after=10 7200 "$dir/tests/fuzz/fuzz_$t" -runs="$runs" \
-        -max_total_time="$seconds" -timeout=10 \
+        -max_total_time="$seconds" -timeout=10 -seed="$seed" \
         -rss_limit_mb=2048 -max_len=34000 -close_fd_mask=3 -print_final_stats=1 \
         -artifact_prefix="$dir/artifacts/$t/" "$work/corpus" >"$work/log" 2>&1 || rc=$?
     local elapsed=$((SECONDS - start)) runs cov corp

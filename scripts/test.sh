@@ -122,13 +122,15 @@ run_in_guest() {
 }
 
 # run_fuzz: every libFuzzer target of tests/fuzz for BMI_FUZZ_SECONDS from its seed corpus
-# (scripts/fuzz.sh, clang-14). A target that crashes, hangs or breaks its property is a
-# failure, and so is a failed build; without clang-14's libFuzzer the step is a skip.
+# (scripts/fuzz.sh, clang-14), with libFuzzer's seed BMI_FUZZ_SEED (default 1, so a rerun
+# repeats it). A target that crashes, hangs or breaks its property is a failure, and so is a
+# failed build; without clang-14's libFuzzer the step is a skip.
 run_fuzz() {
     local seconds=${BMI_FUZZ_SECONDS:-10} log=build-fuzz/fuzz-run.log status=0
     mkdir -p build-fuzz
     echo "=== fuzz: each target for ${seconds}s (log: $log)"
-    timeout --kill-after=30 900 scripts/fuzz.sh --seconds "$seconds" --dir build-fuzz 2>&1 |
+    timeout --kill-after=30 900 scripts/fuzz.sh --seconds "$seconds" --dir build-fuzz \
+        --seed "${BMI_FUZZ_SEED:-1}" 2>&1 |
         tee "$log" || status=$?
     if ((status == 77)); then
         record fuzz 0 0 1 "clang-14/libFuzzer not installed"

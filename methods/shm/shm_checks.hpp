@@ -37,20 +37,23 @@ inline long long record_payload(const MsgHeader& h) {
     return -1;
 }
 
-// True if a header's slot count is the one its payload needs. At full width: with 256-byte
-// slots, Ring::slots_for's 32-bit count wraps for a payload near 2^40 and a one-slot record
-// claiming a terabyte passed.
-inline bool record_slots_match(std::uint32_t slot_count, std::uint32_t slot_size,
+// True if a header's slot count is the one its payload needs and no more than a producer may
+// claim (max_slots, half the ring). At full width: with 256-byte slots, Ring::slots_for's
+// 32-bit count wraps for a payload near 2^40 and a one-slot record claiming a terabyte passed.
+inline bool record_slots_match(std::uint32_t max_slots, std::uint32_t slot_size,
                                const MsgHeader& h, long long payload) {
     std::uint64_t bytes = ring_stamp_size + header_size + static_cast<std::uint64_t>(payload);
     std::uint64_t needed = (bytes + slot_size - 1) / slot_size;
-    return h.slots != 0 && h.slots <= slot_count && needed == h.slots;
+    return h.slots != 0 && h.slots <= max_slots && needed == h.slots;
 }
 
 // A whole, consistent record: its payload size, or -1. The caller may then peek h.slots.
+// A record longer than half the ring is one no producer writes (it waits for half the ring
+// at most), so it is malformed even though it would fit the slots.
 inline long long check_record(const Ring& ring, const MsgHeader& h) {
     long long payload = record_payload(h);
-    if (payload < 0 || !record_slots_match(ring.slot_count(), ring.slot_size(), h, payload))
+    if (payload < 0 ||
+        !record_slots_match(ring.max_message_slots(), ring.slot_size(), h, payload))
         return -1;
     return payload;
 }

@@ -152,12 +152,19 @@ TEST_CASE("shm hostile: a listener's notifier that is not an eventfd fails the c
     REQUIRE(done.error == -BMI_EPROTO);
 }
 
-TEST_CASE("shm hostile: a record whose size wraps the slot count closes only its connection",
+TEST_CASE("shm hostile: a record whose slot count no producer writes closes only its connection",
           "[shm][hostile]") {
-    // 256-byte slots: 2^40 - 39 payload bytes need 2^32 + 1 slots, which a 32-bit count
-    // takes for 1. The receiver used to believe it and allocate a terabyte.
+    // 256-byte slots in a ring of 64.
+    auto lie = GENERATE(
+        // 2^40 - 39 payload bytes need 2^32 + 1 slots, which a 32-bit count takes for 1: the
+        // receiver used to believe it and allocate a terabyte.
+        MsgHeader{static_cast<std::uint32_t>(MsgType::eager), 7, 1, 0, (1ull << 40) - 39, 0},
+        MsgHeader{static_cast<std::uint32_t>(MsgType::unexpected), 7, 1, 0, (1ull << 40) - 39,
+                  0},
+        // 33 slots and a size that needs exactly them: more than half the ring, which no
+        // producer claims (it waits for half at most); the receiver used to take it.
+        MsgHeader{static_cast<std::uint32_t>(MsgType::eager), 7, 33, 0, 33 * 256 - 8 - 32, 0});
     Pair pair = make_peers("shm");
-    auto type = GENERATE(MsgType::eager, MsgType::unexpected);
     Pump pump(*pair.server.instance);
     HostilePeer peer(listen_name(pair));
     REQUIRE(peer.send_hello(64, 256));
@@ -167,7 +174,6 @@ TEST_CASE("shm hostile: a record whose size wraps the slot count closes only its
     bmi_op_id_t id = 0;
     REQUIRE(pair.server.instance->post(recv_request(pair.server, hostile, buffer, sizeof buffer, 7),
                                        id, nullptr) == 0);
-    MsgHeader lie{static_cast<std::uint32_t>(type), 8, 1, 0, (1ull << 40) - 39, 0};
     peer.publish_raw(lie);
     REQUIRE(peer.await_close(5000));
     // The receive posted for that peer fails with it; nothing else does.
