@@ -47,6 +47,14 @@ inline bool record_slots_match(std::uint32_t max_slots, std::uint32_t slot_size,
     return h.slots != 0 && h.slots <= max_slots && needed == h.slots;
 }
 
+// Payload bytes one record may carry on `ring`: half the ring, less the stamp and the header.
+// An acceptor's rings have the initiator's geometry, which may be smaller than its own, so
+// a sender holds each message to the limit of the connection it goes on.
+inline long long ring_payload_limit(const Ring& ring) {
+    return static_cast<long long>(ring.max_message_slots()) * ring.slot_size() -
+           static_cast<long long>(ring_stamp_size + header_size);
+}
+
 // A whole, consistent record: its payload size, or -1. The caller may then peek h.slots.
 // A record longer than half the ring is one no producer writes (it waits for half the ring
 // at most), so it is malformed even though it would fit the slots.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "methods/shm/shm_copy.hpp"
+#include "methods/shm/shm_checks.hpp"
 #include "methods/shm/shm_method_impl.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -119,6 +120,8 @@ int ShmMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     if (peer.connection == 0) return 0;
     Connection* conn = find_connection(peer.connection);
     if (conn == nullptr || !conn->rings_live() || !conn->send_queue.empty()) return 0;
+    if (size > ring_payload_limit(conn->tx))
+        return kind == OpKind::send_unexpected ? -BMI_EMSGSIZE : 0;
     // Class 0: the control layer sends messages of any other class through post().
     if (!place_inline(*conn, kind, tag, 0, segments, size)) return 0;
     announce(*conn);
@@ -175,6 +178,8 @@ int ShmMethod::post(Operation& op) {
         case Placed::announced:
             announce(*conn);
             return 0;
+        case Placed::too_large:
+            return -BMI_EMSGSIZE;
         case Placed::no_room:
             break;
         }

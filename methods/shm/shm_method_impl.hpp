@@ -87,7 +87,11 @@ private:
         Where where;
         std::uint64_t connection;
     };
-    enum class Placed : std::uint8_t { no_room, completed, announced };
+    // too_large: an unexpected message beyond what one record on that connection may carry.
+    enum class Placed : std::uint8_t { no_room, completed, announced, too_large };
+    // The largest message that goes inline on `conn`: our eager limit, within half of the
+    // connection's ring (ring_payload_limit).
+    bmi_size_t eager_limit(const Connection& conn) const;
 
     // --- shm_progress.cpp ---
     void handle_events();

@@ -103,9 +103,16 @@ bool ShmMethod::place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag,
     return true;
 }
 
+bmi_size_t ShmMethod::eager_limit(const Connection& conn) const {
+    return std::min<bmi_size_t>(options_.eager_limit, ring_payload_limit(conn.tx));
+}
+
 ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     Ring& ring = conn.tx;
-    if (op.kind == OpKind::send_unexpected || op.total_size <= options_.eager_limit) {
+    const bmi_size_t inline_limit = eager_limit(conn);
+    if (op.kind == OpKind::send_unexpected && op.total_size > ring_payload_limit(ring))
+        return Placed::too_large;  // it has no other way than one record
+    if (op.kind == OpKind::send_unexpected || op.total_size <= inline_limit) {
         if (!place_inline(conn, op.kind, op.tag, op.msg_class, segments_of(op), op.total_size))
             return Placed::no_room;
         op.actual_size = op.total_size;
@@ -116,7 +123,7 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     // too long for an inline message) it can only ask for two copies. A shared buffer is
     // offered first: the offer must be on the socket before the RTS is in the ring.
     int count = nonempty_segments(segments_of(op));
-    auto max_iovs = static_cast<int>((options_.eager_limit) / sizeof(RemoteIov));
+    auto max_iovs = static_cast<int>(inline_limit / static_cast<bmi_size_t>(sizeof(RemoteIov)));
     bool shared = count <= max_iovs && offer_regions(conn, segments_of(op));
     if ((!single_copy_ && !shared) || count > max_iovs) count = 0;
     std::uint32_t slots = ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
@@ -189,6 +196,11 @@ bool ShmMethod::flush(Connection& conn) {
             conn.send_queue.pop_front();
             untrack(op);
             Placed placed = place_send(conn, op);
+            if (placed == Placed::too_large) {
+                moved = true;
+                finish(op, -BMI_EMSGSIZE);
+                continue;
+            }
             if (placed == Placed::no_room) {
                 conn.send_queue.push_front(op);
                 track(op, Where::queued_send, conn.id);

@@ -59,8 +59,8 @@ bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size,
     if ((!kernel_ok && mapped.empty()) || source.empty() || conn.board_free == 0 ||
         conn.state != ConnState::open)
         return false;
-    std::size_t room = (static_cast<std::size_t>(options_.eager_limit) - sizeof(HelpInfo)) /
-                       sizeof(RemoteIov);
+    const auto limit = static_cast<std::size_t>(eager_limit(conn));
+    std::size_t room = limit > sizeof(HelpInfo) ? (limit - sizeof(HelpInfo)) / sizeof(RemoteIov) : 0;
     std::vector<RemoteIov> target(static_cast<std::size_t>(nonempty_segments(segments_of(op))));
     if (target.empty() || target.size() > room) return false;
     describe_segments(segments_of(op), target);

@@ -443,6 +443,72 @@ TEST_CASE("shm: a small ring wraps and fills under a fast sender, nothing lost o
     }
 }
 
+TEST_CASE("shm: a listener with larger rings than its client sends within the client's",
+          "[shm]") {
+    // The connection's rings have the client's geometry: 4 slots of 256 bytes, so one record
+    // carries at most 2 * 256 - 8 - 32 = 472 payload bytes. The listener's own rings and
+    // eager limit (16 KiB) are larger. It used to place eager messages of up to 16 KiB in
+    // those rings regardless: above 472 bytes the client refused the record and closed the
+    // connection, above 1 KiB the message never left.
+    Pair pair = make_peers("shm", "", std::string("shm_ring_slots=4,shm_slot_size=256"));
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    const std::vector<std::size_t> sizes = {0, 100, 472, 473, 600, 1000, 16384, 100000};
+    std::uint32_t seed = 1;
+    for (std::size_t size : sizes) {
+        const auto length = static_cast<bmi_size_t>(size);
+        std::vector<char> down(size), up(size), got_down(size + 1, 'x'), got_up(size + 1, 'x');
+        fill_pattern(down.data(), size, seed);
+        fill_pattern(up.data(), size, seed + 1);
+        bmi_op_id_t client_rid = 0, server_rid = 0;
+        REQUIRE(pair.client.instance->post(
+                    recv_request(pair.client, pair.server_addr, got_down.data(), length, 4),
+                    client_rid, nullptr) == 0);
+        REQUIRE(pair.server.instance->post(
+                    recv_request(pair.server, client_addr, got_up.data(), length, 5), server_rid,
+                    nullptr) == 0);
+        INFO("size " << size);
+        REQUIRE(post_and_wait(pair.server, send_request(pair.server, client_addr, down.data(),
+                                                        length, 4)).error == 0);
+        REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr,
+                                                        up.data(), length, 5)).error == 0);
+        auto at_client = wait_op(pair.client, client_rid);
+        auto at_server = wait_op(pair.server, server_rid);
+        REQUIRE(at_client.error == 0);
+        REQUIRE(at_server.error == 0);
+        REQUIRE(at_client.actual_size == length);
+        REQUIRE(at_server.actual_size == length);
+        CHECK(check_pattern(got_down.data(), size, seed));
+        CHECK(check_pattern(got_up.data(), size, seed + 1));
+        CHECK(got_down[size] == 'x');
+        seed += 2;
+    }
+    // An unexpected message has no way but one record: beyond the connection's limit it fails
+    // with EMSGSIZE, within it it arrives, and the connection stays usable either way.
+    std::vector<char> note(600, 'n');
+    auto too_big = send_request(pair.server, client_addr, note.data(), 473, 6);
+    too_big.kind = method::OpKind::send_unexpected;
+    bmi_op_id_t big_id = 0;
+    const int big_rc = pair.server.instance->post(too_big, big_id, nullptr);
+    // Refused at once (the usual case) or, had it queued behind another send, in completion.
+    if (big_rc == 0) REQUIRE(wait_op(pair.server, big_id).error == -BMI_EMSGSIZE);
+    else REQUIRE(big_rc == -BMI_EMSGSIZE);
+    auto fits = send_request(pair.server, client_addr, note.data(), 472, 6);
+    fits.kind = method::OpKind::send_unexpected;
+    REQUIRE(post_and_wait(pair.server, fits).error == 0);
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (outcount == 0) {
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        REQUIRE(pair.client.instance->testunexpected(10, outcount, got) == 0);
+    }
+    CHECK(got[0].size == 472);
+    CHECK(got[0].tag == 6);
+    REQUIRE(pair.client.instance->unexpected_free(got[0].buffer) == 0);
+}
+
 TEST_CASE("shm: a ring geometry that is not a power of two is refused", "[shm]") {
     std::unique_ptr<core::Instance> instance;
     core::InitParams params;
