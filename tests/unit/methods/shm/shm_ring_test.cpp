@@ -2,6 +2,7 @@
 // The SPSC slot ring on its own: wrap-around, a full ring, and two threads moving many messages.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -9,8 +10,10 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "methods/shm/shm_checks.hpp"
 #include "methods/shm/shm_ring.hpp"
 
 using namespace bmi::method::shm;
@@ -187,4 +190,34 @@ TEST_CASE("ring: a fast producer thread and a consumer thread move many messages
     producer.join();
     REQUIRE_FALSE(failed.load());
     REQUIRE(received == messages);
+}
+
+TEST_CASE("ring records: the largest payload a sender may place is exactly the largest a "
+          "receiver accepts", "[shm][ring]") {
+    // For each geometry, an EAGER record carrying ring_payload_limit bytes (half the ring,
+    // less stamp and header) passes check_record, and one byte more (one slot more) does not;
+    // a record whose slot count disagrees with its size fails either way.
+    auto [slots, slot_size] = GENERATE(std::pair<std::uint32_t, std::uint32_t>{4, 256},
+                                       std::pair<std::uint32_t, std::uint32_t>{8, 512},
+                                       std::pair<std::uint32_t, std::uint32_t>{64, 256},
+                                       std::pair<std::uint32_t, std::uint32_t>{64, 8192});
+    TestRing ring(slots, slot_size);
+    const long long limit = ring_payload_limit(ring.consumer);
+    CHECK(limit == static_cast<long long>(slots / 2) * slot_size - 40);
+    // EAGER carries at most 16 KiB whatever the ring: the largest the check can take.
+    const auto payload = static_cast<std::uint64_t>(std::min<long long>(limit, 16 << 10));
+    MsgHeader fits{static_cast<std::uint32_t>(MsgType::eager), 1,
+                   ring.consumer.slots_for(header_size + payload), 0, payload, 0};
+    CHECK(fits.slots <= ring.consumer.max_message_slots());
+    CHECK(check_record(ring.consumer, fits) == static_cast<long long>(payload));
+    if (payload == static_cast<std::uint64_t>(limit)) {
+        MsgHeader over = fits;
+        over.size = payload + 1;
+        over.slots = ring.consumer.slots_for(header_size + payload + 1);
+        CHECK(over.slots == ring.consumer.max_message_slots() + 1);
+        CHECK(check_record(ring.consumer, over) == -1);
+    }
+    MsgHeader wrong = fits;
+    wrong.slots = fits.slots + 1;
+    CHECK(check_record(ring.consumer, wrong) == -1);
 }
