@@ -178,9 +178,24 @@ def test_eventfd_pinning():
             fail(f"eventfd_pingpong --cpus {bad}: exit {res.returncode}, {res.stderr!r}")
 
 
+def test_wait_primitives():
+    """Every way of waiting gives a one-way time; CPUs it may not use are refused with exit 2."""
+    exe = os.environ["BMI_WAIT_PRIMITIVES"]
+    cpu = min(os.sched_getaffinity(0))
+    out = run([exe, "--cpus", f"{cpu},{cpu}", "--iters", "200"])
+    times = [line for line in out.splitlines() if line.endswith(" us one way")]
+    if len(times) != 7 or any(float(line.split()[-4]) <= 0 for line in times):
+        fail(f"wait_primitives: expected 7 one-way times, got {out!r}")
+    for bad in (["--cpus", "x"], ["--cpus", f"0,{os.cpu_count() + 64}"], ["--iters", "0"]):
+        res = subprocess.run([exe] + bad, capture_output=True, text=True, timeout=TIMEOUT)
+        if res.returncode != 2:
+            fail(f"wait_primitives {bad}: exit {res.returncode}, {res.stderr!r}")
+
+
 def test_baselines():
     test_help()
     test_eventfd_pinning()
+    test_wait_primitives()
     evfd = run([os.environ["BMI_EVENTFD_PINGPONG"], "--iters", "200"])
     table(evfd, 8, 8, "eventfd")
     table(run([os.environ["BMI_MEMCPY_BW"], "--max", "64K"]), 1, 65536, "memcpy")
