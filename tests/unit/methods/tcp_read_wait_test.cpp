@@ -4,13 +4,16 @@
 // deadline, and is declined wherever something besides that one socket could need us.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <thread>
 
+#include "tcp_raw_peer.hpp"
 #include "tcp_test_harness.hpp"
 
 using namespace bmi::method;
+using namespace bmi::method::tcp;
 using namespace bmi::method::tcp::test;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -222,4 +225,58 @@ TEST_CASE("tcp read wait: a peer that closes ends the sleep and fails the receiv
     CHECK(slept.took < 450ms);
     REQUIRE(p.run_client_only([&] { return r->completed; }));
     CHECK(r->error != 0);
+}
+
+TEST_CASE("tcp read wait: a peer trickling a frame a byte at a time ends each sleep, and the "
+          "message arrives whole", "[tcp][hostile]") {
+    Config config;
+    REQUIRE(config.settings.load("tcp_read_wait_us=300000") == 0);
+    ClientOfRaw raw(config);
+    // A small send brings the connection up; the raw acceptor answers HELLO.
+    auto hi = pattern(8, 1);
+    auto first = make_op(OpKind::send, raw.peer, 1, hi.data(), 8);
+    REQUIRE(post(*raw.client, *first) == 0);
+    int fd = -1;
+    REQUIRE(raw_accept_hello(raw, feature_rendezvous, fd));
+    Header small = read_header(fd, true, *raw.client);
+    REQUIRE(small.mode == Mode::eager);
+    std::vector<std::uint8_t> discard(8);
+    REQUIRE(raw_read(fd, discard.data(), discard.size(), *raw.client));
+    REQUIRE(drive({raw.client.get()}, [&] { return first->completed; }));
+
+    std::vector<std::uint8_t> in(64);
+    auto r = make_op(OpKind::recv, raw.peer, 7, in.data(), bmi_size_t(in.size()));
+    REQUIRE(post(*raw.client, *r) == 0);
+    const auto body = pattern(40, 9);
+    auto frame = v2_frame(Mode::eager, 7, body.size(), 0);
+    frame.insert(frame.end(), body.begin(), body.end());
+    std::atomic<bool> sent_all{true};
+    std::thread trickler([&] {
+        for (std::uint8_t byte : frame) {
+            std::this_thread::sleep_for(2ms);
+            if (send(fd, &byte, 1, MSG_NOSIGNAL) != 1) sent_all = false;
+        }
+    });
+    // The control layer's loop by hand: sleep in the read while it may, a pass otherwise.
+    Clock::duration longest{};
+    int woken = 0;  // sleeps a byte ended
+    const auto start = Clock::now();
+    while (!r->completed && Clock::now() - start < 10s) {
+        const auto before = Clock::now();
+        if (raw.client->sleep_in_read(before, before + 1s, true)) ++woken;
+        else raw.client->progress();
+        longest = std::max(longest, Clock::now() - before);
+    }
+    INFO("sleeps in the read that bytes ended: " << woken);
+    trickler.join();
+    CHECK(sent_all);
+    REQUIRE(r->completed);
+    CHECK(r->error == 0);
+    REQUIRE(r->actual_size == 40);
+    CHECK(std::memcmp(in.data(), body.data(), body.size()) == 0);
+    // The reads did sleep, and every byte ended the sleep it came into: none lasted the
+    // read's bound (300 ms).
+    CHECK(woken > 0);
+    CHECK(longest < 200ms);
+    close(fd);
 }
