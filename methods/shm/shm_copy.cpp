@@ -23,7 +23,7 @@ void for_each_piece(const List& list, Base base, Size size, std::uint64_t offset
             offset -= item_size;
             continue;
         }
-        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(item_size - offset, length));
+        auto n = static_cast<std::size_t>(std::min<std::uint64_t>(item_size - offset, length));
         fn(base(item) + offset, n);
         length -= n;
         offset = 0;

@@ -25,7 +25,8 @@ socklen_t abstract_address(std::string_view name, sockaddr_un& out) {
     int n = std::snprintf(out.sun_path + 1, sizeof out.sun_path - 1, "libbmi-shm.%u.%.*s",
                           static_cast<unsigned>(getuid()), static_cast<int>(name.size()),
                           name.data());
-    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<std::size_t>(n));
+    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
+                                  static_cast<std::size_t>(n));
 }
 
 int new_socket() {
@@ -43,7 +44,8 @@ void log_holder(std::string_view name, const sockaddr_un& address, socklen_t len
                  getsockopt(s, SOL_SOCKET, SO_PEERCRED, &holder, &size) == 0;
     if (s >= 0) close(s);
     if (known)
-        BMI_LOG(error, "shm: cannot listen on '%.*s': abstract socket '@%s' is held by pid %d uid %u",
+        BMI_LOG(error,
+                "shm: cannot listen on '%.*s': abstract socket '@%s' is held by pid %d uid %u",
                 static_cast<int>(name.size()), name.data(), address.sun_path + 1,
                 static_cast<int>(holder.pid), static_cast<unsigned>(holder.uid));
     else

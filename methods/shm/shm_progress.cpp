@@ -15,10 +15,10 @@
 // (methods/method.hpp): before_sleep() polls, spins briefly while operations are pending, and
 // only then sets the flag, re-checking the doorbell afterwards (a ring between our last look
 // and the flag store is seen by that re-check, one after it sees the flag and writes the
-// eventfd); after_wake() clears it. Both cost O(1), not a store per connection. The eventfd sits in the
-// set edge-triggered: every write is one wake-up, and nobody needs to read it back, which
-// saves a system call per wake-up in pure blocking mode (its counter cannot realistically
-// overflow: 2^64 - 2 writes).
+// eventfd); after_wake() clears it. Both cost O(1), not a store per connection. The eventfd
+// sits in the set edge-triggered: every write is one wake-up, and nobody needs to read it back,
+// which saves a system call per wake-up in pure blocking mode (its counter cannot
+// realistically overflow: 2^64 - 2 writes).
 // Work we can do without the peer makes before_sleep() report progress, or, when posted while
 // another thread may already sleep, makes us write our own eventfd.
 #include <atomic>

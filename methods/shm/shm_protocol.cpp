@@ -126,7 +126,8 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     auto max_iovs = static_cast<int>(inline_limit / static_cast<bmi_size_t>(sizeof(RemoteIov)));
     bool shared = count <= max_iovs && offer_regions(conn, segments_of(op));
     if ((!single_copy_ && !shared) || count > max_iovs) count = 0;
-    std::uint32_t slots = ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
+    std::uint32_t slots =
+        ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
     if (!ring.has_room(slots)) return Placed::no_room;
     std::vector<RemoteIov> iovs(static_cast<std::size_t>(count));
     describe_segments(segments_of(op), iovs);
@@ -396,6 +397,18 @@ void ShmMethod::release_early(ShmPeer& peer, const Unmatched& message) {
 int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header,
                                   const Window& window) {
     auto size = static_cast<bmi_size_t>(header.size);
+    // Our limit, not the ring's: a peer with larger rings or another setting could place more,
+    // and a server sizes what it holds for unexpected messages by its own limit (tcp refuses
+    // the same frame).
+    if (size > options_.unexpected_limit) {
+        BMI_LOG(error,
+                "shm: unexpected message of %lld bytes from pid %d on connection %llu is above "
+                "this instance's limit of %lld; closing it",
+                static_cast<long long>(size), static_cast<int>(conn.peer_pid),
+                static_cast<unsigned long long>(conn.id),
+                static_cast<long long>(options_.unexpected_limit));
+        return -BMI_EPROTO;
+    }
     void* buffer = sink_.alloc_unexpected(*conn.peer, size);
     if (buffer == nullptr) return 1;
     window.read(header_size, buffer, static_cast<std::size_t>(size));

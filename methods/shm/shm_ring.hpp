@@ -85,7 +85,8 @@ public:
     std::uint32_t slot_size() const { return slot_size_; }
     // Slots a message of `bytes` needs, the stamp included.
     std::uint32_t slots_for(std::size_t bytes) const {
-        return static_cast<std::uint32_t>((ring_stamp_size + bytes + slot_size_ - 1) >> slot_shift_);
+        return static_cast<std::uint32_t>((ring_stamp_size + bytes + slot_size_ - 1) >>
+                                          slot_shift_);
     }
 
     // --- producer side ---

@@ -76,8 +76,7 @@ int SharedSegment::create(std::uint32_t slot_count, std::uint32_t slot_size) {
     fd_ = fd;
     slot_count_ = slot_count;
     slot_size_ = slot_size;
-    auto* header = new (base_) SegmentHeader{segment_magic, protocol_version, slot_count, slot_size};
-    (void)header;
+    new (base_) SegmentHeader{segment_magic, protocol_version, slot_count, slot_size};
     for (int i = 0; i < 2; ++i) {
         new (base_ + counters_offset + i * sizeof(std::atomic<std::uint64_t>))
             std::atomic<std::uint64_t>{0};
@@ -124,7 +123,8 @@ void SharedSegment::unmap() {
 
 std::atomic<std::uint64_t>* SharedSegment::socket_messages(int index) const {
     return reinterpret_cast<std::atomic<std::uint64_t>*>(
-        base_ + counters_offset + static_cast<std::size_t>(index) * sizeof(std::atomic<std::uint64_t>));
+        base_ + counters_offset +
+        static_cast<std::size_t>(index) * sizeof(std::atomic<std::uint64_t>));
 }
 
 SplitBoardEntry* SharedSegment::board(int index) const {

@@ -60,7 +60,8 @@ bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size,
         conn.state != ConnState::open)
         return false;
     const auto limit = static_cast<std::size_t>(eager_limit(conn));
-    std::size_t room = limit > sizeof(HelpInfo) ? (limit - sizeof(HelpInfo)) / sizeof(RemoteIov) : 0;
+    std::size_t room =
+        limit > sizeof(HelpInfo) ? (limit - sizeof(HelpInfo)) / sizeof(RemoteIov) : 0;
     std::vector<RemoteIov> target(static_cast<std::size_t>(nonempty_segments(segments_of(op))));
     if (target.empty() || target.size() > room) return false;
     describe_segments(segments_of(op), target);
@@ -117,7 +118,8 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
             ++split.own;
             std::uint64_t offset = std::uint64_t{chunk} * split.chunk_size;
             auto length = static_cast<std::size_t>(
-                std::min<std::uint64_t>(split.chunk_size, static_cast<std::uint64_t>(split.size) - offset));
+                std::min<std::uint64_t>(split.chunk_size,
+                                        static_cast<std::uint64_t>(split.size) - offset));
             error = copy_chunk(Direction::read, conn.peer_pid, split.source, split.mapped_source,
                                segments_of(op), offset, length);
             if (error != 0) break;
@@ -141,7 +143,8 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
                 conn.receives.emplace(cookie, StreamReceive{&op, 0});
                 conn.controls.push_back(Control{MsgType::cts, cookie, 0, 0});
             } else {
-                BMI_LOG(error, "shm: reading the sender's buffer failed: %s", std::strerror(-error));
+                BMI_LOG(error, "shm: reading the sender's buffer failed: %s",
+                        std::strerror(-error));
                 int code = support::bmi_error_from_errno(-error);
                 finish(op, code);
                 conn.controls.push_back(Control{MsgType::nak, cookie, 0, code});

@@ -10,8 +10,9 @@
 
 namespace bmi::method::shm {
 
-// Every ring message starts, after the ring's stamp, with a MsgHeader; `slots` is how many consecutive
-// slots the message occupies, so the consumer can skip it without understanding the payload.
+// Every ring message starts, after the ring's stamp, with a MsgHeader; `slots` is how many
+// consecutive slots the message occupies, so the consumer can skip it without understanding the
+// payload.
 enum class MsgType : std::uint32_t {
     eager = 1,       // expected message, payload inline (size bytes)
     unexpected = 2,  // unexpected message, payload inline (size bytes); aux = its message

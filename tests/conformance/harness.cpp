@@ -142,6 +142,18 @@ core::Completion post_and_wait(Side& side, const core::PostRequest& request, int
     return wait_op(side, id, deadline_ms);
 }
 
+core::UnexpectedMessage wait_unexpected(Side& side, int deadline_ms,
+                                        std::optional<std::uint8_t> msg_class) {
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+    while (outcount == 0) {
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        REQUIRE(side.instance->testunexpected(10, outcount, got, msg_class) == 0);
+    }
+    return got[0];
+}
+
 BMI_addr_t introduce(Pair& pair) {
     const char hello[] = "hello";
     auto request = send_request(pair.client, pair.server_addr, hello, sizeof hello, 99);

@@ -63,6 +63,11 @@ core::Completion wait_op(Side& side, bmi_op_id_t id, int deadline_ms = 10000);
 core::Completion post_and_wait(Side& side, const core::PostRequest& request,
                                int deadline_ms = 10000);
 
+// Waits for one unexpected message (of msg_class when given); fails the current test when the
+// deadline passes. The caller frees its buffer with unexpected_free.
+core::UnexpectedMessage wait_unexpected(Side& side, int deadline_ms = 10000,
+                                        std::optional<std::uint8_t> msg_class = std::nullopt);
+
 // The client sends one unexpected message; the server receives it and returns the client's
 // address as the server sees it.
 BMI_addr_t introduce(Pair& pair);

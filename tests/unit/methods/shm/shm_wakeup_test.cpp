@@ -59,18 +59,12 @@ BMI_addr_t open_client(Pair& pair, Side& side, BMI_addr_t& to_server, int who,
     hello.kind = method::OpKind::send_unexpected;
     bmi_op_id_t id = 0;
     REQUIRE(side.instance->post(hello, id, nullptr) == 1);  // placed in the ring at once
-    core::UnexpectedMessage got[1];
-    int outcount = 0;
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (outcount == 0) {
-        REQUIRE(std::chrono::steady_clock::now() < deadline);
-        REQUIRE(pair.server.instance->testunexpected(10, outcount, got) == 0);
-    }
+    auto got = wait_unexpected(pair.server, 5000);
     int said = -1;
-    std::memcpy(&said, got[0].buffer, sizeof said);
+    std::memcpy(&said, got.buffer, sizeof said);
     REQUIRE(said == who);
-    REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
-    return got[0].addr;
+    REQUIRE(pair.server.instance->unexpected_free(got.buffer) == 0);
+    return got.addr;
 }
 }  // namespace
 
