@@ -51,12 +51,7 @@ void ShmMethod::offer_key(Connection& conn, Hello& hello) {
 
 int ShmMethod::refuse_keyless(Connection& conn) {
     // Say why, so that a keyless libbmi peer fails its sends with -BMI_EACCES.
-    HelloReply reply{};
-    reply.magic = hello_magic;
-    reply.version = protocol_version;
-    reply.pid = static_cast<std::int32_t>(getpid());
-    reply.status = -BMI_EACCES;
-    send_with_fds(conn.fd, &reply, sizeof reply, nullptr, 0);
+    send_refusal(conn.fd, -BMI_EACCES);
     return refuse(conn, "it offers no key proof (a libbmi peer without the key)");
 }
 

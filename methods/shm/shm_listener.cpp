@@ -108,7 +108,7 @@ int connect_result(int fd) {
 
 int accept_one(int listen_fd) {
     int s = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    return s < 0 ? -1 : s;
+    return s < 0 ? -errno : s;
 }
 
 bool peer_is_same_user(int fd, pid_t& pid) {
@@ -152,18 +152,28 @@ long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fd
     message.msg_controllen = sizeof control;
     ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
     if (n < 0) return -errno;
+    int installed = 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
         std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         for (std::size_t i = 0; i < count; ++i) {
             int received;
             std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof received);
+            ++installed;
             // Never leak a descriptor a misbehaving peer sent beyond what we asked for.
             if (fd_count < max_fds)
                 fds[fd_count++] = received;
             else
                 close(received);
         }
+    }
+    // The kernel installs descriptors until one fails and flags the rest as cut off. Short of
+    // the room we gave it, that was our full table (a peer sending more than max_passed_fds
+    // fills the room instead): without the rest, what did arrive is of no use.
+    if ((message.msg_flags & MSG_CTRUNC) != 0 && installed < max_passed_fds) {
+        for (int i = 0; i < fd_count; ++i) close(fds[i]);
+        fd_count = 0;
+        return -EMFILE;
     }
     return static_cast<long>(n);
 }

@@ -29,7 +29,8 @@ int connect_to(std::string_view name, int& fd, ConnectStart& how);
 // Outcome of an in-progress connect: 0 or -BMI_E*.
 int connect_result(int fd);
 
-// Accepts one connection (nonblocking, close-on-exec): fd >= 0, -1 when none is waiting.
+// Accepts one connection (nonblocking, close-on-exec): fd >= 0, or -errno (-EAGAIN when none
+// is waiting, -EMFILE or -ENFILE when the descriptor table is full).
 int accept_one(int listen_fd);
 
 // True if the process at the other end runs as our uid; sets pid to its pid.
@@ -39,11 +40,17 @@ bool peer_is_same_user(int fd, pid_t& pid);
 // receive_with_fds reads up to this many in one go and closes any beyond what it was asked for.
 inline constexpr int max_passed_fds = 4;
 
+// Tells a connecting client that we refuse it, and why (a HelloReply with that status, no
+// descriptors); nothing is read first and a failure to send is ignored.
+void send_refusal(int fd, int status);
+
 // One datagram-like message with descriptors on a stream socket (at most max_passed_fds).
 // Returns bytes sent, or -errno.
 long send_with_fds(int fd, const void* data, std::size_t size, const int* fds, int fd_count);
 // Receives up to size bytes and up to max_fds descriptors (close-on-exec). Returns bytes (0 on
-// end of stream) or -errno; fd_count says how many descriptors arrived.
+// end of stream) or -errno; fd_count says how many descriptors arrived. -EMFILE: the message
+// was consumed but the kernel could not give us all its descriptors, because our descriptor
+// table is full; none is kept (what did arrive is closed).
 long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fds,
                       int& fd_count);
 

@@ -97,6 +97,12 @@ private:
     void handle_events();
     void dispatch_events(std::span<const epoll_event> ready);
     void accept_connections();
+    // --- out of file descriptors (shm_descriptors.cpp) ---
+    void keep_reserve_descriptor();
+    void warn_out_of_descriptors(const char* what);
+    bool shed_connection();  // true if it took a waiting connection (to refuse it)
+    void resume_listener();
+    int refuse_for_descriptors(Connection& conn);
     void on_socket_event(Connection& conn, std::uint32_t events);
     int open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out);
     // --- shm_connect_retry.cpp: connecting, and again while the listener's backlog is full ---
@@ -244,7 +250,16 @@ private:
     support::keys::RefusalLog refusals_;
     // Ids 0 to 3 tag the listener, the eventfd, the sweep timer and the setup timer
     // in the epoll set; connections start at 4.
+    static constexpr std::uint64_t listener_tag = 0;
+    static constexpr std::uint64_t eventfd_tag = 1;
+    static constexpr std::uint64_t sweep_tag = 2;
+    static constexpr std::uint64_t setup_timer_tag = 3;
     std::uint64_t next_connection_ = 4;
+    // Out of file descriptors (shm_descriptors.cpp): one kept in reserve to take a connection
+    // we must refuse, the listener unwatched until the next sweep when even that is gone.
+    int reserve_fd_ = -1;
+    bool listener_paused_ = false;
+    std::uint64_t descriptor_refusals_ = 0;
     std::uint64_t next_cookie_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;

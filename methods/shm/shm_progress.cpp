@@ -43,10 +43,6 @@
 namespace bmi::method::shm {
 
 namespace {
-constexpr std::uint64_t listener_tag = 0;
-constexpr std::uint64_t eventfd_tag = 1;
-constexpr std::uint64_t sweep_tag = 2;
-constexpr std::uint64_t setup_timer_tag = 3;
 // The longest a message whose doorbell bit was lost waits. Each sweep reads one stamp per
 // connection (about 0.1-0.2 us each when cold): 10,000 idle connections cost 0.5 % of a CPU.
 constexpr long sweep_period_ns = 250'000'000;
@@ -78,6 +74,7 @@ int ShmMethod::start(const std::string& listen_name) {
         return rc;
     }
     listen_name_ = listen_name;
+    keep_reserve_descriptor();  // shm_descriptors.cpp: to refuse a client when the table fills
     BMI_LOG(shm, "listening on shm://%s", listen_name.c_str());
     return epoll_set(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, EPOLLIN, listener_tag);
 }
@@ -89,7 +86,7 @@ void ShmMethod::wake_self() {
 }
 
 void ShmMethod::arm_sweep() {
-    const bool wanted = !connections_.empty();
+    const bool wanted = !connections_.empty() || listener_paused_;
     if (wanted == sweep_armed_) return;
     itimerspec period{};
     if (wanted) period.it_interval.tv_nsec = period.it_value.tv_nsec = sweep_period_ns;
@@ -217,6 +214,7 @@ bool ShmMethod::poll_pass() {
     busy_.clear();
     if (sweep_due_) {
         sweep_due_ = false;
+        resume_listener();
         for (auto& [id, conn] : connections_) queue(conn.get());
     }
     bool moved = false;
@@ -294,8 +292,14 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
 }
 
 void ShmMethod::accept_connections() {
+    keep_reserve_descriptor();  // while we still can, for the day the table is full
     for (int i = 0; i < 32; ++i) {
         int fd = accept_one(listen_fd_);
+        if (fd == -EINTR || fd == -ECONNABORTED) continue;
+        if (fd == -EMFILE || fd == -ENFILE) {
+            if (shed_connection()) continue;
+            return;
+        }
         if (fd < 0) return;
         pid_t pid = 0;
         if (!peer_is_same_user(fd, pid)) {
@@ -449,6 +453,7 @@ int ShmMethod::receive_hello(Connection& conn) {
     int fd_count = 0;
     long n = receive_with_fds(conn.fd, &hello, sizeof hello, fds, 3, fd_count);
     if (n == -EAGAIN) return 0;
+    if (n == -EMFILE) return refuse_for_descriptors(conn);
     bool ok = n == static_cast<long>(sizeof hello) && fd_count == 3 && hello_well_formed(hello);
     if (!ok) {
         for (int i = 0; i < fd_count; ++i) close(fds[i]);
@@ -532,9 +537,20 @@ int ShmMethod::receive_reply(Connection& conn) {
     long n = receive_with_fds(conn.fd, &reply, sizeof reply, fds, 2, fd_count);
     if (n == -EAGAIN) return 0;
     if (n == 0) return -BMI_ECONNREFUSED;  // the acceptor refused our hello
+    if (n == -EMFILE) {
+        warn_out_of_descriptors(("the reply of pid " + std::to_string(conn.peer_pid)).c_str());
+        return -BMI_EMFILE;
+    }
     auto close_fds = [&] {
         for (int i = 0; i < fd_count; ++i) close(fds[i]);
     };
+    if (n == static_cast<long>(sizeof reply) && reply.magic == hello_magic &&
+        reply.status == -BMI_EMFILE) {
+        close_fds();
+        BMI_WARN("shm: pid %d refused our connection: it is out of file descriptors",
+                 static_cast<int>(conn.peer_pid));
+        return -BMI_ECONNREFUSED;
+    }
     if (n == static_cast<long>(sizeof reply) && reply.magic == hello_magic &&
         reply.status == -BMI_EACCES) {
         close_fds();

@@ -102,6 +102,14 @@ int ShmMethod::read_socket(Connection& conn) {
         if (n == -EAGAIN || n == -EWOULDBLOCK) return 0;
         if (n == -EINTR) continue;
         if (n == 0) return 1;
+        if (n == -EMFILE) {
+            // An offer whose memfd did not fit our table: refused like one past its budget,
+            // so that buffer's messages take the kernel's paths.
+            ++conn.socket_read;
+            warn_out_of_descriptors(
+                ("a shared buffer of pid " + std::to_string(conn.peer_pid)).c_str());
+            continue;
+        }
         bool offer = n == static_cast<long>(sizeof message) && message.magic == region_offer;
         bool withdrawal = n == static_cast<long>(sizeof message) &&
                           message.magic == region_withdraw && count == 0;

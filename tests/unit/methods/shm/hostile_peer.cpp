@@ -115,6 +115,7 @@ bool HostilePeer::await_reply(int deadline_ms, HelloReply* out) {
     message.msg_controllen = sizeof control;
     if (recvmsg(fd_, &message, MSG_CMSG_CLOEXEC) != static_cast<ssize_t>(sizeof reply))
         return false;
+    if (out != nullptr) *out = reply;  // a refusal (no descriptors) included
     cmsghdr* c = CMSG_FIRSTHDR(&message);
     if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return false;
     int fds[2];
@@ -126,7 +127,6 @@ bool HostilePeer::await_reply(int deadline_ms, HelloReply* out) {
     if (listener_layout_ == MAP_FAILED) listener_layout_ = nullptr;
     if (listener_bell_.attach(fds[1]) != 0) return false;
     listener_bell_index_ = reply.doorbell_index;
-    if (out != nullptr) *out = reply;
     return reply.status == 0;
 }
 

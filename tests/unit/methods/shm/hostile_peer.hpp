@@ -39,8 +39,8 @@ public:
     bool send_hello(std::uint32_t slot_count, std::uint32_t slot_size, int notifier = -1,
                     const std::uint8_t* key_nonce = nullptr);
     // Waits up to deadline_ms for the listener's answer: true for a reply (its notifier and
-    // doorbell are kept), false when it closed the connection instead or said nothing in time. The reply
-    // itself goes to *out when given.
+    // doorbell are kept), false when it closed the connection instead, refused us or said
+    // nothing in time. The reply itself, a refusal included, goes to *out when given.
     bool await_reply(int deadline_ms, method::shm::HelloReply* out = nullptr);
     // Sends a KeyProof of `size` bytes (sizeof(KeyProof) for a well-formed one) whose proof
     // field is `proof`; true once sent.

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What the shm method does when its process runs out of file descriptors. A listener that
+// cannot accept would spin (its epoll entry is level-triggered and the connection stays in the
+// backlog), and a hello whose descriptors the kernel could not give us used to read as a
+// malformed one, blaming a well-behaved client. Instead the client is told why (a refusal
+// reply with -BMI_EMFILE, which its operations see as -BMI_ECONNREFUSED) and the peers already
+// served are untouched; the warning says which limit to raise.
+#include <cerrno>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "methods/shm/shm_listener.hpp"
+#include "methods/shm/shm_method_impl.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::shm {
+
+void send_refusal(int fd, int status) {
+    HelloReply reply{};
+    reply.magic = hello_magic;
+    reply.version = protocol_version;
+    reply.pid = static_cast<std::int32_t>(getpid());
+    reply.status = status;
+    send_with_fds(fd, &reply, sizeof reply, nullptr, 0);
+}
+
+void ShmMethod::keep_reserve_descriptor() {
+    if (reserve_fd_ < 0) reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+void ShmMethod::warn_out_of_descriptors(const char* what) {
+    ++descriptor_refusals_;
+    if (refusals_.should_log("out of descriptors"))
+        BMI_WARN("shm: out of file descriptors: %s refused (%llu so far); each connected peer "
+                 "holds two of ours (ulimit -n)",
+                 what, static_cast<unsigned long long>(descriptor_refusals_));
+}
+
+bool ShmMethod::shed_connection() {
+    warn_out_of_descriptors("a new connection");
+    if (reserve_fd_ >= 0) {
+        close(reserve_fd_);
+        reserve_fd_ = -1;
+        int fd = accept_one(listen_fd_);
+        if (fd >= 0) {
+            send_refusal(fd, -BMI_EMFILE);
+            close(fd);
+        }
+        keep_reserve_descriptor();
+        if (fd >= 0) return true;
+        if (fd == -EAGAIN || fd == -EWOULDBLOCK) return false;  // nobody waits any more
+    }
+    // No reserve (another thread of the process took the slot): stop watching the listener
+    // until the next sweep, which looks again.
+    epoll_event ev{};
+    ev.data.u64 = listener_tag;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) {
+        listener_paused_ = true;
+        arm_sweep();
+    }
+    return false;
+}
+
+void ShmMethod::resume_listener() {
+    if (!listener_paused_) return;
+    keep_reserve_descriptor();
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = listener_tag;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) listener_paused_ = false;
+    arm_sweep();
+}
+
+int ShmMethod::refuse_for_descriptors(Connection& conn) {
+    send_refusal(conn.fd, -BMI_EMFILE);
+    warn_out_of_descriptors(("the hello of pid " + std::to_string(conn.peer_pid)).c_str());
+    return -BMI_EMFILE;
+}
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A listener whose process has run out of file descriptors: a client that connects then is
+// refused with a reason its operations report (-BMI_ECONNREFUSED, and a warning on both
+// sides), not left waiting while the listener spins on a connection it cannot accept, nor
+// blamed for a malformed hello; the peer already served is untouched, and once descriptors
+// are free again the same client gets in.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <vector>
+
+#include "harness.hpp"
+#include "hostile_peer.hpp"
+#include "methods/shm/shm_wire.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+
+namespace {
+// Fills this process's descriptor table but for `spare` slots, under a soft limit lowered to
+// just above the descriptors open now (so the fill is short); gives everything back when it
+// goes.
+class FullTable {
+public:
+    explicit FullTable(int spare) {
+        REQUIRE(getrlimit(RLIMIT_NOFILE, &saved_) == 0);
+        rlimit low = saved_;
+        low.rlim_cur = std::min<rlim_t>(saved_.rlim_cur, highest_open() + 64);
+        REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+        for (int fd; (fd = dup(STDERR_FILENO)) >= 0;) held_.push_back(fd);
+        REQUIRE(errno == EMFILE);
+        for (int i = 0; i < spare; ++i) {
+            close(held_.back());
+            held_.pop_back();
+        }
+    }
+    ~FullTable() {
+        for (int fd : held_) close(fd);
+        setrlimit(RLIMIT_NOFILE, &saved_);
+    }
+    FullTable(const FullTable&) = delete;
+    FullTable& operator=(const FullTable&) = delete;
+
+private:
+    static rlim_t highest_open() {
+        rlim_t highest = 0;
+        DIR* dir = opendir("/proc/self/fd");
+        REQUIRE(dir != nullptr);
+        while (dirent* entry = readdir(dir))
+            highest = std::max<rlim_t>(highest, std::strtoul(entry->d_name, nullptr, 10));
+        closedir(dir);
+        return highest;
+    }
+
+    rlimit saved_{};
+    std::vector<int> held_;
+};
+}  // namespace
+
+TEST_CASE("shm: a listener out of descriptors refuses a new client with a reason and keeps "
+          "serving its peers",
+          "[shm][descriptors]") {
+    // 0: the listener cannot even accept the socket (it takes it with the descriptor it keeps
+    // in reserve, to answer); 1: it accepts it, but the three descriptors of the hello do not
+    // fit. The newcomer speaks the protocol by hand, so it opens nothing once the table is
+    // full and reads the answer itself.
+    const int spare = GENERATE(0, 1);
+    Pair pair = make_peers("shm");
+    BMI_addr_t served = introduce(pair);
+    HostilePeer newcomer(pair.server.instance->listen_addresses().substr(6));
+    REQUIRE(newcomer.send_hello(64, 256));
+    {
+        FullTable full(spare);
+        Pump pump(*pair.server.instance);
+        method::shm::HelloReply reply{};
+        REQUIRE_FALSE(newcomer.await_reply(5000, &reply));
+        CHECK(reply.status == -BMI_EMFILE);
+        REQUIRE(newcomer.await_close(5000));
+        // The served client's messages still arrive.
+        const char ping[] = "still here";
+        auto request = send_request(pair.client, pair.server_addr, ping, sizeof ping, 4);
+        request.kind = method::OpKind::send_unexpected;
+        REQUIRE(post_and_wait(pair.client, request).error == 0);
+        auto got = wait_unexpected(pair.server);
+        CHECK(got.addr == served);
+        CHECK(got.tag == 4);
+        REQUIRE(pair.server.instance->unexpected_free(got.buffer) == 0);
+    }
+    // Descriptors free again: the next one gets in.
+    Pump pump(*pair.server.instance);
+    HostilePeer later(pair.server.instance->listen_addresses().substr(6));
+    REQUIRE(later.send_hello(64, 256));
+    REQUIRE(later.await_reply(5000));
+}
+
+TEST_CASE("shm: a libbmi client refused for want of the listener's descriptors fails its "
+          "operations with -BMI_ECONNREFUSED, then gets in",
+          "[shm][descriptors]") {
+    Pair pair = make_peers("shm");
+    Side newcomer;
+    core::InitParams params;
+    params.method_list = "bmi_shm";
+    REQUIRE(core::Instance::create(params, newcomer.instance) == 0);
+    REQUIRE(newcomer.instance->open_context(newcomer.context) == 0);
+    BMI_addr_t server = 0;
+    REQUIRE(newcomer.instance->addr_lookup(pair.server.instance->listen_addresses(), server) ==
+            0);
+    const char hello[] = "let me in";
+    auto request = send_request(newcomer, server, hello, sizeof hello, 3);
+    request.kind = method::OpKind::send_unexpected;
+    char answer[16];
+    bmi_op_id_t id = 0;
+    {
+        // A send connects and sends the hello at once; the socket waits in the listener's
+        // backlog until the listener progresses, with its table full. The send completes
+        // into the newcomer's own ring at once (as a tcp send completes into the socket
+        // buffer); the receive stays pending until the connection's fate is known.
+        REQUIRE(newcomer.instance->post(recv_request(newcomer, server, answer, sizeof answer, 5),
+                                        id, nullptr) == 0);
+        bmi_op_id_t sent = 0;
+        REQUIRE(newcomer.instance->post(request, sent, nullptr) == 1);
+        FullTable full(0);
+        Pump pump(*pair.server.instance);
+        REQUIRE(wait_op(newcomer, id, 5000).error == -BMI_ECONNREFUSED);
+    }
+    Pump pump(*pair.server.instance);
+    REQUIRE(post_and_wait(newcomer, request).error == 0);
+    auto got = wait_unexpected(pair.server);
+    CHECK(got.tag == 3);
+    REQUIRE(pair.server.instance->unexpected_free(got.buffer) == 0);
+}
