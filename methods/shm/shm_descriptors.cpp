@@ -5,10 +5,8 @@
 // malformed one, blaming a well-behaved client. Instead the client is told why (a refusal
 // reply with -BMI_EMFILE, which its operations see as -BMI_ECONNREFUSED) and the peers already
 // served are untouched; the warning says which limit to raise.
-#include <cerrno>
 #include <string>
 
-#include <fcntl.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -27,10 +25,6 @@ void send_refusal(int fd, int status) {
     send_with_fds(fd, &reply, sizeof reply, nullptr, 0);
 }
 
-void ShmMethod::keep_reserve_descriptor() {
-    if (reserve_fd_ < 0) reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-}
-
 void ShmMethod::warn_out_of_descriptors(const char* what) {
     ++descriptor_refusals_;
     if (refusals_.should_log("out of descriptors"))
@@ -41,18 +35,10 @@ void ShmMethod::warn_out_of_descriptors(const char* what) {
 
 bool ShmMethod::shed_connection() {
     warn_out_of_descriptors("a new connection");
-    if (reserve_fd_ >= 0) {
-        close(reserve_fd_);
-        reserve_fd_ = -1;
-        int fd = accept_one(listen_fd_);
-        if (fd >= 0) {
-            send_refusal(fd, -BMI_EMFILE);
-            close(fd);
-        }
-        keep_reserve_descriptor();
-        if (fd >= 0) return true;
-        if (fd == -EAGAIN || fd == -EWOULDBLOCK) return false;  // nobody waits any more
-    }
+    using Shed = support::AcceptReserve::Shed;
+    Shed shed = accept_reserve_.shed(listen_fd_, [](int fd) { send_refusal(fd, -BMI_EMFILE); });
+    if (shed == Shed::took_one) return true;
+    if (shed == Shed::none_waiting) return false;
     // No reserve (another thread of the process took the slot): stop watching the listener
     // until the next sweep, which looks again.
     epoll_event ev{};
@@ -66,7 +52,7 @@ bool ShmMethod::shed_connection() {
 
 void ShmMethod::resume_listener() {
     if (!listener_paused_) return;
-    keep_reserve_descriptor();
+    accept_reserve_.keep();
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = listener_tag;

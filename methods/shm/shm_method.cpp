@@ -71,7 +71,6 @@ ShmMethod::~ShmMethod() {
         if (auto peer = weak.lock()) peer->unmatched.clear();
     nameless_.for_each_live([](ShmPeer& peer) { peer.unmatched.clear(); });
     if (listen_fd_ >= 0) close(listen_fd_);
-    if (reserve_fd_ >= 0) close(reserve_fd_);
     if (event_fd_ >= 0) close(event_fd_);
     if (sweep_fd_ >= 0) close(sweep_fd_);
     if (setup_timer_fd_ >= 0) close(setup_timer_fd_);

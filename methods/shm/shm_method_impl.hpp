@@ -25,6 +25,7 @@
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_nameless_peers.hpp"
 #include "methods/shm/shm_options.hpp"
+#include "support/epoll/accept_reserve.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
 #include "methods/shm/shm_path_choice.hpp"
@@ -98,7 +99,6 @@ private:
     void dispatch_events(std::span<const epoll_event> ready);
     void accept_connections();
     // --- out of file descriptors (shm_descriptors.cpp) ---
-    void keep_reserve_descriptor();
     void warn_out_of_descriptors(const char* what);
     bool shed_connection();  // true if it took a waiting connection (to refuse it)
     void resume_listener();
@@ -257,7 +257,7 @@ private:
     std::uint64_t next_connection_ = 4;
     // Out of file descriptors (shm_descriptors.cpp): one kept in reserve to take a connection
     // we must refuse, the listener unwatched until the next sweep when even that is gone.
-    int reserve_fd_ = -1;
+    support::AcceptReserve accept_reserve_;
     bool listener_paused_ = false;
     std::uint64_t descriptor_refusals_ = 0;
     std::uint64_t next_cookie_ = 1;

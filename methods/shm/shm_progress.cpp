@@ -74,7 +74,7 @@ int ShmMethod::start(const std::string& listen_name) {
         return rc;
     }
     listen_name_ = listen_name;
-    keep_reserve_descriptor();  // shm_descriptors.cpp: to refuse a client when the table fills
+    accept_reserve_.keep();  // to refuse a client when the table fills (shm_descriptors.cpp)
     BMI_LOG(shm, "listening on shm://%s", listen_name.c_str());
     return epoll_set(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, EPOLLIN, listener_tag);
 }
@@ -292,7 +292,7 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
 }
 
 void ShmMethod::accept_connections() {
-    keep_reserve_descriptor();  // while we still can, for the day the table is full
+    accept_reserve_.keep();  // if it was lost to a full table, while we still can
     for (int i = 0; i < 32; ++i) {
         int fd = accept_one(listen_fd_);
         if (fd == -EINTR || fd == -ECONNABORTED) continue;

@@ -73,7 +73,7 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
 
 void TcpMethod::accept_all(const Listener& listener) {
     // Keep one descriptor in reserve while we still can, for the day the table is full.
-    if (reserve_fd_ < 0) reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    accept_reserve_.keep();  // if it was lost to a full table, while we still can
     const SocketPolicy policy = policy_for(listener.plane);
     for (;;) {
         SocketAddress from;
@@ -112,15 +112,10 @@ bool TcpMethod::shed_one_connection(int listen_fd) {
     if (shed_count_++ % 1024 == 0)
         BMI_LOG(tcp, "tcp: out of file descriptors; refusing new connections (%llu so far)",
                 static_cast<unsigned long long>(shed_count_));
-    if (reserve_fd_ >= 0) {
-        close(reserve_fd_);
-        const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-        const int err = errno;
-        if (fd >= 0) close(fd);
-        reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) return true;
-        if (err == EAGAIN || err == EWOULDBLOCK) return false;  // nobody is waiting any more
-    }
+    using Shed = support::AcceptReserve::Shed;
+    const Shed shed = accept_reserve_.shed(listen_fd);
+    if (shed == Shed::took_one) return true;
+    if (shed == Shed::none_waiting) return false;
     // No reserve (another thread took the slot): stop watching the listener until one of our
     // own connections closes and frees a descriptor.
     set_listener_interest(false);

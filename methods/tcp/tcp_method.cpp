@@ -64,7 +64,6 @@ TcpMethod::~TcpMethod() {
         peer->send_connection = nullptr;
     }
     for (const Listener& l : listeners_) close(l.fd);
-    if (reserve_fd_ >= 0) close(reserve_fd_);
     if (timer_fd_ >= 0) close(timer_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }

@@ -25,6 +25,7 @@
 #include "methods/tcp/tcp_connection.hpp"
 #include "methods/tcp/tcp_peer.hpp"
 #include "methods/tcp/tcp_socket.hpp"
+#include "support/epoll/accept_reserve.hpp"
 #include "support/memory/return_memory.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
@@ -323,7 +324,7 @@ private:
     std::vector<support::planes::PlaneBinding> planes_;  // the allocated tcp planes, if any
     std::vector<std::string> plane_addresses_;  // per plane, its first listener's address
     std::vector<SocketPolicy> policies_;        // per plane, what its sockets carry
-    int reserve_fd_ = -1;  // /dev/null, given up under EMFILE to accept and shed a connection
+    support::AcceptReserve accept_reserve_;  // given up under EMFILE to shed a connection
     std::uint64_t shed_count_ = 0;
     std::string listen_address_;
     bmi_size_t unexpected_limit_;

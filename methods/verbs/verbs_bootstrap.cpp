@@ -74,6 +74,7 @@ int VerbsMethod::open_listener(const std::string& host, std::uint16_t port) {
     ev.data.u64 = listener_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) < 0)
         return support::bmi_error_from_errno(errno);
+    accept_reserve_.keep();  // to shed a connection when the table fills (accept_all)
     BMI_LOG(verbs, "verbs: listening on %s", listen_address_.c_str());
     return 0;
 }
@@ -215,12 +216,18 @@ void VerbsMethod::fill_hello(const Connection& c, Hello& h) const {
 }
 
 void VerbsMethod::accept_all() {
+    accept_reserve_.keep();  // if it was lost to a full table, while we still can
     for (;;) {
         sockaddr_storage ss{};
         socklen_t len = sizeof ss;
         int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;  // EAGAIN, or a connection that died before we took it
+        if (fd < 0 && (errno == EINTR || errno == ECONNABORTED)) continue;
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+            if (shed_connection()) continue;
+            return;
+        }
+        if (fd < 0) return;  // EAGAIN
         std::uint16_t port = 0;
         std::string host = ip_text(ss, &port);
         if (!over_source_budget(host)) {
@@ -239,6 +246,30 @@ void VerbsMethod::accept_all() {
         waiting_.push_back({fd, std::move(host), port,
                             std::chrono::steady_clock::now() + setup_timeout_});
     }
+}
+
+bool VerbsMethod::shed_connection() {
+    // The listener is level-triggered: a connection left in the backlog would be reported
+    // again at once and spin progress. The client's handshake fails on the closed socket.
+    if (shed_count_++ % 1024 == 0)
+        BMI_WARN("verbs: out of file descriptors; refusing new connections (%llu so far; each "
+                 "connection holds a socket, ulimit -n)",
+                 static_cast<unsigned long long>(shed_count_));
+    using Shed = support::AcceptReserve::Shed;
+    const Shed shed = accept_reserve_.shed(listen_fd_);
+    if (shed == Shed::took_one) return true;
+    if (shed == Shed::none_waiting) return false;
+    // No reserve: stop watching the listener until one of our sockets closes.
+    set_listener_interest(false);
+    return false;
+}
+
+void VerbsMethod::set_listener_interest(bool on) {
+    if (listen_fd_ < 0 || listener_watched_ == on) return;
+    epoll_event ev{};
+    ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
+    ev.data.u64 = listener_id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) listener_watched_ = on;
 }
 
 void VerbsMethod::start_inbound(int fd, std::string host, std::uint16_t port) {
@@ -262,6 +293,7 @@ void VerbsMethod::admit_waiting() {
             BMI_LOG(verbs, "verbs: a socket from %s waited past the handshake timeout; closing",
                     w.host.c_str());
             close(w.fd);
+            set_listener_interest(true);  // a descriptor is free again
             return true;
         }
         int& running = pending[w.host];

@@ -26,6 +26,7 @@
 #include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_method.hpp"
+#include "support/epoll/accept_reserve.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
@@ -90,6 +91,8 @@ private:
     int connect_qp(Connection& c, const Hello& remote);
     void fill_hello(const Connection& c, Hello& hello) const;
     void accept_all();
+    bool shed_connection();  // out of descriptors: true if it took a waiting connection
+    void set_listener_interest(bool on);
     void on_socket(Connection& c, std::uint32_t events);
     void on_hello(Connection& c, const Hello& remote);
     bool over_source_budget(const std::string& host) const;
@@ -184,6 +187,9 @@ private:
     DeviceChoice choice_;
     int epoll_fd_ = -1;
     int listen_fd_ = -1;
+    support::AcceptReserve accept_reserve_;  // given up under EMFILE to shed a connection
+    bool listener_watched_ = true;
+    std::uint64_t shed_count_ = 0;
     int timer_fd_ = -1;  // ticks while a handshake is in progress
     bool timer_armed_ = false;
     int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error

@@ -236,6 +236,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
         close(c.fd);
         c.fd = -1;
+        set_listener_interest(true);  // a descriptor is free again
     }
     while (!c.sends.empty()) {
         Operation& op = c.sends.front();

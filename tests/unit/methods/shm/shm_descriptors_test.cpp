@@ -6,15 +6,11 @@
 // are free again the same client gets in.
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 #include <vector>
 
+#include "full_table.hpp"
 #include "harness.hpp"
 #include "hostile_peer.hpp"
 #include "methods/shm/shm_wire.hpp"
@@ -22,46 +18,6 @@
 using namespace bmi;
 using namespace bmi::test;
 
-namespace {
-// Fills this process's descriptor table but for `spare` slots, under a soft limit lowered to
-// just above the descriptors open now (so the fill is short); gives everything back when it
-// goes.
-class FullTable {
-public:
-    explicit FullTable(int spare) {
-        REQUIRE(getrlimit(RLIMIT_NOFILE, &saved_) == 0);
-        rlimit low = saved_;
-        low.rlim_cur = std::min<rlim_t>(saved_.rlim_cur, highest_open() + 64);
-        REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
-        for (int fd; (fd = dup(STDERR_FILENO)) >= 0;) held_.push_back(fd);
-        REQUIRE(errno == EMFILE);
-        for (int i = 0; i < spare; ++i) {
-            close(held_.back());
-            held_.pop_back();
-        }
-    }
-    ~FullTable() {
-        for (int fd : held_) close(fd);
-        setrlimit(RLIMIT_NOFILE, &saved_);
-    }
-    FullTable(const FullTable&) = delete;
-    FullTable& operator=(const FullTable&) = delete;
-
-private:
-    static rlim_t highest_open() {
-        rlim_t highest = 0;
-        DIR* dir = opendir("/proc/self/fd");
-        REQUIRE(dir != nullptr);
-        while (dirent* entry = readdir(dir))
-            highest = std::max<rlim_t>(highest, std::strtoul(entry->d_name, nullptr, 10));
-        closedir(dir);
-        return highest;
-    }
-
-    rlimit saved_{};
-    std::vector<int> held_;
-};
-}  // namespace
 
 TEST_CASE("shm: a listener out of descriptors refuses a new client with a reason and keeps "
           "serving its peers",

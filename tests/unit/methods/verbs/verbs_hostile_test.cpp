@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "full_table.hpp"
 #include "harness.hpp"
 #include "verbs_raw_peer.hpp"
 #include "verbs_test_support.hpp"
@@ -308,4 +309,23 @@ TEST_CASE("verbs: a peer reads only the bytes of its own transfer, and only unti
     }
     Pump client_pump(*pair.client.instance);
     served_after_attack(pair, client_addr, 37);
+}
+
+TEST_CASE("verbs: out of descriptors, the bootstrap listener sheds a new connection and keeps "
+          "serving",
+          "[verbs]") {
+    Pair pair = make_peers("verbs");
+    BMI_addr_t client_addr = introduce(pair);
+    // Queued in the listener's backlog before the table fills; the listener meets it only
+    // once it progresses, when it cannot accept it. Left there, it would be reported again
+    // at once and spin progress, and the newcomer would wait for a HELLO until its deadline.
+    const int newcomer = verbs::bootstrap_socket(pair.server.instance->listen_addresses());
+    REQUIRE(newcomer >= 0);
+    {
+        FullTable full(0);
+        Pump pump(*pair.server.instance);
+        CHECK(verbs::closed_within(newcomer, 5000));
+    }
+    close(newcomer);
+    served_after_attack(pair, client_addr, 41);
 }
