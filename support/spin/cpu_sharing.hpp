@@ -14,7 +14,11 @@
 namespace bmi::support {
 
 // Gives the CPU to any other runnable task on it and says how long that task kept it: zero if
-// none took it (the yield lasted no longer than a bare system call can: cpu_shared_threshold).
+// none took it: the yield lasted no longer than a bare system call can (cpu_shared_threshold),
+// or it lasted longer but never switched to another task (the thread's context switch count,
+// getrusage, did not move). On the 2-vCPU VM of doc/PERFORMANCE.md 0.03 % of lone yields
+// take over 4 us (timer ticks, the hypervisor); each such false alarm cost the next 64 waits
+// their spin (doc/perf/placement.md, "False alarms of the yield probe").
 std::chrono::microseconds cpu_shared();
 
 // Longer than any uncontended sched_yield() we measured (0.4 us on the 2-vCPU VM, a few us in
