@@ -7,23 +7,11 @@
 // served are untouched; the warning says which limit to raise.
 #include <string>
 
-#include <sys/epoll.h>
-#include <unistd.h>
-
 #include "methods/shm/shm_listener.hpp"
 #include "methods/shm/shm_method_impl.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::shm {
-
-void send_refusal(int fd, int status) {
-    HelloReply reply{};
-    reply.magic = hello_magic;
-    reply.version = protocol_version;
-    reply.pid = static_cast<std::int32_t>(getpid());
-    reply.status = status;
-    send_with_fds(fd, &reply, sizeof reply, nullptr, 0);
-}
 
 void ShmMethod::warn_out_of_descriptors(const char* what) {
     ++descriptor_refusals_;
@@ -41,23 +29,14 @@ bool ShmMethod::shed_connection() {
     if (shed == Shed::none_waiting) return false;
     // No reserve (another thread of the process took the slot): stop watching the listener
     // until the next sweep, which looks again.
-    epoll_event ev{};
-    ev.data.u64 = listener_tag;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) {
-        listener_paused_ = true;
-        arm_sweep();
-    }
+    watch_listener(false);
     return false;
 }
 
 void ShmMethod::resume_listener() {
     if (!listener_paused_) return;
     accept_reserve_.keep();
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = listener_tag;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) listener_paused_ = false;
-    arm_sweep();
+    watch_listener(true);
 }
 
 int ShmMethod::refuse_for_descriptors(Connection& conn) {

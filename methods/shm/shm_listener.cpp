@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bmi-types.h"
+#include "methods/shm/shm_wire.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -138,6 +139,15 @@ long send_with_fds(int fd, const void* data, std::size_t size, const int* fds, i
     }
     ssize_t n = sendmsg(fd, &message, MSG_NOSIGNAL);
     return n < 0 ? -errno : static_cast<long>(n);
+}
+
+void send_refusal(int fd, int status) {
+    HelloReply reply{};
+    reply.magic = hello_magic;
+    reply.version = protocol_version;
+    reply.pid = static_cast<std::int32_t>(getpid());
+    reply.status = status;
+    send_with_fds(fd, &reply, sizeof reply, nullptr, 0);
 }
 
 long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fds,

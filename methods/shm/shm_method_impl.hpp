@@ -102,6 +102,7 @@ private:
     void warn_out_of_descriptors(const char* what);
     bool shed_connection();  // true if it took a waiting connection (to refuse it)
     void resume_listener();
+    void watch_listener(bool on);  // EPOLLIN on the listener, or nothing while paused
     int refuse_for_descriptors(Connection& conn);
     void on_socket_event(Connection& conn, std::uint32_t events);
     int open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out);

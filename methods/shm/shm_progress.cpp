@@ -85,6 +85,12 @@ void ShmMethod::wake_self() {
     (void)ignored;
 }
 
+void ShmMethod::watch_listener(bool on) {
+    if (epoll_set(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, on ? EPOLLIN : 0u, listener_tag) == 0)
+        listener_paused_ = !on;
+    arm_sweep();  // a paused listener keeps the sweep running, which resumes it
+}
+
 void ShmMethod::arm_sweep() {
     const bool wanted = !connections_.empty() || listener_paused_;
     if (wanted == sweep_armed_) return;

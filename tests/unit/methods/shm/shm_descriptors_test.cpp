@@ -6,10 +6,6 @@
 // are free again the same client gets in.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
-#include <vector>
-
 #include "full_table.hpp"
 #include "harness.hpp"
 #include "hostile_peer.hpp"
@@ -17,7 +13,6 @@
 
 using namespace bmi;
 using namespace bmi::test;
-
 
 TEST_CASE("shm: a listener out of descriptors refuses a new client with a reason and keeps "
           "serving its peers",
