@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "methods/tcp/tcp_method_impl.hpp"
+#include "full_table.hpp"
 #include "tcp_raw_peer.hpp"
 
 using namespace bmi::method;
@@ -371,6 +372,38 @@ TEST_CASE("out of descriptors, the server sheds new connections and keeps servin
     waitpid(child, &status, 0);
     close(ready[0]);
     close(ready[1]);
+}
+
+// The reserve descriptor is taken when the server listens: a table that fills before the
+// first client ever comes still leaves one to accept that client with and close it.
+TEST_CASE("out of descriptors before its first accept, the server sheds and later serves",
+          "[tcp][hostile]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    const int waiting = raw_connect(port_from(p.server->listen_address()));
+    {
+        bmi::test::FullTable full(0);
+        const double before = cpu_seconds();
+        drive({p.server.get()}, [] { return false; }, 0.5);
+        CHECK(cpu_seconds() - before < 0.25);  // spinning on EMFILE burns the whole 0.5 s
+    }
+    // Shed: accepted and closed at once, so the client reads the end of the stream (or a
+    // reset), not silence until some timeout of its own.
+    pollfd pfd{waiting, POLLIN, 0};
+    REQUIRE(poll(&pfd, 1, 2000) == 1);
+    char byte = 0;
+    const ssize_t n = read(waiting, &byte, 1);
+    CHECK((n == 0 || (n < 0 && errno == ECONNRESET)));
+    close(waiting);
+
+    // With descriptors free again, a client gets in and is served both ways.
+    REQUIRE(p.connect());
+    auto data = pattern(1000, 4);
+    std::vector<std::uint8_t> got(1000);
+    const auto outcome = p.exchange(7, data, got);
+    CHECK(outcome.send_error == 0);
+    CHECK(outcome.recv_error == 0);
+    CHECK(got == data);
 }
 
 TEST_CASE("a peer trickling an unexpected body holds none of the quota", "[tcp][hostile]") {
