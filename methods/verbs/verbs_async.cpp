@@ -62,10 +62,8 @@ void VerbsMethod::drain_async_events() {
 }
 
 Connection* VerbsMethod::connection_of(const ibv_qp* qp) {
-    if (qp == nullptr) return nullptr;
-    for (auto& [id, c] : connections_)
-        if (c->qp == qp) return c.get();
-    return nullptr;
+    const auto found = by_qp_.find(qp);
+    return found == by_qp_.end() ? nullptr : found->second;
 }
 
 void VerbsMethod::on_async_event(const ibv_async_event& event) {

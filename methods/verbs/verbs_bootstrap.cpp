@@ -149,6 +149,7 @@ int VerbsMethod::create_qp(Connection& c) {
     c.sq_depth = sq_depth;
     c.sq_free = sq_depth;
     by_qpn_[c.qp->qp_num] = &c;
+    by_qp_[c.qp] = &c;
     static thread_local std::minstd_rand psn_source{std::random_device{}()};
     c.psn = psn_source() & 0xffffff;
     ibv_qp_attr a{};
@@ -275,6 +276,7 @@ void VerbsMethod::set_listener_interest(bool on) {
 void VerbsMethod::start_inbound(int fd, std::string host, std::uint16_t port) {
     set_socket_options(fd);
     Connection& c = add_connection(fd, false);
+    inbound_setups_.insert(&c);
     // Its own peer, never merged with a known one: a connection is its own address, and
     // it joins peers_ only once the handshake is done (became_ready).
     auto peer = std::make_shared<VerbsPeer>();
@@ -314,8 +316,8 @@ bool VerbsMethod::over_source_budget(const std::string& host) const {
 std::unordered_map<std::string, int> VerbsMethod::pending_handshakes(
     const std::string* only) const {
     std::unordered_map<std::string, int> pending;
-    for (const auto& [id, c] : connections_)
-        if (!c->outbound && c->peer && (only == nullptr || c->peer->host == *only) &&
+    for (const Connection* c : inbound_setups_)
+        if (c->peer && (only == nullptr || c->peer->host == *only) &&
             (c->state == Connection::State::awaiting_hello ||
              c->state == Connection::State::awaiting_proof ||
              c->state == Connection::State::awaiting_ready))
@@ -478,6 +480,7 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
 
 void VerbsMethod::became_ready(Connection& c) {
     c.state = Connection::State::ready;
+    inbound_setups_.erase(&c);
     auto& peer = *c.peer;
     // With two connections to one peer (both sides called at once) the first one carries
     // our traffic; the other still delivers what arrives on it.

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "methods/completion_router.hpp"
@@ -207,6 +208,11 @@ private:
     std::uint64_t next_read_id_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::unordered_map<std::uint32_t, Connection*> by_qpn_;
+    // By the QP's address, for async events: their QP pointer is compared, never followed.
+    std::unordered_map<const ibv_qp*, Connection*> by_qp_;
+    // Inbound connections still in their handshake: the per-source budget counts these, so an
+    // accept costs the handshakes under way, not every connection the server holds.
+    std::unordered_set<Connection*> inbound_setups_;
     std::vector<std::uint64_t> retired_;  // ids of connections to destroy at a safe point
     PeerRegistry<VerbsPeer> peers_;
     std::unordered_map<Operation*, Place> places_;

@@ -296,9 +296,11 @@ void VerbsMethod::reap() {
         Connection& c = *it->second;
         if (c.qp != nullptr) {
             by_qpn_.erase(c.qp->qp_num);
+            by_qp_.erase(c.qp);
             ibv_destroy_qp(c.qp);
         }
         if (c.peer && c.peer->connection == &c) c.peer->connection = nullptr;
+        inbound_setups_.erase(&c);
         connections_.erase(it);
     }
 }
