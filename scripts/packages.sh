@@ -16,7 +16,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BMI_JOBS=${BMI_JOBS:-2}
-PACKAGES=(libbmi0 libbmi-dev bmi-tools)
+PACKAGES=(libbmi0.1 libbmi-dev bmi-tools)
 build_only=0
 out=""
 dir=build-deb
