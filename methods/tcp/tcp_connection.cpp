@@ -109,17 +109,14 @@ bool TcpMethod::shed_one_connection(int listen_fd) {
     // Level-triggered epoll reports the pending connection again and again while accept fails,
     // which would spin the caller. The reserve descriptor lets us take it and close it at once:
     // the client sees a reset, and the clients we already serve are untouched.
-    if (shed_count_++ % 1024 == 0)
+    if (accept_reserve_.count_shed())
         BMI_LOG(tcp, "tcp: out of file descriptors; refusing new connections (%llu so far)",
-                static_cast<unsigned long long>(shed_count_));
-    using Shed = support::AcceptReserve::Shed;
-    const Shed shed = accept_reserve_.shed(listen_fd);
-    if (shed == Shed::took_one) return true;
-    if (shed == Shed::none_waiting) return false;
+                accept_reserve_.sheds());
+    const auto shed = accept_reserve_.shed(listen_fd);
     // No reserve (another thread took the slot): stop watching the listener until one of our
     // own connections closes and frees a descriptor.
-    set_listener_interest(false);
-    return false;
+    if (shed == support::AcceptReserve::Shed::no_reserve) set_listener_interest(false);
+    return shed == support::AcceptReserve::Shed::took_one;
 }
 
 void TcpMethod::set_listener_interest(bool on) {

@@ -325,7 +325,6 @@ private:
     std::vector<std::string> plane_addresses_;  // per plane, its first listener's address
     std::vector<SocketPolicy> policies_;        // per plane, what its sockets carry
     support::AcceptReserve accept_reserve_;  // given up under EMFILE to shed a connection
-    std::uint64_t shed_count_ = 0;
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool force_legacy_ = false;

@@ -252,17 +252,14 @@ void VerbsMethod::accept_all() {
 bool VerbsMethod::shed_connection() {
     // The listener is level-triggered: a connection left in the backlog would be reported
     // again at once and spin progress. The client's handshake fails on the closed socket.
-    if (shed_count_++ % 1024 == 0)
+    if (accept_reserve_.count_shed())
         BMI_WARN("verbs: out of file descriptors; refusing new connections (%llu so far; each "
                  "connection holds a socket, ulimit -n)",
-                 static_cast<unsigned long long>(shed_count_));
-    using Shed = support::AcceptReserve::Shed;
-    const Shed shed = accept_reserve_.shed(listen_fd_);
-    if (shed == Shed::took_one) return true;
-    if (shed == Shed::none_waiting) return false;
+                 accept_reserve_.sheds());
+    const auto shed = accept_reserve_.shed(listen_fd_);
     // No reserve: stop watching the listener until one of our sockets closes.
-    set_listener_interest(false);
-    return false;
+    if (shed == support::AcceptReserve::Shed::no_reserve) set_listener_interest(false);
+    return shed == support::AcceptReserve::Shed::took_one;
 }
 
 void VerbsMethod::set_listener_interest(bool on) {

@@ -190,7 +190,6 @@ private:
     int listen_fd_ = -1;
     support::AcceptReserve accept_reserve_;  // given up under EMFILE to shed a connection
     bool listener_watched_ = true;
-    std::uint64_t shed_count_ = 0;
     int timer_fd_ = -1;  // ticks while a handshake is in progress
     bool timer_armed_ = false;
     int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error

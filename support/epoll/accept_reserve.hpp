@@ -32,8 +32,14 @@ public:
     // may write to the accepted socket (blocking, close-on-exec) before it is closed.
     Shed shed(int listen_fd, const std::function<void(int)>& answer = {});
 
+    // Counts one more connection shed; true for the first and every 1,024th after it, when a
+    // flood of them deserves one more line of the log.
+    bool count_shed() { return sheds_++ % 1024 == 0; }
+    unsigned long long sheds() const { return sheds_; }
+
 private:
     int fd_ = -1;
+    unsigned long long sheds_ = 0;
 };
 
 }  // namespace bmi::support
