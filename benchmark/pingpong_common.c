@@ -33,13 +33,15 @@ static int usage(FILE *to, const char *argv0, int flags)
                                      "[--clients N]" : "",
             flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,... (default: the address's)]"
                                      " [--pause-ms MS] [--posted N]" : "",
-            flags & PP_OPT_POLL ? " [--poll]" : "",
+            flags & PP_OPT_POLL ? " [--poll] [--framed]" : "",
             flags & PP_OPT_STREAMS
                 ? "  latency: ping-pong; bandwidth: windows of --window messages (default 16),\n"
                   "  each acknowledged; many: --clients clients (default 2) stream at once and\n"
                   "  the server prints the aggregate table.\n" : "",
             flags & PP_OPT_POLL
                 ? "  --poll (both ends): reads spin (MSG_DONTWAIT) instead of sleeping in read().\n"
+                  "  --framed (both ends): each message carries a 32-byte header as bmi_tcp's\n"
+                  "  frames do, written with it in one writev() and read apart before it.\n"
                 : "");
     return 2;
 }
@@ -149,6 +151,8 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
             o->forever = 1;
         } else if ((flags & PP_OPT_POLL) && strcmp(a, "--poll") == 0) {
             o->poll_reads = 1;
+        } else if ((flags & PP_OPT_POLL) && strcmp(a, "--framed") == 0) {
+            o->framed = 1;
         } else if (v == NULL) {
             bad = 1;
         } else if (strcmp(a, "--min") == 0) {
@@ -177,7 +181,8 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
         if (bad) {
             fprintf(stderr, "%s: bad argument %s%s%s\n", argv[0], a, v != NULL ? " " : "",
                     v != NULL && a[0] == '-' && strcmp(a, "--check") != 0 &&
-                    strcmp(a, "--forever") != 0 && strcmp(a, "--poll") != 0 ? v : "");
+                    strcmp(a, "--forever") != 0 && strcmp(a, "--poll") != 0 &&
+                    strcmp(a, "--framed") != 0 ? v : "");
             return usage(stderr, argv[0], flags);
         }
     }

@@ -56,6 +56,7 @@ struct pp_options
     uint64_t posted;     /* --posted N: the BMI server keeps N receives posted toward its client
                             on tags nobody sends (bmi-perf's posted mode) */
     int poll_reads;      /* --poll (raw TCP): reads spin with MSG_DONTWAIT instead of sleeping */
+    int framed;          /* --framed (raw TCP): a 32-byte header before each message */
     struct pp_plan plan;
 };
 
@@ -70,7 +71,7 @@ struct pp_cursor
 
 #define PP_OPT_METHODS 1 /* --method-list (BMI) */
 #define PP_OPT_STREAMS 2 /* --mode, --window, --clients */
-#define PP_OPT_POLL 4    /* --poll (raw TCP) */
+#define PP_OPT_POLL 4    /* --poll and --framed (raw TCP) */
 /* Returns 0, or an exit code after printing usage. flags: PP_OPT_* the tool understands. */
 int pp_parse_options(int argc, char **argv, int flags, struct pp_options *out);
 /* For tools with no address of their own (MPI ranks, memcpy, eventfd): parses the words of

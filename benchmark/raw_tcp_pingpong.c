@@ -4,7 +4,11 @@
  * match: one write() per message, the receiver reading whatever has arrived (a window at a
  * time), then an 8-byte ack. Many mode has no raw twin (one client per server here).
  * --poll (both ends) reads with MSG_DONTWAIT in a loop instead of sleeping in read(): the
- * fastest a TCP ping-pong gets on two free cores, the reference of bmi_tcp's spin (issue 18). */
+ * fastest a TCP ping-pong gets on two free cores, the reference of bmi_tcp's spin (issue 18).
+ * --framed (both ends) puts a 32-byte header before every message, as bmi_tcp's v2 frames do,
+ * written in one writev() with the payload and read apart before it (bmi_tcp reads a large
+ * frame's header alone so that its payload goes straight into the posted buffer): it shows how
+ * much of a gap to plain TCP the framing alone costs (doc/perf/placement.md). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -19,6 +23,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,6 +116,49 @@ static int io_full(int fd, void *buf, uint64_t len, int writing)
     return 0;
 }
 
+/* --framed: the header every message carries, as long as bmi_tcp's v2 header. Its bytes are
+ * never looked at: what is measured is the cost of carrying them. */
+static int framed;
+#define FRAME_HEADER_BYTES 32
+
+/* Writes one message: the payload alone, or with --framed header and payload in one writev(),
+ * finishing a partial write by plain writes. */
+static int send_message(int fd, void *buf, uint64_t len)
+{
+    unsigned char header[FRAME_HEADER_BYTES] = {0};
+    struct iovec iov[2];
+    ssize_t n;
+    if (!framed)
+        return io_full(fd, buf, len, 1);
+    iov[0].iov_base = header;
+    iov[0].iov_len = sizeof(header);
+    iov[1].iov_base = buf;
+    iov[1].iov_len = len;
+    do {
+        n = writev(fd, iov, 2);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        fprintf(stderr, "raw_tcp_pingpong: writev: %s\n", strerror(errno));
+        return -1;
+    }
+    if ((size_t)n < sizeof(header)) {
+        if (io_full(fd, header + n, sizeof(header) - (size_t)n, 1) != 0)
+            return -1;
+        return io_full(fd, buf, len, 1);
+    }
+    n -= (ssize_t)sizeof(header);
+    return io_full(fd, (unsigned char *)buf + n, len - (uint64_t)n, 1);
+}
+
+/* Reads one message: with --framed its header first, by a read of its own. */
+static int receive_message(int fd, void *buf, uint64_t len)
+{
+    unsigned char header[FRAME_HEADER_BYTES];
+    if (framed && io_full(fd, header, sizeof(header), 0) != 0)
+        return -1;
+    return io_full(fd, buf, len, 0);
+}
+
 /* Opens the listening (server) or connected (client) socket for o->addr. */
 static int open_socket(const struct pp_options *o)
 {
@@ -201,8 +249,11 @@ static int raw_receive(void *state, const struct pp_cursor *c)
 {
     struct raw_server *sv = state;
     uint64_t w = pp_window(sv->plan, c->size), i;
-    if (io_full(sv->fd, sv->buf, w * c->size, 0) != 0)
+    if (!framed && io_full(sv->fd, sv->buf, w * c->size, 0) != 0)
         return -1;
+    for (i = 0; framed && i < w; i++)
+        if (receive_message(sv->fd, sv->buf + i * c->size, c->size) != 0)
+            return -1;
     for (i = 0; sv->plan->check && i < w; i++)
         if (pp_verify(sv->buf + i * c->size, c->size, pp_seed(c)) != 0) {
             fprintf(stderr, "raw_tcp_pingpong: checksum mismatch at %" PRIu64 " bytes\n",
@@ -219,7 +270,7 @@ static int raw_reply(void *state, const struct pp_cursor *c, const struct pp_cur
     uint64_t ack = PP_MAGIC;
     (void)next;
     if (sv->plan->mode == PP_LATENCY)
-        return io_full(sv->fd, sv->buf, c->size, 1);
+        return send_message(sv->fd, sv->buf, c->size);
     return io_full(sv->fd, &ack, sizeof(ack), 1);
 }
 
@@ -254,16 +305,17 @@ static int run_server(int fd)
 static int ping(void *state, uint64_t size, void *out, void *in)
 {
     int fd = *(const int *)state;
-    return io_full(fd, out, size, 1) != 0 || io_full(fd, in, size, 0) != 0 ? -1 : 0;
+    return send_message(fd, out, size) != 0 || receive_message(fd, in, size) != 0 ? -1 : 0;
 }
 
-/* A window of messages, one write() each, then the server's ack (pp_stream_fn). */
+/* A window of messages, one write() each (--framed: one writev()), then the server's ack
+ * (pp_stream_fn). */
 static int stream(void *state, uint64_t size, uint64_t window, void *out)
 {
     int fd = *(const int *)state;
     uint64_t ack = 0, i;
     for (i = 0; i < window; i++)
-        if (io_full(fd, out, size, 1) != 0)
+        if (send_message(fd, out, size) != 0)
             return -1;
     if (io_full(fd, &ack, sizeof(ack), 0) != 0)
         return -1;
@@ -297,6 +349,7 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc;
     poll_reads = o.poll_reads;
+    framed = o.framed;
     poll_timeout_ms = o.timeout_ms;
     if (o.plan.mode == PP_MANY) {
         fprintf(stderr, "raw_tcp_pingpong: --mode many has no raw twin\n");

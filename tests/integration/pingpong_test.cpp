@@ -123,6 +123,20 @@ TEST_CASE("raw_tcp_pingpong prints the same plan in the same format", "[integrat
     }
 }
 
+TEST_CASE("raw_tcp_pingpong --framed keeps every message intact behind its header",
+          "[integration]") {
+    const std::string raw_exe = program_from_env("BMI_RAW_TCP_PINGPONG");
+    const std::string mode = GENERATE(std::string("latency"), std::string("bandwidth"));
+    CAPTURE(mode);
+    std::string footer;
+    // Sizes from 1 B to past a socket buffer, so writev() returns short and the rest follows.
+    auto rows = run_pair(raw_exe, {"--server", "--framed"},
+                         {"--framed", "--check", "--mode", mode, "--min", "1", "--max", "4M",
+                          "--iters", "8"},
+                         &footer);
+    check_table(rows, 1, 4 * 1024 * 1024);
+}
+
 TEST_CASE("pingpong exits 77 (skip) for a method that is not built", "[integration]") {
     const std::string exe = program_from_env("BMI_PINGPONG");
     Process server = Process::spawn(
