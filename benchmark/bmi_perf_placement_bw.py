@@ -7,6 +7,10 @@ placements (two cores, one core, unpinned), each judged on runs taken in turns.
 - shm with buffers from malloc (BMI_SHM_SHARED_BUFFERS=0, as a user's own buffers): at least
   0.6x memcpy and 1.2x the better Open MPI shared-memory setting, from 1 MiB.
 
+One more row has no target: tcp ping-pong against raw TCP carrying bmi_tcp's 32-byte header
+(`raw_tcp_pingpong --framed`), which shows how much of the gap to raw TCP is libbmi's own
+path and how much any framing costs (doc/perf/placement.md).
+
 Every peer runs in the placement it is judged in: raw TCP and the BMI pairs through the
 runner's pinning, NetPIPE's two processes pinned the same way, mpirun's ranks bound one per
 core, both to one CPU, or not at all. memcpy is one process and has no placement; it runs once
@@ -22,9 +26,12 @@ TCP_SMALLEST = 64 << 10
 LARGE = 1 << 20
 LARGEST = 64 << 20
 MPI_SHM = ("mpi-shm", "mpi-shm-nocopy")
-# (title, mine, peers, target, smallest): the ratio is mine / the best of peers per size.
+# (title, mine, peers, target, smallest): the ratio is mine / the best of peers per size; a
+# target of None marks a row shown for insight, with no verdict.
 TARGETS = (
     ("tcp ping-pong vs raw tcp", "bmi tcp", ("raw tcp",), 1.0, TCP_SMALLEST),
+    ("tcp ping-pong vs raw tcp with bmi_tcp's framing (no target)", "bmi tcp",
+     ("raw tcp framed",), None, TCP_SMALLEST),
     ("tcp ping-pong vs NetPIPE", "bmi tcp", ("netpipe",), 1.0, LARGE),
     ("tcp streaming vs raw tcp", "bmi tcp stream", ("raw tcp stream",), 1.0, TCP_SMALLEST),
     ("shm, malloc'd buffers, vs memcpy", "bmi shm-malloc", ("memcpy",), 0.6, LARGE),
@@ -48,7 +55,7 @@ def placements(runner):
 def planned_runs(a):
     if not wanted(a):
         return 0
-    tcp = ("tcp" in a.methods) * (2 + 2 * ("raw-tcp" in a.baselines) + ("netpipe" in a.baselines))
+    tcp = ("tcp" in a.methods) * (2 + 3 * ("raw-tcp" in a.baselines) + ("netpipe" in a.baselines))
     shm = ("shm" in a.methods) * (1 + sum(b in a.baselines for b in MPI_SHM))
     return ROUNDS * (3 * (tcp + shm) + (shm > 0 and "memcpy" in a.baselines))
 
@@ -65,9 +72,11 @@ def runs_for(runner, cpus, mpi_cpu):
         runs += [("bmi tcp", lambda: runner.bmi("tcp", "placement", tcp, cpus)),
                  ("bmi tcp stream", lambda: runner.bmi("tcp", "placement", stream, cpus))]
         if "raw-tcp" in a.baselines:
-            runs += [(name, lambda plan=plan: runner.pair(
-                "raw tcp", "placement", "raw_tcp_pingpong", [], "tcp://127.0.0.1:0", None,
-                plan, cpus)) for name, plan in (("raw tcp", tcp), ("raw tcp stream", stream))]
+            runs += [(name, lambda plan=plan, common=common: runner.pair(
+                "raw tcp", "placement", "raw_tcp_pingpong", common, "tcp://127.0.0.1:0", None,
+                plan, cpus)) for name, plan, common in (
+                    ("raw tcp", tcp, []), ("raw tcp stream", stream, []),
+                    ("raw tcp framed", tcp, ["--framed"]))]
         if "netpipe" in a.baselines:
             runs.append(("netpipe", lambda: runner.netpipe("placement", cpus, TCP_SMALLEST,
                                                            top)))
@@ -138,7 +147,8 @@ def print_summary(turns, out):
     out.write(f"\n== bandwidth in three placements, median of {len(turns)} turns "
               "(ratio per size; target)\n")
     for title, p, target, got in summary(turns):
-        out.write(f"{title}, {p} (>= {target:g}): " +
+        wanted = "no target" if target is None else f">= {target:g}"
+        out.write(f"{title}, {p} ({wanted}): " +
                   ", ".join(f"{size_name(s)} {r:.2f}" for s, r in got.items()) + "\n")
 
 
@@ -158,7 +168,11 @@ def markdown(turns, fmt):
     for title, p, target, got in rows:
         worst = min(got, key=got.get)
         sizes = ", ".join(f"{size_name(s)} {fmt(r)}" for s, r in got.items())
-        verdict = "met" if got[worst] >= target else "**not met**"
-        out.append(f"| {title} | {p} | >= {target:g} | {size_name(worst)} | "
+        if target is None:
+            verdict, wanted = "no target", "n/a"
+        else:
+            verdict = "met" if got[worst] >= target else "**not met**"
+            wanted = f">= {target:g}"
+        out.append(f"| {title} | {p} | {wanted} | {size_name(worst)} | "
                    f"{fmt(got[worst])} | {sizes} | {verdict} |")
     return out + [""]

@@ -311,6 +311,15 @@ def check_placement(tmp, methods):
                 if not re.search(rf"^\| {re.escape(title)} \| {p} \| .* \| "
                                  r"(met|\*\*not met\*\*) \|$", text, re.M):
                     fail(f"placement mode: the report lacks {title!r} for {p}:\n{text}")
+    # The framed twin: a ratio per size, and no verdict.
+    framed = "tcp ping-pong vs raw tcp with bmi_tcp's framing (no target)"
+    for p in places if "tcp" in methods else ():
+        line = rf"^{re.escape(framed)}, {p} \(no target\): 64 KiB [\d.]+.*1 MiB [\d.]+$"
+        if not re.search(line, res.stdout, re.M):
+            fail(f"placement mode: no framed-twin line for {p}:\n{res.stdout}")
+        if not re.search(rf"^\| {re.escape(framed)} \| {p} \| n/a \| .* \| no target \|$",
+                         text, re.M):
+            fail(f"placement mode: the report lacks the framed-twin row for {p}:\n{text}")
 
 
 def main():
