@@ -169,3 +169,51 @@ TEST_CASE("past the linear limit: same order, same erase, and back once empty",
     CHECK_FALSE(ops[0].by_tag.is_linked());
     CHECK(take_value(queue, 0) == 0);
 }
+
+TEST_CASE("emptied tags stay indexed for reuse, a bounded few of them", "[tagged_op_queue]") {
+    // Past the linear limit, as a server with many receives waiting.
+    constexpr int idle = static_cast<int>(Queue::linear_limit) + 1;
+    std::vector<Op> waiting(idle);
+    Queue queue;
+    for (int i = 0; i < idle; ++i) {
+        waiting[i].value = i;
+        waiting[i].tag = 100 + i;
+        queue.push_back(waiting[i]);
+    }
+    REQUIRE(queue.indexed_tags() == static_cast<std::size_t>(idle));
+
+    // A ping-pong on one tag: taken, its list stays, and an empty list matches nothing.
+    Op ping;
+    ping.tag = 1;
+    for (int round = 0; round < 50; ++round) {
+        ping.value = round;
+        queue.push_back(ping);
+        CHECK(queue.contains(1));
+        REQUIRE(take_value(queue, 1) == round);
+        CHECK_FALSE(queue.contains(1));
+        CHECK(take_value(queue, 1) == -1);
+    }
+    CHECK(queue.indexed_tags() == static_cast<std::size_t>(idle) + 1);
+
+    // A new tag per message (PVFS numbers its requests): the kept lists stay few.
+    std::vector<Op> churn(1000);
+    for (int i = 0; i < 1000; ++i) {
+        churn[i].value = i;
+        churn[i].tag = 5000 + i;
+        queue.push_back(churn[i]);
+        REQUIRE(take_value(queue, 5000 + i) == i);
+        CHECK(queue.indexed_tags() <= static_cast<std::size_t>(idle) + 8);
+    }
+    // An old tag posted again after its list made room: found as before.
+    churn[0].value = 7;
+    queue.push_back(churn[0]);
+    CHECK(take_value(queue, 5000) == 7);
+
+    // The waiting receives were untouched, in post order; erased, the queue walks again.
+    CHECK(values_of(queue).size() == static_cast<std::size_t>(idle));
+    for (int i = 0; i < idle; ++i) CHECK(take_value(queue, 100 + i) == i);
+    CHECK(queue.empty());
+    queue.push_back(ping);
+    CHECK_FALSE(ping.by_tag.is_linked());
+    CHECK(take_value(queue, 1) == ping.value);
+}
