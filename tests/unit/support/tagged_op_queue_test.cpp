@@ -46,6 +46,15 @@ void post_all(Queue& queue, std::array<Op, N>& ops, const std::array<std::int32_
     }
 }
 
+// ops[i] gets value i and tag first_tag + i (a tag each), and is pushed in that order.
+void post_each_on_its_tag(Queue& queue, std::vector<Op>& ops, std::int32_t first_tag) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        ops[i].value = static_cast<int>(i);
+        ops[i].tag = first_tag + static_cast<std::int32_t>(i);
+        queue.push_back(ops[i]);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("a tag's ops come out in post order, other tags untouched", "[tagged_op_queue]") {
@@ -112,11 +121,7 @@ TEST_CASE("many tags: each found directly, emptied tags reused", "[tagged_op_que
     constexpr int count = 20000;
     std::vector<Op> ops(count);
     Queue queue;
-    for (int i = 0; i < count; ++i) {
-        ops[i].value = i;
-        ops[i].tag = 1000 + i;
-        queue.push_back(ops[i]);
-    }
+    post_each_on_its_tag(queue, ops, 1000);
     // Take every other tag from the back; the rest stay in post order.
     for (int i = count - 1; i >= 0; i -= 2) CHECK(take_value(queue, 1000 + i) == i);
     REQUIRE(queue.size() == count / 2);
@@ -175,11 +180,7 @@ TEST_CASE("emptied tags stay indexed for reuse, a bounded few of them", "[tagged
     constexpr int idle = static_cast<int>(Queue::linear_limit) + 1;
     std::vector<Op> waiting(idle);
     Queue queue;
-    for (int i = 0; i < idle; ++i) {
-        waiting[i].value = i;
-        waiting[i].tag = 100 + i;
-        queue.push_back(waiting[i]);
-    }
+    post_each_on_its_tag(queue, waiting, 100);
     REQUIRE(queue.indexed_tags() == static_cast<std::size_t>(idle));
 
     // A ping-pong on one tag: taken, its list stays, and an empty list matches nothing.
