@@ -285,7 +285,7 @@ void VerbsMethod::start_inbound(int fd, std::string host, std::uint16_t port) {
 void VerbsMethod::admit_waiting() {
     if (waiting_.empty()) return;
     const auto now = std::chrono::steady_clock::now();
-    // One walk over the connections per pass, not one per waiting socket.
+    // One count of the handshakes under way per pass, not one per waiting socket.
     auto pending = pending_handshakes(nullptr);
     std::erase_if(waiting_, [&](WaitingSocket& w) {
         if (now >= w.deadline) {
