@@ -25,6 +25,14 @@ METHOD_ENV = {"shm-blocking": {"BMI_SHM_SPIN_US": "0"},
 # OrangeFS's framing cannot carry a message over 16 MiB (a legacy receive that large is refused
 # when posted), so tcp-legacy runs stop there whatever the plan's --max.
 LEGACY_MAX = 16 << 20
+
+
+def scheme_of(method):
+    """The address scheme of a bmi series: its variants (tcp-legacy, shm-blocking, ...) are
+    settings of the same method."""
+    return "shm" if method.startswith("shm") else "tcp"
+
+
 MPI_NAMES = {"mpi-tcp": "mpi tcp", "mpi-shm": "mpi vader", "mpi-shm-nocopy": "mpi vader nocopy"}
 MPI_MCA = {
     "mpi-tcp": ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"],
@@ -176,7 +184,7 @@ class Runner:
 
     def bmi(self, method, mode, plan=None, cpus=None, extra=()):
         """extra: arguments for both pingpong processes (e.g. the server's --posted N)."""
-        scheme = "shm" if method.startswith("shm") else "tcp"
+        scheme = scheme_of(method)
         env = METHOD_ENV.get(method, {})
         if plan is None and method == "tcp-legacy":
             plan = self.plan(mode, largest=LEGACY_MAX)
@@ -417,7 +425,7 @@ class Runner:
 
     def idle_cpu(self, method, seconds=3.0):
         """CPU share of a server whose connected client stays silent: from /proc/PID/stat."""
-        exe, scheme = self.tool("pingpong"), "shm" if method.startswith("shm") else method
+        exe, scheme = self.tool("pingpong"), scheme_of(method)
         if exe is None:
             return None
         listen = f"shm://bmi-perf-idle-{os.getpid()}" if scheme == "shm" else "tcp://127.0.0.1:0"

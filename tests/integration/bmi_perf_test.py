@@ -118,6 +118,11 @@ def check_run(tmp, methods, plots):
             continue
         if f"eventfd ping-pong, both processes on {placement} (median of 5 runs" not in text:
             fail(f"Markdown report lacks the blocking duel on {placement}:\n{text}")
+    # Every method's idle server was measured: n/a would mean its server never started.
+    for m in methods:
+        got = re.search(rf"^idle server CPU, bmi {re.escape(m)}: (\S+)", res.stdout, re.M)
+        if got is None or got.group(1) == "n/a":
+            fail(f"idle server CPU of bmi {m}: {got.group(0) if got else 'missing'}")
     if "tcp-legacy" in methods:
         check_legacy_duel(res.stdout, text)
     if "mpi-shm" in baselines and "shm" in methods and \
