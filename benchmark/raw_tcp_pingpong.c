@@ -249,11 +249,13 @@ static int raw_receive(void *state, const struct pp_cursor *c)
 {
     struct raw_server *sv = state;
     uint64_t w = pp_window(sv->plan, c->size), i;
-    if (!framed && io_full(sv->fd, sv->buf, w * c->size, 0) != 0)
+    if (framed) {
+        for (i = 0; i < w; i++)
+            if (receive_message(sv->fd, sv->buf + i * c->size, c->size) != 0)
+                return -1;
+    } else if (io_full(sv->fd, sv->buf, w * c->size, 0) != 0) {
         return -1;
-    for (i = 0; framed && i < w; i++)
-        if (receive_message(sv->fd, sv->buf + i * c->size, c->size) != 0)
-            return -1;
+    }
     for (i = 0; sv->plan->check && i < w; i++)
         if (pp_verify(sv->buf + i * c->size, c->size, pp_seed(c)) != 0) {
             fprintf(stderr, "raw_tcp_pingpong: checksum mismatch at %" PRIu64 " bytes\n",

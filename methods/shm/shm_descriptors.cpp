@@ -24,13 +24,12 @@ void ShmMethod::warn_out_of_descriptors(const char* what) {
 bool ShmMethod::shed_connection() {
     warn_out_of_descriptors("a new connection");
     using Shed = support::AcceptReserve::Shed;
-    Shed shed = accept_reserve_.shed(listen_fd_, [](int fd) { send_refusal(fd, -BMI_EMFILE); });
-    if (shed == Shed::took_one) return true;
-    if (shed == Shed::none_waiting) return false;
+    const Shed shed =
+        accept_reserve_.shed(listen_fd_, [](int fd) { send_refusal(fd, -BMI_EMFILE); });
     // No reserve (another thread of the process took the slot): stop watching the listener
     // until the next sweep, which looks again.
-    watch_listener(false);
-    return false;
+    if (shed == Shed::no_reserve) watch_listener(false);
+    return shed == Shed::took_one;
 }
 
 void ShmMethod::resume_listener() {

@@ -289,9 +289,11 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
             sweep_due_ = true;
         } else if (tag == setup_timer_tag) {
             on_setup_timer();
+        } else if (tag == eventfd_tag) {
+            // Edge-triggered: its event was the wake-up, and nothing needs to read it back.
+            // Every wake-up of a sleeping ping-pong is this one, so it skips the lookup below.
         } else if (Connection* conn = find_connection(tag)) {
-            // Our eventfd (edge-triggered: its event was the wake-up) and the control layer's
-            // wake-up fd find no connection and are ignored here.
+            // The control layer's wake-up fds find no connection and are ignored here.
             on_socket_event(*conn, event.events);
         }
     }
