@@ -18,9 +18,13 @@ long switches() {
 }  // namespace
 
 std::chrono::microseconds cpu_shared() {
+    return cpu_shared_around([] { sched_yield(); });
+}
+
+std::chrono::microseconds cpu_shared_around(void (*yield)()) {
     const long before = switches();
     const auto start = std::chrono::steady_clock::now();
-    sched_yield();
+    yield();
     const auto taken = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - start);
     if (taken <= cpu_shared_threshold) return std::chrono::microseconds{0};

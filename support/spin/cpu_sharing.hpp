@@ -21,6 +21,10 @@ namespace bmi::support {
 // their spin (doc/perf/placement.md, "False alarms of the yield probe").
 std::chrono::microseconds cpu_shared();
 
+// The same probe around another way of giving up the CPU, so that a test can produce a long
+// yield with a switch and one without (an interrupt or the hypervisor cannot be summoned).
+std::chrono::microseconds cpu_shared_around(void (*yield)());
+
 // Longer than any uncontended sched_yield() we measured (0.4 us on the 2-vCPU VM, a few us in
 // rare hypervisor hiccups), shorter than a switch to another task and back.
 inline constexpr std::chrono::microseconds cpu_shared_threshold{4};

@@ -2,18 +2,21 @@
 // AdaptiveSpin: polls until success or the budget is spent, halves a spent budget, grows on
 // success or reward() up to its cap, never polls with a zero budget, and stops spinning for a
 // while when the core is shared. The policy cases decide "shared" with a stand-in probe (the
-// machine running the tests may or may not be loaded); the last case uses the real one, with a
-// busy thread of its own on the spinner's CPU.
+// machine running the tests may or may not be loaded); the last cases use the real one: with a
+// busy thread of its own on the spinner's CPU, and around yields made long with and without a
+// switch to another task.
 #include <catch2/catch.hpp>
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "support/spin/adaptive_spin.hpp"
+#include "support/spin/cpu_sharing.hpp"
 
 using bmi::support::AdaptiveSpin;
 
@@ -133,4 +136,34 @@ TEST_CASE("the real probe sees a busy thread on the same CPU") {
     busy.join();
     pthread_setaffinity_np(pthread_self(), sizeof before, &before);
     REQUIRE(seen);
+}
+
+namespace {
+// Keeps the CPU for `us` without a system call: long like a yield that an interrupt or the
+// hypervisor stretched, with no other task run meanwhile.
+void hold_cpu(int us) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+}  // namespace
+
+TEST_CASE("a long yield that never switched tasks is no sharing") {
+    // The probe takes a yield over the threshold for sharing only if the thread was switched
+    // out meanwhile. A preemption inside one 50 us window is possible on a loaded machine (and
+    // then it is sharing), so one clean answer out of five is what the rule must give.
+    bool clean = false;
+    for (int i = 0; i < 5 && !clean; ++i)
+        clean = bmi::support::cpu_shared_around([] { hold_cpu(50); }).count() == 0;
+    REQUIRE(clean);
+}
+
+TEST_CASE("a yield that switched away counts however it switched") {
+    // nanosleep always blocks, which is a switch to another task (or the idle task): the probe
+    // must report it, with its length.
+    auto taken = bmi::support::cpu_shared_around([] {
+        timespec pause{0, 200'000};
+        nanosleep(&pause, nullptr);
+    });
+    REQUIRE(taken >= std::chrono::microseconds(200));
 }
