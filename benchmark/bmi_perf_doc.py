@@ -286,6 +286,10 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
            "- memcpy: one copy between two warm buffers, best of 10 batches: the ceiling for "
            "any shared-memory transport. eventfd: two processes waking each other through "
            "eventfds with blocking reads: the floor for a sleeping shared-memory transport.",
+           "- NetPIPE (`NPtcp`) times each size in several trials of its repetitions and "
+           "reports the fastest trial; every other driver here reports the mean over all its "
+           "timed rounds. Where the time per round scatters (one core, the scheduler's "
+           "placement), that alone favours NetPIPE.",
            "- Sleeping ping-pongs (bmi shm-blocking, eventfd) are bimodal: when the scheduler "
            "puts both processes on one CPU a message costs a context switch (about 1 us here), "
            "on two CPUs an inter-processor wake-up of a halted vCPU (about 35 us here). Their "
