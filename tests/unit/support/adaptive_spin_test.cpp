@@ -107,6 +107,16 @@ TEST_CASE("a spin that wins on its own core keeps spinning") {
     REQUIRE(spin.backoff_left() == 0);
 }
 
+namespace {
+// Keeps the CPU for `us` without a system call: time for another thread to get ready, or a
+// yield that an interrupt or the hypervisor stretched, with no other task run meanwhile.
+void hold_cpu(int us) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+}  // namespace
+
 TEST_CASE("the real probe sees a busy thread on the same CPU") {
     // Both threads on the first CPU this process may use, the way two processes pinned to one
     // core share it.
@@ -127,9 +137,7 @@ TEST_CASE("the real probe sees a busy thread on the same CPU") {
         }
     });
     // Give the busy thread time to become runnable on our CPU.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-    while (std::chrono::steady_clock::now() < until) {
-    }
+    hold_cpu(20'000);
     bool seen = false;
     for (int i = 0; i < 10 && !seen; ++i) seen = bmi::support::cpu_shared().count() > 0;
     stop = true;
@@ -137,16 +145,6 @@ TEST_CASE("the real probe sees a busy thread on the same CPU") {
     pthread_setaffinity_np(pthread_self(), sizeof before, &before);
     REQUIRE(seen);
 }
-
-namespace {
-// Keeps the CPU for `us` without a system call: long like a yield that an interrupt or the
-// hypervisor stretched, with no other task run meanwhile.
-void hold_cpu(int us) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-}
-}  // namespace
 
 TEST_CASE("a long yield that never switched tasks is no sharing") {
     // The probe takes a yield over the threshold for sharing only if the thread was switched
