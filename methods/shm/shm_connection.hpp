@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "methods/kit/key_exchange.hpp"
 #include "methods/shm/shm_doorbell.hpp"
 #include "methods/shm/shm_peer.hpp"
 #include "methods/shm/shm_region.hpp"
@@ -99,10 +100,10 @@ struct Connection {
 
     // Security key handshake (doc/security.md); unused without a key.
     bool keyed = false;
-    support::keys::Nonce initiator_nonce{};
-    support::keys::Nonce acceptor_nonce{};
-    std::string acceptor_name;   // the listen name the initiator dialled
-    std::string initiator_name;  // the one it announced, "" if it does not listen
+    // acceptor_stated: the listen name the initiator dialled (the acceptor's own, on its side);
+    // initiator_stated: the one it announced, "" if it does not listen.
+    kit::KeyExchange exchange;
+    kit::NoncesInFlight::Claim our_nonce;  // an initiator's, until the acceptor's proof checks
     Hello hello_received{};      // acceptor: the keyed hello, acted on once its sender proves
 
     OpList send_queue;                                // header not yet in the ring

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The security-key handshake on the shm socket (doc/security.md):
-//   initiator -> Hello       its nonce (feature_key_proof), with the segment and its eventfd
+//   initiator -> Hello       its nonce (feature_key_proof, feature_key_binding), with the
+//                            segment and its eventfd
 //   acceptor  -> HelloReply  its nonce and its proof
 //   initiator -> KeyProof    its proof
 // Until the proof checks the acceptor creates no peer and reads no ring, and a keyed initiator
@@ -21,13 +22,7 @@ namespace bmi::method::shm {
 using support::keys::Role;
 
 support::keys::Transcript ShmMethod::transcript(const Connection& conn) const {
-    support::keys::Transcript t;
-    t.plane = scheme();
-    t.initiator_nonce = conn.initiator_nonce;
-    t.acceptor_nonce = conn.acceptor_nonce;
-    t.acceptor_address = conn.acceptor_name;
-    t.initiator_address = conn.initiator_name;
-    return t;
+    return conn.exchange.transcript(scheme());
 }
 
 int ShmMethod::refuse(const Connection& conn, const char* why) {
@@ -42,11 +37,13 @@ int ShmMethod::refuse(const Connection& conn, const char* why) {
 void ShmMethod::offer_key(Connection& conn, Hello& hello) {
     if (!key_) return;
     conn.keyed = true;
-    conn.initiator_nonce = support::keys::fresh_nonce();
-    conn.acceptor_name = conn.peer->name;
-    conn.initiator_name = listen_name_;
-    hello.features |= feature_key_proof;
-    std::memcpy(hello.key_nonce, conn.initiator_nonce.data(), key_bytes);
+    conn.our_nonce = nonces_in_flight_.claim();
+    conn.exchange.initiator_nonce = conn.our_nonce.nonce();
+    conn.exchange.acceptor_endpoint = kit::acceptor_endpoint(conn.fd, Role::initiator);
+    conn.exchange.acceptor_stated = conn.peer->name;
+    conn.exchange.initiator_stated = listen_name_;
+    hello.features |= feature_key_proof | feature_key_binding;
+    std::memcpy(hello.key_nonce, conn.exchange.initiator_nonce.data(), key_bytes);
 }
 
 int ShmMethod::refuse_keyless(Connection& conn) {
@@ -57,17 +54,24 @@ int ShmMethod::refuse_keyless(Connection& conn) {
 
 int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
     conn.keyed = true;
+    if ((hello.features & feature_key_binding) == 0)
+        return refuse(conn, "it speaks the first key handshake, which this libbmi no longer "
+                            "accepts (upgrade it)");
+    kit::KeyExchange& x = conn.exchange;
+    std::memcpy(x.initiator_nonce.data(), hello.key_nonce, key_bytes);
+    if (nonces_in_flight_.ours(x.initiator_nonce))
+        return refuse(conn, "it sent back the nonce of one of our own handshakes (a reflection)");
     conn.hello_received = hello;
-    std::memcpy(conn.initiator_nonce.data(), hello.key_nonce, key_bytes);
-    conn.acceptor_nonce = support::keys::fresh_nonce();
-    conn.acceptor_name = listen_name_;
-    conn.initiator_name.assign(hello.name, hello.name_length);
+    x.acceptor_nonce = support::keys::fresh_nonce();
+    x.acceptor_endpoint = kit::acceptor_endpoint(conn.fd, Role::acceptor);
+    x.acceptor_stated = listen_name_;
+    x.initiator_stated.assign(hello.name, hello.name_length);
     HelloReply reply{};
     reply.magic = hello_magic;
     reply.version = protocol_version;
     reply.pid = static_cast<std::int32_t>(getpid());
-    reply.features = feature_key_proof;
-    std::memcpy(reply.key_nonce, conn.acceptor_nonce.data(), key_bytes);
+    reply.features = feature_key_proof | feature_key_binding;
+    std::memcpy(reply.key_nonce, x.acceptor_nonce.data(), key_bytes);
     const auto proof = support::keys::prove(*key_, Role::acceptor, transcript(conn));
     std::memcpy(reply.key_proof, proof.data(), key_bytes);
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
@@ -82,10 +86,15 @@ int ShmMethod::check_keyed_reply(Connection& conn, const HelloReply& reply) {
     if (!key_) return 0;
     if ((reply.features & feature_key_proof) == 0)
         return refuse(conn, "it gives no key proof (a libbmi peer without a key)");
-    std::memcpy(conn.acceptor_nonce.data(), reply.key_nonce, key_bytes);
+    if ((reply.features & feature_key_binding) == 0)
+        return refuse(conn, "it speaks the first key handshake, which this libbmi no longer "
+                            "accepts (upgrade it)");
+    std::memcpy(conn.exchange.acceptor_nonce.data(), reply.key_nonce, key_bytes);
     const support::keys::Transcript t = transcript(conn);
     if (!support::keys::verify(*key_, Role::acceptor, t, reply.key_proof))
-        return refuse(conn, "its key proof is wrong (it holds another key)");
+        return refuse(conn, "its key proof is wrong (another key, or a proof made for another "
+                            "endpoint)");
+    conn.our_nonce.release();
     KeyProof message{};
     message.magic = hello_magic;
     message.version = protocol_version;

@@ -249,6 +249,8 @@ private:
     std::uint64_t nonce_ = 0;
     support::keys::SharedKey key_;  // empty: keyless, any process of our uid gets in
     support::keys::RefusalLog refusals_;
+    // Declared before connections_, whose claims on it go first.
+    kit::NoncesInFlight nonces_in_flight_;
     // Ids 0 to 3 tag the listener, the eventfd, the sweep timer and the setup timer
     // in the epoll set; connections start at 4.
     static constexpr std::uint64_t listener_tag = 0;

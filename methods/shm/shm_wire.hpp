@@ -78,6 +78,9 @@ inline constexpr std::uint32_t protocol_version = 7;
 inline constexpr std::uint32_t doorbell_capacity = 1u << 16;
 // Hello and HelloReply features: the sender holds a security key, and key_nonce is its nonce.
 inline constexpr std::uint32_t feature_key_proof = 1u << 0;
+// With feature_key_proof: proofs bind the acceptor's socket as each side sees it
+// (methods/kit/key_exchange.hpp). A keyed peer without it speaks the first key handshake.
+inline constexpr std::uint32_t feature_key_binding = 1u << 1;
 inline constexpr std::size_t key_bytes = 32;  // nonces and proofs (support/keys)
 inline constexpr std::size_t max_name_length = 64;
 

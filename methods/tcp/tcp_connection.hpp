@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "methods/kit/key_exchange.hpp"
 #include "methods/tcp/tcp_peer.hpp"
 #include "methods/tcp/tcp_wire.hpp"
 
@@ -145,10 +146,8 @@ struct Connection {
     // Until it is established such a connection is on the clock (partial()): one that never
     // finishes its handshake holds a descriptor for the stall timeout at most.
     bool keyed = false;
-    support::keys::Nonce initiator_nonce{};
-    support::keys::Nonce acceptor_nonce{};
-    std::string acceptor_address;   // as the acceptor stated it in HELLO_ACK
-    std::string initiator_address;  // as the initiator announced it in HELLO
+    kit::KeyExchange exchange;
+    kit::NoncesInFlight::Claim our_nonce;  // an initiator's, until the acceptor's proof checks
 
     // --- writing ---
     std::deque<OutFrame> control_queue;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The security-key handshake on top of HELLO/HELLO_ACK (doc/security.md):
-//   initiator -> HELLO       its nonce (feature_key_proof)
+//   initiator -> HELLO       its nonce (feature_key_proof, feature_key_binding)
 //   acceptor  -> HELLO_ACK   its nonce and its proof
 //   initiator -> HELLO_PROOF its proof
 // The acceptor creates no peer, so nothing from the connection can reach the application,
-// until the initiator's proof checks. The proofs themselves are support/keys' business.
+// until the initiator's proof checks. What the proofs bind is the kit's business
+// (methods/kit/key_exchange.hpp), the proofs themselves support/keys'.
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/logging/log.hpp"
@@ -14,23 +15,19 @@ namespace bmi::method::tcp {
 using support::keys::Role;
 
 support::keys::Transcript TcpMethod::transcript(const Connection& c) const {
-    support::keys::Transcript t;
-    t.plane = scheme();
-    t.initiator_nonce = c.initiator_nonce;
-    t.acceptor_nonce = c.acceptor_nonce;
-    t.acceptor_address = c.acceptor_address;
-    t.initiator_address = c.initiator_address;
-    return t;
+    return c.exchange.transcript(scheme());
 }
 
 Hello TcpMethod::hello_to_send(Connection& c) {
     Hello hello{our_features, own_address(c)};
     if (!key_) return hello;
     c.keyed = true;
-    c.initiator_nonce = support::keys::fresh_nonce();
-    c.initiator_address = hello_address(own_address(c));
-    hello.features |= feature_key_proof;
-    hello.nonce = c.initiator_nonce;
+    c.our_nonce = nonces_in_flight_.claim();
+    c.exchange.initiator_nonce = c.our_nonce.nonce();
+    c.exchange.acceptor_endpoint = kit::acceptor_endpoint(c.fd, Role::initiator);
+    c.exchange.initiator_stated = hello_address(own_address(c));
+    hello.features |= feature_key_proof | feature_key_binding;
+    hello.nonce = c.exchange.initiator_nonce;
     return hello;
 }
 
@@ -47,12 +44,22 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
         refuse(c, "it offers no key proof (a libbmi peer without the key)");
         return true;
     }
-    c.initiator_nonce = hello.nonce;
-    c.acceptor_nonce = support::keys::fresh_nonce();
-    c.initiator_address = hello.address;
-    c.acceptor_address = hello_address(own_address(c));
-    Hello ack{our_features | feature_key_proof, own_address(c)};
-    ack.nonce = c.acceptor_nonce;
+    if ((hello.features & feature_key_binding) == 0) {
+        refuse(c, "it speaks the first key handshake, which this libbmi no longer accepts "
+                  "(upgrade it)");
+        return true;
+    }
+    if (nonces_in_flight_.ours(hello.nonce)) {
+        refuse(c, "it sent back the nonce of one of our own handshakes (a reflection)");
+        return true;
+    }
+    c.exchange.initiator_nonce = hello.nonce;
+    c.exchange.acceptor_nonce = support::keys::fresh_nonce();
+    c.exchange.acceptor_endpoint = kit::acceptor_endpoint(c.fd, Role::acceptor);
+    c.exchange.initiator_stated = hello.address;
+    c.exchange.acceptor_stated = hello_address(own_address(c));
+    Hello ack{our_features | feature_key_proof | feature_key_binding, own_address(c)};
+    ack.nonce = c.exchange.acceptor_nonce;
     ack.proof = support::keys::prove(*key_, Role::acceptor, transcript(c));
     reply.body = encode_hello(ack, true, c.header.magic);
     c.control_queue.push_back(std::move(reply));
@@ -71,13 +78,19 @@ bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
         refuse(c, "it gives no key proof (a libbmi server without a key)");
         return false;
     }
-    c.acceptor_nonce = ack.nonce;
-    c.acceptor_address = ack.address;
-    const support::keys::Transcript t = transcript(c);
-    if (!support::keys::verify(*key_, Role::acceptor, t, *ack.proof)) {
-        refuse(c, "its key proof is wrong (it holds another key)");
+    if ((ack.features & feature_key_binding) == 0) {
+        refuse(c, "it speaks the first key handshake, which this libbmi no longer accepts "
+                  "(upgrade it)");
         return false;
     }
+    c.exchange.acceptor_nonce = ack.nonce;
+    c.exchange.acceptor_stated = ack.address;
+    const support::keys::Transcript t = transcript(c);
+    if (!support::keys::verify(*key_, Role::acceptor, t, *ack.proof)) {
+        refuse(c, "its key proof is wrong (another key, or a proof made for another endpoint)");
+        return false;
+    }
+    c.our_nonce.release();
     OutFrame proof;
     proof.body = encode_hello_proof(support::keys::prove(*key_, Role::initiator, t));
     c.control_queue.push_back(std::move(proof));
@@ -92,7 +105,7 @@ void TcpMethod::on_hello_proof(Connection& c) {
     }
     c.framing = Framing::v2;
     c.state = ConnState::established;
-    bind_peer(c, c.initiator_address, false, true);
+    bind_peer(c, c.exchange.initiator_stated, false, true);
     flush(c);
 }
 

@@ -334,6 +334,8 @@ private:
     ApiDialect dialect_ = ApiDialect::orangefs;
     support::keys::SharedKey key_;  // empty: keyless, every peer admitted as in OrangeFS
     support::keys::RefusalLog refusals_;
+    // Declared before connections_, whose claims on it go first.
+    kit::NoncesInFlight nonces_in_flight_;
     Limits limits_;
     EarlyBudget early_;  // arrivals of every peer, within Limits
     EarlyBudget grants_;  // our GRANTs and the granted arrivals, within Limits::grants

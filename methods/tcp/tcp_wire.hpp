@@ -76,6 +76,10 @@ inline constexpr std::uint64_t feature_large_eager = 1u << 3;
 // The sender takes GRANT frames and EAGER frames sent under them (doc/methods/tcp.md,
 // "Grants"). Both sides must announce it for either to send one.
 inline constexpr std::uint64_t feature_grants = 1u << 4;
+// With feature_key_proof: the sender's proofs bind the acceptor's endpoint as each side sees
+// it (methods/kit/key_exchange.hpp). A keyed peer without it speaks the first key handshake,
+// whose proofs could be reflected, and is refused.
+inline constexpr std::uint64_t feature_key_binding = 1u << 5;
 // What every HELLO and HELLO_ACK of ours announces (the key bits are added where they apply).
 inline constexpr std::uint64_t our_features =
     feature_rendezvous | feature_large_eager | feature_grants;

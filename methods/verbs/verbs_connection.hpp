@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "methods/kit/key_exchange.hpp"
 #include "methods/method.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_wire.hpp"
@@ -109,10 +110,9 @@ struct Connection {
     int error = 0;
 
     // --- security key handshake (doc/security.md); unused without a key ---
-    support::keys::Nonce initiator_nonce{};
-    support::keys::Nonce acceptor_nonce{};
-    std::string initiator_endpoint;  // what each side stated in its HELLO (endpoint_text)
-    std::string acceptor_endpoint;
+    // The *_stated fields hold what each side's HELLO says of it (endpoint_text).
+    kit::KeyExchange exchange;
+    kit::NoncesInFlight::Claim our_nonce;  // a client's, until the server's proof checks
     Hello remote_hello;  // server: the client's HELLO, for its QP once the proof checks
 
     // Bootstrap bytes in each direction.

@@ -19,8 +19,9 @@ namespace bmi::method::verbs {
 using support::keys::Role;
 
 // What a HELLO says about its sender: its listen address and the queue pair the other side
-// will connect to. Both go into the transcript, so a proof also vouches for the queue pair a
-// man in the middle could otherwise swap in the HELLO.
+// will connect to. Both go into the transcript (beside the bootstrap socket's endpoint, which
+// each side takes from its own socket), so a proof also vouches for the queue pair a man in
+// the middle could otherwise swap in the HELLO.
 std::string endpoint_text(const Hello& h) {
     char qp[96];
     std::snprintf(qp, sizeof qp, " qpn %u psn %u lid %u mtu %u gid ", h.qp_num, h.psn,
@@ -36,16 +37,17 @@ std::string endpoint_text(const Hello& h) {
 }
 
 support::keys::Transcript VerbsMethod::transcript(const Connection& c) const {
-    return {scheme(), c.initiator_nonce, c.acceptor_nonce, c.acceptor_endpoint,
-            c.initiator_endpoint};
+    return c.exchange.transcript(scheme());
 }
 
 void VerbsMethod::offer_key(Connection& c, Hello& hello) {
     if (!key_) return;
-    c.initiator_nonce = support::keys::fresh_nonce();
-    hello.features |= feature_key_proof;
-    std::memcpy(hello.nonce, c.initiator_nonce.data(), key_field);
-    c.initiator_endpoint = endpoint_text(hello);
+    c.our_nonce = nonces_in_flight_.claim();
+    c.exchange.initiator_nonce = c.our_nonce.nonce();
+    c.exchange.acceptor_endpoint = kit::acceptor_endpoint(c.fd, Role::initiator);
+    hello.features |= feature_key_proof | feature_key_binding;
+    std::memcpy(hello.nonce, c.exchange.initiator_nonce.data(), key_field);
+    c.exchange.initiator_stated = endpoint_text(hello);
 }
 
 bool VerbsMethod::refuse_keyless(Connection& c) {
@@ -61,15 +63,26 @@ bool VerbsMethod::refuse_keyless(Connection& c) {
 }
 
 void VerbsMethod::answer_keyed_hello(Connection& c, const Hello& remote) {
+    if ((remote.features & feature_key_binding) == 0) {
+        refuse(c, "it speaks the first key handshake, which this libbmi no longer accepts "
+                  "(upgrade it)");
+        return;
+    }
+    kit::KeyExchange& x = c.exchange;
+    std::memcpy(x.initiator_nonce.data(), remote.nonce, key_field);
+    if (nonces_in_flight_.ours(x.initiator_nonce)) {
+        refuse(c, "it sent back the nonce of one of our own handshakes (a reflection)");
+        return;
+    }
     c.remote_hello = remote;
-    std::memcpy(c.initiator_nonce.data(), remote.nonce, key_field);
-    c.initiator_endpoint = endpoint_text(remote);
-    c.acceptor_nonce = support::keys::fresh_nonce();
+    x.initiator_stated = endpoint_text(remote);
+    x.acceptor_endpoint = kit::acceptor_endpoint(c.fd, Role::acceptor);
+    x.acceptor_nonce = support::keys::fresh_nonce();
     Hello h;
     fill_hello(c, h);
-    h.features = feature_key_proof;
-    std::memcpy(h.nonce, c.acceptor_nonce.data(), key_field);
-    c.acceptor_endpoint = endpoint_text(h);
+    h.features = feature_key_proof | feature_key_binding;
+    std::memcpy(h.nonce, x.acceptor_nonce.data(), key_field);
+    x.acceptor_stated = endpoint_text(h);
     const auto proof = support::keys::prove(*key_, Role::acceptor, transcript(c));
     std::memcpy(h.proof, proof.data(), key_field);
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(&h);
@@ -83,12 +96,18 @@ bool VerbsMethod::check_server_proof(Connection& c, const Hello& remote) {
         refuse(c, "it gives no key proof (a libbmi server without a key)");
         return false;
     }
-    std::memcpy(c.acceptor_nonce.data(), remote.nonce, key_field);
-    c.acceptor_endpoint = endpoint_text(remote);
-    if (!support::keys::verify(*key_, Role::acceptor, transcript(c), remote.proof)) {
-        refuse(c, "its key proof is wrong (it holds another key)");
+    if ((remote.features & feature_key_binding) == 0) {
+        refuse(c, "it speaks the first key handshake, which this libbmi no longer accepts "
+                  "(upgrade it)");
         return false;
     }
+    std::memcpy(c.exchange.acceptor_nonce.data(), remote.nonce, key_field);
+    c.exchange.acceptor_stated = endpoint_text(remote);
+    if (!support::keys::verify(*key_, Role::acceptor, transcript(c), remote.proof)) {
+        refuse(c, "its key proof is wrong (another key, or a proof made for another endpoint)");
+        return false;
+    }
+    c.our_nonce.release();
     return true;
 }
 

@@ -199,6 +199,8 @@ private:
     int service_level_ = 0;
     int traffic_class_ = 0;
     support::keys::RefusalLog refusals_;
+    // Declared before connections_, whose claims on it go first.
+    kit::NoncesInFlight nonces_in_flight_;
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool print_stats_;  // BMI_VERBS_STATS: counters to stderr when finalized

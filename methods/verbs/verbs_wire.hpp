@@ -29,6 +29,9 @@ inline constexpr std::uint32_t feature_key_proof = 1;     // the sender holds a 
                                                           // from the server, proof) are set
 inline constexpr std::uint32_t feature_key_required = 2;  // server: a keyless client is refused;
                                                           // nothing else in this HELLO is valid
+// With feature_key_proof: proofs bind the bootstrap socket's server end as each side sees it
+// (methods/kit/key_exchange.hpp). A keyed peer without it speaks the first key handshake.
+inline constexpr std::uint32_t feature_key_binding = 4;
 inline constexpr std::size_t key_field = 32;  // bytes of a nonce or a proof
 
 // Sent once in each direction on the bootstrap socket. The client sends first; the server

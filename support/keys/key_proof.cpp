@@ -8,7 +8,7 @@ namespace bmi::support::keys {
 
 namespace {
 // Version 1 of the proof; a change of transcript layout changes this string.
-constexpr std::string_view domain = "libbmi key proof v1";
+constexpr std::string_view domain = "libbmi key proof v2";
 
 // Every variable-length field is preceded by its length, so no two different transcripts
 // can encode to the same bytes ("ab"+"c" against "a"+"bc").
@@ -48,6 +48,7 @@ Proof prove(const SecretKey& key, Role role, const Transcript& transcript) {
     absorb(state, transcript.plane);
     absorb(state, transcript.initiator_nonce);
     absorb(state, transcript.acceptor_nonce);
+    absorb(state, transcript.acceptor_endpoint);
     absorb(state, transcript.acceptor_address);
     absorb(state, transcript.initiator_address);
     Proof proof;

@@ -6,8 +6,9 @@
 // The transcript binds: a domain and version string (a MAC made for anything else never
 // verifies here), the role of the side that proves (a proof reflected back at its maker is the
 // other role's and fails), both sides' fresh nonces (a recorded handshake replayed needs the
-// other side's new nonce, which it cannot have), the method or plane, and the two addresses
-// both sides agree on: the acceptor's listen address and the initiator's announced one.
+// other side's new nonce, which it cannot have), the method or plane, the acceptor's transport
+// endpoint as each side sees it first-hand (a proof made on one socket fails on another), and
+// what both sides state about themselves.
 #pragma once
 
 #include <array>
@@ -33,7 +34,8 @@ struct Transcript {
     std::string_view plane;  // "tcp", "shm", ...: a proof for one method fails on another
     Nonce initiator_nonce{};
     Nonce acceptor_nonce{};
-    std::string_view acceptor_address;   // its listen address, as it states it
+    std::string_view acceptor_endpoint;  // the socket address the initiator reached, first-hand
+    std::string_view acceptor_address;   // what the acceptor states of itself
     std::string_view initiator_address;  // its announced listen address, "" for a client
 };
 

@@ -6,8 +6,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <optional>
 
 #include "../key_files.hpp"
+#include "methods/kit/key_exchange.hpp"
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "support/keys/key_proof.hpp"
 #include "tcp_raw_peer.hpp"
@@ -41,13 +43,15 @@ struct RawHandshake {
     std::vector<std::uint8_t> hello;  // the HELLO frame as written
     keys::Nonce nonce{};
     Hello ack;
+    std::string endpoint;  // the acceptor's, as our socket reached it
 };
 
 RawHandshake raw_keyed_hello(std::uint16_t port, Method& m) {
     RawHandshake h;
     h.fd = raw_connect(port);
+    h.endpoint = bmi::method::kit::acceptor_endpoint(h.fd, keys::Role::initiator);
     h.nonce = keys::fresh_nonce();
-    Hello hello{feature_rendezvous | feature_key_proof, ""};
+    Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding, ""};
     hello.nonce = h.nonce;
     h.hello = encode_hello(hello, false);
     REQUIRE(raw_write(h.fd, h.hello.data(), h.hello.size(), m));
@@ -67,6 +71,7 @@ keys::Transcript transcript_of(const RawHandshake& h) {
     t.plane = "tcp";
     t.initiator_nonce = h.nonce;
     t.acceptor_nonce = h.ack.nonce;
+    t.acceptor_endpoint = h.endpoint;
     t.acceptor_address = h.ack.address;
     t.initiator_address = "";
     return t;
@@ -275,6 +280,147 @@ TEST_CASE("tcp: recorded, reflected and malformed handshakes are refused", "[tcp
     }
     // Meanwhile the keyed client keeps working.
     CHECK(send_hello(p) == 0);
+}
+
+namespace {
+
+// One whole hello-family frame (legacy-layout header and body) from a raw socket, or nothing
+// if the other side closed first or said nothing within the wait.
+std::optional<std::vector<std::uint8_t>> read_hello_frame(int fd, const std::vector<Method*>& m) {
+    std::vector<std::uint8_t> frame(legacy_header_size);
+    auto read_exactly = [&](std::uint8_t* to, std::size_t size) {
+        std::size_t done = 0;
+        bool closed = false;
+        drive(m, [&] {
+            const ssize_t n = recv(fd, to + done, size - done, 0);
+            if (n > 0) done += static_cast<std::size_t>(n);
+            closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+            return done == size || closed;
+        }, 3.0);
+        return done == size;
+    };
+    if (!read_exactly(frame.data(), frame.size())) return std::nullopt;
+    const Header h = decode_header(frame.data(), Framing::orangefs);
+    if (h.size > hello_max_body) return std::nullopt;
+    frame.resize(legacy_header_size + h.size);
+    if (!read_exactly(frame.data() + legacy_header_size, h.size)) return std::nullopt;
+    return frame;
+}
+
+Mode mode_of(const std::vector<std::uint8_t>& frame) {
+    return decode_header(frame.data(), Framing::orangefs).mode;
+}
+
+// What the attacker of the reflection attacks got out of it.
+struct AttackOutcome {
+    bool acceptor_proof_obtained = false;   // an acceptor proof came back on the second socket
+    bool initiator_proof_leaked = false;    // the instance proved itself on the first socket
+    bool second_socket_admitted = false;    // a message injected on it reached the application
+};
+
+// The endpoint `victim` dialled is the attacker's (`dialled`, a raw listener). The attacker
+// sends the victim's own HELLO to `target`'s listener, carries target's answer back to the
+// victim, and, if the victim proves itself, carries that proof to target and injects a message.
+AttackOutcome relay_handshake(Method& victim, int dialled, Method& target, TestSink& target_sink,
+                              std::vector<Method*> running) {
+    AttackOutcome out;
+    const int first = raw_accept(dialled, victim);
+    REQUIRE(first >= 0);
+    auto hello = read_hello_frame(first, running);
+    REQUIRE(hello);
+    REQUIRE(mode_of(*hello) == Mode::hello);
+    const int second = raw_connect(port_from(target.listen_address()));
+    REQUIRE(raw_write(second, hello->data(), hello->size(), target));
+    auto ack = read_hello_frame(second, running);
+    if (ack && mode_of(*ack) == Mode::hello_ack) {
+        out.acceptor_proof_obtained = true;
+        REQUIRE(raw_write(first, ack->data(), ack->size(), victim));
+        auto proof = read_hello_frame(first, running);
+        if (proof && mode_of(*proof) == Mode::hello_proof) {
+            out.initiator_proof_leaked = true;
+            auto bytes = *proof;
+            auto message = unexpected_v2("injected");
+            bytes.insert(bytes.end(), message.begin(), message.end());
+            REQUIRE(raw_write(second, bytes.data(), bytes.size(), target));
+            drive(running, [&] { return !target_sink.unexpected.empty(); }, 1.0);
+            out.second_socket_admitted = !target_sink.unexpected.empty();
+        }
+    }
+    close(first);
+    close(second);
+    return out;
+}
+
+// A keyed instance that looked up an endpoint the attacker holds and sends it a secret.
+struct DialsAttacker {
+    std::uint16_t port = 0;
+    int listener = raw_listen(port);
+    char secret[24] = "for the real peer only";
+    std::unique_ptr<Operation> op;
+    explicit DialsAttacker(Method& victim) {
+        std::shared_ptr<Peer> taken;
+        REQUIRE(victim.lookup("tcp://127.0.0.1:" + std::to_string(port), taken) == 0);
+        op = make_op(OpKind::send_unexpected, taken, 1, secret, sizeof secret);
+        post(victim, *op);
+    }
+    ~DialsAttacker() { close(listener); }
+    // The send failed the clear way: the endpoint could not prove the key.
+    bool refused(Method& victim) {
+        return drive({&victim}, [&] { return op->completed; }) && op->error == -BMI_EACCES;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("tcp: a keyless attacker cannot reflect an instance's handshake into itself",
+          "[tcp][keys]") {
+    // The instance dials an endpoint the attacker holds (a peer's port it took over, a
+    // redirected name) and the attacker replays the instance's own HELLO to its listener.
+    KeyedPair keyed;
+    Pair& p = keyed.p;
+    DialsAttacker dials(*p.server);
+    const std::size_t before = p.server_sink.unexpected.size();
+    const AttackOutcome got = relay_handshake(*p.server, dials.listener, *p.server,
+                                              p.server_sink, {p.server.get()});
+    CHECK_FALSE(got.initiator_proof_leaked);
+    CHECK_FALSE(got.second_socket_admitted);
+    CHECK(p.server_sink.unexpected.size() == before);
+    CHECK(dials.refused(*p.server));
+    // The instance's real peers are not affected.
+    CHECK(send_hello(p) == 0);
+}
+
+TEST_CASE("tcp: a keyless attacker cannot relay one key holder's handshake to another",
+          "[tcp][keys]") {
+    // As above, but the attacker carries the HELLO to a second instance with the same key:
+    // its proof is made for its own endpoint, not for the one the first instance dialled.
+    KeyedPair keyed;
+    Pair& p = keyed.p;
+    Pair other{"tcp://127.0.0.1:0", 0, key_option(keyed.path), key_option(keyed.path)};
+    REQUIRE(other.create_status == 0);
+    DialsAttacker dials(*p.server);
+    const AttackOutcome got = relay_handshake(*p.server, dials.listener, *other.server,
+                                              other.server_sink,
+                                              {p.server.get(), other.server.get()});
+    CHECK(got.acceptor_proof_obtained);  // the other instance answers any keyed HELLO
+    CHECK_FALSE(got.initiator_proof_leaked);
+    CHECK_FALSE(got.second_socket_admitted);
+    CHECK(other.server_sink.unexpected.empty());
+    CHECK(dials.refused(*p.server));
+}
+
+TEST_CASE("tcp: a keyed peer of the first key handshake is refused, not admitted",
+          "[tcp][keys]") {
+    KeyedPair keyed;
+    Pair& p = keyed.p;
+    const int fd = raw_connect(port_from(p.server->listen_address()));
+    Hello hello{feature_rendezvous | feature_key_proof, ""};  // no feature_key_binding
+    hello.nonce = keys::fresh_nonce();
+    const auto frame = encode_hello(hello, false);
+    REQUIRE(raw_write(fd, frame.data(), frame.size(), *p.server));
+    CHECK(raw_closed(fd, *p.server));
+    close(fd);
+    CHECK(tcp_of(*p.server).refusals().refused() == 1);
 }
 
 TEST_CASE("tcp: two instances with two keys never accept each other's peers", "[tcp][keys]") {

@@ -93,7 +93,7 @@ bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, 
     hello.pid = static_cast<std::int32_t>(getpid());
     hello.nonce = 0x686f7374696c65;
     if (key_nonce != nullptr) {
-        hello.features = feature_key_proof;
+        hello.features = feature_key_proof | feature_key_binding;
         std::memcpy(hello.key_nonce, key_nonce, key_bytes);
     }
     int fds[3] = {segment_.fd(), notifier, own_bell_.fd()};

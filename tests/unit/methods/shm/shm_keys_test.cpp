@@ -12,6 +12,7 @@
 #include "../key_test_steps.hpp"
 #include "harness.hpp"
 #include "hostile_peer.hpp"
+#include "methods/kit/key_exchange.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/keys/secret_key.hpp"
 
@@ -111,12 +112,15 @@ TEST_CASE("shm: recorded, reflected, malformed and flooded handshakes are refuse
     REQUIRE(keys::load_key_file(path, key) == 0);
     const std::string name = pair.server.instance->listen_addresses().substr(6);
     Pump pump(*pair.server.instance);
-    // The transcript the server builds for a raw initiator that listens nowhere.
+    // The transcript the server builds for a raw initiator that listens nowhere; every raw
+    // peer reaches the same listening socket.
+    std::string endpoint;
     auto transcript = [&](const keys::Nonce& mine, const method::shm::HelloReply& reply) {
         keys::Transcript t;
         t.plane = "shm";
         t.initiator_nonce = mine;
         std::memcpy(t.acceptor_nonce.data(), reply.key_nonce, keys::nonce_size);
+        t.acceptor_endpoint = endpoint;
         t.acceptor_address = name;
         return t;
     };
@@ -139,6 +143,8 @@ TEST_CASE("shm: recorded, reflected, malformed and flooded handshakes are refuse
     // A good raw handshake, recorded: its hello (nonce) and its proof.
     const keys::Nonce recorded_nonce = keys::fresh_nonce();
     HostilePeer good(name);
+    endpoint = bmi::method::kit::acceptor_endpoint(good.socket(), keys::Role::initiator);
+    REQUIRE_FALSE(endpoint.empty());
     REQUIRE(good.send_hello(16, 4096, -1, recorded_nonce.data()));
     method::shm::HelloReply reply{};
     REQUIRE(good.await_reply(2000, &reply));

@@ -4,6 +4,12 @@
 // application, and its own sends fail with -BMI_EACCES. Real instances on the soft-RoCE device.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +20,7 @@
 #include "../key_test_steps.hpp"
 #include "both_paths.hpp"
 #include "harness.hpp"
+#include "methods/kit/key_exchange.hpp"
 #include "verbs_raw_peer.hpp"
 #include "verbs_test_support.hpp"
 #include "support/keys/key_proof.hpp"
@@ -27,6 +34,10 @@ using method::verbs::MsgType;
 namespace keys = bmi::support::keys;
 
 namespace {
+
+// What a keyed HELLO of today announces.
+constexpr std::uint32_t keyed_features =
+    method::verbs::feature_key_proof | method::verbs::feature_key_binding;
 [[maybe_unused]] const bool device_present = verbs::skip_without_device();
 
 // True if the server's application sees no unexpected message within `ms`.
@@ -98,7 +109,7 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
         CHECK(stranger.closed_by_server(5000));
     }
     SECTION("a keyed HELLO followed by a wrong or reflected proof is closed") {
-        mine.features = method::verbs::feature_key_proof;
+        mine.features = keyed_features;
         std::memset(mine.nonce, 0x5a, sizeof mine.nonce);
         REQUIRE(stranger.send_bytes(&mine, sizeof mine));
         Hello answer;
@@ -122,7 +133,7 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
         // A keyed HELLO from peer under `nonce`; the server's answer and the proof it wants.
         auto keyed_hello = [&](verbs::RawPeer& peer, Hello& mine, Hello& answer) {
             mine = peer.own_hello();
-            mine.features = method::verbs::feature_key_proof;
+            mine.features = keyed_features;
             std::memcpy(mine.nonce, nonce.data(), sizeof mine.nonce);
             REQUIRE(peer.send_bytes(&mine, sizeof mine));
             REQUIRE(peer.read_hello(answer));
@@ -130,7 +141,9 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
             std::memcpy(theirs.data(), answer.nonce, theirs.size());
             const std::string acceptor = method::verbs::endpoint_text(answer);
             const std::string initiator = method::verbs::endpoint_text(mine);
-            const keys::Transcript t{"verbs", nonce, theirs, acceptor, initiator};
+            const std::string socket =
+                method::kit::acceptor_endpoint(peer.bootstrap_fd(), keys::Role::initiator);
+            const keys::Transcript t{"verbs", nonce, theirs, socket, acceptor, initiator};
             REQUIRE(keys::verify(*key, keys::Role::acceptor, t, answer.proof));
             method::verbs::KeyProof proof;
             const keys::Proof right = keys::prove(*key, keys::Role::initiator, t);
@@ -172,7 +185,7 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
             REQUIRE(bad.usable());
             REQUIRE(bad.dial(address));
             Hello hello = bad.own_hello();
-            hello.features = method::verbs::feature_key_proof;
+            hello.features = keyed_features;
             REQUIRE(bad.send_bytes(&hello, sizeof hello));
             Hello answer;
             REQUIRE(bad.read_hello(answer));
@@ -187,12 +200,71 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
         pair.server.instance->unexpected_free(got.buffer);
     }
     SECTION("a keyed HELLO followed by half a proof times out") {
-        mine.features = method::verbs::feature_key_proof;
+        mine.features = keyed_features;
         REQUIRE(stranger.send_bytes(&mine, sizeof mine));
         Hello answer;
         REQUIRE(stranger.read_hello(answer));
         REQUIRE(stranger.send_bytes(answer.proof, 16));
         CHECK(stranger.closed_by_server(30000));  // the handshake deadline (10 s by default)
     }
+    CHECK(server_sees_nothing(*pair.server.instance, 300));
+}
+
+namespace {
+
+// A plain TCP listener on 127.0.0.1 standing where a verbs peer should be; its port.
+int attacker_listener(std::uint16_t& port) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof sa;
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    REQUIRE(listen(fd, 4) == 0);
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &length) == 0);
+    port = ntohs(sa.sin_port);
+    return fd;
+}
+
+}  // namespace
+
+TEST_CASE("verbs: a keyless attacker cannot carry a handshake to a key holder and back",
+          "[verbs][keys]") {
+    // The keyed client dials a bootstrap endpoint the attacker holds; the attacker carries the
+    // client's HELLO to the keyed server, and the server's answer back. The server's proof
+    // names its own bootstrap endpoint, not the one the client dialled: the client refuses it
+    // and never proves itself on the attacker's socket.
+    KeyFiles files;
+    Pair pair = make_peers("verbs", key_option(files.key("k", 1)));
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    std::uint16_t port = 0;
+    const int listener = attacker_listener(port);
+    BMI_addr_t taken = 0;
+    REQUIRE(pair.client.instance->addr_lookup("verbs://127.0.0.1:" + std::to_string(port),
+                                              taken) == 0);
+    const char secret[] = "for the real peer only";
+    auto request = send_request(pair.client, taken, secret, sizeof secret, 5);
+    request.kind = method::OpKind::send_unexpected;
+    bmi_op_id_t id = 0;
+    REQUIRE(pair.client.instance->post(request, id, nullptr) == 0);
+
+    pollfd p{listener, POLLIN, 0};
+    REQUIRE(poll(&p, 1, 10000) == 1);
+    const int first = accept(listener, nullptr, nullptr);
+    REQUIRE(first >= 0);
+    Hello hello;
+    REQUIRE(verbs::read_within(first, &hello, sizeof hello, 10000));
+    const int second = verbs::bootstrap_socket(pair.server.instance->listen_addresses());
+    REQUIRE(second >= 0);
+    REQUIRE(send(second, &hello, sizeof hello, MSG_NOSIGNAL) == sizeof hello);
+    Hello answer;
+    REQUIRE(verbs::read_within(second, &answer, sizeof answer, 10000));
+    CHECK((answer.features & method::verbs::feature_key_proof) != 0);
+    REQUIRE(send(first, &answer, sizeof answer, MSG_NOSIGNAL) == sizeof answer);
+    method::verbs::KeyProof leaked;
+    CHECK_FALSE(verbs::read_within(first, &leaked, sizeof leaked, 3000));
+    CHECK(wait_op(pair.client, id, 30000).error == -BMI_EACCES);
+    for (int fd : {first, second, listener}) close(fd);
     CHECK(server_sees_nothing(*pair.server.instance, 300));
 }

@@ -60,6 +60,24 @@ inline bool closed_within(int fd, int deadline_ms) {
     }
 }
 
+// Reads exactly size bytes from a blocking socket within deadline_ms; false on close or timeout.
+inline bool read_within(int fd, void* data, std::size_t size, int deadline_ms) {
+    auto* bytes = static_cast<std::uint8_t*>(data);
+    std::size_t got = 0;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+    while (got < size) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        pollfd p{fd, POLLIN, 0};
+        if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) != 1) return false;
+        const ssize_t n = recv(fd, bytes + got, size - got, 0);
+        if (n <= 0) return false;
+        got += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
 // True if fd has neither data nor EOF waiting: the other end still holds it open.
 inline bool still_open(int fd) {
     pollfd p{fd, POLLIN, 0};
@@ -124,16 +142,8 @@ public:
     }
 
     bool read_hello(Hello& out, int deadline_ms = 20000) {
-        auto* bytes = reinterpret_cast<std::uint8_t*>(&out);
-        std::size_t got = 0;
-        while (got < sizeof out) {
-            pollfd p{fd_, POLLIN, 0};
-            if (poll(&p, 1, deadline_ms) != 1) return false;
-            ssize_t n = recv(fd_, bytes + got, sizeof out - got, 0);
-            if (n <= 0) return false;
-            got += static_cast<std::size_t>(n);
-        }
-        return out.magic == method::verbs::hello_magic;
+        return read_within(fd_, &out, sizeof out, deadline_ms) &&
+               out.magic == method::verbs::hello_magic;
     }
 
     // INIT -> RTR -> RTS towards the server's queue pair, then the ready byte.
@@ -203,6 +213,7 @@ public:
     }
 
     bool closed_by_server(int deadline_ms) { return closed_within(fd_, deadline_ms); }
+    int bootstrap_fd() const { return fd_; }
 
     // The next message the server sends us: its header and body. False after the deadline.
     bool receive(MsgHeader& h, std::vector<std::uint8_t>& body, int deadline_ms = 20000) {
