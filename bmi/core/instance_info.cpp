@@ -6,14 +6,30 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bmi/core/address_choice.hpp"
 #include "bmi/core/instance_slot.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
+#include "support/method_address/this_node.hpp"
 
 namespace bmi::core {
 
 int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
     if (id_string.size() >= BMI_MAX_ADDR_LEN) return -BMI_EINVAL;
+    if (id_string.find(',') != std::string_view::npos) {
+        // One peer's addresses on several methods: look up the part this process should use.
+        const AddressChoice choice = choose_address(
+            id_string,
+            [this](std::string_view scheme) {
+                int unused = 0;
+                return slot_for_scheme(scheme, unused) != nullptr && scheme_reachable(scheme);
+            },
+            [](std::string_view host) { return support::names_this_node(std::string(host)); });
+        if (choice.error != 0) return choice.error;
+        BMI_LOG(address, "lookup %.*s: using %.*s", static_cast<int>(id_string.size()),
+                id_string.data(), static_cast<int>(choice.part.size()), choice.part.data());
+        id_string = choice.part;
+    }
     auto parts = support::split_scheme(id_string);
     if (!parts) return -BMI_EINVAL;
     {
