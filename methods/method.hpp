@@ -10,11 +10,12 @@
 //  - Peer::addr() is the one field written by the core and read by the method; it is atomic.
 //
 // Progress model: a method owns one file descriptor (wait_fd) that becomes readable whenever
-// progress() has work to do. tcp returns its epoll fd, shm an eventfd, verbs a completion channel
-// (or an epoll fd around it). The control layer puts every method's fd into one epoll set and
-// sleeps there, so one kernel wait point covers all active methods. A method must not leave its
-// fd readable when progress() cannot make headway (e.g. a socket it does not want to read yet
-// must be removed from its interest set), or the control layer would spin.
+// progress() has work to do: each method returns the epoll set of its own descriptors
+// (sockets, eventfds, timers, a completion channel). The control layer puts every method's fd
+// into one epoll set and sleeps there, so one kernel wait point covers all active methods. A
+// method must not leave its fd readable when progress() cannot make headway (e.g. a socket it
+// does not want to read yet must be removed from its interest set), or the control layer would
+// spin.
 #pragma once
 
 #include <boost/intrusive/list_hook.hpp>
