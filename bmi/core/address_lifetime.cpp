@@ -25,7 +25,7 @@ int Instance::drop_address(BMI_addr_t addr) {
     std::shared_ptr<method::Peer> peer;
     int index = 0;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         AddressEntry* entry = addresses_.find(addr);
         if (entry == nullptr) return -BMI_EINVAL;
         peer = entry->peer;
@@ -33,7 +33,7 @@ int Instance::drop_address(BMI_addr_t addr) {
         addresses_.erase(addr);
     }
     MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
-    std::lock_guard lock(slot.lock);
+    support::MutexLock lock(slot.lock);
     slot.method->forget_peer(*peer);
     BMI_LOG(address, "dropped %lld", static_cast<long long>(addr));
     return 0;
@@ -41,7 +41,7 @@ int Instance::drop_address(BMI_addr_t addr) {
 
 int Instance::change_reference(BMI_addr_t addr, int option) {
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         AddressEntry* entry = addresses_.find(addr);
         if (entry == nullptr) return -BMI_EINVAL;
         if (option == BMI_INC_ADDR_REF) {
@@ -63,7 +63,7 @@ void Instance::file_gone_locked(AddressEntry& entry) {
 }
 
 void Instance::on_peer_gone(const method::Peer& peer) {
-    std::lock_guard lock(state_mutex_);
+    support::MutexLock lock(state_mutex_);
     AddressEntry* entry = addresses_.find(peer.addr());
     // Already dropped (the method is closing it for drop_address), or re-registered since.
     if (entry == nullptr || entry->peer.get() != &peer) return;
@@ -74,7 +74,7 @@ void Instance::drop_gone_peers() {
     if (!gone_pending_.load(std::memory_order_acquire)) return;
     std::vector<BMI_addr_t> filed;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         filed.swap(gone_peers_);
         gone_pending_.store(false, std::memory_order_relaxed);
         for (BMI_addr_t addr : filed)
@@ -89,6 +89,7 @@ void Instance::drop_if_gone(BMI_addr_t addr) {
     // Whether the entry still holds: nobody references it and nothing of it waits to be shown.
     // Unshown messages file it again, for the testunexpected after the one that shows them.
     auto unheld = [&](AddressEntry& entry) {
+        state_mutex_.assert_held();  // called only inside the locked sections below
         if (entry.ref_count > 0) return false;
         if (entry.unreported_unexpected > 0) {
             file_gone_locked(entry);
@@ -97,7 +98,7 @@ void Instance::drop_if_gone(BMI_addr_t addr) {
         return true;
     };
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         AddressEntry* entry = addresses_.find(addr);
         if (entry == nullptr || !unheld(*entry)) return;
         peer = entry->peer;
@@ -106,10 +107,10 @@ void Instance::drop_if_gone(BMI_addr_t addr) {
     MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
     // The method's lock is held from the question to the forgetting, so the peer cannot come
     // back in between; the core's lock is taken inside it (the allowed order).
-    std::lock_guard method_lock(slot.lock);
+    support::MutexLock method_lock(slot.lock);
     if (!slot.method->peer_gone(*peer)) return;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         AddressEntry* entry = addresses_.find(addr);
         if (entry == nullptr || entry->peer != peer || !unheld(*entry)) return;
         addresses_.erase(addr);

@@ -88,13 +88,13 @@ Instance::~Instance() {
     wait_point_.set_direct(-1);
     for (auto& slot : slots_) {
         if (!slot->active.load()) continue;
-        std::lock_guard lock(slot->lock);
+        support::MutexLock lock(slot->lock);
         wait_point_.remove_fd(slot->method->wait_fd());
         slot->method.reset();
     }
     std::vector<method::Operation*> leftovers;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         for (auto& context : contexts_) {
             while (!context.completed.empty()) {
                 auto& op = context.completed.front();
@@ -145,7 +145,7 @@ int Instance::activate(int index, const method::Config& config) {
     bool first = true;
     for (auto& other : slots_) first = first && !other->active.load();
     {
-        std::lock_guard lock(slot.lock);
+        support::MutexLock lock(slot.lock);
         slot.method = std::move(created);
         slot.native_lists = slot.method->native_lists() && !emulate_lists_;
         rc = wait_point_.add_fd(slot.method->wait_fd());
@@ -167,7 +167,7 @@ int Instance::activate(int index, const method::Config& config) {
         }
     }
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         if (!methods_string_.empty()) methods_string_ += ',';
         methods_string_ += slot.descriptor->name;
     }
@@ -189,7 +189,7 @@ Instance::MethodSlot* Instance::slot_for_scheme(std::string_view scheme, int& er
 }
 
 int Instance::open_context(bmi_context_id& out) {
-    std::lock_guard lock(state_mutex_);
+    support::MutexLock lock(state_mutex_);
     for (int i = 0; i < max_contexts; ++i) {
         if (contexts_[static_cast<std::size_t>(i)].open) continue;
         contexts_[static_cast<std::size_t>(i)].open = true;
@@ -201,13 +201,13 @@ int Instance::open_context(bmi_context_id& out) {
 
 int Instance::close_context(bmi_context_id context) {
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         if (!context_valid_locked(context)) return -BMI_EINVAL;
     }
     cancel_pending([context](const method::Operation& op) { return op.context == context; });
     std::vector<method::Operation*> done;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         auto& queue = contexts_[static_cast<std::size_t>(context)].completed;
         while (!queue.empty()) {
             auto& op = queue.front();
@@ -251,7 +251,7 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     // The fast path carries no class: a classed unexpected send goes through post().
     const bool try_now = !is_recv && !is_list && request.msg_class == 0;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         if (!context_valid_locked(request.context)) return -BMI_EINVAL;
         AddressEntry* entry = addresses_.find(request.addr);
         if (entry == nullptr) return -BMI_EINVAL;
@@ -263,11 +263,11 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
             // the method lock is only tried (progress takes it before the state lock), and
             // a busy method sends the usual way.
             MethodSlot& slot = *slots_[static_cast<std::size_t>(method_index)];
-            std::unique_lock method_lock(slot.lock, std::try_to_lock);
-            if (method_lock.owns_lock()) {
+            if (slot.lock.try_lock()) {
                 const method::Segment whole{request.buffer, request.size};
                 int rc = slot.method->send_now(*entry->peer, request.kind, request.tag,
                                                {&whole, 1});
+                slot.lock.unlock();
                 if (rc != 0) {
                     if (rc == 1) id = 0;
                     return rc;
@@ -298,10 +298,10 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     // itself finds id 0 and is queued here instead (on_complete).
     bool completed_early = false, orphan = false;
     if (rc == 0) {
-        std::lock_guard method_lock(slot.lock);
+        support::MutexLock method_lock(slot.lock);
         rc = slot.method->post(*raw);
         if (rc == 0 && !is_recv) {
-            std::lock_guard lock(state_mutex_);
+            support::MutexLock lock(state_mutex_);
             new_id = raw->id = op_ids_.insert(raw);
             completed_early = raw->completed;
             if (!completed_early)
@@ -319,7 +319,7 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
         return 0;
     }
     if (is_recv) {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         pending_.erase(pending_.iterator_to(*raw));
         op_ids_.erase(new_id);
     }
@@ -371,19 +371,19 @@ int Instance::cancel(bmi_op_id_t id, bmi_context_id context) {
     note_caller();
     int index;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         method::Operation* op = find_op_locked(id, context);
         if (op == nullptr) return -BMI_EINVAL;
         if (op->completed) return 0;
         index = op->method_index;
     }
     MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
-    std::lock_guard method_lock(slot.lock);
+    support::MutexLock method_lock(slot.lock);
     method::Operation* op;
     {
         // Look again: it may have completed and been reaped while we took the method lock.
         // Holding that lock now keeps it from completing under us.
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         op = find_op_locked(id, context);
         if (op == nullptr || op->completed) return 0;
         op->cancel_requested = true;
@@ -396,10 +396,10 @@ template <class Pick>
 void Instance::cancel_pending(Pick&& pick) {
     for (auto& slot : slots_) {
         if (!slot->active.load()) continue;
-        std::lock_guard method_lock(slot->lock);
+        support::MutexLock method_lock(slot->lock);
         std::vector<method::Operation*> victims;
         {
-            std::lock_guard lock(state_mutex_);
+            support::MutexLock lock(state_mutex_);
             for (auto& op : pending_)
                 if (op.method_index == slot->index && pick(op)) victims.push_back(&op);
         }
@@ -427,7 +427,7 @@ void Instance::on_complete(method::Operation& op, int error) {
         unpack_list(op.bounce, op.actual_size, op.user_list, op.user_sizes, op.user_count);
     bool orphan;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         if (op.completed) return;  // a method reporting twice must not corrupt the queues
         op.error = error;
         op.completed = true;
@@ -454,13 +454,13 @@ bool Instance::queue_completed_locked(method::Operation& op) {
 
 BMI_addr_t Instance::on_register_peer(int method_index,
                                       const std::shared_ptr<method::Peer>& peer) {
-    std::lock_guard lock(state_mutex_);
+    support::MutexLock lock(state_mutex_);
     if (peer->addr() != 0 && addresses_.find(peer->addr()) != nullptr) return peer->addr();
     return addresses_.add(method_index, peer, "").addr;
 }
 
 void* Instance::on_alloc_unexpected(const method::Peer& peer, bmi_size_t size) {
-    std::lock_guard lock(state_mutex_);
+    support::MutexLock lock(state_mutex_);
     if (size < 0) return nullptr;
     // The fixed part makes a stream of empty messages as bounded as one of full ones.
     const bmi_size_t cost = size + unexpected_overhead;
@@ -504,7 +504,7 @@ void Instance::on_deliver_unexpected(int method_index, const std::shared_ptr<met
                                      void* buffer, bmi_size_t size, bmi_msg_tag_t tag,
                                      std::uint8_t msg_class) {
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         AddressEntry* entry = peer->addr() == 0 ? nullptr : addresses_.find(peer->addr());
         if (entry == nullptr) entry = &addresses_.add(method_index, peer, "");
         ++entry->unreported_unexpected;

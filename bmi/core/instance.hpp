@@ -191,7 +191,7 @@ private:
     BMI_addr_t on_register_peer(int method_index, const std::shared_ptr<method::Peer>& peer);
     void* on_alloc_unexpected(const method::Peer& peer, bmi_size_t size);
     // Takes back the charge of an unexpected buffer (state_mutex_ held); false if unknown.
-    bool uncharge_unexpected(void* buffer);
+    bool uncharge_unexpected(void* buffer) BMI_REQUIRES(state_mutex_);
     void on_deliver_unexpected(int method_index, const std::shared_ptr<method::Peer>& peer,
                                void* buffer, bmi_size_t size, bmi_msg_tag_t tag,
                                std::uint8_t msg_class);
@@ -199,7 +199,7 @@ private:
     // Sink::peer_gone: files the peer's address for drop_gone_peers.
     void on_peer_gone(const method::Peer& peer);
     // Puts entry on gone_peers_ unless it is there already (state_mutex_ held).
-    void file_gone_locked(AddressEntry& entry);
+    void file_gone_locked(AddressEntry& entry) BMI_REQUIRES(state_mutex_);
     // Drops addr if nothing holds it any more: no reference, no unreported unexpected
     // message, and its method says the peer is gone. No lock held by the caller.
     void drop_if_gone(BMI_addr_t addr);
@@ -212,12 +212,13 @@ private:
     static int fill_lists(method::Operation& op, const PostRequest& request, bool native_lists);
     // Puts a completed op on its context's queue; false (and its id forgotten) if the context
     // was closed meanwhile, so the caller frees it (state_mutex_ held).
-    bool queue_completed_locked(method::Operation& op);
+    bool queue_completed_locked(method::Operation& op) BMI_REQUIRES(state_mutex_);
     // Removes a completed op from its context and frees it (state_mutex_ held).
-    Completion reap_locked(method::Operation& op);
+    Completion reap_locked(method::Operation& op) BMI_REQUIRES(state_mutex_);
     void free_op(method::Operation* op);
-    method::Operation* find_op_locked(bmi_op_id_t id, bmi_context_id context);
-    bool context_valid_locked(bmi_context_id context) const;
+    method::Operation* find_op_locked(bmi_op_id_t id, bmi_context_id context)
+        BMI_REQUIRES(state_mutex_);
+    bool context_valid_locked(bmi_context_id context) const BMI_REQUIRES(state_mutex_);
     // The peer behind addr and its method's index, copied under the state lock so the caller
     // may use them after it (the shared_ptr keeps the peer alive); false for an unknown addr.
     bool peer_of(BMI_addr_t addr, std::shared_ptr<method::Peer>& peer, int& method_index);
@@ -249,36 +250,37 @@ private:
     std::atomic<bool> many_callers_{false};       // another one has since
 
     support::Mutex state_mutex_;
-    support::IdGenerator op_ids_;                  // guarded by state_mutex_
-    std::array<Context, max_contexts> contexts_;   // guarded by state_mutex_
+    support::IdGenerator op_ids_ BMI_GUARDED_BY(state_mutex_);
+    std::array<Context, max_contexts> contexts_ BMI_GUARDED_BY(state_mutex_);
     // Every posted op that has not completed, linked through core_hook (it moves to its
     // context's completed queue on completion): close_context and finalize cancel these.
     support::OpQueue<method::Operation, method::SafeHook, &method::Operation::core_hook>
-        pending_;                                  // guarded by state_mutex_
-    std::deque<UnexpectedMessage> unexpected_;     // guarded by state_mutex_
+        pending_ BMI_GUARDED_BY(state_mutex_);
+    std::deque<UnexpectedMessage> unexpected_ BMI_GUARDED_BY(state_mutex_);
     // Unexpected messages delivered so far, and how many of them a test call has reported
     // (testcontext's early return, or testunexpected emptying the queue).
-    std::uint64_t unexpected_arrivals_ = 0;        // guarded by state_mutex_
-    std::uint64_t unexpected_reported_ = 0;        // guarded by state_mutex_
+    std::uint64_t unexpected_arrivals_ BMI_GUARDED_BY(state_mutex_) = 0;
+    std::uint64_t unexpected_reported_ BMI_GUARDED_BY(state_mutex_) = 0;
     // Unexpected buffers handed out, with what each costs against the quota and whose it is.
     struct UnexpectedCharge {
         bmi_size_t cost = 0;
         std::uint64_t peer_serial = 0;  // method::Peer::serial of the sender
     };
-    std::unordered_map<void*, UnexpectedCharge> unexpected_owned_;  // guarded by state_mutex_
+    std::unordered_map<void*, UnexpectedCharge> unexpected_owned_ BMI_GUARDED_BY(state_mutex_);
     // What each peer's unexpected buffers cost while the application holds them, by peer
     // serial: the buffers may outlive the peer.
-    std::unordered_map<std::uint64_t, bmi_size_t> unexpected_by_peer_;  // state_mutex_
+    std::unordered_map<std::uint64_t, bmi_size_t> unexpected_by_peer_
+        BMI_GUARDED_BY(state_mutex_);
     // BMI_memalloc buffers the control layer allocated itself (methods track their own), so
     // that BMI_memfree of a foreign or already freed pointer is refused, not passed to free().
-    std::unordered_set<void*> memalloc_owned_;  // guarded by state_mutex_
-    bmi_size_t unexpected_bytes_ = 0;              // guarded by state_mutex_
-    bool quota_warned_ = false;                    // guarded by state_mutex_
-    ReferenceList addresses_;                      // guarded by state_mutex_
+    std::unordered_set<void*> memalloc_owned_ BMI_GUARDED_BY(state_mutex_);
+    bmi_size_t unexpected_bytes_ BMI_GUARDED_BY(state_mutex_) = 0;
+    bool quota_warned_ BMI_GUARDED_BY(state_mutex_) = false;
+    ReferenceList addresses_ BMI_GUARDED_BY(state_mutex_);
     // Addresses whose peers a method reported gone, waiting for drop_gone_peers (run by every
     // test call; OrangeFS runs its forget list in BMI_testunexpected). One entry per address
     // at most (AddressEntry::gone_queued).
-    std::vector<BMI_addr_t> gone_peers_;           // guarded by state_mutex_
+    std::vector<BMI_addr_t> gone_peers_ BMI_GUARDED_BY(state_mutex_);
     std::atomic<bool> gone_pending_{false};        // gone_peers_ may be non-empty
     std::string methods_string_;                   // for BMI_TRANSPORT_METHODS_STRING
     std::string listen_string_;                    // for BMI_GET_METH_ADDR with addr 0

@@ -33,7 +33,7 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
     auto parts = support::split_scheme(id_string);
     if (!parts) return -BMI_EINVAL;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         if (AddressEntry* entry = addresses_.find_by_string(id_string)) {
             out = entry->addr;
             return 0;
@@ -61,12 +61,12 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
     }
     std::shared_ptr<method::Peer> peer;
     {
-        std::lock_guard lock(slot->lock);
+        support::MutexLock lock(slot->lock);
         rc = hint ? slot->method->lookup_prepared(id_string, *hint, peer)
                   : slot->method->lookup(id_string, peer);
     }
     if (rc != 0) return rc;
-    std::lock_guard lock(state_mutex_);
+    support::MutexLock lock(state_mutex_);
     // Someone else registered the same peer meanwhile, or it contacted us before.
     if (peer->addr() != 0 && addresses_.find(peer->addr()) != nullptr) {
         out = peer->addr();
@@ -88,10 +88,10 @@ const char* Instance::peer_string(BMI_addr_t addr,
     std::string text;
     {
         MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
-        std::lock_guard lock(slot.lock);
+        support::MutexLock lock(slot.lock);
         text = (slot.method.get()->*describe)(*peer);
     }
-    std::lock_guard lock(state_mutex_);
+    support::MutexLock lock(state_mutex_);
     AddressEntry* entry = addresses_.find(addr);
     if (entry == nullptr) return nullptr;
     // Keep the old storage when nothing changed, so earlier pointers stay valid.
@@ -108,7 +108,7 @@ const char* Instance::rev_lookup_unexpected(BMI_addr_t addr) {
 }
 
 bool Instance::peer_of(BMI_addr_t addr, std::shared_ptr<method::Peer>& peer, int& method_index) {
-    std::lock_guard lock(state_mutex_);
+    support::MutexLock lock(state_mutex_);
     AddressEntry* entry = addresses_.find(addr);
     if (entry == nullptr) return false;
     peer = entry->peer;
@@ -124,7 +124,7 @@ int Instance::query_addr_range(BMI_addr_t addr, std::string_view id_string, int 
     if (!peer_of(addr, peer, index)) return -BMI_EINVAL;
     MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
     if (slot.descriptor->scheme != parts->scheme) return 0;  // another network entirely
-    std::lock_guard lock(slot.lock);
+    support::MutexLock lock(slot.lock);
     return slot.method->query_range(*peer, id_string, netmask);
 }
 
@@ -132,7 +132,7 @@ void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
     if (size < 0) return nullptr;
     int index;
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         AddressEntry* entry = addresses_.find(addr);
         if (entry == nullptr) return nullptr;
         index = entry->method_index;
@@ -141,7 +141,7 @@ void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
     // memory it has prepared.
     {
         MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
-        std::lock_guard lock(slot.lock);
+        support::MutexLock lock(slot.lock);
         if (slot.method)
             if (void* prepared = slot.method->mem_alloc(size); prepared != nullptr) return prepared;
     }
@@ -149,7 +149,7 @@ void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
     void* buffer = nullptr;
     std::size_t bytes = static_cast<std::size_t>(size > 0 ? size : 1);
     if (posix_memalign(&buffer, 64, bytes) != 0) return nullptr;
-    std::lock_guard lock(state_mutex_);
+    support::MutexLock lock(state_mutex_);
     memalloc_owned_.insert(buffer);
     return buffer;
 }
@@ -159,7 +159,7 @@ int Instance::memfree(BMI_addr_t, void* buffer) {
     // by now (a server drops a client while answers to it are still in flight), and refusing
     // then would leak the buffer for good.
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         if (memalloc_owned_.erase(buffer) != 0) {
             std::free(buffer);
             return 0;
@@ -168,7 +168,7 @@ int Instance::memfree(BMI_addr_t, void* buffer) {
     // Memory a method prepared: ask every method, since an application may free through an
     // address of another method than the one it allocated with.
     for (auto& slot : slots_) {
-        std::lock_guard lock(slot->lock);
+        support::MutexLock lock(slot->lock);
         if (slot->method && slot->method->mem_free(buffer)) return 0;
     }
     BMI_LOG(error, "BMI_memfree: %p was not allocated by BMI_memalloc or is already freed",
@@ -179,7 +179,7 @@ int Instance::memfree(BMI_addr_t, void* buffer) {
 int Instance::unexpected_free(void* buffer) {
     note_caller();
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         // Unknown or already freed: refuse instead of corrupting the heap.
         if (!uncharge_unexpected(buffer)) return -BMI_EINVAL;
     }
@@ -209,7 +209,7 @@ int Instance::set_info(BMI_addr_t addr, int option, void* arg) {
     int rc = -BMI_ENOSYS;
     for (auto& slot : slots_) {
         if (!slot->active.load() || (only >= 0 && slot->index != only)) continue;
-        std::lock_guard lock(slot->lock);
+        support::MutexLock lock(slot->lock);
         int one = slot->method->set_info(peer.get(), option, arg);
         if (one != -BMI_ENOSYS) rc = one;
     }
@@ -229,7 +229,7 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
         bmi_size_t best = -1;
         for (auto& slot : slots_) {
             if (!slot->active.load() || (only >= 0 && slot->index != only)) continue;
-            std::lock_guard lock(slot->lock);
+            support::MutexLock lock(slot->lock);
             bmi_size_t value = option == BMI_CHECK_MAXSIZE ? slot->method->max_message_size()
                                                            : slot->method->unexpected_limit();
             // The safe answer across several methods is the smallest.
@@ -244,13 +244,13 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
             *static_cast<void**>(arg) = peer.get();
         } else {
             std::string text = listen_addresses();
-            std::lock_guard lock(state_mutex_);
+            support::MutexLock lock(state_mutex_);
             if (listen_string_ != text) listen_string_ = std::move(text);
             *static_cast<const char**>(arg) = listen_string_.c_str();
         }
         return 0;
     case BMI_TRANSPORT_METHODS_STRING: {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         *static_cast<const char**>(arg) = methods_string_.c_str();
         return 0;
     }
@@ -258,7 +258,7 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
         // How many addresses the instance holds: a long-running server watches that it does
         // not grow with every client it ever served. Those already known to be free go first.
         drop_gone_peers();
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         *static_cast<int*>(arg) = static_cast<int>(addresses_.size());
         return 0;
     }
@@ -269,12 +269,12 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
         if (!peer) return -BMI_EINVAL;
         bool unreferenced = false;
         {
-            std::lock_guard lock(state_mutex_);
+            support::MutexLock lock(state_mutex_);
             AddressEntry* entry = addresses_.find(addr);
             unreferenced = entry != nullptr && entry->ref_count == 0;
         }
         MethodSlot& slot = *slots_[static_cast<std::size_t>(only)];
-        std::lock_guard lock(slot.lock);
+        support::MutexLock lock(slot.lock);
         *static_cast<int*>(arg) = unreferenced && slot.method->peer_gone(*peer) ? 1 : 0;
         return 0;
     }
@@ -284,7 +284,7 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
     int rc = -BMI_ENOSYS;
     for (auto& slot : slots_) {
         if (!slot->active.load() || (only >= 0 && slot->index != only)) continue;
-        std::lock_guard lock(slot->lock);
+        support::MutexLock lock(slot->lock);
         int one = slot->method->get_info(peer.get(), option, arg);
         if (one != -BMI_ENOSYS) return one;
     }
@@ -293,7 +293,7 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
 
 int Instance::unexpected_quota_use(BMI_unexpected_quota_use& out) {
     {
-        std::lock_guard lock(state_mutex_);
+        support::MutexLock lock(state_mutex_);
         out.used = unexpected_bytes_;
         out.limit = unexpected_quota_;
     }
@@ -302,7 +302,7 @@ int Instance::unexpected_quota_use(BMI_unexpected_quota_use& out) {
     // (a method without the option answers -BMI_ENOSYS and adds nothing).
     for (auto& slot : slots_) {
         if (!slot->active.load()) continue;
-        std::lock_guard lock(slot->lock);
+        support::MutexLock lock(slot->lock);
         (void)slot->method->get_info(nullptr, BMI_UNEXPECTED_QUOTA_USE, &out);
     }
     return 0;
@@ -312,7 +312,7 @@ std::string Instance::listen_addresses() {
     std::string out;
     for (auto& slot : slots_) {
         if (!slot->active.load()) continue;
-        std::lock_guard lock(slot->lock);
+        support::MutexLock lock(slot->lock);
         std::string one = slot->method->listen_address();
         if (one.empty()) continue;
         if (!out.empty()) out += ',';
@@ -322,7 +322,7 @@ std::string Instance::listen_addresses() {
 }
 
 std::string Instance::active_methods() {
-    std::lock_guard lock(state_mutex_);
+    support::MutexLock lock(state_mutex_);
     return methods_string_;
 }
 

@@ -41,7 +41,7 @@ struct Instance::MethodSlot {
     bool allowed = false;            // named in BMI_initialize's method list (or list empty)
     std::atomic<bool> active{false}; // method created; set once, never cleared before teardown
     support::Mutex lock;             // held around every call into method
-    std::unique_ptr<method::Method> method;
+    std::unique_ptr<method::Method> method BMI_PT_GUARDED_BY(lock);
     std::unique_ptr<SlotSink> sink;
     bool native_lists = false;
 };

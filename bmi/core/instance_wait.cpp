@@ -14,7 +14,7 @@ namespace bmi::core {
 void Instance::progress_all() {
     for (auto& slot : slots_) {
         if (!slot->active.load(std::memory_order_acquire)) continue;
-        std::lock_guard lock(slot->lock);
+        support::MutexLock lock(slot->lock);
         slot->method->progress();
     }
 }
@@ -25,7 +25,7 @@ bool Instance::before_sleep_all(SleepClock& clock) {
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         MethodSlot& slot = *slots_[i];
         if (!slot.active.load(std::memory_order_acquire)) continue;
-        std::lock_guard lock(slot.lock);
+        support::MutexLock lock(slot.lock);
         if (slot.method->before_sleep()) {
             moved = true;
             continue;
@@ -44,7 +44,7 @@ bool Instance::before_sleep_all(SleepClock& clock) {
 void Instance::after_wake_all() {
     for (auto& slot : slots_) {
         if (!slot->active.load(std::memory_order_acquire)) continue;
-        std::lock_guard lock(slot->lock);
+        support::MutexLock lock(slot->lock);
         slot->method->after_wake();
     }
 }
@@ -70,7 +70,7 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
         drop_gone_peers();
         std::uint64_t seen = wait_point_.sequence();
         {
-            std::lock_guard lock(state_mutex_);
+            support::MutexLock lock(state_mutex_);
             if (ready()) return;
         }
         // The first round may sleep if the caller allows any idle time; a later one only
@@ -87,7 +87,7 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
         if (!sleeping || direct_index_.load() < 0) {
             progress_all();
             {
-                std::lock_guard lock(state_mutex_);
+                support::MutexLock lock(state_mutex_);
                 if (ready()) return;
             }
         }
@@ -112,7 +112,7 @@ void Instance::wake_all(std::span<const epoll_event> events) {
     // hands it the events the sleep returned; the loop then looks again before another full
     // progress pass.
     MethodSlot& slot = *slots_[static_cast<std::size_t>(direct)];
-    std::lock_guard lock(slot.lock);
+    support::MutexLock lock(slot.lock);
     slot.method->after_wake();
     slot.method->progress_events(events);
 }
@@ -130,6 +130,7 @@ int Instance::test(bmi_op_id_t id, bmi_context_id context, int max_idle_ms, int&
     int rc = 0;
     method::Operation* done = nullptr;
     wait_for(max_idle_ms, [&] {
+        state_mutex_.assert_held();  // wait_for calls this under the state lock
         if (!context_valid_locked(context)) {
             rc = -BMI_EINVAL;
             return true;
@@ -158,6 +159,7 @@ int Instance::testsome(std::span<const bmi_op_id_t> ids, bmi_context_id context,
     int rc = 0;
     std::vector<method::Operation*> done;
     wait_for(max_idle_ms, [&] {
+        state_mutex_.assert_held();  // wait_for calls this under the state lock
         if (!context_valid_locked(context)) {
             rc = -BMI_EINVAL;
             return true;
@@ -192,6 +194,7 @@ int Instance::testcontext(bmi_context_id context, int max_idle_ms, int& outcount
     int rc = 0;
     std::vector<method::Operation*> done;
     wait_for(max_idle_ms, [&] {
+        state_mutex_.assert_held();  // wait_for calls this under the state lock
         if (!context_valid_locked(context)) {
             rc = -BMI_EINVAL;
             return true;
@@ -223,6 +226,7 @@ int Instance::testunexpected(int max_idle_ms, int& outcount, std::span<Unexpecte
     outcount = 0;
     const bool count_references = (flags_ & BMI_AUTO_REF_COUNT) != 0;
     wait_for(max_idle_ms, [&] {
+        state_mutex_.assert_held();  // wait_for calls this under the state lock
         // Messages of other classes stay queued in arrival order; the quota bounds how many
         // there can be to step over.
         for (auto it = unexpected_.begin();

@@ -179,7 +179,8 @@ bool Device::grow_pool(BufferPool& pool, std::uint32_t count, bool free_list) {
         void* memory =
             mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (memory == MAP_FAILED) return false;
-        ibv_mr* mr = ibv_reg_mr(pd, memory, bytes, IBV_ACCESS_LOCAL_WRITE);
+        // An int: the ibv_reg_mr macro combines it with a flag of another enum type.
+        ibv_mr* mr = ibv_reg_mr(pd, memory, bytes, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
         if (mr == nullptr) {
             munmap(memory, bytes);
             return false;

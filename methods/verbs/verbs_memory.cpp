@@ -74,7 +74,8 @@ void* RegCache::allocate(std::size_t size) {
     if (posix_memalign(&data, 4096, size > 0 ? size : 1) != 0) return nullptr;
     auto* r = new Region{};
     r->size = size > 0 ? size : 1;
-    r->mr = ibv_reg_mr(pd_, data, r->size, IBV_ACCESS_LOCAL_WRITE);
+    // An int: the ibv_reg_mr macro combines it with a flag of another enum type.
+    r->mr = ibv_reg_mr(pd_, data, r->size, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
     if (r->mr == nullptr) {
         std::free(data);
         delete r;
