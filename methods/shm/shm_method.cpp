@@ -67,8 +67,7 @@ ShmMethod::~ShmMethod() {
     }
     busy_.clear();
     connections_.clear();
-    for (auto& [name, weak] : named_)
-        if (auto peer = weak.lock()) peer->unmatched.clear();
+    named_.for_each_live([](ShmPeer& peer) { peer.unmatched.clear(); });
     nameless_.for_each_live([](ShmPeer& peer) { peer.unmatched.clear(); });
     if (listen_fd_ >= 0) close(listen_fd_);
     if (event_fd_ >= 0) close(event_fd_);
@@ -97,12 +96,11 @@ int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
             }
         }
     }
-    auto& slot = named_[name];
-    auto peer = slot.lock();
+    auto peer = named_.find(name);
     if (!peer) {
         peer = std::make_shared<ShmPeer>();
         peer->name = name;
-        slot = peer;
+        named_.add(name, peer);
     }
     out = peer;
     return 0;
@@ -238,10 +236,7 @@ void ShmMethod::forget_peer(Peer& base) {
     fail_peer_receives(peer, -BMI_ECANCEL);
     peer.unmatched.for_each([&](const Unmatched& message) { release_early(peer, message); });
     peer.unmatched.clear();
-    if (!peer.name.empty()) {
-        auto it = named_.find(peer.name);
-        if (it != named_.end() && it->second.lock().get() == &peer) named_.erase(it);
-    }
+    if (!peer.name.empty()) named_.remove(peer.name, peer);
     nameless_.remove(peer);
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "methods/method.hpp"
+#include "methods/peer_registry.hpp"
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_nameless_peers.hpp"
 #include "methods/shm/shm_options.hpp"
@@ -145,6 +146,8 @@ private:
     void take_last_messages(Connection& conn);
     void close_connection(Connection& conn, int error);
     Connection* find_connection(std::uint64_t id);
+    // The peer of an accepted connection, by the rule of PeerNames::may_take: the instance
+    // that said hello (its pid is the kernel's word), named only once it proved the key.
     std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);
     // One pass over the connections the doorbell rang, the busy ones and, when the sweep
     // timer fired, all of them: receive, then send what fits. True if anything moved.
@@ -263,7 +266,7 @@ private:
     std::uint64_t descriptor_refusals_ = 0;
     std::uint64_t next_cookie_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
-    std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
+    PeerNames<ShmPeer, std::weak_ptr<ShmPeer>> named_;  // looked up, or proven peers
     NamelessPeers nameless_;
     std::size_t pending_ops_ = 0;  // operations with a method_state
     EarlyBudget early_;  // what every peer's unmatched holds, within Budgets

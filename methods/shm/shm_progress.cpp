@@ -520,21 +520,20 @@ int ShmMethod::receive_hello(Connection& conn) {
 }
 
 std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid) {
-    std::shared_ptr<ShmPeer> peer;
-    if (hello.name_length > 0) {
-        std::string name(hello.name, hello.name_length);
-        auto& slot = named_[name];
-        peer = slot.lock();
-        if (!peer) {
-            peer = std::make_shared<ShmPeer>();
-            peer->name = name;
-            slot = peer;
-        }
-    } else {
-        peer = nameless_.find_or_add(pid, hello.nonce);
+    const std::string announced(hello.name, hello.name_length);
+    // With a key this runs only once the initiator proved it (receive_key_proof).
+    const bool proven = key_ != nullptr;
+    if (!named_.may_take(announced, proven)) {
+        // A second connection of a proven instance that holds its name is that same peer.
+        auto holder = named_.find(announced);
+        if (proven && holder && holder->pid == pid && holder->nonce == hello.nonce) return holder;
+        return nameless_.find_or_add(pid, hello.nonce);
     }
+    auto peer = std::make_shared<ShmPeer>();
+    peer->name = announced;
     peer->pid = pid;
     peer->nonce = hello.nonce;
+    named_.add(announced, peer);
     return peer;
 }
 

@@ -2,7 +2,7 @@
 // A peer that proved the key may be named by the listen address it announced (issue 16): the
 // handshake's transcript binds that address, so when server B later looks up server A, it
 // finds the connection A opened and answers over it. Without a key the announcement routes
-// nothing (SPEC §6): the same lookup is a peer of its own.
+// nothing (SPEC §6): the same lookup is a peer of its own. The rule is the same for tcp and shm.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -20,8 +20,12 @@
 using namespace std::chrono_literals;
 
 namespace {
-std::unique_ptr<bmi::Session> server(const std::string& options) {
-    auto r = bmi::Session::create({"bmi_tcp", "tcp://127.0.0.1:0", BMI_INIT_SERVER, options});
+std::unique_ptr<bmi::Session> server(const std::string& method, const std::string& options) {
+    static int servers = 0;
+    const std::string listen = method == "tcp" ? "tcp://127.0.0.1:0"
+                                               : "shm://proven-" + std::to_string(getpid()) +
+                                                     "-" + std::to_string(servers++);
+    auto r = bmi::Session::create({"bmi_" + method, listen, BMI_INIT_SERVER, options});
     REQUIRE(r);
     return std::move(*r);
 }
@@ -63,10 +67,11 @@ TEST_CASE("a proven peer answers to the listen address it announced", "[keys]") 
     char dir[] = "/tmp/bmi-proven-XXXXXX";
     REQUIRE(mkdtemp(dir) != nullptr);
     const std::string key = "key_file=" + key_file(dir);
+    const std::string method = GENERATE(as<std::string>{}, "tcp", "shm");
     const bool keyed = GENERATE(true, false);
-    INFO((keyed ? "both servers hold the key" : "no key"));
-    auto a = server(keyed ? key : "");
-    auto b = server(keyed ? key : "");
+    INFO(method << (keyed ? ": both servers hold the key" : ": no key"));
+    auto a = server(method, keyed ? key : "");
+    auto b = server(method, keyed ? key : "");
     const bmi::Address sender = introduce(*a, *b);
     auto looked_up = b->lookup(a->listen_address());
     REQUIRE(looked_up);
