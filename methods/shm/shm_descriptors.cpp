@@ -28,14 +28,14 @@ bool ShmMethod::shed_connection() {
         accept_reserve_.shed(listen_fd_, [](int fd) { send_refusal(fd, -BMI_EMFILE); });
     // No reserve (another thread of the process took the slot): stop watching the listener
     // until the next sweep, which looks again.
-    if (shed == Shed::no_reserve) watch_listener(false);
+    if (shed == Shed::no_reserve) set_listener_interest(false);
     return shed == Shed::took_one;
 }
 
 void ShmMethod::resume_listener() {
     if (!listener_paused_) return;
     accept_reserve_.keep();
-    watch_listener(true);
+    set_listener_interest(true);
 }
 
 int ShmMethod::refuse_for_descriptors(Connection& conn) {

@@ -67,9 +67,8 @@ ShmMethod::~ShmMethod() {
     }
     busy_.clear();
     connections_.clear();
-    for (auto& [name, weak] : named_)
-        if (auto peer = weak.lock()) peer->unmatched.clear();
-    nameless_.for_each_live([](ShmPeer& peer) { peer.unmatched.clear(); });
+    named_.for_each_live([](ShmPeer& peer) { peer.arrivals.clear(); });
+    nameless_.for_each_live([](ShmPeer& peer) { peer.arrivals.clear(); });
     if (listen_fd_ >= 0) close(listen_fd_);
     if (event_fd_ >= 0) close(event_fd_);
     if (sweep_fd_ >= 0) close(sweep_fd_);
@@ -97,12 +96,11 @@ int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
             }
         }
     }
-    auto& slot = named_[name];
-    auto peer = slot.lock();
+    auto peer = named_.find(name);
     if (!peer) {
         peer = std::make_shared<ShmPeer>();
         peer->name = name;
-        slot = peer;
+        named_.add(name, peer);
     }
     out = peer;
     return 0;
@@ -131,8 +129,8 @@ int ShmMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
 int ShmMethod::post(Operation& op) {
     auto& peer = static_cast<ShmPeer&>(*op.peer);
     if (op.kind == OpKind::recv) {
-        if (auto found = peer.unmatched.take(op.tag)) {
-            Unmatched message = std::move(*found);
+        if (auto found = peer.arrivals.take(op.tag)) {
+            Arrival message = std::move(*found);
             release_early(peer, message);
             if (message.type == MsgType::eager) {
                 if (message.size > op.total_size) {
@@ -159,8 +157,8 @@ int ShmMethod::post(Operation& op) {
             Connection* ignored = nullptr;
             ensure_connection(op, ignored);
         }
-        peer.posted.push_back(op);
-        track(op, Where::posted_recv, 0);
+        peer.posted_recvs.push_back(op);
+        place(op, Place::posted_recv, 0);
         return 0;
     }
     if (op.kind == OpKind::send_unexpected && op.total_size > options_.unexpected_limit)
@@ -185,7 +183,7 @@ int ShmMethod::post(Operation& op) {
         }
     }
     conn->send_queue.push_back(op);
-    track(op, Where::queued_send, conn->id);
+    place(op, Place::queued_send, conn->id);
     mark_busy(*conn);
     // Ask the peer to wake us when it frees space; if space appeared meanwhile, progress()
     // must run soon even though nobody will write our eventfd.
@@ -195,22 +193,22 @@ int ShmMethod::post(Operation& op) {
 
 void ShmMethod::cancel(Operation& op) {
     if (op.method_state == 0) return;  // finished already
-    Track track{static_cast<Where>(op.method_state), op.method_aux};
-    switch (track.where) {
-    case Where::posted_recv: {
+    const std::uint64_t connection = op.method_aux;
+    switch (static_cast<Place>(op.method_state)) {
+    case Place::posted_recv: {
         auto& peer = static_cast<ShmPeer&>(*op.peer);
-        peer.posted.erase(op);
+        peer.posted_recvs.erase(op);
         finish(op, -BMI_ECANCEL);
         return;
     }
-    case Where::queued_send: {
-        Connection* conn = find_connection(track.connection);
+    case Place::queued_send: {
+        Connection* conn = find_connection(connection);
         if (conn != nullptr) conn->send_queue.erase(conn->send_queue.iterator_to(op));
         finish(op, -BMI_ECANCEL);
         return;
     }
-    case Where::in_flight: {
-        Connection* conn = find_connection(track.connection);
+    case Place::in_flight: {
+        Connection* conn = find_connection(connection);
         // A split receive ends with the sender's cooperation (shm_split.cpp); the connection
         // stays up.
         if (conn != nullptr && cancel_split(*conn, op)) return;
@@ -235,13 +233,10 @@ void ShmMethod::forget_peer(Peer& base) {
         if (conn->peer.get() == &peer) doomed.push_back(id);
     for (auto id : doomed)
         if (Connection* conn = find_connection(id)) close_connection(*conn, -BMI_ECANCEL);
-    fail_peer_receives(peer, -BMI_ECANCEL);
-    peer.unmatched.for_each([&](const Unmatched& message) { release_early(peer, message); });
-    peer.unmatched.clear();
-    if (!peer.name.empty()) {
-        auto it = named_.find(peer.name);
-        if (it != named_.end() && it->second.lock().get() == &peer) named_.erase(it);
-    }
+    fail_posted_recvs(peer, -BMI_ECANCEL);
+    peer.arrivals.for_each([&](const Arrival& message) { release_early(peer, message); });
+    peer.arrivals.clear();
+    if (!peer.name.empty()) named_.remove(peer.name, peer);
     nameless_.remove(peer);
 }
 
@@ -262,19 +257,19 @@ int ShmMethod::query_range(const Peer& peer, std::string_view id_string, int) co
 
 // --- operation bookkeeping ---
 
-void ShmMethod::track(Operation& op, Where where, std::uint64_t connection) {
+void ShmMethod::place(Operation& op, Place where, std::uint64_t connection) {
     if (op.method_state == 0) ++pending_ops_;
     op.method_state = static_cast<std::uint8_t>(where);
     op.method_aux = connection;
 }
 
-void ShmMethod::untrack(Operation& op) {
+void ShmMethod::unplace(Operation& op) {
     if (op.method_state != 0) --pending_ops_;
     op.method_state = 0;
 }
 
 void ShmMethod::finish(Operation& op, int error) {
-    untrack(op);
+    unplace(op);
     sink_.complete(op, error);
 }
 
@@ -286,10 +281,10 @@ void ShmMethod::detach_in_flight(Connection& conn, Operation& op) {
     drop_pushes(conn, op);
 }
 
-void ShmMethod::fail_peer_receives(ShmPeer& peer, int error) {
-    while (!peer.posted.empty()) {
-        Operation& op = peer.posted.front();
-        peer.posted.erase(op);
+void ShmMethod::fail_posted_recvs(ShmPeer& peer, int error) {
+    while (!peer.posted_recvs.empty()) {
+        Operation& op = peer.posted_recvs.front();
+        peer.posted_recvs.erase(op);
         finish(op, error);
     }
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "methods/method.hpp"
+#include "methods/peer_registry.hpp"
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_nameless_peers.hpp"
 #include "methods/shm/shm_options.hpp"
@@ -79,14 +80,10 @@ public:
 private:
     // Where a pending operation sits, so cancel knows what to unlink; kept in the operation's
     // method_state (0: not pending here) with the connection id in method_aux.
-    enum class Where : std::uint8_t {
-        posted_recv = 1,  // on its peer's posted list; nothing moved yet
+    enum class Place : std::uint8_t {
+        posted_recv = 1,  // on its peer's posted_recvs; nothing moved yet
         queued_send,  // on a connection's send_queue; nothing moved yet
         in_flight,    // announced (RTS) or partly moved: cancelling closes the connection
-    };
-    struct Track {
-        Where where;
-        std::uint64_t connection;
     };
     // too_large: an unexpected message beyond what one record on that connection may carry.
     enum class Placed : std::uint8_t { no_room, completed, announced, too_large };
@@ -102,7 +99,7 @@ private:
     void warn_out_of_descriptors(const char* what);
     bool shed_connection();  // true if it took a waiting connection (to refuse it)
     void resume_listener();
-    void watch_listener(bool on);  // EPOLLIN on the listener, or nothing while paused
+    void set_listener_interest(bool on);  // EPOLLIN on the listener, or nothing while paused
     int refuse_for_descriptors(Connection& conn);
     void on_socket_event(Connection& conn, std::uint32_t events);
     int open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out);
@@ -145,6 +142,8 @@ private:
     void take_last_messages(Connection& conn);
     void close_connection(Connection& conn, int error);
     Connection* find_connection(std::uint64_t id);
+    // The peer of an accepted connection, by the rule of PeerNames::may_take: the instance
+    // that said hello (its pid is the kernel's word), named only once it proved the key.
     std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);
     // One pass over the connections the doorbell rang, the busy ones and, when the sweep
     // timer fired, all of them: receive, then send what fits. True if anything moved.
@@ -179,12 +178,12 @@ private:
     int handle_reply(Connection& conn, const MsgHeader& header);
     // false: no receive waits and the early budgets are spent; the message stays in the ring.
     bool match_inline(Connection& conn, const MsgHeader& header, const Window& window);
-    // Messages kept before their receive (ShmPeer::unmatched), within Budgets: early_fits
+    // Messages kept before their receive (ShmPeer::arrivals), within Budgets: early_fits
     // says whether `bytes` more may be kept, keep_early adds one, release_early takes one
     // off the budgets (and wakes us if a ring waits for room in them).
     bool early_fits(const ShmPeer& peer, std::size_t bytes) const;
-    void keep_early(ShmPeer& peer, Unmatched&& message);
-    void release_early(ShmPeer& peer, const Unmatched& message);
+    void keep_early(ShmPeer& peer, Arrival&& message);
+    void release_early(ShmPeer& peer, const Arrival& message);
     int deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window);
     void start_transfer(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
                         std::vector<RemoteIov> iovs);
@@ -233,11 +232,11 @@ private:
                       std::uint64_t cookie);
 
     // --- operation bookkeeping (shm_method.cpp) ---
-    void track(Operation& op, Where where, std::uint64_t connection);
-    void untrack(Operation& op);
+    void place(Operation& op, Place where, std::uint64_t connection);
+    void unplace(Operation& op);
     void finish(Operation& op, int error);
     void detach_in_flight(Connection& conn, Operation& op);
-    void fail_peer_receives(ShmPeer& peer, int error);
+    void fail_posted_recvs(ShmPeer& peer, int error);
 
     Sink& sink_;
     Options options_;
@@ -265,10 +264,10 @@ private:
     std::uint64_t descriptor_refusals_ = 0;
     std::uint64_t next_cookie_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
-    std::unordered_map<std::string, std::weak_ptr<ShmPeer>> named_;
+    PeerNames<ShmPeer, std::weak_ptr<ShmPeer>> named_;  // looked up, or proven peers
     NamelessPeers nameless_;
     std::size_t pending_ops_ = 0;  // operations with a method_state
-    EarlyBudget early_;  // what every peer's unmatched holds, within Budgets
+    EarlyBudget early_;  // what every peer's arrivals hold, within Budgets
     PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
     OwnRegions regions_;  // what BMI_memalloc handed out (shm_region.hpp)
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US

@@ -22,7 +22,7 @@ namespace bmi::method::shm {
 using OpList = support::OpQueue<Operation, SafeHook, &Operation::method_hook>;
 
 // A message that arrived before a matching receive was posted.
-struct Unmatched {
+struct Arrival {
     MsgType type = MsgType::eager;  // eager (payload buffered) or rts (waits for a receive)
     bmi_msg_tag_t tag = 0;
     bmi_size_t size = 0;
@@ -40,9 +40,9 @@ public:
     pid_t pid = 0;               // 0 until a connection told us
     std::uint64_t nonce = 0;     // with pid, identifies a nameless instance across reconnects
     std::uint64_t connection = 0;  // id of the connection sends use; 0 when none is open
-    PostedRecvs posted;          // receives waiting for a message, by tag
-    ArrivalsByTag<Unmatched> unmatched;  // messages waiting for a receive, by tag
-    // What unmatched holds against the early-message budget (ShmMethod::early_).
+    PostedRecvs posted_recvs;          // receives waiting for a message, by tag
+    ArrivalsByTag<Arrival> arrivals;   // messages waiting for a receive, by tag
+    // What arrivals holds against the early-message budget (ShmMethod::early_).
     EarlyBudget::Account early;
     // Connections whose PeerLink names this peer: "has it any connection left" (peer_gone,
     // a closing connection's successor) is then a load, not a walk over every connection,

@@ -85,7 +85,7 @@ void ShmMethod::wake_self() {
     (void)ignored;
 }
 
-void ShmMethod::watch_listener(bool on) {
+void ShmMethod::set_listener_interest(bool on) {
     if (epoll_set(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, on ? EPOLLIN : 0u, listener_tag) == 0)
         listener_paused_ = !on;
     arm_sweep();  // a paused listener keeps the sweep running, which resumes it
@@ -520,21 +520,20 @@ int ShmMethod::receive_hello(Connection& conn) {
 }
 
 std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid) {
-    std::shared_ptr<ShmPeer> peer;
-    if (hello.name_length > 0) {
-        std::string name(hello.name, hello.name_length);
-        auto& slot = named_[name];
-        peer = slot.lock();
-        if (!peer) {
-            peer = std::make_shared<ShmPeer>();
-            peer->name = name;
-            slot = peer;
-        }
-    } else {
-        peer = nameless_.find_or_add(pid, hello.nonce);
+    const std::string announced(hello.name, hello.name_length);
+    // With a key this runs only once the initiator proved it (receive_key_proof).
+    const bool proven = key_ != nullptr;
+    if (!named_.may_take(announced, proven)) {
+        // A second connection of a proven instance that holds its name is that same peer.
+        auto holder = named_.find(announced);
+        if (proven && holder && holder->pid == pid && holder->nonce == hello.nonce) return holder;
+        return nameless_.find_or_add(pid, hello.nonce);
     }
+    auto peer = std::make_shared<ShmPeer>();
+    peer->name = announced;
     peer->pid = pid;
     peer->nonce = hello.nonce;
+    named_.add(announced, peer);
     return peer;
 }
 
@@ -622,9 +621,9 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     // This connection no longer counts among its peer's (peer_gone, the successor below).
     const std::shared_ptr<ShmPeer> link = conn.peer.release();
     if (ShmPeer* peer = link.get()) {
-        peer->unmatched.remove_if(
-            [&](const Unmatched& m) { return m.type == MsgType::rts && m.connection == conn.id; },
-            [&](const Unmatched& m) { release_early(*peer, m); });
+        peer->arrivals.remove_if(
+            [&](const Arrival& m) { return m.type == MsgType::rts && m.connection == conn.id; },
+            [&](const Arrival& m) { release_early(*peer, m); });
         if (peer->connection == conn.id) {
             peer->connection = 0;
             // Another connection of the same pair (both connected at once) takes over. The
@@ -633,7 +632,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
                 for (auto& [id, other] : connections_)
                     if (other->peer.get() == peer && other->state != ConnState::await_hello)
                         peer->connection = id;
-            if (peer->connection == 0) fail_peer_receives(*peer, error);
+            if (peer->connection == 0) fail_posted_recvs(*peer, error);
         }
         // The application may hold its address; the control layer drops it when nobody does.
         if (peer->addr() != 0 && peer_gone(*peer)) sink_.peer_gone(*peer);

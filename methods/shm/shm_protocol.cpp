@@ -140,7 +140,7 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     op.method_word = cookie;
     op.transferred = 0;
     conn.sends.emplace(cookie, &op);
-    track(op, Where::in_flight, conn.id);
+    place(op, Place::in_flight, conn.id);
     return Placed::announced;
 }
 
@@ -195,7 +195,7 @@ bool ShmMethod::flush(Connection& conn) {
         while (!blocked && !conn.send_queue.empty()) {
             Operation& op = conn.send_queue.front();
             conn.send_queue.pop_front();
-            untrack(op);
+            unplace(op);
             Placed placed = place_send(conn, op);
             if (placed == Placed::too_large) {
                 moved = true;
@@ -204,7 +204,7 @@ bool ShmMethod::flush(Connection& conn) {
             }
             if (placed == Placed::no_room) {
                 conn.send_queue.push_front(op);
-                track(op, Where::queued_send, conn.id);
+                place(op, Place::queued_send, conn.id);
                 blocked = true;
                 break;
             }
@@ -270,13 +270,13 @@ int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const W
         std::vector<RemoteIov> iovs(static_cast<std::size_t>(header.aux));
         window.read(header_size, iovs.data(), iovs.size() * sizeof(RemoteIov));
         auto size = static_cast<bmi_size_t>(header.size);
-        if (Operation* op = peer.posted.take_first(header.tag)) {
-            untrack(*op);
+        if (Operation* op = peer.posted_recvs.take_first(header.tag)) {
+            unplace(*op);
             start_transfer(conn, *op, size, header.cookie, std::move(iovs));
             return 0;
         }
         if (!early_fits(peer, iovs.size() * sizeof(RemoteIov))) return 1;
-        Unmatched m;
+        Arrival m;
         m.type = MsgType::rts;
         m.tag = header.tag;
         m.size = size;
@@ -343,7 +343,7 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
 bool ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Window& window) {
     ShmPeer& peer = *conn.peer;
     auto size = static_cast<std::size_t>(header.size);
-    if (Operation* op = peer.posted.take_first(header.tag)) {
+    if (Operation* op = peer.posted_recvs.take_first(header.tag)) {
         if (static_cast<bmi_size_t>(size) > op->total_size) {
             op->actual_size = 0;
             finish(*op, -BMI_EMSGSIZE);
@@ -357,7 +357,7 @@ bool ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Wi
     // Nobody waits yet: keep a copy, so the ring slots go back to the sender at once, while
     // the budgets allow. Past them the peer's sends wait in its ring for our receives.
     if (!early_fits(peer, size)) return false;
-    Unmatched m;
+    Arrival m;
     m.type = MsgType::eager;
     m.tag = header.tag;
     m.size = static_cast<bmi_size_t>(size);
@@ -368,7 +368,7 @@ bool ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Wi
 }
 
 namespace {
-std::size_t early_cost(const Unmatched& message) {
+std::size_t early_cost(const Arrival& message) {
     return message.payload.size() + message.iovs.size() * sizeof(RemoteIov);
 }
 }  // namespace
@@ -377,12 +377,12 @@ bool ShmMethod::early_fits(const ShmPeer& peer, std::size_t bytes) const {
     return early_.fits(peer.early, static_cast<std::int64_t>(bytes));
 }
 
-void ShmMethod::keep_early(ShmPeer& peer, Unmatched&& message) {
+void ShmMethod::keep_early(ShmPeer& peer, Arrival&& message) {
     early_.charge(peer.early, static_cast<std::int64_t>(early_cost(message)));
-    peer.unmatched.push(std::move(message));
+    peer.arrivals.push(std::move(message));
 }
 
-void ShmMethod::release_early(ShmPeer& peer, const Unmatched& message) {
+void ShmMethod::release_early(ShmPeer& peer, const Arrival& message) {
     early_.release(peer.early, static_cast<std::int64_t>(early_cost(message)));
     // A ring left unread for want of budget (receive_messages) is read again once we wake;
     // such a connection is busy (Connection::needs_visit), so only busy_ needs a look.
@@ -430,7 +430,7 @@ void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
     op.actual_size = size;
     op.transferred = 0;
     op.method_word = cookie;
-    track(op, Where::in_flight, conn.id);
+    place(op, Place::in_flight, conn.id);
     // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
     // the sender streams the message through the ring. A sender's buffer we can map is
     // split at once: memcpy by both processes beats every other path.

@@ -168,7 +168,7 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
     peer->remote = c.remote;
     peer->legacy = legacy;
     peer->plane = c.plane;
-    if (proven) adopt_announced_name(*peer);
+    adopt_announced_name(*peer, proven);
     peers_.add(peer);
     c.peer = peer;
     peer->connections.push_back(&c);
@@ -178,11 +178,11 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
             announced.empty() ? "" : ", announcing ", announced.c_str());
 }
 
-void TcpMethod::adopt_announced_name(TcpPeer& peer) {
-    // The key holder's word is good for its own address, not for a name some other peer
-    // already has (the application may hold addresses of it), nor for a host off this plane.
+void TcpMethod::adopt_announced_name(TcpPeer& peer, bool proven) {
+    // The key holder's word is good for its own address (PeerNames::may_take), not for a host
+    // off this plane.
     auto parsed = parse_tcp_address(peer.announced);
-    if (!parsed || parsed->port == 0 || peers_.named(parsed->canonical)) return;
+    if (!parsed || parsed->port == 0 || !peers_.may_take_name(parsed->canonical, proven)) return;
     SocketAddress target;
     // Only a literal address is taken here: a name would need the resolver, which may block,
     // and a lookup of the name fills the target in from its own resolution (lookup_prepared).

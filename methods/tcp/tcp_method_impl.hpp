@@ -163,7 +163,7 @@ private:
     // `proven`: the peer proved the key over a transcript that binds that address, so later
     // lookups of it (on the connection's plane, if no other peer has the name) find this peer.
     void bind_peer(Connection& c, const std::string& announced, bool legacy, bool proven = false);
-    void adopt_announced_name(TcpPeer& peer);
+    void adopt_announced_name(TcpPeer& peer, bool proven);
     void connection_broken(Connection& c, int error);
     void fail_connection(Connection& c, int error, bool peer_dead);
     void fall_back_to_legacy(Connection& c);

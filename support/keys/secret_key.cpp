@@ -2,7 +2,6 @@
 // Key files and the locked memory a key lives in; see secret_key.hpp.
 #include "support/keys/secret_key.hpp"
 
-#include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,25 +13,13 @@
 #include <cstring>
 
 #include "bmi-types.h"
+#include "support/files/regular_file.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
 
 namespace bmi::support::keys {
 
 namespace {
-// Reads at most max bytes of the file into buffer; false on a read error.
-bool read_bounded(int fd, std::uint8_t* buffer, std::size_t max, std::size_t& got) {
-    got = 0;
-    while (got < max) {
-        const ssize_t n = read(fd, buffer + got, max - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return false;
-        if (n == 0) break;
-        got += static_cast<std::size_t>(n);
-    }
-    return true;
-}
-
 // The file's bytes as a key: 32 raw bytes, or 64 hex digits and optional line end.
 bool parse_key(const std::uint8_t* text, std::size_t size, std::uint8_t* key) {
     if (size == key_size) {
@@ -69,14 +56,14 @@ SecretKey::~SecretKey() { sodium_free(bytes_); }
 int load_key_file(const std::string& path, SharedKey& out) {
     // sodium_malloc needs the library started (it aborts otherwise); idempotent and thread-safe.
     if (sodium_init() < 0) return refuse(path, "libsodium cannot start", -BMI_ENOMEM);
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return refuse(path, std::strerror(errno), errno == EACCES ? -BMI_EACCES : -BMI_ENOENT);
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return refuse(path, "not a regular file", -BMI_EACCES);
+    const OpenedFile file = open_regular_file(path);
+    if (file.fd < 0) {
+        // A file that is not a regular one is refused as one we may not read.
+        const bool denied = file.open_errno == 0 || file.open_errno == EACCES;
+        return refuse(path, file.refusal.c_str(), denied ? -BMI_EACCES : -BMI_ENOENT);
     }
+    const int fd = file.fd;
+    const struct stat& st = file.status;
     // As ssh does with private keys: a key others can read is no longer a secret, and one
     // others can write is no longer ours.
     if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
@@ -90,7 +77,7 @@ int load_key_file(const std::string& path, SharedKey& out) {
         return -BMI_ENOMEM;
     }
     std::size_t size = 0;
-    const bool read_ok = read_bounded(fd, text, 2 * key_size + 3, size);
+    const bool read_ok = read_up_to(fd, text, 2 * key_size + 3, size);
     close(fd);
     std::array<std::uint8_t, key_size> key{};
     const bool parsed = read_ok && parse_key(text, size, key.data());

@@ -71,8 +71,9 @@ std::size_t parse_endpoints(const Field& f) {
 }
 
 double parse_bandwidth(const Field& f) {
-    const auto bw = parse_positive(f.value);
-    if (!bw) throw FieldError{"bw", quoted(f.value) + " is not a bandwidth in Mbit/s"};
+    const auto bw = parse_bandwidth_mbps(f.value);
+    if (!bw)
+        throw FieldError{"bw", quoted(f.value) + " is not a bandwidth of " + bandwidth_range};
     return *bw;
 }
 

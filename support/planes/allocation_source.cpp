@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "support/planes/allocation_source.hpp"
 
-#include <fstream>
+#include <unistd.h>
+
 #include <iterator>
 #include <set>
 #include <sstream>
 
 #include "bmi-types.h"
+#include "support/files/regular_file.hpp"
 #include "support/logging/log.hpp"
 #include "support/planes/pmix_allocation.hpp"
 
@@ -41,15 +43,21 @@ int parse_text(std::string_view text, const std::string& origin, InstanceAllocat
 }
 
 int read_file(const std::string& setting, const std::string& path, InstanceAllocation& out) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
+    const OpenedFile file = open_regular_file(path);
+    if (file.fd < 0) {
+        BMI_WARN("%s: cannot read allocation file '%s': %s", setting.c_str(), path.c_str(),
+                 file.refusal.c_str());
+        return file.open_errno == 0 ? -BMI_EINVAL : -BMI_ENOENT;
+    }
+    std::string text(max_file_size + 1, '\0');
+    std::size_t size = 0;
+    const bool read_ok = read_up_to(file.fd, text.data(), text.size(), size);
+    close(file.fd);
+    if (!read_ok) {
         BMI_WARN("%s: cannot read allocation file '%s'", setting.c_str(), path.c_str());
         return -BMI_ENOENT;
     }
-    std::string text;
-    text.resize(max_file_size + 1);
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
+    text.resize(size);
     if (text.size() > max_file_size) {
         BMI_WARN("%s: allocation file '%s' is over %zu bytes", setting.c_str(), path.c_str(),
                  max_file_size);

@@ -31,8 +31,9 @@ bool apply_field(InventoryPlane& p, const Field& f, std::string& why) {
         return true;
     }
     if (f.key == "bw") {
-        const auto bw = parse_positive(f.value);
-        if (!bw) why = "'" + std::string(f.value) + "' is not a bandwidth in Mbit/s";
+        const auto bw = parse_bandwidth_mbps(f.value);
+        if (!bw)
+            why = "'" + std::string(f.value) + "' is not a bandwidth of " + bandwidth_range;
         else p.bandwidth_mbps = *bw;
         return bw.has_value();
     }

@@ -113,6 +113,12 @@ std::optional<double> parse_positive(std::string_view text) {
     return v;
 }
 
+std::optional<double> parse_bandwidth_mbps(std::string_view text) {
+    const auto v = parse_positive(text);
+    if (!v || *v < min_bandwidth_mbps || *v > max_bandwidth_mbps) return std::nullopt;
+    return v;
+}
+
 bool is_name(std::string_view text) {
     if (text.empty() || text.size() > 255) return false;
     for (char c : text) {

@@ -50,6 +50,14 @@ std::optional<std::uint64_t> parse_whole(std::string_view text, std::uint64_t mi
 // A positive finite decimal ("200", "12.5").
 std::optional<double> parse_positive(std::string_view text);
 
+// Bandwidths in Mbit/s run from one byte a second to a petabit a second: the pacing rate in
+// bytes a second is then at least 1 (0 would mean unpaced) and fits 64 bits.
+inline constexpr double min_bandwidth_mbps = 0.000008;
+inline constexpr double max_bandwidth_mbps = 1e9;
+inline constexpr const char* bandwidth_range = "0.000008 to 1000000000 Mbit/s";
+// A decimal bandwidth in Mbit/s within that range.
+std::optional<double> parse_bandwidth_mbps(std::string_view text);
+
 // Names of planes and allocation ids: [A-Za-z0-9_.-]+, at most 255 characters.
 bool is_name(std::string_view text);
 

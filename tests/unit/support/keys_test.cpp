@@ -61,6 +61,17 @@ TEST_CASE("a key file others can read or write is refused", "[keys]") {
           0);
 }
 
+TEST_CASE("a FIFO as the key file is refused at once, not waited on", "[keys]") {
+    KeyFiles files;
+    SharedKey key;
+    const std::string fifo = files.fifo("fifo");
+    const auto rc = bmi::test::returns_within(std::chrono::seconds(3), fifo,
+                                              [&] { return load_key_file(fifo, key); });
+    REQUIRE(rc);
+    CHECK(*rc == -BMI_EACCES);
+    CHECK_FALSE(key);
+}
+
 TEST_CASE("a missing, short, long or malformed key file is refused", "[keys]") {
     KeyFiles files;
     SharedKey key;

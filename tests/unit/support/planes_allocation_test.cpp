@@ -60,8 +60,8 @@ TEST_CASE("every bandwidth an allocation or request holds is written so it reads
           "[planes][allocation][fuzz]") {
     // Found by tests/fuzz/planes_text: "%.6g" wrote bw=6005555 as 6.00556e+06, which the
     // fixed-notation parser refuses, and rounded 1234567.5 to 1.23457e+06.
-    for (const char* bw : {"6005555", "1234567.5", "0.0000001", "600", "0.5",
-                           "100000000000000000000000"}) {
+    for (const char* bw : {"6005555", "1234567.5", "0.000008", "0.0000123", "600", "0.5",
+                           "1000000000", "999999999.99"}) {
         ParseError error;
         const std::string line = "id=a type=tcp plane=10.0.0.0/8 endpts=1 ports=1 bw=";
         const auto all = parse_allocations(line + bw, "bw", error);
@@ -131,6 +131,10 @@ TEST_CASE("malformed allocations are errors naming the field, never defaults", "
         {"id=a type=tcp" + good_tail + " bw=0", "bw", "not a bandwidth"},
         {"id=a type=tcp" + good_tail + " bw=1e400", "bw", "not a bandwidth"},
         {"id=a type=tcp" + good_tail + " bw=inf", "bw", "not a bandwidth"},
+        // Outside one byte a second to a petabit a second: no pacing rate, or none that fits.
+        {"id=a type=tcp" + good_tail + " bw=0.0000079", "bw", "0.000008 to 1000000000 Mbit/s"},
+        {"id=a type=tcp" + good_tail + " bw=1000000000.5", "bw", "0.000008 to 1000000000"},
+        {"id=a type=tcp" + good_tail + " bw=200000000000000", "bw", "not a bandwidth"},
         {"id=a type=tcp" + good_tail + " qos=a,b", "qos", "not a QoS level"},
         {"id=a type=tcp" + good_tail + " key_file=k.key", "key_file", "not an absolute path"},
         {"id=a type=tcp" + good_tail + " degraded=ports", "degraded", "is not plane"},

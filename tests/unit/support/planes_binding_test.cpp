@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "../key_files.hpp"
 #include "bmi-types.h"
 #include "support/planes/allocation_source.hpp"
 #include "support/planes/plane_binding.hpp"
@@ -136,6 +137,16 @@ TEST_CASE("an instance's allocation comes from one source, strictly read", "[pla
 
     REQUIRE(settings.load("allocation_file=/nonexistent/alloc") == 0);
     CHECK(resolve_allocation(settings, "", out) == -BMI_ENOENT);
+
+    // Refused at once, not waited on until someone writes to it.
+    bmi::test::KeyFiles dir;
+    const std::string fifo = dir.fifo("alloc");
+    REQUIRE(settings.load("allocation_file=" + fifo) == 0);
+    const auto rc = bmi::test::returns_within(std::chrono::seconds(3), fifo, [&] {
+        return resolve_allocation(settings, "", out);
+    });
+    REQUIRE(rc);
+    CHECK(*rc == -BMI_EINVAL);
 
     Settings plain;
     CHECK(resolve_allocation(plain, "id=a type=tcp plane=127.0.0.0/8 endpts=2 ports=40000", out) ==

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <thread>
 
 namespace bmi::test {
 
@@ -84,6 +85,7 @@ bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, 
                              const std::uint8_t* key_nonce) {
     if (segment_.create(slot_count, slot_size) != 0 || own_bell_.create() != 0) return false;
     tx_ = segment_.ring(0);
+    rx_ = segment_.ring(1);
     if (notifier < 0) notifier = own_notifier_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     Hello hello{};
     hello.magic = hello_magic;
@@ -92,6 +94,9 @@ bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, 
     hello.slot_size = slot_size;
     hello.pid = static_cast<std::int32_t>(getpid());
     hello.nonce = 0x686f7374696c65;
+    if (announced_.size() > sizeof hello.name) return false;
+    hello.name_length = static_cast<std::uint32_t>(announced_.size());
+    std::memcpy(hello.name, announced_.data(), announced_.size());
     if (key_nonce != nullptr) {
         hello.features = feature_key_proof | feature_key_binding;
         std::memcpy(hello.key_nonce, key_nonce, key_bytes);
@@ -166,6 +171,16 @@ bool HostilePeer::publish(MsgType type, std::int32_t tag, std::uint64_t size,
     if (payload_bytes > 0) w.write(header_size, payload, payload_bytes);
     tx_.publish(slots);
     wake_listener();
+    return true;
+}
+
+bool HostilePeer::message_within(int deadline_ms) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+    while (!rx_.has_message()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     return true;
 }
 

@@ -33,6 +33,8 @@ public:
     HostilePeer& operator=(const HostilePeer&) = delete;
 
     bool connected() const { return fd_ >= 0; }
+    // The listen name the next hello announces (none by default), whoever holds it.
+    void announce(const std::string& name) { announced_ = name; }
     // Sends the hello of a fresh segment of this geometry with `notifier` as our notifier
     // (-1: a new eventfd of our own). True once sent.
     // With key_nonce, the hello offers a key proof under that nonce (a keyed initiator's).
@@ -58,6 +60,8 @@ public:
     bool offer(int fd, std::uint64_t id, const void* address, std::uint64_t size);
     // Publishes a header whose slot count the caller chooses, whatever its size says.
     void publish_raw(const method::shm::MsgHeader& header);
+    // True once the listener has published a message into our ring, within deadline_ms.
+    bool message_within(int deadline_ms);
     // Free slots in our ring towards the listener.
     std::uint32_t free_slots() { return tx_.free_slots(); }
     // What a hostile process mapping the listener's doorbell can do: clear every bit in it,
@@ -72,7 +76,9 @@ private:
     int own_notifier_ = -1;
     int listener_notifier_ = -1;
     method::shm::SharedSegment segment_;
+    std::string announced_;
     method::shm::Ring tx_;
+    method::shm::Ring rx_;
     method::shm::Doorbell own_bell_;
     method::shm::Doorbell listener_bell_;
     std::uint32_t listener_bell_index_ = 0;

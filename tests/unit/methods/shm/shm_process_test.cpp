@@ -26,72 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "child_process.hpp"
 #include "harness.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
 
 namespace {
-// A forked child running `body`; the destructor kills and reaps it if it is still there.
-class Child {
-public:
-    template <class Body>
-    explicit Child(Body&& body) {
-        int to_parent[2], to_child[2];
-        REQUIRE(pipe(to_parent) == 0);
-        REQUIRE(pipe(to_child) == 0);
-        pid_ = fork();
-        REQUIRE(pid_ >= 0);
-        if (pid_ == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            close(to_parent[0]);
-            close(to_child[1]);
-            // body parks through the callable it gets, so what it created stays alive; it
-            // never returns into Catch's exit path.
-            auto park = [&] {
-                char byte;
-                while (read(to_child[0], &byte, 1) < 0) {}
-            };
-            int rc = body(to_parent[1], park);
-            park();
-            _exit(rc);
-        }
-        close(to_parent[1]);
-        close(to_child[0]);
-        from_child_ = to_parent[0];
-        to_child_ = to_child[1];
-    }
-    ~Child() {
-        if (pid_ > 0) {
-            kill(pid_, SIGKILL);
-            waitpid(pid_, nullptr, 0);
-        }
-        close(from_child_);
-        close(to_child_);
-    }
-    // Waits (bounded) for the child's one-byte report; returns it or -1.
-    int wait_report(int timeout_ms = 10000) {
-        pollfd p{from_child_, POLLIN, 0};
-        if (poll(&p, 1, timeout_ms) != 1) return -1;
-        unsigned char byte;
-        return read(from_child_, &byte, 1) == 1 ? byte : -1;
-    }
-    void kill_now() {
-        REQUIRE(kill(pid_, SIGKILL) == 0);
-        REQUIRE(waitpid(pid_, nullptr, 0) == pid_);
-        pid_ = -1;
-    }
-
-private:
-    pid_t pid_ = -1;
-    int from_child_ = -1;
-    int to_child_ = -1;
-};
-
-void report(int fd, unsigned char value) {
-    ssize_t ignored = write(fd, &value, 1);
-    (void)ignored;
-}
 
 std::unique_ptr<core::Instance> make_server(const std::string& listen, int& rc) {
     core::InitParams params;
