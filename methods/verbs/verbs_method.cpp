@@ -107,7 +107,8 @@ VerbsMethod::~VerbsMethod() {
         if (c->qp) ibv_destroy_qp(c->qp);
     }
     for (auto& [raw, peer] : peers_) {
-        for (auto& [tag, list] : peer->posted) list.clear();
+        peer->posted.clear();
+        drop_arrivals(*peer);
         peer->connection = nullptr;
     }
     for (auto& [cookie, t] : sends_)
@@ -200,6 +201,9 @@ int VerbsMethod::start(const Config& config) {
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
     setup_timeout_ = config.settings.duration(support::SettingId::verbs_connect_timeout);
+    early_.set_limits({config.settings.number(support::SettingId::verbs_early_peer_bytes),
+                       EarlyBudget::Limits{}.peer_count,
+                       config.settings.number(support::SettingId::verbs_early_total_bytes)});
     if (!listen) return 0;
     return open_listener(listen->bootstrap.host, listen->bootstrap.port);
 }
@@ -256,14 +260,11 @@ void VerbsMethod::finish(Operation& op, int error) {
 }
 
 void VerbsMethod::fail_posted_recvs(VerbsPeer& peer, int error) {
-    for (auto& [tag, list] : peer.posted) {
-        while (!list.empty()) {
-            Operation& op = list.front();
-            list.pop_front();
-            finish(op, error);
-        }
+    while (!peer.posted.empty()) {
+        Operation& op = peer.posted.front();
+        peer.posted.erase(op);
+        finish(op, error);
     }
-    peer.posted.clear();
 }
 
 void VerbsMethod::cancel(Operation& op) {
@@ -279,10 +280,7 @@ void VerbsMethod::cancel(Operation& op) {
             return;
         }
         case Place::recv_posted: {
-            auto& peer = *static_cast<VerbsPeer*>(op.peer);
-            auto it = peer.posted.find(op.tag);
-            it->second.erase(it->second.iterator_to(op));
-            if (it->second.empty()) peer.posted.erase(it);
+            static_cast<VerbsPeer*>(op.peer)->posted.erase(op);
             finish(op, -BMI_ECANCEL);
             return;
         }
@@ -318,7 +316,7 @@ void VerbsMethod::forget_peer(Peer& peer) {
         if (c->peer.get() == &p) mine.push_back(c.get());
     for (Connection* c : mine) fail_connection(*c, -BMI_ECANCEL);
     fail_posted_recvs(p, -BMI_ECANCEL);
-    p.arrivals.clear();
+    drop_arrivals(p);
     peers_.remove(p);
     reap();
 }
@@ -379,6 +377,7 @@ int VerbsMethod::get_info(Peer* peer, int option, void* arg) {
     out.srq_buffers = device_->srq_posted;
     out.connections = connections_.size();
     out.peers = static_cast<std::uint64_t>(std::distance(peers_.begin(), peers_.end()));
+    out.early_bytes = static_cast<std::uint64_t>(early_.total());
     *static_cast<Stats*>(arg) = out;
     return 0;
 }

@@ -137,6 +137,9 @@ private:
     // verbs_recv.cpp
     int post_recv(Operation& op);
     bool on_message(Connection& c, std::uint32_t buffer, std::uint32_t length);
+    // Takes the credits a message returns, once (they are zeroed in its buffer), parked or
+    // not: our sends never wait behind what we hold back. False if that failed the connection.
+    bool take_credits(Connection& c, std::uint32_t buffer, std::uint32_t length);
     bool costs_credit(std::uint32_t buffer) const;
     bool on_data_message(Connection& c, const MsgHeader& h, const std::uint8_t* body,
                          std::uint32_t length);
@@ -148,6 +151,12 @@ private:
     void read_done(RecvTransfer& t);
     // True if it took at least one parked message.
     bool retry_parked();
+    // Keeps an arrival no receive wants yet (copying an eager payload), charged to the
+    // early-data budget; false (nothing kept) if it does not fit: the message then waits
+    // parked in its SRQ buffer and its credit is held back, so the sender waits.
+    bool keep_arrival(Connection& c, Arrival arrival, const std::uint8_t* payload);
+    void uncharge(VerbsPeer& peer, const Arrival& arrival);
+    void drop_arrivals(VerbsPeer& peer);
 
     // verbs_progress.cpp
     // Everything progress() does after its epoll_wait, for the events given.
@@ -201,6 +210,7 @@ private:
     support::keys::RefusalLog refusals_;
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
+    EarlyBudget early_;  // arrivals of every peer, within verbs_early_*_bytes
     bool print_stats_;  // BMI_VERBS_STATS: counters to stderr when finalized
     std::uint64_t next_connection_id_ = 16;
     std::uint64_t next_cookie_ = 1;

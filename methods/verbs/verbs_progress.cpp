@@ -185,6 +185,10 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
             fail_connection(*c, -BMI_EPROTO);
             return;
         }
+        if (!c->parked.empty() && !take_credits(*c, buffer, wc.byte_len)) {
+            device_->post_recv(buffer);
+            return;
+        }
         if (!c->parked.empty() || !on_message(*c, buffer, wc.byte_len)) {
             if (c->parked.empty()) with_parked_.push_back(c->id);
             c->parked.emplace_back(buffer, wc.byte_len);
@@ -275,8 +279,9 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
             // read any more. Eager messages already here stay deliverable.
             if (was_ready || c.outbound) fail_posted_recvs(peer, error);
         }
-        for (auto& [tag, list] : peer.arrivals)
-            std::erase_if(list, [&](const Arrival& a) { return a.rts && a.connection_id == c.id; });
+        peer.arrivals.remove_if(
+            [&](const Arrival& a) { return a.rts && a.connection_id == c.id; },
+            [&](const Arrival& a) { uncharge(peer, a); });
         // The application may hold its address; the control layer drops it when nobody does.
         if (peer.addr() != 0 && peer_gone(peer)) sink_.peer_gone(peer);
     }
