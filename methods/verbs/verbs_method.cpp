@@ -208,23 +208,50 @@ int VerbsMethod::start(const Config& config) {
     return open_listener(listen->bootstrap.host, listen->bootstrap.port);
 }
 
-int VerbsMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
+namespace {
+// A parsed and resolved address, made before the method lock is taken.
+struct ResolvedAddress final : LookupHint {
+    std::string canonical;
+    support::HostPort bootstrap;
+    sockaddr_storage target{};
+    socklen_t target_length = 0;
+};
+}  // namespace
+
+int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out) {
     auto parsed = parse_address(address);
     if (!parsed) return -BMI_EINVAL;
-    const std::string canonical =
+    auto resolved = std::make_unique<ResolvedAddress>();
+    resolved->canonical =
         "verbs://" + support::format_host_port(parsed->bootstrap.host, parsed->bootstrap.port);
-    if (auto known = peers_.named(canonical)) {
+    resolved->bootstrap = std::move(parsed->bootstrap);
+    if (int rc = resolve(resolved->bootstrap.host, resolved->bootstrap.port, resolved->target,
+                         resolved->target_length);
+        rc < 0)
+        return rc;
+    out = std::move(resolved);
+    return 0;
+}
+
+int VerbsMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
+    std::unique_ptr<LookupHint> hint;
+    if (int rc = prepare_lookup(address, hint); rc < 0) return rc;
+    return lookup_prepared(address, *hint, out);
+}
+
+int VerbsMethod::lookup_prepared(std::string_view, const LookupHint& hint,
+                                 std::shared_ptr<Peer>& out) {
+    const auto& resolved = static_cast<const ResolvedAddress&>(hint);
+    if (auto known = peers_.named(resolved.canonical)) {
         out = known;
         return 0;
     }
     auto peer = std::make_shared<VerbsPeer>();
-    if (int rc = resolve(parsed->bootstrap.host, parsed->bootstrap.port, peer->target,
-                         peer->target_length);
-        rc < 0)
-        return rc;
-    peer->canonical = canonical;
-    peer->host = parsed->bootstrap.host;
-    peer->port = parsed->bootstrap.port;
+    peer->target = resolved.target;
+    peer->target_length = resolved.target_length;
+    peer->canonical = resolved.canonical;
+    peer->host = resolved.bootstrap.host;
+    peer->port = resolved.bootstrap.port;
     peers_.add(peer);
     out = peer;
     return 0;

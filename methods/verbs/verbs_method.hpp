@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "methods/method.hpp"
 
@@ -14,7 +15,11 @@ namespace bmi::method::verbs {
 // bootstrap connections. -BMI_ENODEV without a usable RDMA port, -BMI_EINVAL if malformed.
 int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
 
-inline constexpr Descriptor descriptor{"bmi_verbs", "verbs", &create};
+// Parses and resolves a "verbs://host:port" address; called without any lock (it may block
+// in getaddrinfo), before the method's lookup_prepared.
+int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out);
+
+inline constexpr Descriptor descriptor{"bmi_verbs", "verbs", &create, &prepare_lookup};
 
 // get_info option (method-wide, peer ignored) that copies the counters below into a Stats:
 // what doc/PERFORMANCE.md reports and what tests check. BMI_VERBS_STATS=1 also prints them

@@ -46,6 +46,8 @@ public:
     std::string_view name() const override { return "bmi_verbs"; }
     std::string_view scheme() const override { return "verbs"; }
     int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
+    int lookup_prepared(std::string_view address, const LookupHint& hint,
+                        std::shared_ptr<Peer>& out) override;
     int post(Operation& op) override;
     void progress() override;
     int wait_fd() const override { return epoll_fd_; }
