@@ -274,12 +274,12 @@ int VerbsMethod::post(Operation& op) {
     }
     rc = completions_.end_post(rc);
     reap();
-    if (rc < 0) places_.erase(&op);  // a no-op if the op finished (finish() erased it)
+    if (rc < 0) op.method_state = 0;  // not pending here (finish() may have cleared it)
     return rc;
 }
 
 void VerbsMethod::finish(Operation& op, int error) {
-    places_.erase(&op);
+    op.method_state = 0;
     if (error < 0)
         BMI_LOG(verbs, "verbs: op %lld failed: %s", static_cast<long long>(op.id),
                 support::error_name(error));
@@ -295,9 +295,8 @@ void VerbsMethod::fail_posted_recvs(VerbsPeer& peer, int error) {
 }
 
 void VerbsMethod::cancel(Operation& op) {
-    auto it = places_.find(&op);
-    if (it == places_.end()) return;
-    switch (it->second) {
+    if (op.method_state == 0) return;
+    switch (static_cast<Place>(op.method_state)) {
         case Place::posting:
             return;
         case Place::send_queued: {

@@ -6,8 +6,8 @@
 // (the device's asynchronous events).
 //
 // Ownership: connections_ owns every Connection until its queue pair has flushed; sends_ and
-// reads_ own the rendezvous transfers. Every pending Operation has an entry in places_ saying
-// where it is; finish() removes it, so an op can never complete twice.
+// reads_ own the rendezvous transfers. Every pending Operation says in its method_state where
+// it is (Place); finish() clears it, so an op can never complete twice.
 #pragma once
 
 #include <chrono>
@@ -73,7 +73,7 @@ public:
 
 private:
     enum class Place : std::uint8_t {
-        posting,       // inside post()
+        posting = 1,   // inside post() (0: not pending here)
         send_queued,   // in its connection's sends, nothing on the wire
         send_rts,      // RTS sent, waiting for FIN; method_word is the cookie
         recv_posted,   // in the peer's posted list
@@ -83,7 +83,7 @@ private:
     // verbs_method.cpp
     void drain_sends();
     void finish(Operation& op, int error);
-    void place(Operation& op, Place where) { places_[&op] = where; }
+    void place(Operation& op, Place where) { op.method_state = static_cast<std::uint8_t>(where); }
     void fail_posted_recvs(VerbsPeer& peer, int error);
 
     // verbs_bootstrap.cpp
@@ -226,7 +226,6 @@ private:
     std::unordered_set<Connection*> inbound_setups_;
     std::vector<std::uint64_t> retired_;  // ids of connections to destroy at a safe point
     PeerRegistry<VerbsPeer> peers_;
-    std::unordered_map<Operation*, Place> places_;
     std::unordered_map<std::uint64_t, std::unique_ptr<SendTransfer>> sends_;  // by cookie
     std::unordered_map<std::uint64_t, std::unique_ptr<RecvTransfer>> reads_;  // by read id
     std::vector<std::uint64_t> to_pump_;      // connections with new room to send

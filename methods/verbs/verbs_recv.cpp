@@ -194,7 +194,7 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     }
     if (Operation* posted = peer.posted.take_first(h.tag)) {
         Operation& op = *posted;
-        places_[&op] = Place::posting;
+        place(op, Place::posting);
         if (type == MsgType::rts) {
             start_read(op, c, h.cookie, size, std::move(segs));
         } else if (size > op.total_size) {
