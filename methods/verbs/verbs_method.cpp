@@ -197,6 +197,7 @@ int VerbsMethod::start(const Config& config) {
     ev.data.u64 = timer_id;
     if (timer_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
         return support::bmi_error_from_errno(errno);
+    setup_timer_.attach(timer_fd_);
     ev.data.u64 = async_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
