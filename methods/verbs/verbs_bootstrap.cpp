@@ -88,7 +88,7 @@ Connection& VerbsMethod::add_connection(int fd, bool outbound) {
     c->setup_deadline = std::chrono::steady_clock::now() + setup_timeout_;
     Connection& ref = *c;
     connections_.emplace(c->id, std::move(c));
-    arm_setup_timer();
+    watch_setup(ref);
     epoll_event ev{};
     ev.events = outbound ? EPOLLOUT : EPOLLIN;
     ev.data.u64 = ref.id;

@@ -12,12 +12,14 @@
 #include <deque>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "methods/arrivals_by_tag.hpp"
+#include "methods/early_budget.hpp"
 #include "methods/kit/key_exchange.hpp"
 #include "methods/method.hpp"
+#include "methods/posted_recvs.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_wire.hpp"
 #include "support/keys/key_proof.hpp"
@@ -52,8 +54,9 @@ public:
     // Connections naming it that have not failed (attach_peer, mark_failed): peer_gone asks
     // this instead of walking every connection on every failure.
     std::size_t live_connections = 0;
-    std::unordered_map<bmi_msg_tag_t, OpList> posted;           // receives waiting, per tag
-    std::unordered_map<bmi_msg_tag_t, std::deque<Arrival>> arrivals;  // unmatched, per tag
+    PostedRecvs posted;               // receives waiting for a message, by tag
+    ArrivalsByTag<Arrival> arrivals;  // messages waiting for a receive, by tag
+    EarlyBudget::Account early;       // what arrivals hold against VerbsMethod::early_
 };
 
 // A large send waiting for the receiver's FIN.

@@ -107,7 +107,8 @@ VerbsMethod::~VerbsMethod() {
         if (c->qp) ibv_destroy_qp(c->qp);
     }
     for (auto& [raw, peer] : peers_) {
-        for (auto& [tag, list] : peer->posted) list.clear();
+        peer->posted.clear();
+        drop_arrivals(*peer);
         peer->connection = nullptr;
     }
     for (auto& [cookie, t] : sends_)
@@ -196,31 +197,62 @@ int VerbsMethod::start(const Config& config) {
     ev.data.u64 = timer_id;
     if (timer_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
         return support::bmi_error_from_errno(errno);
+    setup_timer_.attach(timer_fd_);
     ev.data.u64 = async_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
     setup_timeout_ = config.settings.duration(support::SettingId::verbs_connect_timeout);
+    early_.set_limits({config.settings.number(support::SettingId::verbs_early_peer_bytes),
+                       EarlyBudget::Limits{}.peer_count,
+                       config.settings.number(support::SettingId::verbs_early_total_bytes)});
     if (!listen) return 0;
     return open_listener(listen->bootstrap.host, listen->bootstrap.port);
 }
 
-int VerbsMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
+namespace {
+// A parsed and resolved address, made before the method lock is taken.
+struct ResolvedAddress final : LookupHint {
+    std::string canonical;
+    support::HostPort bootstrap;
+    sockaddr_storage target{};
+    socklen_t target_length = 0;
+};
+}  // namespace
+
+int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out) {
     auto parsed = parse_address(address);
     if (!parsed) return -BMI_EINVAL;
-    const std::string canonical =
+    auto resolved = std::make_unique<ResolvedAddress>();
+    resolved->canonical =
         "verbs://" + support::format_host_port(parsed->bootstrap.host, parsed->bootstrap.port);
-    if (auto known = peers_.named(canonical)) {
+    resolved->bootstrap = std::move(parsed->bootstrap);
+    if (int rc = resolve(resolved->bootstrap.host, resolved->bootstrap.port, resolved->target,
+                         resolved->target_length);
+        rc < 0)
+        return rc;
+    out = std::move(resolved);
+    return 0;
+}
+
+int VerbsMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
+    std::unique_ptr<LookupHint> hint;
+    if (int rc = prepare_lookup(address, hint); rc < 0) return rc;
+    return lookup_prepared(address, *hint, out);
+}
+
+int VerbsMethod::lookup_prepared(std::string_view, const LookupHint& hint,
+                                 std::shared_ptr<Peer>& out) {
+    const auto& resolved = static_cast<const ResolvedAddress&>(hint);
+    if (auto known = peers_.named(resolved.canonical)) {
         out = known;
         return 0;
     }
     auto peer = std::make_shared<VerbsPeer>();
-    if (int rc = resolve(parsed->bootstrap.host, parsed->bootstrap.port, peer->target,
-                         peer->target_length);
-        rc < 0)
-        return rc;
-    peer->canonical = canonical;
-    peer->host = parsed->bootstrap.host;
-    peer->port = parsed->bootstrap.port;
+    peer->target = resolved.target;
+    peer->target_length = resolved.target_length;
+    peer->canonical = resolved.canonical;
+    peer->host = resolved.bootstrap.host;
+    peer->port = resolved.bootstrap.port;
     peers_.add(peer);
     out = peer;
     return 0;
@@ -243,12 +275,12 @@ int VerbsMethod::post(Operation& op) {
     }
     rc = completions_.end_post(rc);
     reap();
-    if (rc < 0) places_.erase(&op);  // a no-op if the op finished (finish() erased it)
+    if (rc < 0) op.method_state = 0;  // not pending here (finish() may have cleared it)
     return rc;
 }
 
 void VerbsMethod::finish(Operation& op, int error) {
-    places_.erase(&op);
+    op.method_state = 0;
     if (error < 0)
         BMI_LOG(verbs, "verbs: op %lld failed: %s", static_cast<long long>(op.id),
                 support::error_name(error));
@@ -256,20 +288,16 @@ void VerbsMethod::finish(Operation& op, int error) {
 }
 
 void VerbsMethod::fail_posted_recvs(VerbsPeer& peer, int error) {
-    for (auto& [tag, list] : peer.posted) {
-        while (!list.empty()) {
-            Operation& op = list.front();
-            list.pop_front();
-            finish(op, error);
-        }
+    while (!peer.posted.empty()) {
+        Operation& op = peer.posted.front();
+        peer.posted.erase(op);
+        finish(op, error);
     }
-    peer.posted.clear();
 }
 
 void VerbsMethod::cancel(Operation& op) {
-    auto it = places_.find(&op);
-    if (it == places_.end()) return;
-    switch (it->second) {
+    if (op.method_state == 0) return;
+    switch (static_cast<Place>(op.method_state)) {
         case Place::posting:
             return;
         case Place::send_queued: {
@@ -279,10 +307,7 @@ void VerbsMethod::cancel(Operation& op) {
             return;
         }
         case Place::recv_posted: {
-            auto& peer = *static_cast<VerbsPeer*>(op.peer);
-            auto it = peer.posted.find(op.tag);
-            it->second.erase(it->second.iterator_to(op));
-            if (it->second.empty()) peer.posted.erase(it);
+            static_cast<VerbsPeer*>(op.peer)->posted.erase(op);
             finish(op, -BMI_ECANCEL);
             return;
         }
@@ -318,7 +343,7 @@ void VerbsMethod::forget_peer(Peer& peer) {
         if (c->peer.get() == &p) mine.push_back(c.get());
     for (Connection* c : mine) fail_connection(*c, -BMI_ECANCEL);
     fail_posted_recvs(p, -BMI_ECANCEL);
-    p.arrivals.clear();
+    drop_arrivals(p);
     peers_.remove(p);
     reap();
 }
@@ -379,6 +404,7 @@ int VerbsMethod::get_info(Peer* peer, int option, void* arg) {
     out.srq_buffers = device_->srq_posted;
     out.connections = connections_.size();
     out.peers = static_cast<std::uint64_t>(std::distance(peers_.begin(), peers_.end()));
+    out.early_bytes = static_cast<std::uint64_t>(early_.total());
     *static_cast<Stats*>(arg) = out;
     return 0;
 }

@@ -6,14 +6,16 @@
 // (the device's asynchronous events).
 //
 // Ownership: connections_ owns every Connection until its queue pair has flushed; sends_ and
-// reads_ own the rendezvous transfers. Every pending Operation has an entry in places_ saying
-// where it is; finish() removes it, so an op can never complete twice.
+// reads_ own the rendezvous transfers. Every pending Operation says in its method_state where
+// it is (Place); finish() clears it, so an op can never complete twice.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <queue>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "methods/completion_router.hpp"
+#include "methods/deadline_timer.hpp"
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/verbs/verbs_connection.hpp"
@@ -46,6 +49,8 @@ public:
     std::string_view name() const override { return "bmi_verbs"; }
     std::string_view scheme() const override { return "verbs"; }
     int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
+    int lookup_prepared(std::string_view address, const LookupHint& hint,
+                        std::shared_ptr<Peer>& out) override;
     int post(Operation& op) override;
     void progress() override;
     int wait_fd() const override { return epoll_fd_; }
@@ -71,7 +76,7 @@ public:
 
 private:
     enum class Place : std::uint8_t {
-        posting,       // inside post()
+        posting = 1,   // inside post() (0: not pending here)
         send_queued,   // in its connection's sends, nothing on the wire
         send_rts,      // RTS sent, waiting for FIN; method_word is the cookie
         recv_posted,   // in the peer's posted list
@@ -81,7 +86,7 @@ private:
     // verbs_method.cpp
     void drain_sends();
     void finish(Operation& op, int error);
-    void place(Operation& op, Place where) { places_[&op] = where; }
+    void place(Operation& op, Place where) { op.method_state = static_cast<std::uint8_t>(where); }
     void fail_posted_recvs(VerbsPeer& peer, int error);
 
     // verbs_bootstrap.cpp
@@ -137,6 +142,9 @@ private:
     // verbs_recv.cpp
     int post_recv(Operation& op);
     bool on_message(Connection& c, std::uint32_t buffer, std::uint32_t length);
+    // Takes the credits a message returns, once (they are zeroed in its buffer), parked or
+    // not: our sends never wait behind what we hold back. False if that failed the connection.
+    bool take_credits(Connection& c, std::uint32_t buffer, std::uint32_t length);
     bool costs_credit(std::uint32_t buffer) const;
     bool on_data_message(Connection& c, const MsgHeader& h, const std::uint8_t* body,
                          std::uint32_t length);
@@ -148,13 +156,20 @@ private:
     void read_done(RecvTransfer& t);
     // True if it took at least one parked message.
     bool retry_parked();
+    // Keeps an arrival no receive wants yet (copying an eager payload), charged to the
+    // early-data budget; false (nothing kept) if it does not fit: the message then waits
+    // parked in its SRQ buffer and its credit is held back, so the sender waits.
+    bool keep_arrival(Connection& c, Arrival arrival, const std::uint8_t* payload);
+    void uncharge(VerbsPeer& peer, const Arrival& arrival);
+    void drop_arrivals(VerbsPeer& peer);
 
     // verbs_progress.cpp
     // Everything progress() does after its epoll_wait, for the events given.
     void handle_events(std::span<const epoll_event> ready);
     // Pumps the connections that got room and destroys the retired ones.
     void finish_pass();
-    void arm_setup_timer();
+    // Files c's handshake deadline with the setup timer.
+    void watch_setup(const Connection& c);
     void check_setup_deadlines();
     void poll_cq();
     void on_completion(const ibv_wc& wc);
@@ -190,8 +205,16 @@ private:
     int listen_fd_ = -1;
     support::AcceptReserve accept_reserve_;  // given up under EMFILE to shed a connection
     bool listener_watched_ = true;
-    int timer_fd_ = -1;  // ticks while a handshake is in progress
-    bool timer_armed_ = false;
+    int timer_fd_ = -1;
+    DeadlineTimer setup_timer_;  // on timer_fd_, at the earliest handshake deadline
+    // Handshake deadlines, earliest on top; an entry outlives its handshake until it comes up.
+    struct SetupDeadline {
+        std::chrono::steady_clock::time_point at;
+        std::uint64_t connection_id;
+        bool operator>(const SetupDeadline& other) const { return at > other.at; }
+    };
+    std::priority_queue<SetupDeadline, std::vector<SetupDeadline>, std::greater<>>
+        setup_deadlines_;
     int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error
     std::chrono::milliseconds setup_timeout_{10000};  // the verbs_connect_timeout_ms setting
     support::keys::SharedKey key_;  // empty: keyless, every peer admitted as before
@@ -203,6 +226,7 @@ private:
     kit::NoncesInFlight nonces_in_flight_;
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
+    EarlyBudget early_;  // arrivals of every peer, within verbs_early_*_bytes
     bool print_stats_;  // BMI_VERBS_STATS: counters to stderr when finalized
     std::uint64_t next_connection_id_ = 16;
     std::uint64_t next_cookie_ = 1;
@@ -216,7 +240,6 @@ private:
     std::unordered_set<Connection*> inbound_setups_;
     std::vector<std::uint64_t> retired_;  // ids of connections to destroy at a safe point
     PeerRegistry<VerbsPeer> peers_;
-    std::unordered_map<Operation*, Place> places_;
     std::unordered_map<std::uint64_t, std::unique_ptr<SendTransfer>> sends_;  // by cookie
     std::unordered_map<std::uint64_t, std::unique_ptr<RecvTransfer>> reads_;  // by read id
     std::vector<std::uint64_t> to_pump_;      // connections with new room to send

@@ -2,7 +2,6 @@
 // The event loop: bootstrap sockets and the completion channel behind one epoll fd, the
 // completion queue, and what happens when a connection fails.
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <utility>
@@ -115,34 +114,34 @@ void VerbsMethod::finish_pass() {
 
 // A handshake that does not finish in time (a peer that accepts TCP but never answers, or
 // answers with half a HELLO) fails its connection, so queued sends complete in bounded time.
-// The timer ticks only while some handshake is in progress.
-void VerbsMethod::arm_setup_timer() {
-    if (timer_armed_) return;
-    itimerspec spec{};
-    spec.it_value.tv_nsec = 250'000'000;
-    spec.it_interval.tv_nsec = 250'000'000;
-    timerfd_settime(timer_fd_, 0, &spec, nullptr);
-    timer_armed_ = true;
+// The timer goes off only at a deadline, and then looks only at the handshakes due.
+void VerbsMethod::watch_setup(const Connection& c) {
+    setup_deadlines_.push({c.setup_deadline, c.id});
+    setup_timer_.arm_by(c.setup_deadline);
 }
 
 void VerbsMethod::check_setup_deadlines() {
-    std::uint64_t ticks = 0;
-    [[maybe_unused]] ssize_t n = read(timer_fd_, &ticks, sizeof ticks);
+    setup_timer_.went_off();
     const auto now = std::chrono::steady_clock::now();
-    bool pending = false;
+    auto in_setup = [&](std::uint64_t id) -> Connection* {
+        auto it = connections_.find(id);
+        if (it == connections_.end()) return nullptr;
+        const auto state = it->second->state;
+        return state == Connection::State::ready || state == Connection::State::failed
+                   ? nullptr
+                   : it->second.get();
+    };
     std::vector<Connection*> late;
-    for (auto& [id, c] : connections_) {
-        if (c->state == Connection::State::ready || c->state == Connection::State::failed)
-            continue;
-        if (now >= c->setup_deadline) late.push_back(c.get());
-        else pending = true;
+    while (!setup_deadlines_.empty() && setup_deadlines_.top().at <= now) {
+        if (Connection* c = in_setup(setup_deadlines_.top().connection_id)) late.push_back(c);
+        setup_deadlines_.pop();
     }
     for (Connection* c : late) fail_connection(*c, -BMI_ETIMEDOUT);
-    if (!pending) {
-        itimerspec off{};
-        timerfd_settime(timer_fd_, 0, &off, nullptr);
-        timer_armed_ = false;
-    }
+    // Handshakes that finished leave their entries: drop those on top so the timer waits for
+    // one still under way.
+    while (!setup_deadlines_.empty() && in_setup(setup_deadlines_.top().connection_id) == nullptr)
+        setup_deadlines_.pop();
+    if (!setup_deadlines_.empty()) setup_timer_.arm_by(setup_deadlines_.top().at);
 }
 
 void VerbsMethod::poll_cq() {
@@ -183,6 +182,10 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
                     static_cast<unsigned long long>(c->id));
             device_->post_recv(buffer);
             fail_connection(*c, -BMI_EPROTO);
+            return;
+        }
+        if (!c->parked.empty() && !take_credits(*c, buffer, wc.byte_len)) {
+            device_->post_recv(buffer);
             return;
         }
         if (!c->parked.empty() || !on_message(*c, buffer, wc.byte_len)) {
@@ -275,8 +278,9 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
             // read any more. Eager messages already here stay deliverable.
             if (was_ready || c.outbound) fail_posted_recvs(peer, error);
         }
-        for (auto& [tag, list] : peer.arrivals)
-            std::erase_if(list, [&](const Arrival& a) { return a.rts && a.connection_id == c.id; });
+        peer.arrivals.remove_if(
+            [&](const Arrival& a) { return a.rts && a.connection_id == c.id; },
+            [&](const Arrival& a) { uncharge(peer, a); });
         // The application may hold its address; the control layer drops it when nobody does.
         if (peer.addr() != 0 && peer_gone(peer)) sink_.peer_gone(peer);
     }

@@ -36,19 +36,16 @@ int fin_error(FinStatus status) {
 
 int VerbsMethod::post_recv(Operation& op) {
     auto peer = peers_.adopt(op);
-    auto it = peer->arrivals.find(op.tag);
-    if (it != peer->arrivals.end() && !it->second.empty()) {
-        Arrival arrival = std::move(it->second.front());
-        it->second.pop_front();
-        if (it->second.empty()) peer->arrivals.erase(it);
+    if (auto arrival = peer->arrivals.take(op.tag)) {
+        uncharge(*peer, *arrival);
         Connection* c = nullptr;
-        if (auto ct = connections_.find(arrival.connection_id); ct != connections_.end())
+        if (auto ct = connections_.find(arrival->connection_id); ct != connections_.end())
             c = ct->second.get();
-        match(op, c, arrival);
+        match(op, c, *arrival);
         return 0;
     }
     place(op, Place::recv_posted);
-    peer->posted[op.tag].push_back(op);
+    peer->posted.push_back(op);
     return 0;
 }
 
@@ -126,8 +123,27 @@ bool VerbsMethod::costs_credit(std::uint32_t buffer) const {
            static_cast<std::uint8_t>(MsgType::credit);
 }
 
+bool VerbsMethod::take_credits(Connection& c, std::uint32_t buffer, std::uint32_t length) {
+    std::uint8_t* data = device_->recv_pool.at(buffer);
+    MsgHeader h;
+    if (length < sizeof h) return true;  // on_message refuses it
+    std::memcpy(&h, data, sizeof h);
+    if (h.credits == 0) return true;
+    if (!take_returned_credits(c.send_credits, h.credits, c.send_window)) {
+        BMI_LOG(error, "verbs: connection %llu returned %u credits, more than it granted",
+                static_cast<unsigned long long>(c.id), h.credits);
+        fail_connection(c, -BMI_EPROTO);
+        return false;
+    }
+    // Counted once: a parked message comes through here again.
+    std::memset(data + offsetof(MsgHeader, credits), 0, sizeof h.credits);
+    schedule(c);
+    return true;
+}
+
 // Handles one SEND that arrived in SRQ buffer `buffer`. False: the message must wait (the
-// unexpected quota is full) and the buffer stays out of the SRQ until retry_parked().
+// unexpected quota or the early-data budget is full) and the buffer stays out of the SRQ until
+// retry_parked().
 bool VerbsMethod::on_message(Connection& c, std::uint32_t buffer, std::uint32_t length) {
     std::uint8_t* data = device_->recv_pool.at(buffer);
     MsgHeader h;
@@ -135,18 +151,8 @@ bool VerbsMethod::on_message(Connection& c, std::uint32_t buffer, std::uint32_t 
         fail_connection(c, -BMI_EPROTO);
         return true;
     }
+    if (!take_credits(c, buffer, length)) return true;
     std::memcpy(&h, data, sizeof h);
-    if (h.credits > 0) {
-        if (!take_returned_credits(c.send_credits, h.credits, c.send_window)) {
-            BMI_LOG(error, "verbs: connection %llu returned %u credits, more than it granted",
-                    static_cast<unsigned long long>(c.id), h.credits);
-            fail_connection(c, -BMI_EPROTO);
-            return true;
-        }
-        // Counted once: a parked message comes through here again.
-        std::memset(data + offsetof(MsgHeader, credits), 0, sizeof h.credits);
-        schedule(c);
-    }
     const std::uint8_t* body = data + sizeof h;
     const std::uint32_t body_length = length - static_cast<std::uint32_t>(sizeof h);
     switch (static_cast<MsgType>(h.type)) {
@@ -186,12 +192,9 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
         sink_.deliver_unexpected(c.peer, memory, size, h.tag, h.msg_class);
         return true;
     }
-    auto posted = peer.posted.find(h.tag);
-    if (posted != peer.posted.end() && !posted->second.empty()) {
-        Operation& op = posted->second.front();
-        posted->second.pop_front();
-        if (posted->second.empty()) peer.posted.erase(posted);
-        places_[&op] = Place::posting;
+    if (Operation* posted = peer.posted.take_first(h.tag)) {
+        Operation& op = *posted;
+        place(op, Place::posting);
         if (type == MsgType::rts) {
             start_read(op, c, h.cookie, size, std::move(segs));
         } else if (size > op.total_size) {
@@ -210,12 +213,42 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     a.cookie = h.cookie;
     a.connection_id = c.id;
     a.segments = std::move(segs);
-    if (!a.rts && length > 0) {
-        a.data.reset(new std::uint8_t[length]);
-        std::memcpy(a.data.get(), body, length);
+    return keep_arrival(c, std::move(a), body);
+}
+
+namespace {
+// What keeping an arrival costs: its record and what it points to.
+std::int64_t early_cost(const Arrival& a) {
+    const auto described = static_cast<std::int64_t>(a.segments.size() * sizeof(RemoteSegment));
+    return static_cast<std::int64_t>(sizeof(Arrival)) + described + (a.rts ? 0 : a.size);
+}
+}  // namespace
+
+bool VerbsMethod::keep_arrival(Connection& c, Arrival arrival, const std::uint8_t* payload) {
+    VerbsPeer& peer = *c.peer;
+    if (!early_.fits(peer.early, early_cost(arrival))) {
+        if (c.parked.empty())  // once per stretch: retries come from the parked queue
+            BMI_LOG(verbs, "verbs: early data of %s over budget (%lld bytes; %lld for all peers)",
+                    describe_peer(peer).c_str(), static_cast<long long>(peer.early.bytes),
+                    static_cast<long long>(early_.total()));
+        return false;
     }
-    peer.arrivals[h.tag].push_back(std::move(a));
+    if (!arrival.rts && arrival.size > 0) {
+        arrival.data.reset(new std::uint8_t[static_cast<std::size_t>(arrival.size)]);
+        std::memcpy(arrival.data.get(), payload, static_cast<std::size_t>(arrival.size));
+    }
+    early_.charge(peer.early, early_cost(arrival));
+    peer.arrivals.push(std::move(arrival));
     return true;
+}
+
+void VerbsMethod::uncharge(VerbsPeer& peer, const Arrival& arrival) {
+    early_.release(peer.early, early_cost(arrival));
+}
+
+void VerbsMethod::drop_arrivals(VerbsPeer& peer) {
+    peer.arrivals.for_each([&](const Arrival& a) { uncharge(peer, a); });
+    peer.arrivals.clear();
 }
 
 void VerbsMethod::on_fin(Connection& c, const MsgHeader& h) {
@@ -239,16 +272,16 @@ void VerbsMethod::on_fin(Connection& c, const MsgHeader& h) {
 }
 
 void VerbsMethod::on_cancel(Connection& c, const MsgHeader& h) {
-    for (auto& [tag, list] : c.peer->arrivals) {
-        for (auto it = list.begin(); it != list.end(); ++it) {
-            if (it->rts && it->cookie == h.cookie && it->connection_id == c.id) {
-                list.erase(it);
-                queue_control(c, MsgType::fin, h.cookie, FinStatus::cancelled);
-                return;
-            }
-        }
-    }
-    // Already matched: the READ's FIN releases the sender.
+    VerbsPeer& peer = *c.peer;
+    bool dropped = false;
+    peer.arrivals.remove_if(
+        [&](const Arrival& a) { return a.rts && a.cookie == h.cookie && a.connection_id == c.id; },
+        [&](const Arrival& a) {
+            uncharge(peer, a);
+            dropped = true;
+        });
+    if (dropped) queue_control(c, MsgType::fin, h.cookie, FinStatus::cancelled);
+    // Otherwise already matched: the READ's FIN releases the sender.
 }
 
 bool VerbsMethod::retry_parked() {

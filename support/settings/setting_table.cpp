@@ -132,6 +132,12 @@ constexpr SettingSpec rows[] = {
     {I::verbs_pending_per_source, "verbs_pending_per_source", "BMI_VERBS_PENDING_PER_SOURCE",
      T::count, "8", "handshakes", 1, 65'536, "",
      "bootstrap handshakes in progress that one source address may hold"},
+    {I::verbs_early_peer_bytes, "verbs_early_peer_bytes", "BMI_VERBS_EARLY_PEER_BYTES",
+     T::size, "8M", "bytes", 64 * KiB, TiB, "",
+     "early data (unclaimed eager payloads and announcements) kept for one peer before its "
+     "messages wait in the receive queue and its credits are held back"},
+    {I::verbs_early_total_bytes, "verbs_early_total_bytes", "BMI_VERBS_EARLY_TOTAL_BYTES",
+     T::size, "256M", "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
 };
 
 constexpr bool rows_in_id_order() {

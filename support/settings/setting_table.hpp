@@ -65,8 +65,10 @@ enum class SettingId : std::uint8_t {
     verbs_connect_timeout,
     verbs_stats,
     verbs_pending_per_source,
+    verbs_early_peer_bytes,
+    verbs_early_total_bytes,
 };
-inline constexpr std::size_t setting_count = static_cast<std::size_t>(SettingId::verbs_pending_per_source) + 1;
+inline constexpr std::size_t setting_count = static_cast<std::size_t>(SettingId::verbs_early_total_bytes) + 1;
 
 struct SettingSpec {
     SettingId id;
