@@ -50,6 +50,9 @@ std::optional<std::uint64_t> parse_whole(std::string_view text, std::uint64_t mi
 // A positive finite decimal ("200", "12.5").
 std::optional<double> parse_positive(std::string_view text);
 
+// TEXT in single quotes, as the error messages name a value.
+std::string quoted(std::string_view text);
+
 // Names of planes and allocation ids: [A-Za-z0-9_.-]+, at most 255 characters.
 bool is_name(std::string_view text);
 
