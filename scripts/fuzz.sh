@@ -39,9 +39,11 @@ if ! command -v clang++-14 >/dev/null ||
     exit 77
 fi
 
+# werror: clang's warnings on the project's code fail the build, as gcc's do in test.sh.
 if [[ ! -f $dir/meson-private/coredata.dat ]]; then
     CC=clang-14 CXX=clang++-14 meson setup "$dir" -Dfuzz=true -Dexamples=false \
-        -Dbenchmarks=false >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log" >&2; exit 1; }
+        -Dbenchmarks=false -Dwerror=true >"$dir.setup.log" 2>&1 ||
+        { cat "$dir.setup.log" >&2; exit 1; }
 fi
 mapfile -t targets < <(ninja -C "$dir" -t targets all | grep -o '^tests/fuzz/fuzz_[a-z_]*' |
     sed 's|tests/fuzz/fuzz_||' | sort -u)

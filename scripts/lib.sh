@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Shared by demo.sh and test.sh: the Debian packages libbmi needs and how to configure a build.
-# Sourced, not run.
+# Shared by demo.sh, test.sh and tests/verbs/rxe_vm.sh: the Debian packages libbmi needs and how
+# to configure a build. Sourced, not run. tests/scripts/package_lists_test.py checks that these
+# lists hold every package the build, the packages step and the commands the tests run need.
 
 # Parallel build and test jobs; 2 by default (the CI machines have two cores).
 BMI_JOBS=${BMI_JOBS:-2}
@@ -15,10 +16,15 @@ BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev catch2 li
 # and its tests pass without), the MPI driver tests run when they are present.
 BMI_BENCH_PACKAGES=(netpipe-tcp openmpi-bin libopenmpi-dev gnuplot-nox python3)
 BMI_PACKAGES=("${BMI_CORE_PACKAGES[@]}" "${BMI_BENCH_PACKAGES[@]}")
-# Building and checking the Debian packages of debian/ (scripts/packages.sh); their build
-# dependencies are all in the lists above.
-BMI_DEB_PACKAGES=(debhelper dpkg-dev lintian)
+# Building and checking the Debian packages of debian/ (scripts/packages.sh); their other build
+# dependencies are all in the lists above. dpkg-buildpackage refuses to start without
+# build-essential, which a minimal Debian lacks.
+BMI_DEB_PACKAGES=(build-essential debhelper dpkg-dev lintian)
 BMI_PACKAGES+=("${BMI_DEB_PACKAGES[@]}")
+# The qemu guest of tests/verbs/rxe_vm.sh, which installs these itself when it first runs, so
+# that demo.sh does not pull in qemu.
+BMI_GUEST_PACKAGES=(qemu-system-x86 cpio xz-utils iproute2 ibverbs-providers ibverbs-utils
+                    rdma-core)
 
 # Installs BMI_PACKAGES with apt-get unless every one is installed already (the common case
 # on a second run, which then needs neither root nor the network).

@@ -47,7 +47,6 @@ private:
     std::vector<Field> fields_;
 };
 
-std::string quoted(std::string_view v) { return "'" + std::string(v) + "'"; }
 
 std::string parse_id(const Field& f) {
     // PMIx reserves keys that start with "pmix" (its job-info store refuses them), and the id
@@ -193,7 +192,11 @@ std::string number_text(double v) {
 template <class T, class Show>
 void put_wanted(std::string& out, std::string_view key, const Wanted<T>& w, Show show) {
     if (!w.value) return;
-    out += " " + std::string(key) + "=" + show(*w.value) + (w.required ? "!" : "");
+    out += ' ';
+    out += key;
+    out += '=';
+    out += show(*w.value);
+    if (w.required) out += '!';
 }
 }  // namespace
 

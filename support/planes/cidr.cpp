@@ -47,19 +47,19 @@ bool Cidr::contains(const Cidr& address) const {
 std::optional<Cidr> parse_cidr(std::string_view text, std::string& error) {
     const std::size_t slash = text.find('/');
     if (slash == std::string_view::npos) {
-        error = "'" + std::string(text) + "' is not a CIDR (address/prefix)";
+        error = quoted(text) + " is not a CIDR (address/prefix)";
         return std::nullopt;
     }
     const std::string address(text.substr(0, slash));
     Cidr c;
     c.family = address.find(':') == std::string::npos ? AF_INET : AF_INET6;
     if (inet_pton(c.family, address.c_str(), c.bytes.data()) != 1) {
-        error = "'" + address + "' is not an IP address";
+        error = quoted(address) + " is not an IP address";
         return std::nullopt;
     }
     const auto prefix = parse_whole(text.substr(slash + 1), 0, address_size(c.family) * 8);
     if (!prefix) {
-        error = "'" + std::string(text.substr(slash + 1)) + "' is not a prefix length (0.." +
+        error = quoted(text.substr(slash + 1)) + " is not a prefix length (0.." +
                 std::to_string(address_size(c.family) * 8) + ")";
         return std::nullopt;
     }
@@ -67,7 +67,7 @@ std::optional<Cidr> parse_cidr(std::string_view text, std::string& error) {
     // A subnet written with host bits is usually an interface address pasted by mistake; say
     // which subnet it would be instead of silently choosing it.
     if (clear_host_bits(c)) {
-        error = "'" + std::string(text) + "' has host bits set (the subnet is " + c.text() + ")";
+        error = quoted(text) + " has host bits set (the subnet is " + c.text() + ")";
         return std::nullopt;
     }
     return c;

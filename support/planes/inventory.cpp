@@ -32,15 +32,14 @@ bool apply_field(InventoryPlane& p, const Field& f, std::string& why) {
     }
     if (f.key == "bw") {
         const auto bw = parse_bandwidth_mbps(f.value);
-        if (!bw)
-            why = "'" + std::string(f.value) + "' is not a bandwidth of " + bandwidth_range;
+        if (!bw) why = quoted(f.value) + " is not a bandwidth of " + bandwidth_range;
         else p.bandwidth_mbps = *bw;
         return bw.has_value();
     }
     if (f.key == "qos") {
         for (std::string_view level : split_on(f.value, ',')) {
             if (!is_name(level)) {
-                why = "'" + std::string(level) + "' is not a QoS level name";
+                why = quoted(level) + " is not a QoS level name";
                 return false;
             }
             p.qos.emplace_back(level);
@@ -64,11 +63,11 @@ std::optional<Inventory> parse_inventory(std::string_view text, std::string_view
         if (words.size() < 4 || words[1] != "=")
             return fail("", "expected 'name = type identifier [field=value ...]'");
         InventoryPlane p;
-        if (!is_name(words[0])) return fail("name", "'" + std::string(words[0]) + "' is not a name");
+        if (!is_name(words[0])) return fail("name", quoted(words[0]) + " is not a name");
         if (inventory.find(words[0]) != nullptr)
-            return fail("name", "'" + std::string(words[0]) + "' is named twice");
+            return fail("name", quoted(words[0]) + " is named twice");
         const auto type = parse_plane_type(words[2]);
-        if (!type) return fail("type", "'" + std::string(words[2]) + "' is not tcp, shm or verbs");
+        if (!type) return fail("type", quoted(words[2]) + " is not tcp, shm or verbs");
         std::string why;
         const auto id = canonical_identifier(*type, words[3], why);
         if (!id) return fail("identifier", why);

@@ -30,7 +30,8 @@ std::optional<std::string> verbs_identifier(std::string_view id, std::string& er
         const auto cidr = parse_cidr(id, error);
         if (!cidr) return std::nullopt;
         if (cidr->family != AF_INET6) {
-            error = "a GID subnet prefix is an IPv6 CIDR, not '" + std::string(id) + "'";
+            error = "a GID subnet prefix is an IPv6 CIDR, not ";
+            error += quoted(id);
             return std::nullopt;
         }
         return cidr->text();
@@ -38,11 +39,11 @@ std::optional<std::string> verbs_identifier(std::string_view id, std::string& er
     const std::size_t colon = id.find(':');
     const std::string_view device = id.substr(0, colon);
     if (!is_name(device)) {
-        error = "'" + std::string(device) + "' is not an RDMA device name";
+        error = quoted(device) + " is not an RDMA device name";
         return std::nullopt;
     }
     if (colon != std::string_view::npos && !parse_whole(id.substr(colon + 1), 1, 255)) {
-        error = "'" + std::string(id.substr(colon + 1)) + "' is not a port number (1..255)";
+        error = quoted(id.substr(colon + 1)) + " is not a port number (1..255)";
         return std::nullopt;
     }
     return std::string(id);
@@ -60,7 +61,7 @@ std::optional<std::string> canonical_identifier(PlaneType type, std::string_view
     case PlaneType::verbs: return verbs_identifier(identifier, error);
     case PlaneType::shm:
         if (!is_name(identifier)) {
-            error = "'" + std::string(identifier) + "' is not a host name";
+            error = quoted(identifier) + " is not a host name";
             return std::nullopt;
         }
         return std::string(identifier);

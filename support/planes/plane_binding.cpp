@@ -157,8 +157,10 @@ std::string describe(const PlaneBinding& b) {
     std::string out = std::string(to_string(b.type)) + " " + b.plane + " (" + b.allocation_id + ")";
     if (b.type == PlaneType::tcp) {
         out += " on " + b.local_host + " port" + (b.ports.size() == 1 ? " " : "s ");
-        for (std::size_t i = 0; i < b.ports.size(); ++i)
-            out += (i ? "," : "") + std::to_string(b.ports[i]);
+        for (std::size_t i = 0; i < b.ports.size(); ++i) {
+            if (i) out += ',';
+            out += std::to_string(b.ports[i]);
+        }
     }
     return out;
 }

@@ -29,7 +29,6 @@ constexpr std::string_view key_key = "pmix.alloc.nsec";
 constexpr std::size_t min_key_bytes = 16;
 constexpr std::size_t max_key_bytes = 64;
 
-std::string quoted(std::string_view v) { return "'" + std::string(v) + "'"; }
 
 std::string type_name(const PmixScalar& v) {
     struct Namer {

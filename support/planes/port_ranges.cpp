@@ -15,11 +15,11 @@ std::optional<PortRanges> PortRanges::parse(std::string_view text, std::string& 
         const auto last = dash == std::string_view::npos ? first
                                                          : parse_whole(item.substr(dash + 1), 1, 65535);
         if (!first || !last) {
-            error = "'" + std::string(item) + "' is not a port (1..65535) or a range a-b";
+            error = quoted(item) + " is not a port (1..65535) or a range a-b";
             return std::nullopt;
         }
         if (*first > *last) {
-            error = "'" + std::string(item) + "' runs backwards";
+            error = quoted(item) + " runs backwards";
             return std::nullopt;
         }
         items.push_back({static_cast<std::uint16_t>(*first), static_cast<std::uint16_t>(*last)});
@@ -75,7 +75,10 @@ std::string PortRanges::text() const {
     for (const PortRange& r : ranges_) {
         if (!out.empty()) out += ',';
         out += std::to_string(r.first);
-        if (r.last != r.first) out += "-" + std::to_string(r.last);
+        if (r.last != r.first) {
+            out += '-';
+            out += std::to_string(r.last);
+        }
     }
     return out;
 }

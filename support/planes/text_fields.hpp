@@ -58,6 +58,9 @@ inline constexpr const char* bandwidth_range = "0.000008 to 1000000000 Mbit/s";
 // A decimal bandwidth in Mbit/s within that range.
 std::optional<double> parse_bandwidth_mbps(std::string_view text);
 
+// TEXT in single quotes, as the error messages name a value.
+std::string quoted(std::string_view text);
+
 // Names of planes and allocation ids: [A-Za-z0-9_.-]+, at most 255 characters.
 bool is_name(std::string_view text);
 

@@ -10,7 +10,9 @@ client in the other:
   - a server allocated both planes serves both;
   - a listen address on a plane the allocation does not hold stops the server from starting.
 Needs root (CI runs as root). Without it the test is skipped, except under CI or with
-BMI_REQUIRE_NETNS=1, where it fails: a test that cannot build its planes must not pass quietly."""
+BMI_REQUIRE_NETNS=1, where it fails: a test that cannot build its planes must not pass quietly.
+Commands enter a namespace with nsenter, not `ip -n` or `ip netns exec`: those also make / a
+slave mount, which fails where / is not a mount point (a chroot, some containers)."""
 import os
 import shutil
 import signal
@@ -30,26 +32,32 @@ def fail(message):
     sys.exit(1)
 
 
-def ip(*args, check=True):
-    res = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=20)
+def in_ns(ns, *argv):
+    """ARGV run in network namespace NS (and in this process's other namespaces)."""
+    return ["nsenter", f"--net=/var/run/netns/{ns}", *argv]
+
+
+def ip(*args, ns=None, check=True):
+    argv = ["ip", *args] if ns is None else in_ns(ns, "ip", *args)
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=20)
     if check and res.returncode != 0:
-        fail(f"ip {' '.join(args)}: {res.stderr.strip()}")
+        fail(f"{' '.join(argv)}: {res.stderr.strip()}")
     return res
 
 
 def build_planes():
     for ns in (NS_SERVER, NS_CLIENT):
         ip("netns", "add", ns)
-        ip("-n", ns, "link", "set", "lo", "up")
+        ip("link", "set", "lo", "up", ns=ns)
     for net, suffix in PLANES.values():
         here, there = f"{TAG}{suffix}0", f"{TAG}{suffix}1"
         ip("link", "add", here, "type", "veth", "peer", "name", there)
         ip("link", "set", here, "netns", NS_SERVER)
         ip("link", "set", there, "netns", NS_CLIENT)
-        ip("-n", NS_SERVER, "addr", "add", f"{net}.1/24", "dev", here)
-        ip("-n", NS_CLIENT, "addr", "add", f"{net}.2/24", "dev", there)
-        ip("-n", NS_SERVER, "link", "set", here, "up")
-        ip("-n", NS_CLIENT, "link", "set", there, "up")
+        ip("addr", "add", f"{net}.1/24", "dev", here, ns=NS_SERVER)
+        ip("addr", "add", f"{net}.2/24", "dev", there, ns=NS_CLIENT)
+        ip("link", "set", here, "up", ns=NS_SERVER)
+        ip("link", "set", there, "up", ns=NS_CLIENT)
 
 
 def tear_down(*_):
@@ -70,7 +78,7 @@ def env_with(allocation):
 
 
 def start_server(allocation, listen="tcp://NULL:0"):
-    proc = subprocess.Popen(["ip", "netns", "exec", NS_SERVER, SERVER, listen],
+    proc = subprocess.Popen(in_ns(NS_SERVER, SERVER, listen),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env_with(allocation))
     started.append(proc)
@@ -94,8 +102,8 @@ def stop_server(proc):
 
 
 def client(address, allocation=None):
-    return subprocess.run(["ip", "netns", "exec", NS_CLIENT, CLIENT, "--iterations", "20",
-                           "--size", "4096", "--timeout-ms", "3000", address],
+    return subprocess.run(in_ns(NS_CLIENT, CLIENT, "--iterations", "20", "--size", "4096",
+                                "--timeout-ms", "3000", address),
                           capture_output=True, text=True, timeout=60, env=env_with(allocation))
 
 
@@ -120,10 +128,10 @@ def allocation(ident, plane, ports, endpts=1):
 
 def main():
     required = os.environ.get("CI") or os.environ.get("BMI_REQUIRE_NETNS") == "1"
-    if os.geteuid() != 0 or shutil.which("ip") is None:
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("nsenter") is None:
         if required:
-            fail("needs root and iproute2 to build network namespaces (CI has both)")
-        print("SKIP: network namespaces need root and iproute2")
+            fail("needs root, iproute2 and nsenter to build network namespaces (CI has all)")
+        print("SKIP: network namespaces need root, iproute2 and nsenter")
         sys.exit(77)
     signal.signal(signal.SIGTERM, lambda *_: (tear_down(), sys.exit(1)))
     try:

@@ -7,7 +7,9 @@ the tests call on every path (also on SIGTERM and SIGINT).
 
 Needs root, iproute2 and a kernel with veth, bridge and sch_netem. Where netem is missing (the
 build machines' kernel has none) the tests are skipped (exit 77), except with BMI_REQUIRE_NETEM=1
-(set for the run in the guest), where that is a failure."""
+(set for the run in the guest), where that is a failure. Commands enter a namespace with
+nsenter, not `ip -n`, `tc -n` or `ip netns exec`: those also make / a slave mount, which fails
+where / is not a mount point (a chroot, some containers)."""
 import os
 import re
 import signal
@@ -28,6 +30,11 @@ def say(message):
 def fail(message):
     print("FAIL:", message, flush=True)
     sys.exit(1)
+
+
+def in_ns(ns, *argv):
+    """ARGV run in network namespace NS (and in this process's other namespaces)."""
+    return ["nsenter", f"--net=/var/run/netns/{ns}", *argv]
 
 
 def run(*args, check=True, stdin=None):
@@ -75,7 +82,8 @@ def skip_unless_netem():
         probe = f"bmiprobe{os.getpid()}"
         try:
             run("ip", "netns", "add", probe)
-            run("tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms")
+            run(*in_ns(probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay",
+                         "1ms"))
         except (RuntimeError, OSError) as e:
             why = f"no network namespaces with tc netem here ({e})"
         finally:
@@ -93,7 +101,7 @@ class Process:
 
     def __init__(self, ns, argv, env=None):
         self.argv = argv
-        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(in_ns(ns, *argv), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env=env)
         self.lines = []
         self.err_lines = []
@@ -170,8 +178,8 @@ class Network:
             for ns, link, _ in self.nodes.values():
                 hub += [f"link add {link} type veth peer name eth0 netns {ns}",
                         f"link set {link} master br0 up"]
-            run("ip", "-n", self.hub, "-batch", "-", stdin="\n".join(hub) + "\n")
-            run_all([(["ip", "-n", ns, "-batch", "-"],
+            run(*in_ns(self.hub, "ip", "-batch", "-"), stdin="\n".join(hub) + "\n")
+            run_all([(in_ns(ns, "ip", "-batch", "-"),
                       f"link set lo up\naddr add {address}/24 dev eth0\nlink set eth0 up\n")
                      for ns, _, address in self.nodes.values()])
         except BaseException:
@@ -208,19 +216,19 @@ class Network:
         names = [names] if isinstance(names, str) else names
         hub = "".join(f"qdisc replace dev {self.nodes[n][1]} root netem {' '.join(spec)}\n"
                       for n in names)
-        ended = run_all([(["tc", "-n", self.hub, "-batch", "-"], hub)] +
-                        [(["tc", "-n", self.nodes[n][0], "qdisc", "replace", "dev", "eth0",
-                           "root", "netem", *spec], None) for n in names])
+        ended = run_all([(in_ns(self.hub, "tc", "-batch", "-"), hub)] +
+                        [(in_ns(self.nodes[n][0], "tc", "qdisc", "replace", "dev", "eth0",
+                                "root", "netem", *spec), None) for n in names])
         return {n: (ended[0], ended[1 + i]) for i, n in enumerate(names)}
 
     def clear(self, name):
         ns, link, _ = self.nodes[name]
-        run_all([(["tc", "-n", ns, "qdisc", "del", "dev", "eth0", "root"], None),
-                 (["tc", "-n", self.hub, "qdisc", "del", "dev", link, "root"], None)])
+        run_all([(in_ns(ns, "tc", "qdisc", "del", "dev", "eth0", "root"), None),
+                 (in_ns(self.hub, "tc", "qdisc", "del", "dev", link, "root"), None)])
 
     def netem_drops(self):
         """{name: packets netem dropped on the hub's side of NAME's link (toward NAME)}."""
-        out = run("tc", "-s", "-n", self.hub, "qdisc", "show").stdout
+        out = run(*in_ns(self.hub, "tc", "-s", "qdisc", "show")).stdout
         drops = {}
         for block in re.split(r"^(?=qdisc )", out, flags=re.M):
             m = re.match(r"qdisc netem \S+ dev (\S+) root.*?dropped (\d+)", block, re.S)
@@ -232,8 +240,7 @@ class Network:
     def connections(self, name, peer_name):
         """Established TCP connections in NAME's namespace to PEER_NAME's address."""
         ns, peer = self.nodes[name][0], self.nodes[peer_name][2]
-        out = run("ip", "netns", "exec", ns, "ss", "-tnH", "state", "established", "dst",
-                  peer).stdout
+        out = run(*in_ns(ns, "ss", "-tnH", "state", "established", "dst", peer)).stdout
         return [line for line in out.splitlines() if line.strip()]
 
     def start(self, name, argv, env=None):
@@ -246,7 +253,7 @@ class Network:
         processes are killed (what their kernel sends reaches nobody), then its namespace.
         Returns when the link was gone."""
         ns, link, _ = self.nodes[name]
-        run("ip", "-n", self.hub, "link", "del", link)
+        run(*in_ns(self.hub, "ip", "link", "del", link))
         gone = time.monotonic()
         for p in processes:
             p.stop(signal.SIGKILL)

@@ -53,7 +53,8 @@ tty=1
 # crc32_generic: rxe needs the crc32 shash when rxe0 is created. rdma_ucm: for librdmacm.
 # veth, bridge, sch_netem: the netem suite's namespaces, their links and the faults on them.
 modules=(virtio_pci 9pnet_virtio 9p dummy crc32_generic rdma_rxe rdma_ucm veth bridge sch_netem)
-host_packages=(qemu-system-x86 cpio xz-utils iproute2 ibverbs-providers ibverbs-utils rdma-core)
+# BMI_GUEST_PACKAGES, the host's packages this needs, are listed with all the others.
+source "$here/../../scripts/lib.sh"
 
 fail() {
     echo "rxe_vm: $*" >&2
@@ -89,7 +90,7 @@ apt_get() {
 
 install_host_packages() {
     local missing=() pkg
-    for pkg in "${host_packages[@]}"; do
+    for pkg in "${BMI_GUEST_PACKAGES[@]}"; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
             missing+=("$pkg")
     done

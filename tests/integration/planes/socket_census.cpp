@@ -99,7 +99,10 @@ std::vector<std::uint16_t> free_ports(int n) {
 
 std::string port_list(const std::vector<std::uint16_t>& ports) {
     std::string out;
-    for (auto p : ports) out += (out.empty() ? "" : ",") + std::to_string(p);
+    for (auto p : ports) {
+        if (!out.empty()) out += ',';
+        out += std::to_string(p);
+    }
     return out;
 }
 

@@ -201,7 +201,10 @@ void add_job_shape(InfoList& job, int ranks) {
     for (const char* key : {PMIX_UNIV_SIZE, PMIX_JOB_SIZE, PMIX_LOCAL_SIZE, PMIX_MAX_PROCS})
         job.add(key, &n, PMIX_UINT32);
     std::string peers;
-    for (int r = 0; r < ranks; ++r) peers += (r == 0 ? "" : ",") + std::to_string(r);
+    for (int r = 0; r < ranks; ++r) {
+        if (r != 0) peers += ',';
+        peers += std::to_string(r);
+    }
     job.add_string(PMIX_LOCAL_PEERS, peers);
     for (int r = 0; r < ranks; ++r) {
         InfoList proc;

@@ -75,7 +75,10 @@ TEST_CASE("verbs: a wrong key, or a key on one side only, is refused with -BMI_E
     INFO("server key " << int(server_key) << ", client key " << int(client_key));
     KeyFiles files;
     auto options = [&](std::uint8_t which) {
-        return which == 0 ? std::string() : key_option(files.key("k" + std::to_string(which), which));
+        if (which == 0) return std::string();
+        std::string name = "k";
+        name += std::to_string(which);
+        return key_option(files.key(name, which));
     };
     Pair pair = make_peers("verbs", options(server_key), options(client_key));
     {
