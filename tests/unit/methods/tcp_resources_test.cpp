@@ -258,12 +258,12 @@ TEST_CASE("a peer that reads none of our bytes fails our sends after the send ti
           "[tcp][hostile][resources]") {
     Config config;
     REQUIRE(config.settings.load("tcp_send_timeout_ms=300ms") == 0);
+    std::vector<std::unique_ptr<Operation>> sends;  // outlives the method that may hold them
     ClientOfRaw raw(config);
     // Far more than the socket buffers of both ends hold.
     constexpr int count = 200;
     constexpr bmi_size_t size = 60000;
     auto data = pattern(static_cast<std::size_t>(size), 8);
-    std::vector<std::unique_ptr<Operation>> sends;
     for (int i = 0; i < count; ++i) {
         sends.push_back(make_op(OpKind::send, raw.peer, 3, data.data(), size));
         post(*raw.client, *sends.back());
