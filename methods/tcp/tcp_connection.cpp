@@ -94,18 +94,60 @@ void TcpMethod::accept_all(const Listener& listener) {
         if (int rc = apply_policy(fd, policy); rc < 0)
             BMI_LOG(tcp, "tcp: plane options refused on an accepted socket: %s",
                     support::error_name(rc));
+        const std::string source = ip_text(from);
+        if (!admission_.has_room(source) && !make_room(source)) {
+            BMI_LOG(tcp, "tcp: %s holds %zu connections that have not finished their "
+                         "handshake, all of them new; refusing another",
+                    describe(from).c_str(), limits_.pending_per_source);
+            close(fd);
+            continue;
+        }
         Connection& c = add_connection(fd, false, EPOLLIN);
         c.plane = listener.plane;
         c.state = ConnState::await_first;
-        c.keyed = key_ != nullptr;  // must prove the key before the stall timeout
+        c.keyed = key_ != nullptr;
         c.remote = from;
-        watch_deadlines(c);  // keyed, it is on the clock before it sends a byte
+        c.setup_deadline = c.stall_since + limits_.setup_timeout;
+        watch_deadlines(c);  // on the setup clock before it sends a byte
         BMI_LOG(tcp, "tcp: accepted %s (connection %llu)", describe(from).c_str(),
                 static_cast<unsigned long long>(c.id));
+        c.admitted = true;
+        admission_.admit(source, c.id);
     }
 }
 
+bool TcpMethod::make_room(const std::string& source) {
+    const auto oldest = admission_.oldest(source);
+    if (!oldest) return true;
+    Connection* old = find_connection(*oldest);
+    if (old == nullptr || old->closed) {
+        admission_.release(source, *oldest);
+        return true;
+    }
+    if (!had_time_to_speak(*old, std::chrono::steady_clock::now())) return false;
+    BMI_LOG(tcp, "tcp: %s has %zu connections that have not finished their handshake; "
+                 "closing its oldest (connection %llu)",
+            describe(old->remote).c_str(), limits_.pending_per_source,
+            static_cast<unsigned long long>(old->id));
+    fail_connection(*old, -BMI_ECONNRESET, true);
+    return true;
+}
+
+void TcpMethod::leave_admission(Connection& c) {
+    if (!c.admitted) return;
+    c.admitted = false;
+    admission_.release(ip_text(c.remote), c.id);
+}
+
 bool TcpMethod::shed_one_connection(int listen_fd) {
+    // A connection that has proven nothing, or that nobody uses, makes room for the newcomer:
+    // otherwise whoever fills the table first keeps every later client out.
+    if (Connection* idle = connection_to_shed()) {
+        BMI_LOG(tcp, "tcp: out of file descriptors; closing idle connection %llu from %s",
+                static_cast<unsigned long long>(idle->id), describe(idle->remote).c_str());
+        fail_connection(*idle, -BMI_ECONNRESET, true);
+        return true;
+    }
     // Level-triggered epoll reports the pending connection again and again while accept fails,
     // which would spin the caller. The reserve descriptor lets us take it and close it at once:
     // the client sees a reset, and the clients we already serve are untouched.
@@ -117,6 +159,30 @@ bool TcpMethod::shed_one_connection(int listen_fd) {
     // own connections closes and frees a descriptor.
     if (shed == support::AcceptReserve::Shed::no_reserve) set_listener_interest(false);
     return shed == support::AcceptReserve::Shed::took_one;
+}
+
+Connection* TcpMethod::connection_to_shed() {
+    const auto unused = [](const Connection& c) {
+        const TcpPeer* peer = c.peer.get();
+        return peer != nullptr && peer->addr() == 0 && peer->arrivals.empty() &&
+               peer->posted_recvs.empty() && c.phase == ReadPhase::header && c.head_have == 0 &&
+               !c.has_output() && c.small_queue.empty() && c.incoming.empty() &&
+               c.await_cts.empty();
+    };
+    Connection* unproven = nullptr;
+    Connection* idle = nullptr;
+    const auto now = std::chrono::steady_clock::now();
+    // Ids count up, so the smallest is the oldest.
+    for (auto& [id, owned] : connections_) {
+        Connection& c = *owned;
+        if (c.closed || c.outbound || !had_time_to_speak(c, now)) continue;
+        if (c.setting_up()) {
+            if (unproven == nullptr || c.id < unproven->id) unproven = &c;
+        } else if (unused(c) && (idle == nullptr || c.id < idle->id)) {
+            idle = &c;
+        }
+    }
+    return unproven != nullptr ? unproven : idle;
 }
 
 void TcpMethod::set_listener_interest(bool on) {
@@ -163,6 +229,7 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
                           bool proven) {
     // Every accepted connection is a peer of its own: what it announces is not merged with a
     // peer we know by that name (SPEC §6).
+    leave_admission(c);  // through its handshake
     auto peer = std::make_shared<TcpPeer>();
     peer->announced = announced;
     peer->remote = c.remote;
@@ -283,8 +350,10 @@ void TcpMethod::retire(Connection& c) {
     close(c.fd);
     c.fd = -1;
     set_listener_interest(true);  // a descriptor is free again
+    leave_admission(c);
     release_grants(c);
     if (c.peer) {
+        release_reservation(c);
         TcpPeer& p = *c.peer;
         // Headers whose payload would have come on this socket can never complete.
         p.arrivals.remove_if(

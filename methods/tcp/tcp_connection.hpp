@@ -78,6 +78,11 @@ struct Connection {
     std::uint64_t id = 0;  // epoll data; never reused, so stale events find nothing
     int fd = -1;
     bool outbound = false;
+    // Accepted and counted against its source's unproven connections (TcpMethod::admission_)
+    // until its handshake is done.
+    bool admitted = false;
+    // Accepted: the handshake must be done by then (Limits::setup_timeout).
+    std::chrono::steady_clock::time_point setup_deadline{};
     // The layout of its frames once established: v2 after libbmi's handshake, else the legacy
     // framing its first frame used (accepted) or the instance chose (outbound).
     Framing framing = Framing::orangefs;
@@ -107,6 +112,10 @@ struct Connection {
     // The grant the frame being read came under (0: none). Its reservation stays charged
     // until the body has landed: in a receive, or buffered as an arrival that keeps the charge.
     bmi_size_t frame_grant = 0;
+    // What the frame being read holds against its peer's early-data budget since its header
+    // was admitted (0: nothing): a body that arrives slowly is paid for before its buffer is
+    // sized, not when it is whole. Kept by the arrival it becomes, or given back.
+    bmi_size_t early_reserved = 0;
     std::vector<std::uint8_t> scratch;
     std::size_t scratch_have = 0;
     Operation* read_op = nullptr;  // body_op target
@@ -150,6 +159,13 @@ struct Connection {
     kit::NoncesInFlight::Claim our_nonce;  // an initiator's, until the acceptor's proof checks
 
     // --- writing ---
+    // The socket did not take all we had for it: from write_since on, the peer must take
+    // some within the send timeout (TcpMethod::check_stalls); writes_with_data counts the
+    // writes that moved bytes, and stall_writes is that count as the last check saw it.
+    bool write_blocked = false;
+    std::uint64_t writes_with_data = 0;
+    std::uint64_t stall_writes = 0;
+    std::chrono::steady_clock::time_point write_since{};
     std::deque<OutFrame> control_queue;
     OpList small_queue;  // sends whose header is not written yet, in post order
     std::unordered_map<std::uint64_t, Operation*> await_cts;  // RTS written, keyed by cookie
@@ -176,13 +192,32 @@ struct Connection {
     }
     // The peer owes us bytes (mid-frame, or DATA for a transfer we cleared with CTS), so the
     // stall timer runs.
+    // Accepted and not through its handshake yet: on the setup deadline.
+    bool setting_up() const {
+        return !outbound && (state == ConnState::await_first || state == ConnState::await_proof);
+    }
     bool partial() const {
         if (closed || paused()) return false;
+        if (setting_up()) return true;
         if (keyed && state != ConnState::established && state != ConnState::connecting)
             return true;
         if (phase == ReadPhase::header) return head_have > 0 || !incoming.empty();
         return true;
     }
+    // After a write: output the socket did not take starts the send clock. Only a socket that
+    // fills reads the clock; writes that go through do not.
+    void note_write_end() {
+        if (out.empty()) {
+            write_blocked = false;
+        } else if (!write_blocked && !closed) {
+            write_blocked = true;
+            stall_writes = writes_with_data;
+            write_since = std::chrono::steady_clock::now();
+        }
+    }
+    // A deadline runs for it: a frame owed to us, an RTS of ours unanswered, or bytes the
+    // socket did not take (TcpMethod::check_stalls).
+    bool on_deadline() const { return partial() || !await_cts.empty() || write_blocked; }
     // A GRANT waits for the next write (tcp_grants.cpp).
     bool grants_waiting() const {
         for (const Grant& g : grants_given)

@@ -31,6 +31,10 @@ void load_limits(const support::Settings& settings, Limits& out) {
     out.early.total_bytes = settings.number(SettingId::tcp_early_total_bytes);
     out.stall_timeout = settings.duration(SettingId::tcp_stall_timeout);
     out.rendezvous_timeout = settings.duration(SettingId::tcp_rendezvous_timeout);
+    out.setup_timeout = settings.duration(SettingId::tcp_setup_timeout);
+    out.send_timeout = settings.duration(SettingId::tcp_send_timeout);
+    out.pending_per_source =
+        static_cast<std::size_t>(settings.number(SettingId::tcp_pending_per_source));
     out.grants.peer_bytes = settings.number(SettingId::tcp_grant_peer_bytes);
     out.grants.total_bytes = settings.number(SettingId::tcp_grant_total_bytes);
 }
@@ -42,7 +46,12 @@ bool TcpMethod::admit_early(Connection& c) {
     TcpPeer& peer = *c.peer;
     // A frame a posted receive takes at once is never buffered.
     if (peer.posted_recvs.contains(tag_of(h))) return true;
-    if (early_.fits(peer.early, cost_of(h.mode, static_cast<bmi_size_t>(h.size)))) return true;
+    const bmi_size_t cost = cost_of(h.mode, static_cast<bmi_size_t>(h.size));
+    if (early_.fits(peer.early, cost)) {
+        early_.charge(peer.early, cost);
+        c.early_reserved = cost;
+        return true;
+    }
     if (c.phase != ReadPhase::wait_early) {
         BMI_LOG(tcp, "tcp: %s holds %lld bytes of early data (peer bound %lld, all peers %lld "
                      "of %lld); not reading it until receives claim some",
@@ -56,12 +65,24 @@ bool TcpMethod::admit_early(Connection& c) {
     return false;
 }
 
-void TcpMethod::add_arrival(TcpPeer& peer, Arrival arrival) {
-    if (arrival.granted)
+void TcpMethod::add_arrival(Connection& c, Arrival arrival) {
+    TcpPeer& peer = *c.peer;
+    if (arrival.granted) {
         grants_.charge(peer.granted, grant_reservation(arrival.size));
-    else
+    } else if (c.early_reserved == cost_of(arrival)) {
+        c.early_reserved = 0;  // the header's reservation is now the arrival's charge
+    } else {
+        release_reservation(c);
         early_.charge(peer.early, cost_of(arrival));
+    }
     peer.arrivals.push(std::move(arrival));
+}
+
+void TcpMethod::release_reservation(Connection& c) {
+    if (c.early_reserved == 0) return;
+    early_.release(c.peer->early, c.early_reserved);
+    c.early_reserved = 0;
+    early_released_ = true;
 }
 
 void TcpMethod::uncharge(TcpPeer& peer, const Arrival& arrival) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "methods/completion_router.hpp"
+#include "methods/source_admission.hpp"
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/tcp/tcp_connection.hpp"
@@ -47,6 +48,14 @@ struct Limits {
     // A large send whose RTS the receiver has neither cleared nor refused for this long fails
     // with -BMI_ETIMEDOUT, unpinning its buffer.
     std::chrono::milliseconds rendezvous_timeout{120000};  // BMI_TCP_RENDEZVOUS_TIMEOUT_MS
+    // Bytes queued for a peer that takes none of them for this long close the connection and
+    // fail its sends, so a peer that stops reading cannot hold them forever.
+    std::chrono::milliseconds send_timeout{120000};  // BMI_TCP_SEND_TIMEOUT_MS
+    // An accepted connection must finish its handshake this long after the accept, however
+    // slowly it sends: one that says nothing holds a descriptor no longer.
+    std::chrono::milliseconds setup_timeout{10000};  // BMI_TCP_SETUP_TIMEOUT_MS
+    // Accepted connections not yet through their handshake, per source address.
+    std::size_t pending_per_source = 256;  // BMI_TCP_PENDING_PER_SOURCE
     // Room reserved by our GRANTs, and held by granted messages no receive has claimed
     // (tcp_grants.cpp). BMI_TCP_GRANT_PEER_BYTES (8 MiB), BMI_TCP_GRANT_TOTAL_BYTES (64 MiB).
     EarlyBudget::Limits grants{8 << 20, EarlyBudget::Limits{}.peer_count, 64 << 20};
@@ -157,6 +166,21 @@ private:
     Connection& add_connection(int fd, bool outbound, std::uint32_t events);
     void accept_all(const Listener& listener);
     bool shed_one_connection(int listen_fd);
+    // The connection to close when descriptors run out: the oldest accepted one that has not
+    // finished its handshake, else the oldest whose peer the application never saw and that
+    // has nothing in flight, of those that had the time to speak; nullptr if none.
+    Connection* connection_to_shed();
+    // c finished its handshake or closed: its source may admit another unproven connection.
+    void leave_admission(Connection& c);
+    // Closes the oldest unproven connection of `source` for a newcomer; false if that one is
+    // too new to have spoken yet (the newcomer is refused instead).
+    bool make_room(const std::string& source);
+    // An accepted connection that is closed to make room must have had the time to say its
+    // HELLO: otherwise a burst of newcomers would close a client before its first word.
+    bool had_time_to_speak(const Connection& c, std::chrono::steady_clock::time_point now) const {
+        return now - (c.setup_deadline - limits_.setup_timeout) >= time_to_speak;
+    }
+    static constexpr std::chrono::milliseconds time_to_speak{1000};
     void set_listener_interest(bool on);
     void finish_connect(Connection& c);
     // Makes the peer of an accepted connection. An announced address routes nothing, unless
@@ -258,8 +282,14 @@ private:
     void release_grants(Connection& c);
 
     // tcp_early.cpp: the early-data budget
+    // Reserves what c's new header commits us to (Connection::early_reserved); false, and c
+    // paused, if the budget has no room for it.
     bool admit_early(Connection& c);
-    void add_arrival(TcpPeer& peer, Arrival arrival);
+    // Keeps an arrival of c's current frame; it takes over the frame's reservation.
+    void add_arrival(Connection& c, Arrival arrival);
+    // Gives back what c's current frame reserved and no arrival took (it went to a receive,
+    // or the connection closes).
+    void release_reservation(Connection& c);
     void uncharge(TcpPeer& peer, const Arrival& arrival);
     void drop_arrivals(TcpPeer& peer);
     void resume_paused();
@@ -325,6 +355,7 @@ private:
     std::vector<std::string> plane_addresses_;  // per plane, its first listener's address
     std::vector<SocketPolicy> policies_;        // per plane, what its sockets carry
     support::AcceptReserve accept_reserve_;  // given up under EMFILE to shed a connection
+    SourceAdmission admission_;  // accepted connections not through their handshake
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool force_legacy_ = false;

@@ -165,7 +165,7 @@ bool TcpMethod::retry_unexpected() {
 }
 
 void TcpMethod::watch_deadlines(Connection& c) {
-    if (c.deadline_watched || c.closed || (!c.partial() && c.await_cts.empty())) return;
+    if (c.deadline_watched || c.closed || !c.on_deadline()) return;
     c.deadline_watched = true;
     deadline_watch_.push_back(c.id);
 }
@@ -181,12 +181,14 @@ void TcpMethod::check_stalls() {
         if (!earliest || deadline < *earliest) earliest = deadline;
     };
     std::vector<Connection*> expired;
+    std::vector<Connection*> late;  // accepted, handshake not done by the setup deadline
+    std::vector<Connection*> unread;  // the peer took none of our bytes for the send timeout
     std::vector<std::pair<Connection*, Operation*>> unanswered;
     std::size_t kept = 0;
     for (const std::uint64_t id : deadline_watch_) {
         Connection* c = find_connection(id);
         if (c == nullptr) continue;
-        if (c->closed || (!c->partial() && c->await_cts.empty())) {
+        if (c->closed || !c->on_deadline()) {
             c->deadline_watched = false;  // nothing runs for it now; watch_deadlines re-adds
             continue;
         }
@@ -198,16 +200,29 @@ void TcpMethod::check_stalls() {
             else
                 consider(deadline);
         }
+        if (c->write_blocked) {
+            if (c->writes_with_data != c->stall_writes) {
+                c->stall_writes = c->writes_with_data;
+                c->write_since = now;
+            }
+            const auto write_deadline = c->write_since + limits_.send_timeout;
+            if (write_deadline <= now)
+                unread.push_back(c);
+            else
+                consider(write_deadline);
+        }
         if (!c->partial()) continue;
         if (c->reads_with_data != c->stall_reads) {
             c->stall_reads = c->reads_with_data;
             c->stall_since = now;
         }
         const auto deadline = c->stall_since + limits_.stall_timeout;
-        if (deadline <= now)
+        if (c->setting_up() && c->setup_deadline <= now)
+            late.push_back(c);
+        else if (deadline <= now)
             expired.push_back(c);
         else
-            consider(deadline);
+            consider(c->setting_up() ? std::min(deadline, c->setup_deadline) : deadline);
     }
     deadline_watch_.resize(kept);
     for (auto [c, op] : unanswered) {
@@ -222,6 +237,19 @@ void TcpMethod::check_stalls() {
     for (Connection* c : expired) {
         if (c->closed) continue;
         BMI_LOG(tcp, "tcp: %s stalled mid-frame; closing", describe(c->remote).c_str());
+        fail_connection(*c, -BMI_ETIMEDOUT, true);
+    }
+    for (Connection* c : unread) {
+        if (c->closed) continue;
+        BMI_LOG(tcp, "tcp: %s took none of our bytes in %lld ms; closing",
+                describe(c->remote).c_str(), static_cast<long long>(limits_.send_timeout.count()));
+        fail_connection(*c, -BMI_ETIMEDOUT, true);
+    }
+    for (Connection* c : late) {
+        if (c->closed) continue;
+        BMI_LOG(tcp, "tcp: %s did not finish its handshake in %lld ms; closing",
+                describe(c->remote).c_str(),
+                static_cast<long long>(limits_.setup_timeout.count()));
         fail_connection(*c, -BMI_ETIMEDOUT, true);
     }
     // Re-arm only for an earlier deadline: a timer that fires early just re-arms itself here,

@@ -167,17 +167,22 @@ bool TcpMethod::read_step(Connection& c) {
 
 ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
     const std::size_t want = iov_total(iov, n);
+    // A connection through its handshake gets the read-ahead; the few frames of a handshake
+    // do without, so a connection that has proven nothing holds no buffer of ours.
+    const bool unproven = c.state != ConnState::established;
     // A large remainder of a payload goes straight to its destination, and so does a header
     // expected to announce one (Connection::header_alone).
-    const bool direct = c.phase == ReadPhase::header
-                            ? c.header_alone
-                            : c.phase != ReadPhase::discard && want >= read_ahead_size;
-    if (!c.inbuf) c.inbuf = std::make_unique<std::uint8_t[]>(read_ahead_size);
+    const bool large = c.phase == ReadPhase::header
+                           ? c.header_alone
+                           : c.phase != ReadPhase::discard && want >= read_ahead_size;
+    const bool direct = unproven || large;
+    if (!c.inbuf && !unproven) c.inbuf = std::make_unique<std::uint8_t[]>(read_ahead_size);
     // Behind a payload only the next header is read ahead: it saves the read that would find
     // the socket empty (a short read says so), and it drags none of the next payload along.
     std::size_t ahead = read_ahead_size;
     if (direct)
-        ahead = c.phase == ReadPhase::header ? 0 : header_bytes_needed(c.dialect(), {});
+        ahead = unproven || c.phase == ReadPhase::header ? 0
+                                                         : header_bytes_needed(c.dialect(), {});
     iovec ahead_iov{c.inbuf.get(), ahead};
     if (direct && ahead > 0) iov[n] = ahead_iov;
     const bool wait = std::exchange(wait_in_read_, false);
@@ -252,6 +257,7 @@ void TcpMethod::dispatch_frame(Connection& c) {
             // and a large one never sits in our memory.
             if (Operation* op = take_posted_recv(*c.peer, tag_of(h))) {
                 settle_grant(c);
+                release_reservation(c);
                 read_body_into(c, *op, static_cast<bmi_size_t>(h.size));
                 return;
             }
@@ -272,9 +278,11 @@ void TcpMethod::dispatch_frame(Connection& c) {
             return;
         case Mode::rendezvous:
             on_legacy_rend(c);
+            release_reservation(c);
             return;
         case Mode::rts:
             on_rts(c);
+            release_reservation(c);
             return;
         case Mode::cts:
         case Mode::nak:
@@ -293,6 +301,7 @@ void TcpMethod::on_scratch_body(Connection& c) {
     c.phase = ReadPhase::header;
     if (c.header.mode == Mode::eager) {
         on_eager(c, tag_of(c.header), c.scratch.data(), static_cast<bmi_size_t>(c.header.size));
+        release_reservation(c);
         // A granted frame may be megabytes: its scratch is not kept for the next small one.
         if (c.scratch.capacity() > static_cast<std::size_t>(v2_large_eager_limit)) {
             returner_.freed(static_cast<std::int64_t>(c.scratch.capacity()));
@@ -360,7 +369,7 @@ void TcpMethod::on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* d
     // Under a grant its room was reserved: the reservation becomes the arrival's charge.
     arrival.granted = c.frame_grant != 0;
     settle_grant(c);
-    add_arrival(peer, std::move(arrival));
+    add_arrival(c, std::move(arrival));
 }
 
 void TcpMethod::on_rts(Connection& c) {
@@ -389,7 +398,7 @@ void TcpMethod::on_rts(Connection& c) {
     arrival.size = size;
     arrival.connection_id = c.id;
     arrival.cookie = h.cookie;
-    add_arrival(*c.peer, std::move(arrival));
+    add_arrival(c, std::move(arrival));
 }
 
 void TcpMethod::accept_rts(Connection& c, Operation& op, std::uint64_t cookie, bmi_size_t size) {
@@ -446,7 +455,7 @@ void TcpMethod::on_legacy_rend(Connection& c) {
     arrival.tag = tag_of(c.header);
     arrival.size = size;
     arrival.connection_id = c.id;
-    add_arrival(*c.peer, std::move(arrival));
+    add_arrival(c, std::move(arrival));
     c.phase = ReadPhase::wait_match;
 }
 

@@ -86,6 +86,7 @@ void TcpMethod::flush(Connection& c) {
             connection_broken(c, support::bmi_error_from_errno(errno));
             return;
         }
+        ++c.writes_with_data;
         auto left = static_cast<std::size_t>(written);
         while (left > 0 && !c.closed) {
             OutFrame& f = c.out.front();
@@ -98,6 +99,7 @@ void TcpMethod::flush(Connection& c) {
         // A short write means the socket is full for now.
         if (static_cast<std::size_t>(written) < gathered) break;
     }
+    c.note_write_end();
     update_interest(c);
 }
 

@@ -85,6 +85,7 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     copy_segments(segments, frame.body.data());
     frame.done = static_cast<std::size_t>(written);
     c->out.push_back(std::move(frame));
+    c->note_write_end();
     update_interest(*c);
     return 1;
 }

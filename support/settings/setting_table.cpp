@@ -76,6 +76,18 @@ constexpr SettingSpec rows[] = {
     {I::tcp_rendezvous_timeout, "tcp_rendezvous_timeout_ms", "BMI_TCP_RENDEZVOUS_TIMEOUT_MS",
      T::duration, "120s", "ms", 1, 24 * hour_ms, "",
      "a large send whose RTS the receiver neither clears nor refuses fails after this long"},
+    {I::tcp_send_timeout, "tcp_send_timeout_ms", "BMI_TCP_SEND_TIMEOUT_MS", T::duration,
+     "120s", "ms", 1, 24 * hour_ms, "",
+     "a peer that takes none of the bytes we have for it for this long loses the connection, "
+     "and the sends on it fail"},
+    {I::tcp_setup_timeout, "tcp_setup_timeout_ms", "BMI_TCP_SETUP_TIMEOUT_MS", T::duration,
+     "10s", "ms", 1, hour_ms, "",
+     "an accepted connection that has not finished its handshake (HELLO, the key's proof, or "
+     "a legacy peer's first frame) this long after the accept is closed"},
+    {I::tcp_pending_per_source, "tcp_pending_per_source", "BMI_TCP_PENDING_PER_SOURCE",
+     T::count, "256", "handshakes", 1, 65'536, "",
+     "accepted connections one source address may have that have not finished their "
+     "handshake; a new one beyond it closes that source's oldest"},
 
     {I::shm_ring_slots, "shm_ring_slots", "BMI_SHM_RING_SLOTS", T::count, "64", "slots", 4,
      4096, "", "slots in each ring (a power of two)"},

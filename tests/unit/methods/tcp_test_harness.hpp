@@ -208,6 +208,15 @@ inline std::vector<std::uint8_t> pattern(std::size_t size, std::uint32_t seed) {
     return v;
 }
 
+// The client introduces itself to the server and one message of `size` goes across intact.
+inline bool served(Pair& p, bmi_msg_tag_t tag, std::size_t size) {
+    if (!p.connect()) return false;
+    auto data = pattern(size, static_cast<std::uint32_t>(tag));
+    std::vector<std::uint8_t> got(size);
+    const auto outcome = p.exchange(tag, data, got);
+    return outcome.send_error == 0 && outcome.recv_error == 0 && got == data;
+}
+
 inline std::uint64_t checksum(const void* data, std::size_t size) {
     const auto* p = static_cast<const std::uint8_t*>(data);
     std::uint64_t h = 1469598103934665603ull;
