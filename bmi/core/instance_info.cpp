@@ -180,6 +180,10 @@ int Instance::set_info(BMI_addr_t addr, int option, void* arg) {
     case BMI_INC_ADDR_REF:
     case BMI_DEC_ADDR_REF:
         return change_reference(addr, option);
+    case BMI_TRUSTED_CONNECTION:
+        // Its argument is OrangeFS's server configuration, whose layout only OrangeFS knows.
+        BMI_LOG(error, "BMI_TRUSTED_CONNECTION is not supported: use keys (doc/security.md)");
+        return -BMI_ENOSYS;
     case BMI_FORCEFUL_CANCEL_MODE:
     case BMI_OPTIMISTIC_BUFFER_REG:
         return 0;  // accepted for compatibility: cancel is always forceful, memory needs no reg
