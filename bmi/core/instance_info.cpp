@@ -113,6 +113,15 @@ int Instance::query_addr_range(BMI_addr_t addr, std::string_view id_string, int 
 }
 
 void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
+    void* buffer = allocate_for(addr, size);
+    // OrangeFS's request encoder leaves bytes unwritten and counts on its BMI_memalloc having
+    // zeroed them; the standalone library's BMI_memalloc is plain malloc (doc/dialects.md).
+    if (buffer != nullptr && dialect_ == method::ApiDialect::orangefs)
+        std::memset(buffer, 0, static_cast<std::size_t>(size));
+    return buffer;
+}
+
+void* Instance::allocate_for(BMI_addr_t addr, bmi_size_t size) {
     if (size < 0) return nullptr;
     int index;
     {

@@ -175,6 +175,26 @@ TEST_CASE("BMI_memfree refuses foreign and already freed pointers", "[conformanc
     std::free(from_malloc);
 }
 
+TEST_CASE("BMI_memalloc memory is zeroed in the OrangeFS dialect and so is reused memory",
+          "[conformance]") {
+    // OrangeFS's request encoder leaves bytes unwritten, counting on zeroed memory.
+    if (selected_dialect() != method::ApiDialect::orangefs) return;
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    auto size = GENERATE(as<bmi_size_t>{}, 64, 16 << 10, 256 << 10, 4 << 20);
+    INFO("method " << scheme << ", " << size << " bytes");
+    Pair pair = make_peers(scheme);
+    auto& client = *pair.client.instance;
+    const std::vector<char> zeros(static_cast<std::size_t>(size), 0);
+    for (int round = 0; round < 3; ++round) {
+        INFO("allocation " << round);
+        void* buffer = client.memalloc(pair.server_addr, size);
+        REQUIRE(buffer != nullptr);
+        REQUIRE(std::memcmp(buffer, zeros.data(), zeros.size()) == 0);
+        std::memset(buffer, 0xa5, zeros.size());  // garbage the next allocation must not show
+        REQUIRE(client.memfree(pair.server_addr, buffer) == 0);
+    }
+}
+
 TEST_CASE("BMI_memfree frees a buffer whose address was dropped meanwhile", "[conformance]") {
     // A server drops a client whose answer failed while other answers to it are in flight;
     // their buffers must still go back (they leaked: memfree refused the dropped address).
