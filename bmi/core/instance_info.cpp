@@ -195,7 +195,9 @@ int Instance::set_info(BMI_addr_t addr, int option, void* arg) {
         return -BMI_ENOSYS;
     case BMI_FORCEFUL_CANCEL_MODE:
     case BMI_OPTIMISTIC_BUFFER_REG:
-        return 0;  // accepted for compatibility: cancel is always forceful, memory needs no reg
+        // Accepted and ignored: a cancel closes a connection only when its operation moved
+        // data (doc/architecture.md), and memory needs no registration.
+        return 0;
     default:
         break;
     }
@@ -229,6 +231,11 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
             std::lock_guard lock(slot->lock);
             bmi_size_t value = option == BMI_CHECK_MAXSIZE ? slot->method->max_message_size()
                                                            : slot->method->unexpected_limit();
+            // A method may know a smaller limit for one peer (tcp: a legacy peer's 16 MiB).
+            bmi_size_t for_peer = 0;
+            if (option == BMI_CHECK_MAXSIZE && peer &&
+                slot->method->get_info(peer.get(), BMI_CHECK_MAXSIZE, &for_peer) == 0)
+                value = for_peer;
             // The safe answer across several methods is the smallest.
             if (best < 0 || value < best) best = value;
         }

@@ -105,6 +105,29 @@ TEST_CASE("cancel of a large send in flight leaves both sides usable", "[conform
     REQUIRE(std::strcmp(in, "after") == 0);
 }
 
+TEST_CASE("BMI_FORCEFUL_CANCEL_MODE changes nothing: a cancel that moved no data closes nothing",
+          "[conformance]") {
+    // OrangeFS's forceful mode would close the connection and fail the second receive too.
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    Pump server_pump(*pair.server.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    REQUIRE(pair.client.instance->set_info(0, BMI_FORCEFUL_CANCEL_MODE, nullptr) == 0);
+    char cancelled[16], kept[16] = {}, out[16] = "kept";
+    bmi_op_id_t cancel_id = 0, kept_id = 0;
+    REQUIRE(pair.client.instance->post(
+                recv_request(pair.client, pair.server_addr, cancelled, 16, 1), cancel_id,
+                nullptr) == 0);
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, kept, 16, 2),
+                                       kept_id, nullptr) == 0);
+    REQUIRE(pair.client.instance->cancel(cancel_id, pair.client.context) == 0);
+    REQUIRE(wait_op(pair.client, cancel_id).error == -BMI_ECANCEL);
+    REQUIRE(post_and_wait(pair.server, send_request(pair.server, client_addr, out, 16, 2))
+                .error == 0);
+    REQUIRE(wait_op(pair.client, kept_id).error == 0);
+    REQUIRE(std::strcmp(kept, "kept") == 0);
+}
+
 TEST_CASE("ids are opaque: stale, foreign and made-up ids are rejected", "[conformance]") {
     auto scheme = GENERATE(from_range(compiled_schemes()));
     Pair pair = make_peers(scheme);
