@@ -225,6 +225,8 @@ private:
     // address_lifetime.cpp: BMI_DROP_ADDR, and BMI_INC_ADDR_REF / BMI_DEC_ADDR_REF.
     int drop_address(BMI_addr_t addr);
     int change_reference(BMI_addr_t addr, int option);
+    // memalloc's memory, from the address's method or malloc, not yet zeroed.
+    void* allocate_for(BMI_addr_t addr, bmi_size_t size);
     // Asks the address's method for a string about the peer and keeps it in entry->*store,
     // whose c_str() is returned (nullptr for an unknown address).
     const char* peer_string(BMI_addr_t addr,

@@ -129,6 +129,15 @@ int Instance::query_addr_range(BMI_addr_t addr, std::string_view id_string, int 
 }
 
 void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
+    void* buffer = allocate_for(addr, size);
+    // OrangeFS's request encoder leaves bytes unwritten and counts on its BMI_memalloc having
+    // zeroed them; the standalone library's BMI_memalloc is plain malloc (doc/dialects.md).
+    if (buffer != nullptr && dialect_ == method::ApiDialect::orangefs)
+        std::memset(buffer, 0, static_cast<std::size_t>(size));
+    return buffer;
+}
+
+void* Instance::allocate_for(BMI_addr_t addr, bmi_size_t size) {
     if (size < 0) return nullptr;
     int index;
     {
@@ -196,9 +205,15 @@ int Instance::set_info(BMI_addr_t addr, int option, void* arg) {
     case BMI_INC_ADDR_REF:
     case BMI_DEC_ADDR_REF:
         return change_reference(addr, option);
+    case BMI_TRUSTED_CONNECTION:
+        // Its argument is OrangeFS's server configuration, whose layout only OrangeFS knows.
+        BMI_LOG(error, "BMI_TRUSTED_CONNECTION is not supported: use keys (doc/security.md)");
+        return -BMI_ENOSYS;
     case BMI_FORCEFUL_CANCEL_MODE:
     case BMI_OPTIMISTIC_BUFFER_REG:
-        return 0;  // accepted for compatibility: cancel is always forceful, memory needs no reg
+        // Accepted and ignored: a cancel closes a connection only when its operation moved
+        // data (doc/architecture.md), and memory needs no registration.
+        return 0;
     default:
         break;
     }
@@ -232,6 +247,11 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
             support::MutexLock lock(slot->lock);
             bmi_size_t value = option == BMI_CHECK_MAXSIZE ? slot->method->max_message_size()
                                                            : slot->method->unexpected_limit();
+            // A method may know a smaller limit for one peer (tcp: a legacy peer's 16 MiB).
+            bmi_size_t for_peer = 0;
+            if (option == BMI_CHECK_MAXSIZE && peer &&
+                slot->method->get_info(peer.get(), BMI_CHECK_MAXSIZE, &for_peer) == 0)
+                value = for_peer;
             // The safe answer across several methods is the smallest.
             if (best < 0 || value < best) best = value;
         }

@@ -8,6 +8,7 @@
 #endif
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,6 +55,9 @@ enum
     BMI_DEC_ADDR_REF = 6,
     BMI_DROP_ADDR_QUERY = 7,
     BMI_FORCEFUL_CANCEL_MODE = 8,
+    /* OrangeFS passes its server configuration, whose layout libbmi cannot know: refused with
+     * -BMI_ENOSYS (keys do this job, doc/security.md). OrangeFS declares it under USE_TRUSTED. */
+    BMI_TRUSTED_CONNECTION = 9,
     BMI_GET_UNEXP_SIZE = 10,
     BMI_TCP_BUFFER_SEND_SIZE = 11,
     BMI_TCP_BUFFER_RECEIVE_SIZE = 12,
@@ -65,6 +69,8 @@ enum
     BMI_UNEXPECTED_QUOTA_USE = 0x1000, /* get_info, struct BMI_unexpected_quota_use* */
     BMI_ADDRESS_COUNT = 0x1001         /* get_info with addr 0, int*: addresses held */
 };
+
+#include "bmi-io-hint.h"
 
 /* What BMI_get_info(0, BMI_UNEXPECTED_QUOTA_USE, ...) reports about the unexpected quota. */
 struct BMI_unexpected_quota_use

@@ -290,9 +290,13 @@ int TcpMethod::set_info(Peer* peer, int option, void* arg) {
 }
 
 int TcpMethod::get_info(Peer* peer, int option, void* arg) {
-    (void)peer;
     if (arg == nullptr) return -BMI_EINVAL;
     switch (option) {
+        case BMI_CHECK_MAXSIZE:
+            // Only a peer known to be legacy has a limit of its own: OrangeFS's 16 MiB.
+            if (peer == nullptr || !static_cast<TcpPeer*>(peer)->legacy) return -BMI_ENOSYS;
+            *static_cast<bmi_size_t*>(arg) = legacy_message_limit;
+            return 0;
         case BMI_TCP_BUFFER_SEND_SIZE:
             *static_cast<int*>(arg) = buffer_sizes_.send;
             return 0;

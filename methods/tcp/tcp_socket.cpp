@@ -46,7 +46,8 @@ int open_listener(const SocketAddress& addr, int& fd) {
     set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
     // The IPv6 wildcard also takes IPv4 clients, whatever the system's bindv6only default.
     if (addr.family() == AF_INET6) set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0);
-    if (bind(fd, addr.get(), addr.length) < 0 || listen(fd, 128) < 0) {
+    // OrangeFS's bmi_tcp listens with 256: a server restart is met by every client at once.
+    if (bind(fd, addr.get(), addr.length) < 0 || listen(fd, 256) < 0) {
         const int rc = support::bmi_error_from_errno(errno);
         close(fd);
         fd = -1;

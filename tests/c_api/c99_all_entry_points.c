@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Builds bmi.h as strict C99, checks every constant of SPEC §1 and calls every entry point. */
+/* Builds bmi.h as strict C99 (and as OrangeFS's gnu89), checks every constant of SPEC §1 and
+ * calls every entry point. The names are those OrangeFS 2.10's own bmi.h and bmi-types.h declare
+ * (waltligon/orangefs 4a684c81), with OrangeFS's values: OrangeFS builds against this header. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -38,6 +40,7 @@ COMPILE_CHECK(inc_addr_ref, BMI_INC_ADDR_REF == 5);
 COMPILE_CHECK(dec_addr_ref, BMI_DEC_ADDR_REF == 6);
 COMPILE_CHECK(drop_addr_query, BMI_DROP_ADDR_QUERY == 7);
 COMPILE_CHECK(forceful_cancel_mode, BMI_FORCEFUL_CANCEL_MODE == 8);
+COMPILE_CHECK(trusted_connection, BMI_TRUSTED_CONNECTION == 9);
 COMPILE_CHECK(get_unexp_size, BMI_GET_UNEXP_SIZE == 10);
 COMPILE_CHECK(tcp_buffer_send_size, BMI_TCP_BUFFER_SEND_SIZE == 11);
 COMPILE_CHECK(tcp_buffer_receive_size, BMI_TCP_BUFFER_RECEIVE_SIZE == 12);
@@ -46,6 +49,9 @@ COMPILE_CHECK(optimistic_buffer_reg, BMI_OPTIMISTIC_BUFFER_REG == 14);
 COMPILE_CHECK(tcp_check_unexpected, BMI_TCP_CHECK_UNEXPECTED == 15);
 COMPILE_CHECK(transport_methods_string, BMI_TRANSPORT_METHODS_STRING == 16);
 COMPILE_CHECK(address_count, BMI_ADDRESS_COUNT == 0x1001);
+
+COMPILE_CHECK(io_read, BMI_IO_READ == 1);
+COMPILE_CHECK(io_write, BMI_IO_WRITE == 2);
 
 #define FIELD_SIZE(type, field) sizeof(((type *)0)->field)
 #define INFO struct BMI_unexpected_info
@@ -65,6 +71,7 @@ COMPILE_CHECK(error_bit, BMI_ERROR_BIT == (1 << 30));
 COMPILE_CHECK(non_errno_error_bit, BMI_NON_ERRNO_ERROR_BIT == (1 << 29));
 COMPILE_CHECK(error, BMI_ERROR == (1 << 7));
 COMPILE_CHECK(bmie, BMIE(5) == (5 | (1 << 30)));
+COMPILE_CHECK(non_error_bit, BMI_NON_ERROR_BIT == ((1 << 29) | (1 << 30)));
 
 /* The name is pasted here, not passed on: an argument handed to COMPILE_CHECK would expand. */
 #define ERRNO_CODE(name, n) \
@@ -182,6 +189,15 @@ static void check_signatures(void)
     int (*cancel)(bmi_op_id_t, bmi_context_id) = BMI_cancel;
     const char *(*status_string)(int) = bmi_status_string;
     int (*errno_to_pvfs)(int) = bmi_errno_to_pvfs;
+    /* OrangeFS's bmi-types.h includes <stdlib.h>, and OrangeFS's sources count on it. */
+    void *(*allocate)(size_t) = malloc;
+    /* What sys-io.sm hands BMI_OPTIMISTIC_BUFFER_REG; a wrong field type is an error here. */
+    struct bmi_optimistic_buffer_info info;
+    const void **info_buffer = &info.buffer;
+    bmi_size_t *info_len = &info.len;
+    enum BMI_io_type *info_rw = &info.rw;
+    enum bmi_op_type op_type = BMI_SEND;
+    enum bmi_buffer_type buffer_type = BMI_EXT_ALLOC;
 
     (void)initialize, (void)finalize, (void)open_context, (void)close_context;
     (void)post_send, (void)post_sendunexpected, (void)post_recv;
@@ -189,7 +205,8 @@ static void check_signatures(void)
     (void)memalloc, (void)memfree, (void)unexpected_free, (void)set_info, (void)get_info;
     (void)addr_lookup, (void)rev_lookup, (void)rev_lookup_unexpected, (void)query_addr_range;
     (void)post_send_list, (void)post_recv_list, (void)post_sendunexpected_list, (void)cancel;
-    (void)status_string, (void)errno_to_pvfs;
+    (void)status_string, (void)errno_to_pvfs, (void)allocate;
+    (void)info_buffer, (void)info_len, (void)info_rw, (void)op_type, (void)buffer_type;
 }
 
 /* ---- Run-time checks ---- */
@@ -294,6 +311,8 @@ static void check_info(void)
     CHECK(value >= 0);
     CHECK(BMI_get_info(0, 9999, &value) < 0);
     CHECK(BMI_set_info(0, BMI_FORCEFUL_CANCEL_MODE, NULL) == 0);
+    /* OrangeFS's argument is its server configuration, which libbmi cannot read. */
+    CHECK(BMI_set_info(0, BMI_TRUSTED_CONNECTION, &value) == -BMI_ENOSYS);
     CHECK(BMI_set_info(bogus, BMI_DROP_ADDR, NULL) < 0);
 }
 
@@ -342,6 +361,8 @@ static BMI_addr_t check_addresses(void)
 
 static void check_memory(BMI_addr_t addr)
 {
+    static const char text[] = "optimistic";
+    struct bmi_optimistic_buffer_info hint;
     char *send_buffer = BMI_memalloc(addr, 4096, BMI_SEND);
     void *recv_buffer = BMI_memalloc(addr, 128, BMI_RECV);
     CHECK(send_buffer != NULL);
@@ -351,6 +372,10 @@ static void check_memory(BMI_addr_t addr)
         CHECK(BMI_memfree(addr, send_buffer, 4096, BMI_SEND) == 0);
     }
     if (recv_buffer != NULL) CHECK(BMI_memfree(addr, recv_buffer, 128, BMI_RECV) == 0);
+    hint.buffer = text;
+    hint.len = sizeof text;
+    hint.rw = BMI_IO_WRITE;
+    CHECK(BMI_set_info(addr, BMI_OPTIMISTIC_BUFFER_REG, &hint) == 0);
     /* Nothing was handed out by BMI_testunexpected; only the call itself is exercised. */
     (void)BMI_unexpected_free(addr, NULL);
 }

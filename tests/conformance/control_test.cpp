@@ -105,6 +105,29 @@ TEST_CASE("cancel of a large send in flight leaves both sides usable", "[conform
     REQUIRE(std::strcmp(in, "after") == 0);
 }
 
+TEST_CASE("BMI_FORCEFUL_CANCEL_MODE changes nothing: a cancel that moved no data closes nothing",
+          "[conformance]") {
+    // OrangeFS's forceful mode would close the connection and fail the second receive too.
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    Pair pair = make_peers(scheme);
+    Pump server_pump(*pair.server.instance);
+    BMI_addr_t client_addr = introduce(pair);
+    REQUIRE(pair.client.instance->set_info(0, BMI_FORCEFUL_CANCEL_MODE, nullptr) == 0);
+    char cancelled[16], kept[16] = {}, out[16] = "kept";
+    bmi_op_id_t cancel_id = 0, kept_id = 0;
+    REQUIRE(pair.client.instance->post(
+                recv_request(pair.client, pair.server_addr, cancelled, 16, 1), cancel_id,
+                nullptr) == 0);
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, kept, 16, 2),
+                                       kept_id, nullptr) == 0);
+    REQUIRE(pair.client.instance->cancel(cancel_id, pair.client.context) == 0);
+    REQUIRE(wait_op(pair.client, cancel_id).error == -BMI_ECANCEL);
+    REQUIRE(post_and_wait(pair.server, send_request(pair.server, client_addr, out, 16, 2))
+                .error == 0);
+    REQUIRE(wait_op(pair.client, kept_id).error == 0);
+    REQUIRE(std::strcmp(kept, "kept") == 0);
+}
+
 TEST_CASE("ids are opaque: stale, foreign and made-up ids are rejected", "[conformance]") {
     auto scheme = GENERATE(from_range(compiled_schemes()));
     Pair pair = make_peers(scheme);
@@ -173,6 +196,26 @@ TEST_CASE("BMI_memfree refuses foreign and already freed pointers", "[conformanc
     void* from_malloc = std::malloc(32);
     REQUIRE(client.memfree(pair.server_addr, from_malloc) == -BMI_EINVAL);
     std::free(from_malloc);
+}
+
+TEST_CASE("BMI_memalloc memory is zeroed in the OrangeFS dialect and so is reused memory",
+          "[conformance]") {
+    // OrangeFS's request encoder leaves bytes unwritten, counting on zeroed memory.
+    if (selected_dialect() != method::ApiDialect::orangefs) return;
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    auto size = GENERATE(as<bmi_size_t>{}, 64, 16 << 10, 256 << 10, 4 << 20);
+    INFO("method " << scheme << ", " << size << " bytes");
+    Pair pair = make_peers(scheme);
+    auto& client = *pair.client.instance;
+    const std::vector<char> zeros(static_cast<std::size_t>(size), 0);
+    for (int round = 0; round < 3; ++round) {
+        INFO("allocation " << round);
+        void* buffer = client.memalloc(pair.server_addr, size);
+        REQUIRE(buffer != nullptr);
+        REQUIRE(std::memcmp(buffer, zeros.data(), zeros.size()) == 0);
+        std::memset(buffer, 0xa5, zeros.size());  // garbage the next allocation must not show
+        REQUIRE(client.memfree(pair.server_addr, buffer) == 0);
+    }
 }
 
 TEST_CASE("BMI_memfree frees a buffer whose address was dropped meanwhile", "[conformance]") {

@@ -26,17 +26,6 @@ namespace {
 // except verbs, which needs an RDMA device and runs as its own test (suite verbs).
 const char* selected_schemes() { return std::getenv("BMI_CONFORMANCE_SCHEMES"); }
 
-// BMI_CONFORMANCE_DIALECT=standalone creates both instances as the standalone BMI library's
-// BMI_initialize does (doc/dialects.md); unset or "orangefs": as OrangeFS's does.
-method::ApiDialect selected_dialect() {
-    const char* text = std::getenv("BMI_CONFORMANCE_DIALECT");
-    if (text == nullptr || *text == '\0' || std::string_view(text) == "orangefs")
-        return method::ApiDialect::orangefs;
-    if (std::string_view(text) == "standalone") return method::ApiDialect::standalone;
-    FAIL("BMI_CONFORMANCE_DIALECT must be orangefs or standalone, not " << text);
-    return method::ApiDialect::orangefs;
-}
-
 bool scheme_selected(std::string_view scheme) {
     const char* list = selected_schemes();
     if (list == nullptr || *list == '\0') return scheme != "verbs";
@@ -63,6 +52,17 @@ bool scheme_selected(std::string_view scheme) {
     std::_Exit(77);
 }();
 }  // namespace
+
+// BMI_CONFORMANCE_DIALECT=standalone creates both instances as the standalone BMI library's
+// BMI_initialize does (doc/dialects.md); unset or "orangefs": as OrangeFS's does.
+method::ApiDialect selected_dialect() {
+    const char* text = std::getenv("BMI_CONFORMANCE_DIALECT");
+    if (text == nullptr || *text == '\0' || std::string_view(text) == "orangefs")
+        return method::ApiDialect::orangefs;
+    if (std::string_view(text) == "standalone") return method::ApiDialect::standalone;
+    FAIL("BMI_CONFORMANCE_DIALECT must be orangefs or standalone, not " << text);
+    return method::ApiDialect::orangefs;
+}
 
 std::string test_listen_address(const std::string& scheme) {
     static std::atomic<int> counter{0};

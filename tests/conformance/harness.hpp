@@ -21,6 +21,8 @@ namespace bmi::test {
 std::string test_listen_address(const std::string& scheme);
 // Schemes of every compiled-in method.
 std::vector<std::string> compiled_schemes();
+// The dialect both instances are created in (BMI_CONFORMANCE_DIALECT: orangefs or standalone).
+method::ApiDialect selected_dialect();
 
 struct Side {
     std::unique_ptr<core::Instance> instance;

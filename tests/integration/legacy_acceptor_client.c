@@ -58,7 +58,7 @@ int main(int argc, char **argv)
     int pending[3];
     bmi_context_id context;
     BMI_addr_t server;
-    int rc, i;
+    int rc, i, max_size = 0;
 
     if (argc < 2) {
         fprintf(stderr, "usage: %s SERVER_ADDR\n", argv[0]);
@@ -83,6 +83,15 @@ int main(int argc, char **argv)
     for (i = 0; i < 3; i++)
         if (pending[i] && wait_for(ids[i], context, "send") != 0)
             return 1;
+    /* The server is now known to be legacy: OrangeFS's own limit, not libbmi's. */
+    rc = BMI_get_info(server, BMI_CHECK_MAXSIZE, &max_size);
+    if (rc != 0)
+        return fail("BMI_CHECK_MAXSIZE", rc);
+    if (max_size != 16 * 1024 * 1024) {
+        fprintf(stderr, "legacy_acceptor_client: BMI_CHECK_MAXSIZE of a legacy peer is %d\n",
+                max_size);
+        return 1;
+    }
     printf("SENT\n");
     fflush(stdout);
     BMI_close_context(context);

@@ -82,19 +82,7 @@ enum
     BMI_ADDRESS_COUNT = 0x1001         /* get_info with addr 0, int*: addresses held */
 };
 
-enum BMI_io_type
-{
-    BMI_IO_READ = 1,
-    BMI_IO_WRITE = 2
-};
-
-/* For BMI_OPTIMISTIC_BUFFER_REG, which libbmi accepts and ignores. */
-struct bmi_optimistic_buffer_info
-{
-    const void *buffer;
-    bmi_size_t len;
-    enum BMI_io_type rw;
-};
+#include "../bmi-io-hint.h"
 
 /* What BMI_get_info(0, BMI_UNEXPECTED_QUOTA_USE, ...) reports about the unexpected quota. */
 struct BMI_unexpected_quota_use

@@ -3,6 +3,8 @@
 // directions, the fallback from HELLO to legacy, and the stall timeout.
 #include <catch2/catch.hpp>
 
+#include <poll.h>
+
 #include <algorithm>
 #include <optional>
 
@@ -51,6 +53,32 @@ TEST_CASE("a bad magic kills only that connection", "[tcp][raw]") {
     REQUIRE(p.run([&] { return r->completed && s->completed; }));
     CHECK(r->error == 0);
     CHECK(in == data);
+}
+
+TEST_CASE("the listen backlog is OrangeFS's 256", "[tcp][raw]") {
+    // Nobody accepts while the server is not driven: the kernel completes the handshakes of
+    // backlog + 1 connects and leaves the others waiting for room.
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    sockaddr_in sa = loopback(port_from(p.server->listen_address()));
+    std::vector<pollfd> connects;
+    for (int i = 0; i < 300; ++i) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        REQUIRE(fd >= 0);
+        (void)connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+        connects.push_back(pollfd{fd, POLLOUT, 0});
+    }
+    (void)poll(connects.data(), connects.size(), 300);
+    int connected = 0;
+    for (const pollfd& c : connects) {
+        int error = -1;
+        socklen_t length = sizeof error;
+        if ((c.revents & POLLOUT) != 0 &&
+            getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0)
+            ++connected;
+        close(c.fd);
+    }
+    CHECK(connected == 257);
 }
 
 TEST_CASE("an oversized unexpected header closes the connection unread", "[tcp][raw]") {
