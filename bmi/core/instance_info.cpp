@@ -16,6 +16,15 @@ namespace bmi::core {
 
 int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
     if (id_string.size() >= BMI_MAX_ADDR_LEN) return -BMI_EINVAL;
+    // The string as given names the handle, also for a list: reverse lookups return it.
+    const std::string_view looked_up = id_string;
+    {
+        support::MutexLock lock(state_mutex_);
+        if (AddressEntry* entry = addresses_.find_by_string(looked_up)) {
+            out = entry->addr;
+            return 0;
+        }
+    }
     if (id_string.find(',') != std::string_view::npos) {
         // One peer's addresses on several methods: look up the part this process should use.
         const AddressChoice choice = choose_address(
@@ -32,13 +41,6 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
     }
     auto parts = support::split_scheme(id_string);
     if (!parts) return -BMI_EINVAL;
-    {
-        support::MutexLock lock(state_mutex_);
-        if (AddressEntry* entry = addresses_.find_by_string(id_string)) {
-            out = entry->addr;
-            return 0;
-        }
-    }
     int rc = 0;
     MethodSlot* slot = slot_for_scheme(parts->scheme, rc);
     if (slot == nullptr) return rc;
@@ -72,7 +74,7 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
         out = peer->addr();
         return 0;
     }
-    out = addresses_.add(slot->index, std::move(peer), std::string(id_string)).addr;
+    out = addresses_.add(slot->index, std::move(peer), std::string(looked_up)).addr;
     BMI_LOG(address, "lookup %.*s -> %lld", static_cast<int>(id_string.size()), id_string.data(),
             static_cast<long long>(out));
     return 0;
@@ -100,6 +102,16 @@ const char* Instance::peer_string(BMI_addr_t addr,
 }
 
 const char* Instance::rev_lookup(BMI_addr_t addr) {
+    {
+        // A list is answered as looked up, as OrangeFS's BMI does: OrangeFS matches the answer
+        // against the Alias lines of its configuration.
+        support::MutexLock lock(state_mutex_);
+        AddressEntry* entry = addresses_.find(addr);
+        if (entry != nullptr && entry->id_string.find(',') != std::string::npos) {
+            if (entry->rev_string != entry->id_string) entry->rev_string = entry->id_string;
+            return entry->rev_string.c_str();
+        }
+    }
     return peer_string(addr, &method::Method::describe_peer, &AddressEntry::rev_string);
 }
 

@@ -47,8 +47,15 @@ Side client_of(const std::string& methods) {
     return client;
 }
 
-// Sends one unexpected message to `to` and waits until the server has it.
-void deliver(Side& client, BMI_addr_t to, Side& server) {
+std::string scheme_of(const char* address) {
+    REQUIRE(address != nullptr);
+    const std::string text(address);
+    return text.substr(0, text.find("://"));
+}
+
+// Sends one unexpected message to `to`, waits until the server has it, and says over which
+// method it came (the scheme of the sender's address on the server).
+std::string deliver(Side& client, BMI_addr_t to, Side& server) {
     Pump pump(*server.instance);  // a tcp connection needs the server's side of the handshake
     const char text[] = "over the list";
     auto request = send_request(client, to, text, sizeof text, 3);
@@ -57,12 +64,7 @@ void deliver(Side& client, BMI_addr_t to, Side& server) {
     core::UnexpectedMessage got = wait_unexpected(server);
     CHECK(got.size == sizeof text);
     server.instance->unexpected_free(got.buffer);
-}
-
-std::string scheme_of(const char* address) {
-    REQUIRE(address != nullptr);
-    const std::string text(address);
-    return text.substr(0, text.find("://"));
+    return scheme_of(server.instance->rev_lookup(got.addr));
 }
 
 }  // namespace
@@ -77,8 +79,9 @@ TEST_CASE("address list: a client on the server's node takes shm from the list",
     Side client = client_of("");
     BMI_addr_t addr = 0;
     REQUIRE(client.instance->addr_lookup(list, addr) == 0);
-    CHECK(scheme_of(client.instance->rev_lookup(addr)) == "shm");
-    deliver(client, addr, server);
+    // Answered as looked up, as OrangeFS's BMI does (OrangeFS matches it to its Alias lines).
+    CHECK(std::string(client.instance->rev_lookup(addr)) == list);
+    CHECK(deliver(client, addr, server) == "shm");
     // The same list again is the same peer.
     BMI_addr_t again = 0;
     REQUIRE(client.instance->addr_lookup(list, again) == 0);
@@ -94,8 +97,7 @@ TEST_CASE("address list: a client without shm, or told of another node, takes tc
     Side tcp_only = client_of("bmi_tcp");
     BMI_addr_t addr = 0;
     REQUIRE(tcp_only.instance->addr_lookup(list, addr) == 0);
-    CHECK(scheme_of(tcp_only.instance->rev_lookup(addr)) == "tcp");
-    deliver(tcp_only, addr, server);
+    CHECK(deliver(tcp_only, addr, server) == "tcp");
 
     // The server's shm name beside a tcp address of another node (TEST-NET-1: never this
     // one): the name may be another server there, so tcp is used (nothing is sent).
@@ -103,7 +105,7 @@ TEST_CASE("address list: a client without shm, or told of another node, takes tc
     Side client = client_of("");
     BMI_addr_t elsewhere = 0;
     REQUIRE(client.instance->addr_lookup("tcp://192.0.2.1:3334," + shm_part, elsewhere) == 0);
-    CHECK(scheme_of(client.instance->rev_lookup(elsewhere)) == "tcp");
+    CHECK(std::string(client.instance->rev_lookup_unexpected(elsewhere)) == "192.0.2.1");
     CHECK(client.instance->addr_lookup("tcp://127.0.0.1:1,nonsense", elsewhere) == -BMI_EINVAL);
     CHECK(client.instance->addr_lookup("gm://x,mx://y", elsewhere) == -BMI_ENOPROTOOPT);
 }
