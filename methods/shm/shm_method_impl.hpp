@@ -269,7 +269,7 @@ private:
     std::size_t pending_ops_ = 0;  // operations with a method_state
     EarlyBudget early_;  // what every peer's arrivals hold, within Budgets
     PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
-    OwnRegions regions_;  // what BMI_memalloc handed out (shm_region.hpp)
+    OwnRegions regions_{options_.pool};  // what BMI_memalloc handed out (shm_region.hpp)
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
 

@@ -48,6 +48,8 @@ int load_options(const support::Settings& settings, bmi_size_t unexpected_overri
     out.single_copy_min = settings.number(SettingId::shm_single_copy_min);
     out.split_copy = split_mode(settings.number(SettingId::shm_split_copy));
     out.shared_buffers = settings.flag(SettingId::shm_shared_buffers);
+    out.pool.bytes = bytes(settings, SettingId::shm_pool_bytes);
+    out.pool.per_class = bytes(settings, SettingId::shm_pool_per_class);
     out.budgets.early_bytes = bytes(settings, SettingId::shm_early_bytes);
     out.budgets.early_count = bytes(settings, SettingId::shm_early_count);
     out.budgets.early_total = bytes(settings, SettingId::shm_early_total);

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "bmi-types.h"
+#include "methods/shm/shm_region.hpp"
 #include "support/settings/settings.hpp"
 
 namespace bmi::method::shm {
@@ -53,6 +54,10 @@ struct Options {
     // (shm_shared_buffers=0) leaves it to malloc, and every large message to the kernel's
     // cross-memory copies or the ring.
     bool shared_buffers = true;
+    // Freed shared buffers kept for reuse (OwnRegions in shm_region.hpp): bytes over all
+    // classes (BMI_SHM_POOL_BYTES, shm_pool_bytes) and regions per class
+    // (BMI_SHM_POOL_PER_CLASS, shm_pool_per_class).
+    PoolLimits pool;
     std::size_t pull_piece = 4u << 20;  // bytes read per process_vm_readv step
     Budgets budgets;
     // How long a connection's setup may take, from the first connect (backlog retries

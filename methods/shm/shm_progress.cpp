@@ -599,6 +599,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     arm_sweep();
     give_back_bell_index(conn);
     watched_.forget(conn);
+    regions_.forget_connection(conn.id);
     if (conn.busy) std::erase(busy_, &conn);
     conn.busy = false;
     if (conn.fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd, nullptr);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "bmi-types.h"
 #include "methods/shm/shm_memfd.hpp"
@@ -27,8 +28,23 @@ OwnRegions::~OwnRegions() {
     }
 }
 
-void* OwnRegions::allocate(std::size_t size) {
+std::size_t OwnRegions::class_size(std::size_t size) {
     std::size_t bytes = page_rounded(size);
+    return bytes <= max_pooled_class ? std::bit_ceil(bytes) : bytes;
+}
+
+void* OwnRegions::allocate(std::size_t size) {
+    std::size_t bytes = class_size(size);
+    if (auto it = pool_.find(bytes); it != pool_.end() && !it->second.empty()) {
+        // The most recently freed one: its pages are the likeliest to be in cache.
+        Region* region = it->second.back();
+        it->second.pop_back();
+        // Exact-size classes of large regions come and go; an empty one is not kept.
+        if (it->second.empty()) pool_.erase(it);
+        region->pooled = false;
+        pooled_bytes_ -= region->size;
+        return region->base;
+    }
     // Sealed (shm_memfd.hpp): a peer's copy can never touch a page that is gone (SIGBUS).
     int fd = create_sealed_memfd("bmi-shm-buffer", bytes);
     if (fd < 0) return nullptr;
@@ -51,7 +67,17 @@ void* OwnRegions::allocate(std::size_t size) {
 
 OwnRegions::Region* OwnRegions::at(const void* base) {
     auto it = regions_.find(reinterpret_cast<std::uintptr_t>(base));
-    return it == regions_.end() ? nullptr : &it->second;
+    return it == regions_.end() || it->second.pooled ? nullptr : &it->second;
+}
+
+bool OwnRegions::recycle(Region& region) {
+    auto it = pool_.find(region.size);
+    std::size_t held = it == pool_.end() ? 0 : it->second.size();
+    if (held >= limits_.per_class || pooled_bytes_ + region.size > limits_.bytes) return false;
+    region.pooled = true;
+    pooled_bytes_ += region.size;
+    pool_[region.size].push_back(&region);
+    return true;
 }
 
 void OwnRegions::release(Region& region) {
@@ -66,8 +92,12 @@ OwnRegions::Region* OwnRegions::containing(const void* data, std::size_t size) {
     if (it == regions_.begin()) return nullptr;
     Region& region = std::prev(it)->second;
     auto begin = reinterpret_cast<std::uintptr_t>(region.base);
-    return address - begin <= region.size && size <= region.size - (address - begin) ? &region
-                                                                                    : nullptr;
+    bool inside = address - begin <= region.size && size <= region.size - (address - begin);
+    return inside && !region.pooled ? &region : nullptr;
+}
+
+void OwnRegions::forget_connection(std::uint64_t connection) {
+    for (auto& [base, region] : regions_) region.offered.erase(connection);
 }
 
 PeerRegions::Mapping::~Mapping() {

@@ -42,7 +42,24 @@ struct RegionMessage {
 inline constexpr std::uint32_t region_offer = 0x6f72676eu;     // "ngro"
 inline constexpr std::uint32_t region_withdraw = 0x7772676eu;  // "nvrw"
 
-// The regions this instance allocated.
+// How many freed regions OwnRegions keeps for later allocations (BMI_SHM_POOL_BYTES,
+// BMI_SHM_POOL_PER_CLASS); zero bytes or zero per class keeps none.
+struct PoolLimits {
+    std::size_t bytes = std::size_t{64} << 20;
+    std::size_t per_class = 16;
+};
+
+// The regions this instance allocated, and a pool of freed ones.
+//
+// Creating a region costs memfd_create, seals, a populated mapping, and at its first use with
+// each peer an offer and the peer's mapping; PVFS allocates one or two buffers per request,
+// so a region made per allocation cost more than the memcpy it saves. A freed region
+// therefore goes back to the pool, by size class, still offered to and mapped by every peer
+// that had it: the peer's mapping is of the same memfd, so it sees whatever the next owner
+// writes and needs no new offer, and nothing stale can be read through it. Only a region
+// leaving the pool (over its limits) is withdrawn from the peers and unmapped. Classes are
+// powers of two up to max_pooled_class; larger regions keep their page-rounded size, pooled
+// by that exact size, since rounding them up would populate up to twice their pages.
 class OwnRegions {
 public:
     struct Region {
@@ -50,25 +67,42 @@ public:
         std::byte* base = nullptr;
         std::size_t size = 0;
         int fd = -1;
+        bool pooled = false;              // freed, waiting in the pool: not the application's
         std::set<std::uint64_t> offered;  // connection ids that have it
     };
+    static constexpr std::size_t max_pooled_class = std::size_t{4} << 20;
 
-    OwnRegions() = default;
+    explicit OwnRegions(PoolLimits limits = {}) : limits_(limits) {}
     OwnRegions(const OwnRegions&) = delete;
     OwnRegions& operator=(const OwnRegions&) = delete;
     ~OwnRegions();
 
-    // size bytes of shared memory, or nullptr (the control layer then allocates).
+    // size bytes of shared memory, from the pool when it holds a region of size's class;
+    // nullptr if none can be made (the control layer then allocates). The bytes are not
+    // cleared: pooled memory holds what its last owner wrote.
     void* allocate(std::size_t size);
-    // The region that starts at base, or nullptr.
+    // The application's region that starts at base; nullptr for any other address and for
+    // a region in the pool.
     Region* at(const void* base);
+    // Takes a region from at() back into the pool; false when that would pass the pool's
+    // limits: the caller then withdraws it from its peers and release()s it.
+    bool recycle(Region& region);
     // Unmaps and closes a region returned by at().
     void release(Region& region);
-    // The region holding every byte of [data, data + size), or nullptr.
+    // The application's region holding every byte of [data, data + size), or nullptr.
     Region* containing(const void* data, std::size_t size);
+    // A closed connection no longer has any region.
+    void forget_connection(std::uint64_t connection);
+    std::size_t pooled_bytes() const { return pooled_bytes_; }
+
+    // The size a request of size bytes gets: its class.
+    static std::size_t class_size(std::size_t size);
 
 private:
-    std::map<std::uintptr_t, Region> regions_;  // by base address
+    PoolLimits limits_;
+    std::map<std::uintptr_t, Region> regions_;         // by base address
+    std::map<std::size_t, std::vector<Region*>> pool_;  // freed regions by class, last freed last
+    std::size_t pooled_bytes_ = 0;
     std::uint64_t next_id_ = 1;
 };
 

@@ -37,6 +37,8 @@ void* ShmMethod::mem_alloc(bmi_size_t size) {
 bool ShmMethod::mem_free(void* buffer) {
     OwnRegions::Region* region = regions_.at(buffer);
     if (region == nullptr) return false;
+    // A pooled region stays offered: the peers' mappings of it serve its next owner.
+    if (regions_.recycle(*region)) return true;
     RegionMessage withdrawal{region_withdraw, 0, region->id,
                              reinterpret_cast<std::uintptr_t>(region->base), region->size};
     for (std::uint64_t id : region->offered) {

@@ -52,6 +52,8 @@ enum class SettingId : std::uint8_t {
     shm_single_copy_min,
     shm_split_copy,
     shm_shared_buffers,
+    shm_pool_bytes,
+    shm_pool_per_class,
     shm_early_bytes,
     shm_early_count,
     shm_early_total,

@@ -12,6 +12,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <memory>
+#include <string>
+
+#include "harness.hpp"
+
 namespace bmi::test {
 
 // A forked child running `body`; the destructor kills and reaps it if it is still there.
@@ -81,6 +86,30 @@ private:
 inline void report(int fd, unsigned char value) {
     ssize_t ignored = write(fd, &value, 1);
     (void)ignored;
+}
+
+// A client child that introduces itself with an unexpected message and then runs `rest`
+// with its instance, context and the server's address.
+template <class Rest>
+Child client_child(const std::string& listen, Rest&& rest) {
+    return Child([listen, rest](int to_parent, auto&& park) {
+        std::unique_ptr<core::Instance> client;
+        Side side;
+        BMI_addr_t server = 0;
+        if (core::Instance::create({}, client) != 0) return 1;
+        side.instance = std::move(client);
+        if (side.instance->open_context(side.context) != 0 ||
+            side.instance->addr_lookup(listen, server) != 0)
+            return 1;
+        int hello = 42;
+        bmi_op_id_t id = 0;
+        auto send = send_request(side, server, &hello, sizeof hello, 1);
+        send.kind = method::OpKind::send_unexpected;
+        if (side.instance->post(send, id, nullptr) != 1) return 2;  // fits the ring
+        int rc = rest(to_parent, side, server);
+        park();
+        return rc;
+    });
 }
 
 }  // namespace bmi::test

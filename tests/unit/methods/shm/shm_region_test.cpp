@@ -144,3 +144,48 @@ TEST_CASE("regions: a peer's offers stop at its budget of regions and bytes", "[
         CHECK(peer.mapped_bytes() == 1 << 20);
     }
 }
+
+TEST_CASE("regions: freed regions return by size class, within the pool's limits",
+          "[shm][region][pool]") {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    CHECK(OwnRegions::class_size(18000) == 32768);
+    CHECK(OwnRegions::class_size(57000) == 65536);
+    CHECK(OwnRegions::class_size(OwnRegions::max_pooled_class) == OwnRegions::max_pooled_class);
+    // Above the largest power-of-two class a region keeps its page-rounded size.
+    CHECK(OwnRegions::class_size(OwnRegions::max_pooled_class + 1) ==
+          OwnRegions::max_pooled_class + page);
+
+    OwnRegions own(PoolLimits{std::size_t{160} << 10, 2});
+    auto* a = static_cast<char*>(own.allocate(40000));
+    auto* b = static_cast<char*>(own.allocate(50000));
+    auto* c = static_cast<char*>(own.allocate(60000));
+    REQUIRE((a != nullptr && b != nullptr && c != nullptr));
+    std::memcpy(a, "old", 3);
+    REQUIRE(own.recycle(*own.at(a)));
+    REQUIRE(own.recycle(*own.at(b)));
+    CHECK_FALSE(own.recycle(*own.at(c)));  // a third of its class: over the per-class count
+    CHECK(own.pooled_bytes() == std::size_t{128} << 10);
+    // Pooled memory is no longer the application's.
+    CHECK(own.at(a) == nullptr);
+    CHECK(own.containing(a, 1) == nullptr);
+    own.release(*own.at(c));
+    // The last one freed comes back first, with its bytes as they were.
+    CHECK(own.allocate(33000) == b);
+    auto* again = static_cast<char*>(own.allocate(65536));
+    CHECK(again == a);
+    CHECK(std::memcmp(again, "old", 3) == 0);
+    CHECK(own.pooled_bytes() == 0);
+    // Over the byte cap: a 128 KiB region does not fit beside a pooled 64 KiB one.
+    auto* big = own.allocate(100000);
+    REQUIRE(own.recycle(*own.at(again)));
+    CHECK_FALSE(own.recycle(*own.at(big)));
+    own.release(*own.at(big));
+    // Regions larger than the last class are pooled by their exact size.
+    auto* large = own.allocate(OwnRegions::max_pooled_class + 1);
+    OwnRegions huge_pool(PoolLimits{std::size_t{64} << 20, 1});
+    auto* h = huge_pool.allocate(OwnRegions::max_pooled_class + 1);
+    REQUIRE(huge_pool.recycle(*huge_pool.at(h)));
+    CHECK(huge_pool.allocate(OwnRegions::max_pooled_class + 2 * page) != h);
+    CHECK(huge_pool.allocate(OwnRegions::max_pooled_class + page) == h);
+    own.release(*own.at(large));
+}
