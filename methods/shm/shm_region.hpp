@@ -14,7 +14,7 @@
 // announcements that use them (RTS, HELP) in the ring, and an owner always writes the offer
 // before the announcement. The peer reads every pending socket message before it turns an
 // announcement's addresses into its own pointers, so it never uses a region the owner has
-// freed (BMI_memfree withdraws it from every peer first) nor misses one just offered. A
+// unmapped (it withdraws it from every peer first) nor misses one just offered. A
 // region is sealed against shrinking, so a mapped page can never vanish under a copy.
 #pragma once
 
