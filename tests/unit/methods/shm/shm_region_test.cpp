@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "bmi-types.h"
@@ -188,4 +189,20 @@ TEST_CASE("regions: freed regions return by size class, within the pool's limits
     CHECK(huge_pool.allocate(OwnRegions::max_pooled_class + 2 * page) != h);
     CHECK(huge_pool.allocate(OwnRegions::max_pooled_class + page) == h);
     own.release(*own.at(large));
+}
+
+// A pooled region can outlive many connections; a closed one is dropped from every region's
+// list of peers that have it, live or pooled, so the lists stay as long as the live peers.
+TEST_CASE("regions: a closed connection is forgotten by every region", "[shm][region][pool]") {
+    OwnRegions own;
+    void* live = own.allocate(40000);
+    void* pooled = own.allocate(40000);
+    REQUIRE((live != nullptr && pooled != nullptr));
+    own.at(live)->offered = {1, 2};
+    OwnRegions::Region* region = own.at(pooled);
+    region->offered = {2, 3};
+    REQUIRE(own.recycle(*region));
+    own.forget_connection(2);
+    CHECK(own.at(live)->offered == std::set<std::uint64_t>{1});
+    CHECK(region->offered == std::set<std::uint64_t>{3});
 }
