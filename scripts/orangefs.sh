@@ -19,7 +19,7 @@
 #                       set: the mixed cases and the speed table run too
 #   ORANGEFS_COPY_MIB   size of the file pvfs2-cp copies in and out in the checks (default 64)
 #   ORANGEFS_SPEED_MIB  size of the copy the speed table times (default 256)
-#   ORANGEFS_SPEED_FILES files created and stat'ed by one tool process per turn (default 200)
+#   ORANGEFS_SPEED_FILES files created and stat'ed by one tool process per turn (default 1000)
 #   ORANGEFS_SPEED_TURNS turns of the speed table (default 3; 0 leaves it out)
 #   BMI_JOBS            make -j (default 2)
 # Needs (Debian): gcc make autoconf automake bison flex perl pkg-config liblmdb-dev python3.
@@ -46,7 +46,7 @@ SOURCE=$(cd "$1" 2>/dev/null && pwd) || { echo "$1: no such directory" >&2; exit
     { echo "$SOURCE does not look like an OrangeFS source tree" >&2; exit 2; }
 COPY_MIB=$(positive_number ORANGEFS_COPY_MIB 64)
 SPEED_MIB=$(positive_number ORANGEFS_SPEED_MIB 256)
-SPEED_FILES=$(positive_number ORANGEFS_SPEED_FILES 200)
+SPEED_FILES=$(positive_number ORANGEFS_SPEED_FILES 1000)
 SPEED_TURNS=$(positive_number ORANGEFS_SPEED_TURNS 3 zero)
 JOBS=$(positive_number BMI_JOBS 2)
 
