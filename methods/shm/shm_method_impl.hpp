@@ -212,6 +212,8 @@ private:
     void close_split_claims(Connection& conn, SplitReceive& split);
     // Hands the sender nothing more and waits (bounded) until its claimed chunks are written.
     void wait_for_sender(Connection& conn, SplitReceive& split);
+    // Keeps the buffer of a receive whose sender outlived it out of the pool.
+    void retire_receive_buffer(const Operation& op);
     bool cancel_split(Connection& conn, Operation& op);
     // Closing: every split receive ends with error once the sender is out of its buffer, and
     // our help with the peer's receives stops.

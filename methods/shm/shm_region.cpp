@@ -71,6 +71,7 @@ OwnRegions::Region* OwnRegions::at(const void* base) {
 }
 
 bool OwnRegions::recycle(Region& region) {
+    if (region.retired) return false;
     auto it = pool_.find(region.size);
     std::size_t held = it == pool_.end() ? 0 : it->second.size();
     if (held >= limits_.per_class || pooled_bytes_ + region.size > limits_.bytes) return false;

@@ -68,6 +68,7 @@ public:
         std::size_t size = 0;
         int fd = -1;
         bool pooled = false;              // freed, waiting in the pool: not the application's
+        bool retired = false;             // a late writer may still reach it: never pooled
         std::set<std::uint64_t> offered;  // connection ids that have it
     };
     static constexpr std::size_t max_pooled_class = std::size_t{4} << 20;
@@ -85,7 +86,8 @@ public:
     // a region in the pool.
     Region* at(const void* base);
     // Takes a region from at() back into the pool; false when that would pass the pool's
-    // limits: the caller then withdraws it from its peers and release()s it.
+    // limits or the region is retired: the caller then withdraws it from its peers and
+    // release()s it.
     bool recycle(Region& region);
     // Unmaps and closes a region returned by at().
     void release(Region& region);

@@ -210,9 +210,20 @@ void ShmMethod::wait_for_sender(Connection& conn, SplitReceive& split) {
         if (std::chrono::steady_clock::now() > deadline) {
             BMI_LOG(error, "shm: peer pid %d still holds chunks of an ended receive",
                     static_cast<int>(conn.peer_pid));
+            retire_receive_buffer(*split.op);
             return;
         }
         std::this_thread::yield();
+    }
+}
+
+void ShmMethod::retire_receive_buffer(const Operation& op) {
+    // The late chunks may still land in it: once freed, it must not become another buffer.
+    for (int i = 0; i < op.segment_count; ++i) {
+        const Segment& segment = op.segments[i];
+        OwnRegions::Region* region =
+            regions_.containing(segment.data, static_cast<std::size_t>(segment.size));
+        if (region != nullptr) region->retired = true;
     }
 }
 

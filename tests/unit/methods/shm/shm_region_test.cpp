@@ -206,3 +206,20 @@ TEST_CASE("regions: a closed connection is forgotten by every region", "[shm][re
     CHECK(own.at(live)->offered == std::set<std::uint64_t>{1});
     CHECK(region->offered == std::set<std::uint64_t>{3});
 }
+
+// A receive whose sender outlived it (shm_split.cpp, wait_for_sender) retires its buffer: the
+// late chunks may still land there, so it never becomes another allocation's memory.
+TEST_CASE("regions: a retired region is not pooled", "[shm][region][pool]") {
+    OwnRegions own;
+    auto* late = static_cast<char*>(own.allocate(40000));
+    REQUIRE(late != nullptr);
+    own.containing(late + 100, 10)->retired = true;
+    OwnRegions::Region* region = own.at(late);
+    CHECK_FALSE(own.recycle(*region));
+    own.release(*region);
+    CHECK(own.pooled_bytes() == 0);
+    void* next = own.allocate(40000);
+    REQUIRE(next != nullptr);
+    CHECK(own.at(next)->retired == false);
+    own.release(*own.at(next));
+}
