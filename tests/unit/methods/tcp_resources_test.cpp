@@ -80,15 +80,16 @@ TEST_CASE("a header is charged to the early-data budget when its buffer is commi
     CHECK(served(p, 7, 60000));
 }
 
-TEST_CASE("an accepted connection that does not finish its handshake is closed at the setup "
-          "deadline", "[tcp][hostile][resources]") {
+// A silent connection, and a keyed HELLO without its proof, are the shared peer rules'
+// (conformance peer_rules_test.cpp); what is tcp's own is a HELLO trickled too slowly.
+TEST_CASE("a HELLO trickled a byte at a time is closed at the setup deadline",
+          "[tcp][hostile][resources]") {
     setenv("BMI_TCP_SETUP_TIMEOUT_MS", "300", 1);
     Pair p;
     unsetenv("BMI_TCP_SETUP_TIMEOUT_MS");
     REQUIRE(p.create_status == 0);
     const std::uint16_t port = port_from(p.server->listen_address());
     const auto start = std::chrono::steady_clock::now();
-    const int silent = raw_connect(port);
     // A HELLO sent a byte every 100 ms: never stalled, never finished.
     const int slow = raw_connect(port);
     const auto hello = encode_hello(Hello{feature_rendezvous, ""}, false);
@@ -105,9 +106,7 @@ TEST_CASE("an accepted connection that does not finish its handshake is closed a
         return slow_closed;
     }, 3.0);
     CHECK(slow_closed);
-    CHECK(raw_closed(silent, *p.server, 1.0));
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(250));
-    close(silent);
     close(slow);
 
     // A client through its handshake is not on that clock.

@@ -325,7 +325,7 @@ TEST_CASE("verbs: out of descriptors, the bootstrap listener sheds a new connect
     {
         FullTable full(0);
         Pump pump(*pair.server.instance);
-        CHECK(verbs::closed_within(newcomer, 5000));
+        CHECK(closed_within(newcomer, 5000));
     }
     close(newcomer);
     served_after_attack(pair, client_addr, 41);

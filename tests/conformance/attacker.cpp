@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The per-method adapters of the shared peer rules: tcp and verbs bootstrap over a TCP socket,
+// shm over its listener's Unix socket (the hand-written peer of tests/unit/methods/shm).
+#include "attacker.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstring>
+
+#include "methods/method_config.hpp"
+#include "support/keys/key_proof.hpp"
+#include "raw_socket.hpp"
+#if BMI_METHOD_TCP
+#include "methods/tcp/tcp_wire.hpp"
+#endif
+#if BMI_METHOD_SHM
+#include "hostile_peer.hpp"
+#endif
+#if BMI_METHOD_VERBS
+#include "verbs_raw_peer.hpp"
+#endif
+
+namespace bmi::test {
+
+namespace {
+
+#if BMI_METHOD_TCP
+// tcp's keyed path only: the keyless first frames are the legacy interoperation's business.
+class TcpAttacker final : public RawAttacker {
+public:
+    explicit TcpAttacker(const std::string& address) : fd_(connect_to(address)) {}
+    ~TcpAttacker() override {
+        if (fd_ >= 0) close(fd_);
+    }
+    bool connected() const override { return fd_ >= 0; }
+    bool send_keyed_hello(int deadline_ms) override {
+        using namespace method::tcp;
+        Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding, ""};
+        hello.nonce = support::keys::fresh_nonce();
+        const auto frame = encode_hello(hello, false);
+        if (send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL) !=
+            static_cast<ssize_t>(frame.size()))
+            return false;
+        pollfd p{fd_, POLLIN, 0};
+        char first;
+        return poll(&p, 1, deadline_ms) == 1 && recv(fd_, &first, 1, MSG_PEEK) == 1;
+    }
+    bool closed_within(int deadline_ms) override { return bmi::test::closed_within(fd_, deadline_ms); }
+
+private:
+    int fd_;
+};
+#endif
+
+#if BMI_METHOD_SHM
+class ShmAttacker final : public RawAttacker {
+public:
+    explicit ShmAttacker(const std::string& address) : peer_(address.substr(6)) {}
+    bool connected() const override { return peer_.connected(); }
+    bool send_keyed_hello(int deadline_ms) override {
+        const support::keys::Nonce nonce = support::keys::fresh_nonce();
+        return peer_.send_hello(16, 4096, -1, nonce.data()) && peer_.await_reply(deadline_ms);
+    }
+    bool closed_within(int deadline_ms) override { return peer_.await_close(deadline_ms); }
+
+private:
+    HostilePeer peer_;
+};
+#endif
+
+#if BMI_METHOD_VERBS
+class VerbsAttacker final : public RawAttacker {
+public:
+    explicit VerbsAttacker(const std::string& address) {
+        dialled_ = peer_.usable() && peer_.dial(address);
+    }
+    bool connected() const override { return dialled_; }
+    bool send_keyed_hello(int deadline_ms) override {
+        method::verbs::Hello mine = peer_.own_hello();
+        mine.features = method::verbs::feature_key_proof | method::verbs::feature_key_binding;
+        const support::keys::Nonce nonce = support::keys::fresh_nonce();
+        std::memcpy(mine.nonce, nonce.data(), sizeof mine.nonce);
+        method::verbs::Hello answer;
+        return peer_.send_bytes(&mine, sizeof mine) && peer_.read_hello(answer, deadline_ms);
+    }
+    bool closed_within(int deadline_ms) override { return peer_.closed_by_server(deadline_ms); }
+
+private:
+    verbs::RawPeer peer_;
+    bool dialled_ = false;
+};
+#endif
+
+const std::array adapters{
+    MethodAdapter{"tcp"},
+    MethodAdapter{"shm", true},
+    MethodAdapter{"verbs"},
+};
+
+}  // namespace
+
+std::string MethodAdapter::setup_deadline_option(int ms) const {
+    const std::string value = std::to_string(ms);
+    if (scheme == "tcp") return "tcp_setup_timeout_ms=" + value;
+    if (scheme == "shm") return "shm_connect_timeout_ms=" + value;
+    if (scheme == "verbs") return "verbs_connect_timeout_ms=" + value;
+    FAIL("no handshake deadline setting for " << scheme);
+    return {};
+}
+
+std::unique_ptr<RawAttacker> MethodAdapter::attack(const std::string& listen_address) const {
+#if BMI_METHOD_TCP
+    if (scheme == "tcp") return std::make_unique<TcpAttacker>(listen_address);
+#endif
+#if BMI_METHOD_SHM
+    if (scheme == "shm") return std::make_unique<ShmAttacker>(listen_address);
+#endif
+#if BMI_METHOD_VERBS
+    if (scheme == "verbs") return std::make_unique<VerbsAttacker>(listen_address);
+#endif
+    FAIL("no raw attacker for " << scheme << " (" << listen_address << ")");
+    return nullptr;
+}
+
+const MethodAdapter& adapter_for(const std::string& scheme) {
+    for (const auto& a : adapters)
+        if (a.scheme == scheme) return a;
+    FAIL("no peer-rule adapter for method " << scheme << ": add one to attacker.cpp");
+    return adapters[0];
+}
+
+}  // namespace bmi::test

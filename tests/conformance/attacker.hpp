@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What the shared peer rules (peer_rules_test.cpp) need to know of each method: the setting
+// that bounds a handshake, and a raw connection that speaks the method's hello the way an
+// attacker would. A new method adds one adapter here and inherits every rule's test.
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace bmi::test {
+
+// One connection to a listening instance, made and spoken by hand.
+class RawAttacker {
+public:
+    virtual ~RawAttacker() = default;
+    // True if the connection was made (and, for methods that need one, the device opened).
+    virtual bool connected() const = 0;
+    // Sends a keyed initiator's first flight (a hello with a fresh nonce offering a proof)
+    // and waits up to deadline_ms for the acceptor's answer; true once answered. The proof
+    // the answer asks for is never sent.
+    virtual bool send_keyed_hello(int deadline_ms) = 0;
+    // True once the listener closed the connection (end of file or reset) within
+    // deadline_ms; whatever the listener sent meanwhile is read and dropped.
+    virtual bool closed_within(int deadline_ms) = 0;
+};
+
+struct MethodAdapter {
+    std::string scheme;
+    // The option string that sets the listener's handshake deadline to `ms` milliseconds.
+    std::string setup_deadline_option(int ms) const;
+    // A keyless initiator's eager send completes once it is in the peer's ring, before the
+    // refusal (shm, doc/security.md); elsewhere a refused handshake fails the send.
+    bool refused_send_may_complete = false;
+    // A raw connection to the instance listening at listen_address (its listen_addresses()).
+    std::unique_ptr<RawAttacker> attack(const std::string& listen_address) const;
+};
+
+// The adapter of a compiled method; fails the current test for an unknown scheme.
+const MethodAdapter& adapter_for(const std::string& scheme);
+
+}  // namespace bmi::test
