@@ -97,7 +97,7 @@ private:
 
 const std::array adapters{
     MethodAdapter{"tcp"},
-    MethodAdapter{"shm", true},
+    MethodAdapter{"shm", true, false},
     MethodAdapter{"verbs"},
 };
 

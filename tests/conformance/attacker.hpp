@@ -31,6 +31,8 @@ struct MethodAdapter {
     // A keyless initiator's eager send completes once it is in the peer's ring, before the
     // refusal (shm, doc/security.md); elsewhere a refused handshake fails the send.
     bool refused_send_may_complete = false;
+    // Its addresses name hosts a resolver looks up (shm's name a local socket instead).
+    bool resolves_host_names = true;
     // A raw connection to the instance listening at listen_address (its listen_addresses()).
     std::unique_ptr<RawAttacker> attack(const std::string& listen_address) const;
 };
