@@ -37,9 +37,9 @@ public:
         if (fd_ >= 0) close(fd_);
     }
     bool connected() const override { return fd_ >= 0; }
-    bool send_keyed_hello(int deadline_ms) override {
+    bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
         using namespace method::tcp;
-        Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding, ""};
+        Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding, announced};
         hello.nonce = support::keys::fresh_nonce();
         const auto frame = encode_hello(hello, false);
         if (send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL) !=
@@ -61,7 +61,8 @@ class ShmAttacker final : public RawAttacker {
 public:
     explicit ShmAttacker(const std::string& address) : peer_(address.substr(6)) {}
     bool connected() const override { return peer_.connected(); }
-    bool send_keyed_hello(int deadline_ms) override {
+    bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
+        if (!announced.empty()) peer_.announce(announced.substr(6));
         const support::keys::Nonce nonce = support::keys::fresh_nonce();
         return peer_.send_hello(16, 4096, -1, nonce.data()) && peer_.await_reply(deadline_ms);
     }
@@ -79,8 +80,8 @@ public:
         dialled_ = peer_.usable() && peer_.dial(address);
     }
     bool connected() const override { return dialled_; }
-    bool send_keyed_hello(int deadline_ms) override {
-        method::verbs::Hello mine = peer_.own_hello();
+    bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
+        method::verbs::Hello mine = peer_.own_hello(announced);
         mine.features = method::verbs::feature_key_proof | method::verbs::feature_key_binding;
         const support::keys::Nonce nonce = support::keys::fresh_nonce();
         std::memcpy(mine.nonce, nonce.data(), sizeof mine.nonce);

@@ -15,10 +15,10 @@ public:
     virtual ~RawAttacker() = default;
     // True if the connection was made (and, for methods that need one, the device opened).
     virtual bool connected() const = 0;
-    // Sends a keyed initiator's first flight (a hello with a fresh nonce offering a proof)
-    // and waits up to deadline_ms for the acceptor's answer; true once answered. The proof
-    // the answer asks for is never sent.
-    virtual bool send_keyed_hello(int deadline_ms) = 0;
+    // Sends a keyed initiator's first flight (a hello with a fresh nonce offering a proof,
+    // announcing `announced` as its listen address) and waits up to deadline_ms for the
+    // acceptor's answer; true once answered. The proof the answer asks for is never sent.
+    virtual bool send_keyed_hello(int deadline_ms, const std::string& announced = "") = 0;
     // True once the listener closed the connection (end of file or reset) within
     // deadline_ms; whatever the listener sent meanwhile is read and dropped.
     virtual bool closed_within(int deadline_ms) = 0;

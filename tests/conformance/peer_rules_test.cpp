@@ -128,6 +128,49 @@ TEST_CASE("peer rules: a handshake not finished by the setup deadline is closed 
     }
 }
 
+// Rule 4: an announced name without proof. A connection that announces another server's
+// address and never proves the key routes nothing: what the server sends to that address
+// reaches the real holder.
+
+TEST_CASE("peer rules: an announced name without proof does not take its holder's traffic",
+          "[rules][announced]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    KeyFiles files;
+    const std::string key = key_option(files.key("k", 1));
+    Pair pair = make_peers(scheme, key);
+    // The holder: another keyed server whose address the attacker claims.
+    Side holder;
+    core::InitParams params;
+    params.listen = test_listen_address(scheme);
+    params.flags = BMI_INIT_SERVER;
+    params.options = key;
+    params.dialect = selected_dialect();
+    REQUIRE(core::Instance::create(params, holder.instance) == 0);
+    REQUIRE(holder.instance->open_context(holder.context) == 0);
+    const std::string holder_address = holder.instance->listen_addresses();
+    // It stays connected, waiting for the proof it never sends, while the server sends.
+    auto attacker = adapter.attack(pair.server.instance->listen_addresses());
+    REQUIRE(attacker->connected());
+    {
+        Pump server_pump(*pair.server.instance);
+        REQUIRE(attacker->send_keyed_hello(5000, holder_address));
+    }
+    BMI_addr_t to_holder = 0;
+    REQUIRE(pair.server.instance->addr_lookup(holder_address, to_holder) == 0);
+    const char text[] = "for the holder";
+    auto request = send_request(pair.server, to_holder, text, sizeof text, 3);
+    request.kind = method::OpKind::send_unexpected;
+    {
+        Pump holder_pump(*holder.instance);
+        CHECK(post_and_wait(pair.server, request, 10000).error == 0);
+    }
+    const auto got = wait_unexpected(holder, 5000);
+    CHECK(std::string(static_cast<const char*>(got.buffer)) == text);
+    holder.instance->unexpected_free(got.buffer);
+}
+
 // Rule 3: a resolver that never answers. A lookup of a host name waits for its resolver with
 // no lock held, so every other operation of the instance goes on meanwhile.
 
