@@ -21,6 +21,7 @@
 #include "hostile_peer.hpp"
 #endif
 #if BMI_METHOD_VERBS
+#include "methods/verbs/verbs_method.hpp"
 #include "verbs_raw_peer.hpp"
 #endif
 
@@ -111,6 +112,27 @@ std::string MethodAdapter::setup_deadline_option(int ms) const {
     if (scheme == "verbs") return "verbs_connect_timeout_ms=" + value;
     FAIL("no handshake deadline setting for " << scheme);
     return {};
+}
+
+std::string MethodAdapter::early_peer_option(std::size_t bytes) const {
+    const std::string value = std::to_string(bytes);
+    if (scheme == "tcp") return "tcp_early_peer_bytes=" + value;
+    if (scheme == "shm") return "shm_early_bytes=" + value;
+    if (scheme == "verbs") return "verbs_early_peer_bytes=" + value;
+    FAIL("no early-data setting for " << scheme);
+    return {};
+}
+
+std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
+    [[maybe_unused]] core::Instance& server, [[maybe_unused]] BMI_addr_t any) const {
+#if BMI_METHOD_VERBS
+    if (scheme == "verbs") {
+        method::verbs::Stats stats;
+        REQUIRE(server.get_info(any, method::verbs::get_stats_option, &stats) == 0);
+        return stats.early_bytes;
+    }
+#endif
+    return std::nullopt;
 }
 
 std::unique_ptr<RawAttacker> MethodAdapter::attack(const std::string& listen_address) const {

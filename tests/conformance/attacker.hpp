@@ -4,8 +4,13 @@
 // attacker would. A new method adds one adapter here and inherits every rule's test.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+
+#include "bmi/core/instance.hpp"
 
 namespace bmi::test {
 
@@ -28,6 +33,11 @@ struct MethodAdapter {
     std::string scheme;
     // The option string that sets the listener's handshake deadline to `ms` milliseconds.
     std::string setup_deadline_option(int ms) const;
+    // The option string that bounds the early data the listener keeps for one peer.
+    std::string early_peer_option(std::size_t bytes) const;
+    // The early data `server` holds now, where the method reports it through the instance
+    // (verbs' statistics); nullopt where only its own tests can see it.
+    std::optional<std::uint64_t> early_bytes_held(core::Instance& server, BMI_addr_t any) const;
     // A keyless initiator's eager send completes once it is in the peer's ring, before the
     // refusal (shm, doc/security.md); elsewhere a refused handshake fails the send.
     bool refused_send_may_complete = false;
