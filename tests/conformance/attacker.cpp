@@ -5,10 +5,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <array>
+#include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "methods/method_config.hpp"
@@ -98,9 +103,13 @@ private:
 #endif
 
 const std::array adapters{
-    MethodAdapter{"tcp"},
-    MethodAdapter{"shm", true, false},
-    MethodAdapter{"verbs"},
+    MethodAdapter{"tcp", false, true, ""},
+    MethodAdapter{"shm", true, false,
+                  "out of descriptors shm refuses the newcomer (-BMI_EMFILE) and keeps its idle "
+                  "connections; it has no per-source admission"},
+    MethodAdapter{"verbs", false, true,
+                  "out of descriptors verbs closes the newcomer on its reserve descriptor and "
+                  "keeps its idle bootstrap connections"},
 };
 
 }  // namespace
@@ -133,6 +142,45 @@ std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
     }
 #endif
     return std::nullopt;
+}
+
+std::string MethodAdapter::per_source_option(int handshakes) const {
+    const std::string value = std::to_string(handshakes);
+    if (scheme == "tcp") return "tcp_pending_per_source=" + value;
+    if (scheme == "verbs") return "verbs_pending_per_source=" + value;
+    return {};
+}
+
+int MethodAdapter::idle_connection(const std::string& listen_address) const {
+#if BMI_METHOD_SHM
+    if (scheme == "shm") {
+        const std::string path = abstract_socket_name(listen_address.substr(6));
+        sockaddr_un at{};
+        at.sun_family = AF_UNIX;
+        std::memcpy(at.sun_path, path.data(), path.size());
+        const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+        if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&at), length) == 0) return fd;
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+#endif
+    // One at a time, each given a second to connect, so that no SYN is dropped and retried
+    // later.
+    auto parts = support::split_scheme(listen_address);
+    auto hp = parts ? support::parse_host_port(parts->rest) : std::nullopt;
+    if (!hp) return -1;
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(hp->port);
+    if (inet_pton(AF_INET, hp->host.c_str(), &at.sin_addr) != 1) return -1;
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 && errno == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        poll(&p, 1, 1000);
+    }
+    return fd;
 }
 
 std::unique_ptr<RawAttacker> MethodAdapter::attack(const std::string& listen_address) const {
