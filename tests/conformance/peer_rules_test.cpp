@@ -486,7 +486,8 @@ TEST_CASE("peer rules: idle connections from one host do not lock its clients ou
     const MethodAdapter& adapter = adapter_for(scheme);
     const std::string options = per_source ? adapter.per_source_option(per_source) : "";
     if (per_source != 0 && options.empty()) return;  // no such bound: the first case is all
-    if (!adapter.sheds_idle_gap.empty()) {
+    // BMI_PEER_RULES_RUN_GAPS=1 runs a known gap's case anyway, to see it fail or a fix pass.
+    if (!adapter.sheds_idle_gap.empty() && std::getenv("BMI_PEER_RULES_RUN_GAPS") == nullptr) {
         WARN("SKIP (known gap) " << scheme << ": " << adapter.sheds_idle_gap);
         return;
     }
