@@ -103,16 +103,59 @@ private:
 #endif
 
 const std::array adapters{
-    MethodAdapter{"tcp", false, true, ""},
-    MethodAdapter{"shm", true, false,
+    MethodAdapter{"tcp", false, true, true, ""},
+    MethodAdapter{"shm", true, false, false,
                   "out of descriptors shm refuses the newcomer (-BMI_EMFILE) and keeps its idle "
                   "connections; it has no per-source admission"},
-    MethodAdapter{"verbs", false, true,
+    MethodAdapter{"verbs", false, true, true,
                   "out of descriptors verbs closes the newcomer on its reserve descriptor and "
                   "keeps its idle bootstrap connections"},
 };
 
 }  // namespace
+
+Relay::Relay(const std::string& scheme, const std::string& target) : target_(target) {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof at;
+    REQUIRE(listener_ >= 0);
+    REQUIRE(bind(listener_, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+    REQUIRE(listen(listener_, 4) == 0);
+    REQUIRE(getsockname(listener_, reinterpret_cast<sockaddr*>(&at), &length) == 0);
+    address_ = scheme + "://127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+    thread_ = std::thread([this] { run(); });
+}
+
+Relay::~Relay() {
+    stop_ = true;
+    thread_.join();
+    close(listener_);
+}
+
+void Relay::run() {
+    int ends[2] = {-1, -1};  // the victim's connection, ours to the target
+    while (!stop_ && ends[0] < 0) {
+        pollfd p{listener_, POLLIN, 0};
+        if (poll(&p, 1, 20) == 1) ends[0] = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    }
+    if (ends[0] >= 0) ends[1] = connect_to(target_);
+    while (!stop_ && ends[0] >= 0 && ends[1] >= 0) {
+        pollfd p[2] = {{ends[0], POLLIN, 0}, {ends[1], POLLIN, 0}};
+        if (poll(p, 2, 20) <= 0) continue;
+        bool open = true;
+        for (int i = 0; i < 2 && open; ++i) {
+            if (p[i].revents == 0) continue;
+            char bytes[4096];
+            const ssize_t n = recv(ends[i], bytes, sizeof bytes, 0);
+            open = n > 0 && send(ends[1 - i], bytes, static_cast<std::size_t>(n), MSG_NOSIGNAL) == n;
+        }
+        if (!open) break;
+    }
+    for (int fd : ends)
+        if (fd >= 0) close(fd);
+}
 
 std::string MethodAdapter::setup_deadline_option(int ms) const {
     const std::string value = std::to_string(ms);

@@ -4,11 +4,13 @@
 // attacker would. A new method adds one adapter here and inherits every rule's test.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "bmi/core/instance.hpp"
 
@@ -29,6 +31,28 @@ public:
     virtual bool closed_within(int deadline_ms) = 0;
 };
 
+// Listens on 127.0.0.1 and pipes the bytes of the first connection it takes, both ways, to a
+// connection of its own to `target` (a listen address): an attacker without the key who
+// carries a handshake between two sockets. Everything stops and closes with the object.
+class Relay {
+public:
+    Relay(const std::string& scheme, const std::string& target);
+    ~Relay();
+    Relay(const Relay&) = delete;
+    Relay& operator=(const Relay&) = delete;
+    // The address a victim looks up to dial the relay.
+    const std::string& address() const { return address_; }
+
+private:
+    void run();
+
+    std::string target_;
+    std::string address_;
+    int listener_ = -1;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
 struct MethodAdapter {
     std::string scheme;
     // The option string that sets the listener's handshake deadline to `ms` milliseconds.
@@ -46,6 +70,9 @@ struct MethodAdapter {
     // The option string that bounds the unfinished handshakes one source address may hold;
     // empty for a method without that bound.
     std::string per_source_option(int handshakes) const;
+    // Its handshake is bytes on a stream socket, so a Relay can carry it (shm's passes
+    // descriptors, which only a process of the same user can, and the kernel names it).
+    bool handshake_is_bytes = true;
     // Out of descriptors, the listener closes an idle unfinished connection to take a new
     // client in. Empty: it does; else why not (a known gap of issue 37, printed as a skip).
     std::string sheds_idle_gap;

@@ -57,6 +57,19 @@ bool server_sees_nothing(Pair& pair, int ms) {
     return true;
 }
 
+// A listening instance besides a Pair's server, with these options.
+Side listening(const std::string& scheme, const std::string& options) {
+    Side side;
+    core::InitParams params;
+    params.listen = test_listen_address(scheme);
+    params.flags = BMI_INIT_SERVER;
+    params.options = options;
+    params.dialect = selected_dialect();
+    REQUIRE(core::Instance::create(params, side.instance) == 0);
+    REQUIRE(side.instance->open_context(side.context) == 0);
+    return side;
+}
+
 std::string joined(const std::string& a, const std::string& b) {
     if (a.empty()) return b;
     if (b.empty()) return a;
@@ -145,15 +158,7 @@ TEST_CASE("peer rules: an announced name without proof does not take its holder'
     KeyFiles files;
     const std::string key = key_option(files.key("k", 1));
     Pair pair = make_peers(scheme, key);
-    // The holder: another keyed server whose address the attacker claims.
-    Side holder;
-    core::InitParams params;
-    params.listen = test_listen_address(scheme);
-    params.flags = BMI_INIT_SERVER;
-    params.options = key;
-    params.dialect = selected_dialect();
-    REQUIRE(core::Instance::create(params, holder.instance) == 0);
-    REQUIRE(holder.instance->open_context(holder.context) == 0);
+    Side holder = listening(scheme, key);  // another keyed server, whose address is claimed
     const std::string holder_address = holder.instance->listen_addresses();
     // It stays connected, waiting for the proof it never sends, while the server sends.
     auto attacker = adapter.attack(pair.server.instance->listen_addresses());
@@ -252,6 +257,46 @@ TEST_CASE("peer rules: early data is bounded per peer; the sender waits and lose
     Pump server_pump(*pair.server.instance);
     for (auto id : sends)
         if (id != 0) REQUIRE(wait_op(pair.client, id, 30000).error == 0);
+}
+
+// Rule 7: a handshake reflected across two connections. A keyless attacker takes the
+// connection a key holder dials and carries its bytes to a key holder's listener, the same
+// instance's or another's: the proofs bind the endpoint each side dialled or accepted on, so
+// the handshake is refused and nothing is delivered.
+
+TEST_CASE("peer rules: a handshake carried across two connections, back to its instance or to "
+          "another key holder, is refused", "[rules][reflection]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    const bool to_itself = GENERATE(true, false);
+    INFO("method " << scheme << (to_itself ? ", back to the instance" : ", to another holder"));
+    const MethodAdapter& adapter = adapter_for(scheme);
+    if (!adapter.handshake_is_bytes) {
+        WARN("method " << scheme << ": its handshake passes descriptors, no relay can carry it");
+        return;
+    }
+    KeyFiles files;
+    const std::string key = key_option(files.key("k", 1));
+    Pair pair = make_peers(scheme, key);
+    Side holder = listening(scheme, key);
+    Side& victim = pair.server;
+    Side& target = to_itself ? victim : holder;
+    Relay relay(scheme, target.instance->listen_addresses());
+    {
+        Pump holder_pump(*holder.instance);
+        Pump victim_pump(*victim.instance);
+        BMI_addr_t to_relay = 0;
+        REQUIRE(victim.instance->addr_lookup(relay.address(), to_relay) == 0);
+        const char secret[] = "for a proven peer only";
+        auto request = send_request(victim, to_relay, secret, sizeof secret, 3);
+        request.kind = method::OpKind::send_unexpected;
+        CHECK(post_and_wait(victim, request, 30000).error == -BMI_EACCES);
+    }
+    for (Side* side : {&victim, &holder}) {
+        core::UnexpectedMessage got[1];
+        int outcount = 0;
+        REQUIRE(side->instance->testunexpected(300, outcount, got) == 0);
+        CHECK(outcount == 0);
+    }
 }
 
 // Rule 3: a resolver that never answers. A lookup of a host name waits for its resolver with
