@@ -80,7 +80,7 @@ std::string joined(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-// Rule 1: keys. Right key (or none on either side): as usual; wrong or one-sided: refused.
+// Keys. Right key (or none on either side): as usual; wrong or one-sided: refused.
 
 TEST_CASE("peer rules: instances with the same key, or with none, talk as usual",
           "[rules][keys]") {
@@ -119,7 +119,7 @@ TEST_CASE("peer rules: a wrong key, or a key on one side only, is refused with -
     CHECK(server_sees_nothing(pair, 300));
 }
 
-// Rule 2: setup deadline. An accepted connection that does not finish its handshake, keyless
+// Setup deadline. An accepted connection that does not finish its handshake, keyless
 // and silent or keyed without its proof, is closed at the deadline; clients are served after.
 
 TEST_CASE("peer rules: a handshake not finished by the setup deadline is closed then",
@@ -146,7 +146,7 @@ TEST_CASE("peer rules: a handshake not finished by the setup deadline is closed 
     }
 }
 
-// Rule 4: an announced name without proof. A connection that announces another server's
+// An announced name without proof. A connection that announces another server's
 // address and never proves the key routes nothing: what the server sends to that address
 // reaches the real holder.
 
@@ -181,7 +181,7 @@ TEST_CASE("peer rules: an announced name without proof does not take its holder'
     holder.instance->unexpected_free(got.buffer);
 }
 
-// Rule 5: the early-data bound, with backpressure. Eager messages no receive claims are kept
+// The early-data bound, with backpressure. Eager messages no receive claims are kept
 // only up to the per-peer budget; past it the sender waits, and receives posted later take
 // every message intact and in order.
 
@@ -259,7 +259,7 @@ TEST_CASE("peer rules: early data is bounded per peer; the sender waits and lose
         if (id != 0) REQUIRE(wait_op(pair.client, id, 30000).error == 0);
 }
 
-// Rule 7: a handshake reflected across two connections. A keyless attacker takes the
+// A handshake reflected across two connections. A keyless attacker takes the
 // connection a key holder dials and carries its bytes to a key holder's listener, the same
 // instance's or another's: the proofs bind the endpoint each side dialled or accepted on, so
 // the handshake is refused and nothing is delivered.
@@ -299,7 +299,7 @@ TEST_CASE("peer rules: a handshake carried across two connections, back to its i
     }
 }
 
-// Rule 3: a resolver that never answers. A lookup of a host name waits for its resolver with
+// A resolver that never answers. A lookup of a host name waits for its resolver with
 // no lock held, so every other operation of the instance goes on meanwhile.
 
 namespace {
@@ -432,7 +432,7 @@ TEST_CASE("peer rules: a lookup whose resolver never answers holds up no other o
     REQUIRE(outcome == served);
 }
 
-// Rule 6: idle connections and per-source admission under descriptor exhaustion. Hundreds of
+// Idle connections and per-source admission under descriptor exhaustion. Hundreds of
 // connections from one host that never speak, against a server with about a hundred free
 // descriptors: a client of that host must still be served.
 
