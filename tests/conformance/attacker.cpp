@@ -103,11 +103,13 @@ private:
 #endif
 
 const std::array adapters{
-    MethodAdapter{"tcp", false, true, true, ""},
-    MethodAdapter{"shm", true, false, false,
+    MethodAdapter{"tcp", false, true, true, "", ""},
+    MethodAdapter{"shm", true, false, false, "",
                   "out of descriptors shm refuses the newcomer (-BMI_EMFILE) and keeps its idle "
                   "connections; it has no per-source admission"},
     MethodAdapter{"verbs", false, true, true,
+                  "verbs closes a handshake that reflects its own nonce without a reason: the "
+                  "sender sees -BMI_ECONNRESET",
                   "out of descriptors verbs closes the newcomer on its reserve descriptor and "
                   "keeps its idle bootstrap connections"},
 };
