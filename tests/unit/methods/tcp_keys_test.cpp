@@ -118,46 +118,6 @@ struct KeyedPair {
 
 }  // namespace
 
-TEST_CASE("tcp: peers with the same key talk as usual", "[tcp][keys]") {
-    KeyedPair keyed;
-    Pair& p = keyed.p;
-    // Both directions and the rendezvous path, after the handshake.
-    auto data = pattern(300000, 3);
-    std::vector<std::uint8_t> got(data.size());
-    auto r = make_op(OpKind::recv, p.to_server, 7, got.data(), got.size());
-    auto s = make_op(OpKind::send, p.to_client, 7, data.data(), data.size());
-    post(*p.client, *r);
-    post(*p.server, *s);
-    REQUIRE(p.run([&] { return r->completed && s->completed; }));
-    CHECK(r->error == 0);
-    CHECK(s->error == 0);
-    CHECK(got == data);
-    CHECK(tcp_of(*p.server).refusals().refused() == 0);
-}
-
-TEST_CASE("tcp: a wrong key, or a key on one side only, is refused with -BMI_EACCES",
-          "[tcp][keys]") {
-    KeyFiles files;
-    const std::string key1 = key_option(files.key("k1", 1));
-    const std::string key2 = key_option(files.key("k2", 2));
-    std::string server_options, client_options;
-    SECTION("wrong key") {
-        server_options = key1;
-        client_options = key2;
-    }
-    SECTION("key on the server only") { server_options = key1; }
-    SECTION("key on the client only") { client_options = key1; }
-    Pair p("tcp://127.0.0.1:0", 0, server_options, client_options);
-    REQUIRE(p.create_status == 0);
-    // Every attempt fails the same clear way, and the server's application sees nothing.
-    CHECK(send_hello(p) == -BMI_EACCES);
-    CHECK(send_hello(p) == -BMI_EACCES);
-    p.run([] { return false; }, 0.2);
-    CHECK(p.server_sink.unexpected.empty());
-    CHECK(p.server_sink.registered.empty());
-    CHECK(p.server_sink.completions.empty());
-}
-
 TEST_CASE("tcp: with no key on either side nothing changes", "[tcp][keys]") {
     unsetenv("BMI_KEY_FILE");
     Pair p;

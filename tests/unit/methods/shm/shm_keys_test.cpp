@@ -9,7 +9,7 @@
 #include <string>
 
 #include "../../key_files.hpp"
-#include "../key_test_steps.hpp"
+#include "key_test_steps.hpp"
 #include "harness.hpp"
 #include "hostile_peer.hpp"
 #include "methods/kit/key_exchange.hpp"
@@ -19,68 +19,6 @@
 using namespace bmi;
 using namespace bmi::test;
 namespace keys = bmi::support::keys;
-
-namespace {
-// True if the server's application sees no unexpected message within `ms`.
-bool server_sees_nothing(Pair& pair, int ms) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < deadline) {
-        core::UnexpectedMessage got[1];
-        int outcount = 0;
-        REQUIRE(pair.server.instance->testunexpected(1, outcount, got) == 0);
-        if (outcount != 0) return false;
-        int done = 0;
-        core::Completion c[1];
-        pair.client.instance->testcontext(pair.client.context, 10, done, c);
-    }
-    return true;
-}
-}  // namespace
-
-TEST_CASE("shm: instances with the same key talk as usual", "[shm][keys]") {
-    KeyFiles files;
-    const std::string key = key_option(files.key("k", 1));
-    Pair pair = make_peers("shm", key);
-    const BMI_addr_t client = introduce(pair);
-    Pump pump(*pair.server.instance);
-    // A large message too, so the copy paths run after the handshake.
-    std::vector<std::uint8_t> data(200000), got(data.size());
-    fill_pattern(data.data(), data.size(), 5);
-    bmi_op_id_t rid = 0;
-    REQUIRE(pair.server.instance->post(
-                recv_request(pair.server, client, got.data(), bmi_size_t(got.size()), 4), rid,
-                nullptr) == 0);
-    auto sent = post_and_wait(pair.client,
-                              send_request(pair.client, pair.server_addr, data.data(),
-                                           bmi_size_t(data.size()), 4));
-    CHECK(sent.error == 0);
-    CHECK(wait_op(pair.server, rid).error == 0);
-    CHECK(check_pattern(got.data(), got.size(), 5));
-}
-
-TEST_CASE("shm: a wrong key, or a key on one side only, is refused with -BMI_EACCES",
-          "[shm][keys]") {
-    KeyFiles files;
-    const std::string key1 = key_option(files.key("k1", 1));
-    const std::string key2 = key_option(files.key("k2", 2));
-    std::string server_options, client_options;
-    SECTION("wrong key (two instances, two keys)") {
-        server_options = key1;
-        client_options = key2;
-    }
-    SECTION("key on the server only") { server_options = key1; }
-    SECTION("key on the client only") { client_options = key1; }
-    Pair pair = make_peers("shm", server_options, client_options);
-    {
-        Pump pump(*pair.server.instance);
-        // A keyless client's eager sends complete into its ring before the refusal comes
-        // (doc/security.md): only the server's silence is checked then. A keyed client never
-        // places a message before the proof, so its send fails.
-        const int error = send_first(pair, 5000);
-        if (!client_options.empty()) CHECK(error == -BMI_EACCES);
-    }
-    CHECK(server_sees_nothing(pair, 200));
-}
 
 TEST_CASE("shm: a peer without the key is refused before its messages are read",
           "[shm][keys]") {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "../../key_files.hpp"
-#include "../key_test_steps.hpp"
+#include "key_test_steps.hpp"
 #include "harness.hpp"
 #include "hostile_peer.hpp"
 #include "process_census.hpp"

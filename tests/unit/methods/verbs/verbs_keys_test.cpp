@@ -17,8 +17,7 @@
 #include <vector>
 
 #include "../../key_files.hpp"
-#include "../key_test_steps.hpp"
-#include "both_paths.hpp"
+#include "key_test_steps.hpp"
 #include "harness.hpp"
 #include "methods/kit/key_exchange.hpp"
 #include "verbs_raw_peer.hpp"
@@ -54,40 +53,6 @@ MsgHeader unexpected_header(std::uint64_t size) {
     return h;
 }
 }  // namespace
-
-TEST_CASE("verbs: instances with the same key talk as usual, eager and rendezvous",
-          "[verbs][keys]") {
-    KeyFiles files;
-    Pair pair = make_peers("verbs", key_option(files.key("k", 1)));
-    verbs::both_paths_work(pair);
-}
-
-TEST_CASE("verbs: with no key on either side instances talk as before", "[verbs][keys]") {
-    Pair pair = make_peers("verbs");
-    verbs::both_paths_work(pair);
-}
-
-TEST_CASE("verbs: a wrong key, or a key on one side only, is refused with -BMI_EACCES",
-          "[verbs][keys]") {
-    // Which key file each side names: 0 for none. Wrong key, server only, client only.
-    const auto [server_key, client_key] =
-        GENERATE(table<std::uint8_t, std::uint8_t>({{1, 2}, {1, 0}, {0, 1}}));
-    INFO("server key " << int(server_key) << ", client key " << int(client_key));
-    KeyFiles files;
-    auto options = [&](std::uint8_t which) {
-        if (which == 0) return std::string();
-        std::string name = "k";
-        name += std::to_string(which);
-        return key_option(files.key(name, which));
-    };
-    Pair pair = make_peers("verbs", options(server_key), options(client_key));
-    {
-        Pump pump(*pair.server.instance);
-        CHECK(send_first(pair, 30000) == -BMI_EACCES);
-        CHECK(send_first(pair, 30000) == -BMI_EACCES);  // a second try is refused again
-    }
-    CHECK(server_sees_nothing(*pair.server.instance, 300));
-}
 
 TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its queue pair "
           "can deliver anything",

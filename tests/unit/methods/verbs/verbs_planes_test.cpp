@@ -46,7 +46,7 @@ TEST_CASE("verbs: an allocated plane with QoS and a key carries eager and RDMA m
                              ":1 endpts=1 qos=cs3 key_file=" + files.key("k", 3) + "\n";
     const std::string path = files.write("alloc", {text.begin(), text.end()});
     Pair pair = make_peers("verbs", "allocation_file=" + path);
-    verbs::both_paths_work(pair, 11);
+    both_paths_work(pair, 11);
 }
 
 TEST_CASE("verbs: a plane this node has no device for, or a GID prefix, starts nothing",

@@ -18,6 +18,7 @@
 
 #include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_wire.hpp"
+#include "raw_socket.hpp"
 #include "support/method_address/method_address.hpp"
 #include "support/settings/settings.hpp"
 
@@ -28,37 +29,7 @@ using method::verbs::MsgHeader;
 using method::verbs::MsgType;
 
 // A blocking TCP socket connected to the bootstrap listener of "verbs://host:port", or -1.
-inline int bootstrap_socket(const std::string& address) {
-    auto parts = support::split_scheme(address);
-    auto hp = parts ? support::parse_host_port(parts->rest) : std::nullopt;
-    if (!hp) return -1;
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* ai = nullptr;
-    if (getaddrinfo(hp->host.c_str(), std::to_string(hp->port).c_str(), &hints, &ai) != 0)
-        return -1;
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(ai);
-    return fd;
-}
-
-// True once the other end has closed fd (EOF or reset) within the deadline.
-inline bool closed_within(int fd, int deadline_ms) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
-    for (;;) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) return false;
-        pollfd p{fd, POLLIN, 0};
-        if (poll(&p, 1, static_cast<int>(left.count())) != 1) return false;
-        char scratch[64];
-        if (recv(fd, scratch, sizeof scratch, 0) <= 0) return true;
-    }
-}
+inline int bootstrap_socket(const std::string& address) { return connect_to(address); }
 
 // Reads exactly size bytes from a blocking socket within deadline_ms; false on close or timeout.
 inline bool read_within(int fd, void* data, std::size_t size, int deadline_ms) {

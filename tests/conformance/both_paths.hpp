@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// One check the verbs tests share: an eager and a rendezvous (RDMA READ) message from client
-// to server arrive intact.
+// One check the peer rules and the method tests share: an eager and a rendezvous message from
+// client to server arrive intact.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 
 #include "harness.hpp"
 
-namespace bmi::test::verbs {
+namespace bmi::test {
 
 inline void both_paths_work(Pair& pair, std::uint32_t seed = 7) {
     Pump server_pump(*pair.server.instance);
@@ -30,4 +30,4 @@ inline void both_paths_work(Pair& pair, std::uint32_t seed = 7) {
     }
 }
 
-}  // namespace bmi::test::verbs
+}  // namespace bmi::test

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The per-method adapters of the shared peer rules: tcp and verbs bootstrap over a TCP socket,
+// shm over its listener's Unix socket (the hand-written peer of tests/unit/methods/shm).
+#include "attacker.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <array>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "methods/method_config.hpp"
+#include "support/keys/key_proof.hpp"
+#include "raw_socket.hpp"
+#if BMI_METHOD_TCP
+#include "methods/tcp/tcp_wire.hpp"
+#endif
+#if BMI_METHOD_SHM
+#include "hostile_peer.hpp"
+#endif
+#if BMI_METHOD_VERBS
+#include "methods/verbs/verbs_method.hpp"
+#include "verbs_raw_peer.hpp"
+#endif
+
+namespace bmi::test {
+
+namespace {
+
+#if BMI_METHOD_TCP
+// tcp's keyed path only: the keyless first frames are the legacy interoperation's business.
+class TcpAttacker final : public RawAttacker {
+public:
+    explicit TcpAttacker(const std::string& address) : fd_(connect_to(address)) {}
+    ~TcpAttacker() override {
+        if (fd_ >= 0) close(fd_);
+    }
+    bool connected() const override { return fd_ >= 0; }
+    bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
+        using namespace method::tcp;
+        Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding, announced};
+        hello.nonce = support::keys::fresh_nonce();
+        const auto frame = encode_hello(hello, false);
+        if (send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL) !=
+            static_cast<ssize_t>(frame.size()))
+            return false;
+        pollfd p{fd_, POLLIN, 0};
+        char first;
+        return poll(&p, 1, deadline_ms) == 1 && recv(fd_, &first, 1, MSG_PEEK) == 1;
+    }
+    bool closed_within(int deadline_ms) override { return bmi::test::closed_within(fd_, deadline_ms); }
+
+private:
+    int fd_;
+};
+#endif
+
+#if BMI_METHOD_SHM
+class ShmAttacker final : public RawAttacker {
+public:
+    explicit ShmAttacker(const std::string& address) : peer_(address.substr(6)) {}
+    bool connected() const override { return peer_.connected(); }
+    bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
+        if (!announced.empty()) peer_.announce(announced.substr(6));
+        const support::keys::Nonce nonce = support::keys::fresh_nonce();
+        return peer_.send_hello(16, 4096, -1, nonce.data()) && peer_.await_reply(deadline_ms);
+    }
+    bool closed_within(int deadline_ms) override { return peer_.await_close(deadline_ms); }
+
+private:
+    HostilePeer peer_;
+};
+#endif
+
+#if BMI_METHOD_VERBS
+class VerbsAttacker final : public RawAttacker {
+public:
+    explicit VerbsAttacker(const std::string& address) {
+        dialled_ = peer_.usable() && peer_.dial(address);
+    }
+    bool connected() const override { return dialled_; }
+    bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
+        method::verbs::Hello mine = peer_.own_hello(announced);
+        mine.features = method::verbs::feature_key_proof | method::verbs::feature_key_binding;
+        const support::keys::Nonce nonce = support::keys::fresh_nonce();
+        std::memcpy(mine.nonce, nonce.data(), sizeof mine.nonce);
+        method::verbs::Hello answer;
+        return peer_.send_bytes(&mine, sizeof mine) && peer_.read_hello(answer, deadline_ms);
+    }
+    bool closed_within(int deadline_ms) override { return peer_.closed_by_server(deadline_ms); }
+
+private:
+    verbs::RawPeer peer_;
+    bool dialled_ = false;
+};
+#endif
+
+const std::array adapters{
+    MethodAdapter{"tcp", false, true, true, "", ""},
+    MethodAdapter{"shm", true, false, false, "",
+                  "out of descriptors shm refuses the newcomer (-BMI_EMFILE) and keeps its idle "
+                  "connections; it has no per-source admission"},
+    MethodAdapter{"verbs", false, true, true,
+                  "verbs closes a handshake that reflects its own nonce without a reason: the "
+                  "sender sees -BMI_ECONNRESET",
+                  "out of descriptors verbs closes the newcomer on its reserve descriptor and "
+                  "keeps its idle bootstrap connections"},
+};
+
+}  // namespace
+
+Relay::Relay(const std::string& scheme, const std::string& target) : target_(target) {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof at;
+    REQUIRE(listener_ >= 0);
+    REQUIRE(bind(listener_, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+    REQUIRE(listen(listener_, 4) == 0);
+    REQUIRE(getsockname(listener_, reinterpret_cast<sockaddr*>(&at), &length) == 0);
+    address_ = scheme + "://127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+    thread_ = std::thread([this] { run(); });
+}
+
+Relay::~Relay() {
+    stop_ = true;
+    thread_.join();
+    close(listener_);
+}
+
+void Relay::run() {
+    int ends[2] = {-1, -1};  // the victim's connection, ours to the target
+    while (!stop_ && ends[0] < 0) {
+        pollfd p{listener_, POLLIN, 0};
+        if (poll(&p, 1, 20) == 1) ends[0] = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    }
+    if (ends[0] >= 0) ends[1] = connect_to(target_);
+    while (!stop_ && ends[0] >= 0 && ends[1] >= 0) {
+        pollfd p[2] = {{ends[0], POLLIN, 0}, {ends[1], POLLIN, 0}};
+        if (poll(p, 2, 20) <= 0) continue;
+        bool open = true;
+        for (int i = 0; i < 2 && open; ++i) {
+            if (p[i].revents == 0) continue;
+            char bytes[4096];
+            const ssize_t n = recv(ends[i], bytes, sizeof bytes, 0);
+            open = n > 0 && send(ends[1 - i], bytes, static_cast<std::size_t>(n), MSG_NOSIGNAL) == n;
+        }
+        if (!open) break;
+    }
+    for (int fd : ends)
+        if (fd >= 0) close(fd);
+}
+
+std::string MethodAdapter::setup_deadline_option(int ms) const {
+    const std::string value = std::to_string(ms);
+    if (scheme == "tcp") return "tcp_setup_timeout_ms=" + value;
+    if (scheme == "shm") return "shm_connect_timeout_ms=" + value;
+    if (scheme == "verbs") return "verbs_connect_timeout_ms=" + value;
+    FAIL("no handshake deadline setting for " << scheme);
+    return {};
+}
+
+std::string MethodAdapter::early_peer_option(std::size_t bytes) const {
+    const std::string value = std::to_string(bytes);
+    if (scheme == "tcp") return "tcp_early_peer_bytes=" + value;
+    if (scheme == "shm") return "shm_early_bytes=" + value;
+    if (scheme == "verbs") return "verbs_early_peer_bytes=" + value;
+    FAIL("no early-data setting for " << scheme);
+    return {};
+}
+
+std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
+    [[maybe_unused]] core::Instance& server, [[maybe_unused]] BMI_addr_t any) const {
+#if BMI_METHOD_VERBS
+    if (scheme == "verbs") {
+        method::verbs::Stats stats;
+        REQUIRE(server.get_info(any, method::verbs::get_stats_option, &stats) == 0);
+        return stats.early_bytes;
+    }
+#endif
+    return std::nullopt;
+}
+
+std::string MethodAdapter::per_source_option(int handshakes) const {
+    const std::string value = std::to_string(handshakes);
+    if (scheme == "tcp") return "tcp_pending_per_source=" + value;
+    if (scheme == "verbs") return "verbs_pending_per_source=" + value;
+    return {};
+}
+
+int MethodAdapter::idle_connection(const std::string& listen_address) const {
+#if BMI_METHOD_SHM
+    if (scheme == "shm") {
+        const std::string path = abstract_socket_name(listen_address.substr(6));
+        sockaddr_un at{};
+        at.sun_family = AF_UNIX;
+        std::memcpy(at.sun_path, path.data(), path.size());
+        const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+        if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&at), length) == 0) return fd;
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+#endif
+    // One at a time, each given a second to connect, so that no SYN is dropped and retried
+    // later.
+    auto parts = support::split_scheme(listen_address);
+    auto hp = parts ? support::parse_host_port(parts->rest) : std::nullopt;
+    if (!hp) return -1;
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(hp->port);
+    if (inet_pton(AF_INET, hp->host.c_str(), &at.sin_addr) != 1) return -1;
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 && errno == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        poll(&p, 1, 1000);
+    }
+    return fd;
+}
+
+std::unique_ptr<RawAttacker> MethodAdapter::attack(const std::string& listen_address) const {
+#if BMI_METHOD_TCP
+    if (scheme == "tcp") return std::make_unique<TcpAttacker>(listen_address);
+#endif
+#if BMI_METHOD_SHM
+    if (scheme == "shm") return std::make_unique<ShmAttacker>(listen_address);
+#endif
+#if BMI_METHOD_VERBS
+    if (scheme == "verbs") return std::make_unique<VerbsAttacker>(listen_address);
+#endif
+    FAIL("no raw attacker for " << scheme << " (" << listen_address << ")");
+    return nullptr;
+}
+
+const MethodAdapter& adapter_for(const std::string& scheme) {
+    for (const auto& a : adapters)
+        if (a.scheme == scheme) return a;
+    FAIL("no peer-rule adapter for method " << scheme << ": add one to attacker.cpp");
+    return adapters[0];
+}
+
+}  // namespace bmi::test

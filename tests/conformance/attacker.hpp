@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What the shared peer rules (peer_rules_test.cpp) need to know of each method: the setting
+// that bounds a handshake, and a raw connection that speaks the method's hello the way an
+// attacker would. A new method adds one adapter here and inherits every rule's test.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "bmi/core/instance.hpp"
+
+namespace bmi::test {
+
+// One connection to a listening instance, made and spoken by hand.
+class RawAttacker {
+public:
+    virtual ~RawAttacker() = default;
+    // True if the connection was made (and, for methods that need one, the device opened).
+    virtual bool connected() const = 0;
+    // Sends a keyed initiator's first flight (a hello with a fresh nonce offering a proof,
+    // announcing `announced` as its listen address) and waits up to deadline_ms for the
+    // acceptor's answer; true once answered. The proof the answer asks for is never sent.
+    virtual bool send_keyed_hello(int deadline_ms, const std::string& announced = "") = 0;
+    // True once the listener closed the connection (end of file or reset) within
+    // deadline_ms; whatever the listener sent meanwhile is read and dropped.
+    virtual bool closed_within(int deadline_ms) = 0;
+};
+
+// Listens on 127.0.0.1 and pipes the bytes of the first connection it takes, both ways, to a
+// connection of its own to `target` (a listen address): an attacker without the key who
+// carries a handshake between two sockets. Everything stops and closes with the object.
+class Relay {
+public:
+    Relay(const std::string& scheme, const std::string& target);
+    ~Relay();
+    Relay(const Relay&) = delete;
+    Relay& operator=(const Relay&) = delete;
+    // The address a victim looks up to dial the relay.
+    const std::string& address() const { return address_; }
+
+private:
+    void run();
+
+    std::string target_;
+    std::string address_;
+    int listener_ = -1;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+struct MethodAdapter {
+    std::string scheme;
+    // The option string that sets the listener's handshake deadline to `ms` milliseconds.
+    std::string setup_deadline_option(int ms) const;
+    // The option string that bounds the early data the listener keeps for one peer.
+    std::string early_peer_option(std::size_t bytes) const;
+    // The early data `server` holds now, where the method reports it through the instance
+    // (verbs' statistics); nullopt where only its own tests can see it.
+    std::optional<std::uint64_t> early_bytes_held(core::Instance& server, BMI_addr_t any) const;
+    // A keyless initiator's eager send completes once it is in the peer's ring, before the
+    // refusal (shm, doc/security.md); elsewhere a refused handshake fails the send.
+    bool refused_send_may_complete = false;
+    // Its addresses name hosts a resolver looks up (shm's name a local socket instead).
+    bool resolves_host_names = true;
+    // The option string that bounds the unfinished handshakes one source address may hold;
+    // empty for a method without that bound.
+    std::string per_source_option(int handshakes) const;
+    // Its handshake is bytes on a stream socket, so a Relay can carry it (shm's passes
+    // descriptors, which only a process of the same user can, and the kernel names it).
+    bool handshake_is_bytes = true;
+    // A handshake that reflects the instance's own nonce back to it is refused with its
+    // reason (-BMI_EACCES at the sender). Empty: it is; else how not (a known gap).
+    std::string reflection_reason_gap;
+    // Out of descriptors, the listener closes an idle unfinished connection to take a new
+    // client in. Empty: it does; else why not (a known gap of issue 37, printed as a skip).
+    std::string sheds_idle_gap;
+    // A connection to listen_address that says nothing, made without waiting on a full
+    // backlog: its descriptor, or -1.
+    int idle_connection(const std::string& listen_address) const;
+    // A raw connection to the instance listening at listen_address (its listen_addresses()).
+    std::unique_ptr<RawAttacker> attack(const std::string& listen_address) const;
+};
+
+// The adapter of a compiled method; fails the current test for an unknown scheme.
+const MethodAdapter& adapter_for(const std::string& scheme);
+
+}  // namespace bmi::test

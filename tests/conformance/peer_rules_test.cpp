@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The rules every method applies to a peer it does not trust yet (issue 37), written once and
+// run for every compiled method through its adapter (attacker.hpp): verbs in the soft-RoCE
+// guest. Each rule's bound and setting per method are rows of doc/RELIABILITY.md. This file:
+// keys, the setup deadline, an announced name, a handshake carried across two connections;
+// peer_rules_resources_test.cpp: early data and descriptors; peer_rules_resolver_test.cpp.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "../unit/key_files.hpp"
+#include "attacker.hpp"
+#include "both_paths.hpp"
+#include "harness.hpp"
+#include "key_test_steps.hpp"
+#include "peer_rules.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+using Clock = std::chrono::steady_clock;
+
+// Keys. Right key (or none on either side): as usual; wrong or one-sided: refused.
+
+TEST_CASE("peer rules: instances with the same key, or with none, talk as usual",
+          "[rules][keys]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    const bool keyed = GENERATE(true, false);
+    INFO("method " << scheme << (keyed ? ", both with one key" : ", no key on either side"));
+    KeyFiles files;
+    Pair pair = make_peers(scheme, keyed ? key_option(files.key("k", 1)) : std::string());
+    both_paths_work(pair);
+}
+
+TEST_CASE("peer rules: a wrong key, or a key on one side only, is refused with -BMI_EACCES",
+          "[rules][keys]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    // Which key file each side names, 0 for none: wrong key, server only, client only.
+    const auto [server_key, client_key] =
+        GENERATE(table<std::uint8_t, std::uint8_t>({{1, 2}, {1, 0}, {0, 1}}));
+    INFO("method " << scheme << ", server key " << int(server_key) << ", client key "
+                   << int(client_key));
+    const MethodAdapter& adapter = adapter_for(scheme);
+    KeyFiles files;
+    auto options = [&](std::uint8_t which) {
+        if (which == 0) return std::string();
+        return key_option(files.key("k" + std::to_string(which), which));
+    };
+    Pair pair = make_peers(scheme, options(server_key), options(client_key));
+    {
+        Pump pump(*pair.server.instance);
+        for (int attempt = 0; attempt < 2; ++attempt) {  // a second try is refused again
+            const int error = send_first(pair, 30000);
+            if (client_key != 0 || !adapter.refused_send_may_complete)
+                CHECK(error == -BMI_EACCES);
+        }
+    }
+    // Nothing of the refused peer reached the application.
+    CHECK(server_sees_nothing(pair, 300));
+}
+
+// Setup deadline. An accepted connection that does not finish its handshake, keyless
+// and silent or keyed without its proof, is closed at the deadline; clients are served after.
+
+TEST_CASE("peer rules: a handshake not finished by the setup deadline is closed then",
+          "[rules][deadline]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    const bool keyed = GENERATE(false, true);
+    INFO("method " << scheme << (keyed ? ", keyed hello and no proof" : ", silent connection"));
+    const MethodAdapter& adapter = adapter_for(scheme);
+    constexpr int deadline_ms = 400;
+    KeyFiles files;
+    const std::string options = joined(adapter.setup_deadline_option(deadline_ms),
+                                       keyed ? key_option(files.key("k", 1)) : std::string());
+    Pair pair = make_peers(scheme, options);
+    {
+        Pump pump(*pair.server.instance);
+        auto attacker = adapter.attack(pair.server.instance->listen_addresses());
+        REQUIRE(attacker->connected());
+        const auto start = Clock::now();
+        if (keyed) REQUIRE(attacker->send_keyed_hello(5000));
+        CHECK(attacker->closed_within(deadline_ms + 3000));
+        CHECK(Clock::now() - start >= std::chrono::milliseconds(deadline_ms * 3 / 4));
+        // A client through its handshake is not on that clock.
+        CHECK(send_first(pair, 10000) == 0);
+    }
+}
+
+// An announced name without proof. A connection that announces another server's
+// address and never proves the key routes nothing: what the server sends to that address
+// reaches the real holder.
+
+TEST_CASE("peer rules: an announced name without proof does not take its holder's traffic",
+          "[rules][announced]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    KeyFiles files;
+    const std::string key = key_option(files.key("k", 1));
+    Pair pair = make_peers(scheme, key);
+    Side holder = listening(scheme, key);  // another keyed server, whose address is claimed
+    const std::string holder_address = holder.instance->listen_addresses();
+    // It stays connected, waiting for the proof it never sends, while the server sends.
+    auto attacker = adapter.attack(pair.server.instance->listen_addresses());
+    REQUIRE(attacker->connected());
+    {
+        Pump server_pump(*pair.server.instance);
+        REQUIRE(attacker->send_keyed_hello(5000, holder_address));
+    }
+    BMI_addr_t to_holder = 0;
+    REQUIRE(pair.server.instance->addr_lookup(holder_address, to_holder) == 0);
+    const char text[] = "for the holder";
+    auto request = send_request(pair.server, to_holder, text, sizeof text, 3);
+    request.kind = method::OpKind::send_unexpected;
+    {
+        Pump holder_pump(*holder.instance);
+        CHECK(post_and_wait(pair.server, request, 10000).error == 0);
+    }
+    const auto got = wait_unexpected(holder, 5000);
+    CHECK(std::string(static_cast<const char*>(got.buffer)) == text);
+    holder.instance->unexpected_free(got.buffer);
+}
+
+// A handshake reflected across two connections. A keyless attacker takes the
+// connection a key holder dials and carries its bytes to a key holder's listener, the same
+// instance's or another's: the proofs bind the endpoint each side dialled or accepted on, so
+// the handshake is refused and nothing is delivered.
+
+TEST_CASE("peer rules: a handshake carried across two connections, back to its instance or to "
+          "another key holder, is refused", "[rules][reflection]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    const bool to_itself = GENERATE(true, false);
+    INFO("method " << scheme << (to_itself ? ", back to the instance" : ", to another holder"));
+    const MethodAdapter& adapter = adapter_for(scheme);
+    if (!adapter.handshake_is_bytes) {
+        WARN("method " << scheme << ": its handshake passes descriptors, no relay can carry it");
+        return;
+    }
+    KeyFiles files;
+    const std::string key = key_option(files.key("k", 1));
+    Pair pair = make_peers(scheme, key);
+    Side holder = listening(scheme, key);
+    Side& victim = pair.server;
+    Side& target = to_itself ? victim : holder;
+    Relay relay(scheme, target.instance->listen_addresses());
+    {
+        Pump holder_pump(*holder.instance);
+        Pump victim_pump(*victim.instance);
+        BMI_addr_t to_relay = 0;
+        REQUIRE(victim.instance->addr_lookup(relay.address(), to_relay) == 0);
+        const char secret[] = "for a proven peer only";
+        auto request = send_request(victim, to_relay, secret, sizeof secret, 3);
+        request.kind = method::OpKind::send_unexpected;
+        const int error = post_and_wait(victim, request, 30000).error;
+        if (to_itself && !adapter.reflection_reason_gap.empty()) {
+            WARN("known gap, " << scheme << ": " << adapter.reflection_reason_gap);
+            CHECK(error != 0);
+        } else {
+            CHECK(error == -BMI_EACCES);
+        }
+    }
+    for (Side* side : {&victim, &holder}) {
+        core::UnexpectedMessage got[1];
+        int outcount = 0;
+        REQUIRE(side->instance->testunexpected(300, outcount, got) == 0);
+        CHECK(outcount == 0);
+    }
+}
+
