@@ -28,8 +28,10 @@ bool print_planes(std::ostream& out, std::string_view options) {
     settings.load(options);
     const std::string path = settings.text(support::SettingId::inventory);
     const auto discovered = support::planes::discover_planes();
-    out << "Planes (doc/planes.md)" << (support::planes::discovers_verbs() ? "" : "; RDMA ports not "
-                                        "listed: built without libibverbs") << ":\n";
+    std::string no_rdma;
+    out << "Planes (doc/planes.md)"
+        << (support::planes::discovers_verbs(&no_rdma) ? "" : "; RDMA ports not listed: " + no_rdma)
+        << ":\n";
     support::planes::Inventory inventory;
     bool ok = true;
     if (!path.empty()) {

@@ -11,6 +11,7 @@
 #include "methods/verbs/verbs_method_impl.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
+#include "support/optional_library/ibverbs.hpp"
 
 namespace bmi::method::verbs {
 
@@ -53,9 +54,9 @@ void VerbsMethod::drain_async_events() {
     // The fd is nonblocking: the loop ends with EAGAIN. Each event is acknowledged at once,
     // before anything can destroy a QP (ibv_destroy_qp waits for the acks of its events); the
     // handler only compares the element pointer with ours and never follows it.
-    while (ibv_get_async_event(device_->context, &event) == 0) {
+    while (support::ibv().get_async_event(device_->context, &event) == 0) {
         const ibv_async_event copy = event;
-        ibv_ack_async_event(&event);
+        support::ibv().ack_async_event(&event);
         on_async_event(copy);
         if (device_failed_ != 0) return;
     }
@@ -68,7 +69,7 @@ Connection* VerbsMethod::connection_of(const ibv_qp* qp) {
 
 void VerbsMethod::on_async_event(const ibv_async_event& event) {
     const ibv_event_type type = event.event_type;
-    const char* what = ibv_event_type_str(type);
+    const char* what = support::ibv().event_type_str(type);
     if (is_qp_event(type)) {
         Connection* c = connection_of(event.element.qp);
         if (c == nullptr) {

@@ -20,6 +20,7 @@
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
+#include "support/optional_library/ibverbs.hpp"
 
 namespace bmi::method::verbs {
 
@@ -144,7 +145,7 @@ int VerbsMethod::create_qp(Connection& c) {
     ia.qp_type = IBV_QPT_RC;
     ia.cap.max_send_wr = sq_depth;
     ia.cap.max_send_sge = static_cast<std::uint32_t>(std::max(device_->max_send_sge, device_->max_read_sge));
-    c.qp = ibv_create_qp(device_->pd, &ia);
+    c.qp = support::ibv().create_qp(device_->pd, &ia);
     if (c.qp == nullptr) return -BMI_ENOMEM;
     c.sq_depth = sq_depth;
     c.sq_free = sq_depth;
@@ -157,7 +158,7 @@ int VerbsMethod::create_qp(Connection& c) {
     a.pkey_index = 0;
     a.port_num = device_->port;
     a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
-    if (ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+    if (support::ibv().modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                                     IBV_QP_ACCESS_FLAGS) != 0)
         return -BMI_EIO;
     return 0;
@@ -183,9 +184,10 @@ int VerbsMethod::connect_qp(Connection& c, const Hello& remote) {
         a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(device_->gid_index);
         a.ah_attr.grh.hop_limit = 64;
     }
-    if (ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                    IBV_QP_MIN_RNR_TIMER) != 0)
+    if (support::ibv().modify_qp(c.qp, &a,
+                                 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                                     IBV_QP_MIN_RNR_TIMER) != 0)
         return -BMI_EPROTO;
     ibv_qp_attr s{};
     s.qp_state = IBV_QPS_RTS;
@@ -194,7 +196,7 @@ int VerbsMethod::connect_qp(Connection& c, const Hello& remote) {
     s.rnr_retry = 7;   // infinite: an SRQ that is briefly empty only delays
     s.sq_psn = c.psn;
     s.max_rd_atomic = static_cast<std::uint8_t>(device_->max_rd_atomic);
-    if (ibv_modify_qp(c.qp, &s, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+    if (support::ibv().modify_qp(c.qp, &s, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
         return -BMI_EPROTO;
     c.send_credits = static_cast<int>(remote.credits);

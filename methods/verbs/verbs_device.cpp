@@ -14,6 +14,7 @@
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
+#include "support/optional_library/ibverbs.hpp"
 
 namespace bmi::method::verbs {
 
@@ -48,49 +49,55 @@ int load_choice(const support::Settings& settings, DeviceChoice& out) {
 }
 
 bool any_device(std::string* reason) {
+    std::string why;
+    if (support::load_ibverbs(&why) == nullptr) {
+        if (reason) *reason = "no libibverbs (" + why + ")";
+        return false;
+    }
     int count = 0;
-    ibv_device** list = ibv_get_device_list(&count);
+    ibv_device** list = support::ibv().get_device_list(&count);
     if (list == nullptr) {
         if (reason)
             *reason = std::string("no RDMA device (ibv_get_device_list: ") + std::strerror(errno) +
                       ")";
         return false;
     }
-    ibv_free_device_list(list);
+    support::ibv().free_device_list(list);
     if (count == 0 && reason) *reason = "no RDMA device (ibv_get_device_list found none)";
     return count > 0;
 }
 
 Device::~Device() {
-    if (srq) ibv_destroy_srq(srq);
+    if (srq) support::ibv().destroy_srq(srq);
     for (BufferPool* pool : {&recv_pool, &send_pool})
         for (auto& c : pool->chunks) {
-            if (c.mr) ibv_dereg_mr(c.mr);
+            if (c.mr) support::ibv().dereg_mr(c.mr);
             if (c.memory) munmap(c.memory, std::size_t{BufferPool::chunk} * buffer_size);
         }
-    if (cq) ibv_destroy_cq(cq);
-    if (channel) ibv_destroy_comp_channel(channel);
-    if (pd) ibv_dealloc_pd(pd);
-    if (context) ibv_close_device(context);
+    if (cq) support::ibv().destroy_cq(cq);
+    if (channel) support::ibv().destroy_comp_channel(channel);
+    if (pd) support::ibv().dealloc_pd(pd);
+    if (context) support::ibv().close_device(context);
 }
 
 int Device::open(const DeviceChoice& c) {
     choice = c;
     int count = 0;
-    ibv_device** list = ibv_get_device_list(&count);
+    ibv_device** list = support::ibv().get_device_list(&count);
     if (list == nullptr || count == 0) {
-        if (list) ibv_free_device_list(list);
+        if (list) support::ibv().free_device_list(list);
         return -BMI_ENODEV;
     }
     int rc = -BMI_ENODEV;
     for (int i = 0; i < count && rc < 0; ++i) {
-        if (!choice.device.empty() && choice.device != ibv_get_device_name(list[i])) continue;
+        if (!choice.device.empty() && choice.device != support::ibv().get_device_name(list[i]))
+            continue;
         rc = open_port(list[i]);
     }
-    ibv_free_device_list(list);
+    support::ibv().free_device_list(list);
     if (rc < 0) return rc;
 
-    channel = ibv_create_comp_channel(context);
+    channel = support::ibv().create_comp_channel(context);
     if (channel == nullptr) return -BMI_ENODEV;
     // Nonblocking, so progress() can drain events without ever sleeping in the library.
     fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK);
@@ -98,17 +105,17 @@ int Device::open(const DeviceChoice& c) {
     // Every work request that can complete at once: the SRQ, plus the send queue of every
     // connection. Sized once: resizing a CQ under traffic is where providers differ most.
     ibv_device_attr da{};
-    ibv_query_device(context, &da);
+    support::ibv().query_device(context, &da);
     const int fixed = choice.srq_cap + choice.send_buffers;
     max_connections = std::min(choice.max_connections, (da.max_cqe - fixed) / sq_depth);
     if (max_connections < 1) return -BMI_ENOMEM;
     cq_size = fixed + max_connections * sq_depth;
-    cq = ibv_create_cq(context, cq_size, nullptr, channel, 0);
+    cq = support::ibv().create_cq(context, cq_size, nullptr, channel, 0);
     if (cq == nullptr) return -BMI_ENOMEM;
     ibv_srq_init_attr sa{};
     sa.attr.max_wr = static_cast<std::uint32_t>(choice.srq_cap);
     sa.attr.max_sge = 1;
-    srq = ibv_create_srq(pd, &sa);
+    srq = support::ibv().create_srq(pd, &sa);
     if (srq == nullptr) return -BMI_ENOMEM;
     recv_pool.limit = static_cast<std::uint32_t>(choice.srq_cap);
     send_pool.limit = static_cast<std::uint32_t>(choice.send_buffers);
@@ -121,20 +128,20 @@ int Device::open(const DeviceChoice& c) {
 }
 
 int Device::open_port(ibv_device* dev) {
-    ibv_context* ctx = ibv_open_device(dev);
+    ibv_context* ctx = support::ibv().open_device(dev);
     if (ctx == nullptr) return -BMI_ENODEV;
     ibv_device_attr da{};
-    if (ibv_query_device(ctx, &da) != 0) {
-        ibv_close_device(ctx);
+    if (support::ibv().query_device(ctx, &da) != 0) {
+        support::ibv().close_device(ctx);
         return -BMI_ENODEV;
     }
     for (int p = 1; p <= da.phys_port_cnt; ++p) {
         if (choice.port != 0 && choice.port != p) continue;
         ibv_port_attr pa{};
-        if (ibv_query_port(ctx, static_cast<std::uint8_t>(p), &pa) != 0) continue;
+        if (support::query_port(ctx, static_cast<std::uint8_t>(p), &pa) != 0) continue;
         if (pa.state != IBV_PORT_ACTIVE) continue;
         context = ctx;
-        name = ibv_get_device_name(dev);
+        name = support::ibv().get_device_name(dev);
         port = static_cast<std::uint8_t>(p);
         lid = pa.lid;
         mtu = pa.active_mtu;  // the path MTU may not exceed what the port runs at
@@ -144,13 +151,13 @@ int Device::open_port(ibv_device* dev) {
         max_read_sge = std::min(da.max_sge_rd > 0 ? da.max_sge_rd : da.max_sge, 16);
         max_rd_atomic = std::max(1, std::min(da.max_qp_init_rd_atom, 16));
         max_dest_rd_atomic = std::max(1, std::min(da.max_qp_rd_atom, 16));
-        pd = ibv_alloc_pd(ctx);
+        pd = support::ibv().alloc_pd(ctx);
         if (pd == nullptr) return -BMI_ENOMEM;
         choice.srq_cap = std::min(choice.srq_cap, da.max_srq_wr > 0 ? da.max_srq_wr : 1);
         choose_gid_index(pa.gid_tbl_len);
         return 0;
     }
-    ibv_close_device(ctx);
+    support::ibv().close_device(ctx);
     return -BMI_ENODEV;
 }
 
@@ -163,13 +170,14 @@ void Device::choose_gid_index(int table_length) {
     } else if (ethernet) {
         for (int i = 0; i < std::min(table_length, 64); ++i) {
             ibv_gid g{};
-            if (ibv_query_gid(context, port, i, &g) == 0 && ipv4_mapped(g)) {
+            if (support::ibv().query_gid(context, port, i, &g) == 0 && ipv4_mapped(g)) {
                 gid_index = i;
                 break;
             }
         }
     }
-    if (ibv_query_gid(context, port, gid_index, &gid) != 0) std::memset(&gid, 0, sizeof gid);
+    if (support::ibv().query_gid(context, port, gid_index, &gid) != 0)
+        std::memset(&gid, 0, sizeof gid);
 }
 
 bool Device::grow_pool(BufferPool& pool, std::uint32_t count, bool free_list) {
@@ -179,8 +187,7 @@ bool Device::grow_pool(BufferPool& pool, std::uint32_t count, bool free_list) {
         void* memory =
             mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (memory == MAP_FAILED) return false;
-        // An int: the ibv_reg_mr macro combines it with a flag of another enum type.
-        ibv_mr* mr = ibv_reg_mr(pd, memory, bytes, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
+        ibv_mr* mr = support::ibv().reg_mr(pd, memory, bytes, IBV_ACCESS_LOCAL_WRITE);
         if (mr == nullptr) {
             munmap(memory, bytes);
             return false;

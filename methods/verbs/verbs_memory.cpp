@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "support/error/error_map.hpp"
+#include "support/optional_library/ibverbs.hpp"
 
 namespace bmi::method::verbs {
 
@@ -15,12 +16,12 @@ namespace bmi::method::verbs {
 RegCache::~RegCache() {
     // Regions the application never freed: the method is going away, so is the memory.
     for (auto& [start, region] : regions_) {
-        if (region->mr) ibv_dereg_mr(region->mr);
+        if (region->mr) support::ibv().dereg_mr(region->mr);
         std::free(reinterpret_cast<void*>(start));
         delete region;
     }
     for (auto& [region, data] : pending_free_) {
-        ibv_dereg_mr(region->mr);
+        support::ibv().dereg_mr(region->mr);
         std::free(data);
         delete region;
     }
@@ -46,8 +47,8 @@ int RegCache::acquire(void* data, std::size_t size, Use use, Handle& out) {
     ++misses_;
     // Send buffers may live in read-only memory, which refuses LOCAL_WRITE.
     const int access = use == Use::local_write ? IBV_ACCESS_LOCAL_WRITE : IBV_ACCESS_REMOTE_READ;
-    ibv_mr* mr = ibv_reg_mr(pd_, size > 0 ? data : static_cast<void*>(&out), size > 0 ? size : 1,
-                            access);
+    ibv_mr* mr = support::ibv().reg_mr(pd_, size > 0 ? data : static_cast<void*>(&out),
+                                       size > 0 ? size : 1, access);
     if (mr == nullptr) return support::bmi_error_from_errno(errno != 0 ? errno : ENOMEM);
     // Inside a region, BMI_memfree must not hand the pages back while a peer can still READ
     // them through this registration: the region counts it as a user.
@@ -57,11 +58,11 @@ int RegCache::acquire(void* data, std::size_t size, Use use, Handle& out) {
 }
 
 void RegCache::release(Handle& handle) {
-    if (handle.owned && handle.mr != nullptr) ibv_dereg_mr(handle.mr);
+    if (handle.owned && handle.mr != nullptr) support::ibv().dereg_mr(handle.mr);
     if (handle.region != nullptr) {
         auto* r = static_cast<Region*>(handle.region);
         if (--r->users == 0 && r->freed) {
-            ibv_dereg_mr(r->mr);
+            support::ibv().dereg_mr(r->mr);
             destroy(nullptr, r);
         }
     }
@@ -74,8 +75,7 @@ void* RegCache::allocate(std::size_t size) {
     if (posix_memalign(&data, 4096, size > 0 ? size : 1) != 0) return nullptr;
     auto* r = new Region{};
     r->size = size > 0 ? size : 1;
-    // An int: the ibv_reg_mr macro combines it with a flag of another enum type.
-    r->mr = ibv_reg_mr(pd_, data, r->size, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
+    r->mr = support::ibv().reg_mr(pd_, data, r->size, IBV_ACCESS_LOCAL_WRITE);
     if (r->mr == nullptr) {
         std::free(data);
         delete r;
@@ -97,7 +97,7 @@ bool RegCache::free(void* data) {
         pending_free_[r] = data;
         return true;
     }
-    ibv_dereg_mr(r->mr);
+    support::ibv().dereg_mr(r->mr);
     std::free(data);
     delete r;
     return true;

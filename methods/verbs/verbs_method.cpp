@@ -22,6 +22,7 @@
 #include "support/logging/log.hpp"
 #include "support/planes/qos.hpp"
 #include "support/method_address/method_address.hpp"
+#include "support/optional_library/ibverbs.hpp"
 
 namespace bmi::method::verbs {
 
@@ -70,6 +71,14 @@ int resolve(const std::string& host, std::uint16_t port, sockaddr_storage& out, 
 bool device_available(std::string* reason) { return any_device(reason); }
 
 int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
+    // libibverbs is opened here, by the first verbs instance, so a process that never asks for
+    // verbs never maps it (doc/architecture.md, "What is loaded when").
+    std::string why;
+    if (support::load_ibverbs(&why) == nullptr) {
+        BMI_WARN("bmi_verbs: needs %s, which cannot be loaded (%s)", support::ibverbs_file,
+                 why.c_str());
+        return -BMI_ENOSYS;
+    }
     auto method = std::make_unique<VerbsMethod>(config, sink);
     if (int rc = method->start(config); rc < 0) return rc;
     out = std::move(method);
@@ -104,7 +113,7 @@ VerbsMethod::~VerbsMethod() {
     for (auto& [id, c] : connections_) {
         c->sends.clear();
         if (c->fd >= 0) close(c->fd);
-        if (c->qp) ibv_destroy_qp(c->qp);
+        if (c->qp) support::ibv().destroy_qp(c->qp);
     }
     for (auto& [raw, peer] : peers_) {
         peer->posted.clear();

@@ -12,6 +12,7 @@
 #include "support/epoll/wake_fd.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
+#include "support/optional_library/ibverbs.hpp"
 
 namespace bmi::method::verbs {
 
@@ -91,8 +92,8 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
         ibv_cq* cq = nullptr;
         void* context = nullptr;
         unsigned count = 0;
-        while (ibv_get_cq_event(device_->channel, &cq, &context) == 0) ++count;
-        if (count > 0) ibv_ack_cq_events(device_->cq, count);
+        while (support::ibv().get_cq_event(device_->channel, &cq, &context) == 0) ++count;
+        if (count > 0) support::ibv().ack_cq_events(device_->cq, count);
         ibv_req_notify_cq(device_->cq, 0);
     }
     poll_cq();
@@ -160,7 +161,7 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
     const std::uint64_t low = wc.wr_id & ((std::uint64_t{1} << kind_shift) - 1);
     if (wc.status != IBV_WC_SUCCESS && c != nullptr && c->state != Connection::State::failed)
         BMI_LOG(verbs, "verbs: connection %llu: %s", static_cast<unsigned long long>(c->id),
-                ibv_wc_status_str(wc.status));
+                support::ibv().wc_status_str(wc.status));
     if ((wc.opcode & IBV_WC_RECV) != 0 && kind == 0) {
         // SRQ buffers are not tied to a QP: an error here is rare (local length error).
         const auto buffer = static_cast<std::uint32_t>(low);
@@ -233,7 +234,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
     if (c.qp != nullptr) {
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_ERR;
-        ibv_modify_qp(c.qp, &a, IBV_QP_STATE);
+        support::ibv().modify_qp(c.qp, &a, IBV_QP_STATE);
     }
     if (c.fd >= 0) {
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
@@ -301,7 +302,7 @@ void VerbsMethod::reap() {
         if (c.qp != nullptr) {
             by_qpn_.erase(c.qp->qp_num);
             by_qp_.erase(c.qp);
-            ibv_destroy_qp(c.qp);
+            support::ibv().destroy_qp(c.qp);
         }
         if (c.peer && c.peer->connection == &c) c.peer->connection = nullptr;
         inbound_setups_.erase(&c);

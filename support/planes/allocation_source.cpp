@@ -92,6 +92,9 @@ int read_pmix(const std::string& setting, const std::string& list, InstanceAlloc
             BMI_LOG(control, "%s=%s: %s; starting with the normal configuration instead",
                     setting.c_str(), list.c_str(), note.c_str());
             return 0;
+        case PmixStatus::unloadable:
+            BMI_WARN("%s=%s: %s", setting.c_str(), list.c_str(), note.c_str());
+            return -BMI_ENOSYS;
         case PmixStatus::malformed:
             break;
     }

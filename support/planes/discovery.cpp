@@ -12,7 +12,7 @@
 #include "support/planes/cidr.hpp"
 #include "support/planes_config.hpp"
 #if BMI_PLANES_VERBS
-#include <infiniband/verbs.h>
+#include "support/optional_library/ibverbs.hpp"
 #endif
 
 namespace bmi::support::planes {
@@ -47,29 +47,37 @@ void discover_ip(std::vector<Plane>& planes) {
 
 #if BMI_PLANES_VERBS
 void discover_verbs(std::vector<Plane>& planes) {
+    if (load_ibverbs(nullptr) == nullptr) return;
     int count = 0;
-    ibv_device** devices = ibv_get_device_list(&count);
+    ibv_device** devices = ibv().get_device_list(&count);
     if (devices == nullptr) return;
     for (int i = 0; i < count; ++i) {
-        const std::string name = ibv_get_device_name(devices[i]);
-        ibv_context* ctx = ibv_open_device(devices[i]);
+        const std::string name = ibv().get_device_name(devices[i]);
+        ibv_context* ctx = ibv().open_device(devices[i]);
         if (ctx == nullptr) continue;
         ibv_device_attr attr{};
-        if (ibv_query_device(ctx, &attr) == 0) {
+        if (ibv().query_device(ctx, &attr) == 0) {
             for (unsigned port = 1; port <= attr.phys_port_cnt; ++port) {
                 const std::string id = name + ":" + std::to_string(port);
                 add_once(planes, {PlaneType::verbs, id, "", "rdma device " + name + " port " +
                                                                 std::to_string(port)});
             }
         }
-        ibv_close_device(ctx);
+        ibv().close_device(ctx);
     }
-    ibv_free_device_list(devices);
+    ibv().free_device_list(devices);
 }
 #endif
 }  // namespace
 
-bool discovers_verbs() { return BMI_PLANES_VERBS != 0; }
+bool discovers_verbs(std::string* why) {
+#if BMI_PLANES_VERBS
+    return load_ibverbs(why) != nullptr;
+#else
+    if (why != nullptr) *why = "built without libibverbs";
+    return false;
+#endif
+}
 
 std::vector<Plane> discover_planes() {
     std::vector<Plane> planes;

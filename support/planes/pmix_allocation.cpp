@@ -15,11 +15,45 @@
 #include <cstring>
 #include <string_view>
 
+#include "support/optional_library/optional_library.hpp"
 #include "support/planes/pmix_value.hpp"
 
 namespace bmi::support::planes {
 
 namespace {
+// libpmix is opened by the first read that finds a launcher (doc/architecture.md, "What is
+// loaded when"); the macros of pmix.h that call into the library are spelled out against this
+// table below.
+struct Pmix {
+    decltype(&::PMIx_Init) init;
+    decltype(&::PMIx_Finalize) finalize;
+    decltype(&::PMIx_Get) get;
+    decltype(&::PMIx_Error_string) error_string;
+    decltype(&::PMIx_Data_type_string) data_type_string;
+    decltype(&::PMIx_Info_load) info_load;
+    decltype(&::PMIx_Value_destruct) value_destruct;
+};
+Pmix pmix;
+
+// nullptr when libpmix cannot be loaded; `why` then names it and the reason. Once per process.
+const Pmix* load_pmix(std::string& why) {
+    static OptionalLibrary library({"libpmix.so.2", std::string(BMI_PMIX_LIBDIR) + "/libpmix.so.2"});
+    static const bool loaded = [] {
+        if (!library.open()) return false;
+        SymbolFiller take(library);
+        take(pmix.init, "PMIx_Init");
+        take(pmix.finalize, "PMIx_Finalize");
+        take(pmix.get, "PMIx_Get");
+        take(pmix.error_string, "PMIx_Error_string");
+        take(pmix.data_type_string, "PMIx_Data_type_string");
+        take(pmix.info_load, "PMIx_Info_load");
+        take(pmix.value_destruct, "PMIx_Value_destruct");
+        return take.complete();
+    }();
+    if (!loaded) why = library.error();
+    return loaded ? &pmix : nullptr;
+}
+
 // PMIx_Init without a launcher still succeeds in part: it sets up a singleton, answers
 // UNREACH, and must be finalized. A launcher announces itself in the environment, so that is
 // checked first and a process that was not launched by one never touches PMIx.
@@ -38,9 +72,9 @@ struct OptionalGet {
     OptionalGet() {
         PMIX_INFO_CONSTRUCT(&info);
         bool yes = true;
-        PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+        (void)pmix.info_load(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
     }
-    ~OptionalGet() { PMIX_INFO_DESTRUCT(&info); }
+    ~OptionalGet() { pmix.value_destruct(&info.value); }
     OptionalGet(const OptionalGet&) = delete;
     OptionalGet& operator=(const OptionalGet&) = delete;
 };
@@ -49,13 +83,15 @@ struct OptionalGet {
 struct GotValue {
     pmix_value_t* value = nullptr;
     ~GotValue() {
-        if (value != nullptr) PMIX_VALUE_RELEASE(value);
+        if (value == nullptr) return;
+        pmix.value_destruct(value);
+        std::free(value);
     }
 };
 
 pmix_status_t get(const pmix_proc_t& proc, const char* key, GotValue& out) {
     const OptionalGet optional;
-    return PMIx_Get(&proc, key, &optional.info, 1, &out.value);
+    return pmix.get(&proc, key, &optional.info, 1, &out.value);
 }
 
 PmixScalar scalar_of(const pmix_value_t& v) {
@@ -92,7 +128,7 @@ PmixScalar scalar_of(const pmix_value_t& v) {
             const auto* b = reinterpret_cast<const std::uint8_t*>(v.data.bo.bytes);
             return b == nullptr ? PmixBytes{} : PmixBytes(b, b + v.data.bo.size);
         }
-        default: return PmixOtherType{PMIx_Data_type_string(v.type)};
+        default: return PmixOtherType{pmix.data_type_string(v.type)};
     }
 }
 
@@ -105,7 +141,7 @@ PmixValue value_of(const pmix_value_t& v) {
         return out;
     }
     if (a->type != PMIX_INFO) {
-        out.scalar = PmixOtherType{std::string("data array of ") + PMIx_Data_type_string(a->type)};
+        out.scalar = PmixOtherType{std::string("data array of ") + pmix.data_type_string(a->type)};
         return out;
     }
     out.array.emplace();
@@ -140,7 +176,7 @@ PmixStatus read_initialized(const pmix_proc_t& me, std::span<const std::string> 
         const pmix_status_t rc = get(job, id.c_str(), got);
         if (rc != PMIX_SUCCESS || got.value == nullptr) {
             note = "PMIx " + nspace + ": " + id + " not in the job information (" +
-                   PMIx_Error_string(rc) + "); asked for " + id_list(ids);
+                   pmix.error_string(rc) + "); asked for " + id_list(ids);
             return PmixStatus::absent;
         }
         values.push_back(value_of(*got.value));
@@ -173,10 +209,10 @@ const ProcessSession& process_session() {
     static const ProcessSession session = [] {
         ProcessSession s;
         PMIX_PROC_CONSTRUCT(&s.me);
-        s.rc = PMIx_Init(&s.me, nullptr, 0);
+        s.rc = pmix.init(&s.me, nullptr, 0);
         // UNREACH still leaves an initialised singleton behind, which must be finalized too.
         if (s.rc == PMIX_SUCCESS || s.rc == PMIX_ERR_UNREACH)
-            std::atexit([] { PMIx_Finalize(nullptr, 0); });
+            std::atexit([] { pmix.finalize(nullptr, 0); });
         return s;
     }();
     return session;
@@ -190,9 +226,16 @@ PmixStatus read_pmix_allocations(std::span<const std::string> ids, PmixAllocatio
                id_list(ids);
         return PmixStatus::unavailable;
     }
+    std::string why;
+    if (load_pmix(why) == nullptr) {
+        note = "a PMIx launcher is in the environment (PMIX_NAMESPACE=" +
+               std::string(std::getenv("PMIX_NAMESPACE")) + ") but libpmix cannot be loaded (" +
+               why + "); not reading " + id_list(ids);
+        return PmixStatus::unloadable;
+    }
     const ProcessSession& session = process_session();
     if (session.rc != PMIX_SUCCESS) {
-        note = std::string("PMIx_Init failed (") + PMIx_Error_string(session.rc) + ") although " +
+        note = std::string("PMIx_Init failed (") + pmix.error_string(session.rc) + ") although " +
                "PMIX_NAMESPACE=" + std::getenv("PMIX_NAMESPACE") + "; not reading " + id_list(ids);
         return PmixStatus::unavailable;
     }

@@ -18,6 +18,7 @@ enum class PmixStatus {
     unavailable,  // no PMIx here: built without it, no launcher in the environment, or PMIx_Init failed
     absent,       // a launcher answered, but does not hold (one of) the ids (e.g. Debian's mpirun)
     malformed,    // an id was found but its value is not a valid allocation: an error, not a fallback
+    unloadable,   // a launcher is in the environment but libpmix does not load: an error too
 };
 
 struct PmixAllocations {

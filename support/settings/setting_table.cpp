@@ -41,7 +41,7 @@ constexpr SettingSpec rows[] = {
     {I::allocation_id, "allocation_id", "BMI_ALLOCATION_ID", T::text, "", "", 0, 0, "",
      "allocation ids to read from PMIx job information, separated by '+' (doc/planes.md); "
      "without a PMIx launcher or the ids the instance starts as if none were given, and logs "
-     "it; empty = none"},
+     "it; a launcher without a loadable libpmix is an error; empty = none"},
 
     {I::tcp_spin_us, "tcp_spin_us", "BMI_TCP_SPIN_US", T::count, "50", "us", 0, 10'000, "",
      "how long a test call polls the sockets before it sleeps; 0 = sleep at once"},

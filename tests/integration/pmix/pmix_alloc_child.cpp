@@ -44,6 +44,7 @@ const char* status_name(PmixStatus s) {
         case PmixStatus::unavailable: return "unavailable";
         case PmixStatus::absent: return "absent";
         case PmixStatus::malformed: return "malformed";
+        case PmixStatus::unloadable: return "unloadable";
     }
     return "?";
 }
