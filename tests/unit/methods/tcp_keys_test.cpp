@@ -141,15 +141,25 @@ TEST_CASE("tcp: a wrong key, or a key on one side only, is refused with -BMI_EAC
     const std::string key1 = key_option(files.key("k1", 1));
     const std::string key2 = key_option(files.key("k2", 2));
     std::string server_options, client_options;
+    int first_error = -BMI_EACCES;
     SECTION("wrong key") {
         server_options = key1;
         client_options = key2;
     }
-    SECTION("key on the server only") { server_options = key1; }
+    SECTION("key on the server only") {
+        server_options = key1;
+        // A keyless client's first message leaves with its upgrade offer, before the server
+        // can say that it wants a key: written, completed, and dropped unread.
+        first_error = 0;
+    }
     SECTION("key on the client only") { client_options = key1; }
     Pair p("tcp://127.0.0.1:0", 0, server_options, client_options);
     REQUIRE(p.create_status == 0);
-    // Every attempt fails the same clear way, and the server's application sees nothing.
+    // Every later attempt fails the same clear way, and the server's application sees nothing.
+    CHECK(send_hello(p) == first_error);
+    if (first_error == 0)  // the server's answer comes after the message left
+        REQUIRE(drive({p.server.get(), p.client.get()},
+                      [&] { return tcp_of(*p.client).refusals().refused() > 0; }));
     CHECK(send_hello(p) == -BMI_EACCES);
     CHECK(send_hello(p) == -BMI_EACCES);
     p.run([] { return false; }, 0.2);
