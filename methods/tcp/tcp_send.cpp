@@ -120,6 +120,7 @@ bool TcpMethod::next_frame(Connection& c) {
                 start_hello(c);
                 return next_frame(c);
             }
+            if (!c.held_for_answer) restart_stall_clock(c);  // the answer is owed from now
             c.held_for_answer = true;
             return false;
         }

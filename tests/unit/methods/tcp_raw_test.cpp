@@ -278,6 +278,33 @@ TEST_CASE("a client whose first send needs v2 opens with HELLO, and falls back w
     close(second);
 }
 
+TEST_CASE("a send that needs v2 waits for the offer's answer at most the stall timeout",
+          "[tcp][raw][legacy]") {
+    Config config;
+    REQUIRE(config.settings.load("tcp_stall_timeout_ms=300") == 0);
+    ClientOfRaw raw(config);
+    char hi[] = "hi";
+    auto s1 = make_op(OpKind::send, raw.peer, 1, hi, 2);
+    REQUIRE(post(*raw.client, *s1) == 0);
+    // An OrangeFS server with nothing to say: it reads the offer and never answers.
+    int fd = raw_accept(raw.listener, *raw.client);
+    REQUIRE(fd >= 0);
+    Header h = read_header(fd, false, *raw.client);
+    CHECK(offers_upgrade(h));
+    REQUIRE(drive({raw.client.get()}, [&] { return s1->completed; }));
+    char text[] = "classed";
+    auto s2 = make_op(OpKind::send_unexpected, raw.peer, 2, text, sizeof text);
+    s2->msg_class = 3;
+    post(*raw.client, *s2);
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE(drive({raw.client.get()}, [&] { return s2->completed; }, 5.0));
+    CHECK(s2->error == -BMI_ETIMEDOUT);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    CHECK(waited >= std::chrono::milliseconds(250));
+    CHECK(waited < std::chrono::seconds(3));
+    close(fd);
+}
+
 TEST_CASE("a receive over 16 MiB posted before the offer is declined fails with it",
           "[tcp][raw][legacy]") {
     ClientOfRaw raw;
