@@ -213,16 +213,56 @@ void TcpMethod::finish_connect(Connection& c) {
         c.peer->legacy = true;
         c.state = ConnState::established;
         c.framing = legacy_framing_;
+    } else if (!key_ && legacy_framing_ == Framing::orangefs && !c.peer->wants_key) {
+        // OrangeFS frames at once, with the offer in each tag: an OrangeFS server takes them
+        // as they are, and a libbmi one answers HELLO_ACK (doc/methods/tcp.md, "Handshake").
+        c.state = ConnState::established;
+        c.framing = Framing::orangefs;
+        c.offering = true;
     } else {
-        // Only HELLO goes out until the acceptor shows whether it speaks v2.
-        c.state = ConnState::await_ack;
-        OutFrame hello;
-        hello.body = encode_hello(hello_to_send(c), false);
-        c.control_queue.push_back(std::move(hello));
+        // A keyed client proves the key before anything else; the standalone framing has no
+        // room for the offer.
+        start_hello(c);
     }
     BMI_LOG(tcp, "tcp: connected to %s (%s)", describe(c.remote).c_str(),
-            c.state == ConnState::established ? "legacy" : "hello sent");
+            c.offering ? "offering v2" : c.state == ConnState::established ? "legacy"
+                                                                          : "hello sent");
     flush(c);
+}
+
+std::size_t TcpMethod::handshakes_open() const {
+    std::size_t n = 0;
+    for (const auto& [id, c] : connections_)
+        n += !c->closed && (c->offering || c->await_hello || c->state != ConnState::established);
+    return n;
+}
+
+void TcpMethod::start_hello(Connection& c) {
+    // Only HELLO goes out until the acceptor shows whether it speaks v2.
+    c.offering = false;
+    c.state = ConnState::await_ack;
+    OutFrame hello;
+    hello.body = encode_hello(hello_to_send(c), false);
+    c.control_queue.push_back(std::move(hello));
+}
+
+void TcpMethod::offer_declined(Connection& c) {
+    c.offering = false;
+    c.held_for_answer = false;
+    c.peer->legacy = true;
+    BMI_LOG(tcp, "tcp: %s answered in OrangeFS framing; speaking legacy to it",
+            describe(c.remote).c_str());
+    refuse_large_recvs(*c.peer);
+}
+
+void TcpMethod::accept_offer(Connection& c) {
+    c.await_hello = true;
+    c.framing = Framing::v2;
+    OutFrame ack;
+    ack.body = encode_hello(Hello{our_features, own_address(c)}, true);
+    c.control_queue.push_back(std::move(ack));
+    BMI_LOG(tcp, "tcp: connection %llu offers v2; answered HELLO_ACK",
+            static_cast<unsigned long long>(c.id));
 }
 
 void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool legacy,
@@ -306,12 +346,16 @@ void TcpMethod::fall_back_to_legacy(Connection& c) {
         fail_posted_recvs(*peer, error);
         return;
     }
+    refuse_large_recvs(*peer);
+}
+
+void TcpMethod::refuse_large_recvs(TcpPeer& peer) {
     // Receives posted before we knew: refused now, as post() refuses them for a legacy peer.
     std::vector<Operation*> too_large;
-    for (Operation& op : peer->posted_recvs)
+    for (Operation& op : peer.posted_recvs)
         if (op.total_size > legacy_message_limit) too_large.push_back(&op);
     for (Operation* op : too_large) {
-        peer->posted_recvs.erase(*op);
+        peer.posted_recvs.erase(*op);
         finish(*op, -BMI_EINVAL);
     }
 }

@@ -88,6 +88,18 @@ struct Connection {
     Framing framing = Framing::orangefs;
     bool closed = false;
     ConnState state = ConnState::connecting;
+    // Outbound, keyless: our OrangeFS frames carry the upgrade offer (offer_tag) until the
+    // acceptor's first frame answers it, HELLO_ACK (then v2) or an OrangeFS frame (legacy).
+    bool offering = false;
+    // A frame with the offer is out (or taken for writing): only the answer decides now.
+    bool offer_made = false;
+    // A send only v2 carries whole (TcpMethod::needs_v2) waits at the head of small_queue for
+    // that answer,
+    // on the stall clock: an OrangeFS server that has nothing to say never answers.
+    bool held_for_answer = false;
+    // Accepted: we answered the client's offer with HELLO_ACK and write v2 frames; its
+    // OrangeFS frames may still arrive until its HELLO.
+    bool await_hello = false;
     std::shared_ptr<TcpPeer> peer;  // null until the first frame of an accepted socket
     SocketAddress remote;
     std::uint32_t events = 0;  // interest currently registered with epoll
@@ -182,6 +194,8 @@ struct Connection {
         if (state == ConnState::await_first) return Dialect::first_inbound;
         if (state == ConnState::await_ack) return Dialect::await_ack;
         if (state == ConnState::await_proof) return Dialect::await_proof;
+        if (offering) return Dialect::offering;
+        if (await_hello) return Dialect::await_hello;
         if (framing == Framing::v2) return Dialect::v2;
         return framing == Framing::standalone ? Dialect::standalone : Dialect::legacy;
     }
@@ -198,7 +212,7 @@ struct Connection {
     }
     bool partial() const {
         if (closed || paused()) return false;
-        if (setting_up()) return true;
+        if (setting_up() || held_for_answer) return true;
         if (keyed && state != ConnState::established && state != ConnState::connecting)
             return true;
         if (phase == ReadPhase::header) return head_have > 0 || !incoming.empty();
@@ -227,7 +241,8 @@ struct Connection {
     // Output that makes a write of its own; a GRANT waiting in grants_given only rides along.
     bool has_output() const {
         return !out.empty() || !control_queue.empty() ||
-               (state == ConnState::established && (!small_queue.empty() || !data_queue.empty()));
+               (state == ConnState::established &&
+                ((!small_queue.empty() && !held_for_answer) || !data_queue.empty()));
     }
 };
 

@@ -33,15 +33,8 @@ Hello TcpMethod::hello_to_send(Connection& c) {
 
 bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     if (!key_) return false;
-    OutFrame reply;
     if ((hello.features & feature_key_proof) == 0) {
-        // A libbmi peer without a key: say why before closing, so that it fails its sends
-        // with -BMI_EACCES instead of taking us for an OrangeFS server.
-        reply.body = encode_hello(Hello{our_features | feature_key_required, own_address(c)},
-                                  true, c.header.magic);
-        c.control_queue.push_back(std::move(reply));
-        flush(c);
-        refuse(c, "it offers no key proof (a libbmi peer without the key)");
+        say_key_required(c, c.header.magic);
         return true;
     }
     if ((hello.features & feature_key_binding) == 0) {
@@ -58,6 +51,7 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     c.exchange.acceptor_endpoint = kit::acceptor_endpoint(c.fd, Role::acceptor);
     c.exchange.initiator_stated = hello.address;
     c.exchange.acceptor_stated = hello_address(own_address(c));
+    OutFrame reply;
     Hello ack{our_features | feature_key_proof | feature_key_binding, own_address(c)};
     ack.nonce = c.exchange.acceptor_nonce;
     ack.proof = support::keys::prove(*key_, Role::acceptor, transcript(c));
@@ -68,9 +62,21 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     return true;
 }
 
+void TcpMethod::say_key_required(Connection& c, std::uint32_t magic) {
+    // Said before closing, so that a libbmi peer without a key fails its operations with
+    // -BMI_EACCES instead of taking us for an OrangeFS server.
+    OutFrame reply;
+    reply.body =
+        encode_hello(Hello{our_features | feature_key_required, own_address(c)}, true, magic);
+    c.control_queue.push_back(std::move(reply));
+    flush(c);
+    refuse(c, "it offers no key proof (a libbmi peer without the key)");
+}
+
 bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
     if (!key_) {
         if ((ack.features & feature_key_required) == 0) return true;
+        c.peer->wants_key = true;
         refuse(c, "it admits only peers with its security key, and we have none");
         return false;
     }

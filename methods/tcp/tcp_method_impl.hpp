@@ -117,6 +117,9 @@ public:
     bmi_size_t grant_bytes_held() const { return grants_.total(); }
     // Handshakes refused for the security key, and how many of them the log left out.
     const support::keys::RefusalLog& refusals() const { return refusals_; }
+    // Open connections whose framing is not settled: an offer unanswered, or HELLO_ACK or the
+    // client's HELLO still to come.
+    std::size_t handshakes_open() const;
 
 private:
     struct Listener {
@@ -191,9 +194,21 @@ private:
     void connection_broken(Connection& c, int error);
     void fail_connection(Connection& c, int error, bool peer_dead);
     void fall_back_to_legacy(Connection& c);
+    // Outbound: HELLO goes first and sends wait for HELLO_ACK (a keyed or standalone-framing
+    // client, or a first send that only v2 can carry).
+    void start_hello(Connection& c);
+    // The acceptor's first frame answered our offer without HELLO_ACK: legacy for good.
+    void offer_declined(Connection& c);
+    // Accepted: the first frame carries the offer; answer HELLO_ACK and write v2 from now on.
+    void accept_offer(Connection& c);
+    // Receives over 16 MiB posted for a peer just found legacy fail as post() fails them.
+    void refuse_large_recvs(TcpPeer& peer);
     // tcp_key_handshake.cpp: the security-key handshake (doc/security.md)
     Hello hello_to_send(Connection& c);
     bool on_keyed_hello(Connection& c, const Hello& hello);
+    // A keyed acceptor tells a keyless libbmi client why it closes (HELLO_ACK with
+    // feature_key_required under magic), so its operations fail with -BMI_EACCES.
+    void say_key_required(Connection& c, std::uint32_t magic);
     bool on_keyed_ack(Connection& c, const Hello& ack);
     void on_hello_proof(Connection& c);
     support::keys::Transcript transcript(const Connection& c) const;
@@ -220,7 +235,7 @@ private:
                                  bmi_size_t size, std::uint8_t msg_class) {
         Header h;
         h.magic = magic_of(c.framing);
-        h.tag = wire_tag(tag);
+        h.tag = c.offering ? offer_tag(tag) : wire_tag(tag);
         h.size = static_cast<std::uint64_t>(size);
         if (kind == OpKind::send_unexpected) {
             h.mode = Mode::unexpected;
@@ -230,6 +245,10 @@ private:
             h.mode = Mode::eager;
         }
         return h;
+    }
+    // What OrangeFS framing cannot carry whole: over 16 MiB, or an unexpected message's class.
+    static bool needs_v2(const Operation& op) {
+        return op.kind == OpKind::send ? op.total_size > legacy_message_limit : op.msg_class != 0;
     }
     void frame_written(Connection& c);
     // A v2 control frame (CTS, NAK, GRANT) on c's control queue; size is a GRANT's room.

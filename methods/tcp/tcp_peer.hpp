@@ -34,6 +34,9 @@ public:
     std::size_t plane = 0;  // the allocated plane target lies on (TcpMethod::planes_), if any
     // The peer did not answer HELLO (an OrangeFS process), or spoke legacy to us first.
     bool legacy = false;
+    // It answered our keyless offer that it admits only key holders: later connections to it
+    // open with HELLO, so their sends fail with -BMI_EACCES instead of being written unread.
+    bool wants_key = false;
 
     Connection* send_connection = nullptr;  // one connection carries all our sends
     std::vector<Connection*> connections;

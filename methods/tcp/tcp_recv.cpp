@@ -236,14 +236,22 @@ void TcpMethod::on_header(Connection& c) {
     // A first frame other than HELLO comes from a legacy client (OrangeFS's or the standalone
     // library's, by its magic), whatever our own dialect: that framing for good.
     if (c.state == ConnState::await_first && h.mode != Mode::hello) {
+        const bool offer = framing == Framing::orangefs && offers_upgrade(h);
         if (key_) {
-            refuse(c, "its first frame is not HELLO (a legacy OrangeFS peer cannot prove the key)");
+            if (offer)
+                say_key_required(c, hello_magic);
+            else
+                refuse(c, "its first frame is not HELLO (a legacy OrangeFS peer cannot prove "
+                          "the key)");
             return;
         }
         c.state = ConnState::established;
         c.framing = framing;
-        bind_peer(c, "", true);
+        bind_peer(c, "", !offer);
+        if (offer) accept_offer(c);
     }
+    // The acceptor's first frame answers our offer: anything but HELLO_ACK declines it.
+    if (c.offering && h.mode != Mode::hello_ack) offer_declined(c);
     if (h.mode == Mode::eager && h.cookie != 0 && !claim_grant(c)) return;
     if (!admit_early(c)) return;
     dispatch_frame(c);
@@ -332,8 +340,25 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
     c.framing = Framing::v2;
     c.state = ConnState::established;
     if (ack) {
-        BMI_LOG(tcp, "tcp: %s answered HELLO; using v2 frames%s", describe(c.remote).c_str(),
-                key_ ? ", key proven" : "");
+        BMI_LOG(tcp, "tcp: %s answered %s; using v2 frames%s", describe(c.remote).c_str(),
+                c.offering ? "our offer" : "HELLO", key_ ? ", key proven" : "");
+        if (c.offering) {
+            // Our HELLO ends our OrangeFS frames: the acceptor reads v2 after it. Frames
+            // already taken for writing are encoded and go before it.
+            c.offering = false;
+            c.held_for_answer = false;
+            OutFrame reply;
+            reply.body = encode_hello(hello_to_send(c), false);
+            c.control_queue.push_back(std::move(reply));
+        }
+    } else if (c.await_hello) {
+        // The client we answered is through: its frames are v2 from here on. Its announced
+        // address routes nothing (SPEC §6), as for any keyless HELLO.
+        c.await_hello = false;
+        c.peer->announced = hello->address;
+        BMI_LOG(tcp, "tcp: connection %llu upgraded to v2%s%s",
+                static_cast<unsigned long long>(c.id),
+                hello->address.empty() ? "" : ", announcing ", hello->address.c_str());
     } else {
         bind_peer(c, hello->address, false);
         OutFrame reply;

@@ -112,6 +112,18 @@ bool TcpMethod::next_frame(Connection& c) {
     if (c.state != ConnState::established) return false;
     while (!c.small_queue.empty()) {
         Operation& op = c.small_queue.front();
+        if (c.offering && needs_v2(op)) {
+            // Only v2 carries it whole. Before any offer went out, ask with HELLO as toward an
+            // unknown acceptor; after one, the acceptor's answer is on its way (or never
+            // comes from an OrangeFS server: the stall clock bounds the wait).
+            if (!c.offer_made) {
+                start_hello(c);
+                return next_frame(c);
+            }
+            if (!c.held_for_answer) restart_stall_clock(c);  // the answer is owed from now
+            c.held_for_answer = true;
+            return false;
+        }
         c.small_queue.pop_front();
         if (frame_for_small(c, op)) return true;
     }
@@ -165,6 +177,7 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
         }
     }
     f.head_length = encode_header(h, c.framing, f.head.data());
+    c.offer_made = c.offer_made || c.offering;
     place(op, Place::send_writing);
     c.out.push_back(std::move(f));
     return true;

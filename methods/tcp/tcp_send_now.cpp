@@ -57,6 +57,7 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     const Header h = message_header(*c, kind, tag, size, 0);
     std::array<std::uint8_t, max_header_size> head;
     const std::size_t head_length = encode_header(h, c->framing, head.data());
+    c->offer_made = c->offer_made || c->offering;
     iovec iov[iov_batch + 1];
     int n = 0;
     std::array<std::uint8_t, max_header_size + coalesce_limit> whole;

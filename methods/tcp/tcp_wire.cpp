@@ -47,7 +47,7 @@ bool magic_allowed(const Header& h, Dialect d) {
             return h.magic == wire_magic || h.magic == standalone_magic;
         case Dialect::standalone:
             return h.magic == standalone_magic;
-        default:
+        default:  // legacy, offering, await_hello, v2
             return h.magic == wire_magic;
     }
 }
@@ -64,6 +64,10 @@ bool mode_allowed(Mode m, Dialect d) {
         case Dialect::legacy:
         case Dialect::standalone:
             return m == Mode::unexpected || m == Mode::eager || m == Mode::rendezvous;
+        case Dialect::offering:
+        case Dialect::await_hello:
+            return m == Mode::unexpected || m == Mode::eager || m == Mode::rendezvous ||
+                   m == (d == Dialect::offering ? Mode::hello_ack : Mode::hello);
         case Dialect::v2:
             return m == Mode::unexpected || m == Mode::eager || m == Mode::rts ||
                    m == Mode::cts || m == Mode::nak || m == Mode::data || m == Mode::grant;

@@ -25,6 +25,11 @@ inline constexpr std::uint32_t standalone_magic = 51912;
 // a failed receive behind. Under this magic it drops the connection before creating anything,
 // and the client falls back to legacy framing.
 inline constexpr std::uint32_t hello_magic = 0x48494D42;
+// A keyless libbmi client sends OrangeFS frames from the first byte, with this value in the
+// upper half of the 64-bit tag field: an offer to upgrade. OrangeFS keeps only the low 32 bits
+// of the field, and writes the upper half as a sign extension (0 or 0xFFFFFFFF), which this is
+// neither of; a libbmi acceptor that sees it on the first frame answers HELLO_ACK.
+inline constexpr std::uint32_t upgrade_offer_mark = 0x32494D42;  // "BMI2" on the wire
 
 // Frame modes. The first three are all a legacy peer knows; the rest exist only after HELLO_ACK
 // (or, for HELLO itself, as the one frame a libbmi client risks sending to an unknown acceptor).
@@ -131,6 +136,9 @@ enum class Dialect : std::uint8_t {
     legacy,         // OrangeFS framing for the rest of the connection: only magic 51903
     standalone,     // standalone framing for the rest of the connection: only magic 51912
     v2,             // libbmi framing after the handshake
+    offering,       // we send marked OrangeFS frames: the acceptor's first frame is HELLO_ACK
+                    // (a libbmi acceptor) or an OrangeFS frame (anyone else)
+    await_hello,    // we answered an offer with HELLO_ACK: OrangeFS frames until its HELLO
 };
 
 std::size_t header_size(Framing f);
@@ -150,6 +158,11 @@ inline bmi_msg_tag_t tag_of(const Header& h) {
 inline std::uint64_t wire_tag(bmi_msg_tag_t tag) {
     return static_cast<std::uint64_t>(static_cast<std::int64_t>(tag));
 }
+// The tag field of a frame that carries the upgrade offer.
+inline std::uint64_t offer_tag(bmi_msg_tag_t tag) {
+    return std::uint64_t{upgrade_offer_mark} << 32 | static_cast<std::uint32_t>(tag);
+}
+inline bool offers_upgrade(const Header& h) { return h.tag >> 32 == upgrade_offer_mark; }
 
 // Writes h in little-endian order with layout f; returns header_size(f). The magic is h's.
 std::size_t encode_header(const Header& h, Framing f, std::uint8_t* out);
@@ -157,7 +170,8 @@ std::size_t encode_header(const Header& h, Framing f, std::uint8_t* out);
 Header decode_header(const std::uint8_t* in, Framing f);
 // 0 if h may arrive in dialect d, else -BMI_EPROTO. Checks magic, mode and every size bound so
 // that nothing is ever allocated from an unchecked header. HELLO and HELLO_ACK need hello_magic;
-// a first inbound HELLO may also come under wire_magic, from a libbmi client older than it. A
+// a first inbound HELLO may also come under wire_magic, from a libbmi client older than it.
+// The offering and await_hello dialects take OrangeFS frames, and HELLO_ACK or HELLO. A
 // first inbound legacy frame may carry either legacy magic; afterwards only its own is legal.
 // v2_eager: the connection's EAGER bound (v2_eager_limit_for the peer's features).
 int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit,

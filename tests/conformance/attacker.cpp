@@ -103,7 +103,7 @@ private:
 #endif
 
 const std::array adapters{
-    MethodAdapter{"tcp", false, true, true, "", ""},
+    MethodAdapter{"tcp", true, true, true, "", ""},
     MethodAdapter{"shm", true, false, false, "",
                   "out of descriptors shm refuses the newcomer (-BMI_EMFILE) and keeps its idle "
                   "connections; it has no per-source admission"},

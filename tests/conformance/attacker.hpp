@@ -62,8 +62,9 @@ struct MethodAdapter {
     // The early data `server` holds now, where the method reports it through the instance
     // (verbs' statistics); nullopt where only its own tests can see it.
     std::optional<std::uint64_t> early_bytes_held(core::Instance& server, BMI_addr_t any) const;
-    // A keyless initiator's eager send completes once it is in the peer's ring, before the
-    // refusal (shm, doc/security.md); elsewhere a refused handshake fails the send.
+    // A keyless initiator's eager send may complete before the refusal: shm's once it is in
+    // the peer's ring, tcp's first one once written with the upgrade offer (doc/security.md;
+    // tcp_keys checks that the sends after it fail); elsewhere a refused handshake fails it.
     bool refused_send_may_complete = false;
     // Its addresses name hosts a resolver looks up (shm's name a local socket instead).
     bool resolves_host_names = true;

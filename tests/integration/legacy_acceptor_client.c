@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A plain libbmi tcp client for legacy_acceptor_test: it sends one unexpected, one eager and one
  * rendezvous-sized message to the address it is given, waits (with a deadline) for all three to
- * complete, prints "SENT" and exits 0. Payload byte i of the message with tag t is
+ * complete and for the acceptor's reply, prints "SENT" and exits 0. Payload byte i of the message with tag t is
  * (i * 7 + t) & 0xff, so the acceptor can check every byte. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -83,6 +83,18 @@ int main(int argc, char **argv)
     for (i = 0; i < 3; i++)
         if (pending[i] && wait_for(ids[i], context, "send") != 0)
             return 1;
+    /* The reply, in OrangeFS framing, tells the client the server does not take its offer. */
+    rc = BMI_post_recv(&ids[0], server, buffers[0], LA_SIZE_REPLY, NULL, BMI_EXT_ALLOC,
+                       LA_TAG_REPLY, NULL, context, NULL);
+    if (rc < 0)
+        return fail("post_recv", rc);
+    if (rc == 0 && wait_for(ids[0], context, "recv") != 0)
+        return 1;
+    for (i = 0; i < LA_SIZE_REPLY; i++)
+        if (buffers[0][i] != (unsigned char)((i * 7 + LA_TAG_REPLY) & 0xff)) {
+            fprintf(stderr, "legacy_acceptor_client: reply byte %d is wrong\n", i);
+            return 1;
+        }
     /* The server is now known to be legacy: OrangeFS's own limit, not libbmi's. */
     rc = BMI_get_info(server, BMI_CHECK_MAXSIZE, &max_size);
     if (rc != 0)

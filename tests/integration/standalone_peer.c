@@ -6,12 +6,13 @@
  *
  *   standalone_peer client tcp://HOST:PORT  sends the messages of standalone_peer.h, reads the
  *                                           two replies, checks every byte, prints "OK".
- *   standalone_peer acceptor                prints "ADDR tcp://127.0.0.1:PORT", closes every
+ *   standalone_peer acceptor [N]            prints "ADDR tcp://127.0.0.1:PORT", closes every
  *                                           connection whose first header has another magic
  *                                           ("REJECTED"), prints "MSG mode tag size class ok"
  *                                           per message of the first good one, answers the
  *                                           third with an eager SP_TAG_REPLY_EAGER, prints
- *                                           "DONE". After two rejections: "GAVE UP", exit 3.
+ *                                           "DONE". After N rejections (default 2): "GAVE
+ *                                           UP", exit 3.
  * Every read and wait is bounded by 10 s. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -200,7 +201,7 @@ static int serve(int fd)
     return 1;
 }
 
-static int run_acceptor(void)
+static int run_acceptor(int give_up)
 {
     struct sockaddr_in sa;
     socklen_t len = sizeof(sa);
@@ -213,7 +214,7 @@ static int run_acceptor(void)
         return 1;
     printf("ADDR tcp://127.0.0.1:%u\n", (unsigned)ntohs(sa.sin_port));
     fflush(stdout);
-    while (rejected < 2) {
+    while (rejected < give_up) {
         struct pollfd p = {listener, POLLIN, 0};
         int fd, rc;
         if (poll(&p, 1, 10000) != 1 || (fd = accept(listener, NULL, NULL)) < 0)
@@ -232,8 +233,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "client") == 0)
         return run_client(argv[2]);
-    if (argc == 2 && strcmp(argv[1], "acceptor") == 0)
-        return run_acceptor();
+    if ((argc == 2 || argc == 3) && strcmp(argv[1], "acceptor") == 0)
+        return run_acceptor(argc == 3 ? atoi(argv[2]) : 2);
     fprintf(stderr, "usage: %s client tcp://HOST:PORT | acceptor\n", argv[0]);
     return 2;
 }

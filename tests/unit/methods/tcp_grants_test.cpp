@@ -290,10 +290,6 @@ TEST_CASE("our sender uses a peer's GRANT, and a peer that grants past the bound
     auto offered = raw_accept_hello(raw, our_features, fd);
     REQUIRE(offered);
     CHECK((offered->features & feature_grants) != 0);
-    Header small = read_header(fd, true, *raw.client);
-    REQUIRE(small.mode == Mode::eager);
-    std::vector<std::uint8_t> sink(10);
-    REQUIRE(raw_read(fd, sink.data(), 10, *raw.client));
 
     SECTION("a message the grant covers goes as one EAGER frame under its cookie") {
         auto grant = v2_frame(Mode::grant, 0, std::uint64_t(mib), 77);

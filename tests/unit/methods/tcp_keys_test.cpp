@@ -118,6 +118,26 @@ struct KeyedPair {
 
 }  // namespace
 
+// The shared rule (conformance, peer rules) lets tcp's first keyless send complete; here the
+// sends after the server's refusal must fail, and the server's application sees nothing.
+TEST_CASE("tcp: a keyless client of a keyed server: its first message is dropped, the rest refused",
+          "[tcp][keys]") {
+    KeyFiles files;
+    Pair p("tcp://127.0.0.1:0", 0, key_option(files.key("k1", 1)), "");
+    REQUIRE(p.create_status == 0);
+    // The first message leaves with the upgrade offer, before the server can say that it
+    // wants a key: written, completed, and dropped unread.
+    CHECK(send_hello(p) == 0);
+    REQUIRE(drive({p.server.get(), p.client.get()},
+                  [&] { return tcp_of(*p.client).refusals().refused() > 0; }));
+    CHECK(send_hello(p) == -BMI_EACCES);
+    CHECK(send_hello(p) == -BMI_EACCES);
+    p.run([] { return false; }, 0.2);
+    CHECK(p.server_sink.unexpected.empty());
+    CHECK(p.server_sink.registered.empty());
+    CHECK(p.server_sink.completions.empty());
+}
+
 TEST_CASE("tcp: with no key on either side nothing changes", "[tcp][keys]") {
     unsetenv("BMI_KEY_FILE");
     Pair p;

@@ -25,6 +25,23 @@ TEST_CASE("tcp listen address reports the real port", "[tcp]") {
     CHECK(p.client->lookup("shm://x:1", bad) == -BMI_EINVAL);
 }
 
+TEST_CASE("a keyless pair ends on v2 framing after the first message", "[tcp]") {
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    // connect() returns once neither side has a handshake open; a client still offering, or
+    // an acceptor still waiting for HELLO, would keep it from returning.
+    REQUIRE(p.connect());
+    CHECK(static_cast<bmi::method::tcp::TcpMethod&>(*p.client).handshakes_open() == 0);
+    // Over 16 MiB: only v2 carries it, and nothing holds it back.
+    const std::size_t size = (std::size_t(16) << 20) + 4096;
+    auto data = pattern(size, 5);
+    std::vector<std::uint8_t> got(size);
+    auto outcome = p.exchange(12, data, got);
+    CHECK(outcome.send_error == 0);
+    CHECK(outcome.recv_error == 0);
+    CHECK(got == data);
+}
+
 TEST_CASE("tcp expected messages", "[tcp]") {
     Pair p;
     REQUIRE(p.create_status == 0);

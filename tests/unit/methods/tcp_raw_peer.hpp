@@ -176,17 +176,34 @@ struct ClientOfRaw {
     ClientOfRaw& operator=(const ClientOfRaw&) = delete;
 };
 
-// Accepts raw's connection (a send of the test's brings it up), reads the client's HELLO and
-// answers HELLO_ACK announcing `features`; returns the HELLO, and the socket in fd.
+// Accepts raw's connection (a send of the test's brings it up) as a libbmi acceptor: answers
+// the upgrade offer on the client's first frame with HELLO_ACK announcing `features`, drops the
+// OrangeFS frames written before the client's HELLO (the first among them the test's send)
+// and reads that HELLO; returns it, and the socket in fd. v2 frames follow on fd.
 inline std::optional<Hello> raw_accept_hello(ClientOfRaw& raw, std::uint64_t features, int& fd) {
     fd = raw_accept(raw.listener, *raw.client);
     REQUIRE(fd >= 0);
-    Header hello = read_header(fd, false, *raw.client);
-    std::vector<std::uint8_t> body(hello.size);
-    REQUIRE(raw_read(fd, body.data(), body.size(), *raw.client));
-    auto ack = encode_hello(Hello{features, ""}, true);
-    REQUIRE(raw_write(fd, ack.data(), ack.size(), *raw.client));
-    return decode_hello_body(body);
+    bool answered = false;
+    while (true) {
+        Header h = read_header(fd, false, *raw.client);
+        std::vector<std::uint8_t> body(h.size);
+        REQUIRE(raw_read(fd, body.data(), body.size(), *raw.client));
+        if (h.magic == hello_magic) {
+            REQUIRE(h.mode == Mode::hello);
+            if (!answered) {  // a first send only v2 carries opens with HELLO
+                auto ack = encode_hello(Hello{features, ""}, true);
+                REQUIRE(raw_write(fd, ack.data(), ack.size(), *raw.client));
+            }
+            return decode_hello_body(body);
+        }
+        REQUIRE(h.magic == wire_magic);
+        if (!answered) {
+            REQUIRE(offers_upgrade(h));
+            auto ack = encode_hello(Hello{features, ""}, true);
+            REQUIRE(raw_write(fd, ack.data(), ack.size(), *raw.client));
+            answered = true;
+        }
+    }
 }
 
 }  // namespace bmi::method::tcp::test

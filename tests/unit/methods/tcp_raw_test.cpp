@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The tcp method against plain POSIX sockets: bad input, legacy (OrangeFS) framing in both
-// directions, the fallback from HELLO to legacy, and the stall timeout.
+// directions, the upgrade offer in OrangeFS frames, the fallback from HELLO to legacy, and the
+// stall timeout.
 #include <catch2/catch.hpp>
 
 #include <poll.h>
@@ -196,20 +197,68 @@ TEST_CASE("legacy client interop", "[tcp][raw][legacy]") {
     close(fd);
 }
 
-TEST_CASE("a client falls back to legacy when the acceptor drops HELLO", "[tcp][raw][legacy]") {
+TEST_CASE("a client sends OrangeFS frames at once, with the offer in the tag's upper half",
+          "[tcp][raw][legacy]") {
     ClientOfRaw raw;
     int listener = raw.listener;
     auto& client = raw.client;
     auto& peer = raw.peer;
     auto small = pattern(100, 6);
     auto large = pattern(100000, 7);
-    auto s1 = make_op(OpKind::send, peer, 3, small.data(), 100);
+    auto s1 = make_op(OpKind::send, peer, -3, small.data(), 100);
     auto s2 = make_op(OpKind::send, peer, 4, large.data(), 100000);
     REQUIRE(post(*client, *s1) == 0);
     REQUIRE(post(*client, *s2) == 0);
 
-    // Behave like OrangeFS: read the header, see a magic other than 51903, close. Under the
-    // legacy magic OrangeFS would have taken HELLO for a message.
+    // Behave like OrangeFS: check the magic, keep the low 32 bits of the tag, ignore the rest.
+    int fd = raw_accept(listener, *client);
+    REQUIRE(fd >= 0);
+    Header h1 = read_header(fd, false, *client);
+    CHECK(h1.magic == wire_magic);
+    CHECK(h1.mode == Mode::eager);
+    CHECK(tag_of(h1) == -3);
+    CHECK(offers_upgrade(h1));
+    std::vector<std::uint8_t> got(100);
+    REQUIRE(raw_read(fd, got.data(), got.size(), *client));
+    CHECK(got == small);
+    Header h2 = read_header(fd, false, *client);
+    CHECK(h2.mode == Mode::rendezvous);
+    CHECK(tag_of(h2) == 4);
+    got.resize(100000);
+    REQUIRE(raw_read(fd, got.data(), got.size(), *client));
+    CHECK(got == large);
+    REQUIRE(drive({client.get()}, [&] { return s1->completed && s2->completed; }));
+    CHECK(s1->error == 0);
+    CHECK(s2->error == 0);
+
+    // An answer in OrangeFS framing declines the offer: later frames carry a plain tag.
+    char in[2];
+    auto r = make_op(OpKind::recv, peer, 9, in, 2);
+    REQUIRE(post(*client, *r) == 0);
+    auto reply = legacy_frame(Mode::eager, 9, {'o', 'k'});
+    REQUIRE(raw_write(fd, reply.data(), reply.size(), *client));
+    REQUIRE(drive({client.get()}, [&] { return r->completed; }));
+    CHECK(r->error == 0);
+    auto s3 = make_op(OpKind::send, peer, -5, small.data(), 10);
+    post(*client, *s3);
+    Header h3 = read_header(fd, false, *client);
+    CHECK(h3.tag == wire_tag(-5));
+    close(fd);
+}
+
+TEST_CASE("a client whose first send needs v2 opens with HELLO, and falls back when it is dropped",
+          "[tcp][raw][legacy]") {
+    ClientOfRaw raw;
+    int listener = raw.listener;
+    auto& client = raw.client;
+    auto& peer = raw.peer;
+    // An unexpected message's class has no room in OrangeFS framing.
+    char text[] = "classed";
+    auto s1 = make_op(OpKind::send_unexpected, peer, 3, text, sizeof text);
+    s1->msg_class = 2;
+    REQUIRE(post(*client, *s1) == 0);
+
+    // Behave like OrangeFS: read the header, see a magic other than 51903, close.
     int first = raw_accept(listener, *client);
     REQUIRE(first >= 0);
     Header hello = read_header(first, false, *client);
@@ -220,23 +269,44 @@ TEST_CASE("a client falls back to legacy when the acceptor drops HELLO", "[tcp][
     int second = raw_accept(listener, *client);
     REQUIRE(second >= 0);
     Header h1 = read_header(second, false, *client);
-    CHECK(h1.mode == Mode::eager);
-    CHECK(tag_of(h1) == 3);
-    std::vector<std::uint8_t> got(100);
+    CHECK(h1.mode == Mode::unexpected);
+    CHECK(h1.tag == wire_tag(3));  // the peer is known legacy: no offer
+    std::vector<std::uint8_t> got(sizeof text);
     REQUIRE(raw_read(second, got.data(), got.size(), *client));
-    CHECK(got == small);
-    Header h2 = read_header(second, false, *client);
-    CHECK(h2.mode == Mode::rendezvous);
-    got.resize(100000);
-    REQUIRE(raw_read(second, got.data(), got.size(), *client));
-    CHECK(got == large);
-    REQUIRE(drive({client.get()}, [&] { return s1->completed && s2->completed; }));
+    REQUIRE(drive({client.get()}, [&] { return s1->completed; }));
     CHECK(s1->error == 0);
-    CHECK(s2->error == 0);
     close(second);
 }
 
-TEST_CASE("a receive over 16 MiB posted before the fallback fails with it", "[tcp][raw][legacy]") {
+TEST_CASE("a send that needs v2 waits for the offer's answer at most the stall timeout",
+          "[tcp][raw][legacy]") {
+    Config config;
+    REQUIRE(config.settings.load("tcp_stall_timeout_ms=300") == 0);
+    ClientOfRaw raw(config);
+    char hi[] = "hi";
+    auto s1 = make_op(OpKind::send, raw.peer, 1, hi, 2);
+    REQUIRE(post(*raw.client, *s1) == 0);
+    // An OrangeFS server with nothing to say: it reads the offer and never answers.
+    int fd = raw_accept(raw.listener, *raw.client);
+    REQUIRE(fd >= 0);
+    Header h = read_header(fd, false, *raw.client);
+    CHECK(offers_upgrade(h));
+    REQUIRE(drive({raw.client.get()}, [&] { return s1->completed; }));
+    char text[] = "classed";
+    auto s2 = make_op(OpKind::send_unexpected, raw.peer, 2, text, sizeof text);
+    s2->msg_class = 3;
+    post(*raw.client, *s2);
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE(drive({raw.client.get()}, [&] { return s2->completed; }, 5.0));
+    CHECK(s2->error == -BMI_ETIMEDOUT);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    CHECK(waited >= std::chrono::milliseconds(250));
+    CHECK(waited < std::chrono::seconds(3));
+    close(fd);
+}
+
+TEST_CASE("a receive over 16 MiB posted before the offer is declined fails with it",
+          "[tcp][raw][legacy]") {
     ClientOfRaw raw;
     int listener = raw.listener;
     auto& client = raw.client;
@@ -250,17 +320,17 @@ TEST_CASE("a receive over 16 MiB posted before the fallback fails with it", "[tc
     char msg[] = "x";
     auto s = make_op(OpKind::send_unexpected, peer, 1, msg, 1);
     post(*client, *s);
-    // An OrangeFS acceptor: reads HELLO, sees a foreign magic, closes.
-    int first = raw_accept(listener, *client);
-    REQUIRE(first >= 0);
-    close(first);
-    int second = raw_accept(listener, *client);
-    REQUIRE(second >= 0);
-    REQUIRE(drive({client.get()}, [&] { return huge->completed; }));
+    // An OrangeFS acceptor: takes the message, answers in its own framing.
+    int fd = raw_accept(listener, *client);
+    REQUIRE(fd >= 0);
+    Header h = read_header(fd, false, *client);
+    REQUIRE(raw_read(fd, small, static_cast<std::size_t>(h.size), *client));
+    auto reply = legacy_frame(Mode::eager, 3, {'o', 'k'});
+    REQUIRE(raw_write(fd, reply.data(), reply.size(), *client));
+    REQUIRE(drive({client.get()}, [&] { return huge->completed && fits->completed; }));
     CHECK(huge->error == -BMI_EINVAL);
-    CHECK_FALSE(fits->completed);
-    client->cancel(*fits);
-    close(second);
+    CHECK(fits->error == 0);
+    close(fd);
 }
 
 TEST_CASE("BMI_TCP_LEGACY=1 never sends HELLO", "[tcp][raw][legacy]") {
@@ -319,13 +389,16 @@ TEST_CASE("large eager frames only between peers that both announce them", "[tcp
     }
     SECTION("our initiator sends rendezvous above 64 KiB to an acceptor without it") {
         ClientOfRaw raw;
-        auto data = pattern(70000, 8);
-        auto s = make_op(OpKind::send, raw.peer, 6, data.data(), 70000);
-        REQUIRE(post(*raw.client, *s) == 0);
+        char hi[] = "hi";
+        auto opener = make_op(OpKind::send, raw.peer, 5, hi, 2);
+        REQUIRE(post(*raw.client, *opener) == 0);
         int fd = -1;
         auto offered = raw_accept_hello(raw, feature_rendezvous, fd);
         REQUIRE(offered);
         CHECK((offered->features & feature_large_eager) != 0);
+        auto data = pattern(70000, 8);
+        auto s = make_op(OpKind::send, raw.peer, 6, data.data(), 70000);
+        REQUIRE(post(*raw.client, *s) == 0);
         Header first = read_header(fd, true, *raw.client);
         CHECK(first.mode == Mode::rts);
         CHECK(first.size == 70000);

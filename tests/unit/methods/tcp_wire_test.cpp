@@ -134,6 +134,42 @@ TEST_CASE("HELLO has a magic of its own; the old form is accepted only as a firs
     CHECK(decode_header(old_ack.data(), Framing::orangefs).magic == wire_magic);
 }
 
+TEST_CASE("the upgrade offer rides in the tag's upper half, which OrangeFS ignores",
+          "[tcp][wire]") {
+    for (bmi_msg_tag_t tag : {0, 1, -1, INT32_MIN, INT32_MAX}) {
+        Header h;
+        h.mode = Mode::eager;
+        h.tag = offer_tag(tag);
+        CHECK(offers_upgrade(h));
+        CHECK(tag_of(h) == tag);  // what OrangeFS decodes too: the low 32 bits
+        h.tag = wire_tag(tag);    // a sign extension is never an offer
+        CHECK_FALSE(offers_upgrade(h));
+    }
+    auto check = [](Mode m, Dialect d, std::uint32_t magic) {
+        Header h;
+        h.magic = magic;
+        h.mode = m;
+        h.size = m == Mode::eager ? 10 : hello_fixed_size;
+        return check_header(h, d, 4096);
+    };
+    // The offering client takes OrangeFS frames and HELLO_ACK; the acceptor that answered,
+    // OrangeFS frames and HELLO. Nothing v2, nothing of the other side's handshake.
+    CHECK(check(Mode::eager, Dialect::offering, wire_magic) == 0);
+    CHECK(check(Mode::hello_ack, Dialect::offering, hello_magic) == 0);
+    CHECK(check(Mode::hello_ack, Dialect::offering, wire_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::hello, Dialect::offering, hello_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::rts, Dialect::offering, wire_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, Dialect::offering, standalone_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::eager, Dialect::await_hello, wire_magic) == 0);
+    CHECK(check(Mode::hello, Dialect::await_hello, hello_magic) == 0);
+    CHECK(check(Mode::hello, Dialect::await_hello, wire_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::hello_ack, Dialect::await_hello, hello_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::data, Dialect::await_hello, wire_magic) == -BMI_EPROTO);
+    // An upgrade frame nobody offered for is out of step.
+    CHECK(check(Mode::hello_ack, Dialect::legacy, hello_magic) == -BMI_EPROTO);
+    CHECK(check(Mode::hello_ack, Dialect::v2, hello_magic) == -BMI_EPROTO);
+}
+
 TEST_CASE("HELLO frames round trip", "[tcp][wire]") {
     Hello hello{feature_rendezvous, "tcp://node7:3334"};
     auto frame = encode_hello(hello, true);
