@@ -324,6 +324,10 @@ struct Descriptor {
     // Optional (may be nullptr): called WITHOUT any lock before lookup; may block (e.g. in
     // getaddrinfo). 0 and out set, or -BMI_E* (then lookup is not called).
     int (*prepare_lookup)(std::string_view address, std::unique_ptr<LookupHint>& out) = nullptr;
+    // Another name and scheme for the same method, e.g. OrangeFS's "bmi_ib" and "ib://" for
+    // verbs: accepted in method lists and addresses, handed to the method as name and scheme.
+    std::string_view alias_name = {};
+    std::string_view alias_scheme = {};
 };
 
 }  // namespace bmi::method
