@@ -315,6 +315,11 @@ public:
 // without a port, or a client, answers -BMI_ENOSYS.
 inline constexpr int info_listen_port = 0x1F01;
 
+// A set_info option of libbmi's own: the sources allowed to connect, a
+// support::keys::TrustedSources (BMI_TRUSTED_CONNECTION). A method that accepts connections
+// refuses the others at accept; one that does not (or cannot tell) answers -BMI_ENOSYS.
+inline constexpr int info_trusted_sources = 0x1F02;
+
 // How the static method table describes a compiled-in method.
 struct Descriptor {
     std::string_view name;    // "bmi_tcp"

@@ -151,6 +151,7 @@ int Instance::activate(int index, const method::Config& config) {
         support::MutexLock lock(slot.lock);
         slot.method = std::move(created);
         slot.native_lists = slot.method->native_lists() && !emulate_lists_;
+        if (trusted_) (void)slot.method->set_info(nullptr, method::info_trusted_sources, &*trusted_);
         rc = wait_point_.add_fd(slot.method->wait_fd());
         if (rc != 0) {
             slot.method.reset();

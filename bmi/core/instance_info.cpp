@@ -226,9 +226,7 @@ int Instance::set_info(BMI_addr_t addr, int option, void* arg) {
     case BMI_DEC_ADDR_REF:
         return change_reference(addr, option);
     case BMI_TRUSTED_CONNECTION:
-        // Its argument is OrangeFS's server configuration, whose layout only OrangeFS knows.
-        BMI_LOG(error, "BMI_TRUSTED_CONNECTION is not supported: use keys (doc/security.md)");
-        return -BMI_ENOSYS;
+        return trust_sources(arg);
     case BMI_FORCEFUL_CANCEL_MODE:
     case BMI_OPTIMISTIC_BUFFER_REG:
         // Accepted and ignored: a cancel closes a connection only when its operation moved
