@@ -315,6 +315,11 @@ public:
 // without a port, or a client, answers -BMI_ENOSYS.
 inline constexpr int info_listen_port = 0x1F01;
 
+// A set_info option of libbmi's own: the sources allowed to connect, a
+// support::keys::TrustedSources (BMI_TRUSTED_CONNECTION). A method that accepts connections
+// refuses the others at accept; one that does not (or cannot tell) answers -BMI_ENOSYS.
+inline constexpr int info_trusted_sources = 0x1F02;
+
 // How the static method table describes a compiled-in method.
 struct Descriptor {
     std::string_view name;    // "bmi_tcp"
@@ -324,6 +329,10 @@ struct Descriptor {
     // Optional (may be nullptr): called WITHOUT any lock before lookup; may block (e.g. in
     // getaddrinfo). 0 and out set, or -BMI_E* (then lookup is not called).
     int (*prepare_lookup)(std::string_view address, std::unique_ptr<LookupHint>& out) = nullptr;
+    // Another name and scheme for the same method, e.g. OrangeFS's "bmi_ib" and "ib://" for
+    // verbs: accepted in method lists and addresses, handed to the method as name and scheme.
+    std::string_view alias_name = {};
+    std::string_view alias_scheme = {};
 };
 
 }  // namespace bmi::method

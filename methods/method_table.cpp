@@ -6,6 +6,7 @@
 #include <array>
 
 #include "methods/method_config.hpp"
+#include "support/method_address/method_address.hpp"
 #if BMI_METHOD_TCP
 #include "methods/tcp/tcp_method.hpp"
 #endif
@@ -40,8 +41,25 @@ std::span<const Descriptor> compiled_methods() {
 
 const Descriptor* find_method(std::string_view name_or_scheme) {
     for (const auto& d : compiled_methods())
-        if (d.name == name_or_scheme || d.scheme == name_or_scheme) return &d;
+        if (d.name == name_or_scheme || d.scheme == name_or_scheme ||
+            (!d.alias_name.empty() && d.alias_name == name_or_scheme) ||
+            (!d.alias_scheme.empty() && d.alias_scheme == name_or_scheme))
+            return &d;
     return nullptr;
+}
+
+std::string_view canonical_scheme(std::string_view scheme) {
+    for (const auto& d : compiled_methods())
+        if (!d.alias_scheme.empty() && d.alias_scheme == scheme) return d.scheme;
+    return scheme;
+}
+
+std::string canonical_address(std::string_view address) {
+    auto parts = support::split_scheme(address);
+    if (!parts) return std::string(address);
+    const std::string_view scheme = canonical_scheme(parts->scheme);
+    if (scheme == parts->scheme) return std::string(address);
+    return std::string(scheme) + "://" + std::string(parts->rest);
 }
 
 }  // namespace bmi::method

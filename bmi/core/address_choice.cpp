@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bmi-types.h"
+#include "methods/method_table.hpp"
 #include "support/method_address/method_address.hpp"
 
 namespace bmi::core {
@@ -15,6 +16,7 @@ namespace bmi::core {
 namespace {
 
 std::size_t rank_of(std::string_view scheme) {
+    scheme = method::canonical_scheme(scheme);  // ib:// ranks as verbs://
     const auto* begin = std::begin(preferred_schemes);
     return static_cast<std::size_t>(std::find(begin, std::end(preferred_schemes), scheme) - begin);
 }

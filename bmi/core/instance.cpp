@@ -70,7 +70,10 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
         MethodSlot* slot = instance->slot_for_scheme(parts->scheme, rc);
         if (slot == nullptr) return rc;
         if (slot->active.load()) return -BMI_EINVAL;  // two listen addresses for one method
-        rc = instance->activate(slot->index, instance->method_config(*slot, listen));
+        // Listening on ib:// answers ib:// for the listen address too (BMI_GET_METH_ADDR).
+        slot->listen_scheme = std::string(parts->scheme);
+        rc = instance->activate(slot->index,
+                                instance->method_config(*slot, method::canonical_address(listen)));
         if (rc != 0) return rc;
     }
     if (int rc = instance->start_allocated_methods(); rc != 0) return rc;
@@ -148,6 +151,7 @@ int Instance::activate(int index, const method::Config& config) {
         support::MutexLock lock(slot.lock);
         slot.method = std::move(created);
         slot.native_lists = slot.method->native_lists() && !emulate_lists_;
+        if (trusted_) (void)slot.method->set_info(nullptr, method::info_trusted_sources, &*trusted_);
         rc = wait_point_.add_fd(slot.method->wait_fd());
         if (rc != 0) {
             slot.method.reset();
@@ -177,7 +181,9 @@ int Instance::activate(int index, const method::Config& config) {
 
 Instance::MethodSlot* Instance::slot_for_scheme(std::string_view scheme, int& error) {
     for (auto& slot : slots_) {
-        if (slot->descriptor->scheme != scheme) continue;
+        if (slot->descriptor->scheme != scheme &&
+            (slot->descriptor->alias_scheme.empty() || slot->descriptor->alias_scheme != scheme))
+            continue;
         if (!slot->allowed) {
             error = -BMI_ENOPROTOOPT;
             return nullptr;

@@ -31,6 +31,7 @@
 #include "bmi/core/wait_point.hpp"
 #include "methods/method.hpp"
 #include "support/id_generator/id_generator.hpp"
+#include "support/keys/trusted_sources.hpp"
 #include "support/op_queue/op_queue.hpp"
 #include "support/sync/mutex.hpp"
 
@@ -126,6 +127,8 @@ public:
     int unexpected_free(void* buffer);
 
     int set_info(BMI_addr_t addr, int option, void* arg);
+    // BMI_TRUSTED_CONNECTION with OrangeFS's server configuration (trusted_connection.cpp).
+    int trust_sources(void* config);
     int get_info(BMI_addr_t addr, int option, void* arg);
     // BMI_UNEXPECTED_QUOTA_USE: bytes used and limit from here, blocked peers from each method.
     int unexpected_quota_use(BMI_unexpected_quota_use& out);
@@ -244,6 +247,9 @@ private:
     bmi_size_t unexpected_peer_share_ = 0;  // what one peer may hold of the quota
     std::vector<std::unique_ptr<MethodSlot>> slots_;
     std::mutex activation_mutex_;  // serializes lazy method creation
+    // BMI_TRUSTED_CONNECTION's sources, handed to every method as it starts; set and read
+    // under activation_mutex_.
+    std::optional<support::keys::TrustedSources> trusted_;
     // The one active method the wait point sleeps on directly (see Method::accept_wake_fd),
     // or -1 while zero or several methods are active.
     std::atomic<int> direct_index_{-1};

@@ -6,6 +6,7 @@
 
 #include "bmi/core/instance.hpp"
 #include "bmi/core/instance_slot.hpp"
+#include "methods/method_table.hpp"
 #include "support/logging/log.hpp"
 #include "support/planes/allocation_source.hpp"
 
@@ -102,7 +103,7 @@ int Instance::start_allocated_methods() {
 bool Instance::scheme_reachable(std::string_view scheme) const {
     if (!allocated_) return true;
     return std::any_of(planes_.begin(), planes_.end(), [&](const auto& plane) {
-        return support::planes::to_string(plane.type) == scheme;
+        return support::planes::to_string(plane.type) == method::canonical_scheme(scheme);
     });
 }
 

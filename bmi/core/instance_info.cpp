@@ -8,6 +8,7 @@
 
 #include "bmi/core/address_choice.hpp"
 #include "bmi/core/instance_slot.hpp"
+#include "methods/method_table.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
 #include "support/method_address/this_node.hpp"
@@ -55,6 +56,9 @@ int Instance::addr_lookup(std::string_view id_string, BMI_addr_t& out) {
         rc = activate(slot->index, method_config(*slot, ""));
         if (rc != 0) return rc;
     }
+    // An alias (ib://) reaches the method under the method's own scheme.
+    const std::string canonical = method::canonical_address(id_string);
+    id_string = canonical;
     // Name resolution may take as long as the resolver likes: do it before taking any lock.
     std::unique_ptr<method::LookupHint> hint;
     if (slot->descriptor->prepare_lookup != nullptr) {
@@ -103,11 +107,13 @@ const char* Instance::peer_string(BMI_addr_t addr,
 
 const char* Instance::rev_lookup(BMI_addr_t addr) {
     {
-        // A list is answered as looked up, as OrangeFS's BMI does: OrangeFS matches the answer
-        // against the Alias lines of its configuration.
+        // A list, or an address under an alias scheme (ib://), is answered as looked up, as
+        // OrangeFS's BMI does: OrangeFS matches the answer against the Alias lines of its
+        // configuration.
         support::MutexLock lock(state_mutex_);
         AddressEntry* entry = addresses_.find(addr);
-        if (entry != nullptr && entry->id_string.find(',') != std::string::npos) {
+        if (entry != nullptr && (entry->id_string.find(',') != std::string::npos ||
+                                 method::canonical_address(entry->id_string) != entry->id_string)) {
             if (entry->rev_string != entry->id_string) entry->rev_string = entry->id_string;
             return entry->rev_string.c_str();
         }
@@ -135,9 +141,11 @@ int Instance::query_addr_range(BMI_addr_t addr, std::string_view id_string, int 
     int index = 0;
     if (!peer_of(addr, peer, index)) return -BMI_EINVAL;
     MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
-    if (slot.descriptor->scheme != parts->scheme) return 0;  // another network entirely
+    if (slot.descriptor->scheme != method::canonical_scheme(parts->scheme))
+        return 0;  // another network entirely
+    const std::string canonical = method::canonical_address(id_string);
     support::MutexLock lock(slot.lock);
-    return slot.method->query_range(*peer, id_string, netmask);
+    return slot.method->query_range(*peer, canonical, netmask);
 }
 
 void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
@@ -218,9 +226,7 @@ int Instance::set_info(BMI_addr_t addr, int option, void* arg) {
     case BMI_DEC_ADDR_REF:
         return change_reference(addr, option);
     case BMI_TRUSTED_CONNECTION:
-        // Its argument is OrangeFS's server configuration, whose layout only OrangeFS knows.
-        BMI_LOG(error, "BMI_TRUSTED_CONNECTION is not supported: use keys (doc/security.md)");
-        return -BMI_ENOSYS;
+        return trust_sources(arg);
     case BMI_FORCEFUL_CANCEL_MODE:
     case BMI_OPTIMISTIC_BUFFER_REG:
         // Accepted and ignored: a cancel closes a connection only when its operation moved
@@ -347,6 +353,8 @@ std::string Instance::listen_addresses() {
         support::MutexLock lock(slot->lock);
         std::string one = slot->method->listen_address();
         if (one.empty()) continue;
+        if (!slot->listen_scheme.empty() && slot->listen_scheme != slot->descriptor->scheme)
+            one = slot->listen_scheme + one.substr(slot->descriptor->scheme.size());
         if (!out.empty()) out += ',';
         out += one;
     }

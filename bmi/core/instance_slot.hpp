@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "bmi/core/instance.hpp"
 #include "support/sync/mutex.hpp"
@@ -44,6 +45,7 @@ struct Instance::MethodSlot {
     std::unique_ptr<method::Method> method BMI_PT_GUARDED_BY(lock);
     std::unique_ptr<SlotSink> sink;
     bool native_lists = false;
+    std::string listen_scheme;       // the listen address's scheme as given (alias or own)
 };
 
 }  // namespace bmi::core

@@ -89,6 +89,10 @@ void TcpMethod::accept_all(const Listener& listener) {
                 BMI_LOG(tcp, "tcp: accept failed: errno %d", errno);
             return;
         }
+        if (refuse_untrusted(from)) {
+            close(fd);
+            continue;
+        }
         configure_socket(fd, buffer_sizes_);
         // The listener's marks were inherited; pacing is per socket and set again here.
         if (int rc = apply_policy(fd, policy); rc < 0)
@@ -114,6 +118,18 @@ void TcpMethod::accept_all(const Listener& listener) {
         c.admitted = true;
         admission_.admit(source, c.id);
     }
+}
+
+bool TcpMethod::refuse_untrusted(const SocketAddress& from) {
+    if (!trusted_) return false;
+    const char* why = trusted_->refusal(from.get());
+    if (why == nullptr) return false;
+    if (untrusted_refusals_.should_log(ip_text(from)))
+        BMI_WARN("tcp: refused %s: its %s is not trusted (%s); connection closed (more "
+                 "refusals of this host are counted for a minute, not logged; %llu so far)",
+                 describe(from).c_str(), why, trusted_->text().c_str(),
+                 static_cast<unsigned long long>(untrusted_refusals_.refused()));
+    return true;
 }
 
 bool TcpMethod::make_room(const std::string& source) {

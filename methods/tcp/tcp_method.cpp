@@ -279,6 +279,10 @@ int TcpMethod::set_info(Peer* peer, int option, void* arg) {
             slot = *static_cast<int*>(arg);
             return 0;
         }
+        case info_trusted_sources:
+            if (arg == nullptr) return -BMI_EINVAL;
+            trusted_ = *static_cast<const support::keys::TrustedSources*>(arg);
+            return 0;
         case BMI_TCP_CLOSE_SOCKET:
             if (peer == nullptr) return -BMI_EINVAL;
             close_peer(static_cast<TcpPeer&>(*peer), -BMI_ECONNRESET, true);

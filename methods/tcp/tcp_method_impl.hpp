@@ -29,6 +29,7 @@
 #include "support/epoll/accept_reserve.hpp"
 #include "support/memory/return_memory.hpp"
 #include "support/keys/refusal_log.hpp"
+#include "support/keys/trusted_sources.hpp"
 #include "support/keys/secret_key.hpp"
 #include "support/spin/adaptive_spin.hpp"
 
@@ -177,6 +178,8 @@ private:
     void leave_admission(Connection& c);
     // Closes the oldest unproven connection of `source` for a newcomer; false if that one is
     // too new to have spoken yet (the newcomer is refused instead).
+    // True (after a rate-limited warning) if BMI_TRUSTED_CONNECTION refuses this source.
+    bool refuse_untrusted(const SocketAddress& from);
     bool make_room(const std::string& source);
     // An accepted connection that is closed to make room must have had the time to say its
     // HELLO: otherwise a burst of newcomers would close a client before its first word.
@@ -384,6 +387,9 @@ private:
     ApiDialect dialect_ = ApiDialect::orangefs;
     support::keys::SharedKey key_;  // empty: keyless, every peer admitted as in OrangeFS
     support::keys::RefusalLog refusals_;
+    // BMI_TRUSTED_CONNECTION: connections from other sources are closed at accept.
+    std::optional<support::keys::TrustedSources> trusted_;
+    support::keys::RefusalLog untrusted_refusals_;
     // Declared before connections_, whose claims on it go first.
     kit::NoncesInFlight nonces_in_flight_;
     Limits limits_;

@@ -19,7 +19,10 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
 // in getaddrinfo), before the method's lookup_prepared.
 int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out);
 
-inline constexpr Descriptor descriptor{"bmi_verbs", "verbs", &create, &prepare_lookup};
+// OrangeFS's InfiniBand configurations name the method bmi_ib and its addresses ib://host:port;
+// they run here unchanged (OrangeFS's own IB wire is not spoken: doc/methods/verbs.md).
+inline constexpr Descriptor descriptor{"bmi_verbs", "verbs", &create, &prepare_lookup, "bmi_ib",
+                                       "ib"};
 
 // get_info option (method-wide, peer ignored) that copies the counters below into a Stats:
 // what doc/PERFORMANCE.md reports and what tests check. BMI_VERBS_STATS=1 also prints them

@@ -14,8 +14,8 @@ namespace bmi::support::planes {
 
 namespace {
 std::size_t address_size(int family) { return family == AF_INET ? 4 : 16; }
+}  // namespace
 
-// Clears every bit past `prefix`; true if any was set.
 bool clear_host_bits(Cidr& c) {
     bool had_host_bits = false;
     for (std::size_t i = 0; i < address_size(c.family); ++i) {
@@ -28,7 +28,6 @@ bool clear_host_bits(Cidr& c) {
     }
     return had_host_bits;
 }
-}  // namespace
 
 std::string Cidr::text() const {
     char buf[INET6_ADDRSTRLEN] = {};

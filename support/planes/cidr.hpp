@@ -25,6 +25,9 @@ struct Cidr {
 // out of range, and host bits set ("10.20.1.0/16": the subnet is 10.20.0.0/16).
 std::optional<Cidr> parse_cidr(std::string_view text, std::string& error);
 
+// Clears every bit of c past its prefix; true if any was set.
+bool clear_host_bits(Cidr& c);
+
 // The subnet an interface address with this netmask belongs to.
 Cidr subnet_of(int family, const void* address, const void* netmask);
 

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* BMI_TRUSTED_CONNECTION as OrangeFS built with --enable-trusted-connections uses it: this
+ * program defines OrangeFS's two accessors itself, over a configuration of its own, and libbmi
+ * (linked as a shared library) must find them. It serves on 127.0.0.1 and checks that a
+ * connection from outside the trusted ports or networks is closed at once, and that a libbmi
+ * client from inside is served. Run as "trusted_connection_test client ADDRESS" it is that
+ * client: one unexpected message, then exit 0. */
+#define _GNU_SOURCE
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bmi.h"
+
+#define HELLO_TAG 77
+
+/* The test's own layout: libbmi never looks inside, only OrangeFS's accessors do. */
+struct server_configuration_s {
+    int ports_enabled;
+    unsigned long ports[2];
+    int networks_enabled;
+    int count;
+    char **networks;
+    int *masks;
+};
+
+int PINT_config_get_allowed_ports(struct server_configuration_s *config, int *enabled,
+                                  unsigned long *allowed_ports)
+{
+    if (config == NULL)
+        return -1;
+    *enabled = config->ports_enabled;
+    if (*enabled == 1) {
+        allowed_ports[0] = config->ports[0];
+        allowed_ports[1] = config->ports[1];
+    }
+    return 0;
+}
+
+int PINT_config_get_allowed_networks(struct server_configuration_s *config, int *enabled,
+                                     int *count, char ***networks, int **masks)
+{
+    if (config == NULL)
+        return -1;
+    *enabled = config->networks_enabled;
+    if (*enabled == 1) {
+        *count = config->count;
+        *networks = config->networks;
+        *masks = config->masks;
+    }
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int run_client(const char *address)
+{
+    BMI_addr_t server;
+    bmi_context_id context;
+    bmi_op_id_t id;
+    bmi_error_code_t error = 0;
+    bmi_size_t actual = 0;
+    void *user = NULL;
+    int outcount = 0, rc;
+    double deadline = now_ms() + 10000;
+    static const char hello[] = "trusted?";
+
+    if (BMI_initialize("bmi_tcp", NULL, 0, NULL) != 0 || BMI_open_context(&context) != 0)
+        return 3;
+    if (BMI_addr_lookup(&server, address, NULL) != 0)
+        return 3;
+    rc = BMI_post_sendunexpected(&id, server, hello, sizeof hello, BMI_EXT_ALLOC, HELLO_TAG,
+                                 NULL, context, NULL);
+    if (rc < 0)
+        return 1;
+    outcount = rc;
+    while (outcount == 0 && now_ms() < deadline)
+        if (BMI_test(id, &outcount, &error, &actual, &user, 100, context) < 0)
+            return 1;
+    BMI_close_context(context);
+    BMI_finalize();
+    return outcount == 1 && error == 0 ? 0 : 1;
+}
+
+static int failures;
+
+#define CHECK(cond)                                                             \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            fprintf(stderr, "FAILED at line %d: %s\n", __LINE__, #cond);        \
+            ++failures;                                                         \
+        }                                                                       \
+    } while (0)
+
+/* The server progresses (accepts) only inside BMI calls: this one, for up to ms. Returns 1
+ * and frees the message if an unexpected hello arrived. */
+static int serve_for(double ms)
+{
+    struct BMI_unexpected_info info;
+    int outcount = 0;
+    double deadline = now_ms() + ms;
+    while (now_ms() < deadline) {
+        if (BMI_testunexpected(1, &outcount, &info, 20) < 0)
+            return 0;
+        if (outcount == 1) {
+            BMI_unexpected_free(info.addr, info.buffer);
+            return info.error_code == 0 && info.tag == HELLO_TAG;
+        }
+    }
+    return 0;
+}
+
+/* Connects a raw socket from 127.0.0.1:source_port (0: any) and serves until the server closes
+ * it: 1 if closed within 3 s (refused), 0 if still open (the server's handshake timeout is
+ * 10 s), -1 if the connection could not be made. */
+static int refused_raw(int server_port, int source_port)
+{
+    struct sockaddr_in to, from;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, result = 0;
+    double deadline = now_ms() + 3000;
+    if (fd < 0)
+        return -1;
+    memset(&from, 0, sizeof from);
+    from.sin_family = AF_INET;
+    from.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    from.sin_port = htons((unsigned short)source_port);
+    to = from;
+    to.sin_port = htons((unsigned short)server_port);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&from, sizeof from) != 0 ||
+        connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
+        close(fd);
+        return -1;
+    }
+    while (now_ms() < deadline && result == 0) {
+        struct pollfd p = {fd, POLLIN, 0};
+        char byte;
+        serve_for(20);
+        if (poll(&p, 1, 0) == 1 && recv(fd, &byte, 1, MSG_DONTWAIT) <= 0)
+            result = 1;
+    }
+    close(fd);
+    return result;
+}
+
+/* Starts this program as a libbmi client of address; 1 if the server got its hello. */
+static int served_client(const char *self, const char *address)
+{
+    char *argv[] = {(char *)self, "client", (char *)address, NULL};
+    extern char **environ;
+    pid_t pid;
+    int status = -1, got;
+    if (posix_spawn(&pid, self, NULL, NULL, argv, environ) != 0)
+        return 0;
+    got = serve_for(10000);
+    /* Bounded: the client gives up after 10 s on its own; kill it if it has not. */
+    for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; ++i)
+        serve_for(50);
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* A port of 127.0.0.1 this user can bind that lies outside [low, high], or 0. */
+static int port_outside(int low, int high)
+{
+    for (int port = low - 1; port >= 1024 && port > low - 2000; --port) {
+        struct sockaddr_in at;
+        int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+        memset(&at, 0, sizeof at);
+        at.sin_family = AF_INET;
+        at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        at.sin_port = htons((unsigned short)port);
+        ok = fd >= 0 && bind(fd, (struct sockaddr *)&at, sizeof at) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (ok)
+            return port;
+    }
+    (void)high;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct server_configuration_s config;
+    char *loopback_net[] = {"tcp://127.0.0.0"}, *other_net[] = {"tcp://10.0.0.0"};
+    char *bad_net[] = {"tcp://300.0.0.0"};
+    int mask8[] = {8};
+    const char *listen = NULL;
+    char address[128];
+    int low = 0, high = 0, server_port, outside;
+    FILE *range;
+
+    if (argc == 3 && strcmp(argv[1], "client") == 0)
+        return run_client(argv[2]);
+    signal(SIGPIPE, SIG_IGN);
+    /* libbmi clients take their source port from the kernel's ephemeral range. */
+    range = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (range == NULL || fscanf(range, "%d %d", &low, &high) != 2) {
+        fprintf(stderr, "SKIP: no ip_local_port_range\n");
+        return 77;
+    }
+    fclose(range);
+    outside = port_outside(low, high);
+    if (outside == 0) {
+        fprintf(stderr, "SKIP: no bindable port below the ephemeral range %d-%d\n", low, high);
+        return 77;
+    }
+    if (BMI_initialize("bmi_tcp", "tcp://127.0.0.1:0", BMI_INIT_SERVER, NULL) != 0 ||
+        BMI_get_info(0, BMI_GET_METH_ADDR, &listen) != 0 || listen == NULL) {
+        fprintf(stderr, "server setup failed\n");
+        return 1;
+    }
+    snprintf(address, sizeof address, "%s", listen);
+    server_port = atoi(strrchr(address, ':') + 1);
+
+    /* Nothing set yet: a connection stays open (any source port: the one below is kept
+     * unused, since a second connect from it would find the first still in TIME_WAIT). */
+    CHECK(refused_raw(server_port, 0) == 0);
+
+    memset(&config, 0, sizeof config);
+    config.ports_enabled = 1;
+    config.ports[0] = (unsigned long)low;
+    config.ports[1] = (unsigned long)high;
+    CHECK(BMI_set_info(0, BMI_TRUSTED_CONNECTION, &config) == 0);
+    CHECK(refused_raw(server_port, outside) == 1);
+    CHECK(served_client(argv[0], address));
+
+    config.ports_enabled = 0;
+    config.networks_enabled = 1;
+    config.count = 1;
+    config.networks = other_net;
+    config.masks = mask8;
+    CHECK(BMI_set_info(0, BMI_TRUSTED_CONNECTION, &config) == 0);
+    CHECK(refused_raw(server_port, 0) == 1);
+    CHECK(!served_client(argv[0], address));
+
+    config.networks = loopback_net;
+    CHECK(BMI_set_info(0, BMI_TRUSTED_CONNECTION, &config) == 0);
+    CHECK(refused_raw(server_port, 0) == 0);
+    CHECK(served_client(argv[0], address));
+
+    /* A malformed network is refused and changes nothing: 127.0.0.0/8 still holds. */
+    config.networks = bad_net;
+    CHECK(BMI_set_info(0, BMI_TRUSTED_CONNECTION, &config) == -BMI_EINVAL);
+    CHECK(served_client(argv[0], address));
+
+    BMI_finalize();
+    if (failures == 0)
+        printf("trusted connections: all checks passed (ports %d-%d, refused port %d)\n", low,
+               high, outside);
+    return failures == 0 ? 0 : 1;
+}
