@@ -260,7 +260,17 @@ TEST_CASE("an allocation's key admits only its holders; two instances, two keys"
     // Off its plane before any packet; on the plane, without the right key, refused.
     CHECK(client_a->lookup(at_b).error() == code(-BMI_ENETUNREACH));
     auto keyless = start("", 0);
-    CHECK(send_error(*keyless, *server_a, at_a) == code(-BMI_EACCES));
+    // A keyless client's first message leaves with its upgrade offer before the server can
+    // say that it wants a key (doc/security.md): it may complete, dropped unread; the next
+    // is refused.
+    auto keyless_error = send_error(*keyless, *server_a, at_a);
+    for (int i = 0; i < 100 && !keyless_error; ++i) {  // until the server's refusal is back
+        auto nothing = server_a->test_unexpected(1, 20ms);
+        REQUIRE(nothing);
+        REQUIRE(nothing->empty());
+        keyless_error = send_error(*keyless, *server_a, at_a);
+    }
+    CHECK(keyless_error == code(-BMI_EACCES));
     auto wrong_key = start(on("cli.w", "127.0.0.0/8", ports[2], key_b), 0);
     CHECK(send_error(*wrong_key, *server_a, at_a) == code(-BMI_EACCES));
     auto none = server_a->test_unexpected(4, 100ms);
