@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "support/optional_library/ibverbs.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 #include "support/optional_library/optional_library.hpp"
@@ -55,8 +56,13 @@ const Ibverbs* load_ibverbs(std::string* why) {
 const Ibverbs& ibv() { return table; }
 
 int query_port(ibv_context* context, std::uint8_t port, ibv_port_attr* attr) {
-    verbs_context* extended = verbs_get_ctx_op(context, query_port);
-    if (extended != nullptr) return extended->query_port(context, port, attr, sizeof *attr);
+    // verbs.h's verbs_get_ctx_op, written out: the macro is a GNU statement expression,
+    // which clang's -Wpedantic -Werror (the thread-safety build) refuses.
+    verbs_context* extended = verbs_get_ctx(context);
+    if (extended != nullptr &&
+        extended->sz >= sizeof *extended - offsetof(verbs_context, query_port) &&
+        extended->query_port != nullptr)
+        return extended->query_port(context, port, attr, sizeof *attr);
     std::memset(attr, 0, sizeof *attr);
     return table.query_port_compat(context, port, reinterpret_cast<_compat_ibv_port_attr*>(attr));
 }
