@@ -9,6 +9,8 @@
 
 #include "bmi/core/instance_slot.hpp"
 
+#include <utility>
+
 namespace bmi::core {
 
 void Instance::progress_all() {
@@ -64,6 +66,7 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
     // or in the methods' spin, reads none (on some VMs a clock read costs as much as a small
     // message).
     SleepClock clock{max_idle_ms};
+    bool just_polled = false;  // the last sleep left nothing for a progress pass
     for (;;) {
         // OrangeFS looks at its forget list in BMI_testunexpected only; every test call does
         // here, so a server that sleeps in testcontext frees departed clients as soon.
@@ -81,6 +84,8 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
             clock.read();
             sleeping = clock.now < clock.deadline;
         }
+        // A sleep that ran out has just looked at every method's fd: return at once.
+        if (!sleeping && std::exchange(just_polled, false)) return;
         // In direct mode a sleep on the method's epoll set returns at once with whatever is
         // ready and feeds it to the method, so a separate polling pass would only cost an
         // extra epoll_wait. Without a sleep (idle 0), or with several methods, poll.
@@ -94,23 +99,23 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
         if (!sleeping) return;
         // Last chance for work that costs no system call (shared memory rings); the methods
         // also arm their peers' wake-ups here.
+        just_polled = false;
         if (before_sleep_all(clock)) continue;
         if (!clock.fresh) clock.read();
-        wait_point_.wait(seen, clock.now, clock.deadline, [this](std::span<const epoll_event> events) {
-            wake_all(events);
-        });
+        just_polled = wait_point_.wait(seen, clock.now, clock.deadline,
+                                       [this](std::span<const epoll_event> events) { wake_all(events); });
     }
 }
 
 void Instance::wake_all(std::span<const epoll_event> events) {
     const int direct = direct_index_.load();
-    if (direct < 0 || events.empty()) {
+    if (direct < 0) {
         after_wake_all();
         return;
     }
     // Direct mode: one method, so one lock section both undoes its sleep preparations and
-    // hands it the events the sleep returned; the loop then looks again before another full
-    // progress pass.
+    // hands it the events the sleep returned (none: its timers and rings are still looked
+    // at); the loop then looks again without another progress pass.
     MethodSlot& slot = *slots_[static_cast<std::size_t>(direct)];
     support::MutexLock lock(slot.lock);
     slot.method->after_wake();

@@ -79,10 +79,13 @@ int epoll_timeout_ms(WaitPoint::Clock::duration left) {
 }
 }  // namespace
 
-bool WaitPoint::arm_timer(Clock::time_point now, Clock::time_point deadline) {
-    // Armed for a moment still to come, and no later than we need: leave it (the common
-    // case: a test loop whose every call allows the same idle time).
-    if (armed_until_ > now && armed_until_ <= deadline) return true;
+bool WaitPoint::timer_covers(Clock::time_point now, Clock::time_point deadline) const {
+    // Armed for a moment still to come, and no later than we need (the common case: a test
+    // loop whose every call allows the same idle time).
+    return armed_until_ > now && armed_until_ <= deadline;
+}
+
+bool WaitPoint::arm_timer(Clock::time_point deadline) {
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
                   .count();
     itimerspec when{};
@@ -95,23 +98,46 @@ bool WaitPoint::arm_timer(Clock::time_point now, Clock::time_point deadline) {
     return true;
 }
 
+int WaitPoint::sleep_with_timeout(int epoll_fd, epoll_event* events, int max,
+                                  Clock::duration left) {
+    if (!no_pwait2_.load(std::memory_order_relaxed)) {
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+        timespec timeout{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+        const int n = epoll_pwait2(epoll_fd, events, max, &timeout, nullptr);
+        if (n >= 0 || errno != ENOSYS) return n;
+        no_pwait2_.store(true, std::memory_order_relaxed);  // a kernel before 5.11
+    }
+    return epoll_wait(epoll_fd, events, max, epoll_timeout_ms(left));
+}
+
 void WaitPoint::set_direct(int method_epoll_fd) {
-    direct_fd_.store(method_epoll_fd, std::memory_order_release);
+    const int old = direct_fd_.exchange(method_epoll_fd, std::memory_order_acq_rel);
+    if (method_epoll_fd < 0 && old >= 0) left_direct_fd_.store(old, std::memory_order_release);
     signal();  // a leader asleep on the old set must look again
 }
 
-void WaitPoint::wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
+void WaitPoint::leave_old_direct_set() {
+    // Our fds stay in the method's set until no sleep there can need them: taken out while
+    // the leader still slept on it, a wake-up already queued could be lost. Now the caller is
+    // the leader and sleeps on the shared set, where the method's fd would otherwise also be
+    // readable for our own timer and wake-ups.
+    const int old = left_direct_fd_.exchange(-1, std::memory_order_acq_rel);
+    if (old < 0) return;
+    epoll_ctl(old, EPOLL_CTL_DEL, event_fd_, nullptr);
+    epoll_ctl(old, EPOLL_CTL_DEL, timer_fd_, nullptr);
+}
+
+bool WaitPoint::wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
                      const OnWake& on_wake) {
     std::uint64_t word = word_.load();
     std::uint64_t next;
     do {
-        if ((word >> sequence_shift) != seen) return;  // something happened meanwhile
+        if ((word >> sequence_shift) != seen) return false;  // something happened meanwhile
         next = (word & seat) != 0 ? word + follower : word | seat;
     } while (!word_.compare_exchange_weak(word, next));
-    if ((word & seat) != 0)
-        wait_as_follower(seen, deadline);
-    else
-        wait_as_leader(now, deadline, on_wake);
+    if ((word & seat) == 0) return wait_as_leader(now, deadline, on_wake);
+    wait_as_follower(seen, deadline);
+    return false;
 }
 
 void WaitPoint::wait_as_follower(std::uint64_t seen, Clock::time_point deadline) {
@@ -125,17 +151,27 @@ void WaitPoint::wait_as_follower(std::uint64_t seen, Clock::time_point deadline)
     word_.fetch_sub(follower);
 }
 
-void WaitPoint::wait_as_leader(Clock::time_point now, Clock::time_point deadline,
+bool WaitPoint::wait_as_leader(Clock::time_point now, Clock::time_point deadline,
                                const OnWake& on_wake) {
-    // The deadline is kept by the timerfd (-1: no epoll timeout); a deadline already past
-    // only polls.
-    int timeout_ms = 0;
-    if (deadline > now)
-        timeout_ms = arm_timer(now, deadline) ? -1 : epoll_timeout_ms(deadline - now);
     const int direct = direct_fd_.load(std::memory_order_acquire);
+    if (direct < 0) leave_old_direct_set();
+    const int epoll_fd = direct >= 0 ? direct : epoll_fd_;
     epoll_event events[64];
-    int n = epoll_wait(direct >= 0 ? direct : epoll_fd_, events, 64, timeout_ms);
+    int n;
+    if (deadline <= now) {
+        n = epoll_wait(epoll_fd, events, 64, 0);  // a deadline already past only polls
+    } else if (timer_covers(now, deadline)) {
+        n = epoll_wait(epoll_fd, events, 64, -1);
+    } else if (last_sleep_ran_out_ || !arm_timer(deadline)) {
+        // An idle caller's sleeps run out one after another, each needing the timerfd set
+        // anew: epoll's own timeout then saves that system call per sleep.
+        n = sleep_with_timeout(epoll_fd, events, 64, deadline - now);
+    } else {
+        n = epoll_wait(epoll_fd, events, 64, -1);
+    }
     std::size_t handed = 0;  // the method's own events, moved to the front
+    bool woken = false;      // by the eventfd or a method's fd, not by the timer
+    bool method_ready = false;
     for (int i = 0; i < n; ++i) {
         const bool wake = direct >= 0 ? events[i].data.u64 == wake_tag
                                       : events[i].data.fd == event_fd_;
@@ -145,12 +181,20 @@ void WaitPoint::wait_as_leader(Clock::time_point now, Clock::time_point deadline
             std::uint64_t count;
             ssize_t ignored = read(event_fd_, &count, sizeof count);
             (void)ignored;
+            woken = true;
         } else if (timer) {
-            armed_until_ = {};  // rung: the next sleep arms it again, which also clears it
-        } else if (direct >= 0) {
-            events[handed++] = events[i];
+            // Consumed, so that a sleep on epoll's own timeout is not woken by it again.
+            std::uint64_t count;
+            ssize_t ignored = read(timer_fd_, &count, sizeof count);
+            (void)ignored;
+            armed_until_ = {};
+        } else {
+            woken = true;
+            method_ready = true;
+            if (direct >= 0) events[handed++] = events[i];
         }
     }
+    last_sleep_ran_out_ = n >= 0 && !woken && deadline > now;
 
     // Leaves the seat even if on_wake throws (a method out of memory): a seat kept for good
     // would turn every later sleeper into a follower that no readable fd can wake.
@@ -162,6 +206,9 @@ void WaitPoint::wait_as_leader(Clock::time_point now, Clock::time_point deadline
         waking_leader = this;
         on_wake({events, handed});
     }
+    // In direct mode the method got what the sleep found; in the shared set, a sleep that
+    // found no method readable leaves nothing for a progress pass to find.
+    return n >= 0 && (direct >= 0 || !method_ready);
 }
 
 void WaitPoint::leave_seat() {

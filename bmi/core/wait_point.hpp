@@ -16,12 +16,12 @@
 // that sequence (one compare-and-swap); a signal moves the sequence and, in the same atomic
 // instruction, learns who sleeps. One of the two always sees the other.
 //
-// Timeouts come from a timerfd in the set, not from epoll_wait's own timeout: that one arms
-// and cancels a kernel timer on every sleep, which costs as much as the rest of a wake-up
-// (one CPU, eventfd ping-pong through epoll: 1.19-1.21 us one way with a timeout, 1.03-1.04
-// without, 1.02-1.03 with a blocking read). The timerfd is re-armed only when it would ring
-// after the sleeper's deadline or has rung; otherwise the sleep may end early (at an earlier
-// caller's deadline), and the caller just sleeps again.
+// Timeouts of sleeps that end early (traffic) come from a timerfd in the set, not from
+// epoll_wait's own timeout, which arms and cancels a kernel timer on every sleep
+// (doc/perf/wait-point.md). The timerfd is re-armed only when it would ring after the
+// sleeper's deadline or has rung; otherwise the sleep may end early (at an earlier caller's
+// deadline), and the caller just sleeps again. Once a sleep has run out, the next one that
+// would re-arm it uses epoll's timeout instead: an idle loop then costs one system call a sleep.
 #pragma once
 
 #include <atomic>
@@ -70,7 +70,10 @@ public:
     // that preparation looks again instead of sleeping unprepared, and whatever on_wake
     // completed is announced by that same step. In direct mode, events are lost without an
     // on_wake.
-    void wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
+    // True if this thread slept as the leader and left nothing for a progress pass: in direct
+    // mode the method's set was polled and its events handed to on_wake; in the shared set no
+    // method's fd was readable.
+    bool wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
               const OnWake& on_wake = {});
     // Something completed: wake whoever sleeps.
     void signal();
@@ -86,18 +89,27 @@ private:
     // What a signal that moved the word from `old` must do for those asleep.
     void wake_sleepers(std::uint64_t old);
     void wait_as_follower(std::uint64_t seen, Clock::time_point deadline);
-    void wait_as_leader(Clock::time_point now, Clock::time_point deadline, const OnWake& on_wake);
+    bool wait_as_leader(Clock::time_point now, Clock::time_point deadline, const OnWake& on_wake);
+    // The leader, about to sleep on the shared set: takes our fds out of the set of the method
+    // that was direct before (set_direct(-1)).
+    void leave_old_direct_set();
     // The leader, done with its wake-up (or unwinding from it).
     void leave_seat();
-    // Makes sure the timerfd rings at `deadline` at the latest (leader only); false if it
-    // could not be set.
-    bool arm_timer(Clock::time_point now, Clock::time_point deadline);
+    // The timerfd will ring by `deadline`, and not before `now` (leader only).
+    bool timer_covers(Clock::time_point now, Clock::time_point deadline) const;
+    // Sets the timerfd to ring at `deadline` (leader only); false if it could not be set.
+    bool arm_timer(Clock::time_point deadline);
+    // epoll_wait with its own timeout, to the nanosecond where the kernel offers it.
+    int sleep_with_timeout(int epoll_fd, epoll_event* events, int max, Clock::duration left);
 
     int epoll_fd_ = -1;
     int event_fd_ = -1;
     int timer_fd_ = -1;
     Clock::time_point armed_until_{};  // when the timerfd rings; only the leader touches it
+    bool last_sleep_ran_out_ = false;  // the leader's last sleep ended at its deadline
+    std::atomic<bool> no_pwait2_{false};
     std::atomic<int> direct_fd_{-1};
+    std::atomic<int> left_direct_fd_{-1};  // the method set set_direct(-1) left, until cleaned
     std::atomic<std::uint64_t> word_{0};
     std::mutex followers_mutex_;  // only for the condition variable's sake
     std::condition_variable followers_;

@@ -4,11 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <new>
 #include <thread>
 #include <vector>
 
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -188,4 +190,99 @@ TEST_CASE("a leader whose on_wake throws still leaves its seat") {
     // ... and the next sleeper is a leader in epoll_wait, so a readable fd wakes it (a follower
     // would sleep on until its deadline).
     REQUIRE(sleep_until_fd_readable(wp, 5s) < 3s);
+}
+
+namespace {
+// A method's own epoll set holding the wait point's two fds, as Method::accept_wake_fd adds them.
+int method_set_with(WaitPoint& wp) {
+    int set = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = WaitPoint::wake_tag;
+    epoll_ctl(set, EPOLL_CTL_ADD, wp.wake_fd(), &ev);
+    ev.data.u64 = WaitPoint::timer_tag;
+    epoll_ctl(set, EPOLL_CTL_ADD, wp.timer_fd(), &ev);
+    return set;
+}
+}  // namespace
+
+TEST_CASE("idle sleeps that run out one after another each last their whole time") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    // From the second one on they sleep on epoll's own timeout instead of the timerfd.
+    for (int i = 0; i < 5; ++i) {
+        auto slept = sleep_for(wp, 20ms);
+        CHECK(slept >= 20ms);
+        CHECK(slept < 5s);
+    }
+    // And a signal still ends such a sleep at once.
+    REQUIRE(sleep_until_signalled(wp, 10s, 20ms) < 5s);
+}
+
+TEST_CASE("a sleep says whether it left anything for a progress pass") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    auto start = WaitPoint::Clock::now();
+    CHECK(wp.wait(wp.sequence(), start, start + 10ms));  // ran out, no method fd readable
+    int method_fd = eventfd(1, EFD_CLOEXEC);  // a method with work
+    REQUIRE(wp.add_fd(method_fd) == 0);
+    start = WaitPoint::Clock::now();
+    CHECK_FALSE(wp.wait(wp.sequence(), start, start + 10s));
+    wp.remove_fd(method_fd);
+    close(method_fd);
+    // A snapshot already stale: no sleep, so nothing was looked at.
+    auto seen = wp.sequence();
+    wp.signal();
+    start = WaitPoint::Clock::now();
+    CHECK_FALSE(wp.wait(seen, start, start + 10s));
+}
+
+TEST_CASE("in direct mode a sleep hands over what it found and needs no poll after it") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    const int set = method_set_with(wp);
+    wp.set_direct(set);
+    auto start = WaitPoint::Clock::now();
+    wp.wait(wp.sequence(), start, start);  // takes the wake-up set_direct wrote
+    start = WaitPoint::Clock::now();
+    std::size_t handed = 99;
+    CHECK(wp.wait(wp.sequence(), start, start + 10ms, [&](auto events) { handed = events.size(); }));
+    CHECK(handed == 0);
+    wp.set_direct(-1);
+    close(set);
+}
+
+TEST_CASE("a leader asleep in direct mode wakes when the direct mode ends") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    const int set = method_set_with(wp);
+    wp.set_direct(set);
+    auto seen = wp.sequence();
+    std::thread ender([&] {
+        std::this_thread::sleep_for(30ms);
+        wp.set_direct(-1);
+    });
+    auto slept = sleep_from(wp, seen, 10s);
+    ender.join();
+    CHECK(slept < 5s);
+    close(set);
+}
+
+TEST_CASE("leaving direct mode takes our fds out of the method's set") {
+    int error = 0;
+    WaitPoint wp(error);
+    REQUIRE(error == 0);
+    const int set = method_set_with(wp);
+    wp.set_direct(set);
+    wp.set_direct(-1);
+    sleep_for(wp, 1ms);  // the next leader on the shared set cleans up
+    // Otherwise our own timer would make the method look readable in the shared set.
+    CHECK(epoll_ctl(set, EPOLL_CTL_DEL, wp.timer_fd(), nullptr) != 0);
+    CHECK(errno == ENOENT);
+    CHECK(epoll_ctl(set, EPOLL_CTL_DEL, wp.wake_fd(), nullptr) != 0);
+    close(set);
 }
