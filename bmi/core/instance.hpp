@@ -247,10 +247,9 @@ private:
     bmi_size_t unexpected_quota_ = 0;
     bmi_size_t unexpected_peer_share_ = 0;  // what one peer may hold of the quota
     std::vector<std::unique_ptr<MethodSlot>> slots_;
-    std::mutex activation_mutex_;  // serializes lazy method creation
-    // BMI_TRUSTED_CONNECTION's sources, handed to every method as it starts; set and read
-    // under activation_mutex_.
-    std::optional<support::keys::TrustedSources> trusted_;
+    support::Mutex activation_mutex_;  // serializes lazy method creation
+    // BMI_TRUSTED_CONNECTION's sources, handed to every method as it starts.
+    std::optional<support::keys::TrustedSources> trusted_ BMI_GUARDED_BY(activation_mutex_);
     // The one active method the wait point sleeps on directly (see Method::accept_wake_fd),
     // or -1 while zero or several methods are active.
     std::atomic<int> direct_index_{-1};
