@@ -36,7 +36,7 @@ STATES = ("alone", "blocking", "default")
 SPIN = {"tcp": "BMI_TCP_SPIN_US", "shm": "BMI_SHM_SPIN_US"}
 PILOT_ITERS = 100  # --iters of a state's first pilot
 # Two pilots per client state size the turns' runs: the first 100 rounds beside the loop are no
-# guide to the steady latency (seen: 12 us, then 40 us over a second), so a second pilot, sized
+# guide to the steady latency (doc/perf/code-figures.md, "bmi-perf"), so a second pilot, sized
 # by the first to a quarter of the window, comes closer; every run then resizes the next.
 PILOTS = 2
 GROWTH = 100  # at most this factor between the --iters of two runs: a pilot's window is short

@@ -285,8 +285,7 @@ class Runner:
         plan = self.plan(mode) if plan is None else plan
         if cpus is None and mode in ("latency", "bandwidth") and a.server is None:
             # Left to the scheduler, the pair sometimes shares a CPU for a while, and a large
-            # shm message then moves at a fifth of the speed (1 MiB: 4-20 GB/s unpinned,
-            # 15-20 pinned).
+            # shm message then moves far slower (doc/perf/code-figures.md, "bmi-perf").
             cpus = self.one_per_core()
         s = Series(name, mode, f"{tool} {' '.join(common + plan)}")
 
@@ -374,8 +373,8 @@ class Runner:
                 + MPI_MCA[baseline] + [exe] + (self.plan(mode) if plan is None else plan))
         if cpu not in ("per rank", None):
             # Every rank on one CPU: mpirun cannot see that it oversubscribes, and its ranks
-            # would spin through whole time slices (1 MiB at 11 MB/s here, against 5.6 GB/s
-            # when they yield). Yielding when idle is Open MPI's own setting for
+            # would spin through whole time slices (doc/perf/code-figures.md, "bmi-perf").
+            # Yielding when idle is Open MPI's own setting for
             # oversubscription, what a user sharing a core would run with.
             argv = (["taskset", "-c", str(cpu)] + argv[:1] +
                     ["--mca", "mpi_yield_when_idle", "1"] + argv[1:])

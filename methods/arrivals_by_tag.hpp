@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Messages that came from a peer before their receive was posted, found by tag.
 //
-// A peer may park up to its early budget of them (tcp: 32,768 at the defaults). Kept in one
-// list in arrival order, every receive walked them all to find the oldest of its tag: a peer
-// that parked thousands on a tag nobody reads made each of its later receives cost that walk.
+// A peer may park up to its early budget of them (tcp: 32,768 at the defaults). In one list
+// in arrival order, every receive would walk them all to find the oldest of its tag: a peer
+// that parked thousands on a tag nobody reads would make each later receive cost that walk.
 // Here a receive costs a lookup. Messages of one tag keep their order (a multimap inserts an
 // equal key after the ones it already holds), which is all BMI's matching promises; messages
 // of different tags are independent. T needs a `tag` member.

@@ -242,15 +242,15 @@ public:
     virtual bool accept_wake_fd(int /*fd*/, std::uint64_t /*tag*/) { return false; }
     virtual void progress_events(std::span<const epoll_event> /*ready*/) { progress(); }
 
-    // The sleep protocol, for methods whose peers can deliver without the kernel (shared
-    // memory rings) and therefore signal wait_fd() only when asked to. Before a test call
-    // sleeps, the control layer calls before_sleep(): the method may look for work that costs
-    // no system call (poll its rings, spin for a bounded time) and must then ask its peers to
-    // signal wait_fd() from now on. It returns true if it moved anything or has work it can do
-    // at once; the control layer then looks for completions again instead of sleeping. After
-    // the sleeping thread wakes (and before any other thread may start a new sleep) the
-    // control layer calls after_wake() on every method, so peers stop signalling while the
-    // process is awake and busy. Methods driven by kernel readiness keep the defaults.
+    // The sleep protocol: before a test call sleeps, the control layer calls before_sleep(),
+    // where a method finds the work no descriptor announces. shm polls its rings, spins for a
+    // bounded time and then asks its peers to signal wait_fd() (they deliver without the
+    // kernel, so they ring only when asked); tcp spins on its sockets and retries what waited
+    // for unexpected quota; verbs retries what waited for that quota. It returns true if it
+    // moved anything or has work it can do at once; the control layer then looks for
+    // completions again instead of sleeping. After the sleeping thread wakes (and before any
+    // other thread may start a new sleep) the control layer calls after_wake() on every method:
+    // shm's peers stop signalling while the process is awake, tcp adjusts its spin.
     virtual bool before_sleep() { return false; }
     virtual void after_wake() {}
     // Called after before_sleep() found nothing, before every sleep. `allowed`: direct mode,

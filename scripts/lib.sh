@@ -9,9 +9,10 @@ BMI_JOBS=${BMI_JOBS:-2}
 # The library and its tests need these.
 # cmake: the consumers test builds an outside CMake project against libbmi's CMake package.
 # clang-14, libclang-rt-14-dev: the libFuzzer targets (scripts/fuzz.sh); the runtime package
-# holds libFuzzer and the sanitizers clang links.
+# holds libFuzzer and the sanitizers clang links. clang-format-14: scripts/format.sh.
 BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev catch2 libibverbs-dev
-                   rdma-core libsodium-dev libpmix-dev iproute2 clang-14 libclang-rt-14-dev)
+                   rdma-core libsodium-dev libpmix-dev iproute2 clang-14 libclang-rt-14-dev
+                   clang-format-14)
 # The benchmarks' peers and bmi-perf's plots: the build finds them optionally (the core builds
 # and its tests pass without), the MPI driver tests run when they are present.
 BMI_BENCH_PACKAGES=(netpipe-tcp openmpi-bin libopenmpi-dev gnuplot-nox python3)

@@ -135,7 +135,7 @@ method::Config Instance::method_config(const MethodSlot& slot, std::string_view 
 }
 
 int Instance::activate(int index, const method::Config& config) {
-    std::lock_guard activation(activation_mutex_);
+    support::MutexLock activation(activation_mutex_);
     MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
     if (slot.active.load()) return 0;
     std::unique_ptr<method::Method> created;

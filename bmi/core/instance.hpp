@@ -164,7 +164,8 @@ private:
     MethodSlot* slot_for_scheme(std::string_view scheme, int& error);
     void progress_all();
     // The clock of one wait (wait_for), read only once a sleep is near: a wait that a method's
-    // spin ends reads none (a reading costs about 30 ns here, an eighth of an shm message).
+    // spin ends reads none (a reading is a sizeable part of an shm message; figures in
+    // doc/perf/code-figures.md).
     struct SleepClock {
         int max_idle_ms = 0;
         WaitPoint::Clock::time_point now{};
@@ -246,10 +247,9 @@ private:
     bmi_size_t unexpected_quota_ = 0;
     bmi_size_t unexpected_peer_share_ = 0;  // what one peer may hold of the quota
     std::vector<std::unique_ptr<MethodSlot>> slots_;
-    std::mutex activation_mutex_;  // serializes lazy method creation
-    // BMI_TRUSTED_CONNECTION's sources, handed to every method as it starts; set and read
-    // under activation_mutex_.
-    std::optional<support::keys::TrustedSources> trusted_;
+    support::Mutex activation_mutex_;  // serializes lazy method creation
+    // BMI_TRUSTED_CONNECTION's sources, handed to every method as it starts.
+    std::optional<support::keys::TrustedSources> trusted_ BMI_GUARDED_BY(activation_mutex_);
     // The one active method the wait point sleeps on directly (see Method::accept_wake_fd),
     // or -1 while zero or several methods are active.
     std::atomic<int> direct_index_{-1};

@@ -65,7 +65,7 @@ int Instance::trust_sources(void* config) {
     if (config == nullptr) return -BMI_EINVAL;
     support::keys::TrustedSources sources;
     if (int rc = read_trusted_sources(config, sources); rc != 0) return rc;
-    std::lock_guard activation(activation_mutex_);
+    support::MutexLock activation(activation_mutex_);
     trusted_ = std::move(sources);
     for (auto& slot : slots_) {
         if (!slot->active.load()) continue;

@@ -9,8 +9,8 @@
 //
 // All of that state is one atomic word (sequence, leader's seat, number of followers), so the
 // common cases cost one atomic instruction each: a completion that finds nobody asleep, taking
-// the seat, and giving it up. A blocking ping-pong on one CPU sleeps for every message, and the
-// locked instructions of a mutex-guarded wait point were a large part of its user time.
+// the seat, and giving it up: a blocking ping-pong on one CPU sleeps for every message, so what
+// a sleep costs in locked instructions is much of its user time (doc/perf/code-figures.md).
 // The "no missed wake-up" argument: a waiter reads the sequence before checking for its
 // completion, and takes the seat or counts itself as a follower only if the word still holds
 // that sequence (one compare-and-swap); a signal moves the sequence and, in the same atomic
@@ -18,10 +18,10 @@
 //
 // Timeouts of sleeps that end early (traffic) come from a timerfd in the set, not from
 // epoll_wait's own timeout, which arms and cancels a kernel timer on every sleep
-// (doc/perf/wait-point.md). The timerfd is re-armed only when it would ring after the
-// sleeper's deadline or has rung; otherwise the sleep may end early (at an earlier caller's
-// deadline), and the caller just sleeps again. Once a sleep has run out, the next one that
-// would re-arm it uses epoll's timeout instead: an idle loop then costs one system call a sleep.
+// (doc/perf/code-figures.md, "Wait point"). The timerfd is re-armed only when it would ring
+// after the sleeper's deadline or has rung; otherwise the sleep may end early (at an earlier
+// caller's deadline), and the caller just sleeps again. Once a sleep has run out, the next one
+// that would re-arm it uses epoll's timeout instead: an idle loop costs one system call a sleep.
 #pragma once
 
 #include <atomic>

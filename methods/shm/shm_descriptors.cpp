@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // What the shm method does when its process runs out of file descriptors. A listener that
 // cannot accept would spin (its epoll entry is level-triggered and the connection stays in the
-// backlog), and a hello whose descriptors the kernel could not give us used to read as a
+// backlog), and a hello whose descriptors the kernel could not give us would read as a
 // malformed one, blaming a well-behaved client. Instead the client is told why (a refusal
 // reply with -BMI_EMFILE, which its operations see as -BMI_ECONNREFUSED) and the peers already
 // served are untouched; the warning says which limit to raise.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The nameless peers of an shm method (instances that connected without a listen name), found
 // by the (pid, nonce) of their hello in constant time. A server holds one for every client
-// whose address it keeps; searching a list of them on every hello made each new connection
-// cost as much as all the clients held (72 % of a server's time at 12,000 held clients).
+// whose address it keeps; searching a list of them on every hello would make each new
+// connection cost as much as all the clients held (doc/perf/code-figures.md).
 // Entries are weak: a peer lives while its address or a connection holds it. Expired entries
 // are swept when the table has doubled since the last sweep, so they cost amortised constant
 // time and never more than the live ones plus a small floor.

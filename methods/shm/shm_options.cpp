@@ -12,8 +12,7 @@ namespace bmi::method::shm {
 
 namespace {
 // Inline messages up to 16 KiB. Above that a split copy (shm_split.hpp) or streaming wins
-// on the VMs of doc/PERFORMANCE.md (32 KiB ping-pong on the Intel one: 3.7 us split against
-// 5.1 us inline, 64 KiB 4.7 against 8.4 us), because both processes copy at once, where an
+// (doc/perf/code-figures.md, "Inline limit"), because both processes copy at once, where an
 // inline message is copied twice, one copy after the other.
 constexpr auto eager_default = static_cast<bmi_size_t>(max_eager_limit);
 

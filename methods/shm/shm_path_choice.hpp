@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Which way a large message travels, learned from the receiver's own timings.
 //
-// Two paths can carry a message above the eager limit, and which one is faster depends on
-// the machine, not on anything the library can read off it: on one 2-vCPU VM of
-// doc/PERFORMANCE.md the split copy (both processes, process_vm_readv/writev) moved 1.3-2x
-// what streaming through the ring did; on another, where every cross-memory page costs
-// more, streaming won from 32 KiB to 32 MiB and split only above. So the receiver, which
-// picks the path (shm_protocol.cpp, start_transfer), times both per power-of-two size class
-// and keeps taking the faster, trying the other now and then in case the machine changed.
+// Two paths can carry a message above the eager limit, the split copy (both processes,
+// process_vm_readv/writev) and streaming through the ring, and which one is faster depends on the
+// machine, not on anything the library can read off it (the two VMs of doc/PERFORMANCE.md disagree:
+// doc/perf/code-figures.md, "Split or stream"). So the receiver, which picks the path
+// (shm_protocol.cpp, start_transfer), times both per power-of-two size class and keeps taking the
+// faster, trying the other now and then in case the machine changed.
 #pragma once
 
 #include <array>
@@ -37,13 +36,13 @@ public:
     // Timings kept per path and size class; the estimate is the smallest. Nothing makes a
     // transfer faster than the path allows, but much makes one slower, and lands on
     // whichever path is in use: first touches of fresh buffers (the first messages of a
-    // size), a timer tick or a preemption (tens of microseconds on the VMs of
-    // doc/PERFORMANCE.md). A mean or even a median of the in-use path's timings drifted up,
-    // against the other path's older ones, and the two traded places every few messages.
+    // size), a timer tick or a preemption. A mean or even a median of the in-use path's
+    // timings drifted up, against the other path's older ones, and the two traded places
+    // every few messages.
     static constexpr std::uint32_t window = 5;
     // Samples a path needs in a size class before the choice trusts it. Fresh buffers make
-    // the first two messages of a size slow on either path (at 4 MiB on the AMD VM of
-    // doc/PERFORMANCE.md 2-8 ms against 0.2-0.6 ms later), so it takes three.
+    // the first two messages of a size slow on either path (doc/perf/code-figures.md), so it
+    // takes three.
     static constexpr std::uint32_t warm_samples = 3;
     // Once both paths are warm, every explore_every-th pick goes to the slower one, so an
     // estimate that has gone stale (other load, other placement) gets corrected; the price

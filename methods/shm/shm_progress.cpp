@@ -44,7 +44,7 @@ namespace bmi::method::shm {
 
 namespace {
 // The longest a message whose doorbell bit was lost waits. Each sweep reads one stamp per
-// connection (about 0.1-0.2 us each when cold): 10,000 idle connections cost 0.5 % of a CPU.
+// connection, so at this period even many idle connections cost little (doc/perf/code-figures.md).
 constexpr long sweep_period_ns = 250'000'000;
 
 int epoll_set(int epoll_fd, int op, int fd, std::uint32_t events, std::uint64_t tag) {

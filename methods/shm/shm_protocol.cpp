@@ -26,9 +26,8 @@ namespace bmi::method::shm {
 namespace {
 // Slots per DATA chunk: a sixteenth of the message, at least 64 KiB and at most a quarter
 // ring. The receiver copies a chunk out only once the sender has copied all of it in, so
-// the first and last chunks are not overlapped: on the AMD VM of doc/PERFORMANCE.md 1 MiB
-// messages moved 14 GB/s in 128 KiB chunks and 17-20 in 32-64 KiB ones. Below 64 KiB the
-// cost per chunk shows instead (32 KiB messages in 8 KiB chunks: 5-6 GB/s, whole: 7-8).
+// the first and last chunks are not overlapped, and below 64 KiB the cost per chunk shows
+// instead (doc/perf/code-figures.md, "Stream chunks").
 std::uint32_t stream_chunk_slots(const Ring& ring, bmi_size_t message) {
     std::uint64_t quarter = std::max<std::uint32_t>(1, ring.slot_count() / 4);
     std::uint64_t floor = std::min<std::uint64_t>(quarter, (64u << 10) / ring.slot_size());

@@ -49,8 +49,7 @@ void* OwnRegions::allocate(std::size_t size) {
     int fd = create_sealed_memfd("bmi-shm-buffer", bytes);
     if (fd < 0) return nullptr;
     // Populated at once, here and in the peer's mapping: the first messages through a fresh
-    // buffer otherwise pay for its page tables (on the AMD VM of doc/PERFORMANCE.md the first
-    // 72 1 MiB round trips took 46-48 us each without, 36-40 with; 20-24 once warm).
+    // buffer otherwise pay for its page tables (doc/perf/code-figures.md, "Shared buffers").
     void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (base == MAP_FAILED) {
         close(fd);

@@ -2,8 +2,8 @@
 // Buffers from BMI_memalloc that the peer maps too, so a large message moves with memcpy.
 //
 // Cross-memory attach (process_vm_readv/writev) pins and copies page by page in the kernel,
-// and what that costs depends on the machine: on the AMD VM of doc/PERFORMANCE.md one
-// process_vm_readv of 16-64 MiB moved 5-8 GB/s where memcpy moved 20-35. Memory that both
+// and what that costs depends on the machine: on the VMs of doc/PERFORMANCE.md it moves a
+// fraction of what memcpy does (doc/perf/shm-notes.md, "Two machines"). Memory that both
 // processes map needs no kernel at all once mapped. So BMI_memalloc on an shm address
 // returns memory of a sealed memfd (the mapping the issue calls "shared mappings of the
 // sender's buffer"), and before a message that lies in such memory is announced, the owner

@@ -89,7 +89,7 @@ void ShmMethod::take_offers(Connection& conn) {
     // Before the hello reply is in, the socket holds the reply, not offers (and the peer
     // offers nothing before it has sent the reply).
     if (conn.state != ConnState::open || conn.socket_error != 0) return;
-    // A recvmsg that finds nothing costs 1.5 us on the AMD VM of doc/PERFORMANCE.md, and
+    // A recvmsg that finds nothing is a system call for nothing (doc/perf/code-figures.md), and
     // this runs twice per large message: read only when the peer has sent more than we read.
     if (conn.peer_socket_sent->load(std::memory_order_acquire) == conn.socket_read) return;
     if (int rc = read_socket(conn); rc < 0) conn.socket_error = rc;

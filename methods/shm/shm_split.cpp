@@ -31,8 +31,7 @@ constexpr auto quiesce_limit = std::chrono::milliseconds(500);
 // and a system call per 256 KiB costs nothing that shows.
 // Through mapped memory (shm_region.hpp) a chunk costs no system call, only a claim, so
 // chunks are a sixteenth of the message up to 128 KiB: the side that finishes first waits
-// at most for the other's last small chunk. (64 KiB to 1 MiB caps measured within the noise
-// of each other from 1 MiB up on the AMD VM, except that 1 MiB chunks lost half at 4 MiB.)
+// at most for the other's last small chunk (other caps: doc/perf/code-figures.md).
 std::uint64_t chunk_size_for(bmi_size_t size, bool mapped) {
     auto bytes = static_cast<std::uint64_t>(size);
     std::uint64_t chunk = mapped ? std::clamp<std::uint64_t>(bytes / 16, 16u << 10, 128u << 10)

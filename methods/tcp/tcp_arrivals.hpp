@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // A tcp peer's arrivals (message headers that came before their receive): found by tag
 // (methods/arrivals_by_tag.hpp), and the cookies of the RTS among them by connection, since a
-// new RTS must not reuse the cookie of one still waiting. Both were a walk over every parked
-// arrival (up to 32,768 per peer), for every receive and every RTS.
+// new RTS must not reuse the cookie of one still waiting. Indexed, so that neither walks every
+// parked arrival (up to 32,768 per peer at the defaults) for every receive and every RTS.
 #pragma once
 
 #include <cstddef>

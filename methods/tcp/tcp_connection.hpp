@@ -154,11 +154,11 @@ struct Connection {
     // Out of the epoll set while the method sleeps in its read (TcpMethod::detach): every
     // progress pass reads it by hand, and it goes back before any sleep in epoll.
     bool detached = false;
-    // The last header announced a payload too large for the read-ahead (or, RTS, a transfer
-    // whose DATA brings one): the next header is read alone, because a header read through
-    // the read-ahead drags up to 32 KiB of its payload along, and every byte of that must be
-    // copied once more (measured: 6 % of a 64 KiB ping-pong's CPU). A payload read straight
-    // into its receive takes only the next header along (see TcpMethod::read_socket).
+    // The last header announced a payload too large for the read-ahead (or, RTS, a transfer whose
+    // DATA brings one): the next header is read alone, because a header read through the read-ahead
+    // drags up to 32 KiB of its payload along, and every byte of that must be copied once more
+    // (doc/perf/code-figures.md). A payload read straight into its receive takes only the next
+    // header along (see TcpMethod::read_socket).
     bool header_alone = false;
     // Receives cleared by our CTS, keyed by the sender's cookie; DATA frames fill them.
     std::unordered_map<std::uint64_t, Operation*> incoming;

@@ -328,8 +328,7 @@ private:
     // tcp_read_wait.cpp: the connection sleep_in_read may sleep on, or nullptr.
     Connection* sole_waiting_connection();
     // Takes c out of the epoll set: the kernel then wakes only our read when data comes,
-    // without queueing an epoll event nobody waits for (0.3-0.4 us of a one-core 8-byte
-    // ping-pong here). False if epoll refused.
+    // without queueing an epoll event nobody waits for. False if epoll refused.
     bool detach(Connection& c);
     // Puts the detached connection c back into the epoll set with its interest; a connection
     // epoll no longer takes is failed.
@@ -404,7 +403,7 @@ private:
     bool early_released_ = false;  // some budget came back since the last resume_paused()
     support::MemoryReturner returner_;  // counts what closed connections and dropped data free
     // Polls the sockets before a sleep while operations wait (BMI_TCP_SPIN_US, 0 = never): a
-    // sleeping process wakes 10-30 us after its data arrived on the machines we measured.
+    // sleeping process wakes long after its data arrived (doc/perf/code-figures.md).
     support::AdaptiveSpin spin_;
     // Counts progress calls; a connection's direct_write_epoch compares with it (post_send).
     std::uint64_t progress_epoch_ = 1;

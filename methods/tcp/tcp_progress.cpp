@@ -46,9 +46,8 @@ bool TcpMethod::before_sleep() {
 
 void TcpMethod::after_wake() {
     // A sleep that ended soon means traffic flows and polling may catch the next message.
-    // "Soon" allows for the wake-up itself (20-30 us here) on both ends of a round trip: with
-    // the bound at the cap alone, one slow phase left the budget at 0 for good (seen: 35 us
-    // ping-pong latency instead of 6 us).
+    // "Soon" allows for the wake-up itself on both ends of a round trip: with the bound at the
+    // cap alone, one slow phase would leave the budget at 0 for good (doc/perf/code-figures.md).
     if (sleep_start_ != std::chrono::steady_clock::time_point{} &&
         std::chrono::steady_clock::now() - sleep_start_ < 4 * spin_cap_)
         spin_.reward();
@@ -56,11 +55,10 @@ void TcpMethod::after_wake() {
 
 // One nonblocking look at our sockets; true if any of them had something.
 //
-// Most spins wait for the next message on the connection the last one came on (a client's
-// reply, the next request of a busy peer). Reading that socket directly finds it with one
-// system call, where epoll_wait followed by the read takes two (0.3-0.7 us more per message
-// on loopback here). Every fourth poll is still an epoll_wait, for the other sockets, the
-// timer and the control layer's wake-ups.
+// Most spins wait for the next message on the connection the last one came on (a client's reply,
+// the next request of a busy peer). Reading that socket directly finds it with one system call,
+// where epoll_wait followed by the read takes two (doc/perf/code-figures.md). Every fourth poll is
+// still an epoll_wait, for the other sockets, the timer and the control layer's wake-ups.
 bool TcpMethod::poll_once() {
     if (detached_ != 0) {
         // The one connection, out of the epoll set (tcp_read_wait.cpp): read it every time,

@@ -3,10 +3,9 @@
 //
 // A process that shares its core with its peer sleeps for every message. Woken from
 // epoll_wait it then reads, two system calls and an epoll callback on the way; a blocking
-// read wakes straight into the data, as a plain socket program does. Measured here (one
-// core, 8-byte ping-pong of two C programs): 9.2 us one way with a blocking read, 10.3-12.4
-// us with epoll_wait and a nonblocking read, 9.3 us with a nonblocking read that finds
-// nothing and then a blocking one, which is what this does.
+// read wakes straight into the data, as a plain socket program does, and a nonblocking read
+// that finds nothing followed by a blocking one (what this does) costs almost the same
+// (doc/perf/code-figures.md, "Sleeping in the read").
 //
 // Nothing but the peer's bytes (or the receive timeout) ends such a read, so it is taken
 // only where nothing else can need us during it: the control layer allows it in direct
@@ -15,8 +14,8 @@
 // operations waiting. A server's listening socket is the one thing left unwatched: a new
 // client's first frame waits for the read to end, at most the read's time.
 //
-// For the read the socket leaves the epoll set, so that the kernel wakes only the read
-// (0.3-0.4 us of that ping-pong); until it goes back, progress passes read it by hand.
+// For the read the socket leaves the epoll set, so that the kernel wakes only the read;
+// until it goes back, progress passes read it by hand.
 #include <sys/epoll.h>
 
 #include <cerrno>

@@ -2,8 +2,8 @@
 // The control layer's fast path for a small send (Method::send_now): an idle, established
 // connection takes the frame in one sendmsg before any operation, id or completion exists.
 // A PVFS request or reply is such a send, and the machinery of a queued send (op cache, id
-// table, send queue, frame list, completion queue) was about a third of the instructions a
-// round trip cost (callgrind, 8-byte ping-pong).
+// table, send queue, frame list, completion queue) is a large part of what a small round trip
+// costs (doc/perf/code-figures.md, "send_now").
 #include <array>
 #include <cstring>
 
@@ -15,9 +15,8 @@ namespace {
 // Larger sends take the usual path, which needs no copy: if the socket takes only part of the
 // frame, send_now keeps a copy of the rest. That happens at most once each time the socket
 // fills (later sends see the queued rest and go the usual way), so up to the v2 EAGER size
-// the copy costs less than the operation it saves on every other send (a 64 KiB ping-pong on
-// one core spent 6-7 us of user time per round trip, most of it the queued send's path run
-// with cold caches).
+// the copy costs less than the operation it saves on every other send, whose path runs with
+// cold caches (doc/perf/code-figures.md).
 constexpr bmi_size_t send_now_limit = v2_eager_limit;
 // Up to this payload the header and the payload are copied into one buffer and leave through
 // send(), which costs less than a two-piece sendmsg() (tcp_socket.cpp) by more than the copy.

@@ -117,9 +117,8 @@ SocketAddress local_address(int fd) {
     return out;
 }
 
-// One piece goes through send() and recv(): on loopback they cost 0.2-0.3 us less per call
-// than sendmsg() and readv() with the same bytes (measured here, 8-40 byte messages), which is
-// a few percent of a small message's round trip.
+// One piece goes through send() and recv(), which cost less per call than sendmsg() and
+// readv() with the same bytes (doc/perf/code-figures.md).
 ssize_t send_vector(int fd, const iovec* iov, int count) {
     msghdr msg{};
     msg.msg_iov = const_cast<iovec*>(iov);

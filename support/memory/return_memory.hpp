@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Gives freed heap memory back to the kernel. A server that buffered what hostile or departed
-// peers sent frees it when they go, but the allocator keeps the pages: measured on pvfs_server,
-// RSS went from 4.9 MB to 10-22 MB after rounds of attacks whose buffers were all freed, and back
-// to 4.5 MB when the free pages were returned.
+// peers sent frees it when they go, but the allocator keeps the pages (doc/RELIABILITY.md, "A
+// whole server", has pvfs_server's figures).
 #pragma once
 
 #include <cstdint>

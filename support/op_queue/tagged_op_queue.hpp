@@ -9,8 +9,7 @@
 // files each op on its tag's list (through by_tag_link), so the earliest op of a tag is a hash
 // lookup away; it stays indexed until it is empty again. Below that, a walk of a few ops is
 // cheaper than the hash: a ping-pong, with one receive posted at a time, pays nothing for the
-// index (on the callgrind ping-pong of doc/perf/placement.md, hashing every post cost the tcp
-// server about 5 % more instructions per round trip). The queue does not own its ops, as
+// index (doc/perf/code-figures.md, "Tagged op queue"). The queue does not own its ops, as
 // OpQueue does not.
 #pragma once
 
@@ -136,14 +135,12 @@ private:
         if (in_order_.empty()) indexed_ = false;
     }
 
-    // A tag seen once is often seen again: a ping-pong posts and takes one tag over and over
-    // beside the receives that wait, and a client's request tags come round. The lists emptied
-    // last stay in the table, so posting on their tag again is one lookup, not an insert and
-    // an extract (with find_entry's memory of the last entry, a shm ping-pong beside 100,000
-    // posted receives went from 212 to 95 server instructions per round trip over none
-    // posted, callgrind). Older ones give their nodes to spare_, so a new tag costs no
-    // allocation either. Both are bounded: a queue that sees a new tag per message holds at
-    // most max_kept empty lists and max_spare nodes.
+    // A tag seen once is often seen again: a ping-pong posts and takes one tag over and over beside
+    // the receives that wait, and a client's request tags come round. The lists emptied last stay
+    // in the table, so posting on their tag again is one lookup, not an insert and an extract
+    // (doc/perf/code-figures.md). Older ones give their nodes to spare_, so a new tag costs no
+    // allocation either. Both are bounded: a queue that sees a new tag per message holds at most
+    // max_kept empty lists and max_spare nodes.
     static constexpr std::size_t max_kept = 8;
     static constexpr std::size_t max_spare = 8;
 

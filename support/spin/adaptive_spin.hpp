@@ -1,20 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// A bounded, adaptive busy-poll before a sleep. On this kind of machine a sleeping process takes
-// 7-30 us to wake (measured in doc/PERFORMANCE.md: eventfd ping-pong, blocking TCP), far more
-// than a reply from a busy peer takes to arrive, so a short poll wins when traffic flows. The
-// budget doubles while polling pays off (or traffic is seen elsewhere: reward()) and halves each
-// time it runs out, so a quiet peer soon costs no CPU; it never exceeds the configured cap.
+// A bounded, adaptive busy-poll before a sleep. A sleeping process takes far longer to wake
+// (doc/perf/code-figures.md, "Adaptive spin") than a reply from a busy peer takes to arrive, so
+// a short poll wins when traffic flows. The budget doubles while polling pays off (or traffic is
+// seen elsewhere: reward()) and halves each time it runs out, so a quiet peer soon costs no CPU;
+// it never exceeds the configured cap.
 //
-// Polling pays only on a core of our own. A spin that has not succeeded within probe_after
-// yields the CPU once (cpu_sharing.hpp): if another task took it, our peer or a neighbour
-// shares the core, so we stop spinning for a while (backoff, doubling while the sharing lasts)
-// and sleep at once instead, which is what both of us need then. A probe costs what the other
-// task kept: a peer answering gives the CPU back within microseconds, a CPU-bound neighbour only
-// at the end of its turn (milliseconds; measured: probing every 64 waits beside busy loops made
-// a two-core tcp ping-pong 4x slower). So the backoff is also long enough that the probes cost
-// at most about backoff_cost of each wait. The probe runs after a failed
-// spin, after a backoff, and every probe_interval spins otherwise, so a spin that keeps winning
-// on its own core rarely pays the system call.
+// Polling pays only on a core of our own. A spin that has not succeeded within probe_after yields
+// the CPU once (cpu_sharing.hpp): if another task took it, our peer or a neighbour shares the core,
+// so we stop spinning for a while (backoff, doubling while the sharing lasts) and sleep at once
+// instead, which is what both of us need then. A probe costs what the other task kept: a peer
+// answering gives the CPU back within microseconds, a CPU-bound neighbour only at the end of its
+// turn (milliseconds: doc/perf/code-figures.md). So the backoff is also long enough that the probes
+// cost at most about backoff_cost of each wait. The probe runs after a failed spin, after a
+// backoff, and every probe_interval spins otherwise, so a spin that keeps winning on its own core
+// rarely pays the system call.
 #pragma once
 
 #include <algorithm>
@@ -90,7 +89,7 @@ public:
     }
 
     // reward() would change something now: whoever rewards a quick sleep needs to time it
-    // only then (a clock reading costs 30-100 ns here, a sleep on a shared core 10 us).
+    // only then: a clock reading is not free (doc/perf/code-figures.md, "The wait's clock").
     bool rewardable() const { return backoff_left_ == 0 && budget_us_ < cap_us_; }
 
     int budget_us() const { return budget_us_; }

@@ -2,9 +2,8 @@
 // Whether another runnable task waits for the CPU we spin on.
 //
 // A busy-poll pays only while the peer runs elsewhere. When the peer (or any other task) shares
-// our core, every microsecond we poll is one it cannot use to answer: measured on a 2-vCPU VM,
-// an 8-byte tcp ping-pong with both processes on one core took 56 us one way with the spin
-// against 10 us without it (issue 18). sched_yield() tells the two cases apart: with nobody else
+// our core, every microsecond we poll is one it cannot use to answer (issue 18;
+// doc/perf/code-figures.md). sched_yield() tells the two cases apart: with nobody else
 // runnable on our CPU it returns in well under a microsecond, otherwise the other task runs
 // first, for at least a context switch and usually for its whole turn.
 #pragma once
@@ -16,17 +15,17 @@ namespace bmi::support {
 // Gives the CPU to any other runnable task on it and says how long that task kept it: zero if
 // none took it: the yield lasted no longer than a bare system call can (cpu_shared_threshold),
 // or it lasted longer but never switched to another task (the thread's context switch count,
-// getrusage, did not move). On the 2-vCPU VM of doc/PERFORMANCE.md 0.03 % of lone yields
-// take over 4 us (timer ticks, the hypervisor); each such false alarm cost the next 64 waits
-// their spin (doc/perf/placement.md, "False alarms of the yield probe").
+// getrusage, did not move). A lone yield rarely takes longer (timer ticks, the hypervisor), and
+// each such false alarm costs the next waits their spin (doc/perf/placement.md, "False alarms
+// of the yield probe").
 std::chrono::microseconds cpu_shared();
 
 // The same probe around another way of giving up the CPU, so that a test can produce a long
 // yield with a switch and one without (an interrupt or the hypervisor cannot be summoned).
 std::chrono::microseconds cpu_shared_around(void (*yield)());
 
-// Longer than any uncontended sched_yield() we measured (0.4 us on the 2-vCPU VM, a few us in
-// rare hypervisor hiccups), shorter than a switch to another task and back.
+// Longer than an uncontended sched_yield() takes, bar rare hypervisor hiccups
+// (doc/perf/code-figures.md), shorter than a switch to another task and back.
 inline constexpr std::chrono::microseconds cpu_shared_threshold{4};
 
 }  // namespace bmi::support

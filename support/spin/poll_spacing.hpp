@@ -3,11 +3,9 @@
 //
 // A consumer that reads the line a producer is writing takes it back in shared state, and the
 // producer's next store into that line must fetch it again: a poll that looks too often makes
-// each message cross between the cores more than once. Measured on a Sapphire Rapids VM with
-// 8-byte shm ping-pongs (pause ~11 ns there): one pause per poll 279 ns one way, two 265,
-// three 261, four 270, six 283. So polls are spaced by about 30 ns. The pause instruction's
-// length varies tenfold between x86 generations (about 10 ns to 140 cycles), hence a count
-// measured once per process instead of a constant.
+// each message cross between the cores more than once, so polls are spaced by a few pauses
+// (the measured optimum: doc/perf/shm-notes.md). The pause instruction's length varies
+// tenfold between x86 generations, hence a count measured once per process, not a constant.
 #pragma once
 
 namespace bmi::support {

@@ -29,7 +29,8 @@ COMMANDS = {
     "ip": "iproute2", "tc": "iproute2", "ss": "iproute2", "nsenter": REQUIRED,
     "unshare": REQUIRED, "mount": REQUIRED, "taskset": REQUIRED, "setarch": REQUIRED,
     "mpirun": "openmpi-bin", "NPtcp": "netpipe-tcp", "gnuplot": "gnuplot-nox",
-    "clang-14": "clang-14", "clang++-14": "clang-14", "git": OPTIONAL,
+    "clang-14": "clang-14", "clang++-14": "clang-14", "clang-format-14": "clang-format-14",
+    "git": OPTIONAL,
     "sh": REQUIRED, "bash": REQUIRED, "timeout": REQUIRED, "awk": REQUIRED, "tar": REQUIRED,
     # scripts/packages.sh and debian/rules.
     "dpkg-buildpackage": "dpkg-dev", "dpkg-parsechangelog": "dpkg-dev", "dh": "debhelper",
