@@ -45,6 +45,9 @@ enum class OpKind : std::uint8_t {
 };
 
 // One contiguous piece of a user buffer. Sends never write through data.
+// The most list entries a send may have for Method::send_now to be tried.
+inline constexpr std::size_t send_now_segments = 8;
+
 struct Segment {
     void* data = nullptr;
     bmi_size_t size = 0;
@@ -214,8 +217,8 @@ public:
     // call (actual_size set, Sink::complete is NOT called). <0: -BMI_E*, nothing posted.
     virtual int post(Operation& op) = 0;
 
-    // Fast path for a contiguous send (kind send or send_unexpected) that can leave during the
-    // call, tried before the control layer builds an Operation: 1 if the message is sent,
+    // Fast path for a send (kind send or send_unexpected) of one buffer or a list of at most
+    // send_now_segments, that can leave during the call, tried before the control layer builds an Operation: 1 if the message is sent,
     // <0 (-BMI_E*) if it must be refused (what post() would say), 0 to go the usual way
     // through post(). The default always says 0. The control layer calls it while it holds
     // its own state lock (that is what keeps `peer` alive without a reference count), so

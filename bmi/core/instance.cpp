@@ -3,6 +3,7 @@
 #include "bmi/core/instance.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -254,8 +255,10 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     // Read the id only where nobody else can have the op yet: once it completed and was
     // queued, another thread's testcontext may reap and free it at any moment.
     bmi_op_id_t new_id = 0;
-    // The fast path carries no class: a classed unexpected send goes through post().
-    const bool try_now = !is_recv && !is_list && request.msg_class == 0;
+    // The fast path carries no class: a classed unexpected send goes through post(). OrangeFS
+    // sends every request and reply as a list, mostly of one or two buffers.
+    const bool try_now = !is_recv && request.msg_class == 0 &&
+                         request.list_count <= static_cast<int>(method::send_now_segments);
     {
         support::MutexLock lock(state_mutex_);
         if (!context_valid_locked(request.context)) return -BMI_EINVAL;
@@ -270,9 +273,17 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
             // a busy method sends the usual way.
             MethodSlot& slot = *slots_[static_cast<std::size_t>(method_index)];
             if (slot.lock.try_lock()) {
-                const method::Segment whole{request.buffer, request.size};
+                std::array<method::Segment, method::send_now_segments> segments;
+                std::size_t count = 1;
+                if (is_list) {
+                    count = static_cast<std::size_t>(request.list_count);
+                    for (std::size_t i = 0; i < count; ++i)
+                        segments[i] = {const_cast<void*>(request.list[i]), request.sizes[i]};
+                } else {
+                    segments[0] = {request.buffer, request.size};
+                }
                 int rc = slot.method->send_now(*entry->peer, request.kind, request.tag,
-                                               {&whole, 1});
+                                               {segments.data(), count});
                 slot.lock.unlock();
                 if (rc != 0) {
                     if (rc == 1) id = 0;

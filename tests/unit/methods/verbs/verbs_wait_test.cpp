@@ -103,9 +103,9 @@ int client_pingpong(const std::string& address) {
                 return 24;
         }
     }
-    // Every reply came after our request left, so each round slept at least once, and with
-    // verbs alone every sleep is on the method's own set.
-    if (stats_of(server).handed_wakeups < static_cast<std::uint64_t>(rounds)) return 30;
+    // With verbs alone every sleep is on the method's own set. A reply may be caught by the
+    // spin before a sleep, so not every round sleeps; across all rounds some do.
+    if (stats_of(server).handed_wakeups == 0) return 30;
     BMI_close_context(context);
     return BMI_finalize() == 0 ? 0 : 31;
 }
@@ -151,7 +151,8 @@ TEST_CASE("verbs alone sleeps in its own epoll set: a blocking ping-pong through
         }
     }
     REQUIRE(child.wait_exit() == 0);
-    CHECK(stats_of(client).handed_wakeups >= static_cast<std::uint64_t>(rounds));
+    // The wait for the child's first message slept at least once, on the method's own set.
+    CHECK(stats_of(client).handed_wakeups >= 1);
     BMI_close_context(context);
     REQUIRE(BMI_finalize() == 0);
 }
