@@ -8,7 +8,8 @@
 // many idle ones we hold, and a lost bit costs at most one sweep period.
 //
 // Waking: our wait_fd is an epoll set holding the listener, every connection socket, our
-// eventfd, the deadline timer (kit::Deadlines) and, when shm is the only method, the control layer's wake-up fd.
+// eventfd, the deadline timer (kit::Deadlines) and, when shm is the only method, the control
+// layer's wake-up fd.
 // Peers write our eventfd only when our doorbell says we sleep or when we said we wait
 // for space in a ring they drain (producer_blocked); a busy pair therefore exchanges messages
 // with no system call. The doorbell's sleeping flag follows the control layer's sleep protocol
