@@ -9,7 +9,7 @@
 // node) meet it, so the connection waits in ConnState::backlog_full without a socket, tries
 // again after a pause that starts at 1 ms and doubles up to 64 ms, and gives up with
 // -BMI_ETIMEDOUT at the connection's setup deadline (BMI_SHM_CONNECT_TIMEOUT_MS after the
-// first try, shm_setup_deadline.cpp, whose timer also drives these tries). Sends posted
+// first try, shm_setup_deadline.cpp, which also schedules these tries). Sends posted
 // meanwhile wait in its send queue (the rings are not live: no listener has seen us yet) and
 // go out once the connect is through; at the deadline they and the receives posted for the
 // peer fail.
@@ -79,7 +79,7 @@ int ShmMethod::wait_for_backlog(Connection& conn) {
     conn.retry_at = std::min<std::chrono::steady_clock::time_point>(now + conn.retry_pause,
                                                                      conn.setup_deadline);
     conn.retry_pause = std::min(conn.retry_pause * 2, longest_pause);
-    return 0;  // the setup timer's walk (or watch_setup) arms the timer for retry_at
+    return 0;  // on_setup_step (or watch_setup) schedules the retry for retry_at
 }
 
 int ShmMethod::retry_connect(Connection& conn) {

@@ -122,7 +122,7 @@ int ShmMethod::receive_key_proof(Connection& conn) {
     conn.peer = peer_for_hello(conn.hello_received, conn.peer_pid);
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
-    conn.state = ConnState::open;
+    mark_open(conn);
     mark_busy(conn);  // the initiator may have filled its ring already, and rung for nothing
     wake_self();
     BMI_LOG(shm, "accepted connection %llu from %s (pid %d), key proven",

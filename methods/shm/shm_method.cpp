@@ -71,8 +71,6 @@ ShmMethod::~ShmMethod() {
     nameless_.for_each_live([](ShmPeer& peer) { peer.arrivals.clear(); });
     if (listen_fd_ >= 0) close(listen_fd_);
     if (event_fd_ >= 0) close(event_fd_);
-    if (sweep_fd_ >= 0) close(sweep_fd_);
-    if (setup_timer_fd_ >= 0) close(setup_timer_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "methods/kit/deadlines.hpp"
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/shm/shm_connection.hpp"
@@ -112,15 +113,18 @@ private:
     // A try of a backlog_full connection that is due; 0, or the error to close it with.
     int retry_connect(Connection& conn);
     // --- shm_setup_deadline.cpp: no handshake outlives BMI_SHM_CONNECT_TIMEOUT_MS ---
-    // Puts conn (in connections_, its setup_deadline set) under the setup timer.
+    // Schedules conn's setup deadline (it is in connections_, its setup_deadline set), and its
+    // next connect retry while the backlog is full.
     void watch_setup(Connection& conn);
-    // The setup timer fired: connects again where due, drops handshakes past their deadline.
-    void on_setup_timer();
+    // The handshake of conn is done: it is open, and its setup deadline is dropped.
+    void mark_open(Connection& conn);
+    // A deadline of ours came (kit::Deadlines): the sweep, a retry, a setup deadline.
+    void on_deadline(kit::DeadlineKey key);
+    // Connects again or drops a handshake past its deadline, whichever key is due for.
+    void on_setup_step(Connection& conn, kit::DeadlineKind kind);
     // The handshake of conn is past its deadline: one last read of what the peer sent, then 0
     // if that finished it, or the error to close it with.
     int expire_setup(Connection& conn);
-    // Sets the setup timer to `at` unless it is set to go off sooner already (max: no need).
-    void arm_setup_timer(std::chrono::steady_clock::time_point at);
     // Reads the next handshake message of a connection not yet open; 0 or the error to close
     // it with.
     int advance_handshake(Connection& conn);
@@ -159,7 +163,7 @@ private:
     // Gives conn an index of our doorbell; 0, or -BMI_EMFILE when all are in use.
     int take_bell_index(Connection& conn);
     void give_back_bell_index(Connection& conn);
-    // The periodic sweep runs while we have connections (the timer stops with the last).
+    // The periodic sweep runs while we have connections (it stops with the last).
     void arm_sweep();
     // Region offers and withdrawals the peer sent (shm_region.hpp): 0 once none is left, 1 at
     // the end of the stream (the peer is gone), or -BMI_E* for a broken stream.
@@ -252,12 +256,11 @@ private:
     support::keys::RefusalLog refusals_;
     // Declared before connections_, whose claims on it go first.
     kit::NoncesInFlight nonces_in_flight_;
-    // Ids 0 to 3 tag the listener, the eventfd, the sweep timer and the setup timer
-    // in the epoll set; connections start at 4.
+    // Ids 0 to 2 tag the listener, the eventfd and the deadline timer in the epoll set;
+    // connections start at 4.
     static constexpr std::uint64_t listener_tag = 0;
     static constexpr std::uint64_t eventfd_tag = 1;
-    static constexpr std::uint64_t sweep_tag = 2;
-    static constexpr std::uint64_t setup_timer_tag = 3;
+    static constexpr std::uint64_t timer_tag = 2;
     std::uint64_t next_connection_ = 4;
     // Out of file descriptors (shm_descriptors.cpp): one kept in reserve to take a connection
     // we must refuse, the listener unwatched until the next sweep when even that is gone.
@@ -283,19 +286,14 @@ private:
     WatchedRings watched_;           // rings we poll on every pass; their senders do not ring
     std::vector<Connection*> visit_;  // scratch of poll_pass
     std::uint64_t pass_ = 0;          // poll passes so far (Connection::pass_mark)
-    // A timer that makes the next pass visit every connection, so a bit a hostile peer
-    // cleared (or a bug lost) delays a message by at most its period, never loses it.
-    int sweep_fd_ = -1;
+    // Every deadline: the sweep (id 0), which makes the next pass visit every connection,
+    // so a bit a hostile peer cleared (or a bug lost) delays a message by at most its period,
+    // never loses it; each handshake's setup deadline and connect retry (by connection id).
+    // The progress engine sleeps on its timerfd like on any socket, so a deadline passes even
+    // when nothing else happens.
+    kit::Deadlines timers_;
     bool sweep_armed_ = false;
     bool sweep_due_ = false;
-    // Connections whose handshake may not be done yet (ids; open or closed ones leave at the
-    // timer's next walk), and the timer that wakes us for the earliest deadline or backlog
-    // retry among them: the progress engine sleeps on it like on any socket, so a deadline
-    // passes even when nothing else happens.
-    std::vector<std::uint64_t> setting_up_;
-    int setup_timer_fd_ = -1;
-    std::chrono::steady_clock::time_point setup_timer_at_ =
-        std::chrono::steady_clock::time_point::max();  // max: disarmed
 };
 
 }  // namespace bmi::method::shm

@@ -8,7 +8,8 @@
 // many idle ones we hold, and a lost bit costs at most one sweep period.
 //
 // Waking: our wait_fd is an epoll set holding the listener, every connection socket, our
-// eventfd, the sweep timer and, when shm is the only method, the control layer's wake-up fd.
+// eventfd, the deadline timer (kit::Deadlines) and, when shm is the only method, the control
+// layer's wake-up fd.
 // Peers write our eventfd only when our doorbell says we sleep or when we said we wait
 // for space in a ring they drain (producer_blocked); a busy pair therefore exchanges messages
 // with no system call. The doorbell's sleeping flag follows the control layer's sleep protocol
@@ -29,7 +30,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "methods/shm/shm_checks.hpp"
@@ -45,7 +45,8 @@ namespace bmi::method::shm {
 namespace {
 // The longest a message whose doorbell bit was lost waits. Each sweep reads one stamp per
 // connection, so at this period even many idle connections cost little (doc/perf/code-figures.md).
-constexpr long sweep_period_ns = 250'000'000;
+constexpr std::chrono::milliseconds sweep_period{250};
+constexpr kit::DeadlineKey sweep_key{0, kit::DeadlineKind::sweep};
 
 int epoll_set(int epoll_fd, int op, int fd, std::uint32_t events, std::uint64_t tag) {
     epoll_event ev{};
@@ -58,14 +59,11 @@ int epoll_set(int epoll_fd, int op, int fd, std::uint32_t events, std::uint64_t 
 int ShmMethod::start(const std::string& listen_name) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    sweep_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    setup_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (epoll_fd_ < 0 || event_fd_ < 0 || sweep_fd_ < 0 || setup_timer_fd_ < 0)
-        return support::bmi_error_from_errno(errno);
-    int rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN | EPOLLET, eventfd_tag);
-    if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, sweep_fd_, EPOLLIN, sweep_tag);
+    if (epoll_fd_ < 0 || event_fd_ < 0) return support::bmi_error_from_errno(errno);
+    int rc = timers_.open();
     if (rc == 0)
-        rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, setup_timer_fd_, EPOLLIN, setup_timer_tag);
+        rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN | EPOLLET, eventfd_tag);
+    if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), EPOLLIN, timer_tag);
     if (rc == 0) rc = bell_.create();
     if (rc != 0 || listen_name.empty()) return rc;
     rc = listen_on(listen_name, listen_fd_);
@@ -94,9 +92,23 @@ void ShmMethod::set_listener_interest(bool on) {
 void ShmMethod::arm_sweep() {
     const bool wanted = !connections_.empty() || listener_paused_;
     if (wanted == sweep_armed_) return;
-    itimerspec period{};
-    if (wanted) period.it_interval.tv_nsec = period.it_value.tv_nsec = sweep_period_ns;
-    if (timerfd_settime(sweep_fd_, 0, &period, nullptr) == 0) sweep_armed_ = wanted;
+    sweep_armed_ = wanted;
+    if (wanted)
+        timers_.schedule(sweep_key, std::chrono::steady_clock::now() + sweep_period);
+    else
+        timers_.cancel(sweep_key);
+}
+
+void ShmMethod::on_deadline(kit::DeadlineKey key) {
+    if (key.kind == kit::DeadlineKind::sweep) {
+        sweep_due_ = true;
+        if (sweep_armed_)
+            timers_.schedule(sweep_key, std::chrono::steady_clock::now() + sweep_period);
+        return;
+    }
+    Connection* conn = find_connection(key.id);
+    // Open or closed since: nothing to do.
+    if (conn != nullptr && conn->state != ConnState::open) on_setup_step(*conn, key.kind);
 }
 
 int ShmMethod::take_bell_index(Connection& conn) {
@@ -282,13 +294,8 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
         std::uint64_t tag = event.data.u64;
         if (tag == listener_tag) {
             accept_connections();
-        } else if (tag == sweep_tag) {
-            std::uint64_t expirations = 0;
-            ssize_t ignored = read(sweep_fd_, &expirations, sizeof expirations);
-            (void)ignored;
-            sweep_due_ = true;
-        } else if (tag == setup_timer_tag) {
-            on_setup_timer();
+        } else if (tag == timer_tag) {
+            timers_.expire([this](kit::DeadlineKey key, auto) { on_deadline(key); });
         } else if (tag == eventfd_tag) {
             // Edge-triggered: its event was the wake-up, and nothing needs to read it back.
             // Every wake-up of a sleeping ping-pong is this one, so it skips the lookup below.
@@ -505,7 +512,7 @@ int ShmMethod::receive_hello(Connection& conn) {
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
     int own_fds[2] = {event_fd_, bell_.fd()};
     n = send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2);
-    conn.state = ConnState::open;
+    mark_open(conn);
     mark_busy(conn);  // the initiator may have filled its ring before it knew our doorbell
     if (n != static_cast<long>(sizeof reply)) {
         // The initiator left before our answer: it may fill its ring before the handshake
@@ -576,7 +583,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     conn.peer_bell_index = reply.doorbell_index;
     if (int rc = check_keyed_reply(conn, reply); rc != 0) return rc;
     conn.peer->pid = conn.peer_pid;
-    conn.state = ConnState::open;
+    mark_open(conn);
     mark_busy(conn);  // a keyed acceptor may have rung before our rings were live
     // Whatever we placed before the peer attached went unannounced: announce it once.
     conn.peer_bell.ring(conn.peer_bell_index);
@@ -596,6 +603,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     BMI_LOG(shm, "closing connection %llu (%d)", static_cast<unsigned long long>(conn.id), error);
     auto owned = std::move(connections_[conn.id]);
     connections_.erase(conn.id);
+    timers_.cancel_all(conn.id);
     arm_sweep();
     give_back_bell_index(conn);
     watched_.forget(conn);

@@ -10,75 +10,42 @@
 // drains (shm_connect_retry.cpp): its operations and the receives posted for that peer fail,
 // everything it held is released, and the next post to the peer connects afresh.
 //
-// One timerfd in the epoll set wakes us for the earliest deadline or backlog retry, so the
+// The kit's deadline engine (kit::Deadlines, whose timerfd is in our epoll set) keeps each
+// connection's setup deadline and, while the backlog is full, its next connect retry, so the
 // deadline passes in a test() or testcontext() that sleeps with nothing else going on.
-#include <sys/timerfd.h>
-#include <unistd.h>
-
-#include <algorithm>
-
 #include "methods/shm/shm_method_impl.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::shm {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-
-// What the timer must wake conn for next: its retry while the backlog is full, else its
-// deadline.
-Clock::time_point next_step(const Connection& conn) {
-    return conn.state == ConnState::backlog_full ? conn.retry_at : conn.setup_deadline;
-}
-}  // namespace
-
 void ShmMethod::watch_setup(Connection& conn) {
-    setting_up_.push_back(conn.id);
-    arm_setup_timer(next_step(conn));
+    timers_.schedule({conn.id, kit::DeadlineKind::setup}, conn.setup_deadline);
+    if (conn.state == ConnState::backlog_full)
+        timers_.schedule({conn.id, kit::DeadlineKind::connect_retry}, conn.retry_at);
 }
 
-void ShmMethod::arm_setup_timer(Clock::time_point at) {
-    if (at >= setup_timer_at_) return;  // max (nothing to wait for) always returns here
-    // Never disarmed by hand: a timer that goes off for a connection already open or closed
-    // costs one walk.
-    setup_timer_at_ = at;
-    auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(at - Clock::now());
-    // A zero it_value would disarm the timer: a step already due fires at once instead.
-    long long ns = std::max<long long>(wait.count(), 1);
-    itimerspec when{};
-    when.it_value.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-    when.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-    timerfd_settime(setup_timer_fd_, 0, &when, nullptr);
+void ShmMethod::mark_open(Connection& conn) {
+    conn.state = ConnState::open;
+    // Left in, it would wake us once for nothing.
+    timers_.cancel({conn.id, kit::DeadlineKind::setup});
 }
 
-void ShmMethod::on_setup_timer() {
-    std::uint64_t expirations = 0;
-    ssize_t ignored = read(setup_timer_fd_, &expirations, sizeof expirations);
-    (void)ignored;
-    setup_timer_at_ = Clock::time_point::max();  // it went off: nothing is armed now
-    auto now = Clock::now();
-    auto next = Clock::time_point::max();
-    // Closing a connection may not touch setting_up_ while we walk it: failures wait.
-    auto& failed = pass_failures_;
-    failed.clear();
-    std::erase_if(setting_up_, [&](std::uint64_t id) {
-        Connection* conn = find_connection(id);
-        if (conn == nullptr || conn->state == ConnState::open) return true;
-        int rc = 0;
-        if (next_step(*conn) <= now)
-            rc = conn->state == ConnState::backlog_full ? retry_connect(*conn)
-                                                        : expire_setup(*conn);
-        if (rc != 0) {
-            failed.emplace_back(id, rc);
-            return true;
-        }
-        if (conn->state == ConnState::open) return true;
-        next = std::min(next, next_step(*conn));
-        return false;
-    });
-    for (auto [id, rc] : failed)
-        if (Connection* conn = find_connection(id)) close_connection(*conn, rc);
-    arm_setup_timer(next);
+void ShmMethod::on_setup_step(Connection& conn, kit::DeadlineKind kind) {
+    const bool backlog_full = conn.state == ConnState::backlog_full;
+    if (kind == kit::DeadlineKind::connect_retry && !backlog_full) return;  // through since
+    // At the deadline a connection still waiting on the backlog has its last try, which
+    // fails with -BMI_ETIMEDOUT if the backlog is still full.
+    int rc = backlog_full ? retry_connect(conn) : expire_setup(conn);
+    if (rc != 0) {
+        close_connection(conn, rc);
+        return;
+    }
+    if (conn.state == ConnState::backlog_full)
+        timers_.schedule({conn.id, kit::DeadlineKind::connect_retry}, conn.retry_at);
+    // Through the backlog at the deadline itself: the handshake has no time left, and its
+    // deadline, already past, comes again at once.
+    else if (kind == kit::DeadlineKind::setup && conn.state != ConnState::open)
+        timers_.schedule({conn.id, kit::DeadlineKind::setup}, conn.setup_deadline);
 }
 
 int ShmMethod::expire_setup(Connection& conn) {

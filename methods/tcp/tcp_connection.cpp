@@ -24,7 +24,6 @@ Connection& TcpMethod::add_connection(int fd, bool outbound, std::uint32_t event
     c->id = next_connection_id_++;
     c->fd = fd;
     c->outbound = outbound;
-    c->stall_since = std::chrono::steady_clock::now();
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = c->id;
@@ -111,8 +110,9 @@ void TcpMethod::accept_all(const Listener& listener) {
         c.state = ConnState::await_first;
         c.keyed = key_ != nullptr;
         c.remote = from;
-        c.setup_deadline = c.stall_since + limits_.setup_timeout;
-        watch_deadlines(c);  // on the setup clock before it sends a byte
+        c.setup_deadline = std::chrono::steady_clock::now() + limits_.setup_timeout;
+        timers_.schedule({c.id, kit::DeadlineKind::setup}, c.setup_deadline);
+        watch_deadlines(c);  // on the stall clock before it sends a byte
         BMI_LOG(tcp, "tcp: accepted %s (connection %llu)", describe(from).c_str(),
                 static_cast<unsigned long long>(c.id));
         c.admitted = true;
@@ -286,6 +286,11 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
     // Every accepted connection is a peer of its own: what it announces is not merged with a
     // peer we know by that name (SPEC §6).
     leave_admission(c);  // through its handshake
+    // Its deadlines would wake us once for nothing; the stall clock starts again at the end
+    // of this read pass if a frame is under way.
+    timers_.cancel({c.id, kit::DeadlineKind::setup});
+    timers_.cancel({c.id, kit::DeadlineKind::stall});
+    c.stall_clock.timed = false;
     auto peer = std::make_shared<TcpPeer>();
     peer->announced = announced;
     peer->remote = c.remote;
@@ -406,6 +411,7 @@ void TcpMethod::fail_connection(Connection& c, int error, bool peer_dead) {
 
 void TcpMethod::retire(Connection& c) {
     c.closed = true;
+    timers_.cancel_all(c.id);
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     close(c.fd);
     c.fd = -1;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "methods/kit/deadlines.hpp"
 #include "methods/kit/key_exchange.hpp"
 #include "methods/tcp/tcp_peer.hpp"
 #include "methods/tcp/tcp_wire.hpp"
@@ -132,14 +133,9 @@ struct Connection {
     std::size_t scratch_have = 0;
     Operation* read_op = nullptr;  // body_op target
     bmi_size_t body_left = 0;      // body_op, discard: bytes of this frame still to read
-    // The stall clock (TcpMethod::check_stalls), kept without a clock reading per read:
-    // reads_with_data as the last check saw it, and when a check first saw that count, or
-    // when the peer began to owe us bytes without a read (our CTS went out, a pause ended;
-    // TcpMethod::restart_stall_clock). Never earlier than the last read that brought bytes.
-    std::uint64_t stall_reads = 0;
-    std::chrono::steady_clock::time_point stall_since{};
-    // On TcpMethod's deadline watch (partial() or an RTS awaiting CTS, when last looked).
-    bool deadline_watched = false;
+    // The peer owes us bytes (partial()): it must move some within the stall timeout
+    // (TcpMethod::on_deadline), counted by reads_with_data, without a clock reading per read.
+    kit::ProgressDeadline stall_clock;
     // Read-ahead for small frames: one recv() usually brings a header with its eager payload
     // (and often the next frame too), instead of one system call per piece. Large payloads
     // (DATA chunks, legacy rendezvous bodies) bypass it and land straight in the receive.
@@ -171,13 +167,12 @@ struct Connection {
     kit::NoncesInFlight::Claim our_nonce;  // an initiator's, until the acceptor's proof checks
 
     // --- writing ---
-    // The socket did not take all we had for it: from write_since on, the peer must take
-    // some within the send timeout (TcpMethod::check_stalls); writes_with_data counts the
-    // writes that moved bytes, and stall_writes is that count as the last check saw it.
+    // The socket did not take all we had for it: the peer must take some within the send
+    // timeout (send_clock, TcpMethod::on_deadline); writes_with_data counts the writes that
+    // moved bytes.
     bool write_blocked = false;
     std::uint64_t writes_with_data = 0;
-    std::uint64_t stall_writes = 0;
-    std::chrono::steady_clock::time_point write_since{};
+    kit::ProgressDeadline send_clock;
     std::deque<OutFrame> control_queue;
     OpList small_queue;  // sends whose header is not written yet, in post order
     std::unordered_map<std::uint64_t, Operation*> await_cts;  // RTS written, keyed by cookie
@@ -204,12 +199,12 @@ struct Connection {
         return phase == ReadPhase::wait_unexpected || phase == ReadPhase::wait_match ||
                phase == ReadPhase::wait_early;
     }
-    // The peer owes us bytes (mid-frame, or DATA for a transfer we cleared with CTS), so the
-    // stall timer runs.
     // Accepted and not through its handshake yet: on the setup deadline.
     bool setting_up() const {
         return !outbound && (state == ConnState::await_first || state == ConnState::await_proof);
     }
+    // The peer owes us bytes (mid-frame, or DATA for a transfer we cleared with CTS), so the
+    // stall clock runs.
     bool partial() const {
         if (closed || paused()) return false;
         if (setting_up() || held_for_answer) return true;
@@ -218,20 +213,9 @@ struct Connection {
         if (phase == ReadPhase::header) return head_have > 0 || !incoming.empty();
         return true;
     }
-    // After a write: output the socket did not take starts the send clock. Only a socket that
-    // fills reads the clock; writes that go through do not.
-    void note_write_end() {
-        if (out.empty()) {
-            write_blocked = false;
-        } else if (!write_blocked && !closed) {
-            write_blocked = true;
-            stall_writes = writes_with_data;
-            write_since = std::chrono::steady_clock::now();
-        }
-    }
-    // A deadline runs for it: a frame owed to us, an RTS of ours unanswered, or bytes the
-    // socket did not take (TcpMethod::check_stalls).
-    bool on_deadline() const { return partial() || !await_cts.empty() || write_blocked; }
+    // After a write: output the socket did not take starts the send clock
+    // (TcpMethod::watch_deadlines); writes that go through read no clock.
+    void note_write_end() { write_blocked = !out.empty() && !closed; }
     // A GRANT waits for the next write (tcp_grants.cpp).
     bool grants_waiting() const {
         for (const Grant& g : grants_given)

@@ -4,7 +4,6 @@
 
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,7 +63,6 @@ TcpMethod::~TcpMethod() {
         peer->send_connection = nullptr;
     }
     for (const Listener& l : listeners_) close(l.fd);
-    if (timer_fd_ >= 0) close(timer_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
@@ -76,12 +74,12 @@ int TcpMethod::start(const Config& config) {
     if (int rc = support::keys::method_key(config.key, config.settings, key_); rc < 0) return rc;
     if (key_) BMI_LOG(tcp, "tcp: a security key is in force; only peers that prove it get in");
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (epoll_fd_ < 0 || timer_fd_ < 0) return support::bmi_error_from_errno(errno);
+    if (epoll_fd_ < 0) return support::bmi_error_from_errno(errno);
+    if (int rc = timers_.open(); rc != 0) return rc;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = timer_id;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), &ev) < 0)
         return support::bmi_error_from_errno(errno);
     return start_listening(config);
 }

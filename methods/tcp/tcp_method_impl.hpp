@@ -340,16 +340,17 @@ private:
     // Offers the connections parked on the unexpected quota to it again; true if any message
     // got in.
     bool retry_unexpected();
-    void check_stalls();
-    // Puts c on the deadline watch if a stall or rendezvous deadline now runs for it.
+    // Starts the stall or send clock of c when the peer comes to owe us bytes or to hold up
+    // ours. Called after every read pass and write: it reads the clock only to start one.
     void watch_deadlines(Connection& c);
+    // One of our deadlines came (kit::Deadlines): fails what waited past it.
+    void on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::time_point now);
+    void fail_late_handshake(Connection& c);
+    void fail_unanswered_rts(Connection& c, std::chrono::steady_clock::time_point now);
     // The peer owes us bytes from now on although we read none: a CTS just went out, or
     // reading resumes after a pause. Without this the clock would run from the last read,
     // which may be older than the stall timeout, and a healthy transfer would be cut at once.
-    static void restart_stall_clock(Connection& c) {
-        c.stall_reads = c.reads_with_data;
-        c.stall_since = std::chrono::steady_clock::now();
-    }
+    static void restart_stall_clock(Connection& c) { c.stall_clock.restart(c.reads_with_data); }
 
     // tcp_planes.cpp: listening and connecting on allocated planes (doc/planes.md)
     int start_listening(const Config& config);
@@ -369,7 +370,7 @@ private:
 
     Sink& sink_;
     int epoll_fd_ = -1;
-    int timer_fd_ = -1;
+    kit::Deadlines timers_;  // setup, stall, send and rendezvous deadlines; epoll id timer_id
     std::vector<Listener> listeners_;
     bool listener_watched_ = true;
     std::vector<support::planes::PlaneBinding> planes_;  // the allocated tcp planes, if any
@@ -399,7 +400,6 @@ private:
     // unexpected quota may concern, so a server with thousands of idle clients pays nothing
     // for them per call (issue 18). Entries of closed connections are dropped lazily.
     std::vector<std::uint64_t> waiting_unexpected_;  // in ReadPhase::wait_unexpected
-    std::vector<std::uint64_t> deadline_watch_;      // see watch_deadlines()
     bool early_released_ = false;  // some budget came back since the last resume_paused()
     support::MemoryReturner returner_;  // counts what closed connections and dropped data free
     // Polls the sockets before a sleep while operations wait (BMI_TCP_SPIN_US, 0 = never): a
@@ -428,7 +428,6 @@ private:
     // post() reports an op finished during the call by its return value, not through the Sink.
     CompletionRouter completions_{sink_};  // finish() -> post()'s result or the Sink
     Operation* cancel_op_ = nullptr;  // completes with -BMI_ECANCEL when its connection dies
-    std::optional<std::chrono::steady_clock::time_point> timer_deadline_;
 };
 
 }  // namespace bmi::method::tcp

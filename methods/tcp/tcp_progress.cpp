@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The event loop: one nonblocking epoll_wait per progress(), then the retries and the stall
-// timer that do not come from socket readiness.
+// The event loop: one nonblocking epoll_wait per progress(), then the retries that do not come
+// from socket readiness; and the deadlines, which come from the kit's timerfd in the set.
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +26,6 @@ void TcpMethod::progress_events(std::span<const epoll_event> ready) {
     for (const auto& event : ready) handle_event(event.data.u64, event.events);
     retry_unexpected();
     if (early_released_) resume_paused();
-    check_stalls();
     graveyard_.clear();
     returner_.maybe_return();
 }
@@ -98,7 +96,6 @@ bool TcpMethod::poll_connection(Connection& c) {
     const bool moved = c.reads_with_data != before || c.closed;
     retry_unexpected();
     if (early_released_) resume_paused();
-    check_stalls();
     graveyard_.clear();
     returner_.maybe_return();
     return moved;
@@ -115,10 +112,10 @@ void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
         return;
     }
     if (id == timer_id) {
-        std::uint64_t expirations = 0;
-        // A handed-over event may be stale: only a real expiry disarms the deadline.
-        if (read(timer_fd_, &expirations, sizeof expirations) == sizeof expirations)
-            timer_deadline_.reset();
+        // A handed-over event may be stale: then nothing has expired and nothing is called.
+        timers_.expire([this](kit::DeadlineKey key, std::chrono::steady_clock::time_point now) {
+            on_deadline(key, now);
+        });
         return;
     }
     Connection* c = find_connection(id);
@@ -163,102 +160,83 @@ bool TcpMethod::retry_unexpected() {
 }
 
 void TcpMethod::watch_deadlines(Connection& c) {
-    if (c.deadline_watched || c.closed || !c.on_deadline()) return;
-    c.deadline_watched = true;
-    deadline_watch_.push_back(c.id);
+    if (c.closed) return;
+    if (!c.stall_clock.timed && c.partial())
+        c.stall_clock.start(timers_, {c.id, kit::DeadlineKind::stall}, c.reads_with_data,
+                            limits_.stall_timeout);
+    if (!c.send_clock.timed && c.write_blocked)
+        c.send_clock.start(timers_, {c.id, kit::DeadlineKind::send}, c.writes_with_data,
+                           limits_.send_timeout);
 }
 
-void TcpMethod::check_stalls() {
-    // Nothing partial and no RTS unanswered: the common case of small messages, which then
-    // costs no clock read per pass. The armed timer, if any, only re-arms itself early.
-    if (deadline_watch_.empty()) return;
-    using Clock = std::chrono::steady_clock;
-    const auto now = Clock::now();
-    std::optional<Clock::time_point> earliest;
-    const auto consider = [&](Clock::time_point deadline) {
-        if (!earliest || deadline < *earliest) earliest = deadline;
-    };
-    std::vector<Connection*> expired;
-    std::vector<Connection*> late;  // accepted, handshake not done by the setup deadline
-    std::vector<Connection*> unread;  // the peer took none of our bytes for the send timeout
-    std::vector<std::pair<Connection*, Operation*>> unanswered;
-    std::size_t kept = 0;
-    for (const std::uint64_t id : deadline_watch_) {
-        Connection* c = find_connection(id);
-        if (c == nullptr) continue;
-        if (c->closed || !c->on_deadline()) {
-            c->deadline_watched = false;  // nothing runs for it now; watch_deadlines re-adds
-            continue;
+void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::time_point now) {
+    Connection* c = find_connection(key.id);
+    if (c == nullptr || c->closed) return;
+    switch (key.kind) {
+    case kit::DeadlineKind::setup:
+        if (c->setting_up()) fail_late_handshake(*c);
+        return;
+    case kit::DeadlineKind::stall:
+        if (!c->partial()) {
+            c->stall_clock.timed = false;  // owed nothing now; watch_deadlines starts it again
+            return;
         }
-        deadline_watch_[kept++] = id;
-        for (auto& [cookie, op] : c->await_cts) {
-            const Clock::time_point deadline{Clock::duration(op->method_aux)};
-            if (deadline <= now)
-                unanswered.emplace_back(c, op);
-            else
-                consider(deadline);
+        if (!c->stall_clock.expired(timers_, key, c->reads_with_data, now,
+                                    limits_.stall_timeout))
+            return;
+        if (c->setting_up() && c->setup_deadline <= now) {
+            fail_late_handshake(*c);
+            return;
         }
-        if (c->write_blocked) {
-            if (c->writes_with_data != c->stall_writes) {
-                c->stall_writes = c->writes_with_data;
-                c->write_since = now;
-            }
-            const auto write_deadline = c->write_since + limits_.send_timeout;
-            if (write_deadline <= now)
-                unread.push_back(c);
-            else
-                consider(write_deadline);
-        }
-        if (!c->partial()) continue;
-        if (c->reads_with_data != c->stall_reads) {
-            c->stall_reads = c->reads_with_data;
-            c->stall_since = now;
-        }
-        const auto deadline = c->stall_since + limits_.stall_timeout;
-        if (c->setting_up() && c->setup_deadline <= now)
-            late.push_back(c);
-        else if (deadline <= now)
-            expired.push_back(c);
-        else
-            consider(c->setting_up() ? std::min(deadline, c->setup_deadline) : deadline);
-    }
-    deadline_watch_.resize(kept);
-    for (auto [c, op] : unanswered) {
-        // The receiver never cleared or refused the RTS: unpin the buffer. A CTS that still
-        // comes names no transfer of ours any more and closes the connection.
-        BMI_LOG(tcp, "tcp: %s did not answer an RTS in %lld ms; failing the send",
-                describe(c->remote).c_str(),
-                static_cast<long long>(limits_.rendezvous_timeout.count()));
-        c->await_cts.erase(op->method_word);
-        finish(*op, -BMI_ETIMEDOUT);
-    }
-    for (Connection* c : expired) {
-        if (c->closed) continue;
         BMI_LOG(tcp, "tcp: %s stalled mid-frame; closing", describe(c->remote).c_str());
         fail_connection(*c, -BMI_ETIMEDOUT, true);
-    }
-    for (Connection* c : unread) {
-        if (c->closed) continue;
+        return;
+    case kit::DeadlineKind::send:
+        if (!c->write_blocked) {
+            c->send_clock.timed = false;
+            return;
+        }
+        if (!c->send_clock.expired(timers_, key, c->writes_with_data, now, limits_.send_timeout))
+            return;
         BMI_LOG(tcp, "tcp: %s took none of our bytes in %lld ms; closing",
                 describe(c->remote).c_str(), static_cast<long long>(limits_.send_timeout.count()));
         fail_connection(*c, -BMI_ETIMEDOUT, true);
+        return;
+    case kit::DeadlineKind::rendezvous:
+        fail_unanswered_rts(*c, now);
+        return;
+    default:
+        return;
     }
-    for (Connection* c : late) {
-        if (c->closed) continue;
-        BMI_LOG(tcp, "tcp: %s did not finish its handshake in %lld ms; closing",
-                describe(c->remote).c_str(),
-                static_cast<long long>(limits_.setup_timeout.count()));
-        fail_connection(*c, -BMI_ETIMEDOUT, true);
+}
+
+void TcpMethod::fail_late_handshake(Connection& c) {
+    BMI_LOG(tcp, "tcp: %s did not finish its handshake in %lld ms; closing",
+            describe(c.remote).c_str(), static_cast<long long>(limits_.setup_timeout.count()));
+    fail_connection(c, -BMI_ETIMEDOUT, true);
+}
+
+void TcpMethod::fail_unanswered_rts(Connection& c, std::chrono::steady_clock::time_point now) {
+    using Clock = std::chrono::steady_clock;
+    std::vector<Operation*> unanswered;
+    std::optional<Clock::time_point> next;
+    for (auto& [cookie, op] : c.await_cts) {
+        const Clock::time_point deadline{Clock::duration(op->method_aux)};
+        if (deadline <= now)
+            unanswered.push_back(op);
+        else if (!next || deadline < *next)
+            next = deadline;
     }
-    // Re-arm only for an earlier deadline: a timer that fires early just re-arms itself here,
-    // which is cheaper than a timerfd_settime on every call while data flows.
-    if (!earliest || (timer_deadline_ && *timer_deadline_ <= *earliest)) return;
-    const auto wait = std::max<Clock::duration>(*earliest - now, std::chrono::milliseconds(1));
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
-    itimerspec spec{};
-    spec.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
-    spec.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
-    if (timerfd_settime(timer_fd_, 0, &spec, nullptr) == 0) timer_deadline_ = *earliest;
+    if (next) timers_.schedule({c.id, kit::DeadlineKind::rendezvous}, *next);
+    for (Operation* op : unanswered) {
+        // The receiver never cleared or refused the RTS: unpin the buffer. A CTS that still
+        // comes names no transfer of ours any more and closes the connection.
+        BMI_LOG(tcp, "tcp: %s did not answer an RTS in %lld ms; failing the send",
+                describe(c.remote).c_str(),
+                static_cast<long long>(limits_.rendezvous_timeout.count()));
+        c.await_cts.erase(op->method_word);
+        finish(*op, -BMI_ETIMEDOUT);
+    }
 }
 
 }  // namespace bmi::method::tcp

@@ -195,15 +195,16 @@ void TcpMethod::frame_written(Connection& c) {
             op.actual_size = op.total_size;
             finish(op, 0);
             return;
-        case OutKind::rts:
+        case OutKind::rts: {
             // When the receiver must have answered by (Limits::rendezvous_timeout).
-            op.method_aux = static_cast<std::uint64_t>(
-                (std::chrono::steady_clock::now() + limits_.rendezvous_timeout)
-                    .time_since_epoch()
-                    .count());
+            const auto deadline = std::chrono::steady_clock::now() + limits_.rendezvous_timeout;
+            op.method_aux = static_cast<std::uint64_t>(deadline.time_since_epoch().count());
+            // The connection's entry stands for its earliest unanswered RTS.
+            timers_.schedule_by({c.id, kit::DeadlineKind::rendezvous}, deadline);
             c.await_cts.emplace(op.method_word, &op);
             place(op, Place::send_await_cts);
             return;
+        }
         case OutKind::data_chunk:
             op.transferred += f.length;
             if (op.transferred >= op.total_size) {

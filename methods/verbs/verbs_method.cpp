@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -129,7 +128,6 @@ VerbsMethod::~VerbsMethod() {
     connections_.clear();
     for (const WaitingSocket& w : waiting_) close(w.fd);
     if (listen_fd_ >= 0) close(listen_fd_);
-    if (timer_fd_ >= 0) close(timer_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
     reg_.reset();  // before the protection domain goes with the device
     device_.reset();
@@ -202,11 +200,10 @@ int VerbsMethod::start(const Config& config) {
     ev.data.u64 = cq_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->channel->fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (int rc = timers_.open(); rc != 0) return rc;
     ev.data.u64 = timer_id;
-    if (timer_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) < 0)
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    setup_timer_.attach(timer_fd_);
     ev.data.u64 = async_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);

@@ -13,9 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
-#include <queue>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -23,7 +21,7 @@
 #include <vector>
 
 #include "methods/completion_router.hpp"
-#include "methods/deadline_timer.hpp"
+#include "methods/kit/deadlines.hpp"
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/verbs/verbs_connection.hpp"
@@ -168,9 +166,10 @@ private:
     void handle_events(std::span<const epoll_event> ready);
     // Pumps the connections that got room and destroys the retired ones.
     void finish_pass();
-    // Files c's handshake deadline with the setup timer.
+    // Schedules c's handshake deadline.
     void watch_setup(const Connection& c);
-    void check_setup_deadlines();
+    // A handshake deadline came (kit::Deadlines): fails the connection if it is not ready.
+    void on_setup_deadline(kit::DeadlineKey key);
     void poll_cq();
     void on_completion(const ibv_wc& wc);
     void fail_connection(Connection& c, int error);
@@ -205,16 +204,7 @@ private:
     int listen_fd_ = -1;
     support::AcceptReserve accept_reserve_;  // given up under EMFILE to shed a connection
     bool listener_watched_ = true;
-    int timer_fd_ = -1;
-    DeadlineTimer setup_timer_;  // on timer_fd_, at the earliest handshake deadline
-    // Handshake deadlines, earliest on top; an entry outlives its handshake until it comes up.
-    struct SetupDeadline {
-        std::chrono::steady_clock::time_point at;
-        std::uint64_t connection_id;
-        bool operator>(const SetupDeadline& other) const { return at > other.at; }
-    };
-    std::priority_queue<SetupDeadline, std::vector<SetupDeadline>, std::greater<>>
-        setup_deadlines_;
+    kit::Deadlines timers_;  // handshake deadlines, by connection id; epoll id timer_id
     int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error
     std::chrono::milliseconds setup_timeout_{10000};  // the verbs_connect_timeout_ms setting
     support::keys::SharedKey key_;  // empty: keyless, every peer admitted as before

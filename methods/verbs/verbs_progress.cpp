@@ -79,7 +79,7 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
         } else if (id == cq_id) {
             cq_event = true;
         } else if (id == timer_id) {
-            check_setup_deadlines();
+            timers_.expire([this](kit::DeadlineKey key, auto) { on_setup_deadline(key); });
         } else if (id == async_id) {
             drain_async_events();
         } else if (auto it = connections_.find(id); it != connections_.end()) {
@@ -117,32 +117,15 @@ void VerbsMethod::finish_pass() {
 // answers with half a HELLO) fails its connection, so queued sends complete in bounded time.
 // The timer goes off only at a deadline, and then looks only at the handshakes due.
 void VerbsMethod::watch_setup(const Connection& c) {
-    setup_deadlines_.push({c.setup_deadline, c.id});
-    setup_timer_.arm_by(c.setup_deadline);
+    timers_.schedule({c.id, kit::DeadlineKind::setup}, c.setup_deadline);
 }
 
-void VerbsMethod::check_setup_deadlines() {
-    setup_timer_.went_off();
-    const auto now = std::chrono::steady_clock::now();
-    auto in_setup = [&](std::uint64_t id) -> Connection* {
-        auto it = connections_.find(id);
-        if (it == connections_.end()) return nullptr;
-        const auto state = it->second->state;
-        return state == Connection::State::ready || state == Connection::State::failed
-                   ? nullptr
-                   : it->second.get();
-    };
-    std::vector<Connection*> late;
-    while (!setup_deadlines_.empty() && setup_deadlines_.top().at <= now) {
-        if (Connection* c = in_setup(setup_deadlines_.top().connection_id)) late.push_back(c);
-        setup_deadlines_.pop();
-    }
-    for (Connection* c : late) fail_connection(*c, -BMI_ETIMEDOUT);
-    // Handshakes that finished leave their entries: drop those on top so the timer waits for
-    // one still under way.
-    while (!setup_deadlines_.empty() && in_setup(setup_deadlines_.top().connection_id) == nullptr)
-        setup_deadlines_.pop();
-    if (!setup_deadlines_.empty()) setup_timer_.arm_by(setup_deadlines_.top().at);
+void VerbsMethod::on_setup_deadline(kit::DeadlineKey key) {
+    auto it = connections_.find(key.id);
+    if (it == connections_.end()) return;
+    Connection& c = *it->second;
+    if (c.state == Connection::State::ready || c.state == Connection::State::failed) return;
+    fail_connection(c, -BMI_ETIMEDOUT);
 }
 
 void VerbsMethod::poll_cq() {

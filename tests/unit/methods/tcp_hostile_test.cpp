@@ -277,25 +277,76 @@ TEST_CASE("a large send the receiver never clears fails after the rendezvous tim
     close(fd);
 }
 
-TEST_CASE("a transfer whose DATA never comes times out", "[tcp][hostile]") {
-    setenv("BMI_TCP_STALL_TIMEOUT_MS", "300", 1);
+namespace {
+// A raw v2 peer of a server whose stall timeout is 300 ms announced a 1 MiB transfer (cookie
+// 99) to a receive posted for it and got the CTS: from now on it owes the server DATA.
+struct OwedTransfer {
     Pair p;
-    unsetenv("BMI_TCP_STALL_TIMEOUT_MS");
-    REQUIRE(p.create_status == 0);
-    int fd = raw_v2_connect(port_from(p.server->listen_address()), "", *p.server);
-    REQUIRE(fd >= 0);
-    auto peer = introduce_v2(fd, p);
-    std::vector<std::uint8_t> in(1 << 20);
-    auto r = make_op(OpKind::recv, peer, 4, in.data(), 1 << 20);
-    REQUIRE(post(*p.server, *r) == 0);
-    auto rts = v2_frame(Mode::rts, 4, 1 << 20, 99);
-    REQUIRE(raw_write(fd, rts.data(), rts.size(), *p.server));
-    Header cts = read_header(fd, true, *p.server);
-    CHECK(cts.mode == Mode::cts);
+    int fd = -1;
+    std::vector<std::uint8_t> in = std::vector<std::uint8_t>(1 << 20);
+    std::unique_ptr<Operation> r;
+
+    OwedTransfer() : p(stall_300ms()) {
+        unsetenv("BMI_TCP_STALL_TIMEOUT_MS");
+        REQUIRE(p.create_status == 0);
+        fd = raw_v2_connect(port_from(p.server->listen_address()), "", *p.server);
+        REQUIRE(fd >= 0);
+        auto peer = introduce_v2(fd, p);
+        r = make_op(OpKind::recv, peer, 4, in.data(), 1 << 20);
+        REQUIRE(post(*p.server, *r) == 0);
+        auto rts = v2_frame(Mode::rts, 4, 1 << 20, 99);
+        REQUIRE(raw_write(fd, rts.data(), rts.size(), *p.server));
+        Header cts = read_header(fd, true, *p.server);
+        CHECK(cts.mode == Mode::cts);
+    }
+    ~OwedTransfer() { close(fd); }
+    OwedTransfer(const OwedTransfer&) = delete;
+    OwedTransfer& operator=(const OwedTransfer&) = delete;
+
+    // The server reads its settings when it starts: the variable is set only for that.
+    static std::string stall_300ms() {
+        setenv("BMI_TCP_STALL_TIMEOUT_MS", "300", 1);
+        return "tcp://127.0.0.1:0";
+    }
+};
+}  // namespace
+
+TEST_CASE("a transfer whose DATA never comes times out", "[tcp][hostile]") {
+    OwedTransfer t;
     // ... and no DATA follows.
+    REQUIRE(drive({t.p.server.get()}, [&] { return t.r->completed; }, 3.0));
+    CHECK(t.r->error == -BMI_ETIMEDOUT);
+}
+
+TEST_CASE("a transfer that trickles lives past the stall timeout and dies one after it stops",
+          "[tcp][hostile]") {
+    // The stall clock moves with every read that brings bytes, without reading the clock per
+    // read: the deadline's wake-ups compare a count (kit::ProgressDeadline).
+    OwedTransfer t;
+    Pair& p = t.p;
+    const int fd = t.fd;
+    auto& r = t.r;
+    auto data = v2_frame(Mode::data, 4, 1 << 20, 99);
+    REQUIRE(raw_write(fd, data.data(), data.size(), *p.server));
+    // 100 bytes every 50 ms for 1.2 s: four stall timeouts, none of them without a byte.
+    const std::vector<std::uint8_t> piece(100, 7);
+    auto last_byte = std::chrono::steady_clock::now();
+    int pieces = 0;
+    drive({p.server.get()}, [&] {
+        if (r->completed) return true;
+        if (std::chrono::steady_clock::now() - last_byte < std::chrono::milliseconds(50))
+            return false;
+        REQUIRE(send(fd, piece.data(), piece.size(), MSG_NOSIGNAL) == 100);
+        last_byte = std::chrono::steady_clock::now();
+        return ++pieces == 24;
+    }, 5.0);
+    REQUIRE_FALSE(r->completed);
+    REQUIRE(pieces == 24);
     REQUIRE(drive({p.server.get()}, [&] { return r->completed; }, 3.0));
     CHECK(r->error == -BMI_ETIMEDOUT);
-    close(fd);
+    const auto quiet = std::chrono::steady_clock::now() - last_byte;
+    CHECK(quiet >= std::chrono::milliseconds(300));
+    CHECK(quiet < std::chrono::milliseconds(1500));
 }
 
 namespace {
