@@ -107,7 +107,7 @@ void Deadlines::arm_for_earliest() {
 void Deadlines::arm(Clock::time_point at) {
     if (fd_ < 0) return;
     // Absolute, so no clock reading here; a time already past goes off at once. A zero
-    // it_value would disarm the timer instead, hence at least 1 ns.
+    // it_value would disarm the timer instead, hence the smallest positive time.
     const auto ns = std::max<long long>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count(), 1);
     itimerspec when{};
