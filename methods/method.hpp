@@ -172,7 +172,7 @@ enum class ApiDialect : std::uint8_t {
 };
 
 // What BMI_initialize gave this method. The control layer builds it in one function
-// (Instance::method_config) for a server's listen address and a client's first lookup alike.
+// (MethodSet::method_config) for a server's listen address and a client's first lookup alike.
 struct Config {
     std::string listen_address;  // "" for a client-only instance, else e.g. "tcp://host:port"
     int flags = 0;               // BMI_INIT_SERVER | BMI_TCP_BIND_SPECIFIC | ...

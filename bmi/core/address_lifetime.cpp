@@ -14,35 +14,34 @@
 // nobody holds it, whatever the application does: a server that forgets its bookkeeping does
 // not grow with every client it ever served. libbmi adds one rule: an address stays until the
 // application has been shown every unexpected message that came from it.
-#include "bmi/core/instance.hpp"
+#include "bmi/core/address_book.hpp"
 
-#include "bmi/core/instance_slot.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::core {
 
-int Instance::drop_address(BMI_addr_t addr) {
+int AddressBook::drop(BMI_addr_t addr) {
     std::shared_ptr<method::Peer> peer;
     int index = 0;
     {
-        support::MutexLock lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
+        support::MutexLock lock(state_);
+        AddressEntry* entry = entries_.find(addr);
         if (entry == nullptr) return -BMI_EINVAL;
         peer = entry->peer;
         index = entry->method_index;
-        addresses_.erase(addr);
+        entries_.erase(addr);
     }
-    MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+    MethodSlot& slot = methods_.slot(index);
     support::MutexLock lock(slot.lock);
     slot.method->forget_peer(*peer);
     BMI_LOG(address, "dropped %lld", static_cast<long long>(addr));
     return 0;
 }
 
-int Instance::change_reference(BMI_addr_t addr, int option) {
+int AddressBook::change_reference(BMI_addr_t addr, int option) {
     {
-        support::MutexLock lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
+        support::MutexLock lock(state_);
+        AddressEntry* entry = entries_.find(addr);
         if (entry == nullptr) return -BMI_EINVAL;
         if (option == BMI_INC_ADDR_REF) {
             ++entry->ref_count;
@@ -55,41 +54,41 @@ int Instance::change_reference(BMI_addr_t addr, int option) {
     return 0;
 }
 
-void Instance::file_gone_locked(AddressEntry& entry) {
+void AddressBook::file_gone_locked(AddressEntry& entry) {
     if (entry.gone_queued) return;
     entry.gone_queued = true;
     gone_peers_.push_back(entry.addr);
     gone_pending_.store(true, std::memory_order_release);
 }
 
-void Instance::on_peer_gone(const method::Peer& peer) {
-    support::MutexLock lock(state_mutex_);
-    AddressEntry* entry = addresses_.find(peer.addr());
-    // Already dropped (the method is closing it for drop_address), or re-registered since.
+void AddressBook::peer_gone(const method::Peer& peer) {
+    support::MutexLock lock(state_);
+    AddressEntry* entry = entries_.find(peer.addr());
+    // Already dropped (the method is closing it for drop), or re-registered since.
     if (entry == nullptr || entry->peer.get() != &peer) return;
     file_gone_locked(*entry);
 }
 
-void Instance::drop_gone_peers() {
+void AddressBook::drop_gone_peers() {
     if (!gone_pending_.load(std::memory_order_acquire)) return;
     std::vector<BMI_addr_t> filed;
     {
-        support::MutexLock lock(state_mutex_);
+        support::MutexLock lock(state_);
         filed.swap(gone_peers_);
         gone_pending_.store(false, std::memory_order_relaxed);
         for (BMI_addr_t addr : filed)
-            if (AddressEntry* entry = addresses_.find(addr)) entry->gone_queued = false;
+            if (AddressEntry* entry = entries_.find(addr)) entry->gone_queued = false;
     }
     for (BMI_addr_t addr : filed) drop_if_gone(addr);
 }
 
-void Instance::drop_if_gone(BMI_addr_t addr) {
+void AddressBook::drop_if_gone(BMI_addr_t addr) {
     std::shared_ptr<method::Peer> peer;
     int index = 0;
     // Whether the entry still holds: nobody references it and nothing of it waits to be shown.
     // Unshown messages file it again, for the testunexpected after the one that shows them.
     auto unheld = [&](AddressEntry& entry) {
-        state_mutex_.assert_held();  // called only inside the locked sections below
+        state_.assert_held();  // called only inside the locked sections below
         if (entry.ref_count > 0) return false;
         if (entry.unreported_unexpected > 0) {
             file_gone_locked(entry);
@@ -98,22 +97,22 @@ void Instance::drop_if_gone(BMI_addr_t addr) {
         return true;
     };
     {
-        support::MutexLock lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
+        support::MutexLock lock(state_);
+        AddressEntry* entry = entries_.find(addr);
         if (entry == nullptr || !unheld(*entry)) return;
         peer = entry->peer;
         index = entry->method_index;
     }
-    MethodSlot& slot = *slots_[static_cast<std::size_t>(index)];
+    MethodSlot& slot = methods_.slot(index);
     // The method's lock is held from the question to the forgetting, so the peer cannot come
     // back in between; the core's lock is taken inside it (the allowed order).
     support::MutexLock method_lock(slot.lock);
     if (!slot.method->peer_gone(*peer)) return;
     {
-        support::MutexLock lock(state_mutex_);
-        AddressEntry* entry = addresses_.find(addr);
+        support::MutexLock lock(state_);
+        AddressEntry* entry = entries_.find(addr);
         if (entry == nullptr || entry->peer != peer || !unheld(*entry)) return;
-        addresses_.erase(addr);
+        entries_.erase(addr);
     }
     slot.method->forget_peer(*peer);
     BMI_LOG(address, "dropped %lld: its peer is gone and nothing refers to it",

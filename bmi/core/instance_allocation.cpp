@@ -2,10 +2,10 @@
 // The allocation an instance lives in (doc/planes.md): read once when it is created, bound to
 // this node's interfaces and devices, and handed to each method in its Config. Everything the
 // OS is asked to enforce is logged under BMI_DEBUG=control; everything it cannot, as a warning.
+#include "bmi/core/instance_allocation.hpp"
+
 #include <algorithm>
 
-#include "bmi/core/instance.hpp"
-#include "bmi/core/instance_slot.hpp"
 #include "methods/method_table.hpp"
 #include "support/logging/log.hpp"
 #include "support/planes/allocation_source.hpp"
@@ -37,14 +37,15 @@ int load_instance_key(const support::Settings& settings,
 }
 }  // namespace
 
-int Instance::take_allocation(std::string_view program_text) {
+int InstanceAllocation::take(const support::Settings& settings,
+                             std::string_view program_text) {
     support::planes::InstanceAllocation allocation;
-    if (int rc = support::planes::resolve_allocation(settings_, program_text, allocation); rc != 0)
+    if (int rc = support::planes::resolve_allocation(settings, program_text, allocation); rc != 0)
         return rc;
-    if (int rc = load_instance_key(settings_, allocation, key_); rc != 0) return rc;
+    if (int rc = load_instance_key(settings, allocation, key_); rc != 0) return rc;
     if (allocation.entries.empty()) return 0;
     allocated_ = true;
-    allocation_origin_ = allocation.origin;
+    origin_ = allocation.origin;
     for (const auto& entry : allocation.entries) {
         support::planes::PlaneBinding binding;
         std::string why;
@@ -67,40 +68,13 @@ int Instance::take_allocation(std::string_view program_text) {
             return p.type == PlaneType::verbs;
         }) > 1) {
         BMI_WARN("%s: one instance opens one RDMA device port; allocate one verbs plane",
-                 allocation_origin_.c_str());
+                 origin_.c_str());
         return -BMI_EINVAL;
     }
     return 0;
 }
 
-int Instance::start_allocated_methods() {
-    for (const auto& plane : planes_) {
-        int rc = 0;
-        MethodSlot* slot = slot_for_scheme(support::planes::to_string(plane.type), rc);
-        if (slot == nullptr) {
-            BMI_WARN("allocation %s is for %s, which this instance does not run (not compiled "
-                     "in, or left out of its method list)",
-                     plane.allocation_id.c_str(),
-                     std::string(support::planes::to_string(plane.type)).c_str());
-            return rc;
-        }
-        if (!(flags_ & BMI_INIT_SERVER) || slot->active.load()) continue;
-        // A server listens where its allocation says: tcp on the planes' addresses and ports
-        // (the method reads its planes), shm under the allocation's id.
-        std::string listen;
-        if (plane.type == PlaneType::shm) listen = "shm://" + plane.allocation_id;
-        if (plane.type == PlaneType::verbs) {
-            BMI_WARN("allocation %s: a verbs server needs a listen address for its bootstrap "
-                     "(verbs://%s:%d/host:port); the plane names only the device",
-                     plane.allocation_id.c_str(), plane.device.c_str(), plane.device_port);
-            return -BMI_EINVAL;
-        }
-        if (rc = activate(slot->index, method_config(*slot, listen)); rc != 0) return rc;
-    }
-    return 0;
-}
-
-bool Instance::scheme_reachable(std::string_view scheme) const {
+bool InstanceAllocation::reachable(std::string_view scheme) const {
     if (!allocated_) return true;
     return std::any_of(planes_.begin(), planes_.end(), [&](const auto& plane) {
         return support::planes::to_string(plane.type) == method::canonical_scheme(scheme);

@@ -29,7 +29,7 @@ struct AddressEntry {
     // Unexpected messages from this peer no test call has reported yet: their address must
     // stay valid until the application has seen them.
     int unreported_unexpected = 0;
-    bool gone_queued = false;  // on Instance::gone_peers_ already
+    bool gone_queued = false;  // on AddressBook::gone_peers_ already
 };
 
 class ReferenceList {

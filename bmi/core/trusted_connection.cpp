@@ -3,12 +3,11 @@
 // server configuration, whose layout only OrangeFS knows; OrangeFS's own accessors read it. They
 // are weak references: a process that defines them (OrangeFS's server, its client library) binds
 // them at load time, any other process leaves them null and the option answers -BMI_ENOSYS.
-#include "bmi/core/instance.hpp"
+#include "bmi/core/method_set.hpp"
 
 #include <atomic>
 #include <string>
 
-#include "bmi/core/instance_slot.hpp"
 #include "support/keys/trusted_sources.hpp"
 #include "support/logging/log.hpp"
 
@@ -57,7 +56,7 @@ int read_trusted_sources(void* config, support::keys::TrustedSources& out) {
 }
 }  // namespace
 
-int Instance::trust_sources(void* config) {
+int MethodSet::trust_sources(void* config) {
     if (dialect_ != method::ApiDialect::orangefs) {
         BMI_LOG(error, "BMI_TRUSTED_CONNECTION is OrangeFS's option: use keys (doc/security.md)");
         return -BMI_ENOSYS;

@@ -9,7 +9,7 @@
 //
 // Nothing but the peer's bytes (or the receive timeout) ends such a read, so it is taken
 // only where nothing else can need us during it: the control layer allows it in direct
-// mode and only while a single thread uses the instance (Instance::before_sleep_all); here
+// mode and only while a single thread uses the instance (Waiter::before_sleep_all); here
 // it needs exactly one connection, established and readable, nothing queued to write, and
 // operations waiting. A server's listening socket is the one thing left unwatched: a new
 // client's first frame waits for the read to end, at most the read's time.

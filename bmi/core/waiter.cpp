@@ -5,27 +5,25 @@
 // pass over all methods (folded into the sleep in direct mode), looks again, and only then
 // sleeps on the wait point, for at most the caller's idle time. Anything completing wakes it
 // at once (WaitPoint::signal), so the idle time is a cap, never a delay.
-#include "bmi/core/instance.hpp"
-
-#include "bmi/core/instance_slot.hpp"
+#include "bmi/core/waiter.hpp"
 
 #include <utility>
 
 namespace bmi::core {
 
-void Instance::progress_all() {
-    for (auto& slot : slots_) {
+void Waiter::progress_all() {
+    for (auto& slot : methods_.slots()) {
         if (!slot->active.load(std::memory_order_acquire)) continue;
         support::MutexLock lock(slot->lock);
         slot->method->progress();
     }
 }
 
-bool Instance::before_sleep_all(SleepClock& clock) {
-    const int direct = direct_index_.load();
+bool Waiter::before_sleep_all(SleepClock& clock) {
+    const int direct = methods_.direct_index();
     bool moved = false;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-        MethodSlot& slot = *slots_[i];
+    for (std::size_t i = 0; i < methods_.slots().size(); ++i) {
+        MethodSlot& slot = *methods_.slots()[i];
         if (!slot.active.load(std::memory_order_acquire)) continue;
         support::MutexLock lock(slot.lock);
         if (slot.method->before_sleep()) {
@@ -43,15 +41,15 @@ bool Instance::before_sleep_all(SleepClock& clock) {
     return moved;
 }
 
-void Instance::after_wake_all() {
-    for (auto& slot : slots_) {
+void Waiter::after_wake_all() {
+    for (auto& slot : methods_.slots()) {
         if (!slot->active.load(std::memory_order_acquire)) continue;
         support::MutexLock lock(slot->lock);
         slot->method->after_wake();
     }
 }
 
-void Instance::note_caller() {
+void Waiter::note_caller() {
     const std::thread::id self = std::this_thread::get_id();
     if (sole_caller_.load(std::memory_order_relaxed) == self) return;
     std::thread::id none{};
@@ -60,7 +58,7 @@ void Instance::note_caller() {
 }
 
 template <class Ready>
-void Instance::wait_for(int max_idle_ms, Ready&& ready) {
+void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
     note_caller();
     // The clock is read once per sleep, not per call: a test that finds its answer at once,
     // or in the methods' spin, reads none (on some VMs a clock read costs as much as a small
@@ -70,7 +68,7 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
     for (;;) {
         // OrangeFS looks at its forget list in BMI_testunexpected only; every test call does
         // here, so a server that sleeps in testcontext frees departed clients as soon.
-        drop_gone_peers();
+        addresses_.drop_gone_peers();
         std::uint64_t seen = wait_point_.sequence();
         {
             support::MutexLock lock(state_mutex_);
@@ -89,7 +87,7 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
         // In direct mode a sleep on the method's epoll set returns at once with whatever is
         // ready and feeds it to the method, so a separate polling pass would only cost an
         // extra epoll_wait. Without a sleep (idle 0), or with several methods, poll.
-        if (!sleeping || direct_index_.load() < 0) {
+        if (!sleeping || methods_.direct_index() < 0) {
             progress_all();
             {
                 support::MutexLock lock(state_mutex_);
@@ -107,8 +105,8 @@ void Instance::wait_for(int max_idle_ms, Ready&& ready) {
     }
 }
 
-void Instance::wake_all(std::span<const epoll_event> events) {
-    const int direct = direct_index_.load();
+void Waiter::wake_all(std::span<const epoll_event> events) {
+    const int direct = methods_.direct_index();
     if (direct < 0) {
         after_wake_all();
         return;
@@ -116,62 +114,55 @@ void Instance::wake_all(std::span<const epoll_event> events) {
     // Direct mode: one method, so one lock section both undoes its sleep preparations and
     // hands it the events the sleep returned (none: its timers and rings are still looked
     // at); the loop then looks again without another progress pass.
-    MethodSlot& slot = *slots_[static_cast<std::size_t>(direct)];
+    MethodSlot& slot = methods_.slot(direct);
     support::MutexLock lock(slot.lock);
     slot.method->after_wake();
     slot.method->progress_events(events);
 }
 
-Completion Instance::reap_locked(method::Operation& op) {
-    auto& context = contexts_[static_cast<std::size_t>(op.context)];
-    context.completed.erase(context.completed.iterator_to(op));
-    op_ids_.erase(op.id);
-    return Completion{op.id, op.error, op.actual_size, op.user_ptr};
-}
-
-int Instance::test(bmi_op_id_t id, bmi_context_id context, int max_idle_ms, int& outcount,
-                   Completion& out) {
+int Waiter::test(bmi_op_id_t id, bmi_context_id context, int max_idle_ms, int& outcount,
+                 Completion& out) {
     outcount = 0;
     int rc = 0;
     method::Operation* done = nullptr;
     wait_for(max_idle_ms, [&] {
-        state_mutex_.assert_held();  // wait_for calls this under the state lock
-        if (!context_valid_locked(context)) {
+        ops_.assert_held();  // wait_for calls this under the state lock
+        if (!ops_.context_valid_locked(context)) {
             rc = -BMI_EINVAL;
             return true;
         }
-        method::Operation* op = find_op_locked(id, context);
+        method::Operation* op = ops_.find_locked(id, context);
         if (op == nullptr) {
             rc = -BMI_EINVAL;
             return true;
         }
         if (!op->completed) return false;
-        out = reap_locked(*op);
+        out = ops_.reap_locked(*op);
         done = op;
         return true;
     });
     if (done != nullptr) {
-        free_op(done);
+        OpTable::free_op(done);
         outcount = 1;
     }
     return rc;
 }
 
-int Instance::testsome(std::span<const bmi_op_id_t> ids, bmi_context_id context,
-                       int max_idle_ms, int& outcount, std::span<int> indices,
-                       std::span<Completion> out) {
+int Waiter::testsome(std::span<const bmi_op_id_t> ids, bmi_context_id context,
+                     int max_idle_ms, int& outcount, std::span<int> indices,
+                     std::span<Completion> out) {
     outcount = 0;
     int rc = 0;
     std::vector<method::Operation*> done;
     wait_for(max_idle_ms, [&] {
-        state_mutex_.assert_held();  // wait_for calls this under the state lock
-        if (!context_valid_locked(context)) {
+        ops_.assert_held();  // wait_for calls this under the state lock
+        if (!ops_.context_valid_locked(context)) {
             rc = -BMI_EINVAL;
             return true;
         }
         for (std::size_t i = 0; i < ids.size(); ++i) {
             if (ids[i] == 0) continue;  // OrangeFS callers leave holes in the array
-            method::Operation* op = find_op_locked(ids[i], context);
+            method::Operation* op = ops_.find_locked(ids[i], context);
             if (op == nullptr) {
                 rc = -BMI_EINVAL;
                 return true;
@@ -180,75 +171,51 @@ int Instance::testsome(std::span<const bmi_op_id_t> ids, bmi_context_id context,
         for (std::size_t i = 0; i < ids.size() && static_cast<std::size_t>(outcount) < out.size();
              ++i) {
             if (ids[i] == 0) continue;
-            method::Operation* op = find_op_locked(ids[i], context);
+            method::Operation* op = ops_.find_locked(ids[i], context);
             if (op == nullptr || !op->completed) continue;
-            out[static_cast<std::size_t>(outcount)] = reap_locked(*op);
+            out[static_cast<std::size_t>(outcount)] = ops_.reap_locked(*op);
             indices[static_cast<std::size_t>(outcount)] = static_cast<int>(i);
             ++outcount;
             done.push_back(op);
         }
         return outcount > 0;
     });
-    for (auto* op : done) free_op(op);
+    for (auto* op : done) OpTable::free_op(op);
     return rc;
 }
 
-int Instance::testcontext(bmi_context_id context, int max_idle_ms, int& outcount,
-                          std::span<Completion> out) {
+int Waiter::testcontext(bmi_context_id context, int max_idle_ms, int& outcount,
+                        std::span<Completion> out) {
     outcount = 0;
     int rc = 0;
     std::vector<method::Operation*> done;
     wait_for(max_idle_ms, [&] {
-        state_mutex_.assert_held();  // wait_for calls this under the state lock
-        if (!context_valid_locked(context)) {
+        ops_.assert_held();  // wait_for calls this under the state lock
+        if (!ops_.context_valid_locked(context)) {
             rc = -BMI_EINVAL;
             return true;
         }
-        auto& queue = contexts_[static_cast<std::size_t>(context)].completed;
-        while (!queue.empty() && static_cast<std::size_t>(outcount) < out.size()) {
-            method::Operation& op = queue.front();
-            out[static_cast<std::size_t>(outcount++)] = reap_locked(op);
-            done.push_back(&op);
-        }
+        ops_.reap_context_locked(context, out, outcount, done);
         if (outcount > 0) return true;
         // An unexpected message that no test call has reported ends a waiting testcontext
         // early, with nothing, as both BMIs' tcp methods do: a loop of testunexpected(0) and
         // testcontext(t) (Mercury's) would otherwise see a request only after t. Each
         // arrival ends one wait, so a program that ignores its unexpected messages does not
         // spin.
-        if (max_idle_ms > 0 && unexpected_reported_ != unexpected_arrivals_) {
-            unexpected_reported_ = unexpected_arrivals_;
-            return true;
-        }
-        return false;
+        inbox_.assert_held();  // the same lock
+        return max_idle_ms > 0 && inbox_.announce_locked();
     });
-    for (auto* op : done) free_op(op);
+    for (auto* op : done) OpTable::free_op(op);
     return rc;
 }
 
-int Instance::testunexpected(int max_idle_ms, int& outcount, std::span<UnexpectedMessage> out,
-                             std::optional<std::uint8_t> msg_class) {
+int Waiter::testunexpected(int max_idle_ms, int& outcount, std::span<UnexpectedMessage> out,
+                           std::optional<std::uint8_t> msg_class) {
     outcount = 0;
-    const bool count_references = (flags_ & BMI_AUTO_REF_COUNT) != 0;
+    const bool count_references = (methods_.flags() & BMI_AUTO_REF_COUNT) != 0;
     wait_for(max_idle_ms, [&] {
-        state_mutex_.assert_held();  // wait_for calls this under the state lock
-        // Messages of other classes stay queued in arrival order; the quota bounds how many
-        // there can be to step over.
-        for (auto it = unexpected_.begin();
-             it != unexpected_.end() && static_cast<std::size_t>(outcount) < out.size();) {
-            if (msg_class && it->msg_class != *msg_class) {
-                ++it;
-                continue;
-            }
-            if (AddressEntry* entry = addresses_.find(it->addr)) {
-                --entry->unreported_unexpected;
-                if (count_references) ++entry->ref_count;
-            }
-            out[static_cast<std::size_t>(outcount++)] = *it;
-            it = unexpected_.erase(it);
-        }
-        // Everything queued is in the caller's hands: no testcontext needs to announce it.
-        if (unexpected_.empty()) unexpected_reported_ = unexpected_arrivals_;
+        inbox_.assert_held();  // wait_for calls this under the state lock
+        outcount = inbox_.take_locked(addresses_, count_references, out, msg_class);
         return outcount > 0;
     });
     return 0;

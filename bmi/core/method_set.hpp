@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The methods of one instance: a slot per compiled method, which of them BMI_initialize
+// allowed, when each starts (a server's listen addresses and allocation at initialize, any
+// other at its first lookup), the Config each gets, and the memory BMI_memalloc hands out for
+// them. The settings and the allocation in force are read here, once.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "bmi/core/instance_allocation.hpp"
+#include "bmi/core/instance_types.hpp"
+#include "bmi/core/wait_point.hpp"
+#include "methods/method.hpp"
+#include "support/keys/trusted_sources.hpp"
+#include "support/sync/mutex.hpp"
+
+namespace bmi::core {
+
+struct MethodSlot {
+    const method::Descriptor* descriptor = nullptr;
+    int index = 0;
+    bool allowed = false;            // named in BMI_initialize's method list (or list empty)
+    std::atomic<bool> active{false}; // method created; set once, never cleared before teardown
+    support::Mutex lock;             // held around every call into method
+    std::unique_ptr<method::Method> method BMI_PT_GUARDED_BY(lock);
+    method::Sink* sink = nullptr;    // the instance's, for this slot; outlives method
+    bool native_lists = false;
+    std::string listen_scheme;       // the listen address's scheme as given (alias or own)
+};
+
+class MethodSet {
+public:
+    // The Sink a slot's method reports through, made once per slot and kept by the caller.
+    using MakeSink = std::function<method::Sink&(int index)>;
+
+    explicit MethodSet(WaitPoint& wait_point) : wait_point_(wait_point) {}
+    MethodSet(const MethodSet&) = delete;
+    MethodSet& operator=(const MethodSet&) = delete;
+
+    // Reads the settings and the allocation; 0 or -BMI_E* (a bad setting or allocation).
+    int configure(const InitParams& params);
+    // Then makes the slots and starts a server's methods (listen addresses, then allocated
+    // planes); 0 or -BMI_E* (unknown method, listen address in use, ...).
+    int start(const InitParams& params, const MakeSink& make_sink);
+    // Closes every method; ops still pending are the method's to complete or drop.
+    void close_all();
+
+    std::span<const std::unique_ptr<MethodSlot>> slots() const { return slots_; }
+    MethodSlot& slot(int index) const { return *slots_[static_cast<std::size_t>(index)]; }
+    // The allowed slot of scheme (its own or its alias), or nullptr and error set.
+    MethodSlot* slot_for_scheme(std::string_view scheme, int& error) const;
+    const InstanceAllocation& allocation() const { return allocation_; }
+    // Starts slot's method for a client (no listen address); 0 if it runs already.
+    int start_client(MethodSlot& slot);
+    // The one active method the wait point sleeps on directly (see Method::accept_wake_fd),
+    // or -1 while zero or several methods are active.
+    int direct_index() const { return direct_index_.load(); }
+
+    const support::Settings& settings() const { return settings_; }
+    int flags() const { return flags_; }
+    method::ApiDialect dialect() const { return dialect_; }
+
+    // BMI_TRUSTED_CONNECTION with OrangeFS's server configuration (trusted_connection.cpp).
+    int trust_sources(void* config);
+    // memalloc's memory for slot index's method: prepared by the method, or malloc'd here;
+    // not yet zeroed.
+    void* allocate_memory(int index, bmi_size_t size);
+    // 0, or -BMI_EINVAL for memory no allocate_memory() handed out (or already freed).
+    int free_memory(void* buffer);
+
+    // The listen addresses of all methods, comma separated ("" for a client).
+    std::string listen_addresses();
+    // The same, kept until the next call (BMI_GET_METH_ADDR with addr 0).
+    const char* listen_string();
+    // Names of the active methods, comma separated; valid until another method starts
+    // (BMI_TRANSPORT_METHODS_STRING).
+    const char* method_names();
+
+private:
+    int activate(int index, const method::Config& config);
+    // The one place a method's Config is built, for a server's listen address and for a
+    // client's first lookup ("" listen) alike, so both carry the same settings, key and planes.
+    method::Config method_config(const MethodSlot& slot, std::string_view listen) const;
+    // Checks every allocated plane has a method here, then starts each allocated method of a
+    // server that its listen string did not already start.
+    int start_allocated_methods();
+
+    WaitPoint& wait_point_;
+    int flags_ = 0;
+    method::ApiDialect dialect_ = method::ApiDialect::orangefs;
+    support::Settings settings_;  // read once in configure(); never changed after
+    bool emulate_lists_ = false;  // emulate_lists=1: pack even for native methods
+    std::vector<std::unique_ptr<MethodSlot>> slots_;
+    support::Mutex activation_mutex_;  // serializes method creation
+    // BMI_TRUSTED_CONNECTION's sources, handed to every method as it starts.
+    std::optional<support::keys::TrustedSources> trusted_ BMI_GUARDED_BY(activation_mutex_);
+    std::atomic<int> direct_index_{-1};
+    InstanceAllocation allocation_;
+
+    support::Mutex records_mutex_;  // held only for the three records below
+    std::string methods_string_ BMI_GUARDED_BY(records_mutex_);
+    std::string listen_string_ BMI_GUARDED_BY(records_mutex_);
+    // Buffers allocate_memory() malloc'd itself (methods track their own), so that
+    // BMI_memfree of a foreign or already freed pointer is refused, not passed to free().
+    std::unordered_set<void*> malloc_owned_ BMI_GUARDED_BY(records_mutex_);
+};
+
+}  // namespace bmi::core
