@@ -55,7 +55,8 @@ public:
 private:
     void progress_all();
     // The clock of one wait (wait_for), read only once a sleep is near: a wait that a method's
-    // spin ends reads none (a reading costs about 30 ns here, an eighth of an shm message).
+    // spin ends reads none (a reading is a sizeable part of an shm message; figures in
+    // doc/perf/code-figures.md).
     struct SleepClock {
         int max_idle_ms = 0;
         WaitPoint::Clock::time_point now{};
