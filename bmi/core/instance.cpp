@@ -291,9 +291,11 @@ void* Instance::memalloc(BMI_addr_t addr, bmi_size_t size) {
 
 int Instance::unexpected_free(void* buffer) {
     waiter_.note_caller();
-    if (int rc = inbox_.release(buffer); rc != 0) return rc;
-    // A method may have stopped reading because the quota was full: let it try again.
-    wait_point_.signal();
+    bool refused_before = false;
+    if (int rc = inbox_.release(buffer, refused_before); rc != 0) return rc;
+    // A method stopped reading because the quota was full: wake a sleeper to let it try
+    // again. Otherwise nothing waits for this, and a server frees a buffer per request.
+    if (refused_before) wait_point_.signal();
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 #include "support/logging/log.hpp"
 
@@ -39,11 +40,15 @@ void* UnexpectedInbox::allocate(const method::Peer& peer, bmi_size_t size) {
                      static_cast<long long>(quota_.total()),
                      static_cast<long long>(quota_.limits().total_bytes));
         quota_warned_ = true;
+        refused_ = true;
         return nullptr;
     }
     // One peer cannot crowd every other out of the quota: past its share it waits too.
     auto held = by_peer_.find(peer.serial());
-    if (held != by_peer_.end() && !quota_.fits(held->second, cost)) return nullptr;
+    if (held != by_peer_.end() && !quota_.fits(held->second, cost)) {
+        refused_ = true;
+        return nullptr;
+    }
     void* buffer = std::malloc(static_cast<std::size_t>(size > 0 ? size : 1));
     if (buffer == nullptr) return nullptr;
     quota_.charge(by_peer_[peer.serial()], cost);
@@ -61,7 +66,8 @@ void UnexpectedInbox::deliver(AddressBook& addresses, int method_index,
     ++arrivals_;
 }
 
-int UnexpectedInbox::release(void* buffer) {
+int UnexpectedInbox::release(void* buffer, bool& refused_before) {
+    refused_before = false;
     {
         support::MutexLock lock(state_);
         auto it = charges_.find(buffer);
@@ -72,6 +78,7 @@ int UnexpectedInbox::release(void* buffer) {
         auto& account = by_peer_[charge.peer_serial];
         quota_.release(account, charge.cost);
         if (account.count <= 0) by_peer_.erase(charge.peer_serial);
+        refused_before = std::exchange(refused_, false);
     }
     std::free(buffer);
     return 0;

@@ -40,7 +40,9 @@ public:
                  const std::shared_ptr<method::Peer>& peer, void* buffer, bmi_size_t size,
                  bmi_msg_tag_t tag, std::uint8_t msg_class);
     // BMI_unexpected_free: 0, or -BMI_EINVAL for a buffer not handed out or already freed.
-    int release(void* buffer);
+    // refused_before: whether an allocation was refused since the last release that said so
+    // (a method then waits for room, and a sleeper must be woken to let it look again).
+    int release(void* buffer, bool& refused_before);
     // The bytes used and the limit (BMI_UNEXPECTED_QUOTA_USE).
     void usage(BMI_unexpected_quota_use& out);
 
@@ -68,6 +70,7 @@ private:
     // Buffers handed out, with what each costs and whose it is.
     std::unordered_map<void*, Charge> charges_ BMI_GUARDED_BY(state_);
     bool quota_warned_ BMI_GUARDED_BY(state_) = false;
+    bool refused_ BMI_GUARDED_BY(state_) = false;  // an allocation failed for the quota
     std::deque<UnexpectedMessage> queue_ BMI_GUARDED_BY(state_);
     // Messages delivered so far, and how many of them a test call has reported (testcontext's
     // early return, or testunexpected emptying the queue).

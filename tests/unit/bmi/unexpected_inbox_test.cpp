@@ -32,6 +32,7 @@ constexpr bmi_size_t overhead = 256;  // what every message costs beyond its pay
 
 TEST_CASE("unexpected inbox: the quota bounds all peers, a share each one") {
     Parts parts;
+    bool refused = false;
     REQUIRE(parts.error == 0);
     parts.inbox.set_quota(4 * 1024, 2 * 1024);
     PlainPeer a, b, c;
@@ -47,21 +48,24 @@ TEST_CASE("unexpected inbox: the quota bounds all peers, a share each one") {
     CHECK(use.used == 1000 + 1200 + 200 + 3 * overhead);
     CHECK(use.limit == 4 * 1024);
     CHECK(parts.inbox.allocate(c, 700) == nullptr);  // the total: 3168 + 956 > 4096
-    REQUIRE(parts.inbox.release(b1) == 0);
+    REQUIRE(parts.inbox.release(b1, refused) == 0);
+    CHECK(refused);  // someone waits for room: the caller wakes the methods
     void* c1 = parts.inbox.allocate(c, 700);
     CHECK(c1 != nullptr);
-    CHECK(parts.inbox.release(a1) == 0);
-    CHECK(parts.inbox.release(a1) == -BMI_EINVAL);  // already freed
+    CHECK(parts.inbox.release(a1, refused) == 0);
+    CHECK_FALSE(refused);  // nothing was refused since: no wake-up needed
+    CHECK(parts.inbox.release(a1, refused) == -BMI_EINVAL);  // already freed
     int foreign = 0;
-    CHECK(parts.inbox.release(&foreign) == -BMI_EINVAL);
-    CHECK(parts.inbox.release(c1) == 0);
-    CHECK(parts.inbox.release(b2) == 0);
+    CHECK(parts.inbox.release(&foreign, refused) == -BMI_EINVAL);
+    CHECK(parts.inbox.release(c1, refused) == 0);
+    CHECK(parts.inbox.release(b2, refused) == 0);
     parts.inbox.usage(use);
     CHECK(use.used == 0);
 }
 
 TEST_CASE("unexpected inbox: a peer's share defaults to an eighth, at least 64 KiB") {
     Parts parts;
+    bool refused = false;
     parts.inbox.set_quota(1 << 20, 0);
     PlainPeer a;
     void* first = parts.inbox.allocate(a, 100 * 1024);  // a peer's first message is not judged
@@ -69,8 +73,8 @@ TEST_CASE("unexpected inbox: a peer's share defaults to an eighth, at least 64 K
     CHECK(parts.inbox.allocate(a, 30 * 1024) == nullptr);   // 128 KiB share
     void* small = parts.inbox.allocate(a, 20 * 1024);
     CHECK(small != nullptr);
-    CHECK(parts.inbox.release(first) == 0);
-    CHECK(parts.inbox.release(small) == 0);
+    CHECK(parts.inbox.release(first, refused) == 0);
+    CHECK(parts.inbox.release(small, refused) == 0);
 }
 
 TEST_CASE("unexpected inbox: no announced size can overflow the charge") {
