@@ -49,9 +49,9 @@ int load_options(const support::Settings& settings, bmi_size_t unexpected_overri
     out.shared_buffers = settings.flag(SettingId::shared_buffers);
     out.pool.bytes = bytes(settings, SettingId::pool_bytes);
     out.pool.per_class = bytes(settings, SettingId::pool_per_class);
-    out.budgets.early_bytes = bytes(settings, SettingId::early_bytes);
-    out.budgets.early_count = bytes(settings, SettingId::early_count);
-    out.budgets.early_total = bytes(settings, SettingId::early_total);
+    out.budgets.early = {settings.number(SettingId::early_bytes),
+                         settings.number(SettingId::early_count),
+                         settings.number(SettingId::early_total)};
     out.budgets.offer_bytes = bytes(settings, SettingId::offer_bytes);
     out.budgets.offer_count = bytes(settings, SettingId::offer_count);
     out.connect_timeout = settings.duration(SettingId::connect_timeout);

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "bmi-types.h"
+#include "methods/early_budget.hpp"
 #include "methods/shm/shm_region.hpp"
 #include "support/settings/settings.hpp"
 
@@ -26,9 +27,9 @@ struct Budgets {
     // Eager messages that arrived before their receive was posted, kept per peer (bytes,
     // messages) and over all peers (bytes). Over a budget the peer's ring is not read until
     // receives take some: its sends wait, our memory does not grow.
-    std::size_t early_bytes = 0;  // BMI_SHM_EARLY_BYTES, option shm_early_bytes
-    std::size_t early_count = 0;  // BMI_SHM_EARLY_COUNT, option shm_early_count
-    std::size_t early_total = 0;  // BMI_SHM_EARLY_TOTAL, option shm_early_total
+    // BMI_SHM_EARLY_BYTES, BMI_SHM_EARLY_COUNT, BMI_SHM_EARLY_TOTAL: peer_bytes, peer_count,
+    // total_bytes, as tcp's and verbs' early limits.
+    EarlyBudget::Limits early;
     // Shared buffers a peer offered that we map, per connection (bytes, regions). An offer
     // over budget is refused: its messages take the kernel's paths.
     std::size_t offer_bytes = 0;  // BMI_SHM_OFFER_BYTES, shm_offer_bytes

@@ -65,7 +65,7 @@ bool TcpMethod::admit_early(Connection& c) {
     return false;
 }
 
-void TcpMethod::add_arrival(Connection& c, Arrival arrival) {
+void TcpMethod::keep_arrival(Connection& c, Arrival arrival) {
     TcpPeer& peer = *c.peer;
     if (arrival.granted) {
         grants_.charge(peer.granted, grant_reservation(arrival.size));

@@ -169,7 +169,7 @@ private:
     Connection* open_outbound(const std::shared_ptr<TcpPeer>& peer, int& error);
     Connection& add_connection(int fd, bool outbound, std::uint32_t events);
     void accept_all(const Listener& listener);
-    bool shed_one_connection(int listen_fd);
+    bool shed_connection(int listen_fd);
     // The connection to close when descriptors run out: the oldest accepted one that has not
     // finished its handshake, else the oldest whose peer the application never saw and that
     // has nothing in flight, of those that had the time to speak; nullptr if none.
@@ -308,7 +308,7 @@ private:
     // paused, if the budget has no room for it.
     bool admit_early(Connection& c);
     // Keeps an arrival of c's current frame; it takes over the frame's reservation.
-    void add_arrival(Connection& c, Arrival arrival);
+    void keep_arrival(Connection& c, Arrival arrival);
     // Gives back what c's current frame reserved and no arrival took (it went to a receive,
     // or the connection closes).
     void release_reservation(Connection& c);

@@ -148,7 +148,7 @@ private:
                          std::uint32_t length);
     void on_fin(Connection& c, const MsgHeader& h);
     void on_cancel(Connection& c, const MsgHeader& h);
-    void match(Operation& op, Connection* c, Arrival& arrival);
+    void match_arrival(Operation& op, Connection* c, Arrival& arrival);
     void start_read(Operation& op, Connection& c, std::uint64_t cookie, bmi_size_t size,
                     std::vector<RemoteSegment> segments);
     void read_done(RecvTransfer& t);

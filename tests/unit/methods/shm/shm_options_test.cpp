@@ -74,9 +74,8 @@ TEST_CASE("shm options: the rows hold the defaults, the structs none of their ow
     CHECK_FALSE(unset.shared_buffers);
     CHECK(unset.pool.bytes == 0);
     CHECK(unset.pool.per_class == 0);
-    CHECK(unset.budgets.early_bytes == 0);
-    CHECK(unset.budgets.early_count == 0);
-    CHECK(unset.budgets.early_total == 0);
+    CHECK(unset.budgets.early.peer_bytes == bmi::method::EarlyBudget::Limits{}.peer_bytes);  // unbounded
+    CHECK(unset.budgets.early.total_bytes == bmi::method::EarlyBudget::Limits{}.total_bytes);
     CHECK(unset.budgets.offer_bytes == 0);
     CHECK(unset.budgets.offer_count == 0);
     CHECK(unset.connect_timeout.count() == 0);
@@ -87,6 +86,6 @@ TEST_CASE("shm options: the rows hold the defaults, the structs none of their ow
     REQUIRE(load_options(Settings{all_settings()}, 0, options) == 0);
     CHECK(static_cast<std::int64_t>(options.slot_count) ==
           setting_value(setting_spec(SettingId::ring_slots)));
-    CHECK(static_cast<std::int64_t>(options.budgets.early_bytes) ==
+    CHECK(options.budgets.early.peer_bytes ==
           setting_value(setting_spec(SettingId::early_bytes)));
 }
