@@ -171,6 +171,10 @@ enum class ApiDialect : std::uint8_t {
     standalone,  // the standalone BMI library's bmi.h: its tcp framing (magic 51912, 25 bytes)
 };
 
+// Every row of the settings table: support's, then each method's own (its *_settings.hpp),
+// in method-table order (method_table.cpp).
+const support::SettingTable& all_settings();
+
 // What BMI_initialize gave this method. The control layer builds it in one function
 // (MethodSet::method_config) for a server's listen address and a client's first lookup alike.
 struct Config {
@@ -179,8 +183,8 @@ struct Config {
     bmi_size_t unexpected_limit = 0;  // 0: the method's default
     // Every tunable, from the environment and the option string (support/settings/): a
     // method reads its own rows here and never the environment. Default-constructed, it
-    // holds the table's defaults.
-    support::Settings settings;
+    // holds every row's default.
+    support::Settings settings{all_settings()};
     // The instance's security key (support/keys): from its allocation or its key_file
     // setting, loaded once by the control layer; empty: keyless.
     support::keys::SharedKey key;

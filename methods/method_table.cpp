@@ -6,6 +6,9 @@
 #include <array>
 
 #include "methods/method_config.hpp"
+#include "methods/shm/shm_settings.hpp"
+#include "methods/tcp/tcp_settings.hpp"
+#include "methods/verbs/verbs_settings.hpp"
 #include "support/method_address/method_address.hpp"
 #if BMI_METHOD_TCP
 #include "methods/tcp/tcp_method.hpp"
@@ -34,6 +37,16 @@ constexpr Descriptor table[] = {
     Descriptor{"", "", nullptr},
 };
 }  // namespace
+
+// Every method's rows, in method-table order, whether or not the method is compiled in: the
+// table, bmi-info and doc/SETTINGS.md are the same in every build, and an option string
+// that tunes a method this build lacks still initializes.
+const support::SettingTable& all_settings() {
+    static const support::SettingTable table{support::general_setting_rows(),
+                                             tcp::setting_rows(), shm::setting_rows(),
+                                             verbs::setting_rows()};
+    return table;
+}
 
 std::span<const Descriptor> compiled_methods() {
     return std::span<const Descriptor>(table, std::size(table) - 1);

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "methods/method.hpp"
 #include "support/planes/allocation_source.hpp"
 #include "support/planes/discovery.hpp"
 #include "support/planes/plane_binding.hpp"
@@ -24,7 +25,7 @@ void print_plane(std::ostream& out, const Plane& p, std::string_view note) {
 }  // namespace
 
 bool print_planes(std::ostream& out, std::string_view options) {
-    support::Settings settings;
+    support::Settings settings(method::all_settings());
     settings.load(options);
     const std::string path = settings.text(support::SettingId::inventory);
     const auto discovered = support::planes::discover_planes();
@@ -62,7 +63,7 @@ bool print_planes(std::ostream& out, std::string_view options) {
 }
 
 bool print_allocation(std::ostream& out, std::string_view options) {
-    support::Settings settings;
+    support::Settings settings(method::all_settings());
     if (settings.load(options) < 0) return false;
     support::planes::InstanceAllocation allocation;
     out << "Allocation in force (doc/planes.md):";

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <string>
 
+#include "methods/method.hpp"
 #include "support/settings/settings.hpp"
 
 namespace bmi::info {
@@ -36,14 +37,14 @@ std::string shown(std::string_view text) {
 }  // namespace
 
 bool print_settings(std::ostream& out, std::string_view options) {
-    support::Settings settings;
+    support::Settings settings(method::all_settings());
     const bool valid = settings.load(options) == 0;
     out << "settings (default < environment BMI_X < BMI_initialize option x=; "
            "doc/SETTINGS.md):\n";
-    for (const auto& spec : support::setting_table()) {
-        std::string source(support::source_name(settings.source(spec.id)));
-        if (!settings.valid(spec.id)) source += ": INVALID, BMI_initialize fails";
-        std::string value = shown(settings.shown(spec.id));
+    for (const auto& spec : method::all_settings().rows()) {
+        std::string source(support::source_name(settings.source(spec)));
+        if (!settings.valid(spec)) source += ": INVALID, BMI_initialize fails";
+        std::string value = shown(settings.shown(spec));
         if (!spec.unit.empty() && spec.unit != "bytes" && spec.unit != "ms")
             value.append(" ").append(spec.unit);
         out << "  " << std::left << std::setw(31) << spec.env << " " << std::setw(14) << value
@@ -54,7 +55,7 @@ bool print_settings(std::ostream& out, std::string_view options) {
 
 void print_setting_names(std::ostream& out, std::string_view scheme) {
     const char* separator = "";
-    for (const auto& spec : support::setting_table()) {
+    for (const auto& spec : method::all_settings().rows()) {
         if (spec.key.size() <= scheme.size() || spec.key.substr(0, scheme.size()) != scheme ||
             spec.key[scheme.size()] != '_')
             continue;
@@ -66,7 +67,7 @@ void print_setting_names(std::ostream& out, std::string_view scheme) {
 void print_settings_markdown(std::ostream& out) {
     out << "| environment | option key | type | default | unit | range | meaning |\n"
            "| --- | --- | --- | --- | --- | --- | --- |\n";
-    for (const auto& spec : support::setting_table()) {
+    for (const auto& spec : method::all_settings().rows()) {
         out << "| `" << spec.env << "` | ";
         // Streamed, not built as "`" + std::string(key): gcc 12 at -O3 warns falsely
         // (-Wrestrict) about the string that inserts at its front.

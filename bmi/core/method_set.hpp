@@ -96,7 +96,7 @@ private:
     WaitPoint& wait_point_;
     int flags_ = 0;
     method::ApiDialect dialect_ = method::ApiDialect::orangefs;
-    support::Settings settings_;  // read once in configure(); never changed after
+    support::Settings settings_{method::all_settings()};  // read once in configure()
     bool emulate_lists_ = false;  // emulate_lists=1: pack even for native methods
     std::vector<std::unique_ptr<MethodSlot>> slots_;
     support::Mutex activation_mutex_;  // serializes method creation

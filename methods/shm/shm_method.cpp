@@ -41,9 +41,7 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
     : sink_(sink), options_(options), single_copy_(options.single_copy),
-      early_({static_cast<std::int64_t>(options.budgets.early_bytes),
-              static_cast<std::int64_t>(options.budgets.early_count),
-              static_cast<std::int64_t>(options.budgets.early_total)}),
+      early_(options.budgets.early),
       spin_(options.spin_us) {
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
@@ -129,7 +127,7 @@ int ShmMethod::post(Operation& op) {
     if (op.kind == OpKind::recv) {
         if (auto found = peer.arrivals.take(op.tag)) {
             Arrival message = std::move(*found);
-            release_early(peer, message);
+            uncharge(peer, message);
             if (message.type == MsgType::eager) {
                 if (message.size > op.total_size) {
                     op.actual_size = 0;
@@ -232,7 +230,7 @@ void ShmMethod::forget_peer(Peer& base) {
     for (auto id : doomed)
         if (Connection* conn = find_connection(id)) close_connection(*conn, -BMI_ECANCEL);
     fail_posted_recvs(peer, -BMI_ECANCEL);
-    peer.arrivals.for_each([&](const Arrival& message) { release_early(peer, message); });
+    peer.arrivals.for_each([&](const Arrival& message) { uncharge(peer, message); });
     peer.arrivals.clear();
     if (!peer.name.empty()) named_.remove(peer.name, peer);
     nameless_.remove(peer);

@@ -183,11 +183,11 @@ private:
     // false: no receive waits and the early budgets are spent; the message stays in the ring.
     bool match_inline(Connection& conn, const MsgHeader& header, const Window& window);
     // Messages kept before their receive (ShmPeer::arrivals), within Budgets: early_fits
-    // says whether `bytes` more may be kept, keep_early adds one, release_early takes one
+    // says whether `bytes` more may be kept, keep_arrival adds one, uncharge takes one
     // off the budgets (and wakes us if a ring waits for room in them).
     bool early_fits(const ShmPeer& peer, std::size_t bytes) const;
-    void keep_early(ShmPeer& peer, Arrival&& message);
-    void release_early(ShmPeer& peer, const Arrival& message);
+    void keep_arrival(ShmPeer& peer, Arrival&& message);
+    void uncharge(ShmPeer& peer, const Arrival& message);
     int deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window);
     void start_transfer(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
                         std::vector<RemoteIov> iovs);

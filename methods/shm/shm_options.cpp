@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "methods/shm/shm_ring.hpp"
+#include "methods/shm/shm_settings.hpp"
 #include "methods/shm/shm_wire.hpp"
 #include "support/logging/log.hpp"
 
@@ -22,17 +23,16 @@ SplitMode split_mode(std::int64_t index) {
     return index == 1 ? SplitMode::always : SplitMode::adaptive;
 }
 
-std::size_t bytes(const support::Settings& settings, support::SettingId id) {
+std::size_t bytes(const support::Settings& settings, SettingId id) {
     return static_cast<std::size_t>(settings.number(id));
 }
 }  // namespace
 
 int load_options(const support::Settings& settings, bmi_size_t unexpected_override,
                  Options& out) {
-    using support::SettingId;
     // The table bounds each value; only the power-of-two rule is left to check.
-    const auto slots = static_cast<std::uint32_t>(settings.number(SettingId::shm_ring_slots));
-    const auto slot_size = static_cast<std::uint32_t>(settings.number(SettingId::shm_slot_size));
+    const auto slots = static_cast<std::uint32_t>(settings.number(SettingId::ring_slots));
+    const auto slot_size = static_cast<std::uint32_t>(settings.number(SettingId::slot_size));
     if (!valid_geometry(slots, slot_size)) {
         BMI_WARN("shm: ring geometry %u slots x %u bytes is not valid: expected powers of two "
                  "(BMI_SHM_RING_SLOTS %u..%u, BMI_SHM_SLOT_SIZE %u..%u)",
@@ -42,19 +42,19 @@ int load_options(const support::Settings& settings, bmi_size_t unexpected_overri
     }
     out.slot_count = slots;
     out.slot_size = slot_size;
-    out.spin_us = static_cast<int>(settings.number(SettingId::shm_spin_us));
-    out.single_copy = settings.flag(SettingId::shm_single_copy);
-    out.single_copy_min = settings.number(SettingId::shm_single_copy_min);
-    out.split_copy = split_mode(settings.number(SettingId::shm_split_copy));
-    out.shared_buffers = settings.flag(SettingId::shm_shared_buffers);
-    out.pool.bytes = bytes(settings, SettingId::shm_pool_bytes);
-    out.pool.per_class = bytes(settings, SettingId::shm_pool_per_class);
-    out.budgets.early_bytes = bytes(settings, SettingId::shm_early_bytes);
-    out.budgets.early_count = bytes(settings, SettingId::shm_early_count);
-    out.budgets.early_total = bytes(settings, SettingId::shm_early_total);
-    out.budgets.offer_bytes = bytes(settings, SettingId::shm_offer_bytes);
-    out.budgets.offer_count = bytes(settings, SettingId::shm_offer_count);
-    out.connect_timeout = settings.duration(SettingId::shm_connect_timeout);
+    out.spin_us = static_cast<int>(settings.number(SettingId::spin_us));
+    out.single_copy = settings.flag(SettingId::single_copy);
+    out.single_copy_min = settings.number(SettingId::single_copy_min);
+    out.split_copy = split_mode(settings.number(SettingId::split_copy));
+    out.shared_buffers = settings.flag(SettingId::shared_buffers);
+    out.pool.bytes = bytes(settings, SettingId::pool_bytes);
+    out.pool.per_class = bytes(settings, SettingId::pool_per_class);
+    out.budgets.early = {settings.number(SettingId::early_bytes),
+                         settings.number(SettingId::early_count),
+                         settings.number(SettingId::early_total)};
+    out.budgets.offer_bytes = bytes(settings, SettingId::offer_bytes);
+    out.budgets.offer_count = bytes(settings, SettingId::offer_count);
+    out.connect_timeout = settings.duration(SettingId::connect_timeout);
     // Inline messages may use at most half a ring so two of them can always be in flight.
     bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -
                            static_cast<bmi_size_t>(ring_stamp_size + sizeof(MsgHeader));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Tunables of the shm method, from the instance's settings (support/settings/setting_table.hpp
-// has each one's environment variable, option key, default and range).
+// Tunables of the shm method, from the instance's settings. shm_settings.cpp has each one's
+// environment variable, option key, default and range; only load_options sets them here.
 #pragma once
 
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "bmi-types.h"
+#include "methods/early_budget.hpp"
 #include "methods/shm/shm_region.hpp"
 #include "support/settings/settings.hpp"
 
@@ -26,34 +27,34 @@ struct Budgets {
     // Eager messages that arrived before their receive was posted, kept per peer (bytes,
     // messages) and over all peers (bytes). Over a budget the peer's ring is not read until
     // receives take some: its sends wait, our memory does not grow.
-    std::size_t early_bytes = 4u << 20;   // BMI_SHM_EARLY_BYTES, option shm_early_bytes
-    std::size_t early_count = 1024;       // BMI_SHM_EARLY_COUNT, option shm_early_count
-    std::size_t early_total = 64u << 20;  // BMI_SHM_EARLY_TOTAL, option shm_early_total
+    // BMI_SHM_EARLY_BYTES, BMI_SHM_EARLY_COUNT, BMI_SHM_EARLY_TOTAL: peer_bytes, peer_count,
+    // total_bytes, as tcp's and verbs' early limits.
+    EarlyBudget::Limits early;
     // Shared buffers a peer offered that we map, per connection (bytes, regions). An offer
     // over budget is refused: its messages take the kernel's paths.
-    std::size_t offer_bytes = std::size_t{1} << 30;  // BMI_SHM_OFFER_BYTES, shm_offer_bytes
-    std::size_t offer_count = 4096;                  // BMI_SHM_OFFER_COUNT, shm_offer_count
+    std::size_t offer_bytes = 0;  // BMI_SHM_OFFER_BYTES, shm_offer_bytes
+    std::size_t offer_count = 0;  // BMI_SHM_OFFER_COUNT, shm_offer_count
 };
 
 struct Options {
-    std::uint32_t slot_count = 64;    // BMI_SHM_RING_SLOTS, option shm_ring_slots
-    std::uint32_t slot_size = 8192;   // BMI_SHM_SLOT_SIZE, option shm_slot_size
-    bool single_copy = true;          // BMI_SHM_SINGLE_COPY=0 forces the two-copy path
+    std::uint32_t slot_count = 0;  // BMI_SHM_RING_SLOTS, option shm_ring_slots
+    std::uint32_t slot_size = 0;   // BMI_SHM_SLOT_SIZE, option shm_slot_size
+    bool single_copy = false;      // BMI_SHM_SINGLE_COPY=0 forces the two-copy path
     // Messages above the eager limit are either copied by both processes at once, each a
     // part of it, straight between the two buffers (split, shm_split.hpp), or streamed
     // through the ring (two copies, one by each process, pipelined). Which is faster depends
     // on the machine (shm_path_choice.hpp), so by default the receiver times both and takes
-    // the faster per size. BMI_SHM_SPLIT_COPY (shm_split_copy): auto (default), 1 = always
+    // the faster per size. BMI_SHM_SPLIT_COPY (shm_split_copy): auto, 1 = always
     // split, 0 = the sender's CPU stays out of it: the receiver then reads alone from
     // single_copy_min bytes (BMI_SHM_SINGLE_COPY_MIN, shm_single_copy_min), and smaller large
     // messages are streamed.
     SplitMode split_copy = SplitMode::adaptive;
-    bmi_size_t single_copy_min = bmi_size_t{16} << 20;
-    int spin_us = 20;                 // BMI_SHM_SPIN_US; 0 = block at once
+    bmi_size_t single_copy_min = 0;
+    int spin_us = 0;  // BMI_SHM_SPIN_US; 0 = block at once
     // BMI_memalloc hands out memory the peer maps too (shm_region.hpp); BMI_SHM_SHARED_BUFFERS=0
     // (shm_shared_buffers=0) leaves it to malloc, and every large message to the kernel's
     // cross-memory copies or the ring.
-    bool shared_buffers = true;
+    bool shared_buffers = false;
     // Freed shared buffers kept for reuse (OwnRegions in shm_region.hpp): bytes over all
     // classes (BMI_SHM_POOL_BYTES, shm_pool_bytes) and regions per class
     // (BMI_SHM_POOL_PER_CLASS, shm_pool_per_class).
@@ -64,7 +65,7 @@ struct Options {
     // included) or the accept until its handshake is done; then it is dropped and the peer's
     // operations fail with -BMI_ETIMEDOUT (BMI_SHM_CONNECT_TIMEOUT_MS, shm_connect_timeout_ms;
     // shm_setup_deadline.cpp).
-    std::chrono::milliseconds connect_timeout{10000};
+    std::chrono::milliseconds connect_timeout{};
     bmi_size_t eager_limit = 0;       // derived: min(16 KiB, half a ring)
     bmi_size_t unexpected_limit = 0;  // derived: Config's override or 16 KiB, <= half a ring
 };

@@ -632,7 +632,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     if (ShmPeer* peer = link.get()) {
         peer->arrivals.remove_if(
             [&](const Arrival& m) { return m.type == MsgType::rts && m.connection == conn.id; },
-            [&](const Arrival& m) { release_early(*peer, m); });
+            [&](const Arrival& m) { uncharge(*peer, m); });
         if (peer->connection == conn.id) {
             peer->connection = 0;
             // Another connection of the same pair (both connected at once) takes over. The

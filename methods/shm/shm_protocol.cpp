@@ -282,7 +282,7 @@ int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const W
         m.iovs = std::move(iovs);
         m.cookie = header.cookie;
         m.connection = conn.id;
-        keep_early(peer, std::move(m));
+        keep_arrival(peer, std::move(m));
         return 0;
     }
     default:
@@ -362,7 +362,7 @@ bool ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Wi
     m.size = static_cast<bmi_size_t>(size);
     m.payload.resize(size);
     window.read(header_size, m.payload.data(), size);
-    keep_early(peer, std::move(m));
+    keep_arrival(peer, std::move(m));
     return true;
 }
 
@@ -376,12 +376,12 @@ bool ShmMethod::early_fits(const ShmPeer& peer, std::size_t bytes) const {
     return early_.fits(peer.early, static_cast<std::int64_t>(bytes));
 }
 
-void ShmMethod::keep_early(ShmPeer& peer, Arrival&& message) {
+void ShmMethod::keep_arrival(ShmPeer& peer, Arrival&& message) {
     early_.charge(peer.early, static_cast<std::int64_t>(early_cost(message)));
     peer.arrivals.push(std::move(message));
 }
 
-void ShmMethod::release_early(ShmPeer& peer, const Arrival& message) {
+void ShmMethod::uncharge(ShmPeer& peer, const Arrival& message) {
     early_.release(peer.early, static_cast<std::int64_t>(early_cost(message)));
     // A ring left unread for want of budget (receive_messages) is read again once we wake;
     // such a connection is busy (Connection::needs_visit), so only busy_ needs a look.

@@ -45,8 +45,8 @@ inline constexpr std::uint32_t region_withdraw = 0x7772676eu;  // "nvrw"
 // How many freed regions OwnRegions keeps for later allocations (BMI_SHM_POOL_BYTES,
 // BMI_SHM_POOL_PER_CLASS); zero bytes or zero per class keeps none.
 struct PoolLimits {
-    std::size_t bytes = std::size_t{64} << 20;
-    std::size_t per_class = 16;
+    std::size_t bytes = 0;
+    std::size_t per_class = 0;
 };
 
 // The regions this instance allocated, and a pool of freed ones.
@@ -73,7 +73,7 @@ public:
     };
     static constexpr std::size_t max_pooled_class = std::size_t{4} << 20;
 
-    explicit OwnRegions(PoolLimits limits = {}) : limits_(limits) {}
+    explicit OwnRegions(PoolLimits limits) : limits_(limits) {}
     OwnRegions(const OwnRegions&) = delete;
     OwnRegions& operator=(const OwnRegions&) = delete;
     ~OwnRegions();

@@ -81,7 +81,7 @@ void TcpMethod::accept_all(const Listener& listener) {
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
             if (errno == EMFILE || errno == ENFILE) {
-                if (shed_one_connection(listener.fd)) continue;
+                if (shed_connection(listener.fd)) continue;
                 return;
             }
             if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -155,7 +155,7 @@ void TcpMethod::leave_admission(Connection& c) {
     admission_.release(ip_text(c.remote), c.id);
 }
 
-bool TcpMethod::shed_one_connection(int listen_fd) {
+bool TcpMethod::shed_connection(int listen_fd) {
     // A connection that has proven nothing, or that nobody uses, makes room for the newcomer:
     // otherwise whoever fills the table first keeps every later client out.
     if (Connection* idle = connection_to_shed()) {

@@ -6,6 +6,7 @@
 // memory; it is read again as soon as a receive claims enough (or one is posted for it).
 
 #include "methods/tcp/tcp_method_impl.hpp"
+#include "methods/tcp/tcp_settings.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::tcp {
@@ -26,17 +27,16 @@ bmi_size_t cost_of(const Arrival& arrival) {
 }  // namespace
 
 void load_limits(const support::Settings& settings, Limits& out) {
-    using support::SettingId;
-    out.early.peer_bytes = settings.number(SettingId::tcp_early_peer_bytes);
-    out.early.total_bytes = settings.number(SettingId::tcp_early_total_bytes);
-    out.stall_timeout = settings.duration(SettingId::tcp_stall_timeout);
-    out.rendezvous_timeout = settings.duration(SettingId::tcp_rendezvous_timeout);
-    out.setup_timeout = settings.duration(SettingId::tcp_setup_timeout);
-    out.send_timeout = settings.duration(SettingId::tcp_send_timeout);
+    out.early.peer_bytes = settings.number(SettingId::early_peer_bytes);
+    out.early.total_bytes = settings.number(SettingId::early_total_bytes);
+    out.stall_timeout = settings.duration(SettingId::stall_timeout);
+    out.rendezvous_timeout = settings.duration(SettingId::rendezvous_timeout);
+    out.setup_timeout = settings.duration(SettingId::setup_timeout);
+    out.send_timeout = settings.duration(SettingId::send_timeout);
     out.pending_per_source =
-        static_cast<std::size_t>(settings.number(SettingId::tcp_pending_per_source));
-    out.grants.peer_bytes = settings.number(SettingId::tcp_grant_peer_bytes);
-    out.grants.total_bytes = settings.number(SettingId::tcp_grant_total_bytes);
+        static_cast<std::size_t>(settings.number(SettingId::pending_per_source));
+    out.grants.peer_bytes = settings.number(SettingId::grant_peer_bytes);
+    out.grants.total_bytes = settings.number(SettingId::grant_total_bytes);
 }
 
 bool TcpMethod::admit_early(Connection& c) {
@@ -65,7 +65,7 @@ bool TcpMethod::admit_early(Connection& c) {
     return false;
 }
 
-void TcpMethod::add_arrival(Connection& c, Arrival arrival) {
+void TcpMethod::keep_arrival(Connection& c, Arrival arrival) {
     TcpPeer& peer = *c.peer;
     if (arrival.granted) {
         grants_.charge(peer.granted, grant_reservation(arrival.size));

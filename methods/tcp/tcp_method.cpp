@@ -12,6 +12,7 @@
 #include <set>
 
 #include "methods/tcp/tcp_method_impl.hpp"
+#include "methods/tcp/tcp_settings.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -29,13 +30,13 @@ TcpMethod::TcpMethod(const Config& config, Sink& sink)
     : sink_(sink),
       unexpected_limit_(config.unexpected_limit > 0 ? config.unexpected_limit
                                                     : default_unexpected_limit),
-      spin_(static_cast<int>(config.settings.number(support::SettingId::tcp_spin_us))),
-      spin_cap_(static_cast<int>(config.settings.number(support::SettingId::tcp_spin_us))),
-      read_wait_(config.settings.number(support::SettingId::tcp_read_wait_us)) {
-    force_legacy_ = config.settings.flag(support::SettingId::tcp_legacy);
+      spin_(static_cast<int>(config.settings.number(SettingId::spin_us))),
+      spin_cap_(static_cast<int>(config.settings.number(SettingId::spin_us))),
+      read_wait_(config.settings.number(SettingId::read_wait_us)) {
+    force_legacy_ = config.settings.flag(SettingId::legacy);
     dialect_ = config.dialect;
     // The row's choices, in order: dialect, orangefs, standalone.
-    switch (config.settings.number(support::SettingId::tcp_legacy_framing)) {
+    switch (config.settings.number(SettingId::legacy_framing)) {
         case 1:
             legacy_framing_ = Framing::orangefs;
             break;

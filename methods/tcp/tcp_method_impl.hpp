@@ -35,31 +35,31 @@
 
 namespace bmi::method::tcp {
 
-// What one peer can make us hold, and how long we wait on it (doc/RELIABILITY.md). Set from
-// Config's settings (support/settings/setting_table.hpp has each one's default and range).
+// What one peer can make us hold, and how long we wait on it (doc/RELIABILITY.md). Only
+// load_limits sets them, from Config's settings: tcp_settings.cpp has each one's setting,
+// default and range, and nothing here repeats them.
 struct Limits {
     // Early data: eager payloads and announcements (RTS, legacy rendezvous headers) that no
     // receive has claimed yet. Each arrival also costs arrival_overhead, which bounds their
     // count. Over either bound the connection is no longer read until receives claim some.
-    // BMI_TCP_EARLY_PEER_BYTES (8 MiB), BMI_TCP_EARLY_TOTAL_BYTES (256 MiB).
-    EarlyBudget::Limits early{8 << 20, EarlyBudget::Limits{}.peer_count, 256 << 20};
+    EarlyBudget::Limits early;
     // A frame started and not finished, or DATA owed after our CTS, with no byte for this long
     // closes the connection.
-    std::chrono::milliseconds stall_timeout{10000};  // BMI_TCP_STALL_TIMEOUT_MS
+    std::chrono::milliseconds stall_timeout{};
     // A large send whose RTS the receiver has neither cleared nor refused for this long fails
     // with -BMI_ETIMEDOUT, unpinning its buffer.
-    std::chrono::milliseconds rendezvous_timeout{120000};  // BMI_TCP_RENDEZVOUS_TIMEOUT_MS
+    std::chrono::milliseconds rendezvous_timeout{};
     // Bytes queued for a peer that takes none of them for this long close the connection and
     // fail its sends, so a peer that stops reading cannot hold them forever.
-    std::chrono::milliseconds send_timeout{120000};  // BMI_TCP_SEND_TIMEOUT_MS
+    std::chrono::milliseconds send_timeout{};
     // An accepted connection must finish its handshake this long after the accept, however
     // slowly it sends: one that says nothing holds a descriptor no longer.
-    std::chrono::milliseconds setup_timeout{10000};  // BMI_TCP_SETUP_TIMEOUT_MS
+    std::chrono::milliseconds setup_timeout{};
     // Accepted connections not yet through their handshake, per source address.
-    std::size_t pending_per_source = 256;  // BMI_TCP_PENDING_PER_SOURCE
+    std::size_t pending_per_source = 0;
     // Room reserved by our GRANTs, and held by granted messages no receive has claimed
-    // (tcp_grants.cpp). BMI_TCP_GRANT_PEER_BYTES (8 MiB), BMI_TCP_GRANT_TOTAL_BYTES (64 MiB).
-    EarlyBudget::Limits grants{8 << 20, EarlyBudget::Limits{}.peer_count, 64 << 20};
+    // (tcp_grants.cpp).
+    EarlyBudget::Limits grants;
 };
 // The bookkeeping an arrival costs beyond its payload (the record, the queue slot): it makes
 // an endless stream of empty frames or announcements as bounded as one of large frames.
@@ -169,7 +169,7 @@ private:
     Connection* open_outbound(const std::shared_ptr<TcpPeer>& peer, int& error);
     Connection& add_connection(int fd, bool outbound, std::uint32_t events);
     void accept_all(const Listener& listener);
-    bool shed_one_connection(int listen_fd);
+    bool shed_connection(int listen_fd);
     // The connection to close when descriptors run out: the oldest accepted one that has not
     // finished its handshake, else the oldest whose peer the application never saw and that
     // has nothing in flight, of those that had the time to speak; nullptr if none.
@@ -308,7 +308,7 @@ private:
     // paused, if the budget has no room for it.
     bool admit_early(Connection& c);
     // Keeps an arrival of c's current frame; it takes over the frame's reservation.
-    void add_arrival(Connection& c, Arrival arrival);
+    void keep_arrival(Connection& c, Arrival arrival);
     // Gives back what c's current frame reserved and no arrival took (it went to a receive,
     // or the connection closes).
     void release_reservation(Connection& c);

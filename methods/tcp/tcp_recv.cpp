@@ -394,7 +394,7 @@ void TcpMethod::on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* d
     // Under a grant its room was reserved: the reservation becomes the arrival's charge.
     arrival.granted = c.frame_grant != 0;
     settle_grant(c);
-    add_arrival(c, std::move(arrival));
+    keep_arrival(c, std::move(arrival));
 }
 
 void TcpMethod::on_rts(Connection& c) {
@@ -423,7 +423,7 @@ void TcpMethod::on_rts(Connection& c) {
     arrival.size = size;
     arrival.connection_id = c.id;
     arrival.cookie = h.cookie;
-    add_arrival(c, std::move(arrival));
+    keep_arrival(c, std::move(arrival));
 }
 
 void TcpMethod::accept_rts(Connection& c, Operation& op, std::uint64_t cookie, bmi_size_t size) {
@@ -480,7 +480,7 @@ void TcpMethod::on_legacy_rend(Connection& c) {
     arrival.tag = tag_of(c.header);
     arrival.size = size;
     arrival.connection_id = c.id;
-    add_arrival(c, std::move(arrival));
+    keep_arrival(c, std::move(arrival));
     c.phase = ReadPhase::wait_match;
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 
+#include "methods/verbs/verbs_settings.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -28,16 +29,15 @@ bool ipv4_mapped(const ibv_gid& gid) {
 }  // namespace
 
 int load_choice(const support::Settings& settings, DeviceChoice& out) {
-    using support::SettingId;
     auto whole = [&](SettingId id) { return static_cast<int>(settings.number(id)); };
-    out.device = settings.text(SettingId::verbs_device);
-    out.port = whole(SettingId::verbs_port);
-    out.gid_index = whole(SettingId::verbs_gid_index);
-    out.credits = whole(SettingId::verbs_credits);
-    out.srq_cap = whole(SettingId::verbs_srq_cap);
-    out.max_connections = whole(SettingId::verbs_max_connections);
-    out.send_buffers = whole(SettingId::verbs_send_buffers);
-    out.pending_per_source = whole(SettingId::verbs_pending_per_source);
+    out.device = settings.text(SettingId::device);
+    out.port = whole(SettingId::port);
+    out.gid_index = whole(SettingId::gid_index);
+    out.credits = whole(SettingId::credits);
+    out.srq_cap = whole(SettingId::srq_cap);
+    out.max_connections = whole(SettingId::max_connections);
+    out.send_buffers = whole(SettingId::send_buffers);
+    out.pending_per_source = whole(SettingId::pending_per_source);
     // The table bounds each value alone; this rule ties two of them.
     if (out.srq_cap < out.credits) {
         BMI_WARN("verbs: BMI_VERBS_SRQ_CAP (verbs_srq_cap) = %d is not valid: expected at "

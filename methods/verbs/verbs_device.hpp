@@ -17,16 +17,18 @@
 namespace bmi::method::verbs {
 
 // Where to find the device, from the environment and the options string.
+// load_choice sets every member but srq_base from the verbs rows (verbs_settings.cpp has
+// their defaults and ranges, and nothing here repeats them).
 struct DeviceChoice {
-    std::string device;   // "" = the first device with an active port
-    int port = 0;         // 0 = the first active port
-    int gid_index = -1;   // -1 = chosen (see choose_gid_index)
-    int credits = 16;     // eager messages one peer may have in flight to us
-    int srq_base = 64;    // SRQ buffers posted with no peer at all
-    int srq_cap = 1024;   // SRQ buffers never grow past this however many peers connect
-    int send_buffers = 128;
-    int max_connections = 128;  // sizes the completion queue, which is never resized
-    int pending_per_source = 8;      // handshakes in progress one source address may hold
+    std::string device;  // "" = the first device with an active port
+    int port = 0;        // 0 = the first active port
+    int gid_index = 0;   // -1 = chosen (see choose_gid_index)
+    int credits = 0;     // eager messages one peer may have in flight to us
+    int srq_base = 64;   // SRQ buffers posted with no peer at all
+    int srq_cap = 0;     // SRQ buffers never grow past this however many peers connect
+    int send_buffers = 0;
+    int max_connections = 0;     // sizes the completion queue, which is never resized
+    int pending_per_source = 0;  // handshakes in progress one source address may hold
 };
 // Takes the verbs_* rows of the instance's settings; -BMI_EINVAL (logged) if srq_cap is
 // below credits.

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "methods/verbs/verbs_method_impl.hpp"
+#include "methods/verbs/verbs_settings.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 #include "support/planes/qos.hpp"
@@ -89,7 +90,7 @@ VerbsMethod::VerbsMethod(const Config& config, Sink& sink)
       unexpected_limit_(config.unexpected_limit > 0
                             ? std::min<bmi_size_t>(config.unexpected_limit, eager_payload)
                             : default_unexpected_limit),
-      print_stats_(config.settings.flag(support::SettingId::verbs_stats)) {}
+      print_stats_(config.settings.flag(SettingId::stats)) {}
 
 VerbsMethod::~VerbsMethod() {
     if (print_stats_) {
@@ -207,10 +208,10 @@ int VerbsMethod::start(const Config& config) {
     ev.data.u64 = async_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    setup_timeout_ = config.settings.duration(support::SettingId::verbs_connect_timeout);
-    early_.set_limits({config.settings.number(support::SettingId::verbs_early_peer_bytes),
+    setup_timeout_ = config.settings.duration(SettingId::connect_timeout);
+    early_.set_limits({config.settings.number(SettingId::early_peer_bytes),
                        EarlyBudget::Limits{}.peer_count,
-                       config.settings.number(support::SettingId::verbs_early_total_bytes)});
+                       config.settings.number(SettingId::early_total_bytes)});
     if (!listen) return 0;
     return open_listener(listen->bootstrap.host, listen->bootstrap.port);
 }

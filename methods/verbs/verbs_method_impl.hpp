@@ -148,7 +148,7 @@ private:
                          std::uint32_t length);
     void on_fin(Connection& c, const MsgHeader& h);
     void on_cancel(Connection& c, const MsgHeader& h);
-    void match(Operation& op, Connection* c, Arrival& arrival);
+    void match_arrival(Operation& op, Connection* c, Arrival& arrival);
     void start_read(Operation& op, Connection& c, std::uint64_t cookie, bmi_size_t size,
                     std::vector<RemoteSegment> segments);
     void read_done(RecvTransfer& t);
@@ -206,7 +206,7 @@ private:
     bool listener_watched_ = true;
     kit::Deadlines timers_;  // handshake deadlines, by connection id; epoll id timer_id
     int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error
-    std::chrono::milliseconds setup_timeout_{10000};  // the verbs_connect_timeout_ms setting
+    std::chrono::milliseconds setup_timeout_{};  // the verbs_connect_timeout_ms setting
     support::keys::SharedKey key_;  // empty: keyless, every peer admitted as before
     // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.
     int service_level_ = 0;

@@ -41,7 +41,7 @@ int VerbsMethod::post_recv(Operation& op) {
         Connection* c = nullptr;
         if (auto ct = connections_.find(arrival->connection_id); ct != connections_.end())
             c = ct->second.get();
-        match(op, c, *arrival);
+        match_arrival(op, c, *arrival);
         return 0;
     }
     place(op, Place::recv_posted);
@@ -49,7 +49,7 @@ int VerbsMethod::post_recv(Operation& op) {
     return 0;
 }
 
-void VerbsMethod::match(Operation& op, Connection* c, Arrival& a) {
+void VerbsMethod::match_arrival(Operation& op, Connection* c, Arrival& a) {
     if (!a.rts) {
         if (a.size > op.total_size) {
             finish(op, -BMI_EMSGSIZE);

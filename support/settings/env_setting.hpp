@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Strict parsers for setting values, whatever their source (environment, option string). Each
-// takes the whole text or nothing: a site that sets BMI_TCP_EARLY_PEER_BYTES=8MB must get an
+// takes the whole text or nothing: a site that sets BMI_UNEXPECTED_QUOTA=8MB must get an
 // error (settings.hpp names the setting), not a limit it did not choose.
 #pragma once
 

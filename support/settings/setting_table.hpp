@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The one table of every setting libbmi reads (UCX's ucs_config_field_t): its option-string
-// key, environment name, type, default, unit, range and meaning. Settings (settings.hpp) parses
-// it once per instance; methods read the result from method::Config and never the environment.
-// doc/SETTINGS.md is printed from this table (bmi-info --markdown).
+// The rows of the settings table (UCX's ucs_config_field_t): each setting's option-string
+// key, environment name, type, default, unit, range and meaning, and the table that gathers
+// the rows of several owners. support/ owns the rows no method reads (below); each method
+// owns its own rows in its own directory, and methods/method_table.cpp gathers them all
+// (method::all_settings()), so this layer names no method. Settings (settings.hpp) parses a
+// table once per instance; methods read the result from method::Config, never the
+// environment. doc/SETTINGS.md is printed from the gathered table (bmi-info --markdown).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <span>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 namespace bmi::support {
 
@@ -20,7 +28,93 @@ enum class SettingType : std::uint8_t {
     text,      // any text
 };
 
-// One id per row, in table order.
+// Bounds for the rows' ranges, in the rows' own units (bytes, ms).
+namespace setting_units {
+inline constexpr std::int64_t KiB = 1 << 10, MiB = 1 << 20, GiB = 1 << 30, TiB = GiB << 10;
+inline constexpr std::int64_t hour_ms = 3'600'000;
+}  // namespace setting_units
+
+// A row's place among its owner's rows, given as the owner's enum value: it lets each owner
+// check at compile time that its rows follow its enum (rows_follow_ids).
+struct SettingIndex {
+    template <typename Id>
+        requires std::is_enum_v<Id>
+    // Implicit, so that rows open with their owner's enum value: {I::x, "key", ...}.
+    constexpr SettingIndex(Id id) : value(static_cast<std::size_t>(id)) {}
+    std::size_t value;
+};
+
+struct SettingSpec {
+    SettingIndex id;
+    std::string_view key;           // in BMI_initialize's option string: "emulate_lists=1"
+    std::string_view env;           // "BMI_EMULATE_LISTS"
+    SettingType type;
+    std::string_view default_text;  // the one place the default is written; parsed like any
+                                    // other value (a unit test checks it does)
+    std::string_view unit;          // "bytes", "ms", "us", ... ; "" when there is none
+    std::int64_t min = 0;           // size, duration (ms), count; ignored for the rest
+    std::int64_t max = 0;
+    std::string_view choices;       // choice: the words, separated by '|'
+    std::string_view meaning;       // one line
+    // false: read by the process, not per instance (BMI_DEBUG: logging works before any
+    // instance exists), so the environment is its only source.
+    bool per_instance = true;
+};
+
+// True if rows[i].id is i for every row and there are `count` of them: for an owner's
+// static_assert that its rows and its enum agree.
+template <std::size_t N>
+constexpr bool rows_follow_ids(const SettingSpec (&rows)[N], std::size_t count) {
+    for (std::size_t i = 0; i < N; ++i)
+        if (rows[i].id.value != i) return false;
+    return N == count;
+}
+
+// The rows of several owners, one block each, in the order given. The blocks are static
+// arrays; the table refers to them and copies nothing.
+class SettingTable {
+public:
+    explicit SettingTable(std::initializer_list<std::span<const SettingSpec>> blocks);
+
+    // The rows in table order, as references: for (const SettingSpec& row : table.rows()).
+    // Written out: clang 14 cannot compile libstdc++ 12's views (the thread-safety build).
+    class Rows {
+    public:
+        class Iterator {
+        public:
+            explicit Iterator(const SettingSpec* const* at) : at_(at) {}
+            const SettingSpec& operator*() const { return **at_; }
+            Iterator& operator++() {
+                ++at_;
+                return *this;
+            }
+            bool operator==(const Iterator&) const = default;
+
+        private:
+            const SettingSpec* const* at_;
+        };
+        explicit Rows(const std::vector<const SettingSpec*>& rows) : rows_(rows) {}
+        Iterator begin() const { return Iterator(rows_.data()); }
+        Iterator end() const { return Iterator(rows_.data() + rows_.size()); }
+        const SettingSpec& operator[](std::size_t i) const { return *rows_[i]; }
+
+    private:
+        const std::vector<const SettingSpec*>& rows_;
+    };
+    Rows rows() const { return Rows(rows_); }
+    std::size_t size() const { return rows_.size(); }
+    // The row with this option-string key, or nullptr.
+    const SettingSpec* find(std::string_view key) const;
+    // Where this row (by address, from its owner's block) is in the table; nullopt if its
+    // owner's block is not in this table.
+    std::optional<std::size_t> position(const SettingSpec& row) const;
+
+private:
+    std::vector<std::span<const SettingSpec>> blocks_;
+    std::vector<const SettingSpec*> rows_;
+};
+
+// The rows support owns: those of the control layer, logging, keys and planes.
 enum class SettingId : std::uint8_t {
     debug,
     unexpected_quota,
@@ -32,68 +126,11 @@ enum class SettingId : std::uint8_t {
     allocation,
     allocation_file,
     allocation_id,
-    tcp_spin_us,
-    tcp_read_wait_us,
-    tcp_legacy,
-    tcp_legacy_framing,
-    tcp_early_peer_bytes,
-    tcp_early_total_bytes,
-    tcp_grant_peer_bytes,
-    tcp_grant_total_bytes,
-    tcp_stall_timeout,
-    tcp_rendezvous_timeout,
-    tcp_send_timeout,
-    tcp_setup_timeout,
-    tcp_pending_per_source,
-    shm_ring_slots,
-    shm_slot_size,
-    shm_spin_us,
-    shm_single_copy,
-    shm_single_copy_min,
-    shm_split_copy,
-    shm_shared_buffers,
-    shm_pool_bytes,
-    shm_pool_per_class,
-    shm_early_bytes,
-    shm_early_count,
-    shm_early_total,
-    shm_offer_bytes,
-    shm_offer_count,
-    shm_connect_timeout,
-    verbs_device,
-    verbs_port,
-    verbs_gid_index,
-    verbs_credits,
-    verbs_srq_cap,
-    verbs_send_buffers,
-    verbs_max_connections,
-    verbs_connect_timeout,
-    verbs_stats,
-    verbs_pending_per_source,
-    verbs_early_peer_bytes,
-    verbs_early_total_bytes,
 };
-inline constexpr std::size_t setting_count = static_cast<std::size_t>(SettingId::verbs_early_total_bytes) + 1;
-
-struct SettingSpec {
-    SettingId id;
-    std::string_view key;           // in BMI_initialize's option string: "tcp_spin_us=20"
-    std::string_view env;           // "BMI_TCP_SPIN_US"
-    SettingType type;
-    std::string_view default_text;  // parsed like any other value (a unit test checks it does)
-    std::string_view unit;          // "bytes", "ms", "us", ... ; "" when there is none
-    std::int64_t min = 0;           // size, duration (ms), count; ignored for the rest
-    std::int64_t max = 0;
-    std::string_view choices;       // choice: the words, separated by '|'
-    std::string_view meaning;       // one line
-    // false: read by the process, not per instance (BMI_DEBUG: logging works before any
-    // instance exists), so the environment is its only source.
-    bool per_instance = true;
-};
-
-std::span<const SettingSpec> setting_table();
+std::span<const SettingSpec> general_setting_rows();
 const SettingSpec& setting_spec(SettingId id);
-// The row with this option-string key, or nullptr.
-const SettingSpec* find_setting(std::string_view key);
+// A table of these rows alone, for code below the methods that reads only them (tests, and
+// tools that start no method).
+const SettingTable& general_settings();
 
 }  // namespace bmi::support

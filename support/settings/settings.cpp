@@ -130,18 +130,25 @@ std::string expected_text(const SettingSpec& spec) {
     return "any text";
 }
 
-Settings::Settings() {
-    for (const auto& spec : setting_table()) {
-        Value& v = at(spec.id);
+Settings::Settings(const SettingTable& table) : table_(&table), values_(table.size()) {
+    for (const SettingSpec& spec : table.rows()) {
+        Value& v = at(spec);
         v.text = std::string(spec.default_text);
         // The table's own defaults parse (tests/unit/support/settings_test.cpp checks each).
         v.number = parse_setting(spec, spec.default_text).value_or(0);
     }
 }
 
-int Settings::set(SettingId id, std::string_view text, SettingSource source) {
-    const SettingSpec& spec = setting_spec(id);
-    Value& v = at(id);
+std::size_t Settings::index(const SettingSpec& row) const {
+    if (auto where = table_->position(row)) return *where;
+    // Only code can ask for a row its instance's table lacks; no input reaches here.
+    BMI_WARN("setting %.*s read from a table that does not have it",
+             static_cast<int>(row.env.size()), row.env.data());
+    std::abort();
+}
+
+int Settings::set(const SettingSpec& spec, std::string_view text, SettingSource source) {
+    Value& v = at(spec);
     v.source = source;
     auto parsed = parse_setting(spec, text);
     if (!parsed) {
@@ -162,11 +169,11 @@ int Settings::set(SettingId id, std::string_view text, SettingSource source) {
 
 int Settings::load(std::string_view option_string) {
     int rc = 0;
-    for (const auto& spec : setting_table()) {
+    for (const SettingSpec& spec : table_->rows()) {
         const char* text = std::getenv(std::string(spec.env).c_str());
         // Empty means unset, as a shell's "BMI_X= program" intends.
         if (text == nullptr || *text == '\0') continue;
-        if (set(spec.id, text, SettingSource::environment) < 0) rc = -BMI_EINVAL;
+        if (set(spec, text, SettingSource::environment) < 0) rc = -BMI_EINVAL;
     }
     if (read_options(option_string) < 0) rc = -BMI_EINVAL;
     return rc;
@@ -177,7 +184,7 @@ int Settings::read_options(std::string_view option_string) {
     for (auto item : split_address_list(option_string)) {
         const auto equals = item.find('=');
         const SettingSpec* spec =
-            equals == std::string_view::npos ? nullptr : find_setting(item.substr(0, equals));
+            equals == std::string_view::npos ? nullptr : table_->find(item.substr(0, equals));
         if (spec == nullptr || !spec->per_instance) {
             // A misspelt key would otherwise leave its setting where the caller did not want.
             BMI_WARN("BMI_initialize option \"%.*s\" is not valid: expected key=value with a "
@@ -188,15 +195,14 @@ int Settings::read_options(std::string_view option_string) {
             rc = -BMI_EINVAL;
             continue;
         }
-        if (set(spec->id, item.substr(equals + 1), SettingSource::option_string) < 0)
+        if (set(*spec, item.substr(equals + 1), SettingSource::option_string) < 0)
             rc = -BMI_EINVAL;
     }
     return rc;
 }
 
-std::string Settings::shown(SettingId id) const {
-    const SettingSpec& spec = setting_spec(id);
-    const Value& v = at(id);
+std::string Settings::shown(const SettingSpec& spec) const {
+    const Value& v = at(spec);
     switch (spec.type) {
     case SettingType::size:
         return size_text(v.number);

@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The values of every setting of the table (setting_table.hpp) for one instance, and where
+// The values of every setting of a table (setting_table.hpp) for one instance, and where
 // each came from. Read once, when the instance is created: first the table's default, then
-// the environment (BMI_TCP_SPIN_US=20), then BMI_initialize's option string
-// ("tcp_spin_us=20,shm_ring_slots=128"), each overriding the one before: the option string is
+// the environment (BMI_UNEXPECTED_QUOTA=1G), then BMI_initialize's option string
+// ("unexpected_quota=1G,emulate_lists=1"), each overriding the one before: the option string is
 // the more specific of the two, set by the program for this instance. Strict: a malformed or
 // out-of-range value, or an option key the table does not have, is an error that names the
 // setting, the value and what was expected, never a silent default.
 #pragma once
 
-#include <array>
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "support/settings/setting_table.hpp"
 
@@ -30,29 +32,60 @@ std::string expected_text(const SettingSpec& spec);
 // The same, short, for tables: "0 .. 1024G", "0, 1, auto", "any".
 std::string range_text(const SettingSpec& spec);
 
+// An owner's row enum (support::SettingId, or a method's own SettingId), with its owner's
+// `const SettingSpec& setting_spec(Id)` beside it, found by argument-dependent lookup.
+template <typename Id>
+concept SettingEnum = std::is_enum_v<Id> && requires(Id id) {
+    { setting_spec(id) } -> std::same_as<const SettingSpec&>;
+};
+
 class Settings {
 public:
-    // Every row at its table default.
-    Settings();
+    // Every row of table at its default. The table must outlive the Settings (they are
+    // static: method::all_settings(), general_settings()).
+    explicit Settings(const SettingTable& table);
+
+    const SettingTable& table() const { return *table_; }
 
     // Reads the environment, then option_string, over the defaults. 0, or -BMI_EINVAL after
     // one BMI_WARN per bad value (all of them, so one run shows every mistake); the rows that
     // were bad keep their default and are marked invalid.
     int load(std::string_view option_string);
     // Sets one row from text as if it came from source; 0 or -BMI_EINVAL (logged).
-    int set(SettingId id, std::string_view text, SettingSource source);
+    int set(const SettingSpec& row, std::string_view text, SettingSource source);
 
+    // A row of this table (reading one the table lacks is a programming error: it aborts).
     // size, count, flag (0/1) and choice (index) rows.
-    std::int64_t number(SettingId id) const { return at(id).number; }
-    bool flag(SettingId id) const { return at(id).number != 0; }
-    std::chrono::milliseconds duration(SettingId id) const {
-        return std::chrono::milliseconds(at(id).number);
+    std::int64_t number(const SettingSpec& row) const { return at(row).number; }
+    bool flag(const SettingSpec& row) const { return at(row).number != 0; }
+    std::chrono::milliseconds duration(const SettingSpec& row) const {
+        return std::chrono::milliseconds(at(row).number);
     }
-    const std::string& text(SettingId id) const { return at(id).text; }
-    SettingSource source(SettingId id) const { return at(id).source; }
-    bool valid(SettingId id) const { return at(id).valid; }
+    const std::string& text(const SettingSpec& row) const { return at(row).text; }
+    SettingSource source(const SettingSpec& row) const { return at(row).source; }
+    bool valid(const SettingSpec& row) const { return at(row).valid; }
     // The value in force as text, in the row's units ("8M", "10s", "auto").
-    std::string shown(SettingId id) const;
+    std::string shown(const SettingSpec& row) const;
+
+    // The same by an owner's enum: settings.number(SettingId::unexpected_quota).
+    template <SettingEnum Id>
+    int set(Id id, std::string_view text, SettingSource source) {
+        return set(setting_spec(id), text, source);
+    }
+    template <SettingEnum Id>
+    std::int64_t number(Id id) const { return number(setting_spec(id)); }
+    template <SettingEnum Id>
+    bool flag(Id id) const { return flag(setting_spec(id)); }
+    template <SettingEnum Id>
+    std::chrono::milliseconds duration(Id id) const { return duration(setting_spec(id)); }
+    template <SettingEnum Id>
+    const std::string& text(Id id) const { return text(setting_spec(id)); }
+    template <SettingEnum Id>
+    SettingSource source(Id id) const { return source(setting_spec(id)); }
+    template <SettingEnum Id>
+    bool valid(Id id) const { return valid(setting_spec(id)); }
+    template <SettingEnum Id>
+    std::string shown(Id id) const { return shown(setting_spec(id)); }
 
 private:
     struct Value {
@@ -61,11 +94,13 @@ private:
         SettingSource source = SettingSource::table_default;
         bool valid = true;
     };
-    const Value& at(SettingId id) const { return values_[static_cast<std::size_t>(id)]; }
-    Value& at(SettingId id) { return values_[static_cast<std::size_t>(id)]; }
+    std::size_t index(const SettingSpec& row) const;
+    const Value& at(const SettingSpec& row) const { return values_[index(row)]; }
+    Value& at(const SettingSpec& row) { return values_[index(row)]; }
     int read_options(std::string_view option_string);
 
-    std::array<Value, setting_count> values_;
+    const SettingTable* table_;
+    std::vector<Value> values_;  // one per row of table_, in its order
 };
 
 }  // namespace bmi::support

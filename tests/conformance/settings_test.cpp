@@ -3,12 +3,17 @@
 // the option string, and a client's options reach the method it starts at its first lookup.
 #include <catch2/catch.hpp>
 
+#include <cctype>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include "bmi.h"
 #include "harness.hpp"
 #include "methods/method_table.hpp"
+#include "methods/shm/shm_settings.hpp"
+#include "methods/tcp/tcp_settings.hpp"
+#include "methods/verbs/verbs_settings.hpp"
 #include "tests/captured_stderr.hpp"
 
 using namespace bmi;
@@ -25,6 +30,46 @@ int initialize_with(const char* options, std::string& log) {
     return rc;
 }
 }  // namespace
+
+TEST_CASE("the table gathers support's rows, then each method's, in method-table order",
+          "[settings]") {
+    const support::SettingTable& table = method::all_settings();
+    std::vector<const support::SettingSpec*> expected;
+    for (auto block : {support::general_setting_rows(), method::tcp::setting_rows(),
+                       method::shm::setting_rows(), method::verbs::setting_rows()})
+        for (const auto& row : block) expected.push_back(&row);
+    REQUIRE(table.size() == expected.size());
+    std::set<std::string_view> keys;
+    const support::Settings defaults(table);
+    std::size_t i = 0;
+    for (const auto& spec : table.rows()) {
+        INFO(spec.env);
+        CHECK(&spec == expected[i++]);
+        CHECK(keys.insert(spec.key).second);
+        CHECK(table.find(spec.key) == &spec);
+        // The option key is the variable without BMI_, in lower case; a method's starts with
+        // its scheme (bmi-info lists a method's settings by it).
+        std::string key;
+        for (char c : spec.env.substr(4))
+            key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        CHECK(spec.env.substr(0, 4) == "BMI_");
+        CHECK(key == spec.key);
+        CHECK_FALSE(spec.meaning.empty());
+        if (spec.type != support::SettingType::text) {
+            auto value = support::parse_setting(spec, spec.default_text);
+            REQUIRE(value);
+            CHECK(support::parse_setting(spec, defaults.shown(spec)) == value);
+        }
+        if (spec.type == support::SettingType::size ||
+            spec.type == support::SettingType::duration ||
+            spec.type == support::SettingType::count)
+            CHECK(spec.min <= spec.max);
+    }
+    for (auto [rows, scheme] : {std::pair{method::tcp::setting_rows(), "tcp_"},
+                                {method::shm::setting_rows(), "shm_"},
+                                {method::verbs::setting_rows(), "verbs_"}})
+        for (const auto& row : rows) CHECK(row.key.starts_with(scheme));
+}
 
 TEST_CASE("a malformed environment variable fails BMI_initialize and names itself",
           "[settings]") {

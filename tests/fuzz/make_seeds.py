@@ -107,7 +107,8 @@ for name, text in [("list", "tcp://node1:3334,shm://server.0, tcp://[::1]:80 ,")
                    ("v6", "tcp://[fe80::1%eth0]:3334"), ("listen", "tcp://0.0.0.0"),
                    ("hostport", "example.org:65535"), ("verbs", "verbs://10.1.2.3:5000")]:
     seed("address", name, text)
-# The first byte picks a row of support/settings/setting_table.cpp by index.
+# The first byte picks a row of the whole table (method::all_settings(): support's rows, then
+# tcp's, shm's and verbs') by index.
 for name, row, text in [("quota", 1, "64M"), ("limit", 4, "16K"), ("flag", 5, "1"),
                         ("spin", 10, "50"), ("timeout", 18, "10s"), ("choice", 13, "auto"),
                         ("text", 7, "id=a type=tcp plane=10.0.0.0/8 endpts=1 ports=1000"),

@@ -20,7 +20,8 @@ constexpr std::size_t budget_count = 8;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     bmi::fuzz::Input in(data, size);
-    OwnRegions own;  // the memory a peer would offer; unmapped when this input is done
+    // The memory a peer would offer; no pool, so all of it is unmapped when this input is done.
+    OwnRegions own(PoolLimits{});
     PeerRegions peer;
     peer.limit(budget_bytes, budget_count);
     for (int op = 0; op < 24 && !in.empty(); ++op) {

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "methods/tcp/tcp_method.hpp"
+#include "methods/tcp/tcp_method_impl.hpp"
+#include "methods/tcp/tcp_settings.hpp"
 #include "tcp_raw_peer.hpp"
 #include "tcp_test_harness.hpp"
 
@@ -99,7 +101,7 @@ TEST_CASE("tcp_legacy_framing takes three words and names itself otherwise", "[t
     }
     Config config;
     CHECK(config.settings.load("tcp_legacy_framing=mercury") == -BMI_EINVAL);
-    CHECK_FALSE(config.settings.valid(bmi::support::SettingId::tcp_legacy_framing));
+    CHECK_FALSE(config.settings.valid(bmi::method::tcp::SettingId::legacy_framing));
 }
 
 TEST_CASE("a standalone legacy client gets OrangeFS's limits and keeps its magic",
@@ -127,4 +129,29 @@ TEST_CASE("a standalone legacy client gets OrangeFS's limits and keeps its magic
     CHECK(drive({server.get()}, [&] { return fits->completed; }));
     CHECK(fits->error == -BMI_EPROTO);
     close(fd);
+}
+
+TEST_CASE("tcp's limits come from its rows, and Limits repeats no default", "[tcp][settings]") {
+    // A default written in Limits too would be a second copy that can drift from the row.
+    const Limits unset;
+    CHECK(unset.stall_timeout.count() == 0);
+    CHECK(unset.rendezvous_timeout.count() == 0);
+    CHECK(unset.send_timeout.count() == 0);
+    CHECK(unset.setup_timeout.count() == 0);
+    CHECK(unset.pending_per_source == 0);
+    CHECK(unset.early.peer_bytes == EarlyBudget::Limits{}.peer_bytes);  // unbounded until set
+    CHECK(unset.grants.total_bytes == EarlyBudget::Limits{}.total_bytes);
+
+    const auto row_default = [](SettingId id) {
+        const auto& row = setting_spec(id);
+        return *bmi::support::parse_setting(row, row.default_text);
+    };
+    const Config config;  // every row at its default
+    Limits limits;
+    load_limits(config.settings, limits);
+    CHECK(limits.early.peer_bytes == row_default(SettingId::early_peer_bytes));
+    CHECK(limits.grants.total_bytes == row_default(SettingId::grant_total_bytes));
+    CHECK(limits.setup_timeout.count() == row_default(SettingId::setup_timeout));
+    CHECK(static_cast<std::int64_t>(limits.pending_per_source) ==
+          row_default(SettingId::pending_per_source));
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "methods/tcp/tcp_settings.hpp"
 #include "tcp_raw_peer.hpp"
 
 using namespace bmi::method;
@@ -335,7 +336,7 @@ TEST_CASE("a receive over 16 MiB posted before the offer is declined fails with 
 
 TEST_CASE("BMI_TCP_LEGACY=1 never sends HELLO", "[tcp][raw][legacy]") {
     Config legacy;
-    REQUIRE(legacy.settings.set(bmi::support::SettingId::tcp_legacy, "1",
+    REQUIRE(legacy.settings.set(bmi::method::tcp::SettingId::legacy, "1",
                                 bmi::support::SettingSource::environment) == 0);
     ClientOfRaw raw(legacy);
     int listener = raw.listener;

@@ -93,7 +93,7 @@ TEST_CASE("the key_file option wins over BMI_KEY_FILE; neither means no key", "[
     KeyFiles files;
     // As an instance reads its settings: the environment, then the option string.
     const auto key_from_options = [](const std::string& options, SharedKey& out) {
-        bmi::support::Settings settings;
+        bmi::support::Settings settings(bmi::support::general_settings());
         REQUIRE(settings.load(options) == 0);
         return key_from_settings(settings, out);
     };

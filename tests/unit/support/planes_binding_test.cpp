@@ -117,7 +117,7 @@ TEST_CASE("a plane this node is not on, or cannot enforce, says so", "[planes][b
 }
 
 TEST_CASE("an instance's allocation comes from one source, strictly read", "[planes][source]") {
-    Settings settings;
+    Settings settings(bmi::support::general_settings());
     InstanceAllocation out;
     REQUIRE(resolve_allocation(settings, "", out) == 0);
     CHECK(out.entries.empty());
@@ -148,7 +148,7 @@ TEST_CASE("an instance's allocation comes from one source, strictly read", "[pla
     REQUIRE(rc);
     CHECK(*rc == -BMI_EINVAL);
 
-    Settings plain;
+    Settings plain(bmi::support::general_settings());
     CHECK(resolve_allocation(plain, "id=a type=tcp plane=127.0.0.0/8 endpts=2 ports=40000", out) ==
           -BMI_EINVAL);  // fewer ports than endpoints
     CHECK(resolve_allocation(plain, text + ";" + text, out) == -BMI_EINVAL);  // id twice
@@ -165,7 +165,7 @@ TEST_CASE("allocation ids for PMIx without a launcher fall back to no allocation
           "[planes][source]") {
     // The test runner may itself run under a launcher; this case is about having none.
     unsetenv("PMIX_NAMESPACE");
-    Settings settings;
+    Settings settings(bmi::support::general_settings());
     REQUIRE(settings.load("allocation_id=bmi.net.tcp0+bmi.net.tcp1") == 0);
     InstanceAllocation out;
     CHECK(resolve_allocation(settings, "", out) == 0);

@@ -15,12 +15,20 @@
 
 #include "bmi-types.h"
 #include "methods/shm/shm_copy.hpp"
+#include "methods/shm/shm_options.hpp"
 #include "methods/shm/shm_region.hpp"
 
 using namespace bmi::method;
 using namespace bmi::method::shm;
 
 namespace {
+// The pool an instance gets from the shm rows' defaults.
+PoolLimits default_pool() {
+    Options options;
+    REQUIRE(load_options(bmi::support::Settings{all_settings()}, 0, options) == 0);
+    return options.pool;
+}
+
 RegionMessage offer_of(const OwnRegions::Region& region) {
     return {region_offer, 0, region.id, reinterpret_cast<std::uintptr_t>(region.base),
             region.size};
@@ -28,7 +36,7 @@ RegionMessage offer_of(const OwnRegions::Region& region) {
 }  // namespace
 
 TEST_CASE("regions: allocation, lookup by any range inside, release", "[shm][region]") {
-    OwnRegions own;
+    OwnRegions own(default_pool());
     auto* a = static_cast<char*>(own.allocate(100000));
     auto* b = static_cast<char*>(own.allocate(1));
     REQUIRE(a != nullptr);
@@ -52,7 +60,7 @@ TEST_CASE("regions: allocation, lookup by any range inside, release", "[shm][reg
 
 TEST_CASE("regions: the peer's mapping sees the owner's bytes; unknown memory stays unmapped",
           "[shm][region]") {
-    OwnRegions own;
+    OwnRegions own(default_pool());
     auto* data = static_cast<char*>(own.allocate(3 << 20));
     REQUIRE(data != nullptr);
     OwnRegions::Region& region = *own.at(data);
@@ -98,7 +106,7 @@ TEST_CASE("regions: an offer that could shrink under a copy is refused", "[shm][
     CHECK(peer.add(offer, fd) == -BMI_EINVAL);  // fd is closed either way
     CHECK(peer.size() == 0);
 
-    OwnRegions own;
+    OwnRegions own(default_pool());
     void* data = own.allocate(1 << 20);
     REQUIRE(data != nullptr);
     RegionMessage too_big = offer_of(*own.at(data));
@@ -121,7 +129,7 @@ TEST_CASE("regions: copies between segment lists of different shapes", "[shm][re
 }
 
 TEST_CASE("regions: a peer's offers stop at its budget of regions and bytes", "[shm][region]") {
-    OwnRegions own;
+    OwnRegions own(default_pool());
     void* first = own.allocate(1 << 20);
     void* second = own.allocate(1 << 20);
     REQUIRE((first != nullptr && second != nullptr));
@@ -194,7 +202,7 @@ TEST_CASE("regions: freed regions return by size class, within the pool's limits
 // A pooled region can outlive many connections; a closed one is dropped from every region's
 // list of peers that have it, live or pooled, so the lists stay as long as the live peers.
 TEST_CASE("regions: a closed connection is forgotten by every region", "[shm][region][pool]") {
-    OwnRegions own;
+    OwnRegions own(default_pool());
     void* live = own.allocate(40000);
     void* pooled = own.allocate(40000);
     REQUIRE((live != nullptr && pooled != nullptr));
@@ -210,7 +218,7 @@ TEST_CASE("regions: a closed connection is forgotten by every region", "[shm][re
 // A receive whose sender outlived it (shm_split.cpp, wait_for_sender) retires its buffer: the
 // late chunks may still land there, so it never becomes another allocation's memory.
 TEST_CASE("regions: a retired region is not pooled", "[shm][region][pool]") {
-    OwnRegions own;
+    OwnRegions own(default_pool());
     auto* late = static_cast<char*>(own.allocate(40000));
     REQUIRE(late != nullptr);
     own.containing(late + 100, 10)->retired = true;

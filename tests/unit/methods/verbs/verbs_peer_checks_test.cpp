@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "methods/method.hpp"
+#include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_peer_checks.hpp"
+#include "methods/verbs/verbs_settings.hpp"
 
 using namespace bmi::method::verbs;
 
@@ -44,4 +47,27 @@ TEST_CASE("verbs checks: RTS lengths are summed without wrapping", "[verbs]") {
     REQUIRE_FALSE(rts_total(empty_piece, limit).has_value());
     std::vector<RemoteSegment> fine{{0, 4096, 0, 0}, {0, 8192, 0, 0}};
     REQUIRE(rts_total(fine, limit) == std::uint64_t{12288});
+}
+
+TEST_CASE("verbs choice: the rows hold the defaults, DeviceChoice none of its own",
+          "[verbs][settings]") {
+    // A default written in DeviceChoice too would be a second copy that can drift from the row.
+    const DeviceChoice unset;
+    CHECK(unset.gid_index == 0);
+    CHECK(unset.credits == 0);
+    CHECK(unset.srq_cap == 0);
+    CHECK(unset.send_buffers == 0);
+    CHECK(unset.max_connections == 0);
+    CHECK(unset.pending_per_source == 0);
+
+    const bmi::method::Config config;  // every row at its default, as no BMI_VERBS_* is set
+    DeviceChoice choice;
+    REQUIRE(load_choice(config.settings, choice) == 0);
+    const auto row_default = [](SettingId id) {
+        const auto& row = setting_spec(id);
+        return *bmi::support::parse_setting(row, row.default_text);
+    };
+    CHECK(choice.gid_index == row_default(SettingId::gid_index));
+    CHECK(choice.credits == row_default(SettingId::credits));
+    CHECK(choice.pending_per_source == row_default(SettingId::pending_per_source));
 }

@@ -59,7 +59,8 @@ class RawPeer {
 public:
     RawPeer() {
         method::verbs::DeviceChoice choice;
-        support::Settings settings;  // the environment's BMI_VERBS_*, as an instance reads them
+        // The environment's BMI_VERBS_*, as an instance reads them.
+        support::Settings settings(method::all_settings());
         if (settings.load("") != 0 || method::verbs::load_choice(settings, choice) != 0 ||
             device_.open(choice) != 0)
             return;

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "methods/shm/shm_settings.hpp"
+
+#include "methods/shm/shm_wire.hpp"
+
+namespace bmi::method::shm {
+
+namespace {
+using T = support::SettingType;
+using I = SettingId;
+using namespace support::setting_units;
+
+// Keys and environment names follow the rule of support's rows (setting_table.cpp).
+constexpr support::SettingSpec rows[] = {
+    // The ring's own geometry limits (shm_wire.hpp) are the ranges.
+    {I::ring_slots, "shm_ring_slots", "BMI_SHM_RING_SLOTS", T::count, "64", "slots",
+     min_slot_count, max_slot_count, "", "slots in each ring (a power of two)"},
+    {I::slot_size, "shm_slot_size", "BMI_SHM_SLOT_SIZE", T::size, "8K", "bytes", min_slot_size,
+     max_slot_size, "", "bytes per ring slot (a power of two)"},
+    {I::spin_us, "shm_spin_us", "BMI_SHM_SPIN_US", T::count, "20", "us", 0, 10'000, "",
+     "how long a test call polls the rings before it blocks; 0 = block at once"},
+    {I::single_copy, "shm_single_copy", "BMI_SHM_SINGLE_COPY", T::flag, "1", "", 0, 0, "",
+     "large messages may use cross-memory copies; 0 = two copies through the ring only"},
+    {I::single_copy_min, "shm_single_copy_min", "BMI_SHM_SINGLE_COPY_MIN", T::size, "16M",
+     "bytes", 0, TiB, "",
+     "with split copy off, the smallest message the receiver reads alone (smaller ones stream)"},
+    {I::split_copy, "shm_split_copy", "BMI_SHM_SPLIT_COPY", T::choice, "auto", "", 0, 0,
+     "0|1|auto",
+     "large messages: 1 = both processes copy, 0 = the receiver alone, auto = whichever was "
+     "timed faster per size"},
+    {I::shared_buffers, "shm_shared_buffers", "BMI_SHM_SHARED_BUFFERS", T::flag, "1", "", 0,
+     0, "", "BMI_memalloc hands out memory the peer maps too; 0 = ordinary memory"},
+    {I::pool_bytes, "shm_pool_bytes", "BMI_SHM_POOL_BYTES", T::size, "64M", "bytes", 0,
+     TiB, "", "freed shared buffers kept for reuse, all sizes together; 0 = none"},
+    {I::pool_per_class, "shm_pool_per_class", "BMI_SHM_POOL_PER_CLASS", T::count, "16",
+     "buffers", 0, 65'536, "", "freed shared buffers kept for reuse per size class"},
+    {I::early_bytes, "shm_early_bytes", "BMI_SHM_EARLY_BYTES", T::size, "4M", "bytes", 0,
+     TiB, "", "eager messages kept for one peer before any receive wants them"},
+    {I::early_count, "shm_early_count", "BMI_SHM_EARLY_COUNT", T::count, "1024",
+     "messages", 0, GiB, "", "eager messages kept for one peer, counted"},
+    {I::early_total, "shm_early_total", "BMI_SHM_EARLY_TOTAL", T::size, "64M", "bytes", 0,
+     TiB, "", "eager messages kept for all peers together"},
+    {I::offer_bytes, "shm_offer_bytes", "BMI_SHM_OFFER_BYTES", T::size, "1G", "bytes", 0,
+     TiB, "", "shared buffers one connection's peer may have us map"},
+    {I::offer_count, "shm_offer_count", "BMI_SHM_OFFER_COUNT", T::count, "4096",
+     "regions", 0, GiB, "", "shared buffers one connection's peer may have us map, counted"},
+    {I::connect_timeout, "shm_connect_timeout_ms", "BMI_SHM_CONNECT_TIMEOUT_MS",
+     T::duration, "10s", "ms", 1, hour_ms, "",
+     "a connection's setup (first connect, backlog retries, or accept, until the handshake "
+     "is done) is dropped then; the peer's operations fail with -BMI_ETIMEDOUT"},
+};
+static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::connect_timeout) + 1),
+              "rows must follow SettingId, one each");
+}  // namespace
+
+std::span<const support::SettingSpec> setting_rows() { return rows; }
+
+const support::SettingSpec& setting_spec(SettingId id) {
+    return rows[static_cast<std::size_t>(id)];
+}
+
+}  // namespace bmi::method::shm

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "methods/tcp/tcp_settings.hpp"
+
+namespace bmi::method::tcp {
+
+namespace {
+using T = support::SettingType;
+using I = SettingId;
+using namespace support::setting_units;
+
+// Keys and environment names follow the rule of support's rows (setting_table.cpp).
+constexpr support::SettingSpec rows[] = {
+    {I::spin_us, "tcp_spin_us", "BMI_TCP_SPIN_US", T::count, "50", "us", 0, 10'000, "",
+     "how long a test call polls the sockets before it sleeps; 0 = sleep at once"},
+    {I::read_wait_us, "tcp_read_wait_us", "BMI_TCP_READ_WAIT_US", T::count, "2000", "us", 0,
+     1'000'000, "",
+     "a single-threaded process with one connection sleeps up to this long in the socket's "
+     "read before it sleeps in epoll (rounded up to the kernel's tick; doc/methods/tcp.md); "
+     "0 = always epoll"},
+    {I::legacy, "tcp_legacy", "BMI_TCP_LEGACY", T::flag, "0", "", 0, 0, "",
+     "never send HELLO: speak only the legacy wire format (tcp_legacy_framing's)"},
+    {I::legacy_framing, "tcp_legacy_framing", "BMI_TCP_LEGACY_FRAMING", T::choice,
+     "dialect", "", 0, 0, "dialect|orangefs|standalone",
+     "the framing toward a peer without libbmi's handshake: dialect = the API's (OrangeFS "
+     "51903, standalone 51912), or that one whatever the API; accepted peers keep their own"},
+    {I::early_peer_bytes, "tcp_early_peer_bytes", "BMI_TCP_EARLY_PEER_BYTES", T::size, "8M",
+     "bytes", 64 * KiB, TiB, "",
+     "early data (unclaimed eager payloads and announcements) kept for one peer before its "
+     "socket is no longer read"},
+    {I::early_total_bytes, "tcp_early_total_bytes", "BMI_TCP_EARLY_TOTAL_BYTES", T::size,
+     "256M", "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
+    {I::grant_peer_bytes, "tcp_grant_peer_bytes", "BMI_TCP_GRANT_PEER_BYTES", T::size, "8M",
+     "bytes", 0, TiB, "",
+     "room reserved for one libbmi peer's large messages to posted receives, so that they "
+     "skip the RTS/CTS round trip (a message lands whole even if its receive went to another); "
+     "0 = no grants, always RTS above the eager limit"},
+    {I::grant_total_bytes, "tcp_grant_total_bytes", "BMI_TCP_GRANT_TOTAL_BYTES", T::size,
+     "64M", "bytes", 0, TiB, "", "room reserved for large messages of all peers together"},
+    {I::stall_timeout, "tcp_stall_timeout_ms", "BMI_TCP_STALL_TIMEOUT_MS", T::duration,
+     "10s", "ms", 1, hour_ms, "",
+     "a frame started and not finished, or DATA owed after our CTS, closes the connection "
+     "after this long without a byte"},
+    {I::rendezvous_timeout, "tcp_rendezvous_timeout_ms", "BMI_TCP_RENDEZVOUS_TIMEOUT_MS",
+     T::duration, "120s", "ms", 1, 24 * hour_ms, "",
+     "a large send whose RTS the receiver neither clears nor refuses fails after this long"},
+    {I::send_timeout, "tcp_send_timeout_ms", "BMI_TCP_SEND_TIMEOUT_MS", T::duration,
+     "120s", "ms", 1, 24 * hour_ms, "",
+     "a peer that takes none of the bytes we have for it for this long loses the connection, "
+     "and the sends on it fail"},
+    {I::setup_timeout, "tcp_setup_timeout_ms", "BMI_TCP_SETUP_TIMEOUT_MS", T::duration,
+     "10s", "ms", 1, hour_ms, "",
+     "an accepted connection that has not finished its handshake (HELLO, the key's proof, or "
+     "a legacy peer's first frame) this long after the accept is closed"},
+    {I::pending_per_source, "tcp_pending_per_source", "BMI_TCP_PENDING_PER_SOURCE",
+     T::count, "256", "handshakes", 1, 65'536, "",
+     "accepted connections one source address may have that have not finished their "
+     "handshake; a new one beyond it closes that source's oldest"},
+};
+static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::pending_per_source) + 1),
+              "rows must follow SettingId, one each");
+}  // namespace
+
+std::span<const support::SettingSpec> setting_rows() { return rows; }
+
+const support::SettingSpec& setting_spec(SettingId id) {
+    return rows[static_cast<std::size_t>(id)];
+}
+
+}  // namespace bmi::method::tcp

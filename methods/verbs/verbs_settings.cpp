@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "methods/verbs/verbs_settings.hpp"
+
+namespace bmi::method::verbs {
+
+namespace {
+using T = support::SettingType;
+using I = SettingId;
+using namespace support::setting_units;
+
+// Keys and environment names follow the rule of support's rows (setting_table.cpp).
+constexpr support::SettingSpec rows[] = {
+    {I::device, "verbs_device", "BMI_VERBS_DEVICE", T::text, "", "", 0, 0, "",
+     "RDMA device name; empty = the first with an active port"},
+    {I::port, "verbs_port", "BMI_VERBS_PORT", T::count, "0", "", 0, 255, "",
+     "device port; 0 = the first active one"},
+    {I::gid_index, "verbs_gid_index", "BMI_VERBS_GID_INDEX", T::count, "-1", "", -1,
+     65'535, "", "GID table index; -1 = the first IPv4-mapped GID (RoCEv2), else the first"},
+    {I::credits, "verbs_credits", "BMI_VERBS_CREDITS", T::count, "16", "messages", 2,
+     1024, "", "eager messages one peer may have in flight to us"},
+    {I::srq_cap, "verbs_srq_cap", "BMI_VERBS_SRQ_CAP", T::count, "1024", "buffers", 2,
+     1 << 20, "", "shared receive buffers never grow past this (at least verbs_credits)"},
+    {I::send_buffers, "verbs_send_buffers", "BMI_VERBS_SEND_BUFFERS", T::count, "128",
+     "buffers", 1, 65'536, "", "registered buffers for eager sends"},
+    {I::max_connections, "verbs_max_connections", "BMI_VERBS_MAX_CONNECTIONS", T::count,
+     "128", "connections", 1, 1 << 20, "",
+     "connections at once; sizes the completion queue, which is never resized"},
+    {I::connect_timeout, "verbs_connect_timeout_ms", "BMI_VERBS_CONNECT_TIMEOUT_MS",
+     T::duration, "10s", "ms", 1, hour_ms, "",
+     "a connection whose handshake is not done by then fails its operations"},
+    {I::stats, "verbs_stats", "BMI_VERBS_STATS", T::flag, "0", "", 0, 0, "",
+     "print the method's counters to stderr when it is finalized"},
+    {I::pending_per_source, "verbs_pending_per_source", "BMI_VERBS_PENDING_PER_SOURCE",
+     T::count, "8", "handshakes", 1, 65'536, "",
+     "bootstrap handshakes in progress that one source address may hold"},
+    {I::early_peer_bytes, "verbs_early_peer_bytes", "BMI_VERBS_EARLY_PEER_BYTES",
+     T::size, "8M", "bytes", 64 * KiB, TiB, "",
+     "early data (unclaimed eager payloads and announcements) kept for one peer before its "
+     "messages wait in the receive queue and its credits are held back"},
+    {I::early_total_bytes, "verbs_early_total_bytes", "BMI_VERBS_EARLY_TOTAL_BYTES",
+     T::size, "256M", "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
+};
+static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::early_total_bytes) + 1),
+              "rows must follow SettingId, one each");
+}  // namespace
+
+std::span<const support::SettingSpec> setting_rows() { return rows; }
+
+const support::SettingSpec& setting_spec(SettingId id) {
+    return rows[static_cast<std::size_t>(id)];
+}
+
+}  // namespace bmi::method::verbs
