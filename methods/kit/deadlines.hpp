@@ -29,8 +29,9 @@ enum class DeadlineKind : std::uint8_t {
     rendezvous,     // an RTS of ours must be answered
     connect_retry,  // a connect that found the listen backlog full is tried again
     sweep,          // a periodic look at every connection
+    admission,      // a socket waits for its source's turn (kit::Acceptor's own)
 };
-inline constexpr std::size_t deadline_kinds = 6;
+inline constexpr std::size_t deadline_kinds = 7;
 
 struct DeadlineKey {
     std::uint64_t id = 0;

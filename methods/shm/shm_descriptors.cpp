@@ -5,6 +5,11 @@
 // malformed one, blaming a well-behaved client. Instead the client is told why (a refusal
 // reply with -BMI_EMFILE, which its operations see as -BMI_ECONNREFUSED) and the peers already
 // served are untouched; the warning says which limit to raise.
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "methods/shm/shm_listener.hpp"
@@ -21,20 +26,48 @@ void ShmMethod::warn_out_of_descriptors(const char* what) {
                  what, static_cast<unsigned long long>(descriptor_refusals_));
 }
 
-bool ShmMethod::shed_connection() {
+std::optional<std::string> ShmMethod::source_of(const kit::AcceptedSocket& socket) {
+    pid_t pid = 0;
+    if (!peer_is_same_user(socket.fd, pid)) {
+        BMI_LOG(error, "shm: refused a connection from another user (pid %d)",
+                static_cast<int>(pid));
+        return std::nullopt;
+    }
+    return "pid " + std::to_string(pid);
+}
+
+void ShmMethod::close_for_room(std::uint64_t id) {
+    if (Connection* conn = find_connection(id)) close_connection(*conn, -BMI_ECONNRESET);
+}
+
+void ShmMethod::offer_for_shedding(kit::SheddingChoice& choice) {
+    for (auto& [id, owned] : connections_) {
+        const Connection& conn = *owned;
+        if (conn.initiator || conn.fd < 0) continue;
+        const auto accepted_at = conn.setup_deadline - options_.connect_timeout;
+        if (conn.state == ConnState::await_hello || conn.state == ConnState::await_proof) {
+            choice.offer(id, accepted_at, true);
+            continue;
+        }
+        const ShmPeer* peer = conn.peer.get();
+        const bool unused = conn.state == ConnState::open && peer != nullptr &&
+                            peer->addr() == 0 && peer->arrivals.empty() &&
+                            peer->posted_recvs.empty() && conn.send_queue.empty() &&
+                            conn.controls.empty() && conn.streams.empty() && conn.sends.empty() &&
+                            conn.receives.empty() && conn.pulls.empty() && conn.splits.empty() &&
+                            conn.pushes.empty() && !conn.rx.has_message();
+        if (unused) choice.offer(id, accepted_at, false);
+    }
+}
+
+void ShmMethod::answer_shed(int fd) {
     warn_out_of_descriptors("a new connection");
-    using Shed = support::AcceptReserve::Shed;
-    const Shed shed =
-        accept_reserve_.shed(listen_fd_, [](int fd) { send_refusal(fd, -BMI_EMFILE); });
-    // No reserve (another thread of the process took the slot): stop watching the listener
-    // until the next sweep, which looks again.
-    if (shed == Shed::no_reserve) set_listener_interest(false);
-    return shed == Shed::took_one;
+    send_refusal(fd, -BMI_EMFILE);
 }
 
 void ShmMethod::resume_listener() {
     if (!listener_paused_) return;
-    accept_reserve_.keep();
+    acceptor_.keep_reserve();
     set_listener_interest(true);
 }
 

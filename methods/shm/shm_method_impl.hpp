@@ -15,12 +15,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "methods/kit/acceptor.hpp"
 #include "methods/kit/deadlines.hpp"
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
@@ -37,7 +39,7 @@
 
 namespace bmi::method::shm {
 
-class ShmMethod final : public Method {
+class ShmMethod final : public Method, private kit::AcceptorHost {
 public:
     ShmMethod(Sink& sink, const Options& options);
     ~ShmMethod() override;
@@ -95,10 +97,18 @@ private:
     // --- shm_progress.cpp ---
     void handle_events();
     void dispatch_events(std::span<const epoll_event> ready);
-    void accept_connections();
-    // --- out of file descriptors (shm_descriptors.cpp) ---
+    // --- accepting, and out of file descriptors (shm_descriptors.cpp) ---
+    // kit::AcceptorHost: a process of another user is refused; each process is a source.
+    std::optional<std::string> source_of(const kit::AcceptedSocket& socket) override;
+    std::optional<std::uint64_t> start_accepted(const kit::AcceptedSocket& socket) override;
+    void close_for_room(std::uint64_t id) override;
+    // Accepted connections before their proof, and open ones whose peer the application never
+    // saw and that carry nothing.
+    void offer_for_shedding(kit::SheddingChoice& choice) override;
+    void watch_listeners(bool on) override { set_listener_interest(on); }
+    // The client is told why (-BMI_EMFILE), as a hello refused for descriptors is.
+    void answer_shed(int fd) override;
     void warn_out_of_descriptors(const char* what);
-    bool shed_connection();  // true if it took a waiting connection (to refuse it)
     void resume_listener();
     void set_listener_interest(bool on);  // EPOLLIN on the listener, or nothing while paused
     int refuse_for_descriptors(Connection& conn);
@@ -264,7 +274,6 @@ private:
     std::uint64_t next_connection_ = 4;
     // Out of file descriptors (shm_descriptors.cpp): one kept in reserve to take a connection
     // we must refuse, the listener unwatched until the next sweep when even that is gone.
-    support::AcceptReserve accept_reserve_;
     bool listener_paused_ = false;
     std::uint64_t descriptor_refusals_ = 0;
     std::uint64_t next_cookie_ = 1;
@@ -292,6 +301,8 @@ private:
     // The progress engine sleeps on its timerfd like on any socket, so a deadline passes even
     // when nothing else happens.
     kit::Deadlines timers_;
+    // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
+    kit::Acceptor acceptor_{*this, timers_, support::LogArea::shm, "shm"};
     bool sweep_armed_ = false;
     bool sweep_due_ = false;
 };

@@ -66,6 +66,9 @@ struct Options {
     // operations fail with -BMI_ETIMEDOUT (BMI_SHM_CONNECT_TIMEOUT_MS, shm_connect_timeout_ms;
     // shm_setup_deadline.cpp).
     std::chrono::milliseconds connect_timeout{};
+    // Accepted connections one process may hold before their handshake is done
+    // (BMI_SHM_PENDING_PER_SOURCE, kit::Acceptor).
+    std::size_t pending_per_source = 0;
     bmi_size_t eager_limit = 0;       // derived: min(16 KiB, half a ring)
     bmi_size_t unexpected_limit = 0;  // derived: Config's override or 16 KiB, <= half a ring
 };

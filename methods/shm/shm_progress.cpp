@@ -72,7 +72,7 @@ int ShmMethod::start(const std::string& listen_name) {
         return rc;
     }
     listen_name_ = listen_name;
-    accept_reserve_.keep();  // to refuse a client when the table fills (shm_descriptors.cpp)
+    acceptor_.keep_reserve();  // to refuse a client when the table fills (shm_descriptors.cpp)
     BMI_LOG(shm, "listening on shm://%s", listen_name.c_str());
     return epoll_set(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, EPOLLIN, listener_tag);
 }
@@ -100,6 +100,10 @@ void ShmMethod::arm_sweep() {
 }
 
 void ShmMethod::on_deadline(kit::DeadlineKey key) {
+    if (kit::Acceptor::owns(key)) {
+        acceptor_.on_deadline(key, std::chrono::steady_clock::now());
+        return;
+    }
     if (key.kind == kit::DeadlineKind::sweep) {
         sweep_due_ = true;
         if (sweep_armed_)
@@ -293,7 +297,8 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
     for (const auto& event : ready) {
         std::uint64_t tag = event.data.u64;
         if (tag == listener_tag) {
-            accept_connections();
+            // A few at a time: a flood of connects must not starve the rings.
+            acceptor_.accept_all(listen_fd_, 0, 32);
         } else if (tag == timer_tag) {
             timers_.expire([this](kit::DeadlineKey key, auto) { on_deadline(key); });
         } else if (tag == eventfd_tag) {
@@ -306,36 +311,26 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
     }
 }
 
-void ShmMethod::accept_connections() {
-    accept_reserve_.keep();  // if it was lost to a full table, while we still can
-    for (int i = 0; i < 32; ++i) {
-        int fd = accept_one(listen_fd_);
-        if (fd == -EINTR || fd == -ECONNABORTED) continue;
-        if (fd == -EMFILE || fd == -ENFILE) {
-            if (shed_connection()) continue;
-            return;
-        }
-        if (fd < 0) return;
-        pid_t pid = 0;
-        if (!peer_is_same_user(fd, pid)) {
-            BMI_LOG(error, "shm: refused a connection from another user (pid %d)",
-                    static_cast<int>(pid));
-            close(fd);
-            continue;
-        }
-        auto conn = std::make_unique<Connection>();
-        conn->id = next_connection_++;
-        conn->fd = fd;
-        conn->state = ConnState::await_hello;
-        conn->peer_pid = pid;
-        conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
-        // The client's hello (and, keyed, its proof) must come by then.
-        conn->setup_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
-        if (epoll_set(epoll_fd_, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP, conn->id) != 0) continue;
-        Connection& added = *connections_.emplace(conn->id, std::move(conn)).first->second;
-        arm_sweep();
-        watch_setup(added);
+std::optional<std::uint64_t> ShmMethod::start_accepted(const kit::AcceptedSocket& socket) {
+    pid_t pid = 0;
+    peer_is_same_user(socket.fd, pid);
+    auto conn = std::make_unique<Connection>();
+    conn->id = next_connection_++;
+    conn->fd = socket.fd;
+    conn->state = ConnState::await_hello;
+    conn->peer_pid = pid;
+    conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
+    // The client's hello (and, keyed, its proof) must come by then.
+    conn->setup_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
+    if (epoll_set(epoll_fd_, EPOLL_CTL_ADD, socket.fd, EPOLLIN | EPOLLRDHUP, conn->id) != 0) {
+        close(socket.fd);
+        conn->fd = -1;
+        return std::nullopt;
     }
+    Connection& added = *connections_.emplace(conn->id, std::move(conn)).first->second;
+    arm_sweep();
+    watch_setup(added);
+    return added.id;
 }
 
 void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
@@ -466,6 +461,9 @@ int ShmMethod::receive_hello(Connection& conn) {
     Hello hello{};
     int fds[3] = {-1, -1, -1};
     int fd_count = 0;
+    // The hello's descriptors must fit: the kernel drops what does not, and the hello with
+    // them. One more for the reply's.
+    if (!acceptor_.make_room(conn.fd, 4, conn.id)) return refuse_for_descriptors(conn);
     long n = receive_with_fds(conn.fd, &hello, sizeof hello, fds, 3, fd_count);
     if (n == -EAGAIN) return 0;
     if (n == -EMFILE) return refuse_for_descriptors(conn);
@@ -601,6 +599,7 @@ void ShmMethod::take_last_messages(Connection& conn) {
 
 void ShmMethod::close_connection(Connection& conn, int error) {
     BMI_LOG(shm, "closing connection %llu (%d)", static_cast<unsigned long long>(conn.id), error);
+    acceptor_.release(conn.id);
     auto owned = std::move(connections_[conn.id]);
     connections_.erase(conn.id);
     timers_.cancel_all(conn.id);

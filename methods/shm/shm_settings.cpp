@@ -48,8 +48,12 @@ constexpr support::SettingSpec rows[] = {
      T::duration, "10s", "ms", 1, hour_ms, "",
      "a connection's setup (first connect, backlog retries, or accept, until the handshake "
      "is done) is dropped then; the peer's operations fail with -BMI_ETIMEDOUT"},
+    {I::pending_per_source, "shm_pending_per_source", "BMI_SHM_PENDING_PER_SOURCE", T::count,
+     "256", "handshakes", 1, 65'536, "",
+     "accepted connections one process may have that have not finished their handshake; a "
+     "new one beyond it closes that process's oldest, or waits"},
 };
-static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::connect_timeout) + 1),
+static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::pending_per_source) + 1),
               "rows must follow SettingId, one each");
 }  // namespace
 

@@ -28,6 +28,7 @@ enum class SettingId : std::uint8_t {
     offer_bytes,
     offer_count,
     connect_timeout,
+    pending_per_source,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

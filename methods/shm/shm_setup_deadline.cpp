@@ -26,6 +26,7 @@ void ShmMethod::watch_setup(Connection& conn) {
 
 void ShmMethod::mark_open(Connection& conn) {
     conn.state = ConnState::open;
+    acceptor_.release(conn.id);  // through its handshake
     // Left in, it would wake us once for nothing.
     timers_.cancel({conn.id, kit::DeadlineKind::setup});
 }

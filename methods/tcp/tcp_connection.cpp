@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "support/error/error_map.hpp"
@@ -70,54 +71,35 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
     return &c;
 }
 
-void TcpMethod::accept_all(const Listener& listener) {
-    // Keep one descriptor in reserve while we still can, for the day the table is full.
-    accept_reserve_.keep();  // if it was lost to a full table, while we still can
-    const SocketPolicy policy = policy_for(listener.plane);
-    for (;;) {
-        SocketAddress from;
-        from.length = sizeof from.storage;
-        int fd = accept4(listener.fd, from.get(), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno == EMFILE || errno == ENFILE) {
-                if (shed_connection(listener.fd)) continue;
-                return;
-            }
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                BMI_LOG(tcp, "tcp: accept failed: errno %d", errno);
-            return;
-        }
-        if (refuse_untrusted(from)) {
-            close(fd);
-            continue;
-        }
-        configure_socket(fd, buffer_sizes_);
-        // The listener's marks were inherited; pacing is per socket and set again here.
-        if (int rc = apply_policy(fd, policy); rc < 0)
-            BMI_LOG(tcp, "tcp: plane options refused on an accepted socket: %s",
-                    support::error_name(rc));
-        const std::string source = ip_text(from);
-        if (!admission_.has_room(source) && !make_room(source)) {
-            BMI_LOG(tcp, "tcp: %s holds %zu connections that have not finished their "
-                         "handshake, all of them new; refusing another",
-                    describe(from).c_str(), limits_.pending_per_source);
-            close(fd);
-            continue;
-        }
-        Connection& c = add_connection(fd, false, EPOLLIN);
-        c.plane = listener.plane;
-        c.state = ConnState::await_first;
-        c.keyed = key_ != nullptr;
-        c.remote = from;
-        c.setup_deadline = std::chrono::steady_clock::now() + limits_.setup_timeout;
-        timers_.schedule({c.id, kit::DeadlineKind::setup}, c.setup_deadline);
-        watch_deadlines(c);  // on the stall clock before it sends a byte
-        BMI_LOG(tcp, "tcp: accepted %s (connection %llu)", describe(from).c_str(),
-                static_cast<unsigned long long>(c.id));
-        c.admitted = true;
-        admission_.admit(source, c.id);
-    }
+std::optional<std::string> TcpMethod::source_of(const kit::AcceptedSocket& socket) {
+    SocketAddress from;
+    std::memcpy(&from.storage, &socket.from, sizeof from.storage);
+    from.length = socket.length;
+    if (refuse_untrusted(from)) return std::nullopt;
+    return ip_text(from);
+}
+
+std::optional<std::uint64_t> TcpMethod::start_accepted(const kit::AcceptedSocket& socket) {
+    const Listener& listener = listeners_.at(socket.listener);
+    SocketAddress from;
+    std::memcpy(&from.storage, &socket.from, sizeof from.storage);
+    from.length = socket.length;
+    configure_socket(socket.fd, buffer_sizes_);
+    // The listener's marks were inherited; pacing is per socket and set again here.
+    if (int rc = apply_policy(socket.fd, policy_for(listener.plane)); rc < 0)
+        BMI_LOG(tcp, "tcp: plane options refused on an accepted socket: %s",
+                support::error_name(rc));
+    Connection& c = add_connection(socket.fd, false, EPOLLIN);
+    c.plane = listener.plane;
+    c.state = ConnState::await_first;
+    c.keyed = key_ != nullptr;
+    c.remote = from;
+    c.setup_deadline = std::chrono::steady_clock::now() + limits_.setup_timeout;
+    timers_.schedule({c.id, kit::DeadlineKind::setup}, c.setup_deadline);
+    watch_deadlines(c);  // on the stall clock before it sends a byte
+    BMI_LOG(tcp, "tcp: accepted %s (connection %llu)", describe(from).c_str(),
+            static_cast<unsigned long long>(c.id));
+    return c.id;
 }
 
 bool TcpMethod::refuse_untrusted(const SocketAddress& from) {
@@ -132,52 +114,12 @@ bool TcpMethod::refuse_untrusted(const SocketAddress& from) {
     return true;
 }
 
-bool TcpMethod::make_room(const std::string& source) {
-    const auto oldest = admission_.oldest(source);
-    if (!oldest) return true;
-    Connection* old = find_connection(*oldest);
-    if (old == nullptr || old->closed) {
-        admission_.release(source, *oldest);
-        return true;
-    }
-    if (!had_time_to_speak(*old, std::chrono::steady_clock::now())) return false;
-    BMI_LOG(tcp, "tcp: %s has %zu connections that have not finished their handshake; "
-                 "closing its oldest (connection %llu)",
-            describe(old->remote).c_str(), limits_.pending_per_source,
-            static_cast<unsigned long long>(old->id));
-    fail_connection(*old, -BMI_ECONNRESET, true);
-    return true;
+void TcpMethod::close_for_room(std::uint64_t id) {
+    if (Connection* c = find_connection(id); c != nullptr && !c->closed)
+        fail_connection(*c, -BMI_ECONNRESET, true);
 }
 
-void TcpMethod::leave_admission(Connection& c) {
-    if (!c.admitted) return;
-    c.admitted = false;
-    admission_.release(ip_text(c.remote), c.id);
-}
-
-bool TcpMethod::shed_connection(int listen_fd) {
-    // A connection that has proven nothing, or that nobody uses, makes room for the newcomer:
-    // otherwise whoever fills the table first keeps every later client out.
-    if (Connection* idle = connection_to_shed()) {
-        BMI_LOG(tcp, "tcp: out of file descriptors; closing idle connection %llu from %s",
-                static_cast<unsigned long long>(idle->id), describe(idle->remote).c_str());
-        fail_connection(*idle, -BMI_ECONNRESET, true);
-        return true;
-    }
-    // Level-triggered epoll reports the pending connection again and again while accept fails,
-    // which would spin the caller. The reserve descriptor lets us take it and close it at once:
-    // the client sees a reset, and the clients we already serve are untouched.
-    if (accept_reserve_.count_shed())
-        BMI_LOG(tcp, "tcp: out of file descriptors; refusing new connections (%llu so far)",
-                accept_reserve_.sheds());
-    const auto shed = accept_reserve_.shed(listen_fd);
-    // No reserve (another thread took the slot): stop watching the listener until one of our
-    // own connections closes and frees a descriptor.
-    if (shed == support::AcceptReserve::Shed::no_reserve) set_listener_interest(false);
-    return shed == support::AcceptReserve::Shed::took_one;
-}
-
-Connection* TcpMethod::connection_to_shed() {
+void TcpMethod::offer_for_shedding(kit::SheddingChoice& choice) {
     const auto unused = [](const Connection& c) {
         const TcpPeer* peer = c.peer.get();
         return peer != nullptr && peer->addr() == 0 && peer->arrivals.empty() &&
@@ -185,20 +127,15 @@ Connection* TcpMethod::connection_to_shed() {
                !c.has_output() && c.small_queue.empty() && c.incoming.empty() &&
                c.await_cts.empty();
     };
-    Connection* unproven = nullptr;
-    Connection* idle = nullptr;
-    const auto now = std::chrono::steady_clock::now();
-    // Ids count up, so the smallest is the oldest.
     for (auto& [id, owned] : connections_) {
-        Connection& c = *owned;
-        if (c.closed || c.outbound || !had_time_to_speak(c, now)) continue;
-        if (c.setting_up()) {
-            if (unproven == nullptr || c.id < unproven->id) unproven = &c;
-        } else if (unused(c) && (idle == nullptr || c.id < idle->id)) {
-            idle = &c;
-        }
+        const Connection& c = *owned;
+        if (c.closed || c.outbound) continue;
+        const auto accepted_at = c.setup_deadline - limits_.setup_timeout;
+        if (c.setting_up())
+            choice.offer(c.id, accepted_at, true);
+        else if (unused(c))
+            choice.offer(c.id, accepted_at, false);
     }
-    return unproven != nullptr ? unproven : idle;
 }
 
 void TcpMethod::set_listener_interest(bool on) {
@@ -285,7 +222,7 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
                           bool proven) {
     // Every accepted connection is a peer of its own: what it announces is not merged with a
     // peer we know by that name (SPEC §6).
-    leave_admission(c);  // through its handshake
+    acceptor_.release(c.id);  // through its handshake
     // Its deadlines would wake us once for nothing; the stall clock starts again at the end
     // of this read pass if a frame is under way.
     timers_.cancel({c.id, kit::DeadlineKind::setup});
@@ -416,7 +353,7 @@ void TcpMethod::retire(Connection& c) {
     close(c.fd);
     c.fd = -1;
     set_listener_interest(true);  // a descriptor is free again
-    leave_admission(c);
+    acceptor_.release(c.id);
     release_grants(c);
     if (c.peer) {
         release_reservation(c);

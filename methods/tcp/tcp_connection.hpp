@@ -79,9 +79,6 @@ struct Connection {
     std::uint64_t id = 0;  // epoll data; never reused, so stale events find nothing
     int fd = -1;
     bool outbound = false;
-    // Accepted and counted against its source's unproven connections (TcpMethod::admission_)
-    // until its handshake is done.
-    bool admitted = false;
     // Accepted: the handshake must be done by then (Limits::setup_timeout).
     std::chrono::steady_clock::time_point setup_deadline{};
     // The layout of its frames once established: v2 after libbmi's handshake, else the legacy

@@ -71,7 +71,7 @@ int TcpMethod::start(const Config& config) {
     load_limits(config.settings, limits_);
     early_.set_limits(limits_.early);
     grants_.set_limits(limits_.grants);
-    admission_.set_limit(limits_.pending_per_source);
+    acceptor_.set_limits(limits_.pending_per_source, limits_.setup_timeout);
     if (int rc = support::keys::method_key(config.key, config.settings, key_); rc < 0) return rc;
     if (key_) BMI_LOG(tcp, "tcp: a security key is in force; only peers that prove it get in");
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);

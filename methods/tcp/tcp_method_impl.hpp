@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "methods/completion_router.hpp"
-#include "methods/source_admission.hpp"
+#include "methods/kit/acceptor.hpp"
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/tcp/tcp_connection.hpp"
@@ -71,7 +71,7 @@ inline std::int64_t grant_reservation(bmi_size_t size) { return size + arrival_o
 // The limits from the instance's settings (checked when they were read).
 void load_limits(const support::Settings& settings, Limits& out);
 
-class TcpMethod final : public Method {
+class TcpMethod final : public Method, private kit::AcceptorHost {
 public:
     TcpMethod(const Config& config, Sink& sink);
     ~TcpMethod() override;
@@ -168,25 +168,16 @@ private:
     Connection* connection_for_send(const std::shared_ptr<TcpPeer>& peer, int& error);
     Connection* open_outbound(const std::shared_ptr<TcpPeer>& peer, int& error);
     Connection& add_connection(int fd, bool outbound, std::uint32_t events);
-    void accept_all(const Listener& listener);
-    bool shed_connection(int listen_fd);
-    // The connection to close when descriptors run out: the oldest accepted one that has not
-    // finished its handshake, else the oldest whose peer the application never saw and that
-    // has nothing in flight, of those that had the time to speak; nullptr if none.
-    Connection* connection_to_shed();
-    // c finished its handshake or closed: its source may admit another unproven connection.
-    void leave_admission(Connection& c);
-    // Closes the oldest unproven connection of `source` for a newcomer; false if that one is
-    // too new to have spoken yet (the newcomer is refused instead).
+    // kit::AcceptorHost: what the acceptor asks of tcp's connections.
+    std::optional<std::string> source_of(const kit::AcceptedSocket& socket) override;
+    std::optional<std::uint64_t> start_accepted(const kit::AcceptedSocket& socket) override;
+    void close_for_room(std::uint64_t id) override;
+    // Accepted connections not through their handshake, and those whose peer the application
+    // never saw and that have nothing in flight.
+    void offer_for_shedding(kit::SheddingChoice& choice) override;
+    void watch_listeners(bool on) override { set_listener_interest(on); }
     // True (after a rate-limited warning) if BMI_TRUSTED_CONNECTION refuses this source.
     bool refuse_untrusted(const SocketAddress& from);
-    bool make_room(const std::string& source);
-    // An accepted connection that is closed to make room must have had the time to say its
-    // HELLO: otherwise a burst of newcomers would close a client before its first word.
-    bool had_time_to_speak(const Connection& c, std::chrono::steady_clock::time_point now) const {
-        return now - (c.setup_deadline - limits_.setup_timeout) >= time_to_speak;
-    }
-    static constexpr std::chrono::milliseconds time_to_speak{1000};
     void set_listener_interest(bool on);
     void finish_connect(Connection& c);
     // Makes the peer of an accepted connection. An announced address routes nothing, unless
@@ -376,8 +367,8 @@ private:
     std::vector<support::planes::PlaneBinding> planes_;  // the allocated tcp planes, if any
     std::vector<std::string> plane_addresses_;  // per plane, its first listener's address
     std::vector<SocketPolicy> policies_;        // per plane, what its sockets carry
-    support::AcceptReserve accept_reserve_;  // given up under EMFILE to shed a connection
-    SourceAdmission admission_;  // accepted connections not through their handshake
+    // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
+    kit::Acceptor acceptor_{*this, timers_, support::LogArea::tcp, "tcp"};
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool force_legacy_ = false;

@@ -136,7 +136,7 @@ int TcpMethod::open_listening_socket(const SocketAddress& at, std::size_t plane,
     }
     const std::uint16_t port = port_of(local_address(fd));
     listeners_.push_back({fd, plane, "tcp://" + support::format_host_port(announced_host, port)});
-    accept_reserve_.keep();  // to shed a connection when the table fills (accept_all)
+    acceptor_.keep_reserve();  // to shed a connection when the table fills
     BMI_LOG(tcp, "tcp: listening on %s", listeners_.back().address.c_str());
     return 0;
 }

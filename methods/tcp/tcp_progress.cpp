@@ -108,7 +108,7 @@ bool TcpMethod::accept_wake_fd(int fd, std::uint64_t tag) {
 
 void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
     if (id >= listener_base && id - listener_base < listeners_.size()) {
-        accept_all(listeners_[id - listener_base]);
+        acceptor_.accept_all(listeners_[id - listener_base].fd, id - listener_base);
         return;
     }
     if (id == timer_id) {
@@ -170,6 +170,10 @@ void TcpMethod::watch_deadlines(Connection& c) {
 }
 
 void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::time_point now) {
+    if (kit::Acceptor::owns(key)) {
+        acceptor_.on_deadline(key, now);
+        return;
+    }
     Connection* c = find_connection(key.id);
     if (c == nullptr || c->closed) return;
     switch (key.kind) {

@@ -54,7 +54,7 @@ constexpr support::SettingSpec rows[] = {
     {I::pending_per_source, "tcp_pending_per_source", "BMI_TCP_PENDING_PER_SOURCE",
      T::count, "256", "handshakes", 1, 65'536, "",
      "accepted connections one source address may have that have not finished their "
-     "handshake; a new one beyond it closes that source's oldest"},
+     "handshake; a new one beyond it closes that source's oldest, or waits"},
 };
 static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::pending_per_source) + 1),
               "rows must follow SettingId, one each");

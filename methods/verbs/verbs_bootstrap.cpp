@@ -75,7 +75,7 @@ int VerbsMethod::open_listener(const std::string& host, std::uint16_t port) {
     ev.data.u64 = listener_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    accept_reserve_.keep();  // to shed a connection when the table fills (accept_all)
+    acceptor_.keep_reserve();  // to shed a connection when the table fills
     BMI_LOG(verbs, "verbs: listening on %s", listen_address_.c_str());
     return 0;
 }
@@ -218,50 +218,45 @@ void VerbsMethod::fill_hello(const Connection& c, Hello& h) const {
     h.name_length = static_cast<std::uint16_t>(n);
 }
 
-void VerbsMethod::accept_all() {
-    accept_reserve_.keep();  // if it was lost to a full table, while we still can
-    for (;;) {
-        sockaddr_storage ss{};
-        socklen_t len = sizeof ss;
-        int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0 && (errno == EINTR || errno == ECONNABORTED)) continue;
-        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-            if (shed_connection()) continue;
-            return;
-        }
-        if (fd < 0) return;  // EAGAIN
-        std::uint16_t port = 0;
-        std::string host = ip_text(ss, &port);
-        if (!over_source_budget(host)) {
-            start_inbound(fd, std::move(host), port);
-            continue;
-        }
-        if (waiting_.size() >= waiting_limit) {
-            BMI_LOG(error, "verbs: %s already holds %d unfinished handshakes and %zu sockets "
-                    "wait; closing the next (BMI_VERBS_PENDING_PER_SOURCE)", host.c_str(),
-                    device_->choice.pending_per_source, waiting_.size());
-            close(fd);
-            continue;
-        }
-        BMI_LOG(verbs, "verbs: %s already holds %d unfinished handshakes; its next waits",
-                host.c_str(), device_->choice.pending_per_source);
-        waiting_.push_back({fd, std::move(host), port,
-                            std::chrono::steady_clock::now() + setup_timeout_});
-    }
+std::optional<std::string> VerbsMethod::source_of(const kit::AcceptedSocket& socket) {
+    return ip_text(socket.from, nullptr);
 }
 
-bool VerbsMethod::shed_connection() {
-    // The listener is level-triggered: a connection left in the backlog would be reported
-    // again at once and spin progress. The client's handshake fails on the closed socket.
-    if (accept_reserve_.count_shed())
-        BMI_WARN("verbs: out of file descriptors; refusing new connections (%llu so far; each "
-                 "connection holds a socket, ulimit -n)",
-                 accept_reserve_.sheds());
-    const auto shed = accept_reserve_.shed(listen_fd_);
-    // No reserve: stop watching the listener until one of our sockets closes.
-    if (shed == support::AcceptReserve::Shed::no_reserve) set_listener_interest(false);
-    return shed == support::AcceptReserve::Shed::took_one;
+std::optional<std::uint64_t> VerbsMethod::start_accepted(const kit::AcceptedSocket& socket) {
+    std::uint16_t port = 0;
+    std::string host = ip_text(socket.from, &port);
+    set_socket_options(socket.fd);
+    Connection& c = add_connection(socket.fd, false);
+    // Its own peer, never merged with a known one: a connection is its own address, and
+    // it joins peers_ only once the handshake is done (became_ready).
+    auto peer = std::make_shared<VerbsPeer>();
+    peer->host = std::move(host);
+    peer->remote_text = support::format_host_port(peer->host, port);
+    attach_peer(c, peer);
+    return c.id;
+}
+
+void VerbsMethod::close_for_room(std::uint64_t id) {
+    auto it = connections_.find(id);
+    if (it != connections_.end()) fail_connection(*it->second, -BMI_ECONNRESET);
+}
+
+void VerbsMethod::offer_for_shedding(kit::SheddingChoice& choice) {
+    using State = Connection::State;
+    for (auto& [id, owned] : connections_) {
+        const Connection& c = *owned;
+        if (c.outbound || c.fd < 0) continue;
+        const auto accepted_at = c.setup_deadline - setup_timeout_;
+        if (acceptor_.unproven(id)) {
+            choice.offer(id, accepted_at, true);
+            continue;
+        }
+        const VerbsPeer* peer = c.peer.get();
+        const bool unused = c.state == State::ready && peer != nullptr && peer->addr() == 0 &&
+                            peer->arrivals.empty() && peer->posted.empty() && c.sends.empty() &&
+                            c.controls.empty() && c.reads.empty() && c.parked.empty();
+        if (unused) choice.offer(id, accepted_at, false);
+    }
 }
 
 void VerbsMethod::set_listener_interest(bool on) {
@@ -270,58 +265,6 @@ void VerbsMethod::set_listener_interest(bool on) {
     ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
     ev.data.u64 = listener_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) listener_watched_ = on;
-}
-
-void VerbsMethod::start_inbound(int fd, std::string host, std::uint16_t port) {
-    set_socket_options(fd);
-    Connection& c = add_connection(fd, false);
-    inbound_setups_.insert(&c);
-    // Its own peer, never merged with a known one: a connection is its own address, and
-    // it joins peers_ only once the handshake is done (became_ready).
-    auto peer = std::make_shared<VerbsPeer>();
-    peer->host = std::move(host);
-    peer->remote_text = support::format_host_port(peer->host, port);
-    attach_peer(c, peer);
-}
-
-void VerbsMethod::admit_waiting() {
-    if (waiting_.empty()) return;
-    const auto now = std::chrono::steady_clock::now();
-    // One count of the handshakes under way per pass, not one per waiting socket.
-    auto pending = pending_handshakes(nullptr);
-    std::erase_if(waiting_, [&](WaitingSocket& w) {
-        if (now >= w.deadline) {
-            BMI_LOG(verbs, "verbs: a socket from %s waited past the handshake timeout; closing",
-                    w.host.c_str());
-            close(w.fd);
-            set_listener_interest(true);  // a descriptor is free again
-            return true;
-        }
-        int& running = pending[w.host];
-        if (running >= device_->choice.pending_per_source) return false;
-        ++running;
-        start_inbound(w.fd, std::move(w.host), w.port);
-        return true;
-    });
-}
-
-// Handshakes in progress cost a socket, a QP and a slot under BMI_VERBS_MAX_CONNECTIONS until
-// they finish or time out, and the peer needs no RDMA hardware to start one: one source
-// address may hold only a few at a time, so one host cannot lock the others out.
-bool VerbsMethod::over_source_budget(const std::string& host) const {
-    return pending_handshakes(&host)[host] >= device_->choice.pending_per_source;
-}
-
-std::unordered_map<std::string, int> VerbsMethod::pending_handshakes(
-    const std::string* only) const {
-    std::unordered_map<std::string, int> pending;
-    for (const Connection* c : inbound_setups_)
-        if (c->peer && (only == nullptr || c->peer->host == *only) &&
-            (c->state == Connection::State::awaiting_hello ||
-             c->state == Connection::State::awaiting_proof ||
-             c->state == Connection::State::awaiting_ready))
-            ++pending[c->peer->host];
-    return pending;
 }
 
 bool VerbsMethod::flush_out(Connection& c) {
@@ -479,7 +422,7 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
 
 void VerbsMethod::became_ready(Connection& c) {
     c.state = Connection::State::ready;
-    inbound_setups_.erase(&c);
+    acceptor_.release(c.id);  // through its handshake
     auto& peer = *c.peer;
     // With two connections to one peer (both sides called at once) the first one carries
     // our traffic; the other still delivers what arrives on it.

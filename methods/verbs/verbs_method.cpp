@@ -127,7 +127,6 @@ VerbsMethod::~VerbsMethod() {
     sends_.clear();
     reads_.clear();
     connections_.clear();
-    for (const WaitingSocket& w : waiting_) close(w.fd);
     if (listen_fd_ >= 0) close(listen_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
     reg_.reset();  // before the protection domain goes with the device
@@ -209,6 +208,8 @@ int VerbsMethod::start(const Config& config) {
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
     setup_timeout_ = config.settings.duration(SettingId::connect_timeout);
+    acceptor_.set_limits(static_cast<std::size_t>(device_->choice.pending_per_source),
+                         setup_timeout_);
     early_.set_limits({config.settings.number(SettingId::early_peer_bytes),
                        EarlyBudget::Limits{}.peer_count,
                        config.settings.number(SettingId::early_total_bytes)});

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "methods/completion_router.hpp"
+#include "methods/kit/acceptor.hpp"
 #include "methods/kit/deadlines.hpp"
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
@@ -28,14 +30,13 @@
 #include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_method.hpp"
-#include "support/epoll/accept_reserve.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
 
 namespace bmi::method::verbs {
 
-class VerbsMethod final : public Method {
+class VerbsMethod final : public Method, private kit::AcceptorHost {
 public:
     VerbsMethod(const Config& config, Sink& sink);
     ~VerbsMethod() override;
@@ -94,19 +95,17 @@ private:
     int create_qp(Connection& c);
     int connect_qp(Connection& c, const Hello& remote);
     void fill_hello(const Connection& c, Hello& hello) const;
-    void accept_all();
-    bool shed_connection();  // out of descriptors: true if it took a waiting connection
     void set_listener_interest(bool on);
     void on_socket(Connection& c, std::uint32_t events);
     void on_hello(Connection& c, const Hello& remote);
-    bool over_source_budget(const std::string& host) const;
-    // Unfinished inbound handshakes per source host (of `only`, when given).
-    std::unordered_map<std::string, int> pending_handshakes(const std::string* only) const;
-    // Starts the handshake of an accepted bootstrap socket (a connection of its own peer).
-    void start_inbound(int fd, std::string host, std::uint16_t port);
-    // Starts the waiting sockets whose source is under its budget again; closes those that
-    // waited past the handshake timeout.
-    void admit_waiting();
+    // kit::AcceptorHost: an accepted bootstrap socket is a connection of its own peer.
+    std::optional<std::string> source_of(const kit::AcceptedSocket& socket) override;
+    std::optional<std::uint64_t> start_accepted(const kit::AcceptedSocket& socket) override;
+    void close_for_room(std::uint64_t id) override;
+    // Inbound handshakes under way, and ready inbound connections whose peer the application
+    // never saw and that carry nothing.
+    void offer_for_shedding(kit::SheddingChoice& choice) override;
+    void watch_listeners(bool on) override { set_listener_interest(on); }
     void became_ready(Connection& c);
     bool flush_out(Connection& c);
     void update_interest(Connection& c);
@@ -202,9 +201,10 @@ private:
     DeviceChoice choice_;
     int epoll_fd_ = -1;
     int listen_fd_ = -1;
-    support::AcceptReserve accept_reserve_;  // given up under EMFILE to shed a connection
     bool listener_watched_ = true;
     kit::Deadlines timers_;  // handshake deadlines, by connection id; epoll id timer_id
+    // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
+    kit::Acceptor acceptor_{*this, timers_, support::LogArea::verbs, "verbs"};
     int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error
     std::chrono::milliseconds setup_timeout_{};  // the verbs_connect_timeout_ms setting
     support::keys::SharedKey key_;  // empty: keyless, every peer admitted as before
@@ -225,9 +225,6 @@ private:
     std::unordered_map<std::uint32_t, Connection*> by_qpn_;
     // By the QP's address, for async events: their QP pointer is compared, never followed.
     std::unordered_map<const ibv_qp*, Connection*> by_qp_;
-    // Inbound connections still in their handshake: the per-source budget counts these, so an
-    // accept costs the handshakes under way, not every connection the server holds.
-    std::unordered_set<Connection*> inbound_setups_;
     std::vector<std::uint64_t> retired_;  // ids of connections to destroy at a safe point
     PeerRegistry<VerbsPeer> peers_;
     std::unordered_map<std::uint64_t, std::unique_ptr<SendTransfer>> sends_;  // by cookie
@@ -235,18 +232,6 @@ private:
     std::vector<std::uint64_t> to_pump_;      // connections with new room to send
     std::vector<std::uint64_t> starved_;      // connections waiting for a send buffer
     std::vector<std::uint64_t> with_parked_;  // connections holding parked SRQ buffers
-    // Accepted bootstrap sockets whose source already had pending_per_source handshakes
-    // running: they hold a descriptor and nothing else (no QP, no peer) until one of those
-    // finishes. Many processes on one client node connect at once when a job starts; closing
-    // the ninth failed it. Bounded by waiting_limit and by the handshake timeout.
-    struct WaitingSocket {
-        int fd;
-        std::string host;
-        std::uint16_t port;
-        std::chrono::steady_clock::time_point deadline;
-    };
-    std::deque<WaitingSocket> waiting_;
-    static constexpr std::size_t waiting_limit = 1024;
     CompletionRouter completions_{sink_};  // finish() -> post()'s result or the Sink
 };
 

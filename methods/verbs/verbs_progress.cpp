@@ -75,11 +75,16 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
         const std::uint64_t id = event.data.u64;
         if (id >= support::wake_tag_floor) continue;  // the control layer's fds: never ours to read
         if (id == listener_id) {
-            accept_all();
+            acceptor_.accept_all(listen_fd_, 0);
         } else if (id == cq_id) {
             cq_event = true;
         } else if (id == timer_id) {
-            timers_.expire([this](kit::DeadlineKey key, auto) { on_setup_deadline(key); });
+            timers_.expire([this](kit::DeadlineKey key, auto now) {
+                if (kit::Acceptor::owns(key))
+                    acceptor_.on_deadline(key, now);
+                else
+                    on_setup_deadline(key);
+            });
         } else if (id == async_id) {
             drain_async_events();
         } else if (auto it = connections_.find(id); it != connections_.end()) {
@@ -110,7 +115,6 @@ void VerbsMethod::finish_pass() {
         }
     to_pump_.clear();
     reap();
-    admit_waiting();
 }
 
 // A handshake that does not finish in time (a peer that accepts TCP but never answers, or
@@ -288,7 +292,7 @@ void VerbsMethod::reap() {
             support::ibv().destroy_qp(c.qp);
         }
         if (c.peer && c.peer->connection == &c) c.peer->connection = nullptr;
-        inbound_setups_.erase(&c);
+        acceptor_.release(id);
         connections_.erase(it);
     }
 }

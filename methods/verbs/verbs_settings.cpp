@@ -32,7 +32,8 @@ constexpr support::SettingSpec rows[] = {
      "print the method's counters to stderr when it is finalized"},
     {I::pending_per_source, "verbs_pending_per_source", "BMI_VERBS_PENDING_PER_SOURCE",
      T::count, "8", "handshakes", 1, 65'536, "",
-     "bootstrap handshakes in progress that one source address may hold"},
+     "bootstrap handshakes in progress that one source address may hold; a new one beyond it "
+     "closes that source's oldest, or waits"},
     {I::early_peer_bytes, "verbs_early_peer_bytes", "BMI_VERBS_EARLY_PEER_BYTES",
      T::size, "8M", "bytes", 64 * KiB, TiB, "",
      "early data (unclaimed eager payloads and announcements) kept for one peer before its "

@@ -104,14 +104,11 @@ private:
 
 const std::array adapters{
     MethodAdapter{"tcp", true, true, true, "", ""},
-    MethodAdapter{"shm", true, false, false, "",
-                  "out of descriptors shm refuses the newcomer (-BMI_EMFILE) and keeps its idle "
-                  "connections; it has no per-source admission"},
+    MethodAdapter{"shm", true, false, false, "", ""},
     MethodAdapter{"verbs", false, true, true,
                   "verbs closes a handshake that reflects its own nonce without a reason: the "
                   "sender sees -BMI_ECONNRESET",
-                  "out of descriptors verbs closes the newcomer on its reserve descriptor and "
-                  "keeps its idle bootstrap connections"},
+                  ""},
 };
 
 }  // namespace
@@ -192,6 +189,7 @@ std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
 std::string MethodAdapter::per_source_option(int handshakes) const {
     const std::string value = std::to_string(handshakes);
     if (scheme == "tcp") return "tcp_pending_per_source=" + value;
+    if (scheme == "shm") return "shm_pending_per_source=" + value;
     if (scheme == "verbs") return "verbs_pending_per_source=" + value;
     return {};
 }

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -35,34 +37,55 @@ constexpr int resolver_timeout_s = 5;
 
 enum Outcome : int { served = 0, stalled = 1, resolver_answered = 2, no_private_resolver = 3 };
 
-// This process's resolv.conf becomes "nameserver 127.0.0.1" and a socket bound there swallows
-// every query. Returns the socket, or -1. Nothing outside this process sees either.
+// A UDP socket on a loopback address of its own that swallows every query, or -1. Tests run
+// in parallel (the two dialects' suites run this same case), so each takes a free address of
+// 127/8, which all reach this host, rather than sharing 127.0.0.1:53.
+int silent_dns_socket(in_addr& address) {
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    const auto pid = static_cast<std::uint32_t>(getpid());
+    for (std::uint32_t attempt = 0; attempt < 64; ++attempt) {
+        const std::uint32_t host = (pid + attempt * 7919) % 0xFFFE + 1;  // never .0.0
+        address.s_addr = htonl((127u << 24) | (53u << 16) | host);
+        sockaddr_in at{};
+        at.sin_family = AF_INET;
+        at.sin_port = htons(53);
+        at.sin_addr = address;
+        if (bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0) return fd;
+        if (errno != EADDRINUSE) break;
+    }
+    close(fd);
+    return -1;
+}
+
+// This process's resolv.conf names a resolver that never answers (silent_dns_socket). Returns
+// its socket, or -1. Nothing outside this process sees either.
 int unanswering_resolver() {
     if (unshare(CLONE_NEWNS) != 0) return -1;
     if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return -1;
+    in_addr address{};
+    const int fd = silent_dns_socket(address);
+    if (fd < 0) return -1;
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &address, text, sizeof text);
     char dir[] = "/tmp/bmi-resolver-XXXXXX";
-    if (mkdtemp(dir) == nullptr) return -1;
-    const std::string conf = std::string(dir) + "/resolv.conf";
-    FILE* f = std::fopen(conf.c_str(), "w");
-    bool written = f != nullptr;
-    if (f != nullptr) {
-        written = std::fprintf(f, "nameserver 127.0.0.1\noptions timeout:%d attempts:1\n",
-                               resolver_timeout_s) > 0;
-        written = std::fclose(f) == 0 && written;
+    bool mounted = mkdtemp(dir) != nullptr;
+    if (mounted) {
+        const std::string conf = std::string(dir) + "/resolv.conf";
+        FILE* f = std::fopen(conf.c_str(), "w");
+        bool written = f != nullptr;
+        if (f != nullptr) {
+            written = std::fprintf(f, "nameserver %s\noptions timeout:%d attempts:1\n", text,
+                                   resolver_timeout_s) > 0;
+            written = std::fclose(f) == 0 && written;
+        }
+        // The bind mount keeps the file alive: nothing is left in /tmp.
+        mounted = written && mount(conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) == 0;
+        unlink(conf.c_str());
+        rmdir(dir);
     }
-    // The bind mount keeps the file alive: nothing is left in /tmp.
-    const bool mounted =
-        written && mount(conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) == 0;
-    unlink(conf.c_str());
-    rmdir(dir);
-    if (!mounted) return -1;
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in at{};
-    at.sin_family = AF_INET;
-    at.sin_port = htons(53);
-    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0) {
-        if (fd >= 0) close(fd);
+    if (!mounted) {
+        close(fd);
         return -1;
     }
     return fd;
