@@ -23,6 +23,9 @@
 #include <sys/epoll.h>
 
 #include <atomic>
+#include <cstddef>
+#include <new>
+#include <type_traits>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -109,10 +112,10 @@ struct Operation {
 
     // --- scratch for the method: progress through the segments while pending ---
     bmi_size_t transferred = 0;
-    std::uint64_t method_word = 0;  // e.g. a transfer cookie
-    void* method_ptr = nullptr;     // e.g. the connection carrying the op
-    std::uint64_t method_aux = 0;   // e.g. the id of the connection the op waits on
     std::uint8_t method_state = 0;  // e.g. which of the method's queues holds the op; 0: none
+    // The method's own per-operation state, a struct of its choosing seen through
+    // method_slots<T>() (no side map keyed by the operation).
+    alignas(8) std::byte method_storage[32] = {};
 
     // --- control layer bookkeeping ---
     bmi_op_id_t id = 0;
@@ -129,6 +132,20 @@ struct Operation {
     int user_count = 0;
     int method_index = 0;
 };
+
+// The typed view of an operation's method storage: T is one method's per-operation state, a
+// trivially copyable struct that fits. Bytes are implicitly-created objects (C++20), so the
+// view needs no constructor call; a method clears it with `= T{}` when it takes the op.
+template <class T>
+T& method_slots(Operation& op) {
+    static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+    static_assert(sizeof(T) <= sizeof(Operation::method_storage) && alignof(T) <= 8);
+    return *std::launder(reinterpret_cast<T*>(op.method_storage));
+}
+template <class T>
+const T& method_slots(const Operation& op) {
+    return method_slots<T>(const_cast<Operation&>(op));
+}
 
 // Services the control layer offers a method. Call only from inside a Method member.
 class Sink {

@@ -62,21 +62,34 @@ void Acceptor::accept_all(int listen_fd, std::uint64_t listener, std::size_t max
     }
 }
 
+bool Acceptor::room_for(const std::string& source, Clock::time_point now) {
+    if (admission_.has_room(source)) return true;
+    const auto oldest = admission_.oldest(source);
+    if (!oldest || now - oldest->since < time_to_speak) return false;
+    if (support::log_enabled(area_))
+        support::log_print(area_, "%s: %s holds %zu unfinished handshakes; closing its oldest "
+                           "(connection %llu) for a newcomer", method_, source.c_str(),
+                           admission_.limit(), static_cast<unsigned long long>(oldest->ticket));
+    host_.close_for_room(oldest->ticket);
+    admission_.release(oldest->ticket);  // if its close path did not
+    return admission_.has_room(source);
+}
+
+std::deque<Acceptor::Waiting>::iterator Acceptor::newest_waiting(const std::string& source) {
+    for (auto it = waiting_.rbegin(); it != waiting_.rend(); ++it)
+        if (it->source == source) return std::prev(it.base());
+    return waiting_.end();
+}
+
+Acceptor::Clock::time_point Acceptor::next_look(const Waiting& w) const {
+    const auto oldest = admission_.oldest(w.source);
+    if (!oldest) return w.deadline;  // room: released meanwhile
+    return std::min(w.deadline, oldest->since + time_to_speak);
+}
+
 void Acceptor::admit_or_wait(const AcceptedSocket& socket, std::string source,
                              Clock::time_point now) {
-    if (!admission_.has_room(source)) {
-        const auto oldest = admission_.oldest(source);
-        if (oldest && now - oldest->since >= time_to_speak) {
-            if (support::log_enabled(area_))
-                support::log_print(area_, "%s: %s holds %zu unfinished handshakes; closing its "
-                                   "oldest (connection %llu) for a newcomer", method_,
-                                   source.c_str(), admission_.limit(),
-                                   static_cast<unsigned long long>(oldest->ticket));
-            host_.close_for_room(oldest->ticket);
-            admission_.release(oldest->ticket);  // if its close path did not
-        }
-    }
-    if (admission_.has_room(source)) {
+    if (room_for(source, now)) {
         start(socket, source, now);
         return;
     }
@@ -92,7 +105,7 @@ void Acceptor::admit_or_wait(const AcceptedSocket& socket, std::string source,
                            "waits", method_, source.c_str(), admission_.limit());
     const std::uint64_t number = next_waiting_++;
     waiting_.push_back({number, socket, std::move(source), now + setup_timeout_});
-    timers_.schedule(key_of(number), waiting_.back().deadline);
+    timers_.schedule(key_of(number), next_look(waiting_.back()));
 }
 
 void Acceptor::start(const AcceptedSocket& socket, const std::string& source,
@@ -103,13 +116,10 @@ void Acceptor::start(const AcceptedSocket& socket, const std::string& source,
 void Acceptor::release(std::uint64_t id) {
     const auto source = admission_.release(id);
     if (!source) return;
-    // The first socket of that source that waits gets its turn at the next deadline pass, in
+    // The newest socket of that source that waits gets its turn at the next deadline pass, in
     // the method's own deadline handler: not here, inside the close path of a connection.
-    for (const Waiting& w : waiting_) {
-        if (w.source != *source) continue;
-        timers_.schedule(key_of(w.number), Clock::now());
-        return;
-    }
+    if (auto next = newest_waiting(*source); next != waiting_.end())
+        timers_.schedule(key_of(next->number), Clock::now());
 }
 
 void Acceptor::on_deadline(DeadlineKey key, Clock::time_point now) {
@@ -117,12 +127,19 @@ void Acceptor::on_deadline(DeadlineKey key, Clock::time_point now) {
     auto it = std::find_if(waiting_.begin(), waiting_.end(),
                            [number](const Waiting& w) { return w.number == number; });
     if (it == waiting_.end()) return;
-    if (admission_.has_room(it->source)) {
+    // Its source's newest waiting socket goes first: a flood of silent connections waits
+    // longest, and a client that came after it is not held up behind it.
+    const bool newest = newest_waiting(it->source) == it;
+    if (newest && room_for(it->source, now)) {
+        // room_for may have closed a connection, whose close path leaves waiting_ alone.
         const AcceptedSocket socket = it->socket;
         const std::string source = std::move(it->source);
         waiting_.erase(it);
         timers_.cancel(key);
         start(socket, source, now);
+        // The next of that source looks again at once: there may be room for it too.
+        if (auto next = newest_waiting(source); next != waiting_.end())
+            timers_.schedule(key_of(next->number), now);
         return;
     }
     if (now >= it->deadline) {
@@ -132,7 +149,8 @@ void Acceptor::on_deadline(DeadlineKey key, Clock::time_point now) {
         close_waiting(it);
         return;
     }
-    timers_.schedule(key, it->deadline);  // woken early, and still no room
+    // Not yet: when its source's oldest will have had its time to speak, or at its deadline.
+    timers_.schedule(key, newest ? next_look(*it) : it->deadline);
 }
 
 void Acceptor::close_waiting(std::deque<Waiting>::iterator it) {

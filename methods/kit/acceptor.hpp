@@ -5,8 +5,11 @@
 // Per source, at most `per_source` accepted connections may be unproven (their handshake not
 // done). A newcomer beyond that replaces the source's oldest if that one had its time to
 // speak; else it waits, holding only its descriptor, until one of its source's handshakes ends
-// or its own setup deadline passes. So neither a burst of one node's processes connecting at
-// once nor one hostile process locks the other clients of its host out.
+// or the oldest has had its time (then it replaces that one), at most until its own setup
+// deadline. The newest waiting socket of a source goes first: a flood of silent connections
+// waits longest, and a client that comes after it waits a second at most. So neither a burst
+// of one node's processes connecting at once nor one hostile process locks the other clients
+// of its host out.
 //
 // Out of descriptors, the newcomer takes the descriptor of a waiting socket first, then of the
 // oldest unproven connection, then of the oldest idle one, of those that had their time to
@@ -133,6 +136,14 @@ private:
         Clock::time_point deadline;
     };
     void admit_or_wait(const AcceptedSocket& socket, std::string source, Clock::time_point now);
+    // True if `source` may start one more now, after closing its oldest unfinished handshake
+    // if that one had its time to speak.
+    bool room_for(const std::string& source, Clock::time_point now);
+    // When a waiting socket looks again: once its source's oldest has had its time to speak,
+    // or at its own deadline.
+    Clock::time_point next_look(const Waiting& w) const;
+    // The socket of `source` that came last of those waiting, or end().
+    std::deque<Waiting>::iterator newest_waiting(const std::string& source);
     void start(const AcceptedSocket& socket, const std::string& source, Clock::time_point now);
     // Out of descriptors: frees one for the connection waiting on listen_fd, or takes and
     // closes that connection. True if accepting may go on.

@@ -190,7 +190,7 @@ int ShmMethod::post(Operation& op) {
 
 void ShmMethod::cancel(Operation& op) {
     if (op.method_state == 0) return;  // finished already
-    const std::uint64_t connection = op.method_aux;
+    const std::uint64_t connection = slots(op).connection;
     switch (static_cast<Place>(op.method_state)) {
     case Place::posted_recv: {
         auto& peer = static_cast<ShmPeer&>(*op.peer);
@@ -255,9 +255,12 @@ int ShmMethod::query_range(const Peer& peer, std::string_view id_string, int) co
 // --- operation bookkeeping ---
 
 void ShmMethod::place(Operation& op, Place where, std::uint64_t connection) {
-    if (op.method_state == 0) ++pending_ops_;
+    if (op.method_state == 0) {
+        ++pending_ops_;
+        slots(op) = OpSlots{};
+    }
     op.method_state = static_cast<std::uint8_t>(where);
-    op.method_aux = connection;
+    slots(op).connection = connection;
 }
 
 void ShmMethod::unplace(Operation& op) {

@@ -81,8 +81,14 @@ public:
     void use_key(support::keys::SharedKey key) { key_ = std::move(key); }
 
 private:
+    // What shm keeps in each pending operation (method_slots).
+    struct OpSlots {
+        std::uint64_t connection = 0;  // the id of the connection it is queued or moving on
+        std::uint64_t cookie = 0;      // its RTS transfer
+    };
+    static OpSlots& slots(Operation& op) { return method_slots<OpSlots>(op); }
     // Where a pending operation sits, so cancel knows what to unlink; kept in the operation's
-    // method_state (0: not pending here) with the connection id in method_aux.
+    // method_state (0: not pending here) with the connection in its slots.
     enum class Place : std::uint8_t {
         posted_recv = 1,  // on its peer's posted_recvs; nothing moved yet
         queued_send,  // on a connection's send_queue; nothing moved yet

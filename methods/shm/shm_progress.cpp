@@ -181,7 +181,7 @@ bool ShmMethod::before_sleep() {
     bool work = bell_.sleep(bell_indices_.summary_words());
     // A sender to a ring we watch looks at the sleeping flag instead of ringing
     // (shm_watched.hpp): after the flag, look at those rings once more.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     if (watched_.any_message()) work = true;
     for (Connection* conn : busy_) {
         if (!conn->rings_live()) continue;

@@ -136,10 +136,10 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
                  cookie);
     w.write(header_size, iovs.data(), iovs.size() * sizeof(RemoteIov));
     ring.publish(slots);
-    op.method_word = cookie;
     op.transferred = 0;
     conn.sends.emplace(cookie, &op);
     place(op, Place::in_flight, conn.id);
+    ShmMethod::slots(op).cookie = cookie;
     return Placed::announced;
 }
 
@@ -165,7 +165,7 @@ bool ShmMethod::stream_data(Connection& conn, bool& moved) {
                                                ring_stamp_size - header_size);
         slots = ring.slots_for(header_size + bytes);
         Window w = ring.claim(slots);
-        write_header(w, MsgType::data, op.tag, slots, 0, bytes, op.method_word);
+        write_header(w, MsgType::data, op.tag, slots, 0, bytes, ShmMethod::slots(op).cookie);
         gather(segments_of(op), static_cast<std::uint64_t>(op.transferred), w, header_size, bytes);
         ring.publish(slots);
         op.transferred += static_cast<bmi_size_t>(bytes);
@@ -428,8 +428,8 @@ void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
     }
     op.actual_size = size;
     op.transferred = 0;
-    op.method_word = cookie;
     place(op, Place::in_flight, conn.id);
+    slots(op).cookie = cookie;
     // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
     // the sender streams the message through the ring. A sender's buffer we can map is
     // split at once: memcpy by both processes beats every other path.

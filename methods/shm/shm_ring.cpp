@@ -50,7 +50,7 @@ std::uint32_t Ring::free_slots() {
 
 bool Ring::block_producer(std::uint32_t wanted) {
     control_->producer_blocked.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     cached_other_ = control_->tail.load(std::memory_order_acquire);
     return slot_count_ - (own_ - cached_other_) >= wanted;
 }
@@ -75,7 +75,7 @@ void Ring::release(std::uint32_t count) {
 bool Ring::producer_waiting() {
     if (!released_tight_) return false;
     released_tight_ = false;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     return control_->producer_blocked.load(std::memory_order_relaxed) != 0;
 }
 

@@ -296,7 +296,7 @@ void TcpMethod::fall_back_to_legacy(Connection& c) {
         } else if (op.total_size > legacy_message_limit) {
             finish(op, -BMI_EMSGSIZE);
         } else {
-            op.method_ptr = next;
+            slots(op).connection = next;
             next->small_queue.push_back(op);
         }
     }

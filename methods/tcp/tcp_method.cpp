@@ -149,6 +149,7 @@ int TcpMethod::post(Operation& op) {
         return -BMI_EINVAL;
     }
     op.method_state = 0;  // whatever a recycled op carried from its last method
+    slots(op) = OpSlots{};
     place(op, Place::posting);
     completions_.begin_post(op);
     int rc = completions_.end_post(op.kind == OpKind::recv ? post_recv(op) : post_send(op));
@@ -168,7 +169,7 @@ int TcpMethod::post_send(Operation& op) {
     if (c == nullptr) return error;
     op.transferred = 0;
     op.actual_size = 0;
-    op.method_ptr = c;
+    slots(op).connection = c;
     const bool idle = c->state == ConnState::established && !c->has_output();
     c->small_queue.push_back(op);
     place(op, Place::send_queued);
@@ -187,7 +188,7 @@ int TcpMethod::post_send(Operation& op) {
 void TcpMethod::finish(Operation& op, int error) {
     if (!unplace(op)) return;
     if (&op == cancel_op_) error = -BMI_ECANCEL;
-    op.method_ptr = nullptr;
+    slots(op).connection = nullptr;
     if (error < 0) BMI_LOG(tcp, "tcp: op %lld failed: %s", static_cast<long long>(op.id),
                            support::error_name(error));
     completions_.complete(op, error);
@@ -203,7 +204,7 @@ void TcpMethod::fail_posted_recvs(TcpPeer& peer, int error) {
 
 void TcpMethod::cancel(Operation& op) {
     if (op.method_state == 0) return;
-    auto* c = static_cast<Connection*>(op.method_ptr);
+    Connection* c = slots(op).connection;
     switch (static_cast<Place>(op.method_state)) {
         case Place::posting:
             return;

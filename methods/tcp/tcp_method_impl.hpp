@@ -135,8 +135,16 @@ private:
         send_await_cts,  // RTS written
         send_data,       // in data_queue, some DATA may be written
         recv_posted,     // in the peer's posted_recvs
-        recv_data,       // matched; payload arriving on the connection in method_ptr
+        recv_data,       // matched; payload arriving on the connection in its slots
     };
+
+    // What tcp keeps in each pending operation (method_slots).
+    struct OpSlots {
+        Connection* connection = nullptr;  // the one it is queued, written or arriving on
+        std::uint64_t cookie = 0;          // its RTS/CTS transfer
+        std::chrono::steady_clock::time_point rts_deadline{};  // an unanswered RTS fails then
+    };
+    static OpSlots& slots(Operation& op) { return method_slots<OpSlots>(op); }
 
     // tcp_method.cpp
     int post_send(Operation& op);

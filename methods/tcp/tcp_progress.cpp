@@ -225,7 +225,7 @@ void TcpMethod::fail_unanswered_rts(Connection& c, std::chrono::steady_clock::ti
     std::vector<Operation*> unanswered;
     std::optional<Clock::time_point> next;
     for (auto& [cookie, op] : c.await_cts) {
-        const Clock::time_point deadline{Clock::duration(op->method_aux)};
+        const Clock::time_point deadline = slots(*op).rts_deadline;
         if (deadline <= now)
             unanswered.push_back(op);
         else if (!next || deadline < *next)
@@ -238,7 +238,7 @@ void TcpMethod::fail_unanswered_rts(Connection& c, std::chrono::steady_clock::ti
         BMI_LOG(tcp, "tcp: %s did not answer an RTS in %lld ms; failing the send",
                 describe(c.remote).c_str(),
                 static_cast<long long>(limits_.rendezvous_timeout.count()));
-        c.await_cts.erase(op->method_word);
+        c.await_cts.erase(slots(*op).cookie);
         finish(*op, -BMI_ETIMEDOUT);
     }
 }

@@ -48,7 +48,7 @@ int TcpMethod::post_recv(Operation& op) {
         return 0;
     }
     if (unreachable(peer)) return -BMI_ECONNRESET;  // nothing more can come from it
-    op.method_ptr = nullptr;
+    slots(op).connection = nullptr;
     peer.posted_recvs.push_back(op);
     place(op, Place::recv_posted);
     if (op.total_size > v2_eager_limit) maybe_grant(peer, op.total_size);
@@ -429,8 +429,8 @@ void TcpMethod::on_rts(Connection& c) {
 void TcpMethod::accept_rts(Connection& c, Operation& op, std::uint64_t cookie, bmi_size_t size) {
     op.actual_size = size;
     op.transferred = 0;
-    op.method_word = cookie;
-    op.method_ptr = &c;
+    slots(op).cookie = cookie;
+    slots(op).connection = &c;
     place(op, Place::recv_data);
     c.incoming.emplace(cookie, &op);
     restart_stall_clock(c);
@@ -501,7 +501,7 @@ void TcpMethod::read_body_into(Connection& c, Operation& op, bmi_size_t size) {
         finish(op, 0);
         return;
     }
-    op.method_ptr = &c;
+    slots(op).connection = &c;
     place(op, Place::recv_data);
     c.read_op = &op;
     c.body_left = size;
@@ -514,8 +514,8 @@ void TcpMethod::body_op_done(Connection& c) {
     c.read_op = nullptr;
     if (op->transferred < op->actual_size) return;  // more DATA chunks to come
     // Only a transfer our CTS cleared is listed (an EAGER or legacy body never is), and a
-    // receive's method_word may be stale from an earlier life of the op.
-    if (auto it = c.incoming.find(op->method_word); it != c.incoming.end() && it->second == op)
+    // receive's cookie is 0 or another connection's.
+    if (auto it = c.incoming.find(slots(*op).cookie); it != c.incoming.end() && it->second == op)
         c.incoming.erase(it);
     finish(*op, 0);
 }

@@ -139,7 +139,7 @@ bool TcpMethod::next_frame(Connection& c) {
     h.mode = Mode::data;
     h.tag = wire_tag(op.tag);
     h.size = static_cast<std::uint64_t>(f.length);
-    h.cookie = op.method_word;
+    h.cookie = slots(op).cookie;
     f.head_length = encode_header(h, Framing::v2, f.head.data());
     place(op, Place::send_writing);
     c.out.push_back(std::move(f));
@@ -171,7 +171,7 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
         } else {
             h.mode = Mode::rts;
             h.cookie = next_cookie_++;
-            op.method_word = h.cookie;
+            slots(op).cookie = h.cookie;
             f.kind = OutKind::rts;
             f.length = 0;
         }
@@ -198,10 +198,10 @@ void TcpMethod::frame_written(Connection& c) {
         case OutKind::rts: {
             // When the receiver must have answered by (Limits::rendezvous_timeout).
             const auto deadline = std::chrono::steady_clock::now() + limits_.rendezvous_timeout;
-            op.method_aux = static_cast<std::uint64_t>(deadline.time_since_epoch().count());
+            slots(op).rts_deadline = deadline;
             // The connection's entry stands for its earliest unanswered RTS.
             timers_.schedule_by({c.id, kit::DeadlineKind::rendezvous}, deadline);
-            c.await_cts.emplace(op.method_word, &op);
+            c.await_cts.emplace(slots(op).cookie, &op);
             place(op, Place::send_await_cts);
             return;
         }

@@ -367,9 +367,11 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
 }
 
 void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
-    if (hello_speaks_our_protocol(remote) && c.outbound && !key_ &&
-        (remote.features & feature_key_required) != 0) {
-        refuse(c, "it admits only peers with its security key, and we have none");
+    if (hello_speaks_our_protocol(remote) && c.outbound &&
+        (remote.features & feature_key_required) != 0 &&
+        (remote.features & feature_key_proof) == 0) {
+        refuse(c, key_ ? "it refused our handshake (its log says why)"
+                       : "it admits only peers with its security key, and we have none");
         return;
     }
     if (!hello_well_formed(remote)) {

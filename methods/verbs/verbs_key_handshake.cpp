@@ -50,14 +50,18 @@ void VerbsMethod::offer_key(Connection& c, Hello& hello) {
     c.exchange.initiator_stated = endpoint_text(hello);
 }
 
-bool VerbsMethod::refuse_keyless(Connection& c) {
-    if (!key_) return false;
-    // Say why before closing, so that a keyless libbmi client fails its sends with
-    // -BMI_EACCES rather than a reset. The HELLO describes no queue pair: we made none.
+void VerbsMethod::send_refusal(Connection& c) {
+    // A HELLO that requires a key and proves none describes no queue pair (we made none): the
+    // client fails its sends with -BMI_EACCES rather than a reset.
     Hello h;
     h.features = feature_key_required;
     // A fresh socket has room for it; if not, the client only sees the close.
     [[maybe_unused]] const ssize_t n = send(c.fd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+bool VerbsMethod::refuse_keyless(Connection& c) {
+    if (!key_) return false;
+    send_refusal(c);
     refuse(c, "it offers no key proof (a libbmi peer without the key)");
     return true;
 }
@@ -71,6 +75,7 @@ void VerbsMethod::answer_keyed_hello(Connection& c, const Hello& remote) {
     kit::KeyExchange& x = c.exchange;
     std::memcpy(x.initiator_nonce.data(), remote.nonce, key_field);
     if (nonces_in_flight_.ours(x.initiator_nonce)) {
+        send_refusal(c);
         refuse(c, "it sent back the nonce of one of our own handshakes (a reflection)");
         return;
     }

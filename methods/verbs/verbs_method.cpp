@@ -271,6 +271,7 @@ int VerbsMethod::post(Operation& op) {
         return -BMI_EINVAL;
     if (!peers_.adopt(op)) return -BMI_EINVAL;
     place(op, Place::posting);
+    slots(op) = OpSlots{};
     completions_.begin_post(op);
     int rc = op.kind == OpKind::recv ? post_recv(op) : post_send(op);
     // Whatever the post queued may be sendable now (a receive that matched an RTS has READs
@@ -309,7 +310,7 @@ void VerbsMethod::cancel(Operation& op) {
         case Place::posting:
             return;
         case Place::send_queued: {
-            auto* c = static_cast<Connection*>(op.method_ptr);
+            Connection* c = slots(op).connection;
             c->sends.erase(c->sends.iterator_to(op));
             finish(op, -BMI_ECANCEL);
             return;
@@ -322,11 +323,11 @@ void VerbsMethod::cancel(Operation& op) {
         case Place::send_rts: {
             // The receiver may be reading our memory right now: keep the registration until
             // its FIN, ask it to drop the RTS, and give the op back to the application.
-            auto st = sends_.find(op.method_word);
+            auto st = sends_.find(slots(op).cookie);
             if (st != sends_.end()) {
                 st->second->op = nullptr;
                 if (st->second->connection->state == Connection::State::ready)
-                    queue_control(*st->second->connection, MsgType::cancel, op.method_word,
+                    queue_control(*st->second->connection, MsgType::cancel, slots(op).cookie,
                                   FinStatus::cancelled);
             }
             finish(op, -BMI_ECANCEL);
@@ -334,7 +335,7 @@ void VerbsMethod::cancel(Operation& op) {
         }
         case Place::recv_reading: {
             // READs in flight write into the op's buffer: it completes when they are done.
-            auto* t = static_cast<RecvTransfer*>(op.method_ptr);
+            RecvTransfer* t = slots(op).transfer;
             if (t->error == 0) t->error = -BMI_ECANCEL;
             // No READ posted yet (the send queue was full): nothing writes into it, finish now.
             if (t->outstanding == 0) read_done(*t);

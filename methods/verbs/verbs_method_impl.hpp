@@ -77,10 +77,17 @@ private:
     enum class Place : std::uint8_t {
         posting = 1,   // inside post() (0: not pending here)
         send_queued,   // in its connection's sends, nothing on the wire
-        send_rts,      // RTS sent, waiting for FIN; method_word is the cookie
+        send_rts,      // RTS sent, waiting for FIN; its slots hold the cookie
         recv_posted,   // in the peer's posted list
-        recv_reading,  // READs in flight; method_ptr is the RecvTransfer
+        recv_reading,  // READs in flight; its slots hold the RecvTransfer
     };
+    // What verbs keeps in each pending operation (method_slots).
+    struct OpSlots {
+        Connection* connection = nullptr;  // send_queued: the connection it waits on
+        RecvTransfer* transfer = nullptr;  // recv_reading: the READs that fill it
+        std::uint64_t cookie = 0;          // send_rts: its transfer
+    };
+    static OpSlots& slots(Operation& op) { return method_slots<OpSlots>(op); }
 
     // verbs_method.cpp
     void drain_sends();
@@ -113,6 +120,8 @@ private:
     // verbs_key_handshake.cpp: the security-key handshake (doc/security.md)
     void offer_key(Connection& c, Hello& hello);
     bool refuse_keyless(Connection& c);
+    // Tells an initiator it is refused (a HELLO with feature_key_required and no proof).
+    void send_refusal(Connection& c);
     void answer_keyed_hello(Connection& c, const Hello& remote);
     bool check_server_proof(Connection& c, const Hello& remote);
     void send_client_proof(Connection& c);

@@ -95,7 +95,7 @@ void VerbsMethod::start_read(Operation& op, Connection& c, std::uint64_t cookie,
         return;
     }
     op.actual_size = size;
-    op.method_ptr = t.get();
+    slots(op).transfer = t.get();
     place(op, Place::recv_reading);
     c.reads.push_back(t.get());
     reads_.emplace(t->read_id, std::move(t));

@@ -16,7 +16,7 @@ int VerbsMethod::post_send(Operation& op) {
     int error = 0;
     Connection* c = connection_for(peer, error);
     if (c == nullptr) return error;
-    op.method_ptr = c;
+    slots(op).connection = c;
     op.actual_size = op.total_size;
     place(op, Place::send_queued);
     c->sends.push_back(op);
@@ -201,7 +201,7 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
     std::uint8_t* out = device_->send_pool.at(buffer);
     std::memcpy(out, &h, sizeof h);
     std::memcpy(out + sizeof h, segs.data(), segs.size() * sizeof(RemoteSegment));
-    op.method_word = cookie;
+    slots(op).cookie = cookie;
     place(op, Place::send_rts);
     sends_.emplace(cookie, std::move(t));
     ++stats_.rts_sends;

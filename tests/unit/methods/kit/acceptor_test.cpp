@@ -189,6 +189,54 @@ TEST_CASE("acceptor: a newcomer replaces its source's oldest once that one had t
     close(newcomer);
 }
 
+TEST_CASE("acceptor: a waiting socket replaces its source's oldest once that one had time "
+          "to speak", "[admission]") {
+    Bench bench(1, std::chrono::milliseconds(60'000));
+    auto& acceptor = bench.acceptor;
+    auto& host = bench.host;
+    const int silent = bench.connect("127.0.0.2");
+    const int next = bench.connect("127.0.0.2");
+    bench.accept();
+    REQUIRE(acceptor.waiting() == 1);
+    run_deadlines(bench.timers, acceptor, 300);
+    CHECK(acceptor.waiting() == 1);  // the silent one is still new
+    run_deadlines(bench.timers, acceptor, 1200);
+    CHECK(acceptor.waiting() == 0);
+    CHECK(host.open.count(1) == 0);
+    CHECK(host.open.count(2) == 1);
+    CHECK(acceptor.unproven(2));
+    CHECK(peer_closed(silent));
+    close(silent);
+    close(next);
+}
+
+TEST_CASE("acceptor: the newest waiting socket of a source goes first", "[admission]") {
+    Bench bench(1, std::chrono::milliseconds(60'000));
+    auto& acceptor = bench.acceptor;
+    auto& host = bench.host;
+    const int first = bench.connect("127.0.0.2");
+    bench.accept();
+    const int older = bench.connect("127.0.0.2");
+    bench.accept();
+    const int newer = bench.connect("127.0.0.2");
+    bench.accept();
+    REQUIRE(acceptor.waiting() == 2);
+    host.close_connection(1);
+    run_deadlines(bench.timers, acceptor, 100);
+    // The one that came last holds the place; the flood before it waits on.
+    CHECK(acceptor.waiting() == 1);
+    REQUIRE(host.open.size() == 1);
+    sockaddr_in local{}, started{};
+    socklen_t length = sizeof local;
+    getsockname(newer, reinterpret_cast<sockaddr*>(&local), &length);
+    length = sizeof started;
+    getpeername(host.open.begin()->second, reinterpret_cast<sockaddr*>(&started), &length);
+    CHECK(local.sin_port == started.sin_port);
+    close(first);
+    close(older);
+    close(newer);
+}
+
 TEST_CASE("acceptor: a refused source is closed at once and holds nothing", "[admission]") {
     Bench bench(std::numeric_limits<std::size_t>::max(), std::chrono::milliseconds(10'000));
     auto& acceptor = bench.acceptor;
