@@ -107,11 +107,6 @@ int connect_result(int fd) {
     return error == ENOENT ? -BMI_ECONNREFUSED : support::bmi_error_from_errno(error);
 }
 
-int accept_one(int listen_fd) {
-    int s = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    return s < 0 ? -errno : s;
-}
-
 bool peer_is_same_user(int fd, pid_t& pid) {
     ucred credentials{};
     socklen_t length = sizeof credentials;

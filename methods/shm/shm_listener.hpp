@@ -29,10 +29,6 @@ int connect_to(std::string_view name, int& fd, ConnectStart& how);
 // Outcome of an in-progress connect: 0 or -BMI_E*.
 int connect_result(int fd);
 
-// Accepts one connection (nonblocking, close-on-exec): fd >= 0, or -errno (-EAGAIN when none
-// is waiting, -EMFILE or -ENFILE when the descriptor table is full).
-int accept_one(int listen_fd);
-
 // True if the process at the other end runs as our uid; sets pid to its pid.
 bool peer_is_same_user(int fd, pid_t& pid);
 
