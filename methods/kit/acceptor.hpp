@@ -67,6 +67,7 @@ struct AcceptedSocket {
     sockaddr_storage from{};
     socklen_t length = 0;
     std::uint64_t listener = 0;  // the method's tag for the listening socket it came from
+    std::int64_t peer_id = 0;    // what source_of learned of the peer, for start_accepted
 };
 
 // What only the method knows about its connections.
@@ -74,8 +75,8 @@ class AcceptorHost {
 public:
     virtual ~AcceptorHost() = default;
     // The source the socket counts against, or nullopt to refuse it (the acceptor closes it):
-    // tcp refuses untrusted networks, shm other users.
-    virtual std::optional<std::string> source_of(const AcceptedSocket& socket) = 0;
+    // tcp refuses untrusted networks, shm other users. It may note in peer_id what it learned.
+    virtual std::optional<std::string> source_of(AcceptedSocket& socket) = 0;
     // Starts the connection of an admitted socket, which it owns from now on; returns the
     // connection's id, or nullopt if it closed the socket.
     virtual std::optional<std::uint64_t> start_accepted(const AcceptedSocket& socket) = 0;

@@ -26,13 +26,14 @@ void ShmMethod::warn_out_of_descriptors(const char* what) {
                  what, static_cast<unsigned long long>(descriptor_refusals_));
 }
 
-std::optional<std::string> ShmMethod::source_of(const kit::AcceptedSocket& socket) {
+std::optional<std::string> ShmMethod::source_of(kit::AcceptedSocket& socket) {
     pid_t pid = 0;
     if (!peer_is_same_user(socket.fd, pid)) {
         BMI_LOG(error, "shm: refused a connection from another user (pid %d)",
                 static_cast<int>(pid));
         return std::nullopt;
     }
+    socket.peer_id = pid;
     return "pid " + std::to_string(pid);
 }
 

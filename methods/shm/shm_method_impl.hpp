@@ -105,7 +105,7 @@ private:
     void dispatch_events(std::span<const epoll_event> ready);
     // --- accepting, and out of file descriptors (shm_descriptors.cpp) ---
     // kit::AcceptorHost: a process of another user is refused; each process is a source.
-    std::optional<std::string> source_of(const kit::AcceptedSocket& socket) override;
+    std::optional<std::string> source_of(kit::AcceptedSocket& socket) override;
     std::optional<std::uint64_t> start_accepted(const kit::AcceptedSocket& socket) override;
     void close_for_room(std::uint64_t id) override;
     // Accepted connections before their proof, and open ones whose peer the application never

@@ -312,13 +312,11 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
 }
 
 std::optional<std::uint64_t> ShmMethod::start_accepted(const kit::AcceptedSocket& socket) {
-    pid_t pid = 0;
-    peer_is_same_user(socket.fd, pid);
     auto conn = std::make_unique<Connection>();
     conn->id = next_connection_++;
     conn->fd = socket.fd;
     conn->state = ConnState::await_hello;
-    conn->peer_pid = pid;
+    conn->peer_pid = static_cast<pid_t>(socket.peer_id);
     conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
     // The client's hello (and, keyed, its proof) must come by then.
     conn->setup_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;

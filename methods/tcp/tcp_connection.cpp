@@ -71,19 +71,24 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
     return &c;
 }
 
-std::optional<std::string> TcpMethod::source_of(const kit::AcceptedSocket& socket) {
+namespace {
+SocketAddress remote_of(const kit::AcceptedSocket& socket) {
     SocketAddress from;
     std::memcpy(&from.storage, &socket.from, sizeof from.storage);
     from.length = socket.length;
+    return from;
+}
+}  // namespace
+
+std::optional<std::string> TcpMethod::source_of(kit::AcceptedSocket& socket) {
+    const SocketAddress from = remote_of(socket);
     if (refuse_untrusted(from)) return std::nullopt;
     return ip_text(from);
 }
 
 std::optional<std::uint64_t> TcpMethod::start_accepted(const kit::AcceptedSocket& socket) {
     const Listener& listener = listeners_.at(socket.listener);
-    SocketAddress from;
-    std::memcpy(&from.storage, &socket.from, sizeof from.storage);
-    from.length = socket.length;
+    const SocketAddress from = remote_of(socket);
     configure_socket(socket.fd, buffer_sizes_);
     // The listener's marks were inherited; pacing is per socket and set again here.
     if (int rc = apply_policy(socket.fd, policy_for(listener.plane)); rc < 0)

@@ -177,7 +177,7 @@ private:
     Connection* open_outbound(const std::shared_ptr<TcpPeer>& peer, int& error);
     Connection& add_connection(int fd, bool outbound, std::uint32_t events);
     // kit::AcceptorHost: what the acceptor asks of tcp's connections.
-    std::optional<std::string> source_of(const kit::AcceptedSocket& socket) override;
+    std::optional<std::string> source_of(kit::AcceptedSocket& socket) override;
     std::optional<std::uint64_t> start_accepted(const kit::AcceptedSocket& socket) override;
     void close_for_room(std::uint64_t id) override;
     // Accepted connections not through their handshake, and those whose peer the application

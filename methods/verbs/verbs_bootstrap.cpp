@@ -218,7 +218,7 @@ void VerbsMethod::fill_hello(const Connection& c, Hello& h) const {
     h.name_length = static_cast<std::uint16_t>(n);
 }
 
-std::optional<std::string> VerbsMethod::source_of(const kit::AcceptedSocket& socket) {
+std::optional<std::string> VerbsMethod::source_of(kit::AcceptedSocket& socket) {
     return ip_text(socket.from, nullptr);
 }
 

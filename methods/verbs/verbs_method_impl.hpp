@@ -106,7 +106,7 @@ private:
     void on_socket(Connection& c, std::uint32_t events);
     void on_hello(Connection& c, const Hello& remote);
     // kit::AcceptorHost: an accepted bootstrap socket is a connection of its own peer.
-    std::optional<std::string> source_of(const kit::AcceptedSocket& socket) override;
+    std::optional<std::string> source_of(kit::AcceptedSocket& socket) override;
     std::optional<std::uint64_t> start_accepted(const kit::AcceptedSocket& socket) override;
     void close_for_room(std::uint64_t id) override;
     // Inbound handshakes under way, and ready inbound connections whose peer the application

@@ -31,7 +31,7 @@ public:
     Acceptor* acceptor = nullptr;
     std::map<std::uint64_t, int> open;  // connection id -> socket
     std::string refused_source;
-    std::optional<std::string> source_of(const AcceptedSocket& socket) override {
+    std::optional<std::string> source_of(AcceptedSocket& socket) override {
         char text[INET_ADDRSTRLEN] = {};
         const auto* in = reinterpret_cast<const sockaddr_in*>(&socket.from);
         inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
