@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "methods/kit/key_exchange.hpp"
+#include "methods/kit/key_handshake.hpp"
 #include "methods/shm/shm_doorbell.hpp"
 #include "methods/shm/shm_peer.hpp"
 #include "methods/shm/shm_region.hpp"
@@ -99,11 +99,7 @@ struct Connection {
     std::uint64_t last_traffic_pass = 0;
 
     // Security key handshake (doc/security.md); unused without a key.
-    bool keyed = false;
-    // acceptor_stated: the listen name the initiator dialled (the acceptor's own, on its side);
-    // initiator_stated: the one it announced, "" if it does not listen.
-    kit::KeyExchange exchange;
-    kit::NoncesInFlight::Claim our_nonce;  // an initiator's, until the acceptor's proof checks
+    kit::KeyHandshake key_handshake;
     Hello hello_received{};      // acceptor: the keyed hello, acted on once its sender proves
 
     OpList send_queue;                                // header not yet in the ring
@@ -129,7 +125,7 @@ struct Connection {
     // nothing it sends can reach an unproven acceptor.
     bool rings_live() const {
         return state == ConnState::open ||
-               (!keyed && (state == ConnState::connecting || state == ConnState::await_reply));
+               (!key_handshake.keyed() && (state == ConnState::connecting || state == ConnState::await_reply));
     }
     // True while something here can move without the peer doing anything first.
     bool has_local_work() const {

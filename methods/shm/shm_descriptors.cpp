@@ -20,7 +20,7 @@ namespace bmi::method::shm {
 
 void ShmMethod::warn_out_of_descriptors(const char* what) {
     ++descriptor_refusals_;
-    if (refusals_.should_log("out of descriptors"))
+    if (descriptor_log_.should_log("out of descriptors"))
         BMI_WARN("shm: out of file descriptors: %s refused (%llu so far); each connected peer "
                  "holds two of ours (ulimit -n)",
                  what, static_cast<unsigned long long>(descriptor_refusals_));

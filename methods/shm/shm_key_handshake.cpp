@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The security-key handshake on the shm socket (doc/security.md):
+// The security-key handshake (methods/kit/key_handshake.hpp) on the shm socket:
 //   initiator -> Hello       its nonce (feature_key_proof, feature_key_binding), with the
 //                            segment and its eventfd
 //   acceptor  -> HelloReply  its nonce and its proof
 //   initiator -> KeyProof    its proof
 // Until the proof checks the acceptor creates no peer and reads no ring, and a keyed initiator
 // writes nothing into its ring, so no message crosses toward an unproven side either way.
+// What each side states is a listen name: the initiator's announced one, and for the acceptor
+// the name the initiator dialled (its own, on its side).
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,66 +16,63 @@
 
 #include "methods/shm/shm_listener.hpp"
 #include "methods/shm/shm_method_impl.hpp"
-#include "support/keys/key_proof.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::shm {
 
-using support::keys::Role;
+using kit::Refusal;
 
-support::keys::Transcript ShmMethod::transcript(const Connection& conn) const {
-    return conn.exchange.transcript(scheme());
+namespace {
+
+kit::KeyFeatures key_features(std::uint32_t features) {
+    return {(features & feature_key_proof) != 0, (features & feature_key_binding) != 0, false};
 }
 
-int ShmMethod::refuse(const Connection& conn, const char* why) {
-    if (refusals_.should_log("pid " + std::to_string(conn.peer_pid)))
-        BMI_WARN("shm: refused pid %d: %s; connection closed (more refusals of it are counted "
-                 "for a minute, not logged; %llu refused so far)",
-                 static_cast<int>(conn.peer_pid), why,
-                 static_cast<unsigned long long>(refusals_.refused()));
+kit::Nonce nonce_of(const std::uint8_t (&bytes)[key_bytes]) {
+    kit::Nonce nonce;
+    std::memcpy(nonce.data(), bytes, key_bytes);
+    return nonce;
+}
+
+}  // namespace
+
+int ShmMethod::refuse(const Connection& conn, Refusal why) {
+    const std::string pid = "pid " + std::to_string(conn.peer_pid);
+    keys_.log_refusal(pid, pid, why);
     return -BMI_EACCES;
 }
 
 void ShmMethod::offer_key(Connection& conn, Hello& hello) {
-    if (!key_) return;
-    conn.keyed = true;
-    conn.our_nonce = nonces_in_flight_.claim();
-    conn.exchange.initiator_nonce = conn.our_nonce.nonce();
-    conn.exchange.acceptor_endpoint = kit::acceptor_endpoint(conn.fd, Role::initiator);
-    conn.exchange.acceptor_stated = conn.peer->name;
-    conn.exchange.initiator_stated = listen_name_;
+    if (!conn.key_handshake.keyed()) return;
+    const kit::Nonce& nonce = conn.key_handshake.offer(keys_, conn.fd, listen_name_);
     hello.features |= feature_key_proof | feature_key_binding;
-    std::memcpy(hello.key_nonce, conn.exchange.initiator_nonce.data(), key_bytes);
+    std::memcpy(hello.key_nonce, nonce.data(), key_bytes);
 }
 
-int ShmMethod::refuse_keyless(Connection& conn) {
-    // Say why, so that a keyless libbmi peer fails its sends with -BMI_EACCES.
-    send_refusal(conn.fd, -BMI_EACCES);
-    return refuse(conn, "it offers no key proof (a libbmi peer without the key)");
+int ShmMethod::check_keyed_hello(Connection& conn, const Hello& hello) {
+    const Refusal why = conn.key_handshake.check_hello(keys_, key_features(hello.features));
+    if (why == Refusal::none) return 0;
+    // Say why, so that a libbmi peer fails its sends with -BMI_EACCES.
+    if (kit::tell_initiator(why)) send_refusal(conn.fd, -BMI_EACCES);
+    return refuse(conn, why);
 }
 
 int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
-    conn.keyed = true;
-    if ((hello.features & feature_key_binding) == 0)
-        return refuse(conn, "it speaks the first key handshake, which this libbmi no longer "
-                            "accepts (upgrade it)");
-    kit::KeyExchange& x = conn.exchange;
-    std::memcpy(x.initiator_nonce.data(), hello.key_nonce, key_bytes);
-    if (nonces_in_flight_.ours(x.initiator_nonce))
-        return refuse(conn, "it sent back the nonce of one of our own handshakes (a reflection)");
+    const auto step =
+        conn.key_handshake.answer(keys_, conn.fd, nonce_of(hello.key_nonce),
+                                  std::string(hello.name, hello.name_length), listen_name_);
+    if (step.refused()) {
+        if (kit::tell_initiator(step.refusal)) send_refusal(conn.fd, -BMI_EACCES);
+        return refuse(conn, step.refusal);
+    }
     conn.hello_received = hello;
-    x.acceptor_nonce = support::keys::fresh_nonce();
-    x.acceptor_endpoint = kit::acceptor_endpoint(conn.fd, Role::acceptor);
-    x.acceptor_stated = listen_name_;
-    x.initiator_stated.assign(hello.name, hello.name_length);
     HelloReply reply{};
     reply.magic = hello_magic;
     reply.version = protocol_version;
     reply.pid = static_cast<std::int32_t>(getpid());
     reply.features = feature_key_proof | feature_key_binding;
-    std::memcpy(reply.key_nonce, x.acceptor_nonce.data(), key_bytes);
-    const auto proof = support::keys::prove(*key_, Role::acceptor, transcript(conn));
-    std::memcpy(reply.key_proof, proof.data(), key_bytes);
+    std::memcpy(reply.key_nonce, step.nonce.data(), key_bytes);
+    std::memcpy(reply.key_proof, step.proof.data(), key_bytes);
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
     const int own_fds[2] = {event_fd_, bell_.fd()};
     const long n = send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2);
@@ -83,23 +82,16 @@ int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
 }
 
 int ShmMethod::check_keyed_reply(Connection& conn, const HelloReply& reply) {
-    if (!key_) return 0;
-    if ((reply.features & feature_key_proof) == 0)
-        return refuse(conn, "it gives no key proof (a libbmi peer without a key)");
-    if ((reply.features & feature_key_binding) == 0)
-        return refuse(conn, "it speaks the first key handshake, which this libbmi no longer "
-                            "accepts (upgrade it)");
-    std::memcpy(conn.exchange.acceptor_nonce.data(), reply.key_nonce, key_bytes);
-    const support::keys::Transcript t = transcript(conn);
-    if (!support::keys::verify(*key_, Role::acceptor, t, reply.key_proof))
-        return refuse(conn, "its key proof is wrong (another key, or a proof made for another "
-                            "endpoint)");
-    conn.our_nonce.release();
+    kit::KeyFeatures features = key_features(reply.features);
+    features.required = reply.status == -BMI_EACCES;
+    const auto step = conn.key_handshake.check_answer(keys_, features, nonce_of(reply.key_nonce),
+                                                      conn.peer->name, reply.key_proof);
+    if (step.refused()) return refuse(conn, step.refusal);
+    if (!conn.key_handshake.keyed()) return 0;
     KeyProof message{};
     message.magic = hello_magic;
     message.version = protocol_version;
-    const auto proof = support::keys::prove(*key_, Role::initiator, t);
-    std::memcpy(message.proof, proof.data(), key_bytes);
+    std::memcpy(message.proof, step.proof.data(), key_bytes);
     const long n = send_with_fds(conn.fd, &message, sizeof message, nullptr, 0);
     return n == static_cast<long>(sizeof message) ? 0 : -BMI_ECONNRESET;
 }
@@ -115,10 +107,10 @@ int ShmMethod::receive_key_proof(Connection& conn) {
     // The proof comes whole in one message; anything else is not a proof.
     if (n != static_cast<long>(sizeof message) || fd_count != 0 || message.magic != hello_magic ||
         message.version != protocol_version)
-        return refuse(conn, "malformed key proof");
-    if (!support::keys::verify(*key_, Role::initiator, transcript(conn), message.proof))
-        return refuse(conn, "its key proof is wrong (another key, or a replayed or reflected "
-                            "handshake)");
+        return refuse(conn, Refusal::malformed_proof);
+    if (const Refusal why = conn.key_handshake.check_proof(keys_, message.proof);
+        why != Refusal::none)
+        return refuse(conn, why);
     conn.peer = peer_for_hello(conn.hello_received, conn.peer_pid);
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;

@@ -78,7 +78,7 @@ public:
     int get_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
 
     // Admits only peers that prove this key from now on (before start(); empty: keyless).
-    void use_key(support::keys::SharedKey key) { key_ = std::move(key); }
+    void use_key(support::keys::SharedKey key) { keys_.use(std::move(key)); }
 
 private:
     // What shm keeps in each pending operation (method_slots).
@@ -150,14 +150,15 @@ private:
     int receive_reply(Connection& conn);
     // --- shm_key_handshake.cpp: the security-key handshake (doc/security.md) ---
     void offer_key(Connection& conn, Hello& hello);
-    int refuse_keyless(Connection& conn);
+    // Acceptor: 0 if the hello's key features may go on, else the error to close it with
+    // (a keyless libbmi peer is told why first).
+    int check_keyed_hello(Connection& conn, const Hello& hello);
     int answer_keyed_hello(Connection& conn, const Hello& hello);
     int check_keyed_reply(Connection& conn, const HelloReply& reply);
     int receive_key_proof(Connection& conn);
-    support::keys::Transcript transcript(const Connection& conn) const;
     // Logs `why` once per peer process and interval; returns -BMI_EACCES for the caller to
     // close the connection with.
-    int refuse(const Connection& conn, const char* why);
+    int refuse(const Connection& conn, kit::Refusal why);
     // A departed peer's connection: delivers what its ring still holds (before closing).
     void take_last_messages(Connection& conn);
     void close_connection(Connection& conn, int error);
@@ -268,10 +269,10 @@ private:
     int listen_fd_ = -1;
     std::string listen_name_;
     std::uint64_t nonce_ = 0;
-    support::keys::SharedKey key_;  // empty: keyless, any process of our uid gets in
-    support::keys::RefusalLog refusals_;
-    // Declared before connections_, whose claims on it go first.
-    kit::NoncesInFlight nonces_in_flight_;
+    // Keyless: any process of our uid gets in. Declared before connections_, whose handshakes
+    // hold nonces in it.
+    kit::KeyGate keys_{"shm"};
+    support::keys::RefusalLog descriptor_log_;  // out-of-descriptor refusals, once a minute
     // Ids 0 to 2 tag the listener, the eventfd and the deadline timer in the epoll set;
     // connections start at 4.
     static constexpr std::uint64_t listener_tag = 0;

@@ -314,6 +314,7 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
 std::optional<std::uint64_t> ShmMethod::start_accepted(const kit::AcceptedSocket& socket) {
     auto conn = std::make_unique<Connection>();
     conn->id = next_connection_++;
+    conn->key_handshake = kit::KeyHandshake(keys_);
     conn->fd = socket.fd;
     conn->state = ConnState::await_hello;
     conn->peer_pid = static_cast<pid_t>(socket.peer_id);
@@ -397,6 +398,7 @@ int ShmMethod::ensure_connection(Operation& op, Connection*& out) {
 int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out) {
     auto conn = std::make_unique<Connection>();
     conn->id = next_connection_++;
+    conn->key_handshake = kit::KeyHandshake(keys_);
     conn->initiator = true;
     conn->peer = peer;
     conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
@@ -471,9 +473,9 @@ int ShmMethod::receive_hello(Connection& conn) {
         if (n != 0) BMI_LOG(error, "shm: malformed hello on connection, closing it");
         return -BMI_EPROTO;
     }
-    if (key_ && (hello.features & feature_key_proof) == 0) {
+    if (int rc = check_keyed_hello(conn, hello); rc != 0) {
         for (int i = 0; i < fd_count; ++i) close(fds[i]);
-        return refuse_keyless(conn);
+        return rc;
     }
     conn.peer_event_fd = fds[1];  // closed with the connection, whatever it is
     int rc = adopt_notifier(fds[1], conn.peer_pid);
@@ -497,7 +499,7 @@ int ShmMethod::receive_hello(Connection& conn) {
     conn.peer_board = conn.segment.board(0);
     conn.own_socket_sent = conn.segment.socket_messages(1);
     conn.peer_socket_sent = conn.segment.socket_messages(0);
-    if (key_) return answer_keyed_hello(conn, hello);
+    if (conn.key_handshake.keyed()) return answer_keyed_hello(conn, hello);
     conn.peer = peer_for_hello(hello, conn.peer_pid);
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
@@ -525,7 +527,7 @@ int ShmMethod::receive_hello(Connection& conn) {
 std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid) {
     const std::string announced(hello.name, hello.name_length);
     // With a key this runs only once the initiator proved it (receive_key_proof).
-    const bool proven = key_ != nullptr;
+    const bool proven = keys_.keyed();
     if (!named_.may_take(announced, proven)) {
         // A second connection of a proven instance that holds its name is that same peer.
         auto holder = named_.find(announced);
@@ -564,7 +566,8 @@ int ShmMethod::receive_reply(Connection& conn) {
     if (n == static_cast<long>(sizeof reply) && reply.magic == hello_magic &&
         reply.status == -BMI_EACCES) {
         close_fds();
-        return refuse(conn, "it admits only peers with its security key, and we have none");
+        const int rc = check_keyed_reply(conn, reply);  // the kit says why we are refused
+        return rc != 0 ? rc : -BMI_EACCES;
     }
     if (n != static_cast<long>(sizeof reply) || fd_count != 2 || !reply_well_formed(reply)) {
         close_fds();

@@ -25,6 +25,7 @@ Connection& TcpMethod::add_connection(int fd, bool outbound, std::uint32_t event
     c->id = next_connection_id_++;
     c->fd = fd;
     c->outbound = outbound;
+    c->key_handshake = kit::KeyHandshake(keys_);
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = c->id;
@@ -97,7 +98,6 @@ std::optional<std::uint64_t> TcpMethod::start_accepted(const kit::AcceptedSocket
     Connection& c = add_connection(socket.fd, false, EPOLLIN);
     c.plane = listener.plane;
     c.state = ConnState::await_first;
-    c.keyed = key_ != nullptr;
     c.remote = from;
     c.setup_deadline = std::chrono::steady_clock::now() + limits_.setup_timeout;
     timers_.schedule({c.id, kit::DeadlineKind::setup}, c.setup_deadline);
@@ -164,14 +164,14 @@ void TcpMethod::finish_connect(Connection& c) {
     }
     c.peer->remote = c.remote;
     if (force_legacy_ || c.peer->legacy) {
-        if (key_) {
-            refuse(c, "legacy framing (BMI_TCP_LEGACY) cannot prove the security key");
+        if (keys_.keyed()) {
+            refuse(c, kit::Refusal::legacy_framing);
             return;
         }
         c.peer->legacy = true;
         c.state = ConnState::established;
         c.framing = legacy_framing_;
-    } else if (!key_ && legacy_framing_ == Framing::orangefs && !c.peer->wants_key) {
+    } else if (!keys_.keyed() && legacy_framing_ == Framing::orangefs && !c.peer->wants_key) {
         // OrangeFS frames at once, with the offer in each tag: an OrangeFS server takes them
         // as they are, and a libbmi one answers HELLO_ACK (doc/methods/tcp.md, "Handshake").
         c.state = ConnState::established;
@@ -269,9 +269,8 @@ void TcpMethod::connection_broken(Connection& c, int error) {
     if (c.outbound && c.state == ConnState::await_ack) {
         // With a key, never: an OrangeFS server cannot prove it, and neither can whoever
         // closes on us to make us fall back.
-        if (key_) {
-            refuse(c, "it closed before proving the key (a legacy OrangeFS server, or a "
-                      "server that refused our proof)");
+        if (keys_.keyed()) {
+            refuse(c, kit::Refusal::closed_before_proof);
             return;
         }
         fall_back_to_legacy(c);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "methods/kit/deadlines.hpp"
-#include "methods/kit/key_exchange.hpp"
+#include "methods/kit/key_handshake.hpp"
 #include "methods/tcp/tcp_peer.hpp"
 #include "methods/tcp/tcp_wire.hpp"
 
@@ -159,9 +159,7 @@ struct Connection {
     // --- security key handshake (doc/security.md); unused without a key ---
     // Until it is established such a connection is on the clock (partial()): one that never
     // finishes its handshake holds a descriptor for the stall timeout at most.
-    bool keyed = false;
-    kit::KeyExchange exchange;
-    kit::NoncesInFlight::Claim our_nonce;  // an initiator's, until the acceptor's proof checks
+    kit::KeyHandshake key_handshake;
 
     // --- writing ---
     // The socket did not take all we had for it: the peer must take some within the send
@@ -205,7 +203,7 @@ struct Connection {
     bool partial() const {
         if (closed || paused()) return false;
         if (setting_up() || held_for_answer) return true;
-        if (keyed && state != ConnState::established && state != ConnState::connecting)
+        if (key_handshake.keyed() && state != ConnState::established && state != ConnState::connecting)
             return true;
         if (phase == ReadPhase::header) return head_have > 0 || !incoming.empty();
         return true;

@@ -72,8 +72,10 @@ int TcpMethod::start(const Config& config) {
     early_.set_limits(limits_.early);
     grants_.set_limits(limits_.grants);
     acceptor_.set_limits(limits_.pending_per_source, limits_.setup_timeout);
-    if (int rc = support::keys::method_key(config.key, config.settings, key_); rc < 0) return rc;
-    if (key_) BMI_LOG(tcp, "tcp: a security key is in force; only peers that prove it get in");
+    support::keys::SharedKey key;
+    if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
+    keys_.use(std::move(key));
+    if (keys_.keyed()) BMI_LOG(tcp, "tcp: a security key is in force; only peers that prove it get in");
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) return support::bmi_error_from_errno(errno);
     if (int rc = timers_.open(); rc != 0) return rc;

@@ -117,7 +117,7 @@ public:
     // Bytes our GRANTs and the granted messages nobody claimed hold, over every peer.
     bmi_size_t grant_bytes_held() const { return grants_.total(); }
     // Handshakes refused for the security key, and how many of them the log left out.
-    const support::keys::RefusalLog& refusals() const { return refusals_; }
+    const support::keys::RefusalLog& refusals() const { return keys_.log(); }
     // Open connections whose framing is not settled: an offer unanswered, or HELLO_ACK or the
     // client's HELLO still to come.
     std::size_t handshakes_open() const;
@@ -208,15 +208,12 @@ private:
     // tcp_key_handshake.cpp: the security-key handshake (doc/security.md)
     Hello hello_to_send(Connection& c);
     bool on_keyed_hello(Connection& c, const Hello& hello);
-    // A keyed acceptor tells a keyless libbmi client why it closes (HELLO_ACK with
-    // feature_key_required under magic), so its operations fail with -BMI_EACCES.
-    void say_key_required(Connection& c, std::uint32_t magic);
     bool on_keyed_ack(Connection& c, const Hello& ack);
     void on_hello_proof(Connection& c);
-    support::keys::Transcript transcript(const Connection& c) const;
     // Closes c for the key, failing what was posted toward it with -BMI_EACCES; logs `why`
-    // once per remote host and interval.
-    void refuse(Connection& c, const char* why);
+    // once per remote host and interval. With tell_magic, an acceptor first says why (HELLO_ACK
+    // with feature_key_required under that magic) where the kit says the initiator is told.
+    void refuse(Connection& c, kit::Refusal why, std::optional<std::uint32_t> tell_magic = {});
     void retire(Connection& c);
     void close_peer(TcpPeer& peer, int error, bool peer_dead);
     void update_interest(Connection& c);
@@ -384,13 +381,12 @@ private:
     // the dialect's); accepted legacy connections keep the framing they came with.
     Framing legacy_framing_ = Framing::orangefs;
     ApiDialect dialect_ = ApiDialect::orangefs;
-    support::keys::SharedKey key_;  // empty: keyless, every peer admitted as in OrangeFS
-    support::keys::RefusalLog refusals_;
+    // Keyless: every peer admitted as in OrangeFS. Declared before connections_, whose
+    // handshakes hold nonces in it.
+    kit::KeyGate keys_{"tcp"};
     // BMI_TRUSTED_CONNECTION: connections from other sources are closed at accept.
     std::optional<support::keys::TrustedSources> trusted_;
     support::keys::RefusalLog untrusted_refusals_;
-    // Declared before connections_, whose claims on it go first.
-    kit::NoncesInFlight nonces_in_flight_;
     Limits limits_;
     EarlyBudget early_;  // arrivals of every peer, within Limits
     EarlyBudget grants_;  // our GRANTs and the granted arrivals, within Limits::grants

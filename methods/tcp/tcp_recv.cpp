@@ -237,12 +237,11 @@ void TcpMethod::on_header(Connection& c) {
     // library's, by its magic), whatever our own dialect: that framing for good.
     if (c.state == ConnState::await_first && h.mode != Mode::hello) {
         const bool offer = framing == Framing::orangefs && offers_upgrade(h);
-        if (key_) {
+        if (keys_.keyed()) {
             if (offer)
-                say_key_required(c, hello_magic);
+                refuse(c, kit::Refusal::offers_no_proof, hello_magic);
             else
-                refuse(c, "its first frame is not HELLO (a legacy OrangeFS peer cannot prove "
-                          "the key)");
+                refuse(c, kit::Refusal::legacy_first_frame);
             return;
         }
         c.state = ConnState::established;
@@ -341,7 +340,7 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
     c.state = ConnState::established;
     if (ack) {
         BMI_LOG(tcp, "tcp: %s answered %s; using v2 frames%s", describe(c.remote).c_str(),
-                c.offering ? "our offer" : "HELLO", key_ ? ", key proven" : "");
+                c.offering ? "our offer" : "HELLO", keys_.keyed() ? ", key proven" : "");
         if (c.offering) {
             // Our HELLO ends our OrangeFS frames: the acceptor reads v2 after it. Frames
             // already taken for writing are encoded and go before it.

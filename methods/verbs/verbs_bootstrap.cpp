@@ -82,6 +82,7 @@ int VerbsMethod::open_listener(const std::string& host, std::uint16_t port) {
 
 Connection& VerbsMethod::add_connection(int fd, bool outbound) {
     auto c = std::make_unique<Connection>();
+    c->key_handshake = kit::KeyHandshake(keys_);
     c->id = next_connection_id_++;
     c->fd = fd;
     c->outbound = outbound;
@@ -370,8 +371,7 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
     if (hello_speaks_our_protocol(remote) && c.outbound &&
         (remote.features & feature_key_required) != 0 &&
         (remote.features & feature_key_proof) == 0) {
-        refuse(c, key_ ? "it refused our handshake (its log says why)"
-                       : "it admits only peers with its security key, and we have none");
+        check_answer(c, remote);  // a refusal: the kit says why we are refused
         return;
     }
     if (!hello_well_formed(remote)) {
@@ -381,7 +381,7 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
         return;
     }
     if (!c.outbound) {
-        if ((remote.features & feature_key_proof) == 0 && refuse_keyless(c)) return;
+        if (!check_keyed_hello(c, remote)) return;
         if (remote.name_length > 0)
             BMI_LOG(verbs, "verbs: connection %llu from %s says it listens at %.*s (not trusted)",
                     static_cast<unsigned long long>(c.id), c.peer->remote_text.c_str(),
@@ -390,17 +390,17 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
             fail_connection(c, rc);
             return;
         }
-        if (key_) {
+        if (c.key_handshake.keyed()) {
             answer_keyed_hello(c, remote);  // our QP waits in INIT for the client's proof
             return;
         }
     }
-    if (c.outbound && key_ && !check_server_proof(c, remote)) return;
+    if (c.outbound && !check_answer(c, remote)) return;
     if (int rc = connect_qp(c, remote); rc < 0) {
         fail_connection(c, rc);
         return;
     }
-    if (c.outbound && key_) {
+    if (c.outbound && c.key_handshake.keyed()) {
         send_client_proof(c);  // theirs stays in INIT until it checks: no SEND before that
         return;
     }

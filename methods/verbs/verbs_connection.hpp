@@ -17,7 +17,7 @@
 
 #include "methods/arrivals_by_tag.hpp"
 #include "methods/early_budget.hpp"
-#include "methods/kit/key_exchange.hpp"
+#include "methods/kit/key_handshake.hpp"
 #include "methods/method.hpp"
 #include "methods/posted_recvs.hpp"
 #include "methods/verbs/verbs_memory.hpp"
@@ -113,9 +113,9 @@ struct Connection {
     int error = 0;
 
     // --- security key handshake (doc/security.md); unused without a key ---
-    // The *_stated fields hold what each side's HELLO says of it (endpoint_text).
-    kit::KeyExchange exchange;
-    kit::NoncesInFlight::Claim our_nonce;  // a client's, until the server's proof checks
+    // What each side's HELLO says of it (endpoint_text) is what it states.
+    kit::KeyHandshake key_handshake;
+    support::keys::Proof initiator_proof{};  // client: sent once our queue pair is connected
     Hello remote_hello;  // server: the client's HELLO, for its QP once the proof checks
 
     // Bootstrap bytes in each direction.

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The security-key handshake on the verbs bootstrap socket (doc/security.md):
+// The security-key handshake (methods/kit/key_handshake.hpp) on the verbs bootstrap socket:
 //   client -> HELLO      its nonce (feature_key_proof)
 //   server -> HELLO      its nonce and its proof
 //   client -> KeyProof   its proof, once the server's checked; its QP then goes to RTR/RTS
 //   server -> ready byte once the client's proof checks; its QP then goes to RTR/RTS
 // Until its proof checks, neither side's queue pair leaves INIT toward the other, so not one
-// SEND or READ can cross, and the server creates no peer. The proofs are support/keys' business.
+// SEND or READ can cross, and the server creates no peer.
 #include <sys/socket.h>
 
 #include <cstdio>
@@ -36,18 +36,26 @@ std::string endpoint_text(const Hello& h) {
     return text;
 }
 
-support::keys::Transcript VerbsMethod::transcript(const Connection& c) const {
-    return c.exchange.transcript(scheme());
+namespace {
+
+kit::KeyFeatures key_features(std::uint32_t features) {
+    return {(features & feature_key_proof) != 0, (features & feature_key_binding) != 0,
+            (features & feature_key_required) != 0};
 }
 
+kit::Nonce nonce_of(const std::uint8_t (&bytes)[key_field]) {
+    kit::Nonce nonce;
+    std::memcpy(nonce.data(), bytes, key_field);
+    return nonce;
+}
+
+}  // namespace
+
 void VerbsMethod::offer_key(Connection& c, Hello& hello) {
-    if (!key_) return;
-    c.our_nonce = nonces_in_flight_.claim();
-    c.exchange.initiator_nonce = c.our_nonce.nonce();
-    c.exchange.acceptor_endpoint = kit::acceptor_endpoint(c.fd, Role::initiator);
+    if (!c.key_handshake.keyed()) return;
     hello.features |= feature_key_proof | feature_key_binding;
-    std::memcpy(hello.nonce, c.exchange.initiator_nonce.data(), key_field);
-    c.exchange.initiator_stated = endpoint_text(hello);
+    const kit::Nonce& nonce = c.key_handshake.offer(keys_, c.fd, endpoint_text(hello));
+    std::memcpy(hello.nonce, nonce.data(), key_field);
 }
 
 void VerbsMethod::send_refusal(Connection& c) {
@@ -59,67 +67,49 @@ void VerbsMethod::send_refusal(Connection& c) {
     [[maybe_unused]] const ssize_t n = send(c.fd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-bool VerbsMethod::refuse_keyless(Connection& c) {
-    if (!key_) return false;
-    send_refusal(c);
-    refuse(c, "it offers no key proof (a libbmi peer without the key)");
-    return true;
+bool VerbsMethod::check_keyed_hello(Connection& c, const Hello& remote) {
+    const kit::Refusal why = c.key_handshake.check_hello(keys_, key_features(remote.features));
+    if (why == kit::Refusal::none) return true;
+    if (kit::tell_initiator(why)) send_refusal(c);
+    refuse(c, why);
+    return false;
 }
 
 void VerbsMethod::answer_keyed_hello(Connection& c, const Hello& remote) {
-    if ((remote.features & feature_key_binding) == 0) {
-        refuse(c, "it speaks the first key handshake, which this libbmi no longer accepts "
-                  "(upgrade it)");
-        return;
-    }
-    kit::KeyExchange& x = c.exchange;
-    std::memcpy(x.initiator_nonce.data(), remote.nonce, key_field);
-    if (nonces_in_flight_.ours(x.initiator_nonce)) {
-        send_refusal(c);
-        refuse(c, "it sent back the nonce of one of our own handshakes (a reflection)");
-        return;
-    }
-    c.remote_hello = remote;
-    x.initiator_stated = endpoint_text(remote);
-    x.acceptor_endpoint = kit::acceptor_endpoint(c.fd, Role::acceptor);
-    x.acceptor_nonce = support::keys::fresh_nonce();
     Hello h;
     fill_hello(c, h);
     h.features = feature_key_proof | feature_key_binding;
-    std::memcpy(h.nonce, x.acceptor_nonce.data(), key_field);
-    x.acceptor_stated = endpoint_text(h);
-    const auto proof = support::keys::prove(*key_, Role::acceptor, transcript(c));
-    std::memcpy(h.proof, proof.data(), key_field);
+    const auto step = c.key_handshake.answer(keys_, c.fd, nonce_of(remote.nonce),
+                                             endpoint_text(remote), endpoint_text(h));
+    if (step.refused()) {
+        if (kit::tell_initiator(step.refusal)) send_refusal(c);
+        refuse(c, step.refusal);
+        return;
+    }
+    c.remote_hello = remote;
+    std::memcpy(h.nonce, step.nonce.data(), key_field);
+    std::memcpy(h.proof, step.proof.data(), key_field);
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(&h);
     c.out.assign(bytes, bytes + sizeof h);
     c.state = Connection::State::awaiting_proof;
     flush_out(c);
 }
 
-bool VerbsMethod::check_server_proof(Connection& c, const Hello& remote) {
-    if ((remote.features & feature_key_proof) == 0) {
-        refuse(c, "it gives no key proof (a libbmi server without a key)");
+bool VerbsMethod::check_answer(Connection& c, const Hello& remote) {
+    const auto step = c.key_handshake.check_answer(keys_, key_features(remote.features),
+                                                   nonce_of(remote.nonce), endpoint_text(remote),
+                                                   remote.proof);
+    if (step.refused()) {
+        refuse(c, step.refusal);
         return false;
     }
-    if ((remote.features & feature_key_binding) == 0) {
-        refuse(c, "it speaks the first key handshake, which this libbmi no longer accepts "
-                  "(upgrade it)");
-        return false;
-    }
-    std::memcpy(c.exchange.acceptor_nonce.data(), remote.nonce, key_field);
-    c.exchange.acceptor_stated = endpoint_text(remote);
-    if (!support::keys::verify(*key_, Role::acceptor, transcript(c), remote.proof)) {
-        refuse(c, "its key proof is wrong (another key, or a proof made for another endpoint)");
-        return false;
-    }
-    c.our_nonce.release();
+    c.initiator_proof = step.proof;
     return true;
 }
 
 void VerbsMethod::send_client_proof(Connection& c) {
     KeyProof message;
-    const auto proof = support::keys::prove(*key_, Role::initiator, transcript(c));
-    std::memcpy(message.proof, proof.data(), key_field);
+    std::memcpy(message.proof, c.initiator_proof.data(), key_field);
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(&message);
     c.out.insert(c.out.end(), bytes, bytes + sizeof message);
     c.state = Connection::State::awaiting_go;
@@ -129,8 +119,9 @@ void VerbsMethod::send_client_proof(Connection& c) {
 void VerbsMethod::on_client_proof(Connection& c) {
     // Only a keyed server enters awaiting_proof, the one state where these bytes are legal.
     const std::span<const std::uint8_t> proof(c.in.data(), sizeof(KeyProof));
-    if (!support::keys::verify(*key_, Role::initiator, transcript(c), proof)) {
-        refuse(c, "its key proof is wrong (another key, or a replayed or reflected handshake)");
+    if (const kit::Refusal why = c.key_handshake.check_proof(keys_, proof);
+        why != kit::Refusal::none) {
+        refuse(c, why);
         return;
     }
     c.in.erase(c.in.begin(), c.in.begin() + sizeof(KeyProof));
@@ -156,13 +147,9 @@ void VerbsMethod::on_go(Connection& c) {
     queue_control(c, MsgType::credit, 0, FinStatus::ok);
 }
 
-void VerbsMethod::refuse(Connection& c, const char* why) {
+void VerbsMethod::refuse(Connection& c, kit::Refusal why) {
     const std::string& host = c.peer ? c.peer->host : std::string();
-    if (refusals_.should_log(host))
-        BMI_WARN("verbs: refused %s: %s; connection closed (more refusals of this host are "
-                 "counted for a minute, not logged; %llu refused so far)",
-                 c.peer ? describe_peer(*c.peer).c_str() : "a peer", why,
-                 static_cast<unsigned long long>(refusals_.refused()));
+    keys_.log_refusal(host, c.peer ? describe_peer(*c.peer) : std::string("a peer"), why);
     fail_connection(c, -BMI_EACCES);
 }
 

@@ -159,8 +159,10 @@ void VerbsMethod::drain_sends() {
 
 int VerbsMethod::start(const Config& config) {
     if (int rc = load_choice(config.settings, choice_); rc < 0) return rc;
-    if (int rc = support::keys::method_key(config.key, config.settings, key_); rc < 0) return rc;
-    if (key_) BMI_LOG(verbs, "verbs: a security key is in force; only peers that prove it get in");
+    support::keys::SharedKey key;
+    if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
+    keys_.use(std::move(key));
+    if (keys_.keyed()) BMI_LOG(verbs, "verbs: a security key is in force; only peers that prove it get in");
     std::optional<VerbsAddress> listen;
     if (!config.listen_address.empty()) {
         listen = parse_address(config.listen_address);

@@ -119,18 +119,20 @@ private:
 
     // verbs_key_handshake.cpp: the security-key handshake (doc/security.md)
     void offer_key(Connection& c, Hello& hello);
-    bool refuse_keyless(Connection& c);
     // Tells an initiator it is refused (a HELLO with feature_key_required and no proof).
     void send_refusal(Connection& c);
+    // Server: whether a client's HELLO may go on (else it is refused, and told where the kit
+    // says so).
+    bool check_keyed_hello(Connection& c, const Hello& remote);
     void answer_keyed_hello(Connection& c, const Hello& remote);
-    bool check_server_proof(Connection& c, const Hello& remote);
+    // Client: whether the server's HELLO admits us (keyed: its proof checks).
+    bool check_answer(Connection& c, const Hello& remote);
     void send_client_proof(Connection& c);
     void on_client_proof(Connection& c);
     void on_go(Connection& c);
-    support::keys::Transcript transcript(const Connection& c) const;
     // Closes c for the key, failing what was posted toward it with -BMI_EACCES; logs `why`
     // once per remote host a minute, never the key.
-    void refuse(Connection& c, const char* why);
+    void refuse(Connection& c, kit::Refusal why);
 
     // verbs_send.cpp
     int post_send(Operation& op);
@@ -216,13 +218,12 @@ private:
     kit::Acceptor acceptor_{*this, timers_, support::LogArea::verbs, "verbs"};
     int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error
     std::chrono::milliseconds setup_timeout_{};  // the verbs_connect_timeout_ms setting
-    support::keys::SharedKey key_;  // empty: keyless, every peer admitted as before
     // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.
     int service_level_ = 0;
     int traffic_class_ = 0;
-    support::keys::RefusalLog refusals_;
-    // Declared before connections_, whose claims on it go first.
-    kit::NoncesInFlight nonces_in_flight_;
+    // Keyless: every peer admitted as before. Declared before connections_, whose handshakes
+    // hold nonces in it.
+    kit::KeyGate keys_{"verbs"};
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     EarlyBudget early_;  // arrivals of every peer, within verbs_early_*_bytes

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The kit's key exchange: the endpoint text both ends of a real socket agree on, and the
-// nonces of our own handshakes that an inbound hello must not carry.
+// The kit's key exchange: the endpoint text both ends of a real socket agree on, the nonces of
+// our own handshakes that an inbound hello must not carry, and the keyed handshake's states.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -9,10 +9,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "methods/kit/key_exchange.hpp"
+#include "methods/kit/key_handshake.hpp"
 
 using namespace bmi::method::kit;
 
@@ -129,4 +132,181 @@ TEST_CASE("kit: a nonce is ours exactly while its claim lives", "[kit]") {
     Nonce stranger{};
     stranger[0] = 1;
     CHECK_FALSE(open.ours(stranger));
+}
+
+// --- the handshake state machine (methods/kit/key_handshake.hpp) ---
+
+namespace {
+
+using bmi::support::keys::SharedKey;
+
+SharedKey key_of(std::uint8_t fill) {
+    std::array<std::uint8_t, bmi::support::keys::key_size> bytes{};
+    bytes.fill(fill);
+    return bmi::support::keys::SecretKey::from_bytes(bytes);
+}
+
+struct Gates {
+    KeyGate initiator{"kit-test"};
+    KeyGate acceptor{"kit-test"};
+    Gates(SharedKey initiator_key, SharedKey acceptor_key) {
+        initiator.use(std::move(initiator_key));
+        acceptor.use(std::move(acceptor_key));
+    }
+};
+
+constexpr KeyFeatures keyed_hello{true, true, false};
+
+// Runs a handshake over the real sockets of `pair`; returns the refusal that ended it.
+Refusal run_handshake(Gates& gates, const Connected& pair, std::string* bound_name = nullptr) {
+    KeyHandshake initiator(gates.initiator);
+    KeyHandshake acceptor(gates.acceptor);
+    const Nonce nonce = initiator.offer(gates.initiator, pair.initiator, "client-name");
+    if (Refusal why = acceptor.check_hello(gates.acceptor, keyed_hello); why != Refusal::none)
+        return why;
+    const auto answer =
+        acceptor.answer(gates.acceptor, pair.acceptor, nonce, "client-name", "server-name");
+    if (answer.refused()) return answer.refusal;
+    const auto proof = initiator.check_answer(gates.initiator, keyed_hello, answer.nonce,
+                                              "server-name", answer.proof);
+    if (proof.refused()) return proof.refusal;
+    CHECK(initiator.proven());
+    if (Refusal why = acceptor.check_proof(gates.acceptor, proof.proof); why != Refusal::none)
+        return why;
+    CHECK(acceptor.proven());
+    if (bound_name != nullptr) *bound_name = acceptor.initiator_stated();
+    return Refusal::none;
+}
+
+}  // namespace
+
+TEST_CASE("kit handshake: the same key proves both sides, another key neither", "[kit]") {
+    Connected pair(AF_INET);
+    REQUIRE(pair.acceptor >= 0);
+    SECTION("same key") {
+        Gates gates(key_of(7), key_of(7));
+        std::string bound;
+        CHECK(run_handshake(gates, pair, &bound) == Refusal::none);
+        CHECK(bound == "client-name");
+    }
+    SECTION("the acceptor's key differs: the initiator refuses its proof") {
+        Gates gates(key_of(7), key_of(8));
+        CHECK(run_handshake(gates, pair) == Refusal::wrong_acceptor_proof);
+    }
+}
+
+TEST_CASE("kit handshake: a proof made on another socket fails on this one", "[kit]") {
+    // The reflection of issue 37: an attacker relays our hello to our own listener on a second
+    // connection and returns the answer it got there. The acceptor's endpoint, read first-hand
+    // from each socket, differs, so that answer's proof does not check.
+    Connected dialled(AF_INET);
+    Connected relayed(AF_INET);
+    REQUIRE(dialled.acceptor >= 0);
+    REQUIRE(relayed.acceptor >= 0);
+    Gates gates(key_of(3), key_of(3));
+    KeyHandshake ours(gates.initiator);
+    const Nonce nonce = ours.offer(gates.initiator, dialled.initiator, "us");
+    KeyHandshake theirs(gates.acceptor);
+    const auto answer = theirs.answer(gates.acceptor, relayed.acceptor, nonce, "us", "us");
+    REQUIRE_FALSE(answer.refused());
+    const auto step = ours.check_answer(gates.initiator, keyed_hello, answer.nonce, "us",
+                                        answer.proof);
+    CHECK(step.refusal == Refusal::wrong_acceptor_proof);
+    CHECK_FALSE(ours.proven());
+}
+
+TEST_CASE("kit handshake: our own nonce coming back is a reflection", "[kit]") {
+    Connected pair(AF_INET);
+    REQUIRE(pair.acceptor >= 0);
+    KeyGate gate("kit-test");
+    gate.use(key_of(5));
+    KeyHandshake outbound(gate);
+    const Nonce nonce = outbound.offer(gate, pair.initiator, "us");
+    KeyHandshake inbound(gate);
+    CHECK(inbound.answer(gate, pair.acceptor, nonce, "us", "us").refusal ==
+          Refusal::reflected_nonce);
+    CHECK(tell_initiator(Refusal::reflected_nonce));
+    // Once our handshake is done its nonce is nobody's secret any more, and no longer ours.
+    KeyHandshake acceptor(gate);
+    const auto answer = acceptor.answer(gate, pair.acceptor, Nonce{1}, "them", "us");
+    REQUIRE_FALSE(answer.refused());
+}
+
+TEST_CASE("kit handshake: what an acceptor refuses before it answers", "[kit]") {
+    KeyGate keyless("kit-test");
+    KeyGate keyed("kit-test");
+    keyed.use(key_of(1));
+    const KeyHandshake idle(keyed);
+    CHECK(KeyHandshake(keyless).check_hello(keyless, {}) == Refusal::none);
+    CHECK(idle.check_hello(keyed, {}) == Refusal::offers_no_proof);
+    CHECK(idle.check_hello(keyed, {true, false, false}) == Refusal::first_handshake);
+    CHECK(idle.check_hello(keyed, keyed_hello) == Refusal::none);
+    CHECK(tell_initiator(Refusal::offers_no_proof));
+    CHECK(tell_initiator(Refusal::first_handshake));
+    CHECK_FALSE(tell_initiator(Refusal::wrong_initiator_proof));
+}
+
+TEST_CASE("kit handshake: what an initiator refuses in an answer", "[kit]") {
+    Connected pair(AF_INET);
+    REQUIRE(pair.acceptor >= 0);
+    const std::array<std::uint8_t, 32> some_proof{9};
+    SECTION("keyless: only an acceptor that requires a key refuses us") {
+        KeyGate gate("kit-test");
+        KeyHandshake h(gate);
+        CHECK_FALSE(h.keyed());
+        CHECK(h.check_answer(gate, {}, Nonce{}, "", {}).refusal == Refusal::none);
+        CHECK(h.check_answer(gate, {false, false, true}, Nonce{}, "", {}).refusal ==
+              Refusal::needs_our_key);
+    }
+    SECTION("keyed") {
+        KeyGate gate("kit-test");
+        gate.use(key_of(2));
+        KeyHandshake h(gate);
+        CHECK(h.keyed());
+        CHECK(h.check_answer(gate, keyed_hello, Nonce{}, "", some_proof).refusal ==
+              Refusal::wrong_acceptor_proof);  // nothing offered yet
+        h.offer(gate, pair.initiator, "us");
+        CHECK(h.check_answer(gate, {false, false, true}, Nonce{}, "", {}).refusal ==
+              Refusal::refused_by_peer);
+        CHECK(h.check_answer(gate, {}, Nonce{}, "", {}).refusal == Refusal::gives_no_proof);
+        CHECK(h.check_answer(gate, keyed_hello, Nonce{}, "", {}).refusal ==
+              Refusal::gives_no_proof);
+        CHECK(h.check_answer(gate, {true, false, false}, Nonce{}, "", some_proof).refusal ==
+              Refusal::first_handshake);
+        CHECK(h.check_answer(gate, keyed_hello, Nonce{}, "", some_proof).refusal ==
+              Refusal::wrong_acceptor_proof);
+        CHECK_FALSE(h.proven());
+    }
+}
+
+TEST_CASE("kit handshake: a proof counts once, and only after our answer", "[kit]") {
+    Connected pair(AF_INET);
+    REQUIRE(pair.acceptor >= 0);
+    Gates gates(key_of(4), key_of(4));
+    KeyHandshake initiator(gates.initiator);
+    KeyHandshake acceptor(gates.acceptor);
+    const std::array<std::uint8_t, 32> zero_proof{};
+    CHECK(acceptor.check_proof(gates.acceptor, zero_proof) == Refusal::wrong_initiator_proof);
+    const Nonce nonce = initiator.offer(gates.initiator, pair.initiator, "");
+    const auto answer = acceptor.answer(gates.acceptor, pair.acceptor, nonce, "", "srv");
+    REQUIRE_FALSE(answer.refused());
+    CHECK(acceptor.answer(gates.acceptor, pair.acceptor, nonce, "", "srv").refused());
+    const auto step =
+        initiator.check_answer(gates.initiator, keyed_hello, answer.nonce, "srv", answer.proof);
+    REQUIRE_FALSE(step.refused());
+    // The acceptor's own proof is the other role's: reflected back, it fails.
+    CHECK(acceptor.check_proof(gates.acceptor, answer.proof) == Refusal::wrong_initiator_proof);
+    CHECK(acceptor.check_proof(gates.acceptor, step.proof) == Refusal::none);
+    CHECK(acceptor.check_proof(gates.acceptor, step.proof) == Refusal::wrong_initiator_proof);
+}
+
+TEST_CASE("kit handshake: every refusal has its own words", "[kit]") {
+    std::set<std::string_view> seen;
+    for (int r = static_cast<int>(Refusal::none); r <= static_cast<int>(Refusal::closed_before_proof);
+         ++r) {
+        const std::string_view text = reason(static_cast<Refusal>(r));
+        CHECK_FALSE(text.empty());
+        CHECK(text != "unknown refusal");
+        CHECK(seen.insert(text).second);
+    }
 }

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "methods/kit/key_handshake.hpp"
+
+#include "support/keys/key_proof.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::kit {
+
+using support::keys::Role;
+
+std::string_view reason(Refusal why) {
+    switch (why) {
+        case Refusal::none:
+            return "not refused";
+        case Refusal::offers_no_proof:
+            return "it offers no key proof (a libbmi peer without the key)";
+        case Refusal::gives_no_proof:
+            return "it gives no key proof (a libbmi peer without a key)";
+        case Refusal::first_handshake:
+            return "it speaks the first key handshake, which this libbmi no longer accepts "
+                   "(upgrade it)";
+        case Refusal::reflected_nonce:
+            return "it sent back the nonce of one of our own handshakes (a reflection)";
+        case Refusal::wrong_acceptor_proof:
+            return "its key proof is wrong (another key, or a proof made for another endpoint)";
+        case Refusal::wrong_initiator_proof:
+            return "its key proof is wrong (another key, or a replayed or reflected handshake)";
+        case Refusal::malformed_proof:
+            return "malformed key proof";
+        case Refusal::needs_our_key:
+            return "it admits only peers with its security key, and we have none";
+        case Refusal::refused_by_peer:
+            return "it refused our handshake (its log says why)";
+        case Refusal::legacy_framing:
+            return "legacy framing (BMI_TCP_LEGACY) cannot prove the security key";
+        case Refusal::legacy_first_frame:
+            return "its first frame is not a hello (a legacy OrangeFS peer cannot prove the key)";
+        case Refusal::closed_before_proof:
+            return "it closed before proving the key (a legacy OrangeFS server, or a server "
+                   "that refused our proof)";
+    }
+    return "unknown refusal";
+}
+
+bool tell_initiator(Refusal why) {
+    return why == Refusal::offers_no_proof || why == Refusal::first_handshake ||
+           why == Refusal::reflected_nonce;
+}
+
+void KeyGate::log_refusal(const std::string& source, std::string_view who, Refusal why) {
+    if (!log_.should_log(source)) return;
+    const std::string_view text = reason(why);
+    BMI_WARN("%s: refused %.*s: %.*s; connection closed (more refusals of %s are counted for a "
+             "minute, not logged; %llu refused so far)",
+             method_.c_str(), static_cast<int>(who.size()), who.data(),
+             static_cast<int>(text.size()), text.data(), source.c_str(),
+             static_cast<unsigned long long>(log_.refused()));
+}
+
+const Nonce& KeyHandshake::offer(KeyGate& gate, int fd, std::string our_stated) {
+    claim_ = gate.nonces_.claim();
+    exchange_.initiator_nonce = claim_.nonce();
+    exchange_.acceptor_endpoint = acceptor_endpoint(fd, Role::initiator);
+    exchange_.initiator_stated = std::move(our_stated);
+    stage_ = Stage::offered;
+    return exchange_.initiator_nonce;
+}
+
+KeyHandshake::Step KeyHandshake::check_answer(KeyGate& gate, KeyFeatures features,
+                                              const Nonce& nonce, std::string acceptor_stated,
+                                              std::span<const std::uint8_t> proof) {
+    Step step;
+    if (!gate.keyed()) {
+        if (features.required) step.refusal = Refusal::needs_our_key;
+        return step;
+    }
+    if (stage_ != Stage::offered) {
+        step.refusal = Refusal::wrong_acceptor_proof;
+    } else if (features.required && !features.proof) {
+        step.refusal = Refusal::refused_by_peer;
+    } else if (!features.proof || proof.empty()) {
+        step.refusal = Refusal::gives_no_proof;
+    } else if (!features.binding) {
+        step.refusal = Refusal::first_handshake;
+    }
+    if (step.refused()) return step;
+    exchange_.acceptor_nonce = nonce;
+    exchange_.acceptor_stated = std::move(acceptor_stated);
+    const support::keys::Transcript t = exchange_.transcript(gate.method_);
+    if (!support::keys::verify(*gate.key_, Role::acceptor, t, proof)) {
+        step.refusal = Refusal::wrong_acceptor_proof;
+        return step;
+    }
+    claim_.release();
+    stage_ = Stage::proven;
+    step.proof = support::keys::prove(*gate.key_, Role::initiator, t);
+    return step;
+}
+
+Refusal KeyHandshake::check_hello(const KeyGate& gate, KeyFeatures features) const {
+    if (!gate.keyed()) return Refusal::none;
+    if (!features.proof) return Refusal::offers_no_proof;
+    if (!features.binding) return Refusal::first_handshake;
+    return Refusal::none;
+}
+
+KeyHandshake::Step KeyHandshake::answer(KeyGate& gate, int fd, const Nonce& initiator_nonce,
+                                        std::string initiator_stated, std::string our_stated) {
+    Step step;
+    if (!gate.keyed() || stage_ != Stage::unproven) {
+        step.refusal = Refusal::wrong_initiator_proof;
+        return step;
+    }
+    if (gate.nonces_.ours(initiator_nonce)) {
+        step.refusal = Refusal::reflected_nonce;
+        return step;
+    }
+    exchange_.initiator_nonce = initiator_nonce;
+    exchange_.acceptor_nonce = support::keys::fresh_nonce();
+    exchange_.acceptor_endpoint = acceptor_endpoint(fd, Role::acceptor);
+    exchange_.initiator_stated = std::move(initiator_stated);
+    exchange_.acceptor_stated = std::move(our_stated);
+    step.nonce = exchange_.acceptor_nonce;
+    step.proof =
+        support::keys::prove(*gate.key_, Role::acceptor, exchange_.transcript(gate.method_));
+    stage_ = Stage::answered;
+    return step;
+}
+
+Refusal KeyHandshake::check_proof(const KeyGate& gate, std::span<const std::uint8_t> proof) {
+    if (!gate.keyed() || stage_ != Stage::answered) return Refusal::wrong_initiator_proof;
+    if (!support::keys::verify(*gate.key_, Role::initiator, exchange_.transcript(gate.method_),
+                               proof))
+        return Refusal::wrong_initiator_proof;
+    stage_ = Stage::proven;
+    return Refusal::none;
+}
+
+}  // namespace bmi::method::kit

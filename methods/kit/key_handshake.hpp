@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The keyed handshake every method runs (doc/security.md), as one state machine:
+//   initiator -> hello    its nonce
+//   acceptor  -> answer   its nonce and its proof
+//   initiator -> proof    its proof, once the acceptor's checks
+// A method encodes these three messages in its own wire and sends them its own way; what each
+// one must carry, when a peer is refused and why, and the one log line that says so are here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "methods/kit/key_exchange.hpp"
+#include "support/keys/refusal_log.hpp"
+#include "support/keys/secret_key.hpp"
+
+namespace bmi::method::kit {
+
+using support::keys::Proof;
+
+// Why a connection is refused before it may carry anything.
+enum class Refusal : std::uint8_t {
+    none,
+    offers_no_proof,        // acceptor: a keyless libbmi initiator
+    gives_no_proof,         // initiator: a keyless libbmi acceptor
+    first_handshake,        // a libbmi from before proofs were bound to endpoints
+    reflected_nonce,        // acceptor: the hello carries a nonce of one of our own handshakes
+    wrong_acceptor_proof,   // initiator: another key, or a proof made on another socket
+    wrong_initiator_proof,  // acceptor: another key, a replay, or a reflection
+    malformed_proof,        // acceptor: the proof message is not one
+    needs_our_key,          // initiator without a key: the acceptor admits only key holders
+    refused_by_peer,        // initiator with a key: the acceptor refused us and said so
+    legacy_framing,         // we were told to speak a framing that carries no proof
+    legacy_first_frame,     // acceptor: an OrangeFS client, which cannot prove a key
+    closed_before_proof,    // initiator: the acceptor hung up before its proof
+};
+
+// The log's words for why.
+std::string_view reason(Refusal why);
+
+// Whether an acceptor tells the initiator it refused it (in the method's "key required"
+// message) rather than only closing: a libbmi peer then fails its operations with
+// -BMI_EACCES instead of retrying a reset.
+bool tell_initiator(Refusal why);
+
+// What a hello, answer or refusal says about keys, decoded by the method from its own wire.
+struct KeyFeatures {
+    bool proof = false;     // it carries a nonce (and, answering, a proof)
+    bool binding = false;   // its proofs bind first-hand endpoints (this handshake's version)
+    bool required = false;  // it admits only key holders (a refusal carries no proof)
+};
+
+// One method instance's side of all its handshakes: the key (or none), our open nonces, and
+// the refusal log, rate-limited per source so a flood costs one line per source a minute.
+class KeyGate {
+public:
+    explicit KeyGate(std::string_view method) : method_(method) {}
+    KeyGate(const KeyGate&) = delete;
+    KeyGate& operator=(const KeyGate&) = delete;
+
+    void use(support::keys::SharedKey key) { key_ = std::move(key); }
+    bool keyed() const { return key_ != nullptr; }
+    // The proofs' feature bits to announce: both, or none without a key.
+    KeyFeatures offered() const { return {keyed(), keyed(), false}; }
+
+    // Logs that the connection `who` (from `source`, the rate limit's key) is refused and why.
+    void log_refusal(const std::string& source, std::string_view who, Refusal why);
+    std::uint64_t refused() const { return log_.refused(); }
+    const support::keys::RefusalLog& log() const { return log_; }
+
+private:
+    friend class KeyHandshake;
+    std::string method_;  // also what a proof is for: a proof for one method fails on another
+    support::keys::SharedKey key_;
+    NoncesInFlight nonces_;
+    support::keys::RefusalLog log_;
+};
+
+// One connection's handshake. Built keyed or keyless from the gate when the connection is
+// made, so that a keyed connection holds back its traffic before the first message, too.
+class KeyHandshake {
+public:
+    enum class Stage : std::uint8_t {
+        keyless,   // no key: nothing to prove
+        unproven,  // keyed, nothing exchanged yet
+        offered,   // initiator: hello sent with our nonce, awaiting the answer
+        answered,  // acceptor: answer sent with our proof, awaiting the initiator's
+        proven,    // the other side's proof checked
+    };
+
+    // The outcome of one step: a refusal, or what our next message carries.
+    struct Step {
+        Refusal refusal = Refusal::none;
+        Nonce nonce{};  // the acceptor's answer: our nonce
+        Proof proof{};  // the answer's or the initiator's proof
+        bool refused() const { return refusal != Refusal::none; }
+    };
+
+    KeyHandshake() = default;
+    explicit KeyHandshake(const KeyGate& gate)
+        : stage_(gate.keyed() ? Stage::unproven : Stage::keyless) {}
+
+    Stage stage() const { return stage_; }
+    bool keyed() const { return stage_ != Stage::keyless; }
+    bool proven() const { return stage_ == Stage::proven; }
+    // What the initiator announced of itself: a name its peer may take once proven.
+    const std::string& initiator_stated() const { return exchange_.initiator_stated; }
+
+    // Initiator, keyed: the nonce our hello carries. `our_stated` is what the hello says of us,
+    // fd the connected socket (the acceptor's endpoint is read from it first-hand).
+    const Nonce& offer(KeyGate& gate, int fd, std::string our_stated);
+    // Initiator: the acceptor's answer. Keyless, only a refusal that requires a key refuses.
+    // Keyed, the step carries our proof, to send before anything else.
+    Step check_answer(KeyGate& gate, KeyFeatures features, const Nonce& nonce,
+                      std::string acceptor_stated, std::span<const std::uint8_t> proof);
+    // Acceptor: a hello, before anything is built for it. Keyless, every hello passes.
+    Refusal check_hello(const KeyGate& gate, KeyFeatures features) const;
+    // Acceptor, keyed, after check_hello: our answer's nonce and proof.
+    Step answer(KeyGate& gate, int fd, const Nonce& initiator_nonce,
+                std::string initiator_stated, std::string our_stated);
+    // Acceptor: the initiator's proof. Nothing of the connection may reach the application
+    // before this passes.
+    Refusal check_proof(const KeyGate& gate, std::span<const std::uint8_t> proof);
+
+private:
+    Stage stage_ = Stage::keyless;
+    KeyExchange exchange_;
+    NoncesInFlight::Claim claim_;  // the initiator's nonce, until the acceptor's proof checks
+};
+
+}  // namespace bmi::method::kit
