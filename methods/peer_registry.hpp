@@ -2,7 +2,7 @@
 // The peers one method knows, owned by object and found by canonical address string, so that a
 // lookup of an address already seen (or a proven peer that connected and announced it) yields
 // the same Peer. Shared by the methods whose peers carry a `canonical` string (tcp, verbs);
-// PeerNames, the name half with the binding rule for accepted connections, by tcp and shm.
+// PeerNames, the name half with the binding rule for accepted connections, by every method.
 #pragma once
 
 #include <memory>

@@ -430,7 +430,7 @@ void VerbsMethod::became_ready(Connection& c) {
     // our traffic; the other still delivers what arrives on it.
     if (peer.connection == nullptr) peer.connection = &c;
     if (!c.outbound) {
-        // Without a name: a lookup of whatever it announced makes a peer of its own.
+        adopt_announced_name(c);
         peers_.add(c.peer);
         sink_.register_peer(c.peer);
     }

@@ -53,10 +53,11 @@ std::optional<VerbsAddress> parse_address(std::string_view address) {
     return out;
 }
 
-int resolve(const std::string& host, std::uint16_t port, sockaddr_storage& out, socklen_t& len) {
+int resolve(const std::string& host, std::uint16_t port, sockaddr_storage& out, socklen_t& len,
+            int flags = 0) {
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
+    hints.ai_flags = AI_NUMERICSERV | flags;
     addrinfo* result = nullptr;
     const std::string service = std::to_string(port);
     if (getaddrinfo(host.c_str(), service.c_str(), &hints, &result) != 0 || result == nullptr)
@@ -242,6 +243,28 @@ int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out) {
         return rc;
     out = std::move(resolved);
     return 0;
+}
+
+void VerbsMethod::adopt_announced_name(Connection& c) {
+    // The rule every method keeps (PeerNames::may_take): the name a peer proved the key over
+    // (it is in the transcript), unless a live peer answers to it already.
+    VerbsPeer& peer = *c.peer;
+    if (!c.key_handshake.proven()) return;
+    const std::string_view announced(c.remote_hello.name,
+                                     std::min<std::size_t>(c.remote_hello.name_length, max_name));
+    auto parsed = parse_address(announced);
+    if (!parsed || parsed->bootstrap.port == 0) return;
+    const std::string canonical =
+        "verbs://" + support::format_host_port(parsed->bootstrap.host, parsed->bootstrap.port);
+    if (!peers_.may_take_name(canonical, true)) return;
+    // Only a literal address is resolved here, under the method lock; a lookup of a host name
+    // resolves it outside the lock and finds this peer by its name.
+    if (resolve(parsed->bootstrap.host, parsed->bootstrap.port, peer.target, peer.target_length,
+                AI_NUMERICHOST) != 0)
+        peer.target_length = 0;
+    peer.canonical = canonical;
+    peer.port = parsed->bootstrap.port;
+    BMI_LOG(verbs, "verbs: proven peer answers to its announced address %s", canonical.c_str());
 }
 
 int VerbsMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {

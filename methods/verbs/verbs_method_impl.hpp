@@ -114,6 +114,9 @@ private:
     void offer_for_shedding(kit::SheddingChoice& choice) override;
     void watch_listeners(bool on) override { set_listener_interest(on); }
     void became_ready(Connection& c);
+    // An accepted connection's peer takes the address it announced once it proved the key
+    // (PeerNames::may_take), as on every method.
+    void adopt_announced_name(Connection& c);
     bool flush_out(Connection& c);
     void update_interest(Connection& c);
 

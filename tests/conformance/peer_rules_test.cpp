@@ -2,7 +2,7 @@
 // The rules every method applies to a peer it does not trust yet (issue 37), written once and
 // run for every compiled method through its adapter (attacker.hpp): verbs in the soft-RoCE
 // guest. Each rule's bound and setting per method are rows of doc/RELIABILITY.md. This file:
-// keys, the setup deadline, an announced name, a handshake carried across two connections;
+// keys, the setup deadline, announced names, a handshake carried across two connections;
 // peer_rules_resources_test.cpp: early data and descriptors; peer_rules_resolver_test.cpp.
 #include <catch2/catch.hpp>
 
@@ -122,6 +122,44 @@ TEST_CASE("peer rules: an announced name without proof does not take its holder'
     const auto got = wait_unexpected(holder, 5000);
     CHECK(std::string(static_cast<const char*>(got.buffer)) == text);
     holder.instance->unexpected_free(got.buffer);
+}
+
+// A proven announced name. A key holder that listens and connects to us proves the key over
+// the address it announces: that address is then its name, and a lookup of it finds the peer
+// that already came in (as two servers that talk both ways expect). Without a key the same
+// announcement names nothing, and the lookup makes a peer of its own.
+
+TEST_CASE("peer rules: a peer that proved the key answers to the address it announced",
+          "[rules][announced]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    const bool keyed = GENERATE(true, false);
+    INFO("method " << scheme << (keyed ? ", keyed" : ", keyless"));
+    KeyFiles files;
+    const std::string key = keyed ? key_option(files.key("k", 1)) : std::string();
+    Side server = listening(scheme, key);
+    Side client = listening(scheme, key);  // a server too: it announces its listen address
+    BMI_addr_t to_server = 0;
+    REQUIRE(client.instance->addr_lookup(server.instance->listen_addresses(), to_server) == 0);
+    const char text[] = "from a listening client";
+    auto request = send_request(client, to_server, text, sizeof text, 5);
+    request.kind = method::OpKind::send_unexpected;
+    {
+        Pump server_pump(*server.instance);
+        REQUIRE(post_and_wait(client, request, 10000).error == 0);
+    }
+    core::UnexpectedMessage got;
+    {
+        Pump client_pump(*client.instance);
+        got = wait_unexpected(server, 10000);
+    }
+    CHECK(std::string(static_cast<const char*>(got.buffer)) == text);
+    server.instance->unexpected_free(got.buffer);
+    BMI_addr_t looked_up = 0;
+    REQUIRE(server.instance->addr_lookup(client.instance->listen_addresses(), looked_up) == 0);
+    if (keyed)
+        CHECK(looked_up == got.addr);
+    else
+        CHECK(looked_up != got.addr);
 }
 
 // A handshake reflected across two connections. A keyless attacker takes the
