@@ -45,7 +45,7 @@ void ShmMethod::offer_for_shedding(kit::SheddingChoice& choice) {
     for (auto& [id, owned] : connections_) {
         const Connection& conn = *owned;
         if (conn.initiator || conn.fd < 0) continue;
-        const auto accepted_at = conn.setup_deadline - options_.connect_timeout;
+        const auto accepted_at = conn.setup_deadline - options_.setup_timeout;
         if (conn.state == ConnState::await_hello || conn.state == ConnState::await_proof) {
             choice.offer(id, accepted_at, true);
             continue;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "support/settings/setting_table.hpp"
 
+#include <cctype>
 #include <functional>
 
 namespace bmi::support {
@@ -16,7 +17,7 @@ constexpr SettingSpec rows[] = {
     {I::debug, "debug", "BMI_DEBUG", T::text, "", "", 0, 0, "",
      "log areas: control,address,tcp,shm,verbs,error or all (read once per process, from the "
      "environment only: logging works before any instance exists)",
-     false},
+     "", false},
     {I::unexpected_quota, "unexpected_quota", "BMI_UNEXPECTED_QUOTA", T::size, "64M", "bytes",
      0, TiB, "", "unexpected messages an instance holds before it stops reading their senders"},
     {I::unexpected_peer_quota, "unexpected_peer_quota", "BMI_UNEXPECTED_PEER_QUOTA", T::size,
@@ -50,6 +51,23 @@ static_assert(rows_follow_ids(rows, static_cast<std::size_t>(I::allocation_id) +
 constexpr std::less<const SettingSpec*> before;
 }  // namespace
 
+std::string option_key(std::string_view env) {
+    if (env.starts_with("BMI_")) env.remove_prefix(4);
+    std::string key;
+    for (char c : env) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return key;
+}
+
+std::vector<std::string_view> former_names(const SettingSpec& row) {
+    std::vector<std::string_view> names;
+    for (std::string_view rest = row.former; !rest.empty();) {
+        const auto bar = rest.find('|');
+        names.push_back(rest.substr(0, bar));
+        rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+    }
+    return names;
+}
+
 SettingTable::SettingTable(std::initializer_list<std::span<const SettingSpec>> blocks)
     : blocks_(blocks) {
     for (auto block : blocks_)
@@ -59,6 +77,17 @@ SettingTable::SettingTable(std::initializer_list<std::span<const SettingSpec>> b
 const SettingSpec* SettingTable::find(std::string_view key) const {
     for (const SettingSpec* row : rows_)
         if (row->key == key) return row;
+    return nullptr;
+}
+
+const SettingSpec* SettingTable::find_former(std::string_view key,
+                                             std::string_view& former_env) const {
+    for (const SettingSpec* row : rows_)
+        for (std::string_view name : former_names(*row))
+            if (option_key(name) == key) {
+                former_env = name;
+                return row;
+            }
     return nullptr;
 }
 

@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -56,10 +57,19 @@ struct SettingSpec {
     std::int64_t max = 0;
     std::string_view choices;       // choice: the words, separated by '|'
     std::string_view meaning;       // one line
+    // The row's former environment names, '|'-separated ("BMI_SHM_EARLY_BYTES"), each with
+    // its option key by the usual rule (option_key). Still read, with a warning that names
+    // the current one; bmi-info and doc/SETTINGS.md list them. "" = none.
+    std::string_view former = {};
     // false: read by the process, not per instance (BMI_DEBUG: logging works before any
     // instance exists), so the environment is its only source.
     bool per_instance = true;
 };
+
+// The option key that goes with an environment name: without BMI_, in lower case.
+std::string option_key(std::string_view env);
+// The row's former environment names (SettingSpec::former), in order.
+std::vector<std::string_view> former_names(const SettingSpec& row);
 
 // True if rows[i].id is i for every row and there are `count` of them: for an owner's
 // static_assert that its rows and its enum agree.
@@ -105,6 +115,9 @@ public:
     std::size_t size() const { return rows_.size(); }
     // The row with this option-string key, or nullptr.
     const SettingSpec* find(std::string_view key) const;
+    // The row that had this option key as a former name, or nullptr; former_env gets that
+    // former environment name.
+    const SettingSpec* find_former(std::string_view key, std::string_view& former_env) const;
     // Where this row (by address, from its owner's block) is in the table; nullopt if its
     // owner's block is not in this table.
     std::optional<std::size_t> position(const SettingSpec& row) const;
