@@ -52,19 +52,14 @@ constexpr support::SettingSpec rows[] = {
      "a connection's setup (first connect, backlog retries, or accept, until the handshake "
      "is done) is dropped then; the peer's operations fail with -BMI_ETIMEDOUT",
      "BMI_SHM_CONNECT_TIMEOUT_MS"},
-    {I::pending_per_source, "shm_pending_per_source", "BMI_SHM_PENDING_PER_SOURCE", T::count,
-     "256", "handshakes", 1, 65'536, "",
-     "accepted connections one process may have that have not finished their handshake; a "
-     "new one beyond it closes that process's oldest, or waits"},
+    support::pending_per_source_row(I::pending_per_source, "shm_pending_per_source",
+                                    "BMI_SHM_PENDING_PER_SOURCE", "256"),
 };
-static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::pending_per_source) + 1),
-              "rows must follow SettingId, one each");
+constexpr support::OwnedRows owned{rows, I::pending_per_source};
 }  // namespace
 
-std::span<const support::SettingSpec> setting_rows() { return rows; }
+std::span<const support::SettingSpec> setting_rows() { return owned.all(); }
 
-const support::SettingSpec& setting_spec(SettingId id) {
-    return rows[static_cast<std::size_t>(id)];
-}
+const support::SettingSpec& setting_spec(SettingId id) { return owned[id]; }
 
 }  // namespace bmi::method::shm

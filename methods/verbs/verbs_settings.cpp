@@ -31,10 +31,8 @@ constexpr support::SettingSpec rows[] = {
      "BMI_VERBS_CONNECT_TIMEOUT_MS"},
     {I::stats, "verbs_stats", "BMI_VERBS_STATS", T::flag, "0", "", 0, 0, "",
      "print the method's counters to stderr when it is finalized"},
-    {I::pending_per_source, "verbs_pending_per_source", "BMI_VERBS_PENDING_PER_SOURCE",
-     T::count, "8", "handshakes", 1, 65'536, "",
-     "bootstrap handshakes in progress that one source address may hold; a new one beyond it "
-     "closes that source's oldest, or waits"},
+    support::pending_per_source_row(I::pending_per_source, "verbs_pending_per_source",
+                                    "BMI_VERBS_PENDING_PER_SOURCE", "8"),
     {I::early_peer_bytes, "verbs_early_peer_bytes", "BMI_VERBS_EARLY_PEER_BYTES",
      T::size, "8M", "bytes", 64 * KiB, TiB, "",
      "early data (unclaimed eager payloads and announcements) kept for one peer before its "
@@ -42,14 +40,11 @@ constexpr support::SettingSpec rows[] = {
     {I::early_total_bytes, "verbs_early_total_bytes", "BMI_VERBS_EARLY_TOTAL_BYTES",
      T::size, "256M", "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
 };
-static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::early_total_bytes) + 1),
-              "rows must follow SettingId, one each");
+constexpr support::OwnedRows owned{rows, I::early_total_bytes};
 }  // namespace
 
-std::span<const support::SettingSpec> setting_rows() { return rows; }
+std::span<const support::SettingSpec> setting_rows() { return owned.all(); }
 
-const support::SettingSpec& setting_spec(SettingId id) {
-    return rows[static_cast<std::size_t>(id)];
-}
+const support::SettingSpec& setting_spec(SettingId id) { return owned[id]; }
 
 }  // namespace bmi::method::verbs

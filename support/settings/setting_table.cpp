@@ -45,8 +45,7 @@ constexpr SettingSpec rows[] = {
      "without a PMIx launcher or the ids the instance starts as if none were given, and logs "
      "it; a launcher without a loadable libpmix is an error; empty = none"},
 };
-static_assert(rows_follow_ids(rows, static_cast<std::size_t>(I::allocation_id) + 1),
-              "rows must follow SettingId, one each");
+constexpr OwnedRows owned{rows, I::allocation_id};
 
 constexpr std::less<const SettingSpec*> before;
 }  // namespace
@@ -102,9 +101,9 @@ std::optional<std::size_t> SettingTable::position(const SettingSpec& row) const 
     return std::nullopt;
 }
 
-std::span<const SettingSpec> general_setting_rows() { return rows; }
+std::span<const SettingSpec> general_setting_rows() { return owned.all(); }
 
-const SettingSpec& setting_spec(SettingId id) { return rows[static_cast<std::size_t>(id)]; }
+const SettingSpec& setting_spec(SettingId id) { return owned[id]; }
 
 const SettingTable& general_settings() {
     static const SettingTable table{general_setting_rows()};

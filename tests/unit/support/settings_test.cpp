@@ -55,7 +55,9 @@ constexpr SettingSpec rows[] = {
      "BMI_OWNER_EARLY_BYTES|BMI_OWNER_EARLY"},
 };
 static_assert(rows_follow_ids(rows, 6));
-const SettingSpec& setting_spec(SettingId id) { return rows[static_cast<std::size_t>(id)]; }
+static_assert(!rows_follow_ids(rows, 5));  // one row more than the enum says
+constexpr OwnedRows owned{rows, SettingId::early_peer_bytes};
+const SettingSpec& setting_spec(SettingId id) { return owned[id]; }
 
 const SettingTable& table() {
     static const SettingTable gathered{general_setting_rows(), rows};
