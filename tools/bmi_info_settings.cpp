@@ -48,7 +48,10 @@ bool print_settings(std::ostream& out, std::string_view options) {
         if (!spec.unit.empty() && spec.unit != "bytes" && spec.unit != "ms")
             value.append(" ").append(spec.unit);
         out << "  " << std::left << std::setw(31) << spec.env << " " << std::setw(14) << value
-            << " (" << source << ")  " << spec.meaning << "\n";
+            << " (" << source << ")  " << spec.meaning;
+        for (std::string_view former : support::former_names(spec))
+            out << "; formerly " << former;
+        out << "\n";
     }
     return valid;
 }
@@ -68,11 +71,19 @@ void print_settings_markdown(std::ostream& out) {
     out << "| environment | option key | type | default | unit | range | meaning |\n"
            "| --- | --- | --- | --- | --- | --- | --- |\n";
     for (const auto& spec : method::all_settings().rows()) {
-        out << "| `" << spec.env << "` | ";
+        const auto formers = support::former_names(spec);
+        out << "| `" << spec.env << '`';
+        for (std::string_view former : formers) out << " (formerly `" << former << "`)";
+        out << " | ";
         // Streamed, not built as "`" + std::string(key): gcc 12 at -O3 warns falsely
         // (-Wrestrict) about the string that inserts at its front.
-        if (spec.per_instance) out << '`' << spec.key << '`';
-        else out << "- (environment only)";
+        if (spec.per_instance) {
+            out << '`' << spec.key << '`';
+            for (std::string_view former : formers)
+                out << " (formerly `" << support::option_key(former) << "`)";
+        } else {
+            out << "- (environment only)";
+        }
         out << " | " << type_name(spec.type) << " | " << shown(spec.default_text) << " | "
             << (spec.unit.empty() ? "-" : spec.unit) << " | " << support::range_text(spec)
             << " | " << spec.meaning << " |\n";

@@ -164,10 +164,14 @@ bool Acceptor::shed(int listen_fd) {
     if (shed_one(0)) return true;
     // Level-triggered epoll reports the pending connection again and again while accept fails,
     // which would spin the caller: the reserve descriptor takes it, to be answered and closed.
-    if (reserve_.count_shed())
-        BMI_WARN("%s: out of file descriptors; refusing new connections (%llu so far; each "
-                 "connection holds descriptors, ulimit -n)", method_, reserve_.sheds());
-    const auto shed = reserve_.shed(listen_fd, [this](int fd) { host_.answer_shed(fd); });
+    // Counted and logged only when a connection was there: with the table full, accept fails
+    // even when nobody waits (after the last one was taken).
+    const auto shed = reserve_.shed(listen_fd, [this](int fd) {
+        if (reserve_.count_shed())
+            BMI_WARN("%s: out of file descriptors; refusing new connections (%llu so far; each "
+                     "connection holds descriptors, ulimit -n)", method_, reserve_.sheds());
+        host_.answer_shed(fd);
+    });
     // No reserve (another thread took the slot): stop watching the listener until one of our
     // own connections closes and frees a descriptor.
     if (shed == support::AcceptReserve::Shed::no_reserve) host_.watch_listeners(false);

@@ -86,7 +86,8 @@ public:
     virtual void offer_for_shedding(SheddingChoice& choice) = 0;
     // Stops (false) or resumes watching the listening sockets.
     virtual void watch_listeners(bool on) = 0;
-    // Writes why to a socket taken only to be closed, where the method's wire can say it.
+    // Writes why to a socket taken only to be closed, where the method's wire can say it. The
+    // acceptor has logged the refusal: the method adds no line of its own.
     virtual void answer_shed(int fd) { (void)fd; }
 };
 

@@ -8,7 +8,7 @@
 // will complete it. 1,000 clients starting at once against one server (a job start on one
 // node) meet it, so the connection waits in ConnState::backlog_full without a socket, tries
 // again after a pause that starts at 1 ms and doubles up to 64 ms, and gives up with
-// -BMI_ETIMEDOUT at the connection's setup deadline (BMI_SHM_CONNECT_TIMEOUT_MS after the
+// -BMI_ETIMEDOUT at the connection's setup deadline (BMI_SHM_SETUP_TIMEOUT_MS after the
 // first try, shm_setup_deadline.cpp, which also schedules these tries). Sends posted
 // meanwhile wait in its send queue (the rings are not live: no listener has seen us yet) and
 // go out once the connect is through; at the deadline they and the receives posted for the
@@ -63,9 +63,9 @@ int ShmMethod::wait_for_backlog(Connection& conn) {
     auto now = std::chrono::steady_clock::now();
     if (now >= conn.setup_deadline) {
         BMI_LOG(error, "shm: shm://%s: its listen backlog stayed full for %lld ms "
-                       "(BMI_SHM_CONNECT_TIMEOUT_MS), its operations fail",
+                       "(BMI_SHM_SETUP_TIMEOUT_MS), its operations fail",
                 conn.peer->name.c_str(),
-                static_cast<long long>(options_.connect_timeout.count()));
+                static_cast<long long>(options_.setup_timeout.count()));
         return -BMI_ETIMEDOUT;
     }
     if (conn.state != ConnState::backlog_full) {
@@ -73,7 +73,7 @@ int ShmMethod::wait_for_backlog(Connection& conn) {
         conn.retry_pause = first_pause;
         BMI_LOG(shm, "shm://%s: listen backlog full, connecting again for up to %lld ms",
                 conn.peer->name.c_str(),
-                static_cast<long long>(options_.connect_timeout.count()));
+                static_cast<long long>(options_.setup_timeout.count()));
     }
     // The last try comes at the deadline, not a pause after it.
     conn.retry_at = std::min<std::chrono::steady_clock::time_point>(now + conn.retry_pause,

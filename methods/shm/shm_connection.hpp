@@ -72,7 +72,7 @@ struct Connection {
     bool stalled = false;  // an unexpected message waits in rx for quota
     PeerRegions peer_regions;  // the peer's shared buffers, mapped here (shm_region.hpp)
     int socket_error = 0;      // the socket's framing broke; poll_pass closes the connection
-    // Until open: when the handshake must be done (BMI_SHM_CONNECT_TIMEOUT_MS after the first
+    // Until open: when the handshake must be done (BMI_SHM_SETUP_TIMEOUT_MS after the first
     // connect or the accept, shm_setup_deadline.cpp). backlog_full: when to connect again and
     // the pause after that.
     std::chrono::steady_clock::time_point setup_deadline{};

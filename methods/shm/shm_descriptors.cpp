@@ -4,7 +4,8 @@
 // backlog), and a hello whose descriptors the kernel could not give us would read as a
 // malformed one, blaming a well-behaved client. Instead the client is told why (a refusal
 // reply with -BMI_EMFILE, which its operations see as -BMI_ECONNREFUSED) and the peers already
-// served are untouched; the warning says which limit to raise.
+// served are untouched; the warning (the kit's, for a socket the listener could not accept)
+// says which limit to raise.
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -45,7 +46,7 @@ void ShmMethod::offer_for_shedding(kit::SheddingChoice& choice) {
     for (auto& [id, owned] : connections_) {
         const Connection& conn = *owned;
         if (conn.initiator || conn.fd < 0) continue;
-        const auto accepted_at = conn.setup_deadline - options_.connect_timeout;
+        const auto accepted_at = conn.setup_deadline - options_.setup_timeout;
         if (conn.state == ConnState::await_hello || conn.state == ConnState::await_proof) {
             choice.offer(id, accepted_at, true);
             continue;
@@ -62,7 +63,9 @@ void ShmMethod::offer_for_shedding(kit::SheddingChoice& choice) {
 }
 
 void ShmMethod::answer_shed(int fd) {
-    warn_out_of_descriptors("a new connection");
+    // The kit's acceptor has logged this refusal already (its reserve warning): one line per
+    // event, so only the count is ours.
+    ++descriptor_refusals_;
     send_refusal(fd, -BMI_EMFILE);
 }
 

@@ -43,7 +43,7 @@ ShmMethod::ShmMethod(Sink& sink, const Options& options)
     : sink_(sink), options_(options), single_copy_(options.single_copy),
       early_(options.budgets.early),
       spin_(options.spin_us) {
-    acceptor_.set_limits(options.pending_per_source, options.connect_timeout);
+    acceptor_.set_limits(options.pending_per_source, options.setup_timeout);
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
     if (single_copy_) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);

@@ -128,7 +128,7 @@ private:
     int wait_for_backlog(Connection& conn);
     // A try of a backlog_full connection that is due; 0, or the error to close it with.
     int retry_connect(Connection& conn);
-    // --- shm_setup_deadline.cpp: no handshake outlives BMI_SHM_CONNECT_TIMEOUT_MS ---
+    // --- shm_setup_deadline.cpp: no handshake outlives BMI_SHM_SETUP_TIMEOUT_MS ---
     // Schedules conn's setup deadline (it is in connections_, its setup_deadline set), and its
     // next connect retry while the backlog is full.
     void watch_setup(Connection& conn);

@@ -49,12 +49,12 @@ int load_options(const support::Settings& settings, bmi_size_t unexpected_overri
     out.shared_buffers = settings.flag(SettingId::shared_buffers);
     out.pool.bytes = bytes(settings, SettingId::pool_bytes);
     out.pool.per_class = bytes(settings, SettingId::pool_per_class);
-    out.budgets.early = {settings.number(SettingId::early_bytes),
-                         settings.number(SettingId::early_count),
-                         settings.number(SettingId::early_total)};
+    out.budgets.early = {settings.number(SettingId::early_peer_bytes),
+                         settings.number(SettingId::early_peer_count),
+                         settings.number(SettingId::early_total_bytes)};
     out.budgets.offer_bytes = bytes(settings, SettingId::offer_bytes);
     out.budgets.offer_count = bytes(settings, SettingId::offer_count);
-    out.connect_timeout = settings.duration(SettingId::connect_timeout);
+    out.setup_timeout = settings.duration(SettingId::setup_timeout);
     out.pending_per_source = bytes(settings, SettingId::pending_per_source);
     // Inline messages may use at most half a ring so two of them can always be in flight.
     bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -

@@ -27,8 +27,8 @@ struct Budgets {
     // Eager messages that arrived before their receive was posted, kept per peer (bytes,
     // messages) and over all peers (bytes). Over a budget the peer's ring is not read until
     // receives take some: its sends wait, our memory does not grow.
-    // BMI_SHM_EARLY_BYTES, BMI_SHM_EARLY_COUNT, BMI_SHM_EARLY_TOTAL: peer_bytes, peer_count,
-    // total_bytes, as tcp's and verbs' early limits.
+    // BMI_SHM_EARLY_PEER_BYTES, BMI_SHM_EARLY_PEER_COUNT, BMI_SHM_EARLY_TOTAL_BYTES:
+    // peer_bytes, peer_count, total_bytes, as tcp's and verbs' early limits.
     EarlyBudget::Limits early;
     // Shared buffers a peer offered that we map, per connection (bytes, regions). An offer
     // over budget is refused: its messages take the kernel's paths.
@@ -63,9 +63,9 @@ struct Options {
     Budgets budgets;
     // How long a connection's setup may take, from the first connect (backlog retries
     // included) or the accept until its handshake is done; then it is dropped and the peer's
-    // operations fail with -BMI_ETIMEDOUT (BMI_SHM_CONNECT_TIMEOUT_MS, shm_connect_timeout_ms;
+    // operations fail with -BMI_ETIMEDOUT (BMI_SHM_SETUP_TIMEOUT_MS, shm_setup_timeout_ms;
     // shm_setup_deadline.cpp).
-    std::chrono::milliseconds connect_timeout{};
+    std::chrono::milliseconds setup_timeout{};
     // Accepted connections one process may hold before their handshake is done
     // (BMI_SHM_PENDING_PER_SOURCE, kit::Acceptor).
     std::size_t pending_per_source = 0;

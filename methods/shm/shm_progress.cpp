@@ -320,7 +320,7 @@ std::optional<std::uint64_t> ShmMethod::start_accepted(const kit::AcceptedSocket
     conn->peer_pid = static_cast<pid_t>(socket.peer_id);
     conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
     // The client's hello (and, keyed, its proof) must come by then.
-    conn->setup_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
+    conn->setup_deadline = std::chrono::steady_clock::now() + options_.setup_timeout;
     if (epoll_set(epoll_fd_, EPOLL_CTL_ADD, socket.fd, EPOLLIN | EPOLLRDHUP, conn->id) != 0) {
         close(socket.fd);
         conn->fd = -1;
@@ -421,7 +421,7 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     conn->own_socket_sent = conn->segment.socket_messages(0);
     conn->peer_socket_sent = conn->segment.socket_messages(1);
     // From the first try until the listener's reply, backlog retries included.
-    conn->setup_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
+    conn->setup_deadline = std::chrono::steady_clock::now() + options_.setup_timeout;
     rc = start_connect(*conn);
     if (rc != 0) return rc;
     peer->connection = conn->id;

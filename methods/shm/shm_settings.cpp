@@ -34,33 +34,32 @@ constexpr support::SettingSpec rows[] = {
      TiB, "", "freed shared buffers kept for reuse, all sizes together; 0 = none"},
     {I::pool_per_class, "shm_pool_per_class", "BMI_SHM_POOL_PER_CLASS", T::count, "16",
      "buffers", 0, 65'536, "", "freed shared buffers kept for reuse per size class"},
-    {I::early_bytes, "shm_early_bytes", "BMI_SHM_EARLY_BYTES", T::size, "4M", "bytes", 0,
-     TiB, "", "eager messages kept for one peer before any receive wants them"},
-    {I::early_count, "shm_early_count", "BMI_SHM_EARLY_COUNT", T::count, "1024",
-     "messages", 0, GiB, "", "eager messages kept for one peer, counted"},
-    {I::early_total, "shm_early_total", "BMI_SHM_EARLY_TOTAL", T::size, "64M", "bytes", 0,
-     TiB, "", "eager messages kept for all peers together"},
+    {I::early_peer_bytes, "shm_early_peer_bytes", "BMI_SHM_EARLY_PEER_BYTES", T::size, "4M",
+     "bytes", 0, TiB, "", "eager messages kept for one peer before any receive wants them",
+     "BMI_SHM_EARLY_BYTES"},
+    {I::early_peer_count, "shm_early_peer_count", "BMI_SHM_EARLY_PEER_COUNT", T::count,
+     "1024", "messages", 0, GiB, "", "eager messages kept for one peer, counted",
+     "BMI_SHM_EARLY_COUNT"},
+    {I::early_total_bytes, "shm_early_total_bytes", "BMI_SHM_EARLY_TOTAL_BYTES", T::size,
+     "64M", "bytes", 0, TiB, "", "eager messages kept for all peers together",
+     "BMI_SHM_EARLY_TOTAL"},
     {I::offer_bytes, "shm_offer_bytes", "BMI_SHM_OFFER_BYTES", T::size, "1G", "bytes", 0,
      TiB, "", "shared buffers one connection's peer may have us map"},
     {I::offer_count, "shm_offer_count", "BMI_SHM_OFFER_COUNT", T::count, "4096",
      "regions", 0, GiB, "", "shared buffers one connection's peer may have us map, counted"},
-    {I::connect_timeout, "shm_connect_timeout_ms", "BMI_SHM_CONNECT_TIMEOUT_MS",
+    {I::setup_timeout, "shm_setup_timeout_ms", "BMI_SHM_SETUP_TIMEOUT_MS",
      T::duration, "10s", "ms", 1, hour_ms, "",
      "a connection's setup (first connect, backlog retries, or accept, until the handshake "
-     "is done) is dropped then; the peer's operations fail with -BMI_ETIMEDOUT"},
-    {I::pending_per_source, "shm_pending_per_source", "BMI_SHM_PENDING_PER_SOURCE", T::count,
-     "256", "handshakes", 1, 65'536, "",
-     "accepted connections one process may have that have not finished their handshake; a "
-     "new one beyond it closes that process's oldest, or waits"},
+     "is done) is dropped then; the peer's operations fail with -BMI_ETIMEDOUT",
+     "BMI_SHM_CONNECT_TIMEOUT_MS"},
+    support::pending_per_source_row(I::pending_per_source, "shm_pending_per_source",
+                                    "BMI_SHM_PENDING_PER_SOURCE", "256"),
 };
-static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::pending_per_source) + 1),
-              "rows must follow SettingId, one each");
+constexpr support::OwnedRows owned{rows, I::pending_per_source};
 }  // namespace
 
-std::span<const support::SettingSpec> setting_rows() { return rows; }
+std::span<const support::SettingSpec> setting_rows() { return owned.all(); }
 
-const support::SettingSpec& setting_spec(SettingId id) {
-    return rows[static_cast<std::size_t>(id)];
-}
+const support::SettingSpec& setting_spec(SettingId id) { return owned[id]; }
 
 }  // namespace bmi::method::shm

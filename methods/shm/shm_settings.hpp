@@ -22,12 +22,12 @@ enum class SettingId : std::uint8_t {
     shared_buffers,
     pool_bytes,
     pool_per_class,
-    early_bytes,
-    early_count,
-    early_total,
+    early_peer_bytes,
+    early_peer_count,
+    early_total_bytes,
     offer_bytes,
     offer_count,
-    connect_timeout,
+    setup_timeout,
     pending_per_source,
 };
 std::span<const support::SettingSpec> setting_rows();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // No connection setup waits on its peer without a deadline. From the first connect (initiator)
-// or the accept (acceptor) until the connection is open, BMI_SHM_CONNECT_TIMEOUT_MS bounds it:
+// or the accept (acceptor) until the connection is open, BMI_SHM_SETUP_TIMEOUT_MS bounds it:
 // - an initiator whose listener queued the connect but never accepts it (a stopped or hung
 //   server), or accepts it and never replies to the hello, would otherwise hold its large
 //   sends and the receives posted for the peer until the socket closes, which may be never;
@@ -55,15 +55,15 @@ int ShmMethod::expire_setup(Connection& conn) {
     if (conn.state != ConnState::connecting)
         if (int rc = advance_handshake(conn); rc != 0 || conn.state == ConnState::open)
             return rc;
-    const auto ms = static_cast<long long>(options_.connect_timeout.count());
+    const auto ms = static_cast<long long>(options_.setup_timeout.count());
     if (conn.initiator)
         BMI_LOG(error, "shm: shm://%s: connection %llu did not finish its handshake within "
-                       "%lld ms (BMI_SHM_CONNECT_TIMEOUT_MS): the listener does not answer; "
+                       "%lld ms (BMI_SHM_SETUP_TIMEOUT_MS): the listener does not answer; "
                        "its operations fail",
                 conn.peer->name.c_str(), static_cast<unsigned long long>(conn.id), ms);
     else
         BMI_LOG(error, "shm: connection %llu from pid %d did not finish its handshake within "
-                       "%lld ms (BMI_SHM_CONNECT_TIMEOUT_MS); closed",
+                       "%lld ms (BMI_SHM_SETUP_TIMEOUT_MS); closed",
                 static_cast<unsigned long long>(conn.id), static_cast<int>(conn.peer_pid), ms);
     return -BMI_ETIMEDOUT;
 }

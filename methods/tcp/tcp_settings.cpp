@@ -51,19 +51,14 @@ constexpr support::SettingSpec rows[] = {
      "10s", "ms", 1, hour_ms, "",
      "an accepted connection that has not finished its handshake (HELLO, the key's proof, or "
      "a legacy peer's first frame) this long after the accept is closed"},
-    {I::pending_per_source, "tcp_pending_per_source", "BMI_TCP_PENDING_PER_SOURCE",
-     T::count, "256", "handshakes", 1, 65'536, "",
-     "accepted connections one source address may have that have not finished their "
-     "handshake; a new one beyond it closes that source's oldest, or waits"},
+    support::pending_per_source_row(I::pending_per_source, "tcp_pending_per_source",
+                                    "BMI_TCP_PENDING_PER_SOURCE", "256"),
 };
-static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::pending_per_source) + 1),
-              "rows must follow SettingId, one each");
+constexpr support::OwnedRows owned{rows, I::pending_per_source};
 }  // namespace
 
-std::span<const support::SettingSpec> setting_rows() { return rows; }
+std::span<const support::SettingSpec> setting_rows() { return owned.all(); }
 
-const support::SettingSpec& setting_spec(SettingId id) {
-    return rows[static_cast<std::size_t>(id)];
-}
+const support::SettingSpec& setting_spec(SettingId id) { return owned[id]; }
 
 }  // namespace bmi::method::tcp

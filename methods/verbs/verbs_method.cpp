@@ -210,7 +210,7 @@ int VerbsMethod::start(const Config& config) {
     ev.data.u64 = async_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    setup_timeout_ = config.settings.duration(SettingId::connect_timeout);
+    setup_timeout_ = config.settings.duration(SettingId::setup_timeout);
     acceptor_.set_limits(static_cast<std::size_t>(device_->choice.pending_per_source),
                          setup_timeout_);
     early_.set_limits({config.settings.number(SettingId::early_peer_bytes),

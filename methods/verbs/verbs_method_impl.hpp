@@ -220,7 +220,7 @@ private:
     // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
     kit::Acceptor acceptor_{*this, timers_, support::LogArea::verbs, "verbs"};
     int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error
-    std::chrono::milliseconds setup_timeout_{};  // the verbs_connect_timeout_ms setting
+    std::chrono::milliseconds setup_timeout_{};  // the verbs_setup_timeout_ms setting
     // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.
     int service_level_ = 0;
     int traffic_class_ = 0;

@@ -25,15 +25,14 @@ constexpr support::SettingSpec rows[] = {
     {I::max_connections, "verbs_max_connections", "BMI_VERBS_MAX_CONNECTIONS", T::count,
      "128", "connections", 1, 1 << 20, "",
      "connections at once; sizes the completion queue, which is never resized"},
-    {I::connect_timeout, "verbs_connect_timeout_ms", "BMI_VERBS_CONNECT_TIMEOUT_MS",
+    {I::setup_timeout, "verbs_setup_timeout_ms", "BMI_VERBS_SETUP_TIMEOUT_MS",
      T::duration, "10s", "ms", 1, hour_ms, "",
-     "a connection whose handshake is not done by then fails its operations"},
+     "a connection whose handshake is not done by then fails its operations",
+     "BMI_VERBS_CONNECT_TIMEOUT_MS"},
     {I::stats, "verbs_stats", "BMI_VERBS_STATS", T::flag, "0", "", 0, 0, "",
      "print the method's counters to stderr when it is finalized"},
-    {I::pending_per_source, "verbs_pending_per_source", "BMI_VERBS_PENDING_PER_SOURCE",
-     T::count, "8", "handshakes", 1, 65'536, "",
-     "bootstrap handshakes in progress that one source address may hold; a new one beyond it "
-     "closes that source's oldest, or waits"},
+    support::pending_per_source_row(I::pending_per_source, "verbs_pending_per_source",
+                                    "BMI_VERBS_PENDING_PER_SOURCE", "8"),
     {I::early_peer_bytes, "verbs_early_peer_bytes", "BMI_VERBS_EARLY_PEER_BYTES",
      T::size, "8M", "bytes", 64 * KiB, TiB, "",
      "early data (unclaimed eager payloads and announcements) kept for one peer before its "
@@ -41,14 +40,11 @@ constexpr support::SettingSpec rows[] = {
     {I::early_total_bytes, "verbs_early_total_bytes", "BMI_VERBS_EARLY_TOTAL_BYTES",
      T::size, "256M", "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
 };
-static_assert(support::rows_follow_ids(rows, static_cast<std::size_t>(I::early_total_bytes) + 1),
-              "rows must follow SettingId, one each");
+constexpr support::OwnedRows owned{rows, I::early_total_bytes};
 }  // namespace
 
-std::span<const support::SettingSpec> setting_rows() { return rows; }
+std::span<const support::SettingSpec> setting_rows() { return owned.all(); }
 
-const support::SettingSpec& setting_spec(SettingId id) {
-    return rows[static_cast<std::size_t>(id)];
-}
+const support::SettingSpec& setting_spec(SettingId id) { return owned[id]; }
 
 }  // namespace bmi::method::verbs

@@ -20,7 +20,7 @@ enum class SettingId : std::uint8_t {
     srq_cap,
     send_buffers,
     max_connections,
-    connect_timeout,
+    setup_timeout,
     stats,
     pending_per_source,
     early_peer_bytes,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "support/settings/setting_table.hpp"
 
+#include <cctype>
 #include <functional>
 
 namespace bmi::support {
@@ -16,7 +17,7 @@ constexpr SettingSpec rows[] = {
     {I::debug, "debug", "BMI_DEBUG", T::text, "", "", 0, 0, "",
      "log areas: control,address,tcp,shm,verbs,error or all (read once per process, from the "
      "environment only: logging works before any instance exists)",
-     false},
+     "", false},
     {I::unexpected_quota, "unexpected_quota", "BMI_UNEXPECTED_QUOTA", T::size, "64M", "bytes",
      0, TiB, "", "unexpected messages an instance holds before it stops reading their senders"},
     {I::unexpected_peer_quota, "unexpected_peer_quota", "BMI_UNEXPECTED_PEER_QUOTA", T::size,
@@ -44,11 +45,27 @@ constexpr SettingSpec rows[] = {
      "without a PMIx launcher or the ids the instance starts as if none were given, and logs "
      "it; a launcher without a loadable libpmix is an error; empty = none"},
 };
-static_assert(rows_follow_ids(rows, static_cast<std::size_t>(I::allocation_id) + 1),
-              "rows must follow SettingId, one each");
+constexpr OwnedRows owned{rows, I::allocation_id};
 
 constexpr std::less<const SettingSpec*> before;
 }  // namespace
+
+std::string option_key(std::string_view env) {
+    if (env.starts_with("BMI_")) env.remove_prefix(4);
+    std::string key;
+    for (char c : env) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return key;
+}
+
+std::vector<std::string_view> former_names(const SettingSpec& row) {
+    std::vector<std::string_view> names;
+    for (std::string_view rest = row.former; !rest.empty();) {
+        const auto bar = rest.find('|');
+        names.push_back(rest.substr(0, bar));
+        rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+    }
+    return names;
+}
 
 SettingTable::SettingTable(std::initializer_list<std::span<const SettingSpec>> blocks)
     : blocks_(blocks) {
@@ -59,6 +76,17 @@ SettingTable::SettingTable(std::initializer_list<std::span<const SettingSpec>> b
 const SettingSpec* SettingTable::find(std::string_view key) const {
     for (const SettingSpec* row : rows_)
         if (row->key == key) return row;
+    return nullptr;
+}
+
+const SettingSpec* SettingTable::find_former(std::string_view key,
+                                             std::string_view& former_env) const {
+    for (const SettingSpec* row : rows_)
+        for (std::string_view name : former_names(*row))
+            if (option_key(name) == key) {
+                former_env = name;
+                return row;
+            }
     return nullptr;
 }
 
@@ -73,9 +101,9 @@ std::optional<std::size_t> SettingTable::position(const SettingSpec& row) const 
     return std::nullopt;
 }
 
-std::span<const SettingSpec> general_setting_rows() { return rows; }
+std::span<const SettingSpec> general_setting_rows() { return owned.all(); }
 
-const SettingSpec& setting_spec(SettingId id) { return rows[static_cast<std::size_t>(id)]; }
+const SettingSpec& setting_spec(SettingId id) { return owned[id]; }
 
 const SettingTable& general_settings() {
     static const SettingTable table{general_setting_rows()};

@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -35,7 +36,7 @@ inline constexpr std::int64_t hour_ms = 3'600'000;
 }  // namespace setting_units
 
 // A row's place among its owner's rows, given as the owner's enum value: it lets each owner
-// check at compile time that its rows follow its enum (rows_follow_ids).
+// check at compile time that its rows follow its enum (OwnedRows).
 struct SettingIndex {
     template <typename Id>
         requires std::is_enum_v<Id>
@@ -56,18 +57,68 @@ struct SettingSpec {
     std::int64_t max = 0;
     std::string_view choices;       // choice: the words, separated by '|'
     std::string_view meaning;       // one line
+    // The row's former environment names, '|'-separated ("BMI_SHM_EARLY_BYTES"), each with
+    // its option key by the usual rule (option_key). Still read, with a warning that names
+    // the current one; bmi-info and doc/SETTINGS.md list them. "" = none.
+    std::string_view former = {};
     // false: read by the process, not per instance (BMI_DEBUG: logging works before any
     // instance exists), so the environment is its only source.
     bool per_instance = true;
 };
 
-// True if rows[i].id is i for every row and there are `count` of them: for an owner's
-// static_assert that its rows and its enum agree.
+// The option key that goes with an environment name: without BMI_, in lower case.
+std::string option_key(std::string_view env);
+// The row's former environment names (SettingSpec::former), in order.
+std::vector<std::string_view> former_names(const SettingSpec& row);
+
+// True if rows[i].id is i for every row and there are `count` of them.
 template <std::size_t N>
 constexpr bool rows_follow_ids(const SettingSpec (&rows)[N], std::size_t count) {
     for (std::size_t i = 0; i < N; ++i)
         if (rows[i].id.value != i) return false;
     return N == count;
+}
+
+// One owner's rows, looked up by its enum: the owner writes its rows and
+//     constexpr support::OwnedRows owned{rows, SettingId::last_one};
+// and its setting_rows() and setting_spec(id) return owned.all() and owned[id]. The
+// constructor does not compile unless the rows follow the enum, one each, up to `last`.
+template <typename Id>
+    requires std::is_enum_v<Id>
+class OwnedRows {
+public:
+    template <std::size_t N>
+    consteval OwnedRows(const SettingSpec (&rows)[N], Id last) : rows_(rows, N) {
+        // A throw is no constant expression: a mismatch stops the compile here.
+        if (!rows_follow_ids(rows, static_cast<std::size_t>(last) + 1))
+            throw "the rows must follow the owner's SettingId, one each";
+    }
+    constexpr std::span<const SettingSpec> all() const { return rows_; }
+    constexpr const SettingSpec& operator[](Id id) const {
+        return rows_[static_cast<std::size_t>(id)];
+    }
+
+private:
+    std::span<const SettingSpec> rows_;
+};
+
+// The row of a listener's per-source admission (methods/kit/acceptor.hpp), which every method
+// that listens has as <scheme>_pending_per_source: only the names and the default differ.
+constexpr SettingSpec pending_per_source_row(SettingIndex id, std::string_view key,
+                                             std::string_view env,
+                                             std::string_view default_text) {
+    return {id,
+            key,
+            env,
+            SettingType::count,
+            default_text,
+            "handshakes",
+            1,
+            65'536,
+            "",
+            "accepted connections one source (an address, or a process for a local method) may "
+            "have that have not finished their handshake; a new one beyond it closes that "
+            "source's oldest, or waits"};
 }
 
 // The rows of several owners, one block each, in the order given. The blocks are static
@@ -105,6 +156,9 @@ public:
     std::size_t size() const { return rows_.size(); }
     // The row with this option-string key, or nullptr.
     const SettingSpec* find(std::string_view key) const;
+    // The row that had this option key as a former name, or nullptr; former_env gets that
+    // former environment name.
+    const SettingSpec* find_former(std::string_view key, std::string_view& former_env) const;
     // Where this row (by address, from its owner's block) is in the table; nullopt if its
     // owner's block is not in this table.
     std::optional<std::size_t> position(const SettingSpec& row) const;

@@ -169,22 +169,73 @@ int Settings::set(const SettingSpec& spec, std::string_view text, SettingSource 
 
 int Settings::load(std::string_view option_string) {
     int rc = 0;
-    for (const SettingSpec& spec : table_->rows()) {
-        const char* text = std::getenv(std::string(spec.env).c_str());
-        // Empty means unset, as a shell's "BMI_X= program" intends.
-        if (text == nullptr || *text == '\0') continue;
-        if (set(spec, text, SettingSource::environment) < 0) rc = -BMI_EINVAL;
-    }
+    for (const SettingSpec& spec : table_->rows())
+        if (read_environment(spec) < 0) rc = -BMI_EINVAL;
     if (read_options(option_string) < 0) rc = -BMI_EINVAL;
     return rc;
 }
 
+namespace {
+// Empty means unset, as a shell's "BMI_X= program" intends.
+const char* environment_value(std::string_view name) {
+    const char* text = std::getenv(std::string(name).c_str());
+    return text == nullptr || *text == '\0' ? nullptr : text;
+}
+
+void warn_former(std::string_view former, std::string_view current, const char* what) {
+    BMI_WARN("%s %.*s is the former name of %.*s: read as it; please rename it", what,
+             static_cast<int>(former.size()), former.data(), static_cast<int>(current.size()),
+             current.data());
+}
+}  // namespace
+
+int Settings::read_environment(const SettingSpec& spec) {
+    const char* text = environment_value(spec.env);
+    std::string_view name = spec.env;
+    for (std::string_view former : former_names(spec)) {
+        const char* old = environment_value(former);
+        if (old == nullptr) continue;
+        if (text != nullptr && std::string_view(text) != old)
+            return refuse_disagreement(spec, name, text, former, old);
+        warn_former(former, spec.env, "environment variable");
+        if (text == nullptr) {
+            text = old;
+            name = former;
+        }
+    }
+    if (text == nullptr) return 0;
+    return set(spec, text, SettingSource::environment);
+}
+
+int Settings::refuse_disagreement(const SettingSpec& spec, std::string_view name,
+                                  std::string_view text, std::string_view other,
+                                  std::string_view other_text) {
+    at(spec).valid = false;
+    BMI_WARN("setting %.*s = \"%.*s\" and %.*s = \"%.*s\" name the same setting (%.*s, "
+             "option %.*s) with different values: keep only the current name",
+             static_cast<int>(name.size()), name.data(), static_cast<int>(text.size()),
+             text.data(), static_cast<int>(other.size()), other.data(),
+             static_cast<int>(other_text.size()), other_text.data(),
+             static_cast<int>(spec.env.size()), spec.env.data(),
+             static_cast<int>(spec.key.size()), spec.key.data());
+    return -BMI_EINVAL;
+}
+
 int Settings::read_options(std::string_view option_string) {
+    struct Given {
+        const SettingSpec* row;
+        std::string_view key, value;
+    };
+    std::vector<Given> given;  // this string's items so far, to catch a row given twice
     int rc = 0;
     for (auto item : split_address_list(option_string)) {
         const auto equals = item.find('=');
-        const SettingSpec* spec =
-            equals == std::string_view::npos ? nullptr : table_->find(item.substr(0, equals));
+        const std::string_view key = item.substr(0, equals);
+        const SettingSpec* spec = equals == std::string_view::npos ? nullptr : table_->find(key);
+        std::string_view former_env;
+        if (spec == nullptr && equals != std::string_view::npos &&
+            (spec = table_->find_former(key, former_env)) != nullptr)
+            warn_former(key, spec->key, "BMI_initialize option");
         if (spec == nullptr || !spec->per_instance) {
             // A misspelt key would otherwise leave its setting where the caller did not want.
             BMI_WARN("BMI_initialize option \"%.*s\" is not valid: expected key=value with a "
@@ -195,8 +246,16 @@ int Settings::read_options(std::string_view option_string) {
             rc = -BMI_EINVAL;
             continue;
         }
-        if (set(*spec, item.substr(equals + 1), SettingSource::option_string) < 0)
-            rc = -BMI_EINVAL;
+        const std::string_view value = item.substr(equals + 1);
+        bool disagrees = false;
+        for (const Given& g : given)
+            if (g.row == spec && g.key != key && g.value != value) {
+                refuse_disagreement(*spec, g.key, g.value, key, value);
+                disagrees = true;
+                break;
+            }
+        given.push_back({spec, key, value});
+        if (disagrees || set(*spec, value, SettingSource::option_string) < 0) rc = -BMI_EINVAL;
     }
     return rc;
 }

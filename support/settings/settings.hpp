@@ -5,7 +5,9 @@
 // ("unexpected_quota=1G,emulate_lists=1"), each overriding the one before: the option string is
 // the more specific of the two, set by the program for this instance. Strict: a malformed or
 // out-of-range value, or an option key the table does not have, is an error that names the
-// setting, the value and what was expected, never a silent default.
+// setting, the value and what was expected, never a silent default. A row's former name
+// (SettingSpec::former) is still read, with a warning naming the current one; a row given
+// under two of its names with different values, in one source, is an error naming both.
 #pragma once
 
 #include <chrono>
@@ -97,7 +99,11 @@ private:
     std::size_t index(const SettingSpec& row) const;
     const Value& at(const SettingSpec& row) const { return values_[index(row)]; }
     Value& at(const SettingSpec& row) { return values_[index(row)]; }
+    int read_environment(const SettingSpec& row);
     int read_options(std::string_view option_string);
+    // A row given under two of its names with different values: one warning naming both.
+    int refuse_disagreement(const SettingSpec& row, std::string_view name, std::string_view text,
+                            std::string_view other, std::string_view other_text);
 
     const SettingTable* table_;
     std::vector<Value> values_;  // one per row of table_, in its order

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "methods/method_config.hpp"
+#include "methods/method.hpp"
 #include "support/keys/key_proof.hpp"
 #include "raw_socket.hpp"
 #if BMI_METHOD_TCP
@@ -153,22 +154,20 @@ void Relay::run() {
         if (fd >= 0) close(fd);
 }
 
+// Every method names a concept alike (doc/SETTINGS.md), so the key is the scheme's prefix on
+// one name; a method without the row fails here rather than at BMI_initialize.
+std::string MethodAdapter::scheme_option(std::string_view name, std::size_t value) const {
+    const std::string key = scheme + "_" + std::string(name);
+    if (method::all_settings().find(key) == nullptr) FAIL("no setting " << key);
+    return key + "=" + std::to_string(value);
+}
+
 std::string MethodAdapter::setup_deadline_option(int ms) const {
-    const std::string value = std::to_string(ms);
-    if (scheme == "tcp") return "tcp_setup_timeout_ms=" + value;
-    if (scheme == "shm") return "shm_connect_timeout_ms=" + value;
-    if (scheme == "verbs") return "verbs_connect_timeout_ms=" + value;
-    FAIL("no handshake deadline setting for " << scheme);
-    return {};
+    return scheme_option("setup_timeout_ms", static_cast<std::size_t>(ms));
 }
 
 std::string MethodAdapter::early_peer_option(std::size_t bytes) const {
-    const std::string value = std::to_string(bytes);
-    if (scheme == "tcp") return "tcp_early_peer_bytes=" + value;
-    if (scheme == "shm") return "shm_early_bytes=" + value;
-    if (scheme == "verbs") return "verbs_early_peer_bytes=" + value;
-    FAIL("no early-data setting for " << scheme);
-    return {};
+    return scheme_option("early_peer_bytes", bytes);
 }
 
 std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
@@ -184,11 +183,9 @@ std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
 }
 
 std::string MethodAdapter::per_source_option(int handshakes) const {
-    const std::string value = std::to_string(handshakes);
-    if (scheme == "tcp") return "tcp_pending_per_source=" + value;
-    if (scheme == "shm") return "shm_pending_per_source=" + value;
-    if (scheme == "verbs") return "verbs_pending_per_source=" + value;
-    return {};
+    // A method without the bound has no row; "" tells the caller so.
+    if (method::all_settings().find(scheme + "_pending_per_source") == nullptr) return {};
+    return scheme_option("pending_per_source", static_cast<std::size_t>(handshakes));
 }
 
 int MethodAdapter::idle_connection(const std::string& listen_address) const {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "bmi/core/instance.hpp"
@@ -59,6 +60,8 @@ struct MethodAdapter {
     std::string setup_deadline_option(int ms) const;
     // The option string that bounds the early data the listener keeps for one peer.
     std::string early_peer_option(std::size_t bytes) const;
+    // "<scheme>_<name>=<value>", for a setting every method has under the same name.
+    std::string scheme_option(std::string_view name, std::size_t value) const;
     // The early data `server` holds now, where the method reports it through the instance
     // (verbs' statistics); nullopt where only its own tests can see it.
     std::optional<std::uint64_t> early_bytes_held(core::Instance& server, BMI_addr_t any) const;

@@ -1,19 +1,41 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Plain sockets an attack test opens by hand: a blocking TCP connection to "scheme://host:port"
-// (tcp, and verbs' bootstrap listener), and a wait for the listener to close it.
+// (tcp, and verbs' bootstrap listener), a wait for the listener to close it, and a listener
+// on the loopback standing where a peer should be.
 #pragma once
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "support/method_address/method_address.hpp"
 
 namespace bmi::test {
+
+// A TCP listener on 127.0.0.1 at a port the kernel picks, stored in `port`; or -1. `flags`
+// join socket()'s type (SOCK_NONBLOCK for a listener that an Acceptor drains).
+inline int listen_on_loopback(std::uint16_t& port, int flags = 0) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+    if (fd < 0) return -1;
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof at;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 || listen(fd, 64) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&at), &length) != 0) {
+        close(fd);
+        return -1;
+    }
+    port = ntohs(at.sin_port);
+    return fd;
+}
 
 // A blocking TCP socket connected to host:port of "scheme://host:port", or -1.
 inline int connect_to(const std::string& address) {

@@ -14,6 +14,7 @@
 #include "methods/shm/shm_settings.hpp"
 #include "methods/tcp/tcp_settings.hpp"
 #include "methods/verbs/verbs_settings.hpp"
+#include "support/settings/settings.hpp"
 #include "tests/captured_stderr.hpp"
 
 using namespace bmi;
@@ -65,6 +66,16 @@ TEST_CASE("the table gathers support's rows, then each method's, in method-table
             spec.type == support::SettingType::count)
             CHECK(spec.min <= spec.max);
     }
+    // A former name is no row's current name, nor another row's former one: each reads as
+    // exactly one setting.
+    std::set<std::string> formers;
+    for (const auto& spec : table.rows())
+        for (std::string_view former : support::former_names(spec)) {
+            INFO(former);
+            CHECK(former.substr(0, 4) == "BMI_");
+            CHECK(table.find(support::option_key(former)) == nullptr);
+            CHECK(formers.insert(support::option_key(former)).second);
+        }
     for (auto [rows, scheme] : {std::pair{method::tcp::setting_rows(), "tcp_"},
                                 {method::shm::setting_rows(), "shm_"},
                                 {method::verbs::setting_rows(), "verbs_"}})
@@ -81,6 +92,34 @@ TEST_CASE("a malformed environment variable fails BMI_initialize and names itsel
     CHECK(rc == -BMI_EINVAL);
     CHECK(log.find("BMI_TCP_SPIN_US (environment; option tcp_spin_us) = \"abc\" is not valid: "
                    "expected a whole number from 0 to 10000") != std::string::npos);
+}
+
+TEST_CASE("the methods' former setting names still initialize, and disagreeing ones do not",
+          "[settings]") {
+    setenv("BMI_SHM_EARLY_BYTES", "1M", 1);
+    setenv("BMI_VERBS_CONNECT_TIMEOUT_MS", "3s", 1);
+    support::Settings settings(method::all_settings());
+    CapturedStderr captured;
+    CHECK(settings.load("shm_connect_timeout_ms=2s") == 0);
+    std::string log;
+    CHECK(initialize_with("", log) == 0);
+    setenv("BMI_SHM_EARLY_PEER_BYTES", "2M", 1);  // now both names, with different values
+    std::string refused;
+    CHECK(initialize_with("", refused) == -BMI_EINVAL);
+    unsetenv("BMI_SHM_EARLY_BYTES");
+    unsetenv("BMI_VERBS_CONNECT_TIMEOUT_MS");
+    unsetenv("BMI_SHM_EARLY_PEER_BYTES");
+    log += captured.stop();
+    INFO(log << refused);
+    CHECK(settings.number(method::shm::SettingId::early_peer_bytes) == 1 << 20);
+    CHECK(settings.duration(method::verbs::SettingId::setup_timeout).count() == 3000);
+    CHECK(settings.duration(method::shm::SettingId::setup_timeout).count() == 2000);
+    CHECK(log.find("BMI_SHM_EARLY_BYTES is the former name of BMI_SHM_EARLY_PEER_BYTES") !=
+          std::string::npos);
+    CHECK(log.find("option shm_connect_timeout_ms is the former name of shm_setup_timeout_ms") !=
+          std::string::npos);
+    CHECK(refused.find("BMI_SHM_EARLY_PEER_BYTES = \"2M\" and BMI_SHM_EARLY_BYTES = \"1M\"") !=
+          std::string::npos);
 }
 
 TEST_CASE("a malformed option fails BMI_initialize and names itself", "[settings]") {

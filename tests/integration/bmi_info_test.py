@@ -111,6 +111,23 @@ with open(SETTINGS_DOC, encoding="utf-8") as doc:
     if res.stdout not in doc.read():
         fail("doc/SETTINGS.md does not hold the table of `bmi-info --markdown`; regenerate it")
 
+# A renamed setting lists its former name in both outputs, and the former name still sets it.
+md_row = next((line for line in res.stdout.splitlines()
+               if line.startswith("| `BMI_SHM_EARLY_PEER_BYTES`")), "")
+if "(formerly `BMI_SHM_EARLY_BYTES`) | `shm_early_peer_bytes` (formerly `shm_early_bytes`) |" \
+        not in md_row:
+    fail(f"--markdown does not list the former name: {md_row!r}")
+res = run(["--method", methods[0] if methods else "tcp"], {"BMI_SHM_EARLY_BYTES": "1M"})
+row = re.search(r"^  BMI_SHM_EARLY_PEER_BYTES .*$", res.stdout, re.M)
+if res.returncode != 0 or setting_row(res.stdout, "BMI_SHM_EARLY_PEER_BYTES") != \
+        ("1M", "environment") or not row or "formerly BMI_SHM_EARLY_BYTES" not in row.group(0) or \
+        "BMI_SHM_EARLY_BYTES is the former name of BMI_SHM_EARLY_PEER_BYTES" not in res.stderr:
+    fail(f"former name: exit {res.returncode}, {res.stdout!r}, {res.stderr!r}")
+res = run(["--method", methods[0] if methods else "tcp"],
+          {"BMI_SHM_EARLY_BYTES": "1M", "BMI_SHM_EARLY_PEER_BYTES": "2M"})
+if res.returncode != 2 or "name the same setting" not in res.stderr:
+    fail(f"former and current name disagree: exit {res.returncode}, {res.stderr!r}")
+
 # Planes: discovered ones with their interface, and the inventory's names and pins.
 if "  tcp 127.0.0.0/8  from interface lo\n" not in out or "from this node (shared memory)" not in out:
     fail(f"planes section: {out.split('Planes', 1)[-1][:400]!r}")

@@ -28,9 +28,9 @@ ROOT = Path(os.environ.get("BMI_SOURCE_ROOT", Path(__file__).resolve().parents[2
 SHARED_BOUNDS = [
     ("keys: wrong, absent or replayed", "resource", r"(failing|keyed) handshake", None),
     ("announced name without proof", "resource", r"announced listen", None),
-    ("early data per peer", "resource", r"^early.*per peer", r"BMI_{M}_EARLY_"),
-    ("early data over all peers", "resource", r"^early.*all peers", r"BMI_{M}_EARLY_TOTAL"),
-    ("setup deadline", "setting", r"BMI_{M}_(SETUP|CONNECT)_TIMEOUT_MS", None),
+    ("early data per peer", "resource", r"^early.*per peer", r"BMI_{M}_EARLY_PEER_BYTES"),
+    ("early data over all peers", "resource", r"^early.*all peers", r"BMI_{M}_EARLY_TOTAL_BYTES"),
+    ("setup deadline", "setting", r"BMI_{M}_SETUP_TIMEOUT_MS", None),
     ("stall deadline: a transfer started and not finished", "resource",
      r"started and (does )?not finish", r"BMI_{M}_STALL_TIMEOUT_MS"),
     ("send timeout: a peer that stopped reading", "resource", r"stopped reading",

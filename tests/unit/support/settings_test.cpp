@@ -7,7 +7,10 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bmi-types.h"
 #include "support/settings/settings.hpp"
@@ -27,7 +30,14 @@ std::string lower(std::string_view text) {
 // Rows of an owner outside support, as a method contributes its own: the table gathers them
 // after support's, and Settings reads them by the owner's enum.
 namespace owner {
-enum class SettingId : std::uint8_t { spin_us, slot_size, ring_slots, legacy, split_copy };
+enum class SettingId : std::uint8_t {
+    spin_us,
+    slot_size,
+    ring_slots,
+    legacy,
+    split_copy,
+    early_peer_bytes,
+};
 constexpr SettingSpec rows[] = {
     {SettingId::spin_us, "owner_spin_us", "BMI_OWNER_SPIN_US", SettingType::count, "50", "us",
      0, 10'000, "", "spin"},
@@ -39,9 +49,15 @@ constexpr SettingSpec rows[] = {
      "", "legacy"},
     {SettingId::split_copy, "owner_split_copy", "BMI_OWNER_SPLIT_COPY", SettingType::choice,
      "auto", "", 0, 0, "0|1|auto", "split"},
+    // Renamed twice: both former names are still read.
+    {SettingId::early_peer_bytes, "owner_early_peer_bytes", "BMI_OWNER_EARLY_PEER_BYTES",
+     SettingType::size, "4M", "bytes", 0, 1 << 30, "", "early",
+     "BMI_OWNER_EARLY_BYTES|BMI_OWNER_EARLY"},
 };
-static_assert(rows_follow_ids(rows, 5));
-const SettingSpec& setting_spec(SettingId id) { return rows[static_cast<std::size_t>(id)]; }
+static_assert(rows_follow_ids(rows, 6));
+static_assert(!rows_follow_ids(rows, 5));  // one row more than the enum says
+constexpr OwnedRows owned{rows, SettingId::early_peer_bytes};
+const SettingSpec& setting_spec(SettingId id) { return owned[id]; }
 
 const SettingTable& table() {
     static const SettingTable gathered{general_setting_rows(), rows};
@@ -164,4 +180,99 @@ TEST_CASE("an option key the table does not have is refused", "[settings]") {
     const std::string log = captured.stop();
     CHECK(log.find("option \"owner_ring_slot=128\" is not valid") != std::string::npos);
     CHECK(log.find("read from the environment only") != std::string::npos);
+}
+
+namespace {
+std::size_t count_of(const std::string& text, std::string_view words) {
+    std::size_t n = 0;
+    for (auto at = text.find(words); at != std::string::npos; at = text.find(words, at + 1)) ++n;
+    return n;
+}
+
+// The owner's table loaded with these variables set (and unset again) and these options.
+struct Loaded {
+    Settings settings{owner::table()};
+    int rc = 0;
+    std::string log;
+};
+Loaded load_owner(std::initializer_list<std::pair<const char*, const char*>> environment,
+                  std::string_view options) {
+    Loaded out;
+    for (auto [name, value] : environment) setenv(name, value, 1);
+    CapturedStderr captured;
+    out.rc = out.settings.load(options);
+    for (auto [name, value] : environment) unsetenv(name);
+    out.log = captured.stop();
+    return out;
+}
+}  // namespace
+
+TEST_CASE("a former name is still read, with one warning that names the current one",
+          "[settings]") {
+    using owner::SettingId;
+    CHECK(former_names(owner::rows[5]) ==
+          std::vector<std::string_view>{"BMI_OWNER_EARLY_BYTES", "BMI_OWNER_EARLY"});
+    CHECK(option_key("BMI_OWNER_EARLY") == "owner_early");
+    std::string_view former;
+    CHECK(owner::table().find_former("owner_early_bytes", former) == &owner::rows[5]);
+    CHECK(former == "BMI_OWNER_EARLY_BYTES");
+    CHECK(owner::table().find_former("owner_early_peer_bytes", former) == nullptr);
+
+    SECTION("in the environment") {
+        const Loaded r = load_owner({{"BMI_OWNER_EARLY_BYTES", "1M"}}, "");
+        INFO(r.log);
+        CHECK(r.rc == 0);
+        CHECK(r.settings.number(SettingId::early_peer_bytes) == 1 << 20);
+        CHECK(r.settings.source(SettingId::early_peer_bytes) == SettingSource::environment);
+        CHECK(count_of(r.log, "\n") == 1);
+        CHECK(count_of(r.log, "environment variable BMI_OWNER_EARLY_BYTES is the former name of "
+                              "BMI_OWNER_EARLY_PEER_BYTES") == 1);
+    }
+    SECTION("in the option string, under the older of the two") {
+        const Loaded r = load_owner({}, "owner_early=2M");
+        INFO(r.log);
+        CHECK(r.rc == 0);
+        CHECK(r.settings.number(SettingId::early_peer_bytes) == 2 << 20);
+        CHECK(r.settings.source(SettingId::early_peer_bytes) == SettingSource::option_string);
+        CHECK(count_of(r.log, "\n") == 1);
+        CHECK(count_of(r.log, "option owner_early is the former name of owner_early_peer_bytes") ==
+              1);
+    }
+    SECTION("under both names with the same value") {
+        const Loaded r =
+            load_owner({{"BMI_OWNER_EARLY_PEER_BYTES", "3M"}, {"BMI_OWNER_EARLY", "3M"}},
+                       "owner_early_peer_bytes=5M,owner_early_bytes=5M");
+        INFO(r.log);
+        CHECK(r.rc == 0);
+        CHECK(r.settings.number(SettingId::early_peer_bytes) == 5 << 20);
+        CHECK(count_of(r.log, "former name") == 2);
+        CHECK(count_of(r.log, "different values") == 0);
+    }
+}
+
+TEST_CASE("a setting given under its name and a former one with different values is refused",
+          "[settings]") {
+    using owner::SettingId;
+    SECTION("in the environment") {
+        const Loaded r = load_owner(
+            {{"BMI_OWNER_EARLY_PEER_BYTES", "1M"}, {"BMI_OWNER_EARLY_BYTES", "2M"}}, "");
+        INFO(r.log);
+        CHECK(r.rc == -BMI_EINVAL);
+        CHECK_FALSE(r.settings.valid(SettingId::early_peer_bytes));
+        CHECK(r.log.find("setting BMI_OWNER_EARLY_PEER_BYTES = \"1M\" and BMI_OWNER_EARLY_BYTES "
+                         "= \"2M\" name the same setting (BMI_OWNER_EARLY_PEER_BYTES, option "
+                         "owner_early_peer_bytes) with different values") != std::string::npos);
+    }
+    SECTION("in the option string, in either order") {
+        for (std::string_view options : {"owner_early_peer_bytes=1M,owner_early=2M",
+                                         "owner_early=2M,owner_early_peer_bytes=1M"}) {
+            const Loaded r = load_owner({}, options);
+            INFO(options << "\n" << r.log);
+            CHECK(r.rc == -BMI_EINVAL);
+            CHECK_FALSE(r.settings.valid(SettingId::early_peer_bytes));
+            CHECK(r.log.find("different values") != std::string::npos);
+            CHECK(r.log.find("owner_early = ") != std::string::npos);
+            CHECK(r.log.find("owner_early_peer_bytes = ") != std::string::npos);
+        }
+    }
 }

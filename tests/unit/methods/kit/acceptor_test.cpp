@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "methods/kit/acceptor.hpp"
+#include "tests/conformance/raw_socket.hpp"
 
 namespace {
 
@@ -52,19 +53,6 @@ public:
     }
     std::uint64_t next_id = 1;
 };
-
-int listen_on_loopback(std::uint16_t& port) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    sockaddr_in at{};
-    at.sin_family = AF_INET;
-    at.sin_addr.s_addr = htonl(INADDR_ANY);
-    socklen_t length = sizeof at;
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
-    REQUIRE(listen(fd, 64) == 0);
-    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&at), &length) == 0);
-    port = ntohs(at.sin_port);
-    return fd;
-}
 
 // A client socket from `source` (any 127/8 address is this host's loopback).
 int connect_from(const char* source, std::uint16_t port) {
@@ -105,7 +93,7 @@ bool peer_closed(int fd) {
     return poll(&p, 1, 0) == 1 && recv(fd, &byte, 1, MSG_DONTWAIT) == 0;
 }
 
-// A listening socket on every address with an acceptor over it.
+// A listening socket on the loopback with an acceptor over it.
 struct Bench {
     Deadlines timers;
     Host host;
@@ -116,7 +104,8 @@ struct Bench {
         REQUIRE(timers.open() == 0);
         host.acceptor = &acceptor;
         acceptor.set_limits(per_source, setup_timeout);
-        listen_fd = listen_on_loopback(port);
+        listen_fd = bmi::test::listen_on_loopback(port, SOCK_NONBLOCK);
+        REQUIRE(listen_fd >= 0);
     }
     ~Bench() {
             }

@@ -168,7 +168,7 @@ TEST_CASE("a connect that meets a full backlog is retried, and what was posted g
 
 TEST_CASE("a backlog that never drains fails the peer's operations with -BMI_ETIMEDOUT by the "
           "connect deadline, and leaves nothing behind") {
-    Pair pair = make_peers("shm", "", "shm_connect_timeout_ms=300");  // the client's
+    Pair pair = make_peers("shm", "", "shm_setup_timeout_ms=300");  // the client's
     const std::size_t descriptors = open_descriptors();
     FilledBacklog backlog(listen_name(pair));
     REQUIRE(backlog.kernel_said_eagain());

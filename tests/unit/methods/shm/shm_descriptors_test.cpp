@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // A listener whose process has run out of file descriptors: a client that connects then is
-// refused with a reason its operations report (-BMI_ECONNREFUSED, and a warning on both
-// sides), not left waiting while the listener spins on a connection it cannot accept, nor
+// refused with a reason its operations report (-BMI_ECONNREFUSED, and one warning on each
+// side), not left waiting while the listener spins on a connection it cannot accept, nor
 // blamed for a malformed hello; the peer already served is untouched, and once descriptors
 // are free again the same client gets in.
 #include <catch2/catch.hpp>
@@ -10,9 +10,25 @@
 #include "harness.hpp"
 #include "hostile_peer.hpp"
 #include "methods/shm/shm_wire.hpp"
+#include "tests/captured_stderr.hpp"
+
+#include <string>
+#include <string_view>
 
 using namespace bmi;
 using namespace bmi::test;
+
+namespace {
+std::size_t count_lines(const std::string& log, std::string_view words) {
+    std::size_t n = 0;
+    for (std::size_t at = 0, end; at < log.size(); at = end + 1) {
+        end = log.find('\n', at);
+        if (end == std::string::npos) end = log.size();
+        if (log.substr(at, end - at).find(words) != std::string::npos) ++n;
+    }
+    return n;
+}
+}  // namespace
 
 TEST_CASE("shm: a listener out of descriptors refuses a new client with a reason and keeps "
           "serving its peers",
@@ -27,12 +43,20 @@ TEST_CASE("shm: a listener out of descriptors refuses a new client with a reason
     HostilePeer newcomer(pair.server.instance->listen_addresses().substr(6));
     REQUIRE(newcomer.send_hello(64, 256));
     {
+        CapturedStderr captured;
         FullTable full(spare);
         Pump pump(*pair.server.instance);
         method::shm::HelloReply reply{};
         REQUIRE_FALSE(newcomer.await_reply(5000, &reply));
         CHECK(reply.status == -BMI_EMFILE);
         REQUIRE(newcomer.await_close(5000));
+        // One refusal, one warning: the kit's when the listener could not accept, shm's when
+        // the hello's descriptors did not fit.
+        const std::string log = captured.stop();
+        INFO(log);
+        CHECK(count_lines(log, "out of file descriptors") == 1);
+        CHECK(count_lines(log, spare == 0 ? "refusing new connections" : "the hello of pid") ==
+              1);
         // The served client's messages still arrive.
         const char ping[] = "still here";
         auto request = send_request(pair.client, pair.server_addr, ping, sizeof ping, 4);

@@ -293,8 +293,8 @@ TEST_CASE("shm hostile: eager messages nobody receives yet are kept only within 
         const char* options;
         int kept;  // messages the budget holds
     };
-    auto c = GENERATE(Case{"shm_early_bytes=65536", 8}, Case{"shm_early_count=3", 3},
-                      Case{"shm_early_total=32768", 4}, Case{"shm_early_bytes=0", 0});
+    auto c = GENERATE(Case{"shm_early_peer_bytes=65536", 8}, Case{"shm_early_peer_count=3", 3},
+                      Case{"shm_early_total_bytes=32768", 4}, Case{"shm_early_peer_bytes=0", 0});
     Pair pair = make_peers("shm", c.options);
     Pump pump(*pair.server.instance);
     HostilePeer peer(listen_name(pair));

@@ -78,14 +78,14 @@ TEST_CASE("shm options: the rows hold the defaults, the structs none of their ow
     CHECK(unset.budgets.early.total_bytes == bmi::method::EarlyBudget::Limits{}.total_bytes);
     CHECK(unset.budgets.offer_bytes == 0);
     CHECK(unset.budgets.offer_count == 0);
-    CHECK(unset.connect_timeout.count() == 0);
+    CHECK(unset.setup_timeout.count() == 0);
 
     ::unsetenv("BMI_SHM_RING_SLOTS");
-    ::unsetenv("BMI_SHM_EARLY_BYTES");
+    ::unsetenv("BMI_SHM_EARLY_PEER_BYTES");
     Options options;
     REQUIRE(load_options(Settings{all_settings()}, 0, options) == 0);
     CHECK(static_cast<std::int64_t>(options.slot_count) ==
           setting_value(setting_spec(SettingId::ring_slots)));
     CHECK(options.budgets.early.peer_bytes ==
-          setting_value(setting_spec(SettingId::early_bytes)));
+          setting_value(setting_spec(SettingId::early_peer_bytes)));
 }

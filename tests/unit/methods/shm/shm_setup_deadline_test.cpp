@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The connect deadline (BMI_SHM_CONNECT_TIMEOUT_MS) bounds the whole connection setup, not only
+// The connect deadline (BMI_SHM_SETUP_TIMEOUT_MS) bounds the whole connection setup, not only
 // a full backlog: a listener that queued our connect but never accepts (a stopped server) or
 // accepts and never answers the hello, and on the other side a client that connects and never
 // finishes its half. Each waits at most the deadline, then the connection is dropped and leaves
@@ -26,7 +26,7 @@ using namespace bmi::test;
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr const char* short_deadline = "shm_connect_timeout_ms=300";
+constexpr const char* short_deadline = "shm_setup_timeout_ms=300";
 // Above the eager limit (16 KiB): the send waits for the peer's answer, so only the deadline
 // can end it. An eager send completes into the ring at once (doc/methods/shm.md).
 constexpr bmi_size_t large = 64 * 1024;

@@ -148,7 +148,7 @@ std::uint64_t tracked_peers(Side& side, BMI_addr_t any) {
 
 TEST_CASE("verbs: a handshake whose queue pair never speaks is closed at the deadline and "
           "leaves no peer", "[verbs]") {
-    Pair pair = make_peers("verbs", "verbs_connect_timeout_ms=500");
+    Pair pair = make_peers("verbs", "verbs_setup_timeout_ms=500");
     BMI_addr_t client_addr = introduce(pair);
     const std::uint64_t peers_before = tracked_peers(pair.server, client_addr);
     {
@@ -181,7 +181,7 @@ TEST_CASE("verbs: one source address holds only a few unfinished handshakes", "[
     params.listen = "verbs://0.0.0.0:0";
     params.flags = BMI_INIT_SERVER;
     // A deadline far away: only the budget can close anything during the test.
-    params.options = "verbs_pending_per_source=4,verbs_connect_timeout_ms=120000";
+    params.options = "verbs_pending_per_source=4,verbs_setup_timeout_ms=120000";
     REQUIRE(core::Instance::create(params, server.instance) == 0);
     REQUIRE(server.instance->open_context(server.context) == 0);
     const std::string listen = server.instance->listen_addresses();

@@ -178,24 +178,6 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
     CHECK(server_sees_nothing(*pair.server.instance, 300));
 }
 
-namespace {
-
-// A plain TCP listener on 127.0.0.1 standing where a verbs peer should be; its port.
-int attacker_listener(std::uint16_t& port) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof sa;
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
-    REQUIRE(listen(fd, 4) == 0);
-    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &length) == 0);
-    port = ntohs(sa.sin_port);
-    return fd;
-}
-
-}  // namespace
-
 TEST_CASE("verbs: a keyless attacker cannot carry a handshake to a key holder and back",
           "[verbs][keys]") {
     // The keyed client dials a bootstrap endpoint the attacker holds; the attacker carries the
@@ -207,7 +189,9 @@ TEST_CASE("verbs: a keyless attacker cannot carry a handshake to a key holder an
     Pump server_pump(*pair.server.instance);
     Pump client_pump(*pair.client.instance);
     std::uint16_t port = 0;
-    const int listener = attacker_listener(port);
+    // A plain TCP listener standing where a verbs peer should be.
+    const int listener = listen_on_loopback(port);
+    REQUIRE(listener >= 0);
     BMI_addr_t taken = 0;
     REQUIRE(pair.client.instance->addr_lookup("verbs://127.0.0.1:" + std::to_string(port),
                                               taken) == 0);

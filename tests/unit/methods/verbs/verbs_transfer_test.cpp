@@ -187,7 +187,7 @@ TEST_CASE("verbs: a peer that never finishes the handshake fails the post in bou
     socklen_t len = sizeof sa;
     REQUIRE(getsockname(mute, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
 
-    setenv("BMI_VERBS_CONNECT_TIMEOUT_MS", "500", 1);
+    setenv("BMI_VERBS_SETUP_TIMEOUT_MS", "500", 1);
     std::unique_ptr<core::Instance> client;
     REQUIRE(core::Instance::create({}, client) == 0);
     Side side{std::move(client), -1};
@@ -198,7 +198,7 @@ TEST_CASE("verbs: a peer that never finishes the handshake fails the post in bou
     char data[64] = "never";
     auto start = std::chrono::steady_clock::now();
     auto got = post_and_wait(side, send_request(side, addr, data, 64, 1), 10000);
-    unsetenv("BMI_VERBS_CONNECT_TIMEOUT_MS");  // read when the method starts, at the lookup
+    unsetenv("BMI_VERBS_SETUP_TIMEOUT_MS");  // read when the method starts, at the lookup
     REQUIRE(got.error == -BMI_ETIMEDOUT);
     REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     close(mute);
