@@ -34,7 +34,7 @@ Hello TcpMethod::hello_to_send(Connection& c) {
 bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     if (!key_) return false;
     if ((hello.features & feature_key_proof) == 0) {
-        say_key_required(c, c.header.magic);
+        say_key_required(c, c.reader.header.magic);
         return true;
     }
     if ((hello.features & feature_key_binding) == 0) {
@@ -55,8 +55,8 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     Hello ack{our_features | feature_key_proof | feature_key_binding, own_address(c)};
     ack.nonce = c.exchange.acceptor_nonce;
     ack.proof = support::keys::prove(*key_, Role::acceptor, transcript(c));
-    reply.body = encode_hello(ack, true, c.header.magic);
-    c.control_queue.push_back(std::move(reply));
+    reply.body = encode_hello(ack, true, c.reader.header.magic);
+    c.writer.control_queue.push_back(std::move(reply));
     c.state = ConnState::await_proof;
     flush(c);
     return true;
@@ -68,7 +68,7 @@ void TcpMethod::say_key_required(Connection& c, std::uint32_t magic) {
     OutFrame reply;
     reply.body =
         encode_hello(Hello{our_features | feature_key_required, own_address(c)}, true, magic);
-    c.control_queue.push_back(std::move(reply));
+    c.writer.control_queue.push_back(std::move(reply));
     flush(c);
     refuse(c, "it offers no key proof (a libbmi peer without the key)");
 }
@@ -99,13 +99,13 @@ bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
     c.our_nonce.release();
     OutFrame proof;
     proof.body = encode_hello_proof(support::keys::prove(*key_, Role::initiator, t));
-    c.control_queue.push_back(std::move(proof));
+    c.writer.control_queue.push_back(std::move(proof));
     return true;
 }
 
 void TcpMethod::on_hello_proof(Connection& c) {
     // Only a keyed acceptor ever enters await_proof, the one state where this frame is legal.
-    if (!support::keys::verify(*key_, Role::initiator, transcript(c), c.scratch)) {
+    if (!support::keys::verify(*key_, Role::initiator, transcript(c), c.reader.scratch)) {
         refuse(c, "its key proof is wrong (another key, or a replayed or reflected handshake)");
         return;
     }
