@@ -128,9 +128,8 @@ void TcpMethod::offer_for_shedding(kit::SheddingChoice& choice) {
     const auto unused = [](const Connection& c) {
         const TcpPeer* peer = c.peer.get();
         return peer != nullptr && peer->addr() == 0 && peer->arrivals.empty() &&
-               peer->posted_recvs.empty() && c.phase == ReadPhase::header && c.head_have == 0 &&
-               !c.has_output() && c.small_queue.empty() && c.incoming.empty() &&
-               c.await_cts.empty();
+               peer->posted_recvs.empty() && c.reader.at_rest() && !c.has_output() &&
+               c.writer.small_queue.empty() && c.writer.await_cts.empty();
     };
     for (auto& [id, owned] : connections_) {
         const Connection& c = *owned;
@@ -201,7 +200,7 @@ void TcpMethod::start_hello(Connection& c) {
     c.state = ConnState::await_ack;
     OutFrame hello;
     hello.body = encode_hello(hello_to_send(c), false);
-    c.control_queue.push_back(std::move(hello));
+    c.writer.control_queue.push_back(std::move(hello));
 }
 
 void TcpMethod::offer_declined(Connection& c) {
@@ -218,7 +217,7 @@ void TcpMethod::accept_offer(Connection& c) {
     c.framing = Framing::v2;
     OutFrame ack;
     ack.body = encode_hello(Hello{our_features, own_address(c)}, true);
-    c.control_queue.push_back(std::move(ack));
+    c.writer.control_queue.push_back(std::move(ack));
     BMI_LOG(tcp, "tcp: connection %llu offers v2; answered HELLO_ACK",
             static_cast<unsigned long long>(c.id));
 }
@@ -232,7 +231,7 @@ void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool lega
     // of this read pass if a frame is under way.
     timers_.cancel({c.id, kit::DeadlineKind::setup});
     timers_.cancel({c.id, kit::DeadlineKind::stall});
-    c.stall_clock.timed = false;
+    c.reader.stall_clock.timed = false;
     auto peer = std::make_shared<TcpPeer>();
     peer->announced = announced;
     peer->remote = c.remote;
@@ -288,7 +287,7 @@ void TcpMethod::fall_back_to_legacy(Connection& c) {
             describe(c.remote).c_str());
     // Nothing but HELLO was written, so every queued send can move to the new connection.
     OpList moved;
-    moved.splice(moved.end(), c.small_queue);
+    moved.splice(moved.end(), c.writer.small_queue);
     retire(c);
     int error = 0;
     Connection* next = open_outbound(peer, error);
@@ -301,7 +300,7 @@ void TcpMethod::fall_back_to_legacy(Connection& c) {
             finish(op, -BMI_EMSGSIZE);
         } else {
             slots(op).connection = next;
-            next->small_queue.push_back(op);
+            next->writer.small_queue.push_back(op);
         }
     }
     if (next == nullptr && peer->connections.empty()) {
@@ -327,24 +326,8 @@ void TcpMethod::fail_connection(Connection& c, int error, bool peer_dead) {
     std::shared_ptr<TcpPeer> peer = c.peer;
     // Collect first: finishing calls into the Sink, and the queues must be empty by then.
     std::vector<Operation*> failed;
-    for (const OutFrame& f : c.out)
-        if (f.op != nullptr) failed.push_back(f.op);
-    c.out.clear();
-    c.control_queue.clear();
-    while (!c.small_queue.empty()) {
-        failed.push_back(&c.small_queue.front());
-        c.small_queue.pop_front();
-    }
-    while (!c.data_queue.empty()) {
-        failed.push_back(&c.data_queue.front());
-        c.data_queue.pop_front();
-    }
-    for (auto& [cookie, op] : c.await_cts) failed.push_back(op);
-    for (auto& [cookie, op] : c.incoming) failed.push_back(op);
-    c.await_cts.clear();
-    c.incoming.clear();
-    if (c.phase == ReadPhase::body_op && c.read_op != nullptr) failed.push_back(c.read_op);
-    c.read_op = nullptr;
+    c.writer.release_ops(failed);
+    c.reader.release_ops(failed);
     retire(c);
     for (Operation* op : failed) finish(*op, error);
     if (peer && peer_dead && peer->connections.empty()) fail_posted_recvs(*peer, error);
@@ -381,8 +364,7 @@ void TcpMethod::retire(Connection& c) {
             }
         }
     }
-    returner_.freed(
-        static_cast<std::int64_t>((c.inbuf ? read_ahead_size : 0) + c.scratch.capacity()));
+    returner_.freed(static_cast<std::int64_t>(c.reader.memory()));
     auto it = connections_.find(c.id);
     if (it != connections_.end()) {
         graveyard_.push_back(std::move(it->second));
@@ -404,10 +386,10 @@ void TcpMethod::update_interest(Connection& c) {
         want = EPOLLOUT;
     } else {
         // A paused connection is not read, so only RDHUP tells us its peer has gone.
-        want |= c.paused() ? std::uint32_t{EPOLLRDHUP} : std::uint32_t{EPOLLIN};
+        want |= c.reader.paused() ? std::uint32_t{EPOLLRDHUP} : std::uint32_t{EPOLLIN};
         if (c.has_output()) want |= EPOLLOUT;
     }
-    if (c.detached) {
+    if (c.reader.detached) {
         // Reading alone is what a detached connection does by hand; anything else needs epoll.
         if (want != EPOLLIN) reattach(c);
         return;

@@ -40,26 +40,26 @@ void load_limits(const support::Settings& settings, Limits& out) {
 }
 
 bool TcpMethod::admit_early(Connection& c) {
-    const Header& h = c.header;
+    const Header& h = c.reader.header;
     // A frame under one of our GRANTs has its room reserved (tcp_grants.cpp).
-    if (!makes_arrival(h.mode) || c.frame_grant != 0) return true;
+    if (!makes_arrival(h.mode) || c.reader.frame_grant != 0) return true;
     TcpPeer& peer = *c.peer;
     // A frame a posted receive takes at once is never buffered.
     if (peer.posted_recvs.contains(tag_of(h))) return true;
     const bmi_size_t cost = cost_of(h.mode, static_cast<bmi_size_t>(h.size));
     if (early_.fits(peer.early, cost)) {
         early_.charge(peer.early, cost);
-        c.early_reserved = cost;
+        c.reader.early_reserved = cost;
         return true;
     }
-    if (c.phase != ReadPhase::wait_early) {
+    if (c.reader.phase != ReadPhase::wait_early) {
         BMI_LOG(tcp, "tcp: %s holds %lld bytes of early data (peer bound %lld, all peers %lld "
                      "of %lld); not reading it until receives claim some",
                 describe_peer(peer).c_str(), static_cast<long long>(peer.early.bytes),
                 static_cast<long long>(early_.limits().peer_bytes),
                 static_cast<long long>(early_.total()),
                 static_cast<long long>(early_.limits().total_bytes));
-        c.phase = ReadPhase::wait_early;
+        c.reader.phase = ReadPhase::wait_early;
         paused_early_.push_back(c.id);
     }
     return false;
@@ -69,8 +69,8 @@ void TcpMethod::keep_arrival(Connection& c, Arrival arrival) {
     TcpPeer& peer = *c.peer;
     if (arrival.granted) {
         grants_.charge(peer.granted, grant_reservation(arrival.size));
-    } else if (c.early_reserved == cost_of(arrival)) {
-        c.early_reserved = 0;  // the header's reservation is now the arrival's charge
+    } else if (c.reader.early_reserved == cost_of(arrival)) {
+        c.reader.early_reserved = 0;  // the header's reservation is now the arrival's charge
     } else {
         release_reservation(c);
         early_.charge(peer.early, cost_of(arrival));
@@ -79,9 +79,9 @@ void TcpMethod::keep_arrival(Connection& c, Arrival arrival) {
 }
 
 void TcpMethod::release_reservation(Connection& c) {
-    if (c.early_reserved == 0) return;
-    early_.release(c.peer->early, c.early_reserved);
-    c.early_reserved = 0;
+    if (c.reader.early_reserved == 0) return;
+    early_.release(c.peer->early, c.reader.early_reserved);
+    c.reader.early_reserved = 0;
     early_released_ = true;
 }
 
@@ -109,8 +109,8 @@ void TcpMethod::resume_paused() {
     paused_early_.clear();
     for (std::uint64_t id : waiting) {
         Connection* c = find_connection(id);
-        if (c == nullptr || c->closed || c->phase != ReadPhase::wait_early) continue;
-        c->phase = ReadPhase::header;
+        if (c == nullptr || c->closed || c->reader.phase != ReadPhase::wait_early) continue;
+        c->reader.phase = ReadPhase::header;
         restart_stall_clock(*c);
         if (!admit_early(*c)) continue;  // still over: admit_early queued it again
         dispatch_frame(*c);

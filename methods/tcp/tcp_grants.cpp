@@ -45,7 +45,7 @@ void TcpMethod::queue_grants(Connection& c) {
 }
 
 void TcpMethod::on_grant(Connection& c) {
-    const Header& h = c.header;
+    const Header& h = c.reader.header;
     const bool known = std::any_of(c.grants_held.begin(), c.grants_held.end(),
                                    [&](const Grant& g) { return g.cookie == h.cookie; });
     if (known || c.grants_held.size() >= max_grants_per_connection) {
@@ -65,22 +65,22 @@ std::optional<Grant> TcpMethod::take_grant(Connection& c, bmi_size_t size) {
 }
 
 bool TcpMethod::claim_grant(Connection& c) {
-    const Header& h = c.header;
+    const Header& h = c.reader.header;
     auto it = std::find_if(c.grants_given.begin(), c.grants_given.end(),
                            [&](const Grant& g) { return g.sent && g.cookie == h.cookie; });
     if (it == c.grants_given.end() || h.size > static_cast<std::uint64_t>(it->size)) {
         protocol_error(c, "EAGER under no GRANT of ours, or larger than it");
         return false;
     }
-    c.frame_grant = it->size;
+    c.reader.frame_grant = it->size;
     c.grants_given.erase(it);
     return true;
 }
 
 void TcpMethod::settle_grant(Connection& c) {
-    if (c.frame_grant == 0) return;
-    grants_.release(c.peer->granted, grant_reservation(c.frame_grant));
-    c.frame_grant = 0;
+    if (c.reader.frame_grant == 0) return;
+    grants_.release(c.peer->granted, grant_reservation(c.reader.frame_grant));
+    c.reader.frame_grant = 0;
 }
 
 void TcpMethod::release_grants(Connection& c) {

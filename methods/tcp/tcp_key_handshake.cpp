@@ -36,21 +36,21 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     if (!keys_.keyed()) return false;
     if (const Refusal why = c.key_handshake.check_hello(keys_, key_features(hello.features));
         why != Refusal::none) {
-        refuse(c, why, c.header.magic);
+        refuse(c, why, c.reader.header.magic);
         return true;
     }
     const std::string ours = hello_address(own_address(c));
     const auto step = c.key_handshake.answer(keys_, c.fd, hello.nonce, hello.address, ours);
     if (step.refused()) {
-        refuse(c, step.refusal, c.header.magic);
+        refuse(c, step.refusal, c.reader.header.magic);
         return true;
     }
     Hello ack{our_features | feature_bits(keys_.offered()), own_address(c)};
     ack.nonce = step.nonce;
     ack.proof = step.proof;
     OutFrame reply;
-    reply.body = encode_hello(ack, true, c.header.magic);
-    c.control_queue.push_back(std::move(reply));
+    reply.body = encode_hello(ack, true, c.reader.header.magic);
+    c.writer.control_queue.push_back(std::move(reply));
     c.state = ConnState::await_proof;
     flush(c);
     return true;
@@ -70,13 +70,13 @@ bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
     if (!keys_.keyed()) return true;
     OutFrame out;
     out.body = encode_hello_proof(step.proof);
-    c.control_queue.push_back(std::move(out));
+    c.writer.control_queue.push_back(std::move(out));
     return true;
 }
 
 void TcpMethod::on_hello_proof(Connection& c) {
     // Only a keyed acceptor ever enters await_proof, the one state where this frame is legal.
-    if (const Refusal why = c.key_handshake.check_proof(keys_, c.scratch);
+    if (const Refusal why = c.key_handshake.check_proof(keys_, c.reader.scratch);
         why != Refusal::none) {
         refuse(c, why);
         return;
@@ -94,7 +94,7 @@ void TcpMethod::refuse(Connection& c, Refusal why, std::optional<std::uint32_t> 
         OutFrame reply;
         reply.body = encode_hello(Hello{our_features | feature_key_required, own_address(c)},
                                   true, *tell_magic);
-        c.control_queue.push_back(std::move(reply));
+        c.writer.control_queue.push_back(std::move(reply));
         flush(c);
     }
     keys_.log_refusal(ip_text(c.remote), describe(c.remote), why);

@@ -54,8 +54,8 @@ TcpMethod::~TcpMethod() {
     // The control layer reaped every op before destroying us; only memory and fds remain.
     for (auto& [id, c] : connections_) {
         if (c->fd >= 0) close(c->fd);
-        c->small_queue.clear();
-        c->data_queue.clear();
+        c->writer.small_queue.clear();
+        c->writer.data_queue.clear();
     }
     for (auto& [raw, peer] : peers_) {
         peer->posted_recvs.clear();
@@ -173,13 +173,13 @@ int TcpMethod::post_send(Operation& op) {
     op.actual_size = 0;
     slots(op).connection = c;
     const bool idle = c->state == ConnState::established && !c->has_output();
-    c->small_queue.push_back(op);
+    c->writer.small_queue.push_back(op);
     place(op, Place::send_queued);
     // An idle connection gets a direct write, so a lone small send usually completes inside
     // post(). A second send before the next progress call waits for that call instead (EPOLLOUT
     // brings it): a burst of sends then leaves in one sendmsg, not one system call each.
-    if (idle && c->direct_write_epoch != progress_epoch_) {
-        c->direct_write_epoch = progress_epoch_;
+    if (idle && c->writer.direct_write_epoch != progress_epoch_) {
+        c->writer.direct_write_epoch = progress_epoch_;
         flush(*c);
     } else {
         update_interest(*c);
@@ -211,7 +211,7 @@ void TcpMethod::cancel(Operation& op) {
         case Place::posting:
             return;
         case Place::send_queued:
-            c->small_queue.erase(c->small_queue.iterator_to(op));
+            c->writer.small_queue.erase(c->writer.small_queue.iterator_to(op));
             finish(op, -BMI_ECANCEL);
             return;
         case Place::recv_posted: {
@@ -223,12 +223,13 @@ void TcpMethod::cancel(Operation& op) {
         case Place::send_writing:
         {
             // Unwritten and the op's first frame: nothing of it is on the wire yet.
-            auto frame = std::find_if(c->out.begin(), c->out.end(),
+            auto frame = std::find_if(c->writer.out.begin(), c->writer.out.end(),
                                       [&](const OutFrame& f) { return f.op == &op; });
-            if (frame != c->out.end() && frame->done == 0 && frame->kind != OutKind::data_chunk) {
+            if (frame != c->writer.out.end() && frame->done == 0 &&
+                frame->kind != OutKind::data_chunk) {
                 // A grant it would have used stays the peer's gift to the next large send.
                 if (frame->grant.cookie != 0) c->grants_held.push_back(frame->grant);
-                c->out.erase(frame);
+                c->writer.out.erase(frame);
                 finish(op, -BMI_ECANCEL);
                 update_interest(*c);
                 return;
@@ -315,7 +316,7 @@ int TcpMethod::get_info(Peer* peer, int option, void* arg) {
             int waiting = 0;
             for (auto& [id, c] : connections_) {
                 if (c->closed) continue;
-                if (c->phase == ReadPhase::wait_unexpected) waiting = 1;
+                if (c->reader.phase == ReadPhase::wait_unexpected) waiting = 1;
                 int bytes = 0;
                 if (c->state != ConnState::connecting && ioctl(c->fd, FIONREAD, &bytes) == 0 &&
                     bytes > 0)
@@ -333,7 +334,7 @@ int TcpMethod::get_info(Peer* peer, int option, void* arg) {
             // The control layer filled in bytes and limit; add the peers held back here.
             std::set<const Peer*> blocked;
             for (auto& [id, c] : connections_)
-                if (!c->closed && c->phase == ReadPhase::wait_unexpected && c->peer)
+                if (!c->closed && c->reader.phase == ReadPhase::wait_unexpected && c->peer)
                     blocked.insert(c->peer.get());
             static_cast<BMI_unexpected_quota_use*>(arg)->blocked_peers +=
                 static_cast<int>(blocked.size());

@@ -168,7 +168,7 @@ private:
     // A connection whose peer reached us first and that the application cannot name (it sent
     // no unexpected message): a frame held back on it can never be claimed by a receive.
     static bool abandoned(const Connection& c) {
-        return c.phase != ReadPhase::wait_unexpected && c.peer && c.peer->target.empty() &&
+        return c.reader.phase != ReadPhase::wait_unexpected && c.peer && c.peer->target.empty() &&
                c.peer->addr() == 0;
     }
 
@@ -292,7 +292,7 @@ private:
     // Puts c's unsent GRANTs on its control queue, to leave with the write under way.
     void queue_grants(Connection& c);
     // The EAGER header just read names one of our grants: it becomes the frame's
-    // (Connection::frame_grant); false after a protocol error if it names none that fits.
+    // (FrameReader::frame_grant); false after a protocol error if it names none that fits.
     bool claim_grant(Connection& c);
     // The granted frame's body landed in a receive: its reservation comes back.
     void settle_grant(Connection& c);
@@ -300,7 +300,7 @@ private:
     void release_grants(Connection& c);
 
     // tcp_early.cpp: the early-data budget
-    // Reserves what c's new header commits us to (Connection::early_reserved); false, and c
+    // Reserves what c's new header commits us to (FrameReader::early_reserved); false, and c
     // paused, if the budget has no room for it.
     bool admit_early(Connection& c);
     // Keeps an arrival of c's current frame; it takes over the frame's reservation.
@@ -346,7 +346,9 @@ private:
     // The peer owes us bytes from now on although we read none: a CTS just went out, or
     // reading resumes after a pause. Without this the clock would run from the last read,
     // which may be older than the stall timeout, and a healthy transfer would be cut at once.
-    static void restart_stall_clock(Connection& c) { c.stall_clock.restart(c.reads_with_data); }
+    static void restart_stall_clock(Connection& c) {
+        c.reader.stall_clock.restart(c.reader.reads_with_data);
+    }
 
     // tcp_planes.cpp: listening and connecting on allocated planes (doc/planes.md)
     int start_listening(const Config& config);

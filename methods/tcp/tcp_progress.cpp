@@ -80,7 +80,7 @@ bool TcpMethod::poll_once() {
 
 bool TcpMethod::poll_hot_connection() {
     Connection* c = find_connection(hot_connection_);
-    if (c == nullptr || c->closed || c->state != ConnState::established || c->paused()) {
+    if (c == nullptr || c->closed || c->state != ConnState::established || c->reader.paused()) {
         hot_connection_ = 0;
         return false;
     }
@@ -88,12 +88,12 @@ bool TcpMethod::poll_hot_connection() {
 }
 
 bool TcpMethod::poll_connection(Connection& c) {
-    const std::uint64_t before = c.reads_with_data;
+    const std::uint64_t before = c.reader.reads_with_data;
     // What progress_events does around the events it hands out, for this one socket.
     ++progress_epoch_;
     graveyard_.clear();
     on_readable(c);
-    const bool moved = c.reads_with_data != before || c.closed;
+    const bool moved = c.reader.reads_with_data != before || c.closed;
     retry_unexpected();
     if (early_released_) resume_paused();
     graveyard_.clear();
@@ -130,7 +130,7 @@ void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
         connection_broken(*c, err < 0 ? err : -BMI_ECONNRESET);
         return;
     }
-    if ((events & EPOLLRDHUP) != 0 && c->paused() && abandoned(*c)) {
+    if ((events & EPOLLRDHUP) != 0 && c->reader.paused() && abandoned(*c)) {
         BMI_LOG(tcp, "tcp: %s closed while its connection was paused, and nothing can claim "
                      "what it left; closing", describe(c->remote).c_str());
         connection_broken(*c, -BMI_ECONNRESET);
@@ -151,7 +151,7 @@ bool TcpMethod::retry_unexpected() {
     bool delivered = false;
     for (std::uint64_t id : waiting) {
         Connection* c = find_connection(id);
-        if (c == nullptr || c->closed || c->phase != ReadPhase::wait_unexpected) continue;
+        if (c == nullptr || c->closed || c->reader.phase != ReadPhase::wait_unexpected) continue;
         if (!deliver_unexpected(*c)) continue;
         delivered = true;
         on_readable(*c);
@@ -161,12 +161,12 @@ bool TcpMethod::retry_unexpected() {
 
 void TcpMethod::watch_deadlines(Connection& c) {
     if (c.closed) return;
-    if (!c.stall_clock.timed && c.partial())
-        c.stall_clock.start(timers_, {c.id, kit::DeadlineKind::stall}, c.reads_with_data,
-                            limits_.stall_timeout);
-    if (!c.send_clock.timed && c.write_blocked)
-        c.send_clock.start(timers_, {c.id, kit::DeadlineKind::send}, c.writes_with_data,
-                           limits_.send_timeout);
+    if (!c.reader.stall_clock.timed && c.partial())
+        c.reader.stall_clock.start(timers_, {c.id, kit::DeadlineKind::stall},
+                                   c.reader.reads_with_data, limits_.stall_timeout);
+    if (!c.writer.send_clock.timed && c.writer.write_blocked)
+        c.writer.send_clock.start(timers_, {c.id, kit::DeadlineKind::send},
+                                  c.writer.writes_with_data, limits_.send_timeout);
 }
 
 void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::time_point now) {
@@ -182,11 +182,12 @@ void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::tim
         return;
     case kit::DeadlineKind::stall:
         if (!c->partial()) {
-            c->stall_clock.timed = false;  // owed nothing now; watch_deadlines starts it again
+            // Owed nothing now; watch_deadlines starts it again.
+            c->reader.stall_clock.timed = false;
             return;
         }
-        if (!c->stall_clock.expired(timers_, key, c->reads_with_data, now,
-                                    limits_.stall_timeout))
+        if (!c->reader.stall_clock.expired(timers_, key, c->reader.reads_with_data, now,
+                                           limits_.stall_timeout))
             return;
         if (c->setting_up() && c->setup_deadline <= now) {
             fail_late_handshake(*c);
@@ -196,11 +197,12 @@ void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::tim
         fail_connection(*c, -BMI_ETIMEDOUT, true);
         return;
     case kit::DeadlineKind::send:
-        if (!c->write_blocked) {
-            c->send_clock.timed = false;
+        if (!c->writer.write_blocked) {
+            c->writer.send_clock.timed = false;
             return;
         }
-        if (!c->send_clock.expired(timers_, key, c->writes_with_data, now, limits_.send_timeout))
+        if (!c->writer.send_clock.expired(timers_, key, c->writer.writes_with_data, now,
+                                          limits_.send_timeout))
             return;
         BMI_LOG(tcp, "tcp: %s took none of our bytes in %lld ms; closing",
                 describe(c->remote).c_str(), static_cast<long long>(limits_.send_timeout.count()));
@@ -224,7 +226,7 @@ void TcpMethod::fail_unanswered_rts(Connection& c, std::chrono::steady_clock::ti
     using Clock = std::chrono::steady_clock;
     std::vector<Operation*> unanswered;
     std::optional<Clock::time_point> next;
-    for (auto& [cookie, op] : c.await_cts) {
+    for (auto& [cookie, op] : c.writer.await_cts) {
         const Clock::time_point deadline = slots(*op).rts_deadline;
         if (deadline <= now)
             unanswered.push_back(op);
@@ -238,7 +240,7 @@ void TcpMethod::fail_unanswered_rts(Connection& c, std::chrono::steady_clock::ti
         BMI_LOG(tcp, "tcp: %s did not answer an RTS in %lld ms; failing the send",
                 describe(c.remote).c_str(),
                 static_cast<long long>(limits_.rendezvous_timeout.count()));
-        c.await_cts.erase(slots(*op).cookie);
+        c.writer.await_cts.erase(slots(*op).cookie);
         finish(*op, -BMI_ETIMEDOUT);
     }
 }

@@ -30,8 +30,8 @@ Connection* TcpMethod::sole_waiting_connection() {
     if (read_wait_.count() == 0 || pending_ops_ == 0 || connections_.size() != 1) return nullptr;
     if (!waiting_unexpected_.empty() || early_released_) return nullptr;
     Connection& c = *connections_.begin()->second;
-    if (c.closed || c.state != ConnState::established || c.paused() || c.has_output() ||
-        c.in_pos < c.in_end || c.read_wait_bound.count() < 0)
+    if (c.closed || c.state != ConnState::established || c.reader.paused() || c.has_output() ||
+        c.reader.has_buffered() || c.reader.read_wait_bound.count() < 0)
         return nullptr;
     return &c;
 }
@@ -39,20 +39,20 @@ Connection* TcpMethod::sole_waiting_connection() {
 bool TcpMethod::sleep_in_read(std::chrono::steady_clock::time_point now,
                               std::chrono::steady_clock::time_point deadline, bool allowed) {
     Connection* c = allowed ? sole_waiting_connection() : nullptr;
-    if (c != nullptr && c->read_wait_bound.count() == 0) {
-        c->read_wait_bound = enable_read_wait(c->fd, read_wait_);
-        if (c->read_wait_bound.count() <= 0) {
+    if (c != nullptr && c->reader.read_wait_bound.count() == 0) {
+        c->reader.read_wait_bound = enable_read_wait(c->fd, read_wait_);
+        if (c->reader.read_wait_bound.count() <= 0) {
             BMI_LOG(tcp, "tcp: cannot sleep in the read of %s (%lld); it sleeps in epoll",
                     describe(c->remote).c_str(),
-                    static_cast<long long>(c->read_wait_bound.count()));
-            c->read_wait_bound = std::chrono::microseconds(-1);
+                    static_cast<long long>(c->reader.read_wait_bound.count()));
+            c->reader.read_wait_bound = std::chrono::microseconds(-1);
             c = nullptr;
         }
     }
     // The kernel counts the timeout in ticks: a caller that wants less than that sleeps in
     // epoll, whose timer is exact.
-    if (c != nullptr && deadline - now < c->read_wait_bound) c = nullptr;
-    if (c == nullptr || (!c->detached && !detach(*c))) {
+    if (c != nullptr && deadline - now < c->reader.read_wait_bound) c = nullptr;
+    if (c == nullptr || (!c->reader.detached && !detach(*c))) {
         reattach_detached();
         return false;
     }
@@ -70,7 +70,7 @@ bool TcpMethod::sleep_in_read(std::chrono::steady_clock::time_point now,
 
 bool TcpMethod::detach(Connection& c) {
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr) != 0) return false;
-    c.detached = true;
+    c.reader.detached = true;
     c.events = 0;
     detached_ = c.id;
     return true;
@@ -78,8 +78,8 @@ bool TcpMethod::detach(Connection& c) {
 
 void TcpMethod::reattach(Connection& c) {
     detached_ = 0;
-    if (!c.detached || c.closed) return;
-    c.detached = false;
+    if (!c.reader.detached || c.closed) return;
+    c.reader.detached = false;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = c.id;

@@ -17,19 +17,6 @@ namespace {
 // starve the others; level-triggered epoll brings us back for the rest.
 constexpr int reads_per_progress = 64;
 
-// Copies buffered input into iov; returns the bytes moved.
-std::size_t take_buffered(Connection& c, const iovec* iov, int n) {
-    std::size_t moved = 0;
-    for (int i = 0; i < n && c.in_pos < c.in_end; ++i) {
-        std::size_t chunk = std::min(iov[i].iov_len, c.in_end - c.in_pos);
-        std::memcpy(iov[i].iov_base, c.inbuf.get() + c.in_pos, chunk);
-        c.in_pos += chunk;
-        moved += chunk;
-        if (chunk < iov[i].iov_len) break;
-    }
-    return moved;
-}
-
 std::size_t iov_total(const iovec* iov, int n) {
     std::size_t total = 0;
     for (int i = 0; i < n; ++i) total += iov[i].iov_len;
@@ -94,11 +81,11 @@ Operation* TcpMethod::take_posted_recv(TcpPeer& peer, bmi_msg_tag_t tag) {
 }
 
 void TcpMethod::on_readable(Connection& c) {
-    c.drained = false;
+    c.reader.drained = false;
     // Buffered input is always worked off (it is bounded, and no epoll event would bring us
     // back for it); only new reads from the socket count against the fairness bound.
     for (int i = 0; !c.closed; ++i) {
-        if (i >= reads_per_progress && c.in_pos == c.in_end) break;
+        if (i >= reads_per_progress && !c.reader.has_buffered()) break;
         if (!read_step(c)) break;
     }
     update_interest(c);
@@ -106,84 +93,57 @@ void TcpMethod::on_readable(Connection& c) {
 
 // Reads what the current phase needs; false once the socket is drained or reading is paused.
 bool TcpMethod::read_step(Connection& c) {
+    FrameReader& r = c.reader;
     iovec iov[iov_batch + 1];  // the phase's pieces, and room for read_socket's tail
-    int n = 1;
     std::uint8_t sink_buffer[16384];
-    const std::size_t hsize =
-        header_bytes_needed(c.dialect(), {c.head.data(), c.head_have});
-    switch (c.phase) {
-        case ReadPhase::header:
-            iov[0] = {c.head.data() + c.head_have, hsize - c.head_have};
-            break;
-        case ReadPhase::body_scratch:
-            iov[0] = {c.scratch.data() + c.scratch_have, c.scratch.size() - c.scratch_have};
-            break;
-        case ReadPhase::body_op:
-            n = segment_iov(*c.read_op, c.read_op->transferred, c.body_left, iov, iov_batch);
-            break;
-        case ReadPhase::discard:
-            iov[0] = {sink_buffer, static_cast<std::size_t>(
-                                       std::min<bmi_size_t>(c.body_left, sizeof sink_buffer))};
-            break;
-        case ReadPhase::wait_unexpected:
-        case ReadPhase::wait_match:
-        case ReadPhase::wait_early:
-            return false;
-    }
+    const int n = r.next_iov(iov, header_bytes_needed(c.dialect(), r.head_bytes()), sink_buffer,
+                             sizeof sink_buffer);
+    if (n == 0) return false;
     ssize_t got;
-    if (c.in_pos < c.in_end) {
-        got = static_cast<ssize_t>(take_buffered(c, iov, n));
+    if (r.has_buffered()) {
+        got = static_cast<ssize_t>(r.take_buffered(iov, n));
     } else {
-        if (c.drained) return false;  // spares the read that would only say EAGAIN
+        if (r.drained) return false;  // spares the read that would only say EAGAIN
         got = read_socket(c, iov, n);
         if (got < 0) return false;
     }
-    const auto count = static_cast<std::size_t>(got);
-    switch (c.phase) {
-        case ReadPhase::header:
-            c.head_have += count;
-            // A first frame under the standalone magic needs one byte more than was asked for.
-            if (c.head_have == header_bytes_needed(c.dialect(), {c.head.data(), c.head_have}))
-                on_header(c);
+    const auto needed = [&c](std::span<const std::uint8_t> have) {
+        return header_bytes_needed(c.dialect(), have);
+    };
+    switch (r.advance(static_cast<std::size_t>(got), needed)) {
+        case ReadEvent::header:
+            on_header(c);
             break;
-        case ReadPhase::body_scratch:
-            c.scratch_have += count;
-            if (c.scratch_have == c.scratch.size()) on_scratch_body(c);
+        case ReadEvent::scratch_body:
+            on_scratch_body(c);
             break;
-        case ReadPhase::body_op:
-            c.read_op->transferred += got;
-            c.body_left -= got;
-            if (c.body_left == 0) body_op_done(c);
+        case ReadEvent::op_body:
+            body_op_done(c);
             break;
-        case ReadPhase::discard:
-            c.body_left -= got;
-            if (c.body_left == 0) c.phase = ReadPhase::header;
-            break;
-        default:
+        case ReadEvent::none:
             break;
     }
     return true;
 }
 
 ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
+    FrameReader& r = c.reader;
     const std::size_t want = iov_total(iov, n);
     // A connection through its handshake gets the read-ahead; the few frames of a handshake
     // do without, so a connection that has proven nothing holds no buffer of ours.
     const bool unproven = c.state != ConnState::established;
     // A large remainder of a payload goes straight to its destination, and so does a header
-    // expected to announce one (Connection::header_alone).
-    const bool large = c.phase == ReadPhase::header
-                           ? c.header_alone
-                           : c.phase != ReadPhase::discard && want >= read_ahead_size;
+    // expected to announce one (FrameReader::header_alone).
+    const bool large = r.phase == ReadPhase::header
+                           ? r.header_alone
+                           : r.phase != ReadPhase::discard && want >= read_ahead_size;
     const bool direct = unproven || large;
-    if (!c.inbuf && !unproven) c.inbuf = std::make_unique<std::uint8_t[]>(read_ahead_size);
     // Behind a payload only the next header is read ahead: it saves the read that would find
     // the socket empty (a short read says so), and it drags none of the next payload along.
     std::size_t ahead = read_ahead_size;
     if (direct)
-        ahead = unproven || c.phase == ReadPhase::header ? 0
-                                                         : header_bytes_needed(c.dialect(), {});
-    iovec ahead_iov{c.inbuf.get(), ahead};
+        ahead = unproven || r.phase == ReadPhase::header ? 0 : header_bytes_needed(c.dialect(), {});
+    iovec ahead_iov{unproven ? r.inbuf.get() : r.read_ahead(), ahead};
     if (direct && ahead > 0) iov[n] = ahead_iov;
     const bool wait = std::exchange(wait_in_read_, false);
     const ssize_t read = direct ? receive_vector(c.fd, iov, n + (ahead > 0 ? 1 : 0), wait)
@@ -197,24 +157,18 @@ ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
             connection_broken(c, support::bmi_error_from_errno(errno));
         return -1;
     }
-    const auto count = static_cast<std::size_t>(read);
-    ++c.reads_with_data;
-    c.drained = count < (direct ? want : 0) + ahead;
-    c.in_pos = 0;
-    if (!direct) {
-        c.in_end = count;
-        return static_cast<ssize_t>(take_buffered(c, iov, n));
-    }
-    c.in_end = count > want ? count - want : 0;
-    return static_cast<ssize_t>(std::min(count, want));
+    return static_cast<ssize_t>(
+        r.land_read(static_cast<std::size_t>(read), want, ahead, direct, iov, n));
 }
 
 void TcpMethod::protocol_error(Connection& c, const char* what) {
-    BMI_LOG(tcp, "tcp: protocol error from %s (%s, magic %u mode 0x%x size %llu cookie %llu); "
-                 "closing connection %llu",
-            describe(c.remote).c_str(), what, c.header.magic,
-            static_cast<unsigned>(c.header.mode), static_cast<unsigned long long>(c.header.size),
-            static_cast<unsigned long long>(c.header.cookie),
+    BMI_LOG(tcp,
+            "tcp: protocol error from %s (%s, magic %u mode 0x%x size %llu cookie %llu); "
+            "closing connection %llu",
+            describe(c.remote).c_str(), what, c.reader.header.magic,
+            static_cast<unsigned>(c.reader.header.mode),
+            static_cast<unsigned long long>(c.reader.header.size),
+            static_cast<unsigned long long>(c.reader.header.cookie),
             static_cast<unsigned long long>(c.id));
     // The stream is out of step: nothing more from this connection can be trusted, and the
     // receives posted for its peer fail now rather than wait for an application's cancel.
@@ -222,17 +176,15 @@ void TcpMethod::protocol_error(Connection& c, const char* what) {
 }
 
 void TcpMethod::on_header(Connection& c) {
-    const Framing framing = framing_of(c.dialect(), {c.head.data(), c.head_have});
-    const Header h = decode_header(c.head.data(), framing);
-    c.head_have = 0;
-    c.header = h;
+    const Framing framing = framing_of(c.dialect(), c.reader.head_bytes());
+    const Header h = c.reader.take_header(framing);
     if (check_header(h, c.dialect(), unexpected_limit_, c.eager_limit) < 0) {
         protocol_error(c, "bad header");
         return;
     }
     // Frames come in kinds: a large one is usually followed by another (an RTS by its DATA).
     // A GRANT's size is not its own payload.
-    c.header_alone = h.mode != Mode::grant && h.size >= read_ahead_size;
+    c.reader.header_alone = h.mode != Mode::grant && h.size >= read_ahead_size;
     // A first frame other than HELLO comes from a legacy client (OrangeFS's or the standalone
     // library's, by its magic), whatever our own dialect: that framing for good.
     if (c.state == ConnState::await_first && h.mode != Mode::hello) {
@@ -257,7 +209,7 @@ void TcpMethod::on_header(Connection& c) {
 }
 
 void TcpMethod::dispatch_frame(Connection& c) {
-    const Header& h = c.header;
+    const Header& h = c.reader.header;
     switch (h.mode) {
         case Mode::eager:
             // A posted receive takes the payload straight from the socket: no scratch copy,
@@ -276,12 +228,11 @@ void TcpMethod::dispatch_frame(Connection& c) {
             // An unexpected payload is read whole before it is charged to the quota: a peer
             // that trickles a body holds only this connection's scratch, never the quota
             // that every other peer's requests need.
-            c.scratch.resize(static_cast<std::size_t>(h.size));
-            c.scratch_have = 0;
+            c.reader.start_scratch(static_cast<std::size_t>(h.size));
             if (h.size == 0)
                 on_scratch_body(c);
             else
-                c.phase = ReadPhase::body_scratch;
+                c.reader.phase = ReadPhase::body_scratch;
             return;
         case Mode::rendezvous:
             on_legacy_rend(c);
@@ -305,30 +256,31 @@ void TcpMethod::dispatch_frame(Connection& c) {
 }
 
 void TcpMethod::on_scratch_body(Connection& c) {
-    c.phase = ReadPhase::header;
-    if (c.header.mode == Mode::eager) {
-        on_eager(c, tag_of(c.header), c.scratch.data(), static_cast<bmi_size_t>(c.header.size));
+    c.reader.phase = ReadPhase::header;
+    if (c.reader.header.mode == Mode::eager) {
+        on_eager(c, tag_of(c.reader.header), c.reader.scratch.data(),
+                 static_cast<bmi_size_t>(c.reader.header.size));
         release_reservation(c);
         // A granted frame may be megabytes: its scratch is not kept for the next small one.
-        if (c.scratch.capacity() > static_cast<std::size_t>(v2_large_eager_limit)) {
-            returner_.freed(static_cast<std::int64_t>(c.scratch.capacity()));
-            std::vector<std::uint8_t>().swap(c.scratch);
+        if (c.reader.scratch.capacity() > static_cast<std::size_t>(v2_large_eager_limit)) {
+            returner_.freed(static_cast<std::int64_t>(c.reader.scratch.capacity()));
+            std::vector<std::uint8_t>().swap(c.reader.scratch);
         }
         return;
     }
-    if (c.header.mode == Mode::unexpected) {
+    if (c.reader.header.mode == Mode::unexpected) {
         deliver_unexpected(c);
         return;
     }
-    if (c.header.mode == Mode::hello_proof) {
+    if (c.reader.header.mode == Mode::hello_proof) {
         on_hello_proof(c);
         return;
     }
-    on_hello(c, c.header.mode == Mode::hello_ack);
+    on_hello(c, c.reader.header.mode == Mode::hello_ack);
 }
 
 void TcpMethod::on_hello(Connection& c, bool ack) {
-    auto hello = decode_hello_body(c.scratch);
+    auto hello = decode_hello_body(c.reader.scratch);
     if (!hello) {
         protocol_error(c, "bad HELLO body");
         return;
@@ -348,7 +300,7 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
             c.held_for_answer = false;
             OutFrame reply;
             reply.body = encode_hello(hello_to_send(c), false);
-            c.control_queue.push_back(std::move(reply));
+            c.writer.control_queue.push_back(std::move(reply));
         }
     } else if (c.await_hello) {
         // The client we answered is through: its frames are v2 from here on. Its announced
@@ -362,9 +314,8 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
         bind_peer(c, hello->address, false);
         OutFrame reply;
         // Answer under the magic the HELLO came with, so an older libbmi client accepts it.
-        reply.body = encode_hello(Hello{our_features, own_address(c)}, true,
-                                  c.header.magic);
-        c.control_queue.push_back(std::move(reply));
+        reply.body = encode_hello(Hello{our_features, own_address(c)}, true, c.reader.header.magic);
+        c.writer.control_queue.push_back(std::move(reply));
     }
     flush(c);
 }
@@ -391,16 +342,16 @@ void TcpMethod::on_eager(Connection& c, bmi_msg_tag_t tag, const std::uint8_t* d
     arrival.data = std::make_unique<std::uint8_t[]>(static_cast<std::size_t>(size) + 1);
     if (size > 0) std::memcpy(arrival.data.get(), data, static_cast<std::size_t>(size));
     // Under a grant its room was reserved: the reservation becomes the arrival's charge.
-    arrival.granted = c.frame_grant != 0;
+    arrival.granted = c.reader.frame_grant != 0;
     settle_grant(c);
     keep_arrival(c, std::move(arrival));
 }
 
 void TcpMethod::on_rts(Connection& c) {
-    const Header& h = c.header;
+    const Header& h = c.reader.header;
     // A cookie names one transfer of this connection until its last DATA chunk: a second RTS
     // with it would make two receives wait on one entry of `incoming`.
-    if (c.peer->arrivals.announced(c.id, h.cookie) || c.incoming.count(h.cookie) != 0) {
+    if (c.peer->arrivals.announced(c.id, h.cookie) || c.reader.incoming.count(h.cookie) != 0) {
         protocol_error(c, "duplicate RTS cookie");
         return;
     }
@@ -431,44 +382,42 @@ void TcpMethod::accept_rts(Connection& c, Operation& op, std::uint64_t cookie, b
     slots(op).cookie = cookie;
     slots(op).connection = &c;
     place(op, Place::recv_data);
-    c.incoming.emplace(cookie, &op);
+    c.reader.incoming.emplace(cookie, &op);
     restart_stall_clock(c);
     queue_control(c, Mode::cts, op.tag, cookie);
     flush(c);
 }
 
 void TcpMethod::on_cts(Connection& c) {
-    auto it = c.await_cts.find(c.header.cookie);
-    if (it == c.await_cts.end()) {
+    auto it = c.writer.await_cts.find(c.reader.header.cookie);
+    if (it == c.writer.await_cts.end()) {
         protocol_error(c, "CTS for no RTS of ours");
         return;
     }
     Operation& op = *it->second;
-    c.await_cts.erase(it);
-    if (c.header.mode == Mode::nak) {
+    c.writer.await_cts.erase(it);
+    if (c.reader.header.mode == Mode::nak) {
         finish(op, -BMI_EMSGSIZE);
         return;
     }
-    c.data_queue.push_back(op);
+    c.writer.data_queue.push_back(op);
     place(op, Place::send_data);
     flush(c);
 }
 
 void TcpMethod::on_data(Connection& c) {
-    auto it = c.incoming.find(c.header.cookie);
-    const auto size = static_cast<bmi_size_t>(c.header.size);
-    if (it == c.incoming.end() || it->second->transferred + size > it->second->actual_size) {
+    auto it = c.reader.incoming.find(c.reader.header.cookie);
+    const auto size = static_cast<bmi_size_t>(c.reader.header.size);
+    if (it == c.reader.incoming.end() || it->second->transferred + size > it->second->actual_size) {
         protocol_error(c, "DATA for no cleared transfer, or past its end");
         return;
     }
-    c.read_op = it->second;
-    c.body_left = size;
-    c.phase = ReadPhase::body_op;
+    c.reader.start_body(*it->second, size);
 }
 
 void TcpMethod::on_legacy_rend(Connection& c) {
-    const auto size = static_cast<bmi_size_t>(c.header.size);
-    if (Operation* op = take_posted_recv(*c.peer, tag_of(c.header))) {
+    const auto size = static_cast<bmi_size_t>(c.reader.header.size);
+    if (Operation* op = take_posted_recv(*c.peer, tag_of(c.reader.header))) {
         read_body_into(c, *op, size);
         return;
     }
@@ -476,21 +425,18 @@ void TcpMethod::on_legacy_rend(Connection& c) {
     // for it is posted (what OrangeFS does too), which keeps memory bounded.
     Arrival arrival;
     arrival.kind = Arrival::Kind::legacy_rend;
-    arrival.tag = tag_of(c.header);
+    arrival.tag = tag_of(c.reader.header);
     arrival.size = size;
     arrival.connection_id = c.id;
     keep_arrival(c, std::move(arrival));
-    c.phase = ReadPhase::wait_match;
+    c.reader.phase = ReadPhase::wait_match;
 }
 
 void TcpMethod::read_body_into(Connection& c, Operation& op, bmi_size_t size) {
     restart_stall_clock(c);  // a paused connection (wait_match) reads again
-    c.phase = ReadPhase::header;
+    c.reader.phase = ReadPhase::header;
     if (size > op.total_size) {
-        if (size > 0) {
-            c.phase = ReadPhase::discard;
-            c.body_left = size;
-        }
+        if (size > 0) c.reader.start_discard(size);
         finish(op, -BMI_EMSGSIZE);
         return;
     }
@@ -502,39 +448,37 @@ void TcpMethod::read_body_into(Connection& c, Operation& op, bmi_size_t size) {
     }
     slots(op).connection = &c;
     place(op, Place::recv_data);
-    c.read_op = &op;
-    c.body_left = size;
-    c.phase = ReadPhase::body_op;
+    c.reader.start_body(op, size);
 }
 
 void TcpMethod::body_op_done(Connection& c) {
-    c.phase = ReadPhase::header;
-    Operation* op = c.read_op;
-    c.read_op = nullptr;
+    Operation* op = c.reader.end_body();
     if (op->transferred < op->actual_size) return;  // more DATA chunks to come
     // Only a transfer our CTS cleared is listed (an EAGER or legacy body never is), and a
     // receive's cookie is 0 or another connection's.
-    if (auto it = c.incoming.find(slots(*op).cookie); it != c.incoming.end() && it->second == op)
-        c.incoming.erase(it);
+    auto& incoming = c.reader.incoming;
+    if (auto it = incoming.find(slots(*op).cookie); it != incoming.end() && it->second == op)
+        incoming.erase(it);
     finish(*op, 0);
 }
 
 bool TcpMethod::deliver_unexpected(Connection& c) {
-    const auto size = static_cast<bmi_size_t>(c.header.size);
+    const auto size = static_cast<bmi_size_t>(c.reader.header.size);
     void* buffer = sink_.alloc_unexpected(*c.peer, size);
     if (buffer == nullptr) {
         // Quota full: hold the message in scratch and read nothing more from this peer until
         // memory comes back (retry_unexpected).
         // Its two callers: the read path, and retry_unexpected() with the list taken out.
         waiting_unexpected_.push_back(c.id);
-        c.phase = ReadPhase::wait_unexpected;
+        c.reader.phase = ReadPhase::wait_unexpected;
         return false;
     }
-    if (size > 0) std::memcpy(buffer, c.scratch.data(), static_cast<std::size_t>(size));
-    if (c.phase == ReadPhase::wait_unexpected) restart_stall_clock(c);
-    c.phase = ReadPhase::header;
+    if (size > 0) std::memcpy(buffer, c.reader.scratch.data(), static_cast<std::size_t>(size));
+    if (c.reader.phase == ReadPhase::wait_unexpected) restart_stall_clock(c);
+    c.reader.phase = ReadPhase::header;
     sink_.register_peer(c.peer);
-    sink_.deliver_unexpected(c.peer, buffer, size, tag_of(c.header), c.header.msg_class);
+    sink_.deliver_unexpected(c.peer, buffer, size, tag_of(c.reader.header),
+                             c.reader.header.msg_class);
     return true;
 }
 

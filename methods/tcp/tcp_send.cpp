@@ -29,32 +29,6 @@ constexpr int batch_frames = 64;
 constexpr int frame_iov_max = iov_batch + 2;
 constexpr int batch_iov_max = 2 * batch_frames + iov_batch;
 
-// Appends the unwritten rest of f to iov, at most frame_iov_max pieces; returns the pieces
-// used and adds the bytes they cover to `bytes` (less than the rest when the payload has more
-// than iov_batch segments).
-int frame_iov(const OutFrame& f, iovec* iov, std::size_t& bytes) {
-    int n = 0;
-    std::size_t skip = f.done;
-    if (skip < f.head_length) {
-        iov[n++] = {const_cast<std::uint8_t*>(f.head.data()) + skip, f.head_length - skip};
-        skip = 0;
-    } else {
-        skip -= f.head_length;
-    }
-    if (skip < f.body.size()) {
-        iov[n++] = {const_cast<std::uint8_t*>(f.body.data()) + skip, f.body.size() - skip};
-        skip = 0;
-    } else {
-        skip -= f.body.size();
-    }
-    if (f.op != nullptr && f.length > 0) {
-        const auto off = static_cast<bmi_size_t>(skip);
-        n += segment_iov(*f.op, f.offset + off, f.length - off, iov + n, iov_batch);
-    }
-    for (int i = 0; i < n; ++i) bytes += iov[i].iov_len;
-    return n;
-}
-
 }  // namespace
 
 void TcpMethod::flush(Connection& c) {
@@ -67,10 +41,10 @@ void TcpMethod::flush(Connection& c) {
         std::size_t gathered = 0;
         std::size_t frames = 0;
         while (true) {
-            if (frames == c.out.size() && !next_frame(c)) break;
-            const OutFrame& f = c.out[frames];
+            if (frames == c.writer.out.size() && !next_frame(c)) break;
+            const OutFrame& f = c.writer.out[frames];
             const std::size_t before = gathered;
-            n += frame_iov(f, iov + n, gathered);
+            n += f.unwritten_iov(iov + n, gathered);
             ++frames;
             // A frame not covered whole (more segments than iov_batch) must end the batch:
             // the next frame's bytes would land where the rest of its payload belongs.
@@ -86,16 +60,9 @@ void TcpMethod::flush(Connection& c) {
             connection_broken(c, support::bmi_error_from_errno(errno));
             return;
         }
-        ++c.writes_with_data;
+        ++c.writer.writes_with_data;
         auto left = static_cast<std::size_t>(written);
-        while (left > 0 && !c.closed) {
-            OutFrame& f = c.out.front();
-            const std::size_t take = std::min(left, f.total() - f.done);
-            f.done += take;
-            left -= take;
-            if (f.done < f.total()) break;
-            frame_written(c);
-        }
+        while (left > 0 && !c.closed && c.writer.advance_front(left)) frame_written(c);
         // A short write means the socket is full for now.
         if (static_cast<std::size_t>(written) < gathered) break;
     }
@@ -104,14 +71,10 @@ void TcpMethod::flush(Connection& c) {
 }
 
 bool TcpMethod::next_frame(Connection& c) {
-    if (!c.control_queue.empty()) {
-        c.out.push_back(std::move(c.control_queue.front()));
-        c.control_queue.pop_front();
-        return true;
-    }
+    if (c.writer.take_control()) return true;
     if (c.state != ConnState::established) return false;
-    while (!c.small_queue.empty()) {
-        Operation& op = c.small_queue.front();
+    while (!c.writer.small_queue.empty()) {
+        Operation& op = c.writer.small_queue.front();
         if (c.offering && needs_v2(op)) {
             // Only v2 carries it whole. Before any offer went out, ask with HELLO as toward an
             // unknown acceptor; after one, the acceptor's answer is on its way (or never
@@ -124,12 +87,12 @@ bool TcpMethod::next_frame(Connection& c) {
             c.held_for_answer = true;
             return false;
         }
-        c.small_queue.pop_front();
+        c.writer.small_queue.pop_front();
         if (frame_for_small(c, op)) return true;
     }
-    if (c.data_queue.empty()) return false;
-    Operation& op = c.data_queue.front();
-    c.data_queue.pop_front();
+    if (c.writer.data_queue.empty()) return false;
+    Operation& op = c.writer.data_queue.front();
+    c.writer.data_queue.pop_front();
     OutFrame f;
     f.kind = OutKind::data_chunk;
     f.op = &op;
@@ -142,7 +105,7 @@ bool TcpMethod::next_frame(Connection& c) {
     h.cookie = slots(op).cookie;
     f.head_length = encode_header(h, Framing::v2, f.head.data());
     place(op, Place::send_writing);
-    c.out.push_back(std::move(f));
+    c.writer.out.push_back(std::move(f));
     return true;
 }
 
@@ -179,13 +142,12 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
     f.head_length = encode_header(h, c.framing, f.head.data());
     c.offer_made = c.offer_made || c.offering;
     place(op, Place::send_writing);
-    c.out.push_back(std::move(f));
+    c.writer.out.push_back(std::move(f));
     return true;
 }
 
 void TcpMethod::frame_written(Connection& c) {
-    OutFrame f = std::move(c.out.front());
-    c.out.pop_front();
+    OutFrame f = c.writer.pop_written();
     if (f.op == nullptr) return;
     Operation& op = *f.op;
     switch (f.kind) {
@@ -201,7 +163,7 @@ void TcpMethod::frame_written(Connection& c) {
             slots(op).rts_deadline = deadline;
             // The connection's entry stands for its earliest unanswered RTS.
             timers_.schedule_by({c.id, kit::DeadlineKind::rendezvous}, deadline);
-            c.await_cts.emplace(slots(op).cookie, &op);
+            c.writer.await_cts.emplace(slots(op).cookie, &op);
             place(op, Place::send_await_cts);
             return;
         }
@@ -211,7 +173,7 @@ void TcpMethod::frame_written(Connection& c) {
                 op.actual_size = op.total_size;
                 finish(op, 0);
             } else {
-                c.data_queue.push_back(op);  // to the back: transfers share the link in turn
+                c.writer.data_queue.push_back(op);  // to the back: transfers share the link in turn
                 place(op, Place::send_data);
             }
             return;
@@ -228,7 +190,7 @@ void TcpMethod::queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::
     h.size = static_cast<std::uint64_t>(size);
     h.cookie = cookie;
     f.head_length = encode_header(h, Framing::v2, f.head.data());
-    c.control_queue.push_back(std::move(f));
+    c.writer.control_queue.push_back(std::move(f));
 }
 
 }  // namespace bmi::method::tcp

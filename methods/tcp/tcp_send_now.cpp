@@ -45,12 +45,12 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     // A GRANT waiting to ride along needs the usual path too: it writes the GRANT in front of
     // the message (a request posted after the receive for its large answer).
     if (c == nullptr || c->closed || c->state != ConnState::established || c->has_output() ||
-        c->direct_write_epoch == progress_epoch_ || c->grants_waiting())
+        c->writer.direct_write_epoch == progress_epoch_ || c->grants_waiting())
         return 0;
     // Only what goes as one EAGER (or UNEXPECTED) frame: anything larger is a REND or RTS
     // frame, which only frame_for_small builds.
     if (kind == OpKind::send && size > eager_bound(*c)) return 0;
-    c->direct_write_epoch = progress_epoch_;
+    c->writer.direct_write_epoch = progress_epoch_;
 
     // No class: the control layer sends classed messages through post().
     const Header h = message_header(*c, kind, tag, size, 0);
@@ -84,7 +84,7 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     frame.body.resize(static_cast<std::size_t>(size));
     copy_segments(segments, frame.body.data());
     frame.done = static_cast<std::size_t>(written);
-    c->out.push_back(std::move(frame));
+    c->writer.out.push_back(std::move(frame));
     c->note_write_end();
     update_interest(*c);
     return 1;
