@@ -170,26 +170,6 @@ run_thread_safety() {
     fi
 }
 
-# run_format: the tree against .clang-format (scripts/format.sh). Off until the tree has been
-# reformatted once; BMI_CHECK_FORMAT=1 turns it on. A file clang-format would change is a
-# failure; without clang-format-14 the step is a skip.
-run_format() {
-    local log=build-format.log status=0
-    if [[ ${BMI_CHECK_FORMAT:-0} != 1 ]]; then
-        return
-    fi
-    echo "=== format: the tree against .clang-format (log: $log)"
-    timeout 600 scripts/format.sh >"$log" 2>&1 || status=$?
-    case $status in
-        0) record format 1 0 0 ;;
-        77) record format 0 0 1 "clang-format-14 not installed" ;;
-        *)
-            tail -20 "$log"
-            record format 0 1 0 "$(tail -1 "$log")"
-            ;;
-    esac
-}
-
 # run_packages: the Debian packages of debian/ built, checked with lintian, installed, used by
 # outside programs and purged again (scripts/packages.sh). dpkg -i needs root: without it the
 # step is a skip.
@@ -231,7 +211,6 @@ run_in_guest verbs-asan verbs build-asan --mem 4096
 run_suite tsan build-tsan -Db_sanitize=thread -Db_lundef=false -Doptimization=1
 run_fuzz
 run_thread_safety
-run_format
 run_packages
 
 echo

@@ -8,7 +8,9 @@ commands, checked here without a fresh machine:
     from, or REQUIRED when a minimal Debian (debootstrap's minbase: the packages of priority
     required) has it already;
   - on this machine, each of those commands comes from that package or one it depends on
-    (dpkg -S), so the table cannot drift from the truth.
+    (dpkg -S), so the table cannot drift from the truth;
+  - the README's sentence that names what demo.sh and test.sh install names BMI_PACKAGES, no
+    more and no fewer.
 The lists are read by sourcing lib.sh in bash. Skipped (77) where dpkg is not the package manager."""
 import os
 import re
@@ -94,6 +96,15 @@ def build_depends():
     return depends
 
 
+def readme_packages():
+    """The package names in the README's backquoted lists between "Both install" and "with
+    `apt-get`", or None if that sentence is gone."""
+    found = re.search(r"Both install\s(.*?)with `apt-get`", (ROOT / "README.md").read_text(), re.S)
+    if found is None:
+        return None
+    return {name for span in re.findall(r"`([^`]*)`", found.group(1)) for name in span.split()}
+
+
 def dpkg_database():
     """{package: (priority, [[dependency alternative, ...]], [provided names])} of what is
     installed here."""
@@ -175,6 +186,13 @@ def main():
     db = dpkg_database()
 
     check("build-essential" in packages, "build-essential is not in BMI_PACKAGES")
+    readme = readme_packages()
+    check(readme is not None, "README.md: no sentence \"Both install `...` with `apt-get`\"")
+    if readme is not None:
+        for name in sorted(set(packages) - readme):
+            check(False, f"README.md does not say that the scripts install {name} (BMI_PACKAGES)")
+        for name in sorted(readme - set(packages)):
+            check(False, f"README.md says the scripts install {name}, which BMI_PACKAGES lacks")
     for alternatives in build_depends():
         ok = any(name in packages or any(name in db.get(p, ("", [], []))[2] for p in packages)
                  for name in alternatives)
