@@ -115,7 +115,7 @@ int main(int argc, char **argv)
     t1 = now_s(CLOCK_MONOTONIC);
     /* The CPU time says which share of the core the loop had; the rate is the share times
      * the core's speed, which other load on the machine (or its host) moves as well. */
-    printf("iterations %llu seconds %.6f per_second %.0f cpu_seconds %.6f\n",
-           (unsigned long long)n, t1 - t0, t1 > t0 ? (double)n / (t1 - t0) : 0.0, c1 - c0);
+    printf("iterations %llu seconds %.6f per_second %.0f cpu_seconds %.6f\n", (unsigned long long)n,
+           t1 - t0, t1 > t0 ? (double)n / (t1 - t0) : 0.0, c1 - c0);
     return 0;
 }

@@ -20,7 +20,6 @@
 
 #include "pingpong_common.h"
 
-
 struct pair
 {
     int to_child;

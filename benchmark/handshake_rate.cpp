@@ -131,8 +131,8 @@ double latency_us(const Plan& plan, Server& server, const std::string& options) 
     for (int i = 0; i < 100; ++i) round_trip();  // connection up, caches warm
     const auto start = Clock::now();
     for (int i = 0; i < plan.messages; ++i) round_trip();
-    return std::chrono::duration<double, std::micro>(Clock::now() - start).count() /
-           plan.messages / 2;
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / plan.messages /
+           2;
 }
 
 double median(std::vector<double> v) {
@@ -144,14 +144,20 @@ Plan parse(int argc, char** argv) {
     Plan plan;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (i + 1 >= argc) die("usage: handshake_rate [--method tcp|shm] [--handshakes N] "
-                               "[--messages N] [--rounds N]");
+        if (i + 1 >= argc)
+            die("usage: handshake_rate [--method tcp|shm] [--handshakes N] "
+                "[--messages N] [--rounds N]");
         const std::string v = argv[++i];
-        if (a == "--method" && (v == "tcp" || v == "shm")) plan.method = v;
-        else if (a == "--handshakes") plan.handshakes = std::max(1, std::atoi(v.c_str()));
-        else if (a == "--messages") plan.messages = std::max(1, std::atoi(v.c_str()));
-        else if (a == "--rounds") plan.rounds = std::max(1, std::atoi(v.c_str()));
-        else die("bad argument " + a + " " + v);
+        if (a == "--method" && (v == "tcp" || v == "shm"))
+            plan.method = v;
+        else if (a == "--handshakes")
+            plan.handshakes = std::max(1, std::atoi(v.c_str()));
+        else if (a == "--messages")
+            plan.messages = std::max(1, std::atoi(v.c_str()));
+        else if (a == "--rounds")
+            plan.rounds = std::max(1, std::atoi(v.c_str()));
+        else
+            die("bad argument " + a + " " + v);
     }
     return plan;
 }

@@ -84,11 +84,10 @@ static int leg(BMI_addr_t peer, bmi_context_id ctx, bmi_size_t size, int sending
         return -1;
     if (sending) {
         memset(buffer, round & 0xff, (size_t)size); /* PVFS encodes the whole message */
-        posted = BMI_post_send(&id, peer, buffer, size, BMI_PRE_ALLOC, TAG_DATA, NULL, ctx,
-                               NULL);
+        posted = BMI_post_send(&id, peer, buffer, size, BMI_PRE_ALLOC, TAG_DATA, NULL, ctx, NULL);
     } else {
-        posted = BMI_post_recv(&id, peer, buffer, size, &actual, BMI_PRE_ALLOC, TAG_DATA, NULL,
-                               ctx, NULL);
+        posted = BMI_post_recv(&id, peer, buffer, size, &actual, BMI_PRE_ALLOC, TAG_DATA, NULL, ctx,
+                               NULL);
     }
     rc = finish(posted, id, ctx, sending ? "send" : "receive");
     if (rc == 0 && !sending && (buffer[0] != (round & 0xff) || buffer[size - 1] != buffer[0])) {
@@ -110,7 +109,8 @@ static int rounds_of(BMI_addr_t peer, bmi_context_id ctx, int client, int rounds
             bmi_size_t size = round_size(sizes[row], round + warmup);
             if (round == 0)
                 start = now_us();
-            if (leg(peer, ctx, size, client, round) != 0 || leg(peer, ctx, size, !client, round) != 0)
+            if (leg(peer, ctx, size, client, round) != 0 ||
+                leg(peer, ctx, size, !client, round) != 0)
                 return -1;
         }
         if (us != NULL)
@@ -154,8 +154,8 @@ static int run_client(const char *listen, int ready_fd, int rounds)
     if (read(ready_fd, &byte, 1) != 1 || BMI_initialize(NULL, NULL, 0, NULL) != 0 ||
         BMI_open_context(&ctx) != 0 || BMI_addr_lookup(&server, listen, NULL) != 0)
         return -1;
-    if (finish(BMI_post_sendunexpected(&id, server, &hello, sizeof(hello), BMI_EXT_ALLOC,
-                                       TAG_HELLO, NULL, ctx, NULL),
+    if (finish(BMI_post_sendunexpected(&id, server, &hello, sizeof(hello), BMI_EXT_ALLOC, TAG_HELLO,
+                                       NULL, ctx, NULL),
                id, ctx, "hello") != 0 ||
         rounds_of(server, ctx, 1, rounds, us) != 0)
         return -1;

@@ -9,7 +9,7 @@
 
 #include "pingpong_common.h"
 
-#define BATCHES 10        /* timed batches per size; the best one is reported */
+#define BATCHES 10         /* timed batches per size; the best one is reported */
 #define BATCH_MIN_US 500.0 /* a batch shorter than this is mostly clock overhead */
 #define MAX_REPS (1u << 24)
 

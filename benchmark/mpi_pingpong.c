@@ -57,8 +57,8 @@ static int stream(void *state, uint64_t size, uint64_t window, void *out)
     const struct peer *p = state;
     uint64_t ack = 0, i;
     for (i = 0; i < window; i++)
-        if (MPI_Isend(out, (int)size, MPI_BYTE, p->rank, TAG_DATA, MPI_COMM_WORLD,
-                      &p->reqs[i]) != MPI_SUCCESS)
+        if (MPI_Isend(out, (int)size, MPI_BYTE, p->rank, TAG_DATA, MPI_COMM_WORLD, &p->reqs[i]) !=
+            MPI_SUCCESS)
             return -1;
     if (MPI_Waitall((int)window, p->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
         return -1;
@@ -78,16 +78,18 @@ static int server_receive(void *state, const struct pp_cursor *c)
     for (j = 0; j < p->clients; j++)
         for (i = 0; i < w; i++)
             if (MPI_Irecv(p->buf + j * p->stride + i * c->size, (int)c->size, MPI_BYTE,
-                          client_rank(p, j), TAG_DATA, MPI_COMM_WORLD, &p->reqs[n++]) !=
-                MPI_SUCCESS)
+                          client_rank(p, j), TAG_DATA, MPI_COMM_WORLD,
+                          &p->reqs[n++]) != MPI_SUCCESS)
                 return -1;
     if (MPI_Waitall(n, p->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
         return -1;
     for (j = 0; p->plan->check && j < p->clients; j++)
         for (i = 0; i < w; i++)
             if (pp_verify(p->buf + j * p->stride + i * c->size, c->size, pp_seed(c)) != 0) {
-                fprintf(stderr, "mpi_pingpong: checksum mismatch at %" PRIu64 " bytes, round %"
-                                PRIu64 ", client %d\n", c->size, c->round, j);
+                fprintf(stderr,
+                        "mpi_pingpong: checksum mismatch at %" PRIu64 " bytes, round %" PRIu64
+                        ", client %d\n",
+                        c->size, c->round, j);
                 return -1;
             }
     return 0;
@@ -100,8 +102,9 @@ static int server_reply(void *state, const struct pp_cursor *c, const struct pp_
     int j;
     (void)next; /* MPI matches early messages itself: nothing to post ahead */
     if (p->plan->mode == PP_LATENCY)
-        return MPI_Send(p->buf, (int)c->size, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD) ==
-                       MPI_SUCCESS ? 0 : -1;
+        return MPI_Send(p->buf, (int)c->size, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD) == MPI_SUCCESS
+                   ? 0
+                   : -1;
     for (j = 0; j < p->clients; j++)
         if (MPI_Send(&ack, sizeof(ack), MPI_BYTE, client_rank(p, j), TAG_ACK, MPI_COMM_WORLD) !=
             MPI_SUCCESS)

@@ -186,8 +186,8 @@ static int stream(void *state, uint64_t size, uint64_t window, void *out)
     bmi_size_t actual = 0;
     int posted[PP_MAX_WINDOW];
     uint64_t i;
-    int r = BMI_post_recv(&rid, l->peer, l->ack, sizeof(*l->ack), &actual, BMI_PRE_ALLOC,
-                          TAG_ACK, NULL, l->context, NULL);
+    int r = BMI_post_recv(&rid, l->peer, l->ack, sizeof(*l->ack), &actual, BMI_PRE_ALLOC, TAG_ACK,
+                          NULL, l->context, NULL);
     for (i = 0; i < window; i++)
         posted[i] = BMI_post_send(&l->ids[i], l->peer, out, (bmi_size_t)size, BMI_PRE_ALLOC,
                                   TAG_DATA, NULL, l->context, NULL);
@@ -216,8 +216,8 @@ static int run_client(struct link *l, const struct pp_options *o)
     /* The server learns our address and the plan from the unexpected hello, and answers only
      * once its first receives are posted (in PP_MANY mode: once every client is in). */
     *hello = o->plan;
-    r = BMI_post_recv(&rid, l->peer, ready, sizeof(*ready), &actual, BMI_PRE_ALLOC, TAG_HELLO,
-                      NULL, l->context, NULL);
+    r = BMI_post_recv(&rid, l->peer, ready, sizeof(*ready), &actual, BMI_PRE_ALLOC, TAG_HELLO, NULL,
+                      l->context, NULL);
     s = BMI_post_sendunexpected(&sid, l->peer, hello, sizeof(*hello), BMI_PRE_ALLOC, TAG_HELLO,
                                 NULL, l->context, NULL);
     if (finish(l, s, sid, NULL, "hello send") == 0 &&
@@ -253,7 +253,7 @@ struct server
     bmi_op_id_t *rid, *sid; /* clients x window */
     bmi_size_t *actual;
     int *rposted, *sposted;
-    uint64_t k; /* latency: messages echoed so far, selects the half of area[0] */
+    uint64_t k;          /* latency: messages echoed so far, selects the half of area[0] */
     uint64_t idle_count; /* --posted: receives kept posted toward peer[0] that never match */
     bmi_op_id_t *idle_ids;
     void *idle_buffer;
@@ -286,9 +286,8 @@ static int accept_hello(struct server *sv, uint32_t index, int patient)
         /* Never allocate from an unchecked size: the same limits the client enforces. */
         ok = plan.magic == PP_MAGIC && pp_cursor_start(&probe, &plan) &&
              plan.max_size <= PP_MAX_SIZE && plan.mode <= PP_MANY && plan.window >= 1 &&
-             plan.window <= PP_MAX_WINDOW && plan.clients >= 1 &&
-             plan.clients <= PP_MAX_CLIENTS && (index == 0 || memcmp(&plan, &sv->plan,
-                                                                     sizeof(plan)) == 0);
+             plan.window <= PP_MAX_WINDOW && plan.clients >= 1 && plan.clients <= PP_MAX_CLIENTS &&
+             (index == 0 || memcmp(&plan, &sv->plan, sizeof(plan)) == 0);
     }
     if (info.buffer != NULL && BMI_unexpected_free(info.addr, info.buffer) < 0)
         fprintf(stderr, "pingpong: BMI_unexpected_free failed\n");
@@ -331,16 +330,18 @@ static int server_receive(void *state, const struct pp_cursor *c)
     uint64_t w = pp_window(&sv->plan, c->size), i;
     uint32_t j;
     /* One message: BMI_test, the call a ping-pong server makes; several: BMI_testsome. */
-    if (sv->plan.mode == PP_LATENCY ? recv_exact(sv->l, sv->rid[0], sv->rposted[0],
-                                                 &sv->actual[0], c->size, "ping")
-                                    : finish_all(sv->l, (uint64_t)sv->clients * w, sv->rposted,
-                                                 sv->rid, sv->actual, c->size, "receive"))
+    if (sv->plan.mode == PP_LATENCY
+            ? recv_exact(sv->l, sv->rid[0], sv->rposted[0], &sv->actual[0], c->size, "ping")
+            : finish_all(sv->l, (uint64_t)sv->clients * w, sv->rposted, sv->rid, sv->actual,
+                         c->size, "receive"))
         return -1;
     for (j = 0; sv->plan.check && j < sv->clients; j++)
         for (i = 0; i < w; i++)
             if (pp_verify(slot(sv, j, i, c->size), c->size, pp_seed(c)) != 0) {
-                fprintf(stderr, "pingpong: checksum mismatch at %" PRIu64 " bytes, round %"
-                                PRIu64 ", client %u\n", c->size, c->round, j);
+                fprintf(stderr,
+                        "pingpong: checksum mismatch at %" PRIu64 " bytes, round %" PRIu64
+                        ", client %u\n",
+                        c->size, c->round, j);
                 return -1;
             }
     return 0;
@@ -356,8 +357,8 @@ static int server_reply(void *state, const struct pp_cursor *c, const struct pp_
     uint32_t j;
     if (sv->plan.mode == PP_LATENCY) {
         void *data = slot(sv, 0, 0, c->size);
-        int s = BMI_post_send(&sv->sid[0], sv->peer[0], data, (bmi_size_t)c->size,
-                              BMI_PRE_ALLOC, TAG_DATA, NULL, sv->l->context, NULL);
+        int s = BMI_post_send(&sv->sid[0], sv->peer[0], data, (bmi_size_t)c->size, BMI_PRE_ALLOC,
+                              TAG_DATA, NULL, sv->l->context, NULL);
         /* A send that is still under way reads this half: the next ping goes to the other.
          * One that left during the call frees it, and reusing it keeps the server to one
          * buffer, as the raw TCP and MPI servers are (on one core, a second one pushed the
@@ -522,8 +523,7 @@ static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
     /* A client with no --method-list names none: every BMI loads what its lookups need, and
      * OrangeFS's BMI refuses a method list without a listen address. */
     methods = !o->server && o->methods == o->address_method ? NULL : o->methods;
-    rc = BMI_initialize(methods, o->server ? o->addr : NULL, o->server ? BMI_INIT_SERVER : 0,
-                        NULL);
+    rc = BMI_initialize(methods, o->server ? o->addr : NULL, o->server ? BMI_INIT_SERVER : 0, NULL);
     if (rc < 0) {
         char doing[96];
         snprintf(doing, sizeof(doing), "starting %s for", methods ? methods : "any method");

@@ -30,14 +30,17 @@ static int usage(FILE *to, const char *argv0, int flags)
             "  listen address tcp://127.0.0.1:0. The server prints 'ADDR <address>' first.\n%s%s",
             argv0, flags & PP_OPT_METHODS ? " [--forever]" : "", argv0,
             flags & PP_OPT_STREAMS ? "\n         [--mode latency|bandwidth|many] [--window N] "
-                                     "[--clients N]" : "",
+                                     "[--clients N]"
+                                   : "",
             flags & PP_OPT_METHODS ? " [--method-list bmi_tcp,... (default: the address's)]"
-                                     " [--pause-ms MS] [--posted N]" : "",
+                                     " [--pause-ms MS] [--posted N]"
+                                   : "",
             flags & PP_OPT_POLL ? " [--poll] [--framed]" : "",
             flags & PP_OPT_STREAMS
                 ? "  latency: ping-pong; bandwidth: windows of --window messages (default 16),\n"
                   "  each acknowledged; many: --clients clients (default 2) stream at once and\n"
-                  "  the server prints the aggregate table.\n" : "",
+                  "  the server prints the aggregate table.\n"
+                : "",
             flags & PP_OPT_POLL
                 ? "  --poll (both ends): reads spin (MSG_DONTWAIT) instead of sleeping in read().\n"
                   "  --framed (both ends): each message carries a 32-byte header as bmi_tcp's\n"
@@ -60,8 +63,10 @@ static int parse_mode(const char *text, uint32_t *out)
 
 const char *pp_mode_name(uint32_t mode)
 {
-    return mode == PP_LATENCY ? "latency" : mode == PP_BANDWIDTH ? "bandwidth"
-         : mode == PP_MANY ? "many" : "?";
+    return mode == PP_LATENCY     ? "latency"
+           : mode == PP_BANDWIDTH ? "bandwidth"
+           : mode == PP_MANY      ? "many"
+                                  : "?";
 }
 
 static int parse_u64(const char *text, uint64_t *out, int allow_suffix)
@@ -73,8 +78,10 @@ static int parse_u64(const char *text, uint64_t *out, int allow_suffix)
     if (errno != 0 || end == text || text[0] == '-')
         return -1;
     if (allow_suffix && *end != '\0' && end[1] == '\0') {
-        int shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
-                  : *end == 'G' || *end == 'g' ? 30 : -1;
+        int shift = *end == 'K' || *end == 'k'   ? 10
+                    : *end == 'M' || *end == 'm' ? 20
+                    : *end == 'G' || *end == 'g' ? 30
+                                                 : -1;
         if (shift < 0 || v > (UINT64_MAX >> shift))
             return -1;
         v <<= shift;
@@ -181,8 +188,10 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
         if (bad) {
             fprintf(stderr, "%s: bad argument %s%s%s\n", argv[0], a, v != NULL ? " " : "",
                     v != NULL && a[0] == '-' && strcmp(a, "--check") != 0 &&
-                    strcmp(a, "--forever") != 0 && strcmp(a, "--poll") != 0 &&
-                    strcmp(a, "--framed") != 0 ? v : "");
+                            strcmp(a, "--forever") != 0 && strcmp(a, "--poll") != 0 &&
+                            strcmp(a, "--framed") != 0
+                        ? v
+                        : "");
             return usage(stderr, argv[0], flags);
         }
     }
@@ -402,8 +411,8 @@ int pp_run_client(const struct pp_options *o, const char *tool, void *out, void 
             if (exchange(state, c.size, out, in) != 0)
                 return -1;
             if (o->plan.check && pp_verify(in, c.size, pp_seed(&c)) != 0) {
-                fprintf(stderr, "%s: checksum mismatch at %" PRIu64 " bytes, round %" PRIu64
-                                "\n", tool, c.size, c.round);
+                fprintf(stderr, "%s: checksum mismatch at %" PRIu64 " bytes, round %" PRIu64 "\n",
+                        tool, c.size, c.round);
                 return -1;
             }
         } else if (stream(state, c.size, window, out) != 0) {

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#define PP_MAGIC 0x50494e47u /* "PING" */
+#define PP_MAGIC 0x50494e47u     /* "PING" */
 #define PP_MAX_SIZE (1ull << 30) /* largest message either side agrees to allocate */
 #define PP_MAX_WINDOW 1024u      /* messages in flight per client in the streaming modes */
 #define PP_MAX_CLIENTS 64u
@@ -35,7 +35,7 @@ struct pp_plan
     uint32_t check; /* 1: patterns are filled and verified on both sides */
     uint64_t min_size;
     uint64_t max_size;
-    uint64_t iters; /* timed rounds at small sizes; pp_rounds() scales it down for large ones */
+    uint64_t iters;   /* timed rounds at small sizes; pp_rounds() scales it down for large ones */
     uint32_t mode;    /* enum pp_mode */
     uint32_t window;  /* messages per round and client in the streaming modes (see pp_window) */
     uint32_t clients; /* PP_MANY: how many clients the server waits for; else 1 */
@@ -44,19 +44,19 @@ struct pp_plan
 
 struct pp_options
 {
-    int server;          /* --server, else --client */
-    const char *addr;    /* listen address (server) or peer address (client) */
-    const char *methods; /* --method-list, else the address's own; NULL for the raw tcp tool */
+    int server;              /* --server, else --client */
+    const char *addr;        /* listen address (server) or peer address (client) */
+    const char *methods;     /* --method-list, else the address's own; NULL for the raw tcp tool */
     char address_method[32]; /* "bmi_<scheme>" of addr, where methods points by default */
-    int with_streams;    /* the tool has the streaming modes (--mode, --window, --clients) */
-    int timeout_ms;      /* bound on every single wait */
-    int forever;         /* --forever: the BMI server answers one client (or group) after another */
-    int pause_ms;        /* --pause-ms: the BMI client idles this long after the hello, so an
-                            observer can measure the server's CPU use while it waits */
-    uint64_t posted;     /* --posted N: the BMI server keeps N receives posted toward its client
-                            on tags nobody sends (bmi-perf's posted mode) */
-    int poll_reads;      /* --poll (raw TCP): reads spin with MSG_DONTWAIT instead of sleeping */
-    int framed;          /* --framed (raw TCP): a 32-byte header before each message */
+    int with_streams;        /* the tool has the streaming modes (--mode, --window, --clients) */
+    int timeout_ms;          /* bound on every single wait */
+    int forever;     /* --forever: the BMI server answers one client (or group) after another */
+    int pause_ms;    /* --pause-ms: the BMI client idles this long after the hello, so an
+                        observer can measure the server's CPU use while it waits */
+    uint64_t posted; /* --posted N: the BMI server keeps N receives posted toward its client
+                        on tags nobody sends (bmi-perf's posted mode) */
+    int poll_reads;  /* --poll (raw TCP): reads spin with MSG_DONTWAIT instead of sleeping */
+    int framed;      /* --framed (raw TCP): a 32-byte header before each message */
     struct pp_plan plan;
 };
 

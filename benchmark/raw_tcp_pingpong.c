@@ -30,8 +30,7 @@
 #include "pingpong_common.h"
 
 /* Splits "tcp://host:port" (host may be "[v6]") into host and port; returns 0 on success. */
-static int split_address(const char *addr, char *host, size_t host_len, char *port,
-                         size_t port_len)
+static int split_address(const char *addr, char *host, size_t host_len, char *port, size_t port_len)
 {
     const char *colon, *h = strncmp(addr, "tcp://", 6) == 0 ? addr + 6 : addr;
     size_t n;
@@ -100,14 +99,16 @@ static int io_full(int fd, void *buf, uint64_t len, int writing)
 {
     unsigned char *p = buf;
     while (len > 0) {
-        ssize_t n = writing ? write(fd, p, len)
-                    : poll_reads ? polled_read(fd, p, len) : read(fd, p, len);
+        ssize_t n = writing      ? write(fd, p, len)
+                    : poll_reads ? polled_read(fd, p, len)
+                                 : read(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             fprintf(stderr, "raw_tcp_pingpong: %s: %s\n", writing ? "write" : "read",
-                    n == 0 ? "peer closed the connection"
-                    : errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : strerror(errno));
+                    n == 0                                    ? "peer closed the connection"
+                    : errno == EAGAIN || errno == EWOULDBLOCK ? "timed out"
+                                                              : strerror(errno));
             return -1;
         }
         p += n;
@@ -258,8 +259,7 @@ static int raw_receive(void *state, const struct pp_cursor *c)
     }
     for (i = 0; sv->plan->check && i < w; i++)
         if (pp_verify(sv->buf + i * c->size, c->size, pp_seed(c)) != 0) {
-            fprintf(stderr, "raw_tcp_pingpong: checksum mismatch at %" PRIu64 " bytes\n",
-                    c->size);
+            fprintf(stderr, "raw_tcp_pingpong: checksum mismatch at %" PRIu64 " bytes\n", c->size);
             return -1;
         }
     return 0;

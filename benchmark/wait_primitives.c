@@ -26,25 +26,33 @@
 #include <time.h>
 #include <unistd.h>
 
-enum way { blocking_read, epoll_et, epoll_et_timeout, epoll_then_read, poll_then_read,
-           futex_plain, futex_timeout, way_count };
+enum way
+{
+    blocking_read,
+    epoll_et,
+    epoll_et_timeout,
+    epoll_then_read,
+    poll_then_read,
+    futex_plain,
+    futex_timeout,
+    way_count
+};
 
 static const char *const way_names[way_count] = {
-    "read (blocking; the eventfd ping-pong)",
-    "epoll-et (no timeout, never read; libbmi)",
-    "epoll-et with a 10 ms timeout",
-    "epoll_wait with a 10 ms timeout, then read",
-    "poll with a 10 ms timeout, then read",
-    "futex wait, no timeout",
+    "read (blocking; the eventfd ping-pong)", "epoll-et (no timeout, never read; libbmi)",
+    "epoll-et with a 10 ms timeout",          "epoll_wait with a 10 ms timeout, then read",
+    "poll with a 10 ms timeout, then read",   "futex wait, no timeout",
     "futex wait with a 10 ms timeout",
 };
 
 /* The futex words, one per side, each on its own cache line. */
-struct words {
+struct words
+{
     uint32_t word[2][16];
 };
 
-struct side {
+struct side
+{
     enum way way;
     int own_fd, peer_fd, epoll_fd;
     uint32_t *own_word, *peer_word;
@@ -104,7 +112,8 @@ static int wait_once(struct side *s)
 
 static int pin(int cpu)
 {
-    if (cpu < 0 || cpu >= CPU_SETSIZE) return -1;
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+        return -1;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
@@ -119,39 +128,51 @@ static double now_us(void)
 }
 
 /* One way, measured: one-way microseconds, or a negative value on failure. */
-static double measure(enum way way, int parent_cpu, int child_cpu, long iters,
-                      struct words *words)
+static double measure(enum way way, int parent_cpu, int child_cpu, long iters, struct words *words)
 {
     const int edge = way == epoll_et || way == epoll_et_timeout;
     const int flags = EFD_CLOEXEC | (edge ? EFD_NONBLOCK : 0);
     int fds[2] = {eventfd(0, flags), eventfd(0, flags)};
-    if (fds[0] < 0 || fds[1] < 0) return -1;
+    if (fds[0] < 0 || fds[1] < 0)
+        return -1;
     memset(words, 0, sizeof *words);
     pid_t child = fork();
-    if (child < 0) return -1;
+    if (child < 0)
+        return -1;
     const int me = child == 0;
-    pin(me ? child_cpu : parent_cpu);  /* both checked in main */
-    struct side s = {way, fds[me], fds[!me], epoll_create1(EPOLL_CLOEXEC), &words->word[me][0],
-                     &words->word[!me][0], 0};
+    pin(me ? child_cpu : parent_cpu); /* both checked in main */
+    struct side s = {way,
+                     fds[me],
+                     fds[!me],
+                     epoll_create1(EPOLL_CLOEXEC),
+                     &words->word[me][0],
+                     &words->word[!me][0],
+                     0};
     struct epoll_event interest = {EPOLLIN | (edge ? EPOLLET : 0), {.u64 = 0}};
     if (s.epoll_fd < 0 || epoll_ctl(s.epoll_fd, EPOLL_CTL_ADD, s.own_fd, &interest) != 0)
         _exit(2);
     double start = now_us();
     int ok = 1;
     for (long i = 0; i < iters && ok; ++i) {
-        if (!me) ok = wake_peer(&s) == 0;
-        if (ok) ok = wait_once(&s) == 0;
-        if (ok && me) ok = wake_peer(&s) == 0;
+        if (!me)
+            ok = wake_peer(&s) == 0;
+        if (ok)
+            ok = wait_once(&s) == 0;
+        if (ok && me)
+            ok = wake_peer(&s) == 0;
     }
     double elapsed = now_us() - start;
-    if (me) _exit(ok ? 0 : 3);
-    if (!ok) kill(child, SIGKILL);  /* it may wait for a wake-up that never comes */
+    if (me)
+        _exit(ok ? 0 : 3);
+    if (!ok)
+        kill(child, SIGKILL); /* it may wait for a wake-up that never comes */
     int status = 0;
     waitpid(child, &status, 0);
     close(s.epoll_fd);
     close(fds[0]);
     close(fds[1]);
-    if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+    if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
     return elapsed / (double)iters / 2;
 }
 
@@ -173,9 +194,10 @@ int main(int argc, char **argv)
                 parent_cpu, child_cpu);
         return 2;
     }
-    struct words *words = mmap(NULL, sizeof *words, PROT_READ | PROT_WRITE,
-                               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (words == MAP_FAILED) return 1;
+    struct words *words =
+        mmap(NULL, sizeof *words, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (words == MAP_FAILED)
+        return 1;
     printf("# wait_primitives: CPUs %d,%d, %ld round trips per way\n", parent_cpu, child_cpu,
            iters);
     int failed = 0;

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <list>
 #include <span>
 #include <stdexcept>
@@ -91,14 +91,14 @@ int run_server(const std::string& listen) {
                                       msg.data().size());
             bye = bye || question == "bye";
             auto& answer = in_flight.emplace_back(answer_to(question));
-            auto posted = must(session->post_send(ctx, msg.from(), bytes_of(answer), msg.tag(),
-                                                  &answer),
-                               "post_send");
+            auto posted =
+                must(session->post_send(ctx, msg.from(), bytes_of(answer), msg.tag(), &answer),
+                     "post_send");
             if (posted.immediate) in_flight.pop_back();
         }  // each UnexpectedMessage frees its buffer here
         bmi::Completion done[8];
-        auto n = must(session->test_context(ctx, done, in_flight.empty() ? 0ms : 10ms),
-                      "test_context");
+        auto n =
+            must(session->test_context(ctx, done, in_flight.empty() ? 0ms : 10ms), "test_context");
         for (std::size_t i = 0; i < n; ++i) {
             if (done[i].error)  // that client's loss only: the server goes on
                 example_report("hello", "answering a client", nullptr, -done[i].error.value(),
@@ -129,8 +129,8 @@ int run_client(const std::string& server_addr, int count) {
         std::string_view answer(reinterpret_cast<const char*>(reply.bytes().data()),
                                 static_cast<std::size_t>(got.actual_size));
         if (answer != answer_to(question))
-            throw std::runtime_error("wrong answer to '" + question + "': '" +
-                                     std::string(answer) + "'");
+            throw std::runtime_error("wrong answer to '" + question + "': '" + std::string(answer) +
+                                     "'");
     }
     std::printf("OK %d greetings answered\n", count);
     return 0;

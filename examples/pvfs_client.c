@@ -16,8 +16,8 @@ struct client
 {
     bmi_context_id context;
     BMI_addr_t server;
-    struct pvfs_request *request;  /* BMI_memalloc'ed, reused for every request */
-    unsigned char *response;       /* BMI_memalloc'ed, size bytes */
+    struct pvfs_request *request; /* BMI_memalloc'ed, reused for every request */
+    unsigned char *response;      /* BMI_memalloc'ed, size bytes */
     bmi_size_t size;
     double timeout_s;
     const char *server_name; /* the address as given, for messages */
@@ -40,8 +40,7 @@ static int usage(const char *argv0)
 
 /* Waits for one operation. Returns 0 with *error set, or -1 if it did not finish in time (it is
  * cancelled and collected then, so its buffer is free again), or a BMI_test failure. */
-static int wait_for(struct client *c, bmi_op_id_t id, bmi_error_code_t *error,
-                    bmi_size_t *actual)
+static int wait_for(struct client *c, bmi_op_id_t id, bmi_error_code_t *error, bmi_size_t *actual)
 {
     double deadline = pvfs_now_s() + c->timeout_s;
     int outcount = 0, rc, cancelled = 0;
@@ -78,8 +77,7 @@ static int verify(const struct client *c, uint64_t request_id, bmi_size_t actual
     }
     memcpy(&head, c->response, sizeof(head));
     if (head.magic != PVFS_PROTO_MAGIC || head.request_id != request_id) {
-        fprintf(stderr, "client: response header does not match request %" PRIu64 "\n",
-                request_id);
+        fprintf(stderr, "client: response header does not match request %" PRIu64 "\n", request_id);
         return -1;
     }
     if (head.status != 0) {
@@ -90,11 +88,9 @@ static int verify(const struct client *c, uint64_t request_id, bmi_size_t actual
         fprintf(stderr, "client: got %" PRId64 " bytes, wanted %" PRId64 "\n", actual, c->size);
         return -1;
     }
-    bad = pvfs_pattern_check(c->response + sizeof(head), (size_t)actual - sizeof(head),
-                             request_id);
+    bad = pvfs_pattern_check(c->response + sizeof(head), (size_t)actual - sizeof(head), request_id);
     if (bad != (size_t)actual - sizeof(head)) {
-        fprintf(stderr, "client: payload byte %zu wrong in request %" PRIu64 "\n", bad,
-                request_id);
+        fprintf(stderr, "client: payload byte %zu wrong in request %" PRIu64 "\n", bad, request_id);
         return -1;
     }
     return 0;
@@ -115,8 +111,8 @@ static int exchange(struct client *c, uint32_t op, uint64_t request_id, bmi_msg_
     memset(c->response, 0, (size_t)c->size); /* stale bytes must not pass the check */
 
     /* The receive goes first, so the answer never waits for a buffer. */
-    recv_rc = BMI_post_recv(&recv_id, c->server, c->response, c->size, &recv_actual,
-                            BMI_PRE_ALLOC, tag, NULL, c->context, NULL);
+    recv_rc = BMI_post_recv(&recv_id, c->server, c->response, c->size, &recv_actual, BMI_PRE_ALLOC,
+                            tag, NULL, c->context, NULL);
     if (recv_rc < 0) {
         report(c, "posting the receive for a response from", recv_rc);
         return -1;

@@ -20,7 +20,7 @@
 
 enum pvfs_op
 {
-    PVFS_OP_GETATTR = 1, /* answered with response_size bytes */
+    PVFS_OP_GETATTR = 1,  /* answered with response_size bytes */
     PVFS_OP_SHUTDOWN = 2, /* answered like GETATTR, then the server drains and exits */
     PVFS_OP_BYE = 3       /* answered like GETATTR; says the client is done (the server needs
                            * no goodbye to free its address: doc/guide-server.md) */

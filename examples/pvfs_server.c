@@ -36,7 +36,7 @@ struct server
     uint64_t requests;
     uint64_t answered;
     uint64_t failed;
-    uint64_t released; /* references given back, one per request */
+    uint64_t released;     /* references given back, one per request */
     uint64_t max_requests; /* 0: no limit */
     int stopping;
 };
@@ -119,8 +119,7 @@ static int decode(const struct BMI_unexpected_info *info, struct pvfs_request *r
         return EPROTO;
     if (req->op != PVFS_OP_GETATTR && req->op != PVFS_OP_SHUTDOWN && req->op != PVFS_OP_BYE)
         return ENOSYS;
-    if (req->response_size < sizeof(struct pvfs_response) ||
-        req->response_size > PVFS_MAX_RESPONSE)
+    if (req->response_size < sizeof(struct pvfs_response) || req->response_size > PVFS_MAX_RESPONSE)
         return EMSGSIZE;
     return 0;
 }
@@ -169,8 +168,8 @@ static void answer(struct server *s, const struct BMI_unexpected_info *info)
     p->buffer = buf;
     p->size = size;
     s->outstanding++;
-    rc = BMI_post_send(&p->id, info->addr, buf, size, BMI_PRE_ALLOC, info->tag, p, s->context,
-                       NULL);
+    rc =
+        BMI_post_send(&p->id, info->addr, buf, size, BMI_PRE_ALLOC, info->tag, p, s->context, NULL);
     if (rc < 0)
         settle(s, p, rc);
     else if (rc == 1)

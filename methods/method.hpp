@@ -57,8 +57,8 @@ const support::SettingTable& all_settings();
 // What BMI_initialize gave this method. The control layer builds it in one function
 // (MethodSet::method_config) for a server's listen address and a client's first lookup alike.
 struct Config {
-    std::string listen_address;  // "" for a client-only instance, else e.g. "tcp://host:port"
-    int flags = 0;               // BMI_INIT_SERVER | BMI_TCP_BIND_SPECIFIC | ...
+    std::string listen_address;       // "" for a client-only instance, else e.g. "tcp://host:port"
+    int flags = 0;                    // BMI_INIT_SERVER | BMI_TCP_BIND_SPECIFIC | ...
     bmi_size_t unexpected_limit = 0;  // 0: the method's default
     // Every tunable, from the environment and the option string (support/settings/): a
     // method reads its own rows here and never the environment. Default-constructed, it
@@ -101,11 +101,11 @@ public:
     virtual int post(Operation& op) = 0;
 
     // Fast path for a send (kind send or send_unexpected) of one buffer or a list of at most
-    // send_now_segments, that can leave during the call, tried before the control layer builds an Operation: 1 if the message is sent,
-    // <0 (-BMI_E*) if it must be refused (what post() would say), 0 to go the usual way
-    // through post(). The default always says 0. The control layer calls it while it holds
-    // its own state lock (that is what keeps `peer` alive without a reference count), so
-    // send_now must not call the Sink, and must not block.
+    // send_now_segments, that can leave during the call, tried before the control layer builds an
+    // Operation: 1 if the message is sent, <0 (-BMI_E*) if it must be refused (what post() would
+    // say), 0 to go the usual way through post(). The default always says 0. The control layer
+    // calls it while it holds its own state lock (that is what keeps `peer` alive without a
+    // reference count), so send_now must not call the Sink, and must not block.
     virtual int send_now(Peer& /*peer*/, OpKind /*kind*/, bmi_msg_tag_t /*tag*/,
                          std::span<const Segment> /*segments*/) {
         return 0;

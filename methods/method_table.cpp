@@ -42,9 +42,8 @@ constexpr Descriptor table[] = {
 // table, bmi-info and doc/SETTINGS.md are the same in every build, and an option string
 // that tunes a method this build lacks still initializes.
 const support::SettingTable& all_settings() {
-    static const support::SettingTable table{support::general_setting_rows(),
-                                             tcp::setting_rows(), shm::setting_rows(),
-                                             verbs::setting_rows()};
+    static const support::SettingTable table{support::general_setting_rows(), tcp::setting_rows(),
+                                             shm::setting_rows(), verbs::setting_rows()};
     return table;
 }
 

@@ -97,8 +97,8 @@ struct Operation {
     bmi_op_id_t id = 0;
     bmi_context_id context = 0;
     void* user_ptr = nullptr;
-    int error = 0;             // final status (0 or -BMI_E*), valid once completed
-    bool completed = false;    // guarded by the core's state lock
+    int error = 0;           // final status (0 or -BMI_E*), valid once completed
+    bool completed = false;  // guarded by the core's state lock
     bool cancel_requested = false;
     std::shared_ptr<Peer> peer_ref;
     std::unique_ptr<Segment[]> segment_storage;  // list ops (native path)

@@ -9,8 +9,8 @@
 
 namespace bmi::method {
 
-using PostedRecvs = support::TaggedOpQueue<Operation, bmi_msg_tag_t, SafeHook,
-                                           &Operation::method_hook,
-                                           &Operation::method_order_hook, &Operation::tag>;
+using PostedRecvs =
+    support::TaggedOpQueue<Operation, bmi_msg_tag_t, SafeHook, &Operation::method_hook,
+                           &Operation::method_order_hook, &Operation::tag>;
 
 }  // namespace bmi::method

@@ -26,8 +26,7 @@ public:
     // Hands a complete unexpected message to the application; buffer came from
     // alloc_unexpected and now belongs to the control layer.
     virtual void deliver_unexpected(const std::shared_ptr<Peer>& peer, void* buffer,
-                                    bmi_size_t size, bmi_msg_tag_t tag,
-                                    std::uint8_t msg_class) = 0;
+                                    bmi_size_t size, bmi_msg_tag_t tag, std::uint8_t msg_class) = 0;
     // A registered peer became one nobody can reach again: it reached us first, we have no
     // address to call it back on, and its last connection closed (Method::peer_gone is now
     // true). The control layer drops its address once the application holds no reference to

@@ -86,11 +86,13 @@ AllocationOutcome Allocator::allocate(const RequestEntry& req) {
             }
     }
     if (!chosen)
-        chosen = *std::max_element(candidates.begin(), candidates.end(),
-                                   [&](std::size_t a, std::size_t b) { return free_ports(a) < free_ports(b); });
+        chosen = *std::max_element(
+            candidates.begin(), candidates.end(),
+            [&](std::size_t a, std::size_t b) { return free_ports(a) < free_ports(b); });
     const InventoryPlane& plane = inventory_.planes[*chosen];
     PlaneState& state = state_[*chosen];
-    const std::string plane_label = plane.plane.name.empty() ? plane.plane.identifier : plane.plane.name;
+    const std::string plane_label = plane.plane.name.empty() ? plane.plane.identifier
+                                                             : plane.plane.name;
 
     Allocation a;
     a.id = req.id;
@@ -116,7 +118,8 @@ AllocationOutcome Allocator::allocate(const RequestEntry& req) {
     }
 
     if (req.qos.value) {
-        const bool offered = std::find(plane.qos.begin(), plane.qos.end(), *req.qos.value) != plane.qos.end();
+        const bool offered = std::find(plane.qos.begin(), plane.qos.end(), *req.qos.value) !=
+                             plane.qos.end();
         if (offered) {
             a.qos = *req.qos.value;
         } else if (req.qos.required) {
@@ -136,8 +139,9 @@ AllocationOutcome Allocator::allocate(const RequestEntry& req) {
         a.bandwidth_mbps = capped ? std::min(asked, state.free_bandwidth_mbps) : asked;
         if (a.bandwidth_mbps < asked) {
             if (req.bandwidth_mbps.required)
-                return refuse("bw: plane " + plane_label + " has " + number(state.free_bandwidth_mbps) +
-                              " Mbit/s free, " + number(asked) + " required");
+                return refuse("bw: plane " + plane_label + " has " +
+                              number(state.free_bandwidth_mbps) + " Mbit/s free, " + number(asked) +
+                              " required");
             a.degraded.push_back("bw");
             out.degradations.push_back("bw: asked " + number(asked) + " Mbit/s, granted " +
                                        (a.bandwidth_mbps > 0 ? number(a.bandwidth_mbps) : "none"));
@@ -149,7 +153,8 @@ AllocationOutcome Allocator::allocate(const RequestEntry& req) {
     // every check that could still refuse.
     if (req.key.value && *req.key.value) {
         const std::string path = key_dir_.empty() ? "" : key_dir_ + "/" + req.id + ".key";
-        const std::string why = path.empty() ? "no key directory given" : write_fresh_key_file(path);
+        const std::string why = path.empty() ? "no key directory given"
+                                             : write_fresh_key_file(path);
         if (why.empty()) {
             a.key_file = path;
         } else if (req.key.required) {
@@ -174,7 +179,8 @@ std::string write_fresh_key_file(const std::string& path) {
     do {
         got = getrandom(key.data(), key.size(), 0);
     } while (got < 0 && errno == EINTR);
-    if (got != static_cast<ssize_t>(key.size())) return "getrandom: " + std::string(std::strerror(errno));
+    if (got != static_cast<ssize_t>(key.size()))
+        return "getrandom: " + std::string(std::strerror(errno));
     static constexpr char hex[] = "0123456789abcdef";
     std::array<char, 65> text{};
     for (std::size_t i = 0; i < key.size(); ++i) {

@@ -22,9 +22,9 @@ using support::planes::Inventory;
 using support::planes::RequestEntry;
 
 struct AllocationOutcome {
-    std::optional<Allocation> allocation;  // nullopt: refused, `error` says which value
-    std::string error;                     // "endpts: plane storage has 3 free ports, 4 required"
-    std::vector<std::string> degradations; // one line per degraded value, saying how
+    std::optional<Allocation> allocation;   // nullopt: refused, `error` says which value
+    std::string error;                      // "endpts: plane storage has 3 free ports, 4 required"
+    std::vector<std::string> degradations;  // one line per degraded value, saying how
 };
 
 class Allocator {

@@ -45,10 +45,14 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (i + 1 >= argc) return usage();
-        if (arg == "--inventory") inventory_path = argv[++i];
-        else if (arg == "--requests") requests_path = argv[++i];
-        else if (arg == "--key-dir") key_dir = argv[++i];
-        else return usage();
+        if (arg == "--inventory")
+            inventory_path = argv[++i];
+        else if (arg == "--requests")
+            requests_path = argv[++i];
+        else if (arg == "--key-dir")
+            key_dir = argv[++i];
+        else
+            return usage();
     }
     if (inventory_path.empty() || requests_path.empty()) return usage();
 
@@ -71,7 +75,8 @@ int main(int argc, char** argv) {
     for (const RequestEntry& request : *requests) {
         const auto outcome = allocator.allocate(request);
         if (!outcome.allocation) {
-            std::cerr << "bmi-alloc: request " << request.id << " refused: " << outcome.error << "\n";
+            std::cerr << "bmi-alloc: request " << request.id << " refused: " << outcome.error
+                      << "\n";
             status = 1;
             continue;
         }

@@ -149,8 +149,8 @@ bool probe(std::ostream& out, const bmi::method::Descriptor& d, std::string opti
     return true;
 }
 
-void print_method(std::ostream& out, const bmi::method::Descriptor& d,
-                  const std::string& options, bool& any_usable) {
+void print_method(std::ostream& out, const bmi::method::Descriptor& d, const std::string& options,
+                  bool& any_usable) {
     out << "\n" << d.name << " (" << d.scheme << "://)\n";
     any_usable = probe(out, d, options) || any_usable;
     const MethodNotes* n = notes_for(d.scheme);

@@ -8,8 +8,8 @@
 #include "methods/method.hpp"
 #include "support/planes/allocation_source.hpp"
 #include "support/planes/discovery.hpp"
-#include "support/planes/plane_binding.hpp"
 #include "support/planes/inventory.hpp"
+#include "support/planes/plane_binding.hpp"
 #include "support/settings/settings.hpp"
 
 namespace bmi::info {
@@ -42,7 +42,8 @@ bool print_planes(std::ostream& out, std::string_view options) {
         support::planes::ParseError error;
         auto parsed = in ? support::planes::parse_inventory(text.str(), path, error) : std::nullopt;
         if (!in) error = {path, 0, "", "cannot be read"};
-        if (parsed) inventory = std::move(*parsed);
+        if (parsed)
+            inventory = std::move(*parsed);
         else {
             out << "  inventory (BMI_INVENTORY): " << error.text() << "\n";
             ok = false;
@@ -56,7 +57,8 @@ bool print_planes(std::ostream& out, std::string_view options) {
     }
     for (const auto& ip : inventory.planes) {
         bool seen = false;
-        for (const Plane& p : discovered) seen = seen || (p.type == ip.plane.type && p.identifier == ip.plane.identifier);
+        for (const Plane& p : discovered)
+            seen = seen || (p.type == ip.plane.type && p.identifier == ip.plane.identifier);
         if (!seen) print_plane(out, ip.plane, ", not seen on this node");
     }
     return ok;
@@ -87,8 +89,7 @@ bool print_allocation(std::ostream& out, std::string_view options) {
             continue;
         }
         out << "  " << support::planes::describe(binding)
-            << (entry.key_file.empty() && allocation.key_material.empty() ? "" : ", keyed")
-            << "\n";
+            << (entry.key_file.empty() && allocation.key_material.empty() ? "" : ", keyed") << "\n";
         for (const auto& note : support::planes::enforcement_notes(binding))
             out << "    " << (note.enforced ? "" : "NOT ENFORCED: ") << note.text << "\n";
     }

@@ -13,18 +13,24 @@ namespace bmi::info {
 namespace {
 const char* port_state(ibv_port_state s) {
     switch (s) {
-    case IBV_PORT_DOWN: return "down";
-    case IBV_PORT_INIT: return "init";
-    case IBV_PORT_ARMED: return "armed";
-    case IBV_PORT_ACTIVE: return "active";
-    case IBV_PORT_ACTIVE_DEFER: return "active-defer";
-    default: return "no-state";
+        case IBV_PORT_DOWN:
+            return "down";
+        case IBV_PORT_INIT:
+            return "init";
+        case IBV_PORT_ARMED:
+            return "armed";
+        case IBV_PORT_ACTIVE:
+            return "active";
+        case IBV_PORT_ACTIVE_DEFER:
+            return "active-defer";
+        default:
+            return "no-state";
     }
 }
 
 const char* link_layer(std::uint8_t l) {
     return l == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
-         : l == IBV_LINK_LAYER_ETHERNET   ? "Ethernet (RoCE)"
+           : l == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)"
                                           : "unspecified";
 }
 
@@ -41,8 +47,8 @@ void print_device(std::ostream& out, ibv_device* dev) {
         ibv_close_device(ctx);
         return;
     }
-    out << ", " << int(attr.phys_port_cnt) << " port(s), max_qp " << attr.max_qp
-        << ", max_mr_size " << attr.max_mr_size << "\n";
+    out << ", " << int(attr.phys_port_cnt) << " port(s), max_qp " << attr.max_qp << ", max_mr_size "
+        << attr.max_mr_size << "\n";
     for (std::uint8_t p = 1; p <= attr.phys_port_cnt; ++p) {
         ibv_port_attr pa{};
         if (ibv_query_port(ctx, p, &pa) != 0) {
@@ -50,8 +56,8 @@ void print_device(std::ostream& out, ibv_device* dev) {
             continue;
         }
         out << "    port " << int(p) << ": " << port_state(pa.state) << ", active MTU "
-            << (128 << pa.active_mtu) << ", " << link_layer(pa.link_layer) << ", "
-            << pa.gid_tbl_len << " GIDs, LID " << pa.lid << "\n";
+            << (128 << pa.active_mtu) << ", " << link_layer(pa.link_layer) << ", " << pa.gid_tbl_len
+            << " GIDs, LID " << pa.lid << "\n";
     }
     ibv_close_device(ctx);
 }

@@ -14,18 +14,18 @@ using support::SettingType;
 
 std::string_view type_name(SettingType type) {
     switch (type) {
-    case SettingType::size:
-        return "size";
-    case SettingType::duration:
-        return "duration";
-    case SettingType::count:
-        return "count";
-    case SettingType::flag:
-        return "bool";
-    case SettingType::choice:
-        return "enum";
-    case SettingType::text:
-        break;
+        case SettingType::size:
+            return "size";
+        case SettingType::duration:
+            return "duration";
+        case SettingType::count:
+            return "count";
+        case SettingType::flag:
+            return "bool";
+        case SettingType::choice:
+            return "enum";
+        case SettingType::text:
+            break;
     }
     return "string";
 }
@@ -49,8 +49,7 @@ bool print_settings(std::ostream& out, std::string_view options) {
             value.append(" ").append(spec.unit);
         out << "  " << std::left << std::setw(31) << spec.env << " " << std::setw(14) << value
             << " (" << source << ")  " << spec.meaning;
-        for (std::string_view former : support::former_names(spec))
-            out << "; formerly " << former;
+        for (std::string_view former : support::former_names(spec)) out << "; formerly " << former;
         out << "\n";
     }
     return valid;
@@ -85,8 +84,8 @@ void print_settings_markdown(std::ostream& out) {
             out << "- (environment only)";
         }
         out << " | " << type_name(spec.type) << " | " << shown(spec.default_text) << " | "
-            << (spec.unit.empty() ? "-" : spec.unit) << " | " << support::range_text(spec)
-            << " | " << spec.meaning << " |\n";
+            << (spec.unit.empty() ? "-" : spec.unit) << " | " << support::range_text(spec) << " | "
+            << spec.meaning << " |\n";
     }
 }
 

@@ -118,8 +118,7 @@ const char* AddressBook::rev_lookup_unexpected(BMI_addr_t addr) {
     return peer_string(addr, &method::Method::peer_host, &AddressEntry::host_string);
 }
 
-bool AddressBook::peer_of(BMI_addr_t addr, std::shared_ptr<method::Peer>& peer,
-                          int& method_index) {
+bool AddressBook::peer_of(BMI_addr_t addr, std::shared_ptr<method::Peer>& peer, int& method_index) {
     support::MutexLock lock(state_);
     AddressEntry* entry = entries_.find(addr);
     if (entry == nullptr) return false;
@@ -160,8 +159,7 @@ bool AddressBook::unreferenced(BMI_addr_t addr) {
     return entry != nullptr && entry->ref_count == 0;
 }
 
-BMI_addr_t AddressBook::register_peer(int method_index,
-                                      const std::shared_ptr<method::Peer>& peer) {
+BMI_addr_t AddressBook::register_peer(int method_index, const std::shared_ptr<method::Peer>& peer) {
     support::MutexLock lock(state_);
     if (peer->addr() != 0 && entries_.find(peer->addr()) != nullptr) return peer->addr();
     return entries_.add(method_index, peer, "").addr;

@@ -53,9 +53,7 @@ public:
     BMI_addr_t register_peer(int method_index, const std::shared_ptr<method::Peer>& peer);
     void peer_gone(const method::Peer& peer);
 
-    AddressEntry* find_locked(BMI_addr_t addr) BMI_REQUIRES(state_) {
-        return entries_.find(addr);
-    }
+    AddressEntry* find_locked(BMI_addr_t addr) BMI_REQUIRES(state_) { return entries_.find(addr); }
     // The address of an unexpected message's sender, registered if new, and held until a test
     // call reports the message (unexpected_reported_locked).
     BMI_addr_t hold_for_unexpected_locked(int method_index,

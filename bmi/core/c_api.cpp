@@ -102,8 +102,8 @@ using bmi::core::Instance;
 using bmi::method::OpKind;
 using namespace bmi::core::c_api;
 
-void copy_completion(const bmi::core::Completion& c, bmi_error_code_t* error,
-                     bmi_size_t* actual, void** user_ptr) {
+void copy_completion(const bmi::core::Completion& c, bmi_error_code_t* error, bmi_size_t* actual,
+                     void** user_ptr) {
     if (error) *error = c.error;
     if (actual) *actual = c.actual_size;
     if (user_ptr) *user_ptr = c.user_ptr;
@@ -144,25 +144,24 @@ int BMI_post_send(bmi_op_id_t* id, BMI_addr_t dest, const void* buffer, bmi_size
                     nullptr);
 }
 
-int BMI_post_sendunexpected(bmi_op_id_t* id, BMI_addr_t dest, const void* buffer,
-                            bmi_size_t size, enum bmi_buffer_type, bmi_msg_tag_t tag,
-                            void* user_ptr, bmi_context_id context_id, bmi_hint) {
+int BMI_post_sendunexpected(bmi_op_id_t* id, BMI_addr_t dest, const void* buffer, bmi_size_t size,
+                            enum bmi_buffer_type, bmi_msg_tag_t tag, void* user_ptr,
+                            bmi_context_id context_id, bmi_hint) {
     return post_one(
         id, request_of(OpKind::send_unexpected, dest, buffer, size, tag, user_ptr, context_id),
         nullptr);
 }
 
 int BMI_post_recv(bmi_op_id_t* id, BMI_addr_t src, void* buffer, bmi_size_t expected_size,
-                  bmi_size_t* actual_size, enum bmi_buffer_type, bmi_msg_tag_t tag,
-                  void* user_ptr, bmi_context_id context_id, bmi_hint) {
-    return post_one(
-        id, request_of(OpKind::recv, src, buffer, expected_size, tag, user_ptr, context_id),
-        actual_size);
+                  bmi_size_t* actual_size, enum bmi_buffer_type, bmi_msg_tag_t tag, void* user_ptr,
+                  bmi_context_id context_id, bmi_hint) {
+    return post_one(id,
+                    request_of(OpKind::recv, src, buffer, expected_size, tag, user_ptr, context_id),
+                    actual_size);
 }
 
-int BMI_test(bmi_op_id_t id, int* outcount, bmi_error_code_t* error_code,
-             bmi_size_t* actual_size, void** user_ptr, int max_idle_time_ms,
-             bmi_context_id context_id) {
+int BMI_test(bmi_op_id_t id, int* outcount, bmi_error_code_t* error_code, bmi_size_t* actual_size,
+             void** user_ptr, int max_idle_time_ms, bmi_context_id context_id) {
     if (outcount == nullptr) return -BMI_EINVAL;
     *outcount = 0;
     return with_instance([&](Instance& in) {
@@ -276,24 +275,21 @@ int BMI_post_send_list(bmi_op_id_t* id, BMI_addr_t dest, const void* const* buff
 }
 
 int BMI_post_recv_list(bmi_op_id_t* id, BMI_addr_t src, void* const* buffer_list,
-                       const bmi_size_t* size_list, int list_count,
-                       bmi_size_t total_expected_size, bmi_size_t* total_actual_size,
-                       enum bmi_buffer_type, bmi_msg_tag_t tag, void* user_ptr,
-                       bmi_context_id context_id, bmi_hint) {
+                       const bmi_size_t* size_list, int list_count, bmi_size_t total_expected_size,
+                       bmi_size_t* total_actual_size, enum bmi_buffer_type, bmi_msg_tag_t tag,
+                       void* user_ptr, bmi_context_id context_id, bmi_hint) {
     if (list_count < 1) return -BMI_EINVAL;
-    auto r = request_of(OpKind::recv, src, nullptr, total_expected_size, tag, user_ptr,
-                        context_id);
+    auto r = request_of(OpKind::recv, src, nullptr, total_expected_size, tag, user_ptr, context_id);
     r.list = const_cast<const void* const*>(buffer_list);
     r.sizes = size_list;
     r.list_count = list_count;
     return post_one(id, r, total_actual_size);
 }
 
-int BMI_post_sendunexpected_list(bmi_op_id_t* id, BMI_addr_t dest,
-                                 const void* const* buffer_list, const bmi_size_t* size_list,
-                                 int list_count, bmi_size_t total_size, enum bmi_buffer_type,
-                                 bmi_msg_tag_t tag, void* user_ptr, bmi_context_id context_id,
-                                 bmi_hint) {
+int BMI_post_sendunexpected_list(bmi_op_id_t* id, BMI_addr_t dest, const void* const* buffer_list,
+                                 const bmi_size_t* size_list, int list_count, bmi_size_t total_size,
+                                 enum bmi_buffer_type, bmi_msg_tag_t tag, void* user_ptr,
+                                 bmi_context_id context_id, bmi_hint) {
     return post_unexpected_list(id, dest, buffer_list, size_list, list_count, total_size, tag, 0,
                                 user_ptr, context_id);
 }
@@ -304,9 +300,7 @@ int BMI_cancel(bmi_op_id_t id, bmi_context_id context_id) {
 
 const char* bmi_status_string(int error_code) { return bmi::support::error_name(error_code); }
 
-const char* bmi_status_meaning(int error_code) {
-    return bmi::support::error_meaning(error_code);
-}
+const char* bmi_status_meaning(int error_code) { return bmi::support::error_meaning(error_code); }
 
 int bmi_errno_to_pvfs(int error) { return bmi::support::bmi_error_from_errno(error); }
 

@@ -30,9 +30,8 @@ int with_instance(F&& f) {
 }
 
 // A post request of the C API's arguments (everything but lists).
-PostRequest request_of(method::OpKind kind, BMI_addr_t addr, const void* buffer,
-                       bmi_size_t size, bmi_msg_tag_t tag, void* user_ptr,
-                       bmi_context_id context);
+PostRequest request_of(method::OpKind kind, BMI_addr_t addr, const void* buffer, bmi_size_t size,
+                       bmi_msg_tag_t tag, void* user_ptr, bmi_context_id context);
 
 // Posts one request; -BMI_EINVAL for a null id.
 int post_one(bmi_op_id_t* id, const PostRequest& request, bmi_size_t* actual);

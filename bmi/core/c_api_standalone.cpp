@@ -72,42 +72,44 @@ int BMI_standalone_addr_lookup(BMI_addr_t* new_addr, const char* id_string) {
 
 int BMI_standalone_get_info(BMI_addr_t addr, int option, void* inout_parameter) {
     switch (option) {
-    case BMI_CHECK_INIT:
-        return global_instance() ? 0 : -BMI_ENODEV;
-    case transport_methods_string:
-        return methods_string_of_build(inout_parameter);
-    case tcp_get_port:
-        if (addr != 0 || inout_parameter == nullptr) return -BMI_EINVAL;
-        return with_instance([&](bmi::core::Instance& in) {
-            return in.get_info(0, bmi::method::info_listen_port, inout_parameter);
-        });
-    case trusted_connection:
-    case zoid_post_timeout:
-        return -BMI_ENOSYS;
-    default:
-        return with_instance(
-            [&](bmi::core::Instance& in) { return in.get_info(addr, option, inout_parameter); });
+        case BMI_CHECK_INIT:
+            return global_instance() ? 0 : -BMI_ENODEV;
+        case transport_methods_string:
+            return methods_string_of_build(inout_parameter);
+        case tcp_get_port:
+            if (addr != 0 || inout_parameter == nullptr) return -BMI_EINVAL;
+            return with_instance([&](bmi::core::Instance& in) {
+                return in.get_info(0, bmi::method::info_listen_port, inout_parameter);
+            });
+        case trusted_connection:
+        case zoid_post_timeout:
+            return -BMI_ENOSYS;
+        default:
+            return with_instance([&](bmi::core::Instance& in) {
+                return in.get_info(addr, option, inout_parameter);
+            });
     }
 }
 
 int BMI_standalone_set_info(BMI_addr_t addr, int option, void* inout_parameter) {
     switch (option) {
-    case trusted_connection:
-    case zoid_post_timeout:
-        return -BMI_ENOSYS;
-    case transport_methods_string:
-    case tcp_get_port:
-        return -BMI_EINVAL;  // read-only
-    default:
-        return with_instance(
-            [&](bmi::core::Instance& in) { return in.set_info(addr, option, inout_parameter); });
+        case trusted_connection:
+        case zoid_post_timeout:
+            return -BMI_ENOSYS;
+        case transport_methods_string:
+        case tcp_get_port:
+            return -BMI_EINVAL;  // read-only
+        default:
+            return with_instance([&](bmi::core::Instance& in) {
+                return in.set_info(addr, option, inout_parameter);
+            });
     }
 }
 
 int BMI_post_sendunexpected_class(bmi_op_id_t* id, BMI_addr_t dest, const void* buffer,
                                   bmi_size_t size, enum bmi_buffer_type, bmi_msg_tag_t tag,
-                                  std::uint8_t msg_class, void* user_ptr,
-                                  bmi_context_id context_id, bmi_hint) {
+                                  std::uint8_t msg_class, void* user_ptr, bmi_context_id context_id,
+                                  bmi_hint) {
     auto r = request_of(bmi::method::OpKind::send_unexpected, dest, buffer, size, tag, user_ptr,
                         context_id);
     r.msg_class = msg_class;
@@ -115,11 +117,10 @@ int BMI_post_sendunexpected_class(bmi_op_id_t* id, BMI_addr_t dest, const void* 
 }
 
 int BMI_post_sendunexpected_list_class(bmi_op_id_t* id, BMI_addr_t dest,
-                                       const void* const* buffer_list,
-                                       const bmi_size_t* size_list, int list_count,
-                                       bmi_size_t total_size, enum bmi_buffer_type,
-                                       bmi_msg_tag_t tag, std::uint8_t msg_class,
-                                       void* user_ptr, bmi_context_id context_id, bmi_hint) {
+                                       const void* const* buffer_list, const bmi_size_t* size_list,
+                                       int list_count, bmi_size_t total_size, enum bmi_buffer_type,
+                                       bmi_msg_tag_t tag, std::uint8_t msg_class, void* user_ptr,
+                                       bmi_context_id context_id, bmi_hint) {
     return post_unexpected_list(id, dest, buffer_list, size_list, list_count, total_size, tag,
                                 msg_class, user_ptr, context_id);
 }

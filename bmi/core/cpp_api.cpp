@@ -177,16 +177,15 @@ Result<Posted> Session::post_send_bytes(Context& ctx, Address to, const std::byt
                                         std::size_t size, bmi_msg_tag_t tag, void* user_ptr,
                                         bool unexpected, MessageClass message_class) {
     auto kind = unexpected ? method::OpKind::send_unexpected : method::OpKind::send;
-    auto request =
-        make_request(kind, ctx, to, const_cast<std::byte*>(data), size, tag, user_ptr);
+    auto request = make_request(kind, ctx, to, const_cast<std::byte*>(data), size, tag, user_ptr);
     request.msg_class = static_cast<std::uint8_t>(message_class);
     return post_with(*impl_, request);
 }
 
 Result<Posted> Session::post_recv_bytes(Context& ctx, Address from, std::byte* buffer,
                                         std::size_t size, bmi_msg_tag_t tag, void* user_ptr) {
-    return post_with(*impl_, make_request(method::OpKind::recv, ctx, from, buffer, size, tag,
-                                          user_ptr));
+    return post_with(*impl_,
+                     make_request(method::OpKind::recv, ctx, from, buffer, size, tag, user_ptr));
 }
 
 Result<Posted> Session::post_send(Context& ctx, Address to, std::span<const std::byte> data,
@@ -203,8 +202,7 @@ Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
 Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
                                              std::span<const std::byte> data, bmi_msg_tag_t tag,
                                              MessageClass message_class, void* user_ptr) {
-    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true,
-                           message_class);
+    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true, message_class);
 }
 
 Result<Posted> Session::post_recv(Context& ctx, Address from, std::span<std::byte> buffer,

@@ -30,11 +30,11 @@ void fill_request(method::Operation& op, const PostRequest& request) {
 int fill_lists(method::Operation& op, const PostRequest& request, bool native_lists) {
     if (request.list_count == 0) return 0;
     if (native_lists) {
-        op.segment_storage = std::make_unique<method::Segment[]>(
-            static_cast<std::size_t>(request.list_count));
+        op.segment_storage =
+            std::make_unique<method::Segment[]>(static_cast<std::size_t>(request.list_count));
         for (int i = 0; i < request.list_count; ++i)
-            op.segment_storage[static_cast<std::size_t>(i)] = {
-                const_cast<void*>(request.list[i]), request.sizes[i]};
+            op.segment_storage[static_cast<std::size_t>(i)] = {const_cast<void*>(request.list[i]),
+                                                               request.sizes[i]};
         op.segments = op.segment_storage.get();
         op.segment_count = request.list_count;
         return 0;
@@ -67,10 +67,8 @@ public:
         return instance_.inbox_.allocate(peer, size);
     }
     void deliver_unexpected(const std::shared_ptr<method::Peer>& peer, void* buffer,
-                            bmi_size_t size, bmi_msg_tag_t tag,
-                            std::uint8_t msg_class) override {
-        instance_.inbox_.deliver(instance_.addresses_, index_, peer, buffer, size, tag,
-                                 msg_class);
+                            bmi_size_t size, bmi_msg_tag_t tag, std::uint8_t msg_class) override {
+        instance_.inbox_.deliver(instance_.addresses_, index_, peer, buffer, size, tag, msg_class);
         instance_.wait_point_.signal();
     }
     void peer_gone(const method::Peer& peer) override { instance_.addresses_.peer_gone(peer); }
@@ -101,8 +99,8 @@ int Instance::create(const InitParams& params, std::unique_ptr<Instance>& out) {
         return *self.sinks_.emplace_back(std::make_unique<SlotSink>(self, index));
     });
     if (rc != 0) return rc;
-    BMI_LOG(control, "initialized: methods '%s' listen '%s' flags %d",
-            params.method_list.c_str(), params.listen.c_str(), params.flags);
+    BMI_LOG(control, "initialized: methods '%s' listen '%s' flags %d", params.method_list.c_str(),
+            params.listen.c_str(), params.flags);
     out = std::move(instance);
     return 0;
 }

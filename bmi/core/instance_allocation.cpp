@@ -24,7 +24,8 @@ int load_instance_key(const support::Settings& settings,
     if (!allocation_key) return support::keys::key_from_settings(settings, out);
     if (!key_file.empty() && key_file != allocation.key_file) {
         BMI_WARN("key_file (%s) and the key of allocation %s both given; one instance holds "
-                 "one key", key_file.c_str(), allocation.origin.c_str());
+                 "one key",
+                 key_file.c_str(), allocation.origin.c_str());
         return -BMI_EINVAL;
     }
     if (allocation.key_material.empty())
@@ -37,8 +38,7 @@ int load_instance_key(const support::Settings& settings,
 }
 }  // namespace
 
-int InstanceAllocation::take(const support::Settings& settings,
-                             std::string_view program_text) {
+int InstanceAllocation::take(const support::Settings& settings, std::string_view program_text) {
     support::planes::InstanceAllocation allocation;
     if (int rc = support::planes::resolve_allocation(settings, program_text, allocation); rc != 0)
         return rc;
@@ -64,9 +64,8 @@ int InstanceAllocation::take(const support::Settings& settings,
         }
         planes_.push_back(std::move(binding));
     }
-    if (std::count_if(planes_.begin(), planes_.end(), [](const auto& p) {
-            return p.type == PlaneType::verbs;
-        }) > 1) {
+    if (std::count_if(planes_.begin(), planes_.end(),
+                      [](const auto& p) { return p.type == PlaneType::verbs; }) > 1) {
         BMI_WARN("%s: one instance opens one RDMA device port; allocate one verbs plane",
                  origin_.c_str());
         return -BMI_EINVAL;

@@ -32,7 +32,7 @@ struct PostRequest {
     void* buffer = nullptr;  // contiguous; for sends never written
     const void* const* list = nullptr;
     const bmi_size_t* sizes = nullptr;
-    int list_count = 0;  // 0: contiguous
+    int list_count = 0;   // 0: contiguous
     bmi_size_t size = 0;  // contiguous size, or the list total the caller announced
     bmi_msg_tag_t tag = 0;
     std::uint8_t msg_class = 0;  // send_unexpected only: the standalone dialect's class

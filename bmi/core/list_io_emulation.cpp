@@ -18,8 +18,7 @@ bmi_size_t list_total(const void* const* buffers, const bmi_size_t* sizes, int c
     return total;
 }
 
-void* pack_list(const void* const* buffers, const bmi_size_t* sizes, int count,
-                bmi_size_t total) {
+void* pack_list(const void* const* buffers, const bmi_size_t* sizes, int count, bmi_size_t total) {
     auto* packed = static_cast<char*>(std::malloc(total > 0 ? static_cast<std::size_t>(total) : 1));
     if (packed == nullptr) return nullptr;
     bmi_size_t offset = 0;

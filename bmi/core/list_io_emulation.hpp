@@ -9,8 +9,7 @@
 namespace bmi::core {
 
 // Copies the list into a new malloc'd buffer of total bytes; nullptr when out of memory.
-void* pack_list(const void* const* buffers, const bmi_size_t* sizes, int count,
-                bmi_size_t total);
+void* pack_list(const void* const* buffers, const bmi_size_t* sizes, int count, bmi_size_t total);
 // Scatters the first `bytes` of packed into the list.
 void unpack_list(const void* packed, bmi_size_t bytes, const void* const* buffers,
                  const bmi_size_t* sizes, int count);

@@ -136,7 +136,8 @@ int MethodSet::activate(int index, const method::Config& config) {
         support::MutexLock lock(slot.lock);
         slot.method = std::move(created);
         slot.native_lists = slot.method->native_lists() && !emulate_lists_;
-        if (trusted_) (void)slot.method->set_info(nullptr, method::info_trusted_sources, &*trusted_);
+        if (trusted_)
+            (void)slot.method->set_info(nullptr, method::info_trusted_sources, &*trusted_);
         rc = wait_point_.add_fd(slot.method->wait_fd());
         if (rc != 0) {
             slot.method.reset();
@@ -212,8 +213,7 @@ int MethodSet::free_memory(void* buffer) {
         support::MutexLock lock(slot->lock);
         if (slot->method && slot->method->mem_free(buffer)) return 0;
     }
-    BMI_LOG(error, "BMI_memfree: %p was not allocated by BMI_memalloc or is already freed",
-            buffer);
+    BMI_LOG(error, "BMI_memfree: %p was not allocated by BMI_memalloc or is already freed", buffer);
     return -BMI_EINVAL;
 }
 

@@ -27,13 +27,13 @@ namespace bmi::core {
 struct MethodSlot {
     const method::Descriptor* descriptor = nullptr;
     int index = 0;
-    bool allowed = false;            // named in BMI_initialize's method list (or list empty)
-    std::atomic<bool> active{false}; // method created; set once, never cleared before teardown
-    support::Mutex lock;             // held around every call into method
+    bool allowed = false;             // named in BMI_initialize's method list (or list empty)
+    std::atomic<bool> active{false};  // method created; set once, never cleared before teardown
+    support::Mutex lock;              // held around every call into method
     std::unique_ptr<method::Method> method BMI_PT_GUARDED_BY(lock);
-    method::Sink* sink = nullptr;    // the instance's, for this slot; outlives method
+    method::Sink* sink = nullptr;  // the instance's, for this slot; outlives method
     bool native_lists = false;
-    std::string listen_scheme;       // the listen address's scheme as given (alias or own)
+    std::string listen_scheme;  // the listen address's scheme as given (alias or own)
 };
 
 class MethodSet {

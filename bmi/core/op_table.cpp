@@ -121,8 +121,8 @@ Completion OpTable::reap_locked(method::Operation& op) {
     return Completion{op.id, op.error, op.actual_size, op.user_ptr};
 }
 
-void OpTable::reap_context_locked(bmi_context_id context, std::span<Completion> out,
-                                  int& outcount, std::vector<method::Operation*>& done) {
+void OpTable::reap_context_locked(bmi_context_id context, std::span<Completion> out, int& outcount,
+                                  std::vector<method::Operation*>& done) {
     auto& queue = contexts_[static_cast<std::size_t>(context)].completed;
     while (!queue.empty() && static_cast<std::size_t>(outcount) < out.size()) {
         method::Operation& op = queue.front();

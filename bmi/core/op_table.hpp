@@ -57,8 +57,7 @@ public:
             if (op.method_index == method_index && pick(op)) found.push_back(&op);
         return found;
     }
-    method::Operation* find_locked(bmi_op_id_t id, bmi_context_id context)
-        BMI_REQUIRES(state_);
+    method::Operation* find_locked(bmi_op_id_t id, bmi_context_id context) BMI_REQUIRES(state_);
 
     // Sink::complete: true if a waiter may want to know (the op was queued).
     bool complete(method::Operation& op, int error);

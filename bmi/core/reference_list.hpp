@@ -19,9 +19,9 @@ struct AddressEntry {
     BMI_addr_t addr = 0;
     int method_index = 0;
     std::shared_ptr<method::Peer> peer;
-    std::string id_string;   // what BMI_addr_lookup was given ("" for peers that contacted us)
-    std::string rev_string;  // last answer of BMI_addr_rev_lookup, kept for its c_str()
-    std::string host_string; // last answer of BMI_addr_rev_lookup_unexpected
+    std::string id_string;    // what BMI_addr_lookup was given ("" for peers that contacted us)
+    std::string rev_string;   // last answer of BMI_addr_rev_lookup, kept for its c_str()
+    std::string host_string;  // last answer of BMI_addr_rev_lookup_unexpected
     // BMI_INC_ADDR_REF / BMI_DEC_ADDR_REF, and with BMI_AUTO_REF_COUNT one per unexpected
     // message reported. Starts at 0, as in OrangeFS: the count only keeps an address whose
     // peer is gone (Method::peer_gone) from being dropped.
@@ -40,8 +40,7 @@ public:
     ~ReferenceList() = default;
 
     // Registers peer (which must not be registered yet) and sets peer->addr().
-    AddressEntry& add(int method_index, std::shared_ptr<method::Peer> peer,
-                      std::string id_string);
+    AddressEntry& add(int method_index, std::shared_ptr<method::Peer> peer, std::string id_string);
     AddressEntry* find(BMI_addr_t addr) const;
     AddressEntry* find_by_string(std::string_view id_string) const;
     // Forgets addr; the Peer lives on while operations hold it.

@@ -47,9 +47,8 @@ public:
     void usage(BMI_unexpected_quota_use& out);
 
     // Moves the oldest messages of msg_class (nullopt: any) to out; the count moved.
-    int take_locked(AddressBook& addresses, bool take_references,
-                    std::span<UnexpectedMessage> out, std::optional<std::uint8_t> msg_class)
-        BMI_REQUIRES(state_);
+    int take_locked(AddressBook& addresses, bool take_references, std::span<UnexpectedMessage> out,
+                    std::optional<std::uint8_t> msg_class) BMI_REQUIRES(state_);
     // True once for every run of arrivals no test call has reported or announced yet.
     bool announce_locked() BMI_REQUIRES(state_);
 

@@ -86,8 +86,8 @@ bool WaitPoint::timer_covers(Clock::time_point now, Clock::time_point deadline) 
 }
 
 bool WaitPoint::arm_timer(Clock::time_point deadline) {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
-                  .count();
+    auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
     itimerspec when{};
     when.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
     when.it_value.tv_nsec = static_cast<long>(ns % 1000000000);

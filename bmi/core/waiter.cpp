@@ -100,8 +100,9 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
         just_polled = false;
         if (before_sleep_all(clock)) continue;
         if (!clock.fresh) clock.read();
-        just_polled = wait_point_.wait(seen, clock.now, clock.deadline,
-                                       [this](std::span<const epoll_event> events) { wake_all(events); });
+        just_polled =
+            wait_point_.wait(seen, clock.now, clock.deadline,
+                             [this](std::span<const epoll_event> events) { wake_all(events); });
     }
 }
 
@@ -148,9 +149,8 @@ int Waiter::test(bmi_op_id_t id, bmi_context_id context, int max_idle_ms, int& o
     return rc;
 }
 
-int Waiter::testsome(std::span<const bmi_op_id_t> ids, bmi_context_id context,
-                     int max_idle_ms, int& outcount, std::span<int> indices,
-                     std::span<Completion> out) {
+int Waiter::testsome(std::span<const bmi_op_id_t> ids, bmi_context_id context, int max_idle_ms,
+                     int& outcount, std::span<int> indices, std::span<Completion> out) {
     outcount = 0;
     int rc = 0;
     std::vector<method::Operation*> done;

@@ -23,8 +23,8 @@ namespace bmi::core {
 
 class Waiter {
 public:
-    Waiter(support::Mutex& state, WaitPoint& wait_point, MethodSet& methods,
-           AddressBook& addresses, OpTable& ops, UnexpectedInbox& inbox)
+    Waiter(support::Mutex& state, WaitPoint& wait_point, MethodSet& methods, AddressBook& addresses,
+           OpTable& ops, UnexpectedInbox& inbox)
         : state_mutex_(state),
           wait_point_(wait_point),
           methods_(methods),

@@ -67,9 +67,11 @@ bool Acceptor::room_for(const std::string& source, Clock::time_point now) {
     const auto oldest = admission_.oldest(source);
     if (!oldest || now - oldest->since < time_to_speak) return false;
     if (support::log_enabled(area_))
-        support::log_print(area_, "%s: %s holds %zu unfinished handshakes; closing its oldest "
-                           "(connection %llu) for a newcomer", method_, source.c_str(),
-                           admission_.limit(), static_cast<unsigned long long>(oldest->ticket));
+        support::log_print(area_,
+                           "%s: %s holds %zu unfinished handshakes; closing its oldest "
+                           "(connection %llu) for a newcomer",
+                           method_, source.c_str(), admission_.limit(),
+                           static_cast<unsigned long long>(oldest->ticket));
     host_.close_for_room(oldest->ticket);
     admission_.release(oldest->ticket);  // if its close path did not
     return admission_.has_room(source);
@@ -101,8 +103,10 @@ void Acceptor::admit_or_wait(const AcceptedSocket& socket, std::string source,
         return;
     }
     if (support::log_enabled(area_))
-        support::log_print(area_, "%s: %s holds %zu unfinished handshakes, all new; its next "
-                           "waits", method_, source.c_str(), admission_.limit());
+        support::log_print(area_,
+                           "%s: %s holds %zu unfinished handshakes, all new; its next "
+                           "waits",
+                           method_, source.c_str(), admission_.limit());
     const std::uint64_t number = next_waiting_++;
     waiting_.push_back({number, socket, std::move(source), now + setup_timeout_});
     timers_.schedule(key_of(number), next_look(waiting_.back()));
@@ -144,8 +148,10 @@ void Acceptor::on_deadline(DeadlineKey key, Clock::time_point now) {
     }
     if (now >= it->deadline) {
         if (support::log_enabled(area_))
-            support::log_print(area_, "%s: a socket from %s waited past the handshake timeout "
-                               "for its source's turn; closing it", method_, it->source.c_str());
+            support::log_print(area_,
+                               "%s: a socket from %s waited past the handshake timeout "
+                               "for its source's turn; closing it",
+                               method_, it->source.c_str());
         close_waiting(it);
         return;
     }
@@ -169,7 +175,8 @@ bool Acceptor::shed(int listen_fd) {
     const auto shed = reserve_.shed(listen_fd, [this](int fd) {
         if (reserve_.count_shed())
             BMI_WARN("%s: out of file descriptors; refusing new connections (%llu so far; each "
-                     "connection holds descriptors, ulimit -n)", method_, reserve_.sheds());
+                     "connection holds descriptors, ulimit -n)",
+                     method_, reserve_.sheds());
         host_.answer_shed(fd);
     });
     // No reserve (another thread took the slot): stop watching the listener until one of our
@@ -182,8 +189,10 @@ bool Acceptor::shed_one(std::uint64_t keep) {
     // A socket waiting for its turn has proven nothing and its source is at its bound.
     if (!waiting_.empty()) {
         if (support::log_enabled(area_))
-            support::log_print(area_, "%s: out of file descriptors; closing a socket of %s "
-                               "that waited for its turn", method_, waiting_.front().source.c_str());
+            support::log_print(area_,
+                               "%s: out of file descriptors; closing a socket of %s "
+                               "that waited for its turn",
+                               method_, waiting_.front().source.c_str());
         close_waiting(waiting_.begin());
         return true;
     }

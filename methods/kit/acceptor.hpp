@@ -29,8 +29,8 @@
 
 #include "methods/kit/deadlines.hpp"
 #include "methods/kit/source_admission.hpp"
-#include "support/logging/log.hpp"
 #include "support/epoll/accept_reserve.hpp"
+#include "support/logging/log.hpp"
 
 namespace bmi::method::kit {
 

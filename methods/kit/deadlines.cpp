@@ -80,8 +80,7 @@ void Deadlines::collect_due(Clock::time_point now) {
         const Entry entry = heap_.back();
         heap_.pop_back();
         auto it = live_.find(entry.key);
-        if (it != live_.end() && it->second.generation == entry.generation)
-            batch_.push_back(entry);
+        if (it != live_.end() && it->second.generation == entry.generation) batch_.push_back(entry);
     }
 }
 

@@ -139,7 +139,7 @@ private:
 // caught between limit and 9/8 limit after its last byte, never earlier.
 struct ProgressDeadline {
     using Clock = Deadlines::Clock;
-    std::uint64_t seen = 0;  // the owner's progress count at the last look
+    std::uint64_t seen = 0;     // the owner's progress count at the last look
     Clock::time_point since{};  // the last look that found progress (or the restart)
     bool timed = false;         // its entry is in the engine
 

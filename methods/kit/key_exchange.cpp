@@ -26,8 +26,7 @@ std::string endpoint_text(const sockaddr* address, socklen_t length) {
         const auto* in = reinterpret_cast<const sockaddr_in*>(address);
         return ipv4_text(in->sin_addr, in->sin_port);
     }
-    if (address->sa_family == AF_INET6 &&
-        length >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
+    if (address->sa_family == AF_INET6 && length >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
         const auto* in6 = reinterpret_cast<const sockaddr_in6*>(address);
         // A dual-stack listener sees an IPv4 client's target as ::ffff:a.b.c.d; the client
         // itself connected to a.b.c.d. The scope id names an interface of one side only.
@@ -74,8 +73,7 @@ support::keys::Transcript KeyExchange::transcript(std::string_view plane) const 
     return t;
 }
 
-NoncesInFlight::Claim::Claim(Claim&& other) noexcept
-    : owner_(other.owner_), nonce_(other.nonce_) {
+NoncesInFlight::Claim::Claim(Claim&& other) noexcept : owner_(other.owner_), nonce_(other.nonce_) {
     other.owner_ = nullptr;
 }
 

@@ -118,8 +118,8 @@ public:
     // Acceptor: a hello, before anything is built for it. Keyless, every hello passes.
     Refusal check_hello(const KeyGate& gate, KeyFeatures features) const;
     // Acceptor, keyed, after check_hello: our answer's nonce and proof.
-    Step answer(KeyGate& gate, int fd, const Nonce& initiator_nonce,
-                std::string initiator_stated, std::string our_stated);
+    Step answer(KeyGate& gate, int fd, const Nonce& initiator_nonce, std::string initiator_stated,
+                std::string our_stated);
     // Acceptor: the initiator's proof. Nothing of the connection may reach the application
     // before this passes.
     Refusal check_proof(const KeyGate& gate, std::span<const std::uint8_t> proof);

@@ -16,23 +16,23 @@ namespace bmi::method::shm {
 // out of range. Checked before anything is allocated from or copied out of the record.
 inline long long record_payload(const MsgHeader& h) {
     switch (static_cast<MsgType>(h.type)) {
-    case MsgType::eager:
-        // No instance sends larger eager messages; checked before anything is buffered.
-        return h.size > max_eager_limit ? -1 : static_cast<long long>(h.size);
-    case MsgType::unexpected:
-        // aux is the message class, a uint8 on every API that can name one.
-        if (h.aux < 0 || h.aux > 255) return -1;
-        return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
-    case MsgType::data:
-        return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
-    case MsgType::rts:
-        return h.aux < 0 ? -1 : static_cast<long long>(h.aux) * 16;
-    case MsgType::help:
-        return h.aux < 0 ? -1 : static_cast<long long>(sizeof(HelpInfo) + h.aux * 16ull);
-    case MsgType::cts:
-    case MsgType::done:
-    case MsgType::nak:
-        return 0;
+        case MsgType::eager:
+            // No instance sends larger eager messages; checked before anything is buffered.
+            return h.size > max_eager_limit ? -1 : static_cast<long long>(h.size);
+        case MsgType::unexpected:
+            // aux is the message class, a uint8 on every API that can name one.
+            if (h.aux < 0 || h.aux > 255) return -1;
+            return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
+        case MsgType::data:
+            return h.size > (1ull << 40) ? -1 : static_cast<long long>(h.size);
+        case MsgType::rts:
+            return h.aux < 0 ? -1 : static_cast<long long>(h.aux) * 16;
+        case MsgType::help:
+            return h.aux < 0 ? -1 : static_cast<long long>(sizeof(HelpInfo) + h.aux * 16ull);
+        case MsgType::cts:
+        case MsgType::done:
+        case MsgType::nak:
+            return 0;
     }
     return -1;
 }
@@ -40,8 +40,8 @@ inline long long record_payload(const MsgHeader& h) {
 // True if a header's slot count is the one its payload needs and no more than a producer may
 // claim (max_slots, half the ring). At full width: with 256-byte slots, Ring::slots_for's
 // 32-bit count wraps for a payload near 2^40 and a one-slot record claiming a terabyte passed.
-inline bool record_slots_match(std::uint32_t max_slots, std::uint32_t slot_size,
-                               const MsgHeader& h, long long payload) {
+inline bool record_slots_match(std::uint32_t max_slots, std::uint32_t slot_size, const MsgHeader& h,
+                               long long payload) {
     std::uint64_t bytes = ring_stamp_size + header_size + static_cast<std::uint64_t>(payload);
     std::uint64_t needed = (bytes + slot_size - 1) / slot_size;
     return h.slots != 0 && h.slots <= max_slots && needed == h.slots;
@@ -60,8 +60,7 @@ inline long long ring_payload_limit(const Ring& ring) {
 // at most), so it is malformed even though it would fit the slots.
 inline long long check_record(const Ring& ring, const MsgHeader& h) {
     long long payload = record_payload(h);
-    if (payload < 0 ||
-        !record_slots_match(ring.max_message_slots(), ring.slot_size(), h, payload))
+    if (payload < 0 || !record_slots_match(ring.max_message_slots(), ring.slot_size(), h, payload))
         return -1;
     return payload;
 }
@@ -72,8 +71,7 @@ inline long long check_record(const Ring& ring, const MsgHeader& h) {
 inline bool hello_well_formed(const Hello& hello) {
     return hello.magic == hello_magic && hello.version == protocol_version &&
            valid_geometry(hello.slot_count, hello.slot_size) &&
-           hello.doorbell_index < doorbell_capacity &&
-           hello.name_length <= max_name_length &&
+           hello.doorbell_index < doorbell_capacity && hello.name_length <= max_name_length &&
            (hello.name_length == 0 || valid_name(std::string_view(hello.name, hello.name_length)));
 }
 

@@ -62,22 +62,21 @@ int ShmMethod::start_connect(Connection& conn) {
 int ShmMethod::wait_for_backlog(Connection& conn) {
     auto now = std::chrono::steady_clock::now();
     if (now >= conn.setup_deadline) {
-        BMI_LOG(error, "shm: shm://%s: its listen backlog stayed full for %lld ms "
-                       "(BMI_SHM_SETUP_TIMEOUT_MS), its operations fail",
-                conn.peer->name.c_str(),
-                static_cast<long long>(options_.setup_timeout.count()));
+        BMI_LOG(error,
+                "shm: shm://%s: its listen backlog stayed full for %lld ms "
+                "(BMI_SHM_SETUP_TIMEOUT_MS), its operations fail",
+                conn.peer->name.c_str(), static_cast<long long>(options_.setup_timeout.count()));
         return -BMI_ETIMEDOUT;
     }
     if (conn.state != ConnState::backlog_full) {
         conn.state = ConnState::backlog_full;
         conn.retry_pause = first_pause;
         BMI_LOG(shm, "shm://%s: listen backlog full, connecting again for up to %lld ms",
-                conn.peer->name.c_str(),
-                static_cast<long long>(options_.setup_timeout.count()));
+                conn.peer->name.c_str(), static_cast<long long>(options_.setup_timeout.count()));
     }
     // The last try comes at the deadline, not a pause after it.
     conn.retry_at = std::min<std::chrono::steady_clock::time_point>(now + conn.retry_pause,
-                                                                     conn.setup_deadline);
+                                                                    conn.setup_deadline);
     conn.retry_pause = std::min(conn.retry_pause * 2, longest_pause);
     return 0;  // on_setup_step (or watch_setup) schedules the retry for retry_at
 }

@@ -28,11 +28,11 @@ namespace bmi::method::shm {
 enum class ConnState : std::uint8_t {
     backlog_full,  // initiator: the listener's backlog was full; no socket, connect again at
                    // retry_at (shm_connect_retry.cpp); sends wait in send_queue
-    connecting,   // initiator: nonblocking connect not finished; rings usable, hello unsent
-    await_reply,  // initiator: hello sent; we may fill our ring but cannot wake the peer yet
-    await_hello,  // acceptor: socket accepted, no segment yet; carries no peer and no ops
-    await_proof,  // acceptor: keyed reply sent; no peer and no ring read until the proof checks
-    open,         // both sides attached
+    connecting,    // initiator: nonblocking connect not finished; rings usable, hello unsent
+    await_reply,   // initiator: hello sent; we may fill our ring but cannot wake the peer yet
+    await_hello,   // acceptor: socket accepted, no segment yet; carries no peer and no ops
+    await_proof,   // acceptor: keyed reply sent; no peer and no ring read until the proof checks
+    open,          // both sides attached
 };
 
 // A reply (CTS, DONE, NAK, HELP) waiting for ring space; only HELP has a payload.
@@ -69,7 +69,7 @@ struct Connection {
     int peer_event_fd = -1;
     pid_t peer_pid = 0;
     PeerLink peer;
-    bool stalled = false;  // an unexpected message waits in rx for quota
+    bool stalled = false;      // an unexpected message waits in rx for quota
     PeerRegions peer_regions;  // the peer's shared buffers, mapped here (shm_region.hpp)
     int socket_error = 0;      // the socket's framing broke; poll_pass closes the connection
     // Until open: when the handshake must be done (BMI_SHM_SETUP_TIMEOUT_MS after the first
@@ -100,12 +100,12 @@ struct Connection {
 
     // Security key handshake (doc/security.md); unused without a key.
     kit::KeyHandshake key_handshake;
-    Hello hello_received{};      // acceptor: the keyed hello, acted on once its sender proves
+    Hello hello_received{};  // acceptor: the keyed hello, acted on once its sender proves
 
-    OpList send_queue;                                // header not yet in the ring
-    std::deque<Control> controls;                     // replies waiting for ring space
-    std::deque<Operation*> streams;                   // two-copy sends streaming DATA
-    std::unordered_map<std::uint64_t, Operation*> sends;  // RTS sent, not finished
+    OpList send_queue;                                          // header not yet in the ring
+    std::deque<Control> controls;                               // replies waiting for ring space
+    std::deque<Operation*> streams;                             // two-copy sends streaming DATA
+    std::unordered_map<std::uint64_t, Operation*> sends;        // RTS sent, not finished
     std::unordered_map<std::uint64_t, StreamReceive> receives;  // by cookie
     std::deque<Pull> pulls;
     std::deque<SplitReceive> splits;  // split copies we receive
@@ -125,7 +125,8 @@ struct Connection {
     // nothing it sends can reach an unproven acceptor.
     bool rings_live() const {
         return state == ConnState::open ||
-               (!key_handshake.keyed() && (state == ConnState::connecting || state == ConnState::await_reply));
+               (!key_handshake.keyed() &&
+                (state == ConnState::connecting || state == ConnState::await_reply));
     }
     // True while something here can move without the peer doing anything first.
     bool has_local_work() const {

@@ -115,8 +115,7 @@ long copy_remote(Direction direction, pid_t pid, std::span<const RemoteIov> remo
 }
 
 int copy_remote_exactly(Direction direction, pid_t pid, std::span<const RemoteIov> remote,
-                        std::span<const Segment> local, std::uint64_t offset,
-                        std::size_t length) {
+                        std::span<const Segment> local, std::uint64_t offset, std::size_t length) {
     while (length > 0) {
         long n = copy_remote(direction, pid, remote, local, offset, length);
         if (n < 0) return static_cast<int>(n);
@@ -126,8 +125,8 @@ int copy_remote_exactly(Direction direction, pid_t pid, std::span<const RemoteIo
     return 0;
 }
 
-void copy_between(std::span<const Segment> to, std::span<const Segment> from,
-                  std::uint64_t offset, std::size_t length) {
+void copy_between(std::span<const Segment> to, std::span<const Segment> from, std::uint64_t offset,
+                  std::size_t length) {
     for_each_piece(from, segment_base, segment_size, offset, length,
                    [&](const std::byte* source, std::size_t n) {
                        for_each_piece(to, segment_base, segment_size, offset, n,

@@ -60,13 +60,12 @@ inline long read_remote(pid_t pid, std::span<const RemoteIov> remote,
 }
 // All of [offset, offset + length), however many calls that takes; 0 or -errno.
 int copy_remote_exactly(Direction direction, pid_t pid, std::span<const RemoteIov> remote,
-                        std::span<const Segment> local, std::uint64_t offset,
-                        std::size_t length);
+                        std::span<const Segment> local, std::uint64_t offset, std::size_t length);
 
 // Copies length bytes from the segment list from to the segment list to, at the same
 // logical offset in both: one message in two lists of pieces that need not line up.
-void copy_between(std::span<const Segment> to, std::span<const Segment> from,
-                  std::uint64_t offset, std::size_t length);
+void copy_between(std::span<const Segment> to, std::span<const Segment> from, std::uint64_t offset,
+                  std::size_t length);
 
 // One chunk of a split copy (shm_split.hpp) in direction: through mapped, the peer's buffer
 // as mapped here (shm_region.hpp), with memcpy; if that is empty, through the kernel to or

@@ -52,12 +52,12 @@ void ShmMethod::offer_for_shedding(kit::SheddingChoice& choice) {
             continue;
         }
         const ShmPeer* peer = conn.peer.get();
-        const bool unused = conn.state == ConnState::open && peer != nullptr &&
-                            peer->addr() == 0 && peer->arrivals.empty() &&
-                            peer->posted_recvs.empty() && conn.send_queue.empty() &&
-                            conn.controls.empty() && conn.streams.empty() && conn.sends.empty() &&
-                            conn.receives.empty() && conn.pulls.empty() && conn.splits.empty() &&
-                            conn.pushes.empty() && !conn.rx.has_message();
+        const bool unused = conn.state == ConnState::open && peer != nullptr && peer->addr() == 0 &&
+                            peer->arrivals.empty() && peer->posted_recvs.empty() &&
+                            conn.send_queue.empty() && conn.controls.empty() &&
+                            conn.streams.empty() && conn.sends.empty() && conn.receives.empty() &&
+                            conn.pulls.empty() && conn.splits.empty() && conn.pushes.empty() &&
+                            !conn.rx.has_message();
         if (unused) choice.offer(id, accepted_at, false);
     }
 }

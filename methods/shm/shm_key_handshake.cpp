@@ -58,9 +58,9 @@ int ShmMethod::check_keyed_hello(Connection& conn, const Hello& hello) {
 }
 
 int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
-    const auto step =
-        conn.key_handshake.answer(keys_, conn.fd, nonce_of(hello.key_nonce),
-                                  std::string(hello.name, hello.name_length), listen_name_);
+    const auto step = conn.key_handshake.answer(keys_, conn.fd, nonce_of(hello.key_nonce),
+                                                std::string(hello.name, hello.name_length),
+                                                listen_name_);
     if (step.refused()) {
         if (kit::tell_initiator(step.refusal)) send_refusal(conn.fd, -BMI_EACCES);
         return refuse(conn, step.refusal);

@@ -30,9 +30,7 @@ socklen_t abstract_address(std::string_view name, sockaddr_un& out) {
                                   static_cast<std::size_t>(n));
 }
 
-int new_socket() {
-    return socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-}
+int new_socket() { return socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
 
 // Any local process may bind an abstract name first (there are no file permissions on it):
 // says who holds ours, as far as a connection can learn (SO_PEERCRED gives the credentials
@@ -50,8 +48,9 @@ void log_holder(std::string_view name, const sockaddr_un& address, socklen_t len
                 static_cast<int>(name.size()), name.data(), address.sun_path + 1,
                 static_cast<int>(holder.pid), static_cast<unsigned>(holder.uid));
     else
-        BMI_LOG(error, "shm: cannot listen on '%.*s': abstract socket '@%s' is bound by "
-                       "another process (not accepting, so its owner is unknown)",
+        BMI_LOG(error,
+                "shm: cannot listen on '%.*s': abstract socket '@%s' is bound by "
+                "another process (not accepting, so its owner is unknown)",
                 static_cast<int>(name.size()), name.data(), address.sun_path + 1);
 }
 }  // namespace
@@ -92,7 +91,7 @@ int connect_to(std::string_view name, int& fd, ConnectStart& how) {
             BMI_LOG(shm, "connect to '%.*s': %s", static_cast<int>(name.size()), name.data(),
                     std::strerror(e));
             return e == ENOENT || e == ECONNREFUSED ? -BMI_ECONNREFUSED
-                                                     : support::bmi_error_from_errno(e);
+                                                    : support::bmi_error_from_errno(e);
         }
     }
     fd = s;
@@ -145,8 +144,7 @@ void send_refusal(int fd, int status) {
     send_with_fds(fd, &reply, sizeof reply, nullptr, 0);
 }
 
-long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fds,
-                      int& fd_count) {
+long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fds, int& fd_count) {
     fd_count = 0;
     iovec iov{data, size};
     msghdr message{};

@@ -47,7 +47,6 @@ long send_with_fds(int fd, const void* data, std::size_t size, const int* fds, i
 // end of stream) or -errno; fd_count says how many descriptors arrived. -EMFILE: the message
 // was consumed but the kernel could not give us all its descriptors, because our descriptor
 // table is full; none is kept (what did arrive is closed).
-long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fds,
-                      int& fd_count);
+long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fds, int& fd_count);
 
 }  // namespace bmi::method::shm

@@ -10,8 +10,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "methods/shm/shm_copy.hpp"
 #include "methods/shm/shm_checks.hpp"
+#include "methods/shm/shm_copy.hpp"
 #include "methods/shm/shm_method_impl.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -40,7 +40,9 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 }
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
-    : sink_(sink), options_(options), single_copy_(options.single_copy),
+    : sink_(sink),
+      options_(options),
+      single_copy_(options.single_copy),
       early_(options.budgets.early),
       spin_(options.spin_us) {
     acceptor_.set_limits(options.pending_per_source, options.setup_timeout);
@@ -48,9 +50,9 @@ ShmMethod::ShmMethod(Sink& sink, const Options& options)
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
     if (single_copy_) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     std::random_device random;
-    nonce_ = (static_cast<std::uint64_t>(random()) << 32) ^ random() ^
-             static_cast<std::uint64_t>(
-                 std::chrono::steady_clock::now().time_since_epoch().count());
+    nonce_ =
+        (static_cast<std::uint64_t>(random()) << 32) ^ random() ^
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     BMI_LOG(shm, "large messages use %s; ring %u x %u bytes, eager limit %lld",
             single_copy_ ? "single copy (process_vm_readv)" : "two copies (forced)",
             options_.slot_count, options_.slot_size, static_cast<long long>(options_.eager_limit));
@@ -136,8 +138,7 @@ int ShmMethod::post(Operation& op) {
                     return 0;
                 }
                 Window whole{message.payload.data(), message.payload.size(), nullptr, 0};
-                scatter(whole, 0, segments_of(op), 0,
-                        message.payload.size());
+                scatter(whole, 0, segments_of(op), 0, message.payload.size());
                 op.actual_size = message.size;
                 return 1;
             }
@@ -167,16 +168,16 @@ int ShmMethod::post(Operation& op) {
         Placed placed = place_send(*conn, op);
         note_work(*conn);  // offering a shared buffer may have broken the socket
         switch (placed) {
-        case Placed::completed:
-            announce(*conn);
-            return 1;
-        case Placed::announced:
-            announce(*conn);
-            return 0;
-        case Placed::too_large:
-            return -BMI_EMSGSIZE;
-        case Placed::no_room:
-            break;
+            case Placed::completed:
+                announce(*conn);
+                return 1;
+            case Placed::announced:
+                announce(*conn);
+                return 0;
+            case Placed::too_large:
+                return -BMI_EMSGSIZE;
+            case Placed::no_room:
+                break;
         }
     }
     conn->send_queue.push_back(op);
@@ -192,34 +193,34 @@ void ShmMethod::cancel(Operation& op) {
     if (op.method_state == 0) return;  // finished already
     const std::uint64_t connection = slots(op).connection;
     switch (static_cast<Place>(op.method_state)) {
-    case Place::posted_recv: {
-        auto& peer = static_cast<ShmPeer&>(*op.peer);
-        peer.posted_recvs.erase(op);
-        finish(op, -BMI_ECANCEL);
-        return;
-    }
-    case Place::queued_send: {
-        Connection* conn = find_connection(connection);
-        if (conn != nullptr) conn->send_queue.erase(conn->send_queue.iterator_to(op));
-        finish(op, -BMI_ECANCEL);
-        return;
-    }
-    case Place::in_flight: {
-        Connection* conn = find_connection(connection);
-        // A split receive ends with the sender's cooperation (shm_split.cpp); the connection
-        // stays up.
-        if (conn != nullptr && cancel_split(*conn, op)) return;
-        // Otherwise the peer may already hold our addresses or part of the data; only
-        // closing the connection guarantees it never touches this buffer again.
-        if (conn != nullptr) detach_in_flight(*conn, op);
-        finish(op, -BMI_ECANCEL);
-        if (conn != nullptr) {
-            BMI_LOG(shm, "cancel of a transfer in flight closes connection %llu",
-                    static_cast<unsigned long long>(conn->id));
-            close_connection(*conn, -BMI_ECONNRESET);
+        case Place::posted_recv: {
+            auto& peer = static_cast<ShmPeer&>(*op.peer);
+            peer.posted_recvs.erase(op);
+            finish(op, -BMI_ECANCEL);
+            return;
         }
-        return;
-    }
+        case Place::queued_send: {
+            Connection* conn = find_connection(connection);
+            if (conn != nullptr) conn->send_queue.erase(conn->send_queue.iterator_to(op));
+            finish(op, -BMI_ECANCEL);
+            return;
+        }
+        case Place::in_flight: {
+            Connection* conn = find_connection(connection);
+            // A split receive ends with the sender's cooperation (shm_split.cpp); the connection
+            // stays up.
+            if (conn != nullptr && cancel_split(*conn, op)) return;
+            // Otherwise the peer may already hold our addresses or part of the data; only
+            // closing the connection guarantees it never touches this buffer again.
+            if (conn != nullptr) detach_in_flight(*conn, op);
+            finish(op, -BMI_ECANCEL);
+            if (conn != nullptr) {
+                BMI_LOG(shm, "cancel of a transfer in flight closes connection %llu",
+                        static_cast<unsigned long long>(conn->id));
+                close_connection(*conn, -BMI_ECONNRESET);
+            }
+            return;
+        }
     }
 }
 

@@ -29,12 +29,12 @@
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_nameless_peers.hpp"
 #include "methods/shm/shm_options.hpp"
-#include "support/epoll/accept_reserve.hpp"
-#include "support/keys/refusal_log.hpp"
-#include "support/keys/secret_key.hpp"
 #include "methods/shm/shm_path_choice.hpp"
 #include "methods/shm/shm_peer.hpp"
 #include "methods/shm/shm_watched.hpp"
+#include "support/epoll/accept_reserve.hpp"
+#include "support/keys/refusal_log.hpp"
+#include "support/keys/secret_key.hpp"
 #include "support/spin/adaptive_spin.hpp"
 
 namespace bmi::method::shm {
@@ -91,8 +91,8 @@ private:
     // method_state (0: not pending here) with the connection in its slots.
     enum class Place : std::uint8_t {
         posted_recv = 1,  // on its peer's posted_recvs; nothing moved yet
-        queued_send,  // on a connection's send_queue; nothing moved yet
-        in_flight,    // announced (RTS) or partly moved: cancelling closes the connection
+        queued_send,      // on a connection's send_queue; nothing moved yet
+        in_flight,        // announced (RTS) or partly moved: cancelling closes the connection
     };
     // too_large: an unexpected message beyond what one record on that connection may carry.
     enum class Placed : std::uint8_t { no_room, completed, announced, too_large };
@@ -172,7 +172,7 @@ private:
     // Receives, replies and copies on one connection; 0, or the error to close it with.
     int visit(Connection& conn, bool& moved);
     bool anything_to_do() const;  // a cheap look, for spinning: would poll_pass() find work?
-    void disarm();  // clears our doorbell's sleeping flag
+    void disarm();                // clears our doorbell's sleeping flag
     // Puts conn on busy_ (visited by every pass) if it has work the peer will not ring for;
     // mark_busy puts it there for (at least) one visit whatever it holds.
     void note_work(Connection& conn);
@@ -250,9 +250,8 @@ private:
     void announce(Connection& conn);
     void write_peer_event(Connection& conn);
     void take_reply_now(Connection& conn);  // announce: the hello's reply, if it is here
-    void write_header(const Window& window, MsgType type, bmi_msg_tag_t tag,
-                      std::uint32_t slots, std::int32_t aux, std::uint64_t size,
-                      std::uint64_t cookie);
+    void write_header(const Window& window, MsgType type, bmi_msg_tag_t tag, std::uint32_t slots,
+                      std::int32_t aux, std::uint64_t size, std::uint64_t cookie);
 
     // --- operation bookkeeping (shm_method.cpp) ---
     void place(Operation& op, Place where, std::uint64_t connection);
@@ -287,21 +286,21 @@ private:
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     PeerNames<ShmPeer, std::weak_ptr<ShmPeer>> named_;  // looked up, or proven peers
     NamelessPeers nameless_;
-    std::size_t pending_ops_ = 0;  // operations with a method_state
-    EarlyBudget early_;  // what every peer's arrivals hold, within Budgets
-    PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
+    std::size_t pending_ops_ = 0;        // operations with a method_state
+    EarlyBudget early_;                  // what every peer's arrivals hold, within Budgets
+    PathChoice paths_;                   // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
     OwnRegions regions_{options_.pool};  // what BMI_memalloc handed out (shm_region.hpp)
-    support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
+    support::AdaptiveSpin spin_;         // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
 
     // Progress touches only connections with work (shm_doorbell.hpp, doc/methods/shm.md).
-    Doorbell bell_;                  // ours: peers ring it
+    Doorbell bell_;  // ours: peers ring it
     DoorbellIndices bell_indices_;
     std::vector<Connection*> bell_owner_;  // by doorbell index; nullptr: free
-    std::vector<Connection*> busy_;  // work of their own (Connection::needs_visit)
-    WatchedRings watched_;           // rings we poll on every pass; their senders do not ring
-    std::vector<Connection*> visit_;  // scratch of poll_pass
-    std::uint64_t pass_ = 0;          // poll passes so far (Connection::pass_mark)
+    std::vector<Connection*> busy_;        // work of their own (Connection::needs_visit)
+    WatchedRings watched_;                 // rings we poll on every pass; their senders do not ring
+    std::vector<Connection*> visit_;       // scratch of poll_pass
+    std::uint64_t pass_ = 0;               // poll passes so far (Connection::pass_mark)
     // Every deadline: the sweep (id 0), which makes the next pass visit every connection,
     // so a bit a hostile peer cleared (or a bug lost) delays a message by at most its period,
     // never loses it; each handshake's setup deadline and connect retry (by connection id).

@@ -34,8 +34,9 @@ int adopt_notifier(int fd, int peer_pid) {
     bool eventfd = fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == 0 &&
                    kind == "anon_inode:[eventfd]";
     if (!eventfd) {
-        BMI_LOG(error, "shm: pid %d handed over '%.*s' as its notifier, not an eventfd; "
-                       "refusing that connection",
+        BMI_LOG(error,
+                "shm: pid %d handed over '%.*s' as its notifier, not an eventfd; "
+                "refusing that connection",
                 peer_pid, static_cast<int>(kind.size()), kind.data());
         return -BMI_EPROTO;
     }

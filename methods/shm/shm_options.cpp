@@ -28,16 +28,14 @@ std::size_t bytes(const support::Settings& settings, SettingId id) {
 }
 }  // namespace
 
-int load_options(const support::Settings& settings, bmi_size_t unexpected_override,
-                 Options& out) {
+int load_options(const support::Settings& settings, bmi_size_t unexpected_override, Options& out) {
     // The table bounds each value; only the power-of-two rule is left to check.
     const auto slots = static_cast<std::uint32_t>(settings.number(SettingId::ring_slots));
     const auto slot_size = static_cast<std::uint32_t>(settings.number(SettingId::slot_size));
     if (!valid_geometry(slots, slot_size)) {
         BMI_WARN("shm: ring geometry %u slots x %u bytes is not valid: expected powers of two "
                  "(BMI_SHM_RING_SLOTS %u..%u, BMI_SHM_SLOT_SIZE %u..%u)",
-                 slots, slot_size, min_slot_count, max_slot_count, min_slot_size,
-                 max_slot_size);
+                 slots, slot_size, min_slot_count, max_slot_count, min_slot_size, max_slot_size);
         return -BMI_EINVAL;
     }
     out.slot_count = slots;

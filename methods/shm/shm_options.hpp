@@ -75,7 +75,6 @@ struct Options {
 
 // Takes the shm rows of settings and derives the limits. 0, or -BMI_EINVAL (logged) for a
 // ring geometry that is not a power of two.
-int load_options(const support::Settings& settings, bmi_size_t unexpected_override,
-                 Options& out);
+int load_options(const support::Settings& settings, bmi_size_t unexpected_override, Options& out);
 
 }  // namespace bmi::method::shm

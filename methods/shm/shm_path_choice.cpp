@@ -24,8 +24,7 @@ double PathChoice::Estimate::best() const {
 }
 
 LargePath PathChoice::faster(const SizeClass& c) {
-    return c.paths[index(LargePath::stream)].best() <
-                   c.paths[index(LargePath::split)].best()
+    return c.paths[index(LargePath::stream)].best() < c.paths[index(LargePath::split)].best()
                ? LargePath::stream
                : LargePath::split;
 }
@@ -37,8 +36,8 @@ LargePath PathChoice::pick(bmi_size_t size) {
     for (LargePath path : {LargePath::split, LargePath::stream})
         if (c.paths[index(path)].samples < warm_samples) return path;
     LargePath best = faster(c);
-    std::uint32_t every =
-        c.paths[index(other_path(best))].samples < window ? explore_early : explore_every;
+    std::uint32_t every = c.paths[index(other_path(best))].samples < window ? explore_early
+                                                                            : explore_every;
     return ++c.picks % every == 0 ? other_path(best) : best;
 }
 

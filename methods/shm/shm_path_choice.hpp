@@ -28,7 +28,8 @@ constexpr LargePath other_path(LargePath path) {
 inline std::uint64_t monotonic_ns() {
     auto now = std::chrono::steady_clock::now().time_since_epoch();
     return static_cast<std::uint64_t>(
-               std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()) | 1;
+               std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()) |
+           1;
 }
 
 class PathChoice {

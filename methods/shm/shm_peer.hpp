@@ -36,12 +36,12 @@ struct Arrival {
 // connections the two instances happen to have open at once.
 class ShmPeer final : public Peer {
 public:
-    std::string name;            // listen name it announced or we looked up; "" if none
-    pid_t pid = 0;               // 0 until a connection told us
-    std::uint64_t nonce = 0;     // with pid, identifies a nameless instance across reconnects
-    std::uint64_t connection = 0;  // id of the connection sends use; 0 when none is open
-    PostedRecvs posted_recvs;          // receives waiting for a message, by tag
-    ArrivalsByTag<Arrival> arrivals;   // messages waiting for a receive, by tag
+    std::string name;                 // listen name it announced or we looked up; "" if none
+    pid_t pid = 0;                    // 0 until a connection told us
+    std::uint64_t nonce = 0;          // with pid, identifies a nameless instance across reconnects
+    std::uint64_t connection = 0;     // id of the connection sends use; 0 when none is open
+    PostedRecvs posted_recvs;         // receives waiting for a message, by tag
+    ArrivalsByTag<Arrival> arrivals;  // messages waiting for a receive, by tag
     // What arrivals holds against the early-message budget (ShmMethod::early_).
     EarlyBudget::Account early;
     // Connections whose PeerLink names this peer: "has it any connection left" (peer_gone,

@@ -224,8 +224,7 @@ bool ShmMethod::poll_pass() {
     // The bits first: a peer publishing after we read its ring rings again (shm_doorbell.hpp).
     bell_.take(bell_indices_.summary_words(), [&](std::uint32_t index) {
         // A bit nobody holds: a hostile peer's, or one rung just before a close.
-        if (index < bell_owner_.size() && bell_owner_[index] != nullptr)
-            queue(bell_owner_[index]);
+        if (index < bell_owner_.size() && bell_owner_[index] != nullptr) queue(bell_owner_[index]);
     });
     for (Connection* conn : watched_.connections())
         if (conn->rx.has_message()) queue(conn);
@@ -262,8 +261,7 @@ bool ShmMethod::poll_pass() {
             continue;
         }
         if (conn->rx.consumed() != consumed)
-            if (Connection* replaced = watched_.took_messages(*conn, pass_))
-                mark_busy(*replaced);
+            if (Connection* replaced = watched_.took_messages(*conn, pass_)) mark_busy(*replaced);
         note_work(*conn);
     }
     for (auto [id, rc] : failed)
@@ -335,51 +333,51 @@ std::optional<std::uint64_t> ShmMethod::start_accepted(const kit::AcceptedSocket
 void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
     int rc = 0;
     switch (conn.state) {
-    case ConnState::backlog_full:  // no socket in the epoll set: cannot happen
-        return;
-    case ConnState::connecting:
-        if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
-        rc = connect_result(conn.fd);
-        if (rc == 0) {
-            pid_t pid = 0;
-            rc = peer_is_same_user(conn.fd, pid) ? 0 : -BMI_EACCES;
-            conn.peer_pid = pid;
+        case ConnState::backlog_full:  // no socket in the epoll set: cannot happen
+            return;
+        case ConnState::connecting:
+            if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
+            rc = connect_result(conn.fd);
+            if (rc == 0) {
+                pid_t pid = 0;
+                rc = peer_is_same_user(conn.fd, pid) ? 0 : -BMI_EACCES;
+                conn.peer_pid = pid;
+            }
+            if (rc == 0) rc = send_hello(conn);
+            if (rc == 0)
+                rc = epoll_set(epoll_fd_, EPOLL_CTL_MOD, conn.fd, EPOLLIN | EPOLLRDHUP, conn.id);
+            if (rc == 0) note_work(conn);  // awaiting the reply
+            break;
+        case ConnState::await_hello:
+        case ConnState::await_reply:
+        case ConnState::await_proof:
+            rc = advance_handshake(conn);
+            break;
+        case ConnState::open: {
+            // After the hello the socket carries only shared-buffer offers and withdrawals.
+            rc = read_socket(conn);
+            if (rc == 0) return;
+            // Gone (end of stream), or reset: a Unix socket closed with our reply still unread
+            // reads as ECONNRESET. Either way what the peer published is valid and may never have
+            // rung (an initiator that left before it read our reply knew no doorbell).
+            take_last_messages(conn);
+            if (rc > 0) rc = -BMI_ECONNRESET;
+            break;
         }
-        if (rc == 0) rc = send_hello(conn);
-        if (rc == 0)
-            rc = epoll_set(epoll_fd_, EPOLL_CTL_MOD, conn.fd, EPOLLIN | EPOLLRDHUP, conn.id);
-        if (rc == 0) note_work(conn);  // awaiting the reply
-        break;
-    case ConnState::await_hello:
-    case ConnState::await_reply:
-    case ConnState::await_proof:
-        rc = advance_handshake(conn);
-        break;
-    case ConnState::open: {
-        // After the hello the socket carries only shared-buffer offers and withdrawals.
-        rc = read_socket(conn);
-        if (rc == 0) return;
-        // Gone (end of stream), or reset: a Unix socket closed with our reply still unread
-        // reads as ECONNRESET. Either way what the peer published is valid and may never have
-        // rung (an initiator that left before it read our reply knew no doorbell).
-        take_last_messages(conn);
-        if (rc > 0) rc = -BMI_ECONNRESET;
-        break;
-    }
     }
     if (rc != 0) close_connection(conn, rc);
 }
 
 int ShmMethod::advance_handshake(Connection& conn) {
     switch (conn.state) {
-    case ConnState::await_hello:
-        return receive_hello(conn);
-    case ConnState::await_reply:
-        return receive_reply(conn);
-    case ConnState::await_proof:
-        return receive_key_proof(conn);
-    default:
-        return 0;
+        case ConnState::await_hello:
+            return receive_hello(conn);
+        case ConnState::await_reply:
+            return receive_reply(conn);
+        case ConnState::await_proof:
+            return receive_key_proof(conn);
+        default:
+            return 0;
     }
 }
 

@@ -32,8 +32,8 @@ std::uint32_t stream_chunk_slots(const Ring& ring, bmi_size_t message) {
     std::uint64_t quarter = std::max<std::uint32_t>(1, ring.slot_count() / 4);
     std::uint64_t floor = std::min<std::uint64_t>(quarter, (64u << 10) / ring.slot_size());
     std::uint64_t sixteenth = static_cast<std::uint64_t>(message) / 16 / ring.slot_size();
-    return static_cast<std::uint32_t>(std::clamp(sixteenth, std::max<std::uint64_t>(floor, 1),
-                                                 quarter));
+    return static_cast<std::uint32_t>(
+        std::clamp(sixteenth, std::max<std::uint64_t>(floor, 1), quarter));
 }
 }  // namespace
 
@@ -260,33 +260,33 @@ int ShmMethod::receive_messages(Connection& conn, bool& moved) {
 int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const Window& window) {
     ShmPeer& peer = *conn.peer;
     switch (static_cast<MsgType>(header.type)) {
-    case MsgType::eager:
-        return match_inline(conn, header, window) ? 0 : 1;
-    case MsgType::unexpected:
-        return deliver_unexpected(conn, header, window);
-    case MsgType::rts: {
-        if (header.size > static_cast<std::uint64_t>(max_message_size())) return -BMI_EPROTO;
-        std::vector<RemoteIov> iovs(static_cast<std::size_t>(header.aux));
-        window.read(header_size, iovs.data(), iovs.size() * sizeof(RemoteIov));
-        auto size = static_cast<bmi_size_t>(header.size);
-        if (Operation* op = peer.posted_recvs.take_first(header.tag)) {
-            unplace(*op);
-            start_transfer(conn, *op, size, header.cookie, std::move(iovs));
+        case MsgType::eager:
+            return match_inline(conn, header, window) ? 0 : 1;
+        case MsgType::unexpected:
+            return deliver_unexpected(conn, header, window);
+        case MsgType::rts: {
+            if (header.size > static_cast<std::uint64_t>(max_message_size())) return -BMI_EPROTO;
+            std::vector<RemoteIov> iovs(static_cast<std::size_t>(header.aux));
+            window.read(header_size, iovs.data(), iovs.size() * sizeof(RemoteIov));
+            auto size = static_cast<bmi_size_t>(header.size);
+            if (Operation* op = peer.posted_recvs.take_first(header.tag)) {
+                unplace(*op);
+                start_transfer(conn, *op, size, header.cookie, std::move(iovs));
+                return 0;
+            }
+            if (!early_fits(peer, iovs.size() * sizeof(RemoteIov))) return 1;
+            Arrival m;
+            m.type = MsgType::rts;
+            m.tag = header.tag;
+            m.size = size;
+            m.iovs = std::move(iovs);
+            m.cookie = header.cookie;
+            m.connection = conn.id;
+            keep_arrival(peer, std::move(m));
             return 0;
         }
-        if (!early_fits(peer, iovs.size() * sizeof(RemoteIov))) return 1;
-        Arrival m;
-        m.type = MsgType::rts;
-        m.tag = header.tag;
-        m.size = size;
-        m.iovs = std::move(iovs);
-        m.cookie = header.cookie;
-        m.connection = conn.id;
-        keep_arrival(peer, std::move(m));
-        return 0;
-    }
-    default:
-        return handle_reply(conn, header);
+        default:
+            return handle_reply(conn, header);
     }
 }
 
@@ -312,30 +312,30 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
     if (it == conn.sends.end()) return -BMI_EPROTO;
     Operation& op = *it->second;
     switch (type) {
-    case MsgType::cts:
-        if (header.size > static_cast<std::uint64_t>(op.total_size)) return -BMI_EPROTO;
-        conn.sends.erase(it);
-        op.transferred = static_cast<bmi_size_t>(header.size);
-        conn.streams.push_back(&op);
-        return 0;
-    case MsgType::help:
-        return on_help(conn, op, header);
-    case MsgType::done:
-        conn.sends.erase(it);
-        drop_pushes(conn, op);
-        op.actual_size = op.total_size;
-        finish(op, 0);
-        return 0;
-    case MsgType::nak: {
-        conn.sends.erase(it);
-        drop_pushes(conn, op);
-        int error = support::find_error(header.aux) != nullptr && header.aux < 0 ? header.aux
-                                                                                 : -BMI_EPROTO;
-        finish(op, error);
-        return 0;
-    }
-    default:
-        return -BMI_EPROTO;
+        case MsgType::cts:
+            if (header.size > static_cast<std::uint64_t>(op.total_size)) return -BMI_EPROTO;
+            conn.sends.erase(it);
+            op.transferred = static_cast<bmi_size_t>(header.size);
+            conn.streams.push_back(&op);
+            return 0;
+        case MsgType::help:
+            return on_help(conn, op, header);
+        case MsgType::done:
+            conn.sends.erase(it);
+            drop_pushes(conn, op);
+            op.actual_size = op.total_size;
+            finish(op, 0);
+            return 0;
+        case MsgType::nak: {
+            conn.sends.erase(it);
+            drop_pushes(conn, op);
+            int error = support::find_error(header.aux) != nullptr && header.aux < 0 ? header.aux
+                                                                                     : -BMI_EPROTO;
+            finish(op, error);
+            return 0;
+        }
+        default:
+            return -BMI_EPROTO;
     }
 }
 
@@ -393,8 +393,7 @@ void ShmMethod::uncharge(ShmPeer& peer, const Arrival& message) {
     }
 }
 
-int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header,
-                                  const Window& window) {
+int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window) {
     auto size = static_cast<bmi_size_t>(header.size);
     // Our limit, not the ring's: a peer with larger rings or another setting could place more,
     // and a server sizes what it holds for unexpected messages by its own limit (tcp refuses
@@ -462,8 +461,8 @@ void ShmMethod::timed(LargePath path, bmi_size_t size, std::uint64_t started_ns)
     if (!paths_.record(path, size, monotonic_ns() - started_ns)) return;
     LargePath now = paths_.preferred(size), other = other_path(now);
     BMI_LOG(shm, "shm: receives of %lld bytes now take %s (%.3f ns/B; %s %.3f ns/B)",
-            static_cast<long long>(size), path_name(now), paths_.cost(now, size),
-            path_name(other), paths_.cost(other, size));
+            static_cast<long long>(size), path_name(now), paths_.cost(now, size), path_name(other),
+            paths_.cost(other, size));
 }
 
 // One bounded step of every single-copy receive on this connection.

@@ -102,7 +102,7 @@ public:
 
 private:
     PoolLimits limits_;
-    std::map<std::uintptr_t, Region> regions_;         // by base address
+    std::map<std::uintptr_t, Region> regions_;          // by base address
     std::map<std::size_t, std::vector<Region*>> pool_;  // freed regions by class, last freed last
     std::size_t pooled_bytes_ = 0;
     std::uint64_t next_id_ = 1;
@@ -137,8 +137,7 @@ public:
     void remove(std::uint64_t id);
     // Our pointers for a list of the peer's memory if all of it lies in mapped regions;
     // false (and out empty) otherwise. keep receives the mappings used.
-    bool translate(std::span<const RemoteIov> remote, std::vector<Segment>& out,
-                   Keep& keep) const;
+    bool translate(std::span<const RemoteIov> remote, std::vector<Segment>& out, Keep& keep) const;
     std::size_t size() const { return by_address_.size(); }
     std::size_t mapped_bytes() const { return mapped_bytes_; }
 

@@ -90,8 +90,7 @@ class Ring {
 public:
     Ring() = default;
     // slot_count and slot_size are powers of two (shm_wire.hpp, valid_geometry).
-    Ring(RingControl* control, std::byte* slots, std::uint32_t slot_count,
-         std::uint32_t slot_size);
+    Ring(RingControl* control, std::byte* slots, std::uint32_t slot_count, std::uint32_t slot_size);
 
     std::uint32_t slot_count() const { return slot_count_; }
     std::uint32_t slot_size() const { return slot_size_; }

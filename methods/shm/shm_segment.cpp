@@ -103,8 +103,7 @@ int SharedSegment::attach(int fd, std::uint32_t slot_count, std::uint32_t slot_s
     slot_size_ = slot_size;
     auto* header = reinterpret_cast<const SegmentHeader*>(base_);
     if (header->magic != segment_magic || header->version != protocol_version ||
-        header->slot_count != slot_count ||
-        header->slot_size != slot_size) {
+        header->slot_count != slot_count || header->slot_size != slot_size) {
         unmap();
         return -BMI_EPROTO;
     }
@@ -122,9 +121,9 @@ void SharedSegment::unmap() {
 }
 
 std::atomic<std::uint64_t>* SharedSegment::socket_messages(int index) const {
-    return reinterpret_cast<std::atomic<std::uint64_t>*>(
-        base_ + counters_offset +
-        static_cast<std::size_t>(index) * sizeof(std::atomic<std::uint64_t>));
+    return reinterpret_cast<std::atomic<std::uint64_t>*>(base_ + counters_offset +
+                                                         static_cast<std::size_t>(index) *
+                                                             sizeof(std::atomic<std::uint64_t>));
 }
 
 SplitBoardEntry* SharedSegment::board(int index) const {
@@ -133,9 +132,8 @@ SplitBoardEntry* SharedSegment::board(int index) const {
 }
 
 Ring SharedSegment::ring(int index) const {
-    auto* control = reinterpret_cast<RingControl*>(base_ + control_offset +
-                                                   static_cast<std::size_t>(index) *
-                                                       sizeof(RingControl));
+    auto* control = reinterpret_cast<RingControl*>(
+        base_ + control_offset + static_cast<std::size_t>(index) * sizeof(RingControl));
     std::byte* slots = base_ + slots_offset +
                        static_cast<std::size_t>(index) * slot_count_ * slot_size_;
     return Ring(control, slots, slot_count_, slot_size_);

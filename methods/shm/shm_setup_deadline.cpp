@@ -53,17 +53,18 @@ int ShmMethod::expire_setup(Connection& conn) {
     // A process that did not progress for a while finds the timer and the peer's answer ready
     // in the same wake-up, in either order: the answer counts if it came in time to be read.
     if (conn.state != ConnState::connecting)
-        if (int rc = advance_handshake(conn); rc != 0 || conn.state == ConnState::open)
-            return rc;
+        if (int rc = advance_handshake(conn); rc != 0 || conn.state == ConnState::open) return rc;
     const auto ms = static_cast<long long>(options_.setup_timeout.count());
     if (conn.initiator)
-        BMI_LOG(error, "shm: shm://%s: connection %llu did not finish its handshake within "
-                       "%lld ms (BMI_SHM_SETUP_TIMEOUT_MS): the listener does not answer; "
-                       "its operations fail",
+        BMI_LOG(error,
+                "shm: shm://%s: connection %llu did not finish its handshake within "
+                "%lld ms (BMI_SHM_SETUP_TIMEOUT_MS): the listener does not answer; "
+                "its operations fail",
                 conn.peer->name.c_str(), static_cast<unsigned long long>(conn.id), ms);
     else
-        BMI_LOG(error, "shm: connection %llu from pid %d did not finish its handshake within "
-                       "%lld ms (BMI_SHM_SETUP_TIMEOUT_MS); closed",
+        BMI_LOG(error,
+                "shm: connection %llu from pid %d did not finish its handshake within "
+                "%lld ms (BMI_SHM_SETUP_TIMEOUT_MS); closed",
                 static_cast<unsigned long long>(conn.id), static_cast<int>(conn.peer_pid), ms);
     return -BMI_ETIMEDOUT;
 }

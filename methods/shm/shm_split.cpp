@@ -48,10 +48,9 @@ bool socket_hung_up(int fd) {
 }
 }  // namespace
 
-bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size,
-                            std::uint64_t cookie, std::vector<RemoteIov>& source,
-                            std::uint64_t started_ns, std::vector<Segment>& mapped,
-                            PeerRegions::Keep& keep) {
+bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
+                            std::vector<RemoteIov>& source, std::uint64_t started_ns,
+                            std::vector<Segment>& mapped, PeerRegions::Keep& keep) {
     // Through the kernel a split needs both our permission to read the sender and the
     // sender's to help; from a mapped buffer we can always copy it all ourselves.
     bool kernel_ok = options_.split_copy != SplitMode::never && single_copy_;
@@ -59,8 +58,8 @@ bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size,
         conn.state != ConnState::open)
         return false;
     const auto limit = static_cast<std::size_t>(eager_limit(conn));
-    std::size_t room =
-        limit > sizeof(HelpInfo) ? (limit - sizeof(HelpInfo)) / sizeof(RemoteIov) : 0;
+    std::size_t room = limit > sizeof(HelpInfo) ? (limit - sizeof(HelpInfo)) / sizeof(RemoteIov)
+                                                : 0;
     std::vector<RemoteIov> target(static_cast<std::size_t>(nonempty_segments(segments_of(op))));
     if (target.empty() || target.size() > room) return false;
     describe_segments(segments_of(op), target);
@@ -85,8 +84,8 @@ bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size,
     split.entry = entry;
     split.generation = generation;
     split.chunk_size = chunk_size_for(size, !split.mapped_source.empty());
-    split.chunks = static_cast<std::uint32_t>((static_cast<std::uint64_t>(size) +
-                                              split.chunk_size - 1) / split.chunk_size);
+    split.chunks = static_cast<std::uint32_t>(
+        (static_cast<std::uint64_t>(size) + split.chunk_size - 1) / split.chunk_size);
 
     offer_regions(conn, segments_of(op));  // before the HELP that names our buffer
     HelpInfo info{entry, generation, split.chunk_size, split.chunks, 0};
@@ -116,9 +115,8 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
             }
             ++split.own;
             std::uint64_t offset = std::uint64_t{chunk} * split.chunk_size;
-            auto length = static_cast<std::size_t>(
-                std::min<std::uint64_t>(split.chunk_size,
-                                        static_cast<std::uint64_t>(split.size) - offset));
+            auto length = static_cast<std::size_t>(std::min<std::uint64_t>(
+                split.chunk_size, static_cast<std::uint64_t>(split.size) - offset));
             error = copy_chunk(Direction::read, conn.peer_pid, split.source, split.mapped_source,
                                segments_of(op), offset, length);
             if (error != 0) break;
@@ -296,8 +294,8 @@ void ShmMethod::advance_pushes(Connection& conn, bool& moved) {
             std::uint64_t offset = std::uint64_t{chunk} * push.chunk_size;
             auto length =
                 static_cast<std::size_t>(std::min<std::uint64_t>(push.chunk_size, total - offset));
-            int error = copy_chunk(Direction::write, conn.peer_pid, push.target,
-                                   push.mapped_target, segments_of(*push.op), offset, length);
+            int error = copy_chunk(Direction::write, conn.peer_pid, push.target, push.mapped_target,
+                                   segments_of(*push.op), offset, length);
             if (error != 0) {
                 // The receiver reads the rest itself; saying so is the last thing we write.
                 if (refused(error)) {

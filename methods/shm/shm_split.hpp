@@ -73,18 +73,18 @@ inline std::uint32_t close_claims(SplitBoardEntry& entry, std::uint32_t generati
 // The receiving side of a split copy.
 struct SplitReceive {
     Operation* op = nullptr;
-    std::uint64_t cookie = 0;         // the sender's name for the message
-    std::vector<RemoteIov> source;    // the sender's buffer
+    std::uint64_t cookie = 0;       // the sender's name for the message
+    std::vector<RemoteIov> source;  // the sender's buffer
     bmi_size_t size = 0;
-    std::uint32_t entry = 0;          // on our board
+    std::uint32_t entry = 0;  // on our board
     std::uint32_t generation = 0;
     std::uint64_t chunk_size = 0;
     std::uint32_t chunks = 0;
-    std::uint32_t own = 0;            // chunks we claimed (and copied, or are copying)
-    bool claims_done = false;         // nothing left to claim
-    bool cancelled = false;           // complete with -BMI_ECANCEL once the sender is out
-    std::uint32_t sender_share = 0;   // valid once claims_done: chunks the sender claimed
-    std::uint64_t started_ns = 0;     // monotonic time the receiver chose split; 0: not timed
+    std::uint32_t own = 0;           // chunks we claimed (and copied, or are copying)
+    bool claims_done = false;        // nothing left to claim
+    bool cancelled = false;          // complete with -BMI_ECANCEL once the sender is out
+    std::uint32_t sender_share = 0;  // valid once claims_done: chunks the sender claimed
+    std::uint64_t started_ns = 0;    // monotonic time the receiver chose split; 0: not timed
     // The sender's buffer mapped here (shm_region.hpp): chunks are memcpy'd, not read
     // through the kernel. Empty: process_vm_readv.
     std::vector<Segment> mapped_source;
@@ -94,11 +94,11 @@ struct SplitReceive {
 // The sending side: chunks we write into the receiver's buffer while any are left.
 struct SplitPush {
     Operation* op = nullptr;
-    std::uint32_t entry = 0;          // on the receiver's board
+    std::uint32_t entry = 0;  // on the receiver's board
     std::uint32_t generation = 0;
     std::uint64_t chunk_size = 0;
     std::uint32_t chunks = 0;
-    std::vector<RemoteIov> target;    // the receiver's buffer
+    std::vector<RemoteIov> target;       // the receiver's buffer
     std::vector<Segment> mapped_target;  // the same, mapped here; empty: process_vm_writev
     PeerRegions::Keep keep;
 };

@@ -96,7 +96,7 @@ struct Hello {
     std::uint64_t nonce;        // tells instances of one process apart (reconnects)
     char name[max_name_length];
     std::uint32_t features;
-    std::uint32_t doorbell_index;  // the acceptor rings this bit of our doorbell
+    std::uint32_t doorbell_index;       // the acceptor rings this bit of our doorbell
     std::uint8_t key_nonce[key_bytes];  // with feature_key_proof, else zero
 };
 
@@ -108,7 +108,7 @@ struct HelloReply {
     std::int32_t status;  // 0, or a negative BMI error (-BMI_EACCES: a key is required) and
                           // no descriptor
     std::uint32_t features;
-    std::uint32_t doorbell_index;  // the initiator rings this bit of our doorbell
+    std::uint32_t doorbell_index;       // the initiator rings this bit of our doorbell
     std::uint8_t key_nonce[key_bytes];  // with feature_key_proof: the acceptor's nonce
     std::uint8_t key_proof[key_bytes];  // and its proof
 };

@@ -64,8 +64,7 @@ std::optional<ParsedAddress> parse_tcp_address(std::string_view address) {
     return out;
 }
 
-std::optional<ParsedAddress> parse_listen_address(std::string_view address,
-                                                  bool port_optional) {
+std::optional<ParsedAddress> parse_listen_address(std::string_view address, bool port_optional) {
     if (auto parsed = parse_tcp_address(address); parsed || !port_optional) return parsed;
     auto split = support::split_scheme(address);
     if (!split || split->scheme != "tcp") return std::nullopt;

@@ -182,8 +182,9 @@ void TcpMethod::finish_connect(Connection& c) {
         start_hello(c);
     }
     BMI_LOG(tcp, "tcp: connected to %s (%s)", describe(c.remote).c_str(),
-            c.offering ? "offering v2" : c.state == ConnState::established ? "legacy"
-                                                                          : "hello sent");
+            c.offering                          ? "offering v2"
+            : c.state == ConnState::established ? "legacy"
+                                                : "hello sent");
     flush(c);
 }
 
@@ -222,8 +223,7 @@ void TcpMethod::accept_offer(Connection& c) {
             static_cast<unsigned long long>(c.id));
 }
 
-void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool legacy,
-                          bool proven) {
+void TcpMethod::bind_peer(Connection& c, const std::string& announced, bool legacy, bool proven) {
     // Every accepted connection is a peer of its own: what it announces is not merged with a
     // peer we know by that name (SPEC §6).
     acceptor_.release(c.id);  // through its handshake

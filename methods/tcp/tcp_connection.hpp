@@ -17,12 +17,12 @@
 namespace bmi::method::tcp {
 
 enum class ConnState : std::uint8_t {
-    connecting,  // nonblocking connect in flight: only EPOLLOUT is watched
-    await_ack,   // HELLO sent; sends wait in small_queue until HELLO_ACK decides the dialect
-    await_first, // accepted; the first frame decides HELLO (v2) or legacy, and the peer
-    await_proof, // accepted a keyed HELLO and answered with our proof: nothing but the
-                 // initiator's proof is read, and no peer exists, until it checks
-    established, // frames flow; v2 tells which framing
+    connecting,   // nonblocking connect in flight: only EPOLLOUT is watched
+    await_ack,    // HELLO sent; sends wait in small_queue until HELLO_ACK decides the dialect
+    await_first,  // accepted; the first frame decides HELLO (v2) or legacy, and the peer
+    await_proof,  // accepted a keyed HELLO and answered with our proof: nothing but the
+                  // initiator's proof is read, and no peer exists, until it checks
+    established,  // frames flow; v2 tells which framing
 };
 
 struct Connection {
@@ -91,7 +91,8 @@ struct Connection {
     bool partial() const {
         if (closed || reader.paused()) return false;
         if (setting_up() || held_for_answer) return true;
-        if (key_handshake.keyed() && state != ConnState::established && state != ConnState::connecting)
+        if (key_handshake.keyed() && state != ConnState::established &&
+            state != ConnState::connecting)
             return true;
         return reader.owes_bytes();
     }

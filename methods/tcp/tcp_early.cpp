@@ -53,8 +53,9 @@ bool TcpMethod::admit_early(Connection& c) {
         return true;
     }
     if (c.reader.phase != ReadPhase::wait_early) {
-        BMI_LOG(tcp, "tcp: %s holds %lld bytes of early data (peer bound %lld, all peers %lld "
-                     "of %lld); not reading it until receives claim some",
+        BMI_LOG(tcp,
+                "tcp: %s holds %lld bytes of early data (peer bound %lld, all peers %lld "
+                "of %lld); not reading it until receives claim some",
                 describe_peer(peer).c_str(), static_cast<long long>(peer.early.bytes),
                 static_cast<long long>(early_.limits().peer_bytes),
                 static_cast<long long>(early_.total()),

@@ -155,9 +155,8 @@ struct FrameReader {
             case ReadPhase::body_op:
                 return segment_iov(*read_op, read_op->transferred, body_left, iov, iov_batch);
             case ReadPhase::discard:
-                iov[0] = {sink,
-                          static_cast<std::size_t>(
-                              std::min<bmi_size_t>(body_left, static_cast<bmi_size_t>(sink_size)))};
+                iov[0] = {sink, static_cast<std::size_t>(std::min<bmi_size_t>(
+                                    body_left, static_cast<bmi_size_t>(sink_size)))};
                 return 1;
             case ReadPhase::wait_unexpected:
             case ReadPhase::wait_match:

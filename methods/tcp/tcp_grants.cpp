@@ -25,8 +25,8 @@ namespace bmi::method::tcp {
 
 void TcpMethod::maybe_grant(TcpPeer& peer, bmi_size_t size) {
     Connection* c = peer.send_connection;
-    if (c == nullptr || c->closed || !c->peer_takes_grants ||
-        c->state != ConnState::established || c->framing != Framing::v2)
+    if (c == nullptr || c->closed || !c->peer_takes_grants || c->state != ConnState::established ||
+        c->framing != Framing::v2)
         return;
     if (size <= c->eager_limit || size > grant_size_limit ||
         c->grants_given.size() >= max_grants_per_connection ||

@@ -59,9 +59,8 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
 bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
     const std::span<const std::uint8_t> proof =
         ack.proof ? std::span<const std::uint8_t>(*ack.proof) : std::span<const std::uint8_t>();
-    const auto step =
-        c.key_handshake.check_answer(keys_, key_features(ack.features), ack.nonce, ack.address,
-                                     proof);
+    const auto step = c.key_handshake.check_answer(keys_, key_features(ack.features), ack.nonce,
+                                                   ack.address, proof);
     if (step.refusal == Refusal::needs_our_key) c.peer->wants_key = true;
     if (step.refused()) {
         refuse(c, step.refusal);
@@ -92,8 +91,8 @@ void TcpMethod::refuse(Connection& c, Refusal why, std::optional<std::uint32_t> 
         // Said before closing, so that a libbmi peer fails its operations with -BMI_EACCES
         // instead of taking us for an OrangeFS server.
         OutFrame reply;
-        reply.body = encode_hello(Hello{our_features | feature_key_required, own_address(c)},
-                                  true, *tell_magic);
+        reply.body = encode_hello(Hello{our_features | feature_key_required, own_address(c)}, true,
+                                  *tell_magic);
         c.writer.control_queue.push_back(std::move(reply));
         flush(c);
     }

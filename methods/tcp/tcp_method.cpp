@@ -75,7 +75,8 @@ int TcpMethod::start(const Config& config) {
     support::keys::SharedKey key;
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     keys_.use(std::move(key));
-    if (keys_.keyed()) BMI_LOG(tcp, "tcp: a security key is in force; only peers that prove it get in");
+    if (keys_.keyed())
+        BMI_LOG(tcp, "tcp: a security key is in force; only peers that prove it get in");
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) return support::bmi_error_from_errno(errno);
     if (int rc = timers_.open(); rc != 0) return rc;
@@ -139,8 +140,7 @@ int TcpMethod::lookup_prepared(std::string_view, const LookupHint& hint,
 }
 
 int TcpMethod::post(Operation& op) {
-    if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr))
-        return -BMI_EINVAL;
+    if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr)) return -BMI_EINVAL;
     auto peer = peers_.adopt(op);
     if (!peer) return -BMI_EINVAL;
     // No legacy peer can send more than 16 MiB, so such a receive would wait forever; OrangeFS
@@ -163,8 +163,7 @@ int TcpMethod::post_send(Operation& op) {
     auto peer = peers_.adopt(op);
     if (op.kind == OpKind::send_unexpected && op.total_size > unexpected_limit_)
         return -BMI_EMSGSIZE;
-    if (peer->legacy && op.total_size > legacy_message_limit)
-        return -BMI_EMSGSIZE;
+    if (peer->legacy && op.total_size > legacy_message_limit) return -BMI_EMSGSIZE;
     if (op.total_size > max_message_size()) return -BMI_EMSGSIZE;
     int error = 0;
     Connection* c = connection_for_send(peer, error);
@@ -191,8 +190,9 @@ void TcpMethod::finish(Operation& op, int error) {
     if (!unplace(op)) return;
     if (&op == cancel_op_) error = -BMI_ECANCEL;
     slots(op).connection = nullptr;
-    if (error < 0) BMI_LOG(tcp, "tcp: op %lld failed: %s", static_cast<long long>(op.id),
-                           support::error_name(error));
+    if (error < 0)
+        BMI_LOG(tcp, "tcp: op %lld failed: %s", static_cast<long long>(op.id),
+                support::error_name(error));
     completions_.complete(op, error);
 }
 
@@ -220,8 +220,7 @@ void TcpMethod::cancel(Operation& op) {
             finish(op, -BMI_ECANCEL);
             return;
         }
-        case Place::send_writing:
-        {
+        case Place::send_writing: {
             // Unwritten and the op's first frame: nothing of it is on the wire yet.
             auto frame = std::find_if(c->writer.out.begin(), c->writer.out.end(),
                                       [&](const OutFrame& f) { return f.op == &op; });

@@ -27,10 +27,10 @@
 #include "methods/tcp/tcp_peer.hpp"
 #include "methods/tcp/tcp_socket.hpp"
 #include "support/epoll/accept_reserve.hpp"
-#include "support/memory/return_memory.hpp"
 #include "support/keys/refusal_log.hpp"
-#include "support/keys/trusted_sources.hpp"
 #include "support/keys/secret_key.hpp"
+#include "support/keys/trusted_sources.hpp"
+#include "support/memory/return_memory.hpp"
 #include "support/spin/adaptive_spin.hpp"
 
 namespace bmi::method::tcp {
@@ -372,8 +372,8 @@ private:
     std::vector<Listener> listeners_;
     bool listener_watched_ = true;
     std::vector<support::planes::PlaneBinding> planes_;  // the allocated tcp planes, if any
-    std::vector<std::string> plane_addresses_;  // per plane, its first listener's address
-    std::vector<SocketPolicy> policies_;        // per plane, what its sockets carry
+    std::vector<std::string> plane_addresses_;           // per plane, its first listener's address
+    std::vector<SocketPolicy> policies_;                 // per plane, what its sockets carry
     // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
     kit::Acceptor acceptor_{*this, timers_, support::LogArea::tcp, "tcp"};
     std::string listen_address_;
@@ -390,14 +390,14 @@ private:
     std::optional<support::keys::TrustedSources> trusted_;
     support::keys::RefusalLog untrusted_refusals_;
     Limits limits_;
-    EarlyBudget early_;  // arrivals of every peer, within Limits
+    EarlyBudget early_;   // arrivals of every peer, within Limits
     EarlyBudget grants_;  // our GRANTs and the granted arrivals, within Limits::grants
     std::vector<std::uint64_t> paused_early_;  // connections in ReadPhase::wait_early
     // Progress visits only connections with work: these lists name the ones a timer or the
     // unexpected quota may concern, so a server with thousands of idle clients pays nothing
     // for them per call (issue 18). Entries of closed connections are dropped lazily.
     std::vector<std::uint64_t> waiting_unexpected_;  // in ReadPhase::wait_unexpected
-    bool early_released_ = false;  // some budget came back since the last resume_paused()
+    bool early_released_ = false;       // some budget came back since the last resume_paused()
     support::MemoryReturner returner_;  // counts what closed connections and dropped data free
     // Polls the sockets before a sleep while operations wait (BMI_TCP_SPIN_US, 0 = never): a
     // sleeping process wakes long after its data arrived (doc/perf/code-figures.md).
@@ -424,7 +424,7 @@ private:
     std::size_t pending_ops_ = 0;  // operations with a method_state (place())
     // post() reports an op finished during the call by its return value, not through the Sink.
     CompletionRouter completions_{sink_};  // finish() -> post()'s result or the Sink
-    Operation* cancel_op_ = nullptr;  // completes with -BMI_ECANCEL when its connection dies
+    Operation* cancel_op_ = nullptr;       // completes with -BMI_ECANCEL when its connection dies
 };
 
 }  // namespace bmi::method::tcp

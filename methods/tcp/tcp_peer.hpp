@@ -29,8 +29,8 @@ public:
     // only. It names no peer and routes nothing (SPEC §6), or any client could take over the
     // traffic of the address it names.
     std::string announced;
-    SocketAddress target;  // where to connect; empty for a peer that reached us first
-    SocketAddress remote;  // remote end of the latest connection (peer_host, ranges)
+    SocketAddress target;   // where to connect; empty for a peer that reached us first
+    SocketAddress remote;   // remote end of the latest connection (peer_host, ranges)
     std::size_t plane = 0;  // the allocated plane target lies on (TcpMethod::planes_), if any
     // The peer did not answer HELLO (an OrangeFS process), or spoke legacy to us first.
     bool legacy = false;
@@ -40,9 +40,9 @@ public:
 
     Connection* send_connection = nullptr;  // one connection carries all our sends
     std::vector<Connection*> connections;
-    PostedRecvs posted_recvs;      // receives with no matching arrival yet, by tag
-    Arrivals arrivals;             // arrivals with no matching receive yet, by tag
-    EarlyBudget::Account early;    // what arrivals cost against TcpMethod::early_
+    PostedRecvs posted_recvs;    // receives with no matching arrival yet, by tag
+    Arrivals arrivals;           // arrivals with no matching receive yet, by tag
+    EarlyBudget::Account early;  // what arrivals cost against TcpMethod::early_
     // Our GRANTs outstanding toward it, and the granted arrivals it left unclaimed, against
     // TcpMethod::grants_ (tcp_grants.cpp).
     EarlyBudget::Account granted;

@@ -131,8 +131,10 @@ void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
         return;
     }
     if ((events & EPOLLRDHUP) != 0 && c->reader.paused() && abandoned(*c)) {
-        BMI_LOG(tcp, "tcp: %s closed while its connection was paused, and nothing can claim "
-                     "what it left; closing", describe(c->remote).c_str());
+        BMI_LOG(tcp,
+                "tcp: %s closed while its connection was paused, and nothing can claim "
+                "what it left; closing",
+                describe(c->remote).c_str());
         connection_broken(*c, -BMI_ECONNRESET);
         return;
     }
@@ -177,42 +179,43 @@ void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::tim
     Connection* c = find_connection(key.id);
     if (c == nullptr || c->closed) return;
     switch (key.kind) {
-    case kit::DeadlineKind::setup:
-        if (c->setting_up()) fail_late_handshake(*c);
-        return;
-    case kit::DeadlineKind::stall:
-        if (!c->partial()) {
-            // Owed nothing now; watch_deadlines starts it again.
-            c->reader.stall_clock.timed = false;
+        case kit::DeadlineKind::setup:
+            if (c->setting_up()) fail_late_handshake(*c);
             return;
-        }
-        if (!c->reader.stall_clock.expired(timers_, key, c->reader.reads_with_data, now,
-                                           limits_.stall_timeout))
+        case kit::DeadlineKind::stall:
+            if (!c->partial()) {
+                // Owed nothing now; watch_deadlines starts it again.
+                c->reader.stall_clock.timed = false;
+                return;
+            }
+            if (!c->reader.stall_clock.expired(timers_, key, c->reader.reads_with_data, now,
+                                               limits_.stall_timeout))
+                return;
+            if (c->setting_up() && c->setup_deadline <= now) {
+                fail_late_handshake(*c);
+                return;
+            }
+            BMI_LOG(tcp, "tcp: %s stalled mid-frame; closing", describe(c->remote).c_str());
+            fail_connection(*c, -BMI_ETIMEDOUT, true);
             return;
-        if (c->setting_up() && c->setup_deadline <= now) {
-            fail_late_handshake(*c);
+        case kit::DeadlineKind::send:
+            if (!c->writer.write_blocked) {
+                c->writer.send_clock.timed = false;
+                return;
+            }
+            if (!c->writer.send_clock.expired(timers_, key, c->writer.writes_with_data, now,
+                                              limits_.send_timeout))
+                return;
+            BMI_LOG(tcp, "tcp: %s took none of our bytes in %lld ms; closing",
+                    describe(c->remote).c_str(),
+                    static_cast<long long>(limits_.send_timeout.count()));
+            fail_connection(*c, -BMI_ETIMEDOUT, true);
             return;
-        }
-        BMI_LOG(tcp, "tcp: %s stalled mid-frame; closing", describe(c->remote).c_str());
-        fail_connection(*c, -BMI_ETIMEDOUT, true);
-        return;
-    case kit::DeadlineKind::send:
-        if (!c->writer.write_blocked) {
-            c->writer.send_clock.timed = false;
+        case kit::DeadlineKind::rendezvous:
+            fail_unanswered_rts(*c, now);
             return;
-        }
-        if (!c->writer.send_clock.expired(timers_, key, c->writer.writes_with_data, now,
-                                          limits_.send_timeout))
+        default:
             return;
-        BMI_LOG(tcp, "tcp: %s took none of our bytes in %lld ms; closing",
-                describe(c->remote).c_str(), static_cast<long long>(limits_.send_timeout.count()));
-        fail_connection(*c, -BMI_ETIMEDOUT, true);
-        return;
-    case kit::DeadlineKind::rendezvous:
-        fail_unanswered_rts(*c, now);
-        return;
-    default:
-        return;
     }
 }
 

@@ -36,8 +36,7 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     bmi_size_t size = 0;
     for (const auto& s : segments) size += s.size;
     if (kind == OpKind::send_unexpected && size > unexpected_limit_) return -BMI_EMSGSIZE;
-    if (size > send_now_limit || segments.size() > static_cast<std::size_t>(iov_batch))
-        return 0;
+    if (size > send_now_limit || segments.size() > static_cast<std::size_t>(iov_batch)) return 0;
     auto& peer = static_cast<TcpPeer&>(base);
     Connection* c = peer.send_connection;
     // Anything queued goes first (messages keep their order), and only one direct write per

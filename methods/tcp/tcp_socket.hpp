@@ -28,9 +28,9 @@ void configure_socket(int fd, const BufferSizes& sizes);
 
 // What an allocated plane asks of every socket on it (doc/planes.md); the default asks nothing.
 struct SocketPolicy {
-    SocketAddress source;    // bind here before connecting; empty: the kernel chooses
-    int tos = -1;            // IP_TOS / IPV6_TCLASS byte; -1: untouched
-    int priority = -1;       // SO_PRIORITY; -1: untouched
+    SocketAddress source;      // bind here before connecting; empty: the kernel chooses
+    int tos = -1;              // IP_TOS / IPV6_TCLASS byte; -1: untouched
+    int priority = -1;         // SO_PRIORITY; -1: untouched
     std::uint64_t pacing = 0;  // SO_MAX_PACING_RATE in bytes per second; 0: unpaced
 };
 // Applies policy's marks and pacing to fd (not its source); 0, or -BMI_E* naming what the
@@ -41,8 +41,8 @@ int apply_policy(int fd, const SocketPolicy& policy);
 int open_listener(const SocketAddress& addr, int& fd);
 // Starts a nonblocking connect from policy.source (if set) with policy's marks; 0 and fd
 // (completion is signalled by EPOLLOUT), or -BMI_E*.
-int start_connect(const SocketAddress& addr, const BufferSizes& sizes,
-                  const SocketPolicy& policy, int& fd);
+int start_connect(const SocketAddress& addr, const BufferSizes& sizes, const SocketPolicy& policy,
+                  int& fd);
 // The pending error of fd as -BMI_E* (0 if none).
 int socket_error(int fd);
 SocketAddress peer_address(int fd);

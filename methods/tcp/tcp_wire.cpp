@@ -69,8 +69,8 @@ bool mode_allowed(Mode m, Dialect d) {
             return m == Mode::unexpected || m == Mode::eager || m == Mode::rendezvous ||
                    m == (d == Dialect::offering ? Mode::hello_ack : Mode::hello);
         case Dialect::v2:
-            return m == Mode::unexpected || m == Mode::eager || m == Mode::rts ||
-                   m == Mode::cts || m == Mode::nak || m == Mode::data || m == Mode::grant;
+            return m == Mode::unexpected || m == Mode::eager || m == Mode::rts || m == Mode::cts ||
+                   m == Mode::nak || m == Mode::data || m == Mode::grant;
     }
     return false;
 }
@@ -99,7 +99,7 @@ std::size_t header_bytes_needed(Dialect d, std::span<const std::uint8_t> have) {
 Framing framing_of(Dialect d, std::span<const std::uint8_t> head) {
     if (d == Dialect::v2) return Framing::v2;
     return header_bytes_needed(d, head) == standalone_header_size ? Framing::standalone
-                                                                   : Framing::orangefs;
+                                                                  : Framing::orangefs;
 }
 
 std::size_t encode_header(const Header& h, Framing f, std::uint8_t* out) {
@@ -126,8 +126,8 @@ Header decode_header(const std::uint8_t* in, Framing f) {
     h.size = get_u64(in + 16);
     if (f == Framing::standalone) {
         // Sign-extended like an OrangeFS tag, so both framings give one tag the same value.
-        h.tag = static_cast<std::uint64_t>(static_cast<std::int64_t>(
-            static_cast<std::int32_t>(get_u32(in + 8))));
+        h.tag = static_cast<std::uint64_t>(
+            static_cast<std::int64_t>(static_cast<std::int32_t>(get_u32(in + 8))));
         h.address_hash = get_u32(in + 12);
         h.msg_class = in[24];
         return h;
@@ -152,8 +152,7 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit, bmi_si
         case Mode::eager:
             // Under a GRANT (a cookie) up to any grant's size; whether it names one of ours,
             // and one large enough, only the connection knows.
-            if (d == Dialect::v2 && h.cookie != 0)
-                return limit(grant_size_limit) ? 0 : -BMI_EPROTO;
+            if (d == Dialect::v2 && h.cookie != 0) return limit(grant_size_limit) ? 0 : -BMI_EPROTO;
             return limit(d == Dialect::v2 ? v2_eager : eager_limit) ? 0 : -BMI_EPROTO;
         case Mode::grant:
             return h.size > 0 && limit(grant_size_limit) && h.cookie != 0 && h.tag == 0
@@ -164,9 +163,7 @@ int check_header(const Header& h, Dialect d, bmi_size_t unexpected_limit, bmi_si
         case Mode::rts:
             // Any size: a peer with another eager limit may announce small messages this way.
             // The cap keeps sums from overflowing.
-            return h.size < (1ull << 62)
-                       ? 0
-                       : -BMI_EPROTO;
+            return h.size < (1ull << 62) ? 0 : -BMI_EPROTO;
         case Mode::cts:
         case Mode::nak:
             return h.size == 0 ? 0 : -BMI_EPROTO;

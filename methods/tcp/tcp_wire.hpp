@@ -36,14 +36,14 @@ inline constexpr std::uint32_t upgrade_offer_mark = 0x32494D42;  // "BMI2" on th
 enum class Mode : std::uint32_t {
     unexpected = 0x2,
     eager = 0x4,
-    rendezvous = 0x8,  // legacy only: the whole payload follows the header
-    rts = 0x10,        // v2: large message announced, no payload
-    cts = 0x20,        // v2: receiver matched the RTS with cookie
-    nak = 0x40,        // v2: receiver's buffer is too small for the RTS with cookie
-    data = 0x80,       // v2: one chunk of a cleared rendezvous transfer
-    grant = 0x200,     // v2 with feature_grants: the receiver reserved room for one message
-    hello = 0x100,      // under hello_magic
-    hello_ack = 0x101,  // under hello_magic
+    rendezvous = 0x8,     // legacy only: the whole payload follows the header
+    rts = 0x10,           // v2: large message announced, no payload
+    cts = 0x20,           // v2: receiver matched the RTS with cookie
+    nak = 0x40,           // v2: receiver's buffer is too small for the RTS with cookie
+    data = 0x80,          // v2: one chunk of a cleared rendezvous transfer
+    grant = 0x200,        // v2 with feature_grants: the receiver reserved room for one message
+    hello = 0x100,        // under hello_magic
+    hello_ack = 0x101,    // under hello_magic
     hello_proof = 0x102,  // under hello_magic: the initiator's key proof, after HELLO_ACK
 };
 
@@ -86,8 +86,8 @@ inline constexpr std::uint64_t feature_grants = 1u << 4;
 // whose proofs could be reflected, and is refused.
 inline constexpr std::uint64_t feature_key_binding = 1u << 5;
 // What every HELLO and HELLO_ACK of ours announces (the key bits are added where they apply).
-inline constexpr std::uint64_t our_features =
-    feature_rendezvous | feature_large_eager | feature_grants;
+inline constexpr std::uint64_t our_features = feature_rendezvous | feature_large_eager |
+                                              feature_grants;
 // The largest EAGER frame a v2 connection carries, given the peer's announced features.
 inline bmi_size_t v2_eager_limit_for(std::uint64_t peer_features) {
     return (peer_features & feature_large_eager) != 0 ? v2_large_eager_limit : v2_eager_limit;
@@ -101,8 +101,8 @@ inline constexpr bmi_size_t grant_size_limit = 16 * 1024 * 1024;
 inline constexpr std::size_t max_grants_per_connection = 4;
 inline constexpr std::size_t hello_reserved_size = support::keys::nonce_size;
 inline constexpr std::size_t hello_fixed_size = 8 + 2 + hello_reserved_size;
-inline constexpr std::size_t hello_max_body =
-    hello_fixed_size + BMI_MAX_ADDR_LEN + support::keys::proof_size;
+inline constexpr std::size_t hello_max_body = hello_fixed_size + BMI_MAX_ADDR_LEN +
+                                              support::keys::proof_size;
 
 // How the headers of one connection are laid out (doc/methods/tcp.md, "Legacy frames").
 enum class Framing : std::uint8_t {
@@ -183,8 +183,8 @@ struct Hello {
         : features(features_), address(std::move(address_)) {}
 
     std::uint64_t features = 0;
-    std::string address;  // sender's listen address, may be empty
-    support::keys::Nonce nonce{};  // with feature_key_proof; else zero
+    std::string address;                        // sender's listen address, may be empty
+    support::keys::Nonce nonce{};               // with feature_key_proof; else zero
     std::optional<support::keys::Proof> proof;  // HELLO_ACK with feature_key_proof
 };
 

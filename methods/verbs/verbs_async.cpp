@@ -20,7 +20,7 @@ namespace {
 int qp_event_error(ibv_event_type type) {
     switch (type) {
         case IBV_EVENT_QP_FATAL:
-            return -BMI_EIO;  // the device cannot go on with this QP
+            return -BMI_EIO;           // the device cannot go on with this QP
         case IBV_EVENT_QP_REQ_ERR:     // the peer sent a request our QP cannot take
         case IBV_EVENT_QP_ACCESS_ERR:  // the peer's request broke an access check here
             return -BMI_EPROTO;
@@ -108,7 +108,7 @@ void VerbsMethod::on_async_event(const ibv_async_event& event) {
                     device_->name.c_str(), static_cast<unsigned>(device_->port), what);
             fail_all_connections(-BMI_ENETDOWN);
             return;
-        case IBV_EVENT_CQ_ERR:  // overrun: completions are lost, no transfer can be trusted
+        case IBV_EVENT_CQ_ERR:   // overrun: completions are lost, no transfer can be trusted
         case IBV_EVENT_SRQ_ERR:  // no receive can arrive any more
             BMI_LOG(error, "verbs: device %s reported %s; every connection fails",
                     device_->name.c_str(), what);

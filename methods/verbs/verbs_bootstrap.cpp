@@ -145,7 +145,8 @@ int VerbsMethod::create_qp(Connection& c) {
     ia.srq = device_->srq;
     ia.qp_type = IBV_QPT_RC;
     ia.cap.max_send_wr = sq_depth;
-    ia.cap.max_send_sge = static_cast<std::uint32_t>(std::max(device_->max_send_sge, device_->max_read_sge));
+    ia.cap.max_send_sge =
+        static_cast<std::uint32_t>(std::max(device_->max_send_sge, device_->max_read_sge));
     c.qp = support::ibv().create_qp(device_->pd, &ia);
     if (c.qp == nullptr) return -BMI_ENOMEM;
     c.sq_depth = sq_depth;
@@ -159,8 +160,8 @@ int VerbsMethod::create_qp(Connection& c) {
     a.pkey_index = 0;
     a.port_num = device_->port;
     a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
-    if (support::ibv().modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                    IBV_QP_ACCESS_FLAGS) != 0)
+    if (support::ibv().modify_qp(
+            c.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
         return -BMI_EIO;
     return 0;
 }
@@ -192,13 +193,15 @@ int VerbsMethod::connect_qp(Connection& c, const Hello& remote) {
         return -BMI_EPROTO;
     ibv_qp_attr s{};
     s.qp_state = IBV_QPS_RTS;
-    s.timeout = 17;    // 0.5 s per try; the bootstrap socket notices dead peers sooner
+    s.timeout = 17;  // 0.5 s per try; the bootstrap socket notices dead peers sooner
     s.retry_cnt = 7;
-    s.rnr_retry = 7;   // infinite: an SRQ that is briefly empty only delays
+    s.rnr_retry = 7;  // infinite: an SRQ that is briefly empty only delays
     s.sq_psn = c.psn;
     s.max_rd_atomic = static_cast<std::uint8_t>(device_->max_rd_atomic);
-    if (support::ibv().modify_qp(c.qp, &s, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+    if (support::ibv().modify_qp(c.qp, &s,
+                                 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) !=
+        0)
         return -BMI_EPROTO;
     c.send_credits = static_cast<int>(remote.credits);
     c.send_window = c.send_credits;

@@ -35,22 +35,22 @@ struct Arrival {
     bool rts = false;
     bmi_msg_tag_t tag = 0;
     bmi_size_t size = 0;
-    std::uint64_t cookie = 0;                   // rts
-    std::uint64_t connection_id = 0;            // rts: the connection to read through
-    std::vector<RemoteSegment> segments;        // rts
-    std::unique_ptr<std::uint8_t[]> data;       // eager payload, copied out of the SRQ buffer
+    std::uint64_t cookie = 0;              // rts
+    std::uint64_t connection_id = 0;       // rts: the connection to read through
+    std::vector<RemoteSegment> segments;   // rts
+    std::unique_ptr<std::uint8_t[]> data;  // eager payload, copied out of the SRQ buffer
 };
 
 class VerbsPeer final : public Peer {
 public:
-    std::string canonical;     // "verbs://host:port" to look up, or "" if it does not listen
-    std::string host;          // bootstrap host (lookup) or remote IP (accepted)
-    std::uint16_t port = 0;    // bootstrap port, 0 if unknown
+    std::string canonical;      // "verbs://host:port" to look up, or "" if it does not listen
+    std::string host;           // bootstrap host (lookup) or remote IP (accepted)
+    std::uint16_t port = 0;     // bootstrap port, 0 if unknown
     sockaddr_storage target{};  // resolved bootstrap address; target_length 0 if unknown
     socklen_t target_length = 0;
-    std::string remote_text;   // "ip:port" of the socket, for peers without a name
+    std::string remote_text;           // "ip:port" of the socket, for peers without a name
     Connection* connection = nullptr;  // the one carrying our traffic, nullptr if none
-    int last_error = 0;        // why the last connection died
+    int last_error = 0;                // why the last connection died
     // Connections naming it that have not failed (attach_peer, mark_failed): peer_gone asks
     // this instead of walking every connection on every failure.
     std::size_t live_connections = 0;
@@ -74,7 +74,7 @@ struct RecvTransfer {
     std::uint64_t read_id = 0;
     std::uint64_t cookie = 0;
     std::vector<RemoteSegment> remote;
-    std::vector<RegCache::Handle> handles;  // one per local segment (none for empty ones)
+    std::vector<RegCache::Handle> handles;          // one per local segment (none for empty ones)
     std::size_t remote_index = 0, local_index = 0;  // where the next READ starts
     std::uint64_t remote_offset = 0, local_offset = 0;
     int outstanding = 0;  // READs posted and not yet completed
@@ -124,11 +124,12 @@ struct Connection {
     std::size_t out_done = 0;
 
     // Flow control (see doc/methods/verbs.md, "Credits").
-    int send_credits = 0;     // eager messages we may still send
-    int send_window = 0;      // credits the peer granted in its HELLO: send_credits never exceeds it
-    int granted_credits = 0;  // messages the peer may still send us (our window + returns - arrivals)
-    int owed_credits = 0;     // buffers of theirs we consumed and have not reported back
-    int sq_free = 0;          // free send-queue slots
+    int send_credits = 0;  // eager messages we may still send
+    int send_window = 0;   // credits the peer granted in its HELLO: send_credits never exceeds it
+    int granted_credits =
+        0;                 // messages the peer may still send us (our window + returns - arrivals)
+    int owed_credits = 0;  // buffers of theirs we consumed and have not reported back
+    int sq_free = 0;       // free send-queue slots
     int sq_depth = 0;
     bool pump_scheduled = false;
 

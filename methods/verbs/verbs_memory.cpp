@@ -12,7 +12,6 @@
 
 namespace bmi::method::verbs {
 
-
 RegCache::~RegCache() {
     // Regions the application never freed: the method is going away, so is the memory.
     for (auto& [start, region] : regions_) {

@@ -20,9 +20,9 @@
 #include "methods/verbs/verbs_settings.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
-#include "support/planes/qos.hpp"
 #include "support/method_address/method_address.hpp"
 #include "support/optional_library/ibverbs.hpp"
+#include "support/planes/qos.hpp"
 
 namespace bmi::method::verbs {
 
@@ -163,7 +163,8 @@ int VerbsMethod::start(const Config& config) {
     support::keys::SharedKey key;
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     keys_.use(std::move(key));
-    if (keys_.keyed()) BMI_LOG(verbs, "verbs: a security key is in force; only peers that prove it get in");
+    if (keys_.keyed())
+        BMI_LOG(verbs, "verbs: a security key is in force; only peers that prove it get in");
     std::optional<VerbsAddress> listen;
     if (!config.listen_address.empty()) {
         listen = parse_address(config.listen_address);
@@ -234,8 +235,8 @@ int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out) {
     auto parsed = parse_address(address);
     if (!parsed) return -BMI_EINVAL;
     auto resolved = std::make_unique<ResolvedAddress>();
-    resolved->canonical =
-        "verbs://" + support::format_host_port(parsed->bootstrap.host, parsed->bootstrap.port);
+    resolved->canonical = "verbs://" +
+                          support::format_host_port(parsed->bootstrap.host, parsed->bootstrap.port);
     resolved->bootstrap = std::move(parsed->bootstrap);
     if (int rc = resolve(resolved->bootstrap.host, resolved->bootstrap.port, resolved->target,
                          resolved->target_length);
@@ -292,8 +293,7 @@ int VerbsMethod::lookup_prepared(std::string_view, const LookupHint& hint,
 }
 
 int VerbsMethod::post(Operation& op) {
-    if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr))
-        return -BMI_EINVAL;
+    if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr)) return -BMI_EINVAL;
     if (!peers_.adopt(op)) return -BMI_EINVAL;
     place(op, Place::posting);
     slots(op) = OpSlots{};
@@ -402,8 +402,7 @@ int VerbsMethod::query_range(const Peer& peer, std::string_view id_string, int n
     auto parts = support::split_scheme(id_string);
     if (!parts) return -BMI_EINVAL;
     std::string_view want = parts->rest;
-    if (auto colon = want.rfind(':'); colon != std::string_view::npos &&
-                                      want.find(':') == colon)
+    if (auto colon = want.rfind(':'); colon != std::string_view::npos && want.find(':') == colon)
         want = want.substr(0, colon);
     if (want == "*") return 1;
     in_addr a{}, b{};

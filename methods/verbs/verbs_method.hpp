@@ -21,8 +21,8 @@ int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out);
 
 // OrangeFS's InfiniBand configurations name the method bmi_ib and its addresses ib://host:port;
 // they run here unchanged (OrangeFS's own IB wire is not spoken: doc/methods/verbs.md).
-inline constexpr Descriptor descriptor{"bmi_verbs", "verbs", &create, &prepare_lookup, "bmi_ib",
-                                       "ib"};
+inline constexpr Descriptor descriptor{"bmi_verbs",     "verbs",  &create,
+                                       &prepare_lookup, "bmi_ib", "ib"};
 
 // get_info option (method-wide, peer ignored) that copies the counters below into a Stats:
 // what doc/PERFORMANCE.md reports and what tests check. BMI_VERBS_STATS=1 also prints them
@@ -36,13 +36,13 @@ struct Stats {
     std::uint64_t rts_sends = 0;
     std::uint64_t credit_messages = 0;
     std::uint64_t read_wrs = 0;
-    std::uint64_t fins = 0;           // FINs received (rendezvous sends finished)
-    std::uint64_t parked = 0;         // messages held back (unexpected quota, early budget)
-    std::uint64_t credit_waits = 0;   // times sends queued for lack of credits
-    std::uint64_t srq_buffers = 0;    // receive buffers posted to the SRQ
-    std::uint64_t connections = 0;    // live connections
-    std::uint64_t peers = 0;          // peers the method tracks (looked up or connected and ready)
-    std::uint64_t early_bytes = 0;    // what arrivals no receive has claimed hold (early budget)
+    std::uint64_t fins = 0;          // FINs received (rendezvous sends finished)
+    std::uint64_t parked = 0;        // messages held back (unexpected quota, early budget)
+    std::uint64_t credit_waits = 0;  // times sends queued for lack of credits
+    std::uint64_t srq_buffers = 0;   // receive buffers posted to the SRQ
+    std::uint64_t connections = 0;   // live connections
+    std::uint64_t peers = 0;         // peers the method tracks (looked up or connected and ready)
+    std::uint64_t early_bytes = 0;   // what arrivals no receive has claimed hold (early budget)
     // Sleeps of the control layer on our own epoll set whose events it handed to us
     // (the single-method direct wait, Method::accept_wake_fd).
     std::uint64_t handed_wakeups = 0;

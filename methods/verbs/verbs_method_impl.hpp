@@ -219,7 +219,7 @@ private:
     kit::Deadlines timers_;  // handshake deadlines, by connection id; epoll id timer_id
     // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
     kit::Acceptor acceptor_{*this, timers_, support::LogArea::verbs, "verbs"};
-    int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error
+    int device_failed_ = 0;                      // -BMI_E* once the device reported a fatal error
     std::chrono::milliseconds setup_timeout_{};  // the verbs_setup_timeout_ms setting
     // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.
     int service_level_ = 0;
@@ -230,7 +230,7 @@ private:
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     EarlyBudget early_;  // arrivals of every peer, within verbs_early_*_bytes
-    bool print_stats_;  // BMI_VERBS_STATS: counters to stderr when finalized
+    bool print_stats_;   // BMI_VERBS_STATS: counters to stderr when finalized
     std::uint64_t next_connection_id_ = 16;
     std::uint64_t next_cookie_ = 1;
     std::uint64_t next_read_id_ = 1;
@@ -245,7 +245,7 @@ private:
     std::vector<std::uint64_t> to_pump_;      // connections with new room to send
     std::vector<std::uint64_t> starved_;      // connections waiting for a send buffer
     std::vector<std::uint64_t> with_parked_;  // connections holding parked SRQ buffers
-    CompletionRouter completions_{sink_};  // finish() -> post()'s result or the Sink
+    CompletionRouter completions_{sink_};     // finish() -> post()'s result or the Sink
 };
 
 }  // namespace bmi::method::verbs

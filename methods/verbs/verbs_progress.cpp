@@ -159,7 +159,8 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
             became_ready(*c);
         if (c == nullptr || wc.status != IBV_WC_SUCCESS || c->state != Connection::State::ready) {
             device_->post_recv(buffer);
-            if (c != nullptr && wc.status != IBV_WC_SUCCESS) fail_connection(*c, wc_error(wc.status));
+            if (c != nullptr && wc.status != IBV_WC_SUCCESS)
+                fail_connection(*c, wc_error(wc.status));
             return;
         }
         // Counted on arrival, parked or not: a peer past its credits holds SRQ buffers that
@@ -266,9 +267,8 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
             // read any more. Eager messages already here stay deliverable.
             if (was_ready || c.outbound) fail_posted_recvs(peer, error);
         }
-        peer.arrivals.remove_if(
-            [&](const Arrival& a) { return a.rts && a.connection_id == c.id; },
-            [&](const Arrival& a) { uncharge(peer, a); });
+        peer.arrivals.remove_if([&](const Arrival& a) { return a.rts && a.connection_id == c.id; },
+                                [&](const Arrival& a) { uncharge(peer, a); });
         // The application may hold its address; the control layer drops it when nobody does.
         if (peer.addr() != 0 && peer_gone(peer)) sink_.peer_gone(peer);
     }

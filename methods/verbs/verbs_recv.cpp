@@ -25,10 +25,14 @@ void scatter(Operation& op, const std::uint8_t* data, std::size_t size) {
 
 int fin_error(FinStatus status) {
     switch (status) {
-        case FinStatus::ok: return 0;
-        case FinStatus::cancelled: return -BMI_ECANCEL;
-        case FinStatus::too_long: return -BMI_EMSGSIZE;
-        case FinStatus::failed: return -BMI_EIO;
+        case FinStatus::ok:
+            return 0;
+        case FinStatus::cancelled:
+            return -BMI_ECANCEL;
+        case FinStatus::too_long:
+            return -BMI_EMSGSIZE;
+        case FinStatus::failed:
+            return -BMI_EIO;
     }
     return -BMI_EPROTO;
 }
@@ -84,7 +88,8 @@ void VerbsMethod::start_read(Operation& op, Connection& c, std::uint64_t cookie,
     for (int i = 0; i < op.segment_count; ++i) {
         RegCache::Handle hd;
         if (error == 0 && op.segments[i].size > 0)
-            error = reg_->acquire(op.segments[i].data, static_cast<std::size_t>(op.segments[i].size),
+            error = reg_->acquire(op.segments[i].data,
+                                  static_cast<std::size_t>(op.segments[i].size),
                                   RegCache::Use::local_write, hd);
         t->handles.push_back(hd);
     }
@@ -180,8 +185,8 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     const auto type = static_cast<MsgType>(h.type);
     const auto size = static_cast<bmi_size_t>(h.size);
     std::vector<RemoteSegment> segs;
-    if (!data_message_well_formed(h, {body, length},
-                                  static_cast<std::uint64_t>(max_message_size()), segs)) {
+    if (!data_message_well_formed(h, {body, length}, static_cast<std::uint64_t>(max_message_size()),
+                                  segs)) {
         fail_connection(c, -BMI_EPROTO);
         return true;
     }

@@ -125,7 +125,8 @@ bool VerbsMethod::send_op(Connection& c, Operation& op) {
     auto& pool = device_->send_pool;
     const std::uint32_t buffer = pool.free.back();
     pool.free.pop_back();
-    if (op.kind == OpKind::send_unexpected || op.total_size <= static_cast<bmi_size_t>(eager_payload))
+    if (op.kind == OpKind::send_unexpected ||
+        op.total_size <= static_cast<bmi_size_t>(eager_payload))
         return send_eager(c, op, buffer);
     return send_rts(c, op, buffer);
 }

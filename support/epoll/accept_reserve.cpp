@@ -29,8 +29,7 @@ AcceptReserve::Shed AcceptReserve::shed(int listen_fd, const std::function<void(
     }
     keep();
     if (fd >= 0) return Shed::took_one;
-    if (error == EAGAIN || error == EWOULDBLOCK || error == ECONNABORTED)
-        return Shed::none_waiting;
+    if (error == EAGAIN || error == EWOULDBLOCK || error == ECONNABORTED) return Shed::none_waiting;
     // Another thread took the freed slot before our accept: no reserve now, or only if its
     // descriptor was closed since.
     return held() ? Shed::none_waiting : Shed::no_reserve;

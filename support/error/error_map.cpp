@@ -118,14 +118,22 @@ const char* error_meaning(int code) {
         return text ? text : entry->name;
     }
     switch (entry->code) {
-        case BMI_ECANCEL: return "the operation was cancelled";
-        case BMI_EDEVINIT: return "a method could not initialize its device";
-        case BMI_EDETAIL: return "a failure without a more specific code";
-        case BMI_EHOSTNTFD: return "the host name did not resolve";
-        case BMI_EADDRNTFD: return "no such address";
-        case BMI_ENORECVR: return "no receiver for the message";
-        case BMI_ETRYAGAIN: return "not now; try again";
-        default: return entry->name;
+        case BMI_ECANCEL:
+            return "the operation was cancelled";
+        case BMI_EDEVINIT:
+            return "a method could not initialize its device";
+        case BMI_EDETAIL:
+            return "a failure without a more specific code";
+        case BMI_EHOSTNTFD:
+            return "the host name did not resolve";
+        case BMI_EADDRNTFD:
+            return "no such address";
+        case BMI_ENORECVR:
+            return "no receiver for the message";
+        case BMI_ETRYAGAIN:
+            return "not now; try again";
+        default:
+            return entry->name;
     }
 }
 

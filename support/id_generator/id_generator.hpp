@@ -38,7 +38,7 @@ private:
     struct Slot {
         void* object = nullptr;
         std::uint32_t generation = 1;  // of the id the slot hands out next / has out now
-        std::uint32_t next_free = 0;  // index + 1 of the next free slot, 0 = end of the list
+        std::uint32_t next_free = 0;   // index + 1 of the next free slot, 0 = end of the list
     };
     const Slot* slot_of(Id id) const {
         if (id <= 0) return nullptr;

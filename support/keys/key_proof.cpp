@@ -20,8 +20,7 @@ void absorb(crypto_auth_hmacsha512256_state& state, std::string_view field) {
         n >>= 8;
     }
     crypto_auth_hmacsha512256_update(&state, length, sizeof length);
-    crypto_auth_hmacsha512256_update(&state,
-                                     reinterpret_cast<const unsigned char*>(field.data()),
+    crypto_auth_hmacsha512256_update(&state, reinterpret_cast<const unsigned char*>(field.data()),
                                      field.size());
 }
 

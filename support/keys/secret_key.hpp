@@ -15,8 +15,8 @@
 
 namespace bmi::support::keys {
 
-using support::Settings;
 using support::SettingId;
+using support::Settings;
 
 inline constexpr std::size_t key_size = 32;
 

@@ -56,8 +56,10 @@ const char* TrustedSources::refusal(const sockaddr* from) const {
 std::string TrustedSources::text() const {
     std::string out;
     if (ports_enforced)
-        out.append("ports ").append(std::to_string(first_port)).append("-").append(
-            std::to_string(last_port));
+        out.append("ports ")
+            .append(std::to_string(first_port))
+            .append("-")
+            .append(std::to_string(last_port));
     if (networks_enforced) {
         out.append(out.empty() ? "networks" : ", networks");
         for (const auto& net : networks) out.append(" ").append(net.text());

@@ -60,8 +60,8 @@ void log_print(LogArea area, const char* format, ...) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     int head = std::snprintf(line, sizeof line, "[bmi %ld.%06ld %d %.*s] ",
                              static_cast<long>(now.tv_sec), now.tv_nsec / 1000,
-                             static_cast<int>(getpid()),
-                             static_cast<int>(name_of(area).size()), name_of(area).data());
+                             static_cast<int>(getpid()), static_cast<int>(name_of(area).size()),
+                             name_of(area).data());
     va_list args;
     va_start(args, format);
     std::vsnprintf(line + head, sizeof line - static_cast<std::size_t>(head) - 1, format, args);

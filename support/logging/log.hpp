@@ -15,7 +15,7 @@ enum class LogArea : std::uint32_t {
     tcp = 1u << 2,
     shm = 1u << 3,
     verbs = 1u << 4,
-    error = 1u << 5,  // failures decided inside the library (on by "error" or "all")
+    error = 1u << 5,    // failures decided inside the library (on by "error" or "all")
     warning = 1u << 6,  // BMI_WARN: printed whatever the mask
 };
 
@@ -27,10 +27,10 @@ bool log_enabled(LogArea area);
 
 }  // namespace bmi::support
 
-#define BMI_LOG(area, ...)                                                            \
-    do {                                                                              \
-        if (::bmi::support::log_enabled(::bmi::support::LogArea::area))               \
-            ::bmi::support::log_print(::bmi::support::LogArea::area, __VA_ARGS__);    \
+#define BMI_LOG(area, ...)                                                         \
+    do {                                                                           \
+        if (::bmi::support::log_enabled(::bmi::support::LogArea::area))            \
+            ::bmi::support::log_print(::bmi::support::LogArea::area, __VA_ARGS__); \
     } while (0)
 
 #define BMI_WARN(...) ::bmi::support::log_print(::bmi::support::LogArea::warning, __VA_ARGS__)

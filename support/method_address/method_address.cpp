@@ -7,9 +7,7 @@
 namespace bmi::support {
 
 namespace {
-bool is_scheme_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-}
+bool is_scheme_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
 
 bool valid_host(std::string_view host) {
     if (host.empty() || host.size() > 255) return false;
@@ -57,8 +55,7 @@ std::optional<HostPort> parse_host_port(std::string_view text) {
     if (!valid_host(host) || port.empty() || port.size() > 5) return std::nullopt;
     unsigned value = 0;
     auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc{} || end != port.data() + port.size() || value > 65535)
-        return std::nullopt;
+    if (ec != std::errc{} || end != port.data() + port.size() || value > 65535) return std::nullopt;
     out.host = std::string(host);
     out.port = static_cast<std::uint16_t>(value);
     return out;

@@ -14,8 +14,7 @@ namespace {
 
 bool is_loopback(const sockaddr* address) {
     if (address->sa_family == AF_INET)
-        return (ntohl(reinterpret_cast<const sockaddr_in*>(address)->sin_addr.s_addr) >> 24) ==
-               127;
+        return (ntohl(reinterpret_cast<const sockaddr_in*>(address)->sin_addr.s_addr) >> 24) == 127;
     if (address->sa_family == AF_INET6) {
         const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
         return IN6_IS_ADDR_LOOPBACK(&a);

@@ -22,8 +22,7 @@
 
 namespace bmi::support {
 
-template <class T, class Key, class Hook, Hook T::*by_tag_link, Hook T::*in_order_link,
-          Key T::*tag>
+template <class T, class Key, class Hook, Hook T::*by_tag_link, Hook T::*in_order_link, Key T::*tag>
 class TaggedOpQueue {
     using TagList = OpQueue<T, Hook, by_tag_link>;
     using InOrder = OpQueue<T, Hook, in_order_link>;
@@ -183,7 +182,7 @@ private:
     bool indexed_ = false;
     std::vector<typename Lists::node_type> spare_;
     std::vector<Key> kept_empty_;  // tags whose lists are empty but kept, oldest first
-    Entry* last_ = nullptr;  // the entry find_entry found last (see there)
+    Entry* last_ = nullptr;        // the entry find_entry found last (see there)
 };
 
 }  // namespace bmi::support

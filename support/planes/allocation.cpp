@@ -47,7 +47,6 @@ private:
     std::vector<Field> fields_;
 };
 
-
 std::string parse_id(const Field& f) {
     // PMIx reserves keys that start with "pmix" (its job-info store refuses them), and the id
     // becomes such a key when an allocation travels through PMIx.
@@ -71,8 +70,7 @@ std::size_t parse_endpoints(const Field& f) {
 
 double parse_bandwidth(const Field& f) {
     const auto bw = parse_bandwidth_mbps(f.value);
-    if (!bw)
-        throw FieldError{"bw", quoted(f.value) + " is not a bandwidth of " + bandwidth_range};
+    if (!bw) throw FieldError{"bw", quoted(f.value) + " is not a bandwidth of " + bandwidth_range};
     return *bw;
 }
 
@@ -87,8 +85,8 @@ void take_wanted(const EntryFields& fields, std::string_view key, Wanted<T>& out
 }
 
 RequestEntry parse_request(std::string_view line) {
-    static constexpr std::array<std::string_view, 7> known{"id", "type", "endpts", "plane",
-                                                           "qos", "bw", "key"};
+    static constexpr std::array<std::string_view, 7> known{"id",  "type", "endpts", "plane",
+                                                           "qos", "bw",   "key"};
     const EntryFields fields(line, known, true);
     RequestEntry e;
     e.id = parse_id(fields.need("id"));
@@ -150,7 +148,8 @@ Allocation parse_allocation(std::string_view line) {
     if (const Field* f = fields.find("degraded")) {
         for (std::string_view name : split_on(f->value, ',')) {
             if (std::find(degradable.begin(), degradable.end(), name) == degradable.end())
-                throw FieldError{"degraded", quoted(name) + " is not plane, endpts, qos, bw or key"};
+                throw FieldError{"degraded",
+                                 quoted(name) + " is not plane, endpts, qos, bw or key"};
             a.degraded.emplace_back(name);
         }
     }
@@ -201,12 +200,14 @@ void put_wanted(std::string& out, std::string_view key, const Wanted<T>& w, Show
 }  // namespace
 
 std::optional<std::vector<RequestEntry>> parse_requests(std::string_view text,
-                                                        std::string_view source, ParseError& error) {
+                                                        std::string_view source,
+                                                        ParseError& error) {
     return parse_entries<RequestEntry>(text, source, error, parse_request);
 }
 
 std::optional<std::vector<Allocation>> parse_allocations(std::string_view text,
-                                                         std::string_view source, ParseError& error) {
+                                                         std::string_view source,
+                                                         ParseError& error) {
     return parse_entries<Allocation>(text, source, error, parse_allocation);
 }
 

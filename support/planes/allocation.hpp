@@ -30,24 +30,24 @@ struct Wanted {
 
 // One pmix.alloc.net entry. The RFC attribute each field carries is in the comment.
 struct RequestEntry {
-    std::string id;                   // pmix.alloc.netid (required; not "pmix...")
-    Wanted<PlaneType> type;           // pmix.alloc.nettype (required)
-    Wanted<std::size_t> endpoints;    // pmix.alloc.endpts (required, >= 1)
-    Wanted<std::string> plane;        // pmix.alloc.netplane: inventory name or identifier
-    Wanted<std::string> qos;          // pmix.alloc.netqos
-    Wanted<double> bandwidth_mbps;    // pmix.alloc.bw, Mbit/s
-    Wanted<bool> key;                 // pmix.alloc.nsec: "key=yes" asks for a fresh key
+    std::string id;                 // pmix.alloc.netid (required; not "pmix...")
+    Wanted<PlaneType> type;         // pmix.alloc.nettype (required)
+    Wanted<std::size_t> endpoints;  // pmix.alloc.endpts (required, >= 1)
+    Wanted<std::string> plane;      // pmix.alloc.netplane: inventory name or identifier
+    Wanted<std::string> qos;        // pmix.alloc.netqos
+    Wanted<double> bandwidth_mbps;  // pmix.alloc.bw, Mbit/s
+    Wanted<bool> key;               // pmix.alloc.nsec: "key=yes" asks for a fresh key
 };
 
 struct Allocation {
     std::string id;
     PlaneType type = PlaneType::tcp;
-    std::string plane;                // the plane's identifier (CIDR, device:port, node)
+    std::string plane;  // the plane's identifier (CIDR, device:port, node)
     std::size_t endpoints = 0;
-    PortRanges ports;                 // tcp only, and then at least `endpoints` ports
-    std::string qos;                  // "" when none was granted
-    double bandwidth_mbps = 0;        // 0 when none was granted (unpaced)
-    std::string key_file;             // "" when no key (keys stay out of the text)
+    PortRanges ports;                   // tcp only, and then at least `endpoints` ports
+    std::string qos;                    // "" when none was granted
+    double bandwidth_mbps = 0;          // 0 when none was granted (unpaced)
+    std::string key_file;               // "" when no key (keys stay out of the text)
     std::vector<std::string> degraded;  // fields granted other than asked, e.g. {"bw"}
 };
 
@@ -55,7 +55,8 @@ struct Allocation {
 std::optional<std::vector<RequestEntry>> parse_requests(std::string_view text,
                                                         std::string_view source, ParseError& error);
 std::optional<std::vector<Allocation>> parse_allocations(std::string_view text,
-                                                         std::string_view source, ParseError& error);
+                                                         std::string_view source,
+                                                         ParseError& error);
 
 std::string format_request(const RequestEntry& entry);
 std::string format_allocation(const Allocation& allocation);

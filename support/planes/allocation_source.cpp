@@ -71,8 +71,7 @@ int read_pmix(const std::string& setting, const std::string& list, InstanceAlloc
     for (std::string_view id : split_on(list, '+')) {
         if (!is_name(id) || id.substr(0, 4) == "pmix") {
             BMI_WARN("%s: '%.*s' is not an allocation id (a name not starting with 'pmix')",
-                     setting.c_str(),
-                     static_cast<int>(id.size()), id.data());
+                     setting.c_str(), static_cast<int>(id.size()), id.data());
             return -BMI_EINVAL;
         }
         ids.emplace_back(id);
@@ -130,9 +129,10 @@ int resolve_allocation(const Settings& settings, std::string_view program_text,
     out = InstanceAllocation{};
     std::vector<Source> given;
     if (!program_text.empty())
-        given.push_back({"the program's allocation", std::string(program_text),
-                         SettingId::allocation, true});
-    for (SettingId id : {SettingId::allocation, SettingId::allocation_file, SettingId::allocation_id})
+        given.push_back(
+            {"the program's allocation", std::string(program_text), SettingId::allocation, true});
+    for (SettingId id :
+         {SettingId::allocation, SettingId::allocation_file, SettingId::allocation_id})
         if (!settings.text(id).empty())
             given.push_back({setting_name(settings, id), settings.text(id), id});
     if (given.empty()) return 0;

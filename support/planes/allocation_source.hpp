@@ -21,11 +21,11 @@
 namespace bmi::support::planes {
 
 struct InstanceAllocation {
-    std::vector<Allocation> entries;          // empty: no allocation in force
-    std::string key_file;                     // the key file every keyed entry names, or ""
-    std::vector<std::uint8_t> key_material;   // PMIx's pmix.alloc.nsec bytes, or empty
-    std::uint32_t slice = 0;                  // PMIx local rank (plane_binding.hpp), else 0
-    std::string origin;                       // "BMI_ALLOCATION", "file /x", "PMIx ns ids"
+    std::vector<Allocation> entries;         // empty: no allocation in force
+    std::string key_file;                    // the key file every keyed entry names, or ""
+    std::vector<std::uint8_t> key_material;  // PMIx's pmix.alloc.nsec bytes, or empty
+    std::uint32_t slice = 0;                 // PMIx local rank (plane_binding.hpp), else 0
+    std::string origin;                      // "BMI_ALLOCATION", "file /x", "PMIx ns ids"
 };
 
 // 0 (out.entries empty when none is configured), or -BMI_EINVAL after a warning that names the

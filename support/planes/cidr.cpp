@@ -21,8 +21,10 @@ bool clear_host_bits(Cidr& c) {
     for (std::size_t i = 0; i < address_size(c.family); ++i) {
         const unsigned first_bit = static_cast<unsigned>(i) * 8;
         std::uint8_t keep = 0xff;
-        if (first_bit >= c.prefix) keep = 0;
-        else if (c.prefix - first_bit < 8) keep = static_cast<std::uint8_t>(0xff << (8 - (c.prefix - first_bit)));
+        if (first_bit >= c.prefix)
+            keep = 0;
+        else if (c.prefix - first_bit < 8)
+            keep = static_cast<std::uint8_t>(0xff << (8 - (c.prefix - first_bit)));
         if ((c.bytes[i] & ~keep) != 0) had_host_bits = true;
         c.bytes[i] &= keep;
     }

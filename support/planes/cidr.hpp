@@ -13,11 +13,11 @@ struct sockaddr;
 namespace bmi::support::planes {
 
 struct Cidr {
-    int family = 0;                      // AF_INET or AF_INET6
+    int family = 0;                        // AF_INET or AF_INET6
     std::array<std::uint8_t, 16> bytes{};  // the network address; 4 bytes used for AF_INET
-    unsigned prefix = 0;                 // 0..32 or 0..128
+    unsigned prefix = 0;                   // 0..32 or 0..128
 
-    std::string text() const;  // "10.20.0.0/16", "fd00::/64"
+    std::string text() const;                  // "10.20.0.0/16", "fd00::/64"
     bool contains(const Cidr& address) const;  // address's bytes lie inside this subnet
 };
 

@@ -40,7 +40,8 @@ void discover_ip(std::vector<Plane>& planes) {
         if ((ifa->ifa_flags & IFF_UP) == 0) continue;
         const Cidr subnet =
             subnet_of(family, address_bytes(ifa->ifa_addr), address_bytes(ifa->ifa_netmask));
-        add_once(planes, {PlaneType::tcp, subnet.text(), "", "interface " + std::string(ifa->ifa_name)});
+        add_once(planes,
+                 {PlaneType::tcp, subnet.text(), "", "interface " + std::string(ifa->ifa_name)});
     }
     freeifaddrs(list);
 }
@@ -59,8 +60,8 @@ void discover_verbs(std::vector<Plane>& planes) {
         if (ibv().query_device(ctx, &attr) == 0) {
             for (unsigned port = 1; port <= attr.phys_port_cnt; ++port) {
                 const std::string id = name + ":" + std::to_string(port);
-                add_once(planes, {PlaneType::verbs, id, "", "rdma device " + name + " port " +
-                                                                std::to_string(port)});
+                add_once(planes, {PlaneType::verbs, id, "",
+                                  "rdma device " + name + " port " + std::to_string(port)});
             }
         }
         ibv().close_device(ctx);

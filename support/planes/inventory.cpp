@@ -32,8 +32,10 @@ bool apply_field(InventoryPlane& p, const Field& f, std::string& why) {
     }
     if (f.key == "bw") {
         const auto bw = parse_bandwidth_mbps(f.value);
-        if (!bw) why = quoted(f.value) + " is not a bandwidth of " + bandwidth_range;
-        else p.bandwidth_mbps = *bw;
+        if (!bw)
+            why = quoted(f.value) + " is not a bandwidth of " + bandwidth_range;
+        else
+            p.bandwidth_mbps = *bw;
         return bw.has_value();
     }
     if (f.key == "qos") {
@@ -72,8 +74,9 @@ std::optional<Inventory> parse_inventory(std::string_view text, std::string_view
         const auto id = canonical_identifier(*type, words[3], why);
         if (!id) return fail("identifier", why);
         const bool pinned_twice = std::any_of(
-            inventory.planes.begin(), inventory.planes.end(),
-            [&](const InventoryPlane& q) { return q.plane.type == *type && q.plane.identifier == *id; });
+            inventory.planes.begin(), inventory.planes.end(), [&](const InventoryPlane& q) {
+                return q.plane.type == *type && q.plane.identifier == *id;
+            });
         if (pinned_twice) return fail("identifier", *id + " is already named");
         p.plane = {*type, *id, std::string(words[0]),
                    "inventory " + std::string(source) + ":" + std::to_string(line.number)};

@@ -19,10 +19,10 @@
 namespace bmi::support::planes {
 
 struct InventoryPlane {
-    Plane plane;                      // name and origin ("inventory <source>:<line>") set
-    PortRanges ports;                 // empty: no pool (tcp allocations on it fail)
-    double bandwidth_mbps = 0;        // 0: not stated (any bandwidth is granted as a cap)
-    std::vector<std::string> qos;     // empty: the plane offers no QoS levels
+    Plane plane;                   // name and origin ("inventory <source>:<line>") set
+    PortRanges ports;              // empty: no pool (tcp allocations on it fail)
+    double bandwidth_mbps = 0;     // 0: not stated (any bandwidth is granted as a cap)
+    std::vector<std::string> qos;  // empty: the plane offers no QoS levels
 };
 
 struct Inventory {

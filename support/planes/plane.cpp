@@ -10,9 +10,12 @@ namespace bmi::support::planes {
 
 std::string_view to_string(PlaneType type) {
     switch (type) {
-    case PlaneType::tcp: return "tcp";
-    case PlaneType::shm: return "shm";
-    case PlaneType::verbs: return "verbs";
+        case PlaneType::tcp:
+            return "tcp";
+        case PlaneType::shm:
+            return "shm";
+        case PlaneType::verbs:
+            return "verbs";
     }
     return "?";
 }
@@ -53,18 +56,19 @@ std::optional<std::string> verbs_identifier(std::string_view id, std::string& er
 std::optional<std::string> canonical_identifier(PlaneType type, std::string_view identifier,
                                                 std::string& error) {
     switch (type) {
-    case PlaneType::tcp: {
-        const auto cidr = parse_cidr(identifier, error);
-        if (!cidr) return std::nullopt;
-        return cidr->text();
-    }
-    case PlaneType::verbs: return verbs_identifier(identifier, error);
-    case PlaneType::shm:
-        if (!is_name(identifier)) {
-            error = quoted(identifier) + " is not a host name";
-            return std::nullopt;
+        case PlaneType::tcp: {
+            const auto cidr = parse_cidr(identifier, error);
+            if (!cidr) return std::nullopt;
+            return cidr->text();
         }
-        return std::string(identifier);
+        case PlaneType::verbs:
+            return verbs_identifier(identifier, error);
+        case PlaneType::shm:
+            if (!is_name(identifier)) {
+                error = quoted(identifier) + " is not a host name";
+                return std::nullopt;
+            }
+            return std::string(identifier);
     }
     return std::nullopt;
 }

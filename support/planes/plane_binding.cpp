@@ -127,24 +127,29 @@ std::vector<EnforcementNote> enforcement_notes(const PlaneBinding& b) {
                          false});
     } else if (b.dscp) {
         if (b.type == PlaneType::tcp)
-            std::snprintf(line, sizeof line, "qos %s: DSCP %d (IP_TOS/IPV6_TCLASS 0x%02x, "
-                          "SO_PRIORITY %d) on every connection", b.qos.c_str(), *b.dscp,
-                          tos_byte(*b.dscp), socket_priority(*b.dscp));
+            std::snprintf(line, sizeof line,
+                          "qos %s: DSCP %d (IP_TOS/IPV6_TCLASS 0x%02x, "
+                          "SO_PRIORITY %d) on every connection",
+                          b.qos.c_str(), *b.dscp, tos_byte(*b.dscp), socket_priority(*b.dscp));
         else if (b.type == PlaneType::verbs)
-            std::snprintf(line, sizeof line, "qos %s: service level %d, traffic class 0x%02x on "
-                          "every queue pair", b.qos.c_str(), service_level(*b.dscp),
-                          tos_byte(*b.dscp));
+            std::snprintf(line, sizeof line,
+                          "qos %s: service level %d, traffic class 0x%02x on "
+                          "every queue pair",
+                          b.qos.c_str(), service_level(*b.dscp), tos_byte(*b.dscp));
         else
-            std::snprintf(line, sizeof line, "qos %s: shared memory has no network to mark; "
-                          "not enforced", b.qos.c_str());
+            std::snprintf(line, sizeof line,
+                          "qos %s: shared memory has no network to mark; "
+                          "not enforced",
+                          b.qos.c_str());
         notes.push_back({line, b.type != PlaneType::shm});
     }
     if (b.bandwidth_mbps > 0) {
         if (b.type == PlaneType::tcp)
-            std::snprintf(line, sizeof line, "bw %g Mbit/s: SO_MAX_PACING_RATE %.0f bytes/s on "
+            std::snprintf(line, sizeof line,
+                          "bw %g Mbit/s: SO_MAX_PACING_RATE %.0f bytes/s on "
                           "each connection (the kernel paces sockets one by one; the sum over "
-                          "several connections is not capped)", b.bandwidth_mbps,
-                          b.bandwidth_mbps * 1e6 / 8);
+                          "several connections is not capped)",
+                          b.bandwidth_mbps, b.bandwidth_mbps * 1e6 / 8);
         else
             std::snprintf(line, sizeof line, "bw %g Mbit/s: %s cannot pace; not enforced",
                           b.bandwidth_mbps, std::string(to_string(b.type)).c_str());

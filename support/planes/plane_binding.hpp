@@ -29,9 +29,9 @@ struct PlaneBinding {
     std::string device;  // "rxe0"
     int device_port = 0;
 
-    std::string qos;             // as allocated, "" for none
-    std::optional<int> dscp;     // the code point the OS is asked for; nullopt: none or unknown
-    double bandwidth_mbps = 0;   // 0: unpaced
+    std::string qos;            // as allocated, "" for none
+    std::optional<int> dscp;    // the code point the OS is asked for; nullopt: none or unknown
+    double bandwidth_mbps = 0;  // 0: unpaced
 };
 
 // Binds `allocation` on this node. `slice` is this process's index among the processes of the

@@ -37,7 +37,8 @@ Pmix pmix;
 
 // nullptr when libpmix cannot be loaded; `why` then names it and the reason. Once per process.
 const Pmix* load_pmix(std::string& why) {
-    static OptionalLibrary library({"libpmix.so.2", std::string(BMI_PMIX_LIBDIR) + "/libpmix.so.2"});
+    static OptionalLibrary library(
+        {"libpmix.so.2", std::string(BMI_PMIX_LIBDIR) + "/libpmix.so.2"});
     static const bool loaded = [] {
         if (!library.open()) return false;
         SymbolFiller take(library);
@@ -100,18 +101,30 @@ PmixScalar scalar_of(const pmix_value_t& v) {
         return static_cast<std::uint64_t>(n);
     };
     switch (v.type) {
-        case PMIX_STRING: return std::string(v.data.string != nullptr ? v.data.string : "");
-        case PMIX_SIZE: return static_cast<std::uint64_t>(v.data.size);
-        case PMIX_UINT: return static_cast<std::uint64_t>(v.data.uint);
-        case PMIX_UINT8: return static_cast<std::uint64_t>(v.data.uint8);
-        case PMIX_UINT16: return static_cast<std::uint64_t>(v.data.uint16);
-        case PMIX_UINT32: return static_cast<std::uint64_t>(v.data.uint32);
-        case PMIX_UINT64: return static_cast<std::uint64_t>(v.data.uint64);
-        case PMIX_INT: return signed_count(v.data.integer);
-        case PMIX_INT8: return signed_count(v.data.int8);
-        case PMIX_INT16: return signed_count(v.data.int16);
-        case PMIX_INT32: return signed_count(v.data.int32);
-        case PMIX_INT64: return signed_count(v.data.int64);
+        case PMIX_STRING:
+            return std::string(v.data.string != nullptr ? v.data.string : "");
+        case PMIX_SIZE:
+            return static_cast<std::uint64_t>(v.data.size);
+        case PMIX_UINT:
+            return static_cast<std::uint64_t>(v.data.uint);
+        case PMIX_UINT8:
+            return static_cast<std::uint64_t>(v.data.uint8);
+        case PMIX_UINT16:
+            return static_cast<std::uint64_t>(v.data.uint16);
+        case PMIX_UINT32:
+            return static_cast<std::uint64_t>(v.data.uint32);
+        case PMIX_UINT64:
+            return static_cast<std::uint64_t>(v.data.uint64);
+        case PMIX_INT:
+            return signed_count(v.data.integer);
+        case PMIX_INT8:
+            return signed_count(v.data.int8);
+        case PMIX_INT16:
+            return signed_count(v.data.int16);
+        case PMIX_INT32:
+            return signed_count(v.data.int32);
+        case PMIX_INT64:
+            return signed_count(v.data.int64);
         case PMIX_FLOAT: {
             // Through the float's shortest text, so 12.3f becomes 12.3 rather than
             // 12.300000190734863.
@@ -123,12 +136,14 @@ PmixScalar scalar_of(const pmix_value_t& v) {
                 return PmixOtherType{"unprintable float"};
             return d;
         }
-        case PMIX_DOUBLE: return v.data.dval;
+        case PMIX_DOUBLE:
+            return v.data.dval;
         case PMIX_BYTE_OBJECT: {
             const auto* b = reinterpret_cast<const std::uint8_t*>(v.data.bo.bytes);
             return b == nullptr ? PmixBytes{} : PmixBytes(b, b + v.data.bo.size);
         }
-        default: return PmixOtherType{pmix.data_type_string(v.type)};
+        default:
+            return PmixOtherType{pmix.data_type_string(v.type)};
     }
 }
 

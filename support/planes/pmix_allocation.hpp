@@ -15,16 +15,17 @@ namespace bmi::support::planes {
 
 enum class PmixStatus {
     found,        // every id was read; out is filled
-    unavailable,  // no PMIx here: built without it, no launcher in the environment, or PMIx_Init failed
+    unavailable,  // no PMIx here: built without it, no launcher in the environment, or PMIx_Init
+                  // failed
     absent,       // a launcher answered, but does not hold (one of) the ids (e.g. Debian's mpirun)
-    malformed,    // an id was found but its value is not a valid allocation: an error, not a fallback
-    unloadable,   // a launcher is in the environment but libpmix does not load: an error too
+    malformed,  // an id was found but its value is not a valid allocation: an error, not a fallback
+    unloadable,  // a launcher is in the environment but libpmix does not load: an error too
 };
 
 struct PmixAllocations {
-    std::vector<Allocation> entries;         // one per id, in the order asked
-    std::vector<std::uint8_t> key;           // pmix.alloc.nsec bytes (16..64), empty if none
-    std::uint32_t local_rank = 0;            // PMIX_LOCAL_RANK of this process (0 if unknown)
+    std::vector<Allocation> entries;  // one per id, in the order asked
+    std::vector<std::uint8_t> key;    // pmix.alloc.nsec bytes (16..64), empty if none
+    std::uint32_t local_rank = 0;     // PMIX_LOCAL_RANK of this process (0 if unknown)
 };
 
 // Reads each id from job information ({namespace, PMIX_RANK_WILDCARD}, PMIX_OPTIONAL=true, so

@@ -29,7 +29,6 @@ constexpr std::string_view key_key = "pmix.alloc.nsec";
 constexpr std::size_t min_key_bytes = 16;
 constexpr std::size_t max_key_bytes = 64;
 
-
 std::string type_name(const PmixScalar& v) {
     struct Namer {
         std::string operator()(const std::string&) const { return "string"; }
@@ -44,8 +43,8 @@ std::string type_name(const PmixScalar& v) {
 // A value goes into the text as one field. Blanks, ';' or '#' would end it early and could
 // smuggle in another field or a second entry; '=' and '!' would change its meaning. Such a
 // value is refused here, before the parser could read it as something else.
-const std::string& as_token(std::string_view field, std::string_view pmix_key,
-                            const PmixScalar& v, bool may_be_empty = false) {
+const std::string& as_token(std::string_view field, std::string_view pmix_key, const PmixScalar& v,
+                            bool may_be_empty = false) {
     const auto* s = std::get_if<std::string>(&v);
     if (s == nullptr)
         throw Refusal{std::string(field),
@@ -101,9 +100,12 @@ ArrayFields collect_fields(std::string_view id, const std::vector<PmixItem>& ite
             const std::string_view field = order[under_id++];
             // Resources may be empty: a verbs or shm allocation has no ports.
             const std::string& s = as_token(field, id, item.value, field == "ports");
-            if (field == "ports") f.ports = s;
-            else if (field == "type") set_once(f.type, s, "type", "under the id and as nettype");
-            else set_once(f.plane, s, "plane", "under the id and as netplane");
+            if (field == "ports")
+                f.ports = s;
+            else if (field == "type")
+                set_once(f.type, s, "type", "under the id and as nettype");
+            else
+                set_once(f.plane, s, "plane", "under the id and as netplane");
             f.prototype = f.prototype || field != "ports";
         } else if (k == type_key) {
             set_once(f.type, as_token("type", k, item.value), "type",
@@ -118,9 +120,11 @@ ArrayFields collect_fields(std::string_view id, const std::vector<PmixItem>& ite
         } else if (k == qos_key) {
             set_once(f.qos, as_token("qos", k, item.value), "qos", k);
         } else if (k == bw_key) {
-            if (const auto* d = std::get_if<double>(&item.value)) set_once(f.bw, *d, "bw", k);
-            else throw Refusal{"bw", std::string(k) + " is a " + type_name(item.value) +
-                                         ", not a real number"};
+            if (const auto* d = std::get_if<double>(&item.value))
+                set_once(f.bw, *d, "bw", k);
+            else
+                throw Refusal{"bw", std::string(k) + " is a " + type_name(item.value) +
+                                        ", not a real number"};
         } else if (k == key_key) {
             const auto* b = std::get_if<PmixBytes>(&item.value);
             if (b == nullptr)

@@ -12,8 +12,8 @@ std::optional<PortRanges> PortRanges::parse(std::string_view text, std::string& 
     for (std::string_view item : split_on(text, ',')) {
         const std::size_t dash = item.find('-');
         const auto first = parse_whole(item.substr(0, dash), 1, 65535);
-        const auto last = dash == std::string_view::npos ? first
-                                                         : parse_whole(item.substr(dash + 1), 1, 65535);
+        const auto last =
+            dash == std::string_view::npos ? first : parse_whole(item.substr(dash + 1), 1, 65535);
         if (!first || !last) {
             error = quoted(item) + " is not a port (1..65535) or a range a-b";
             return std::nullopt;
@@ -38,8 +38,9 @@ std::optional<PortRanges> PortRanges::parse(std::string_view text, std::string& 
 }
 
 void PortRanges::add(PortRange range) {
-    auto at = std::lower_bound(ranges_.begin(), ranges_.end(), range,
-                               [](const PortRange& a, const PortRange& b) { return a.first < b.first; });
+    auto at =
+        std::lower_bound(ranges_.begin(), ranges_.end(), range,
+                         [](const PortRange& a, const PortRange& b) { return a.first < b.first; });
     at = ranges_.insert(at, range);
     // Merge with the neighbours it touches, so text() is canonical.
     if (at != ranges_.begin() && std::prev(at)->last + 1 == at->first) {

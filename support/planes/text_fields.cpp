@@ -120,8 +120,8 @@ std::optional<std::uint64_t> parse_whole(std::string_view text, std::uint64_t mi
 std::optional<double> parse_positive(std::string_view text) {
     if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
     double v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v,
-                                           std::chars_format::fixed);
+    const auto [end, ec] =
+        std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::fixed);
     if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v) || v <= 0)
         return std::nullopt;
     return v;
@@ -136,8 +136,8 @@ std::optional<double> parse_bandwidth_mbps(std::string_view text) {
 bool is_name(std::string_view text) {
     if (text.empty() || text.size() > 255) return false;
     for (char c : text) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                        c == '_' || c == '.' || c == '-';
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
         if (!ok) return false;
     }
     return true;

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <charconv>
 
-
 namespace bmi::support {
 
 namespace {

@@ -18,17 +18,17 @@ constexpr SettingSpec rows[] = {
      "log areas: control,address,tcp,shm,verbs,error or all (read once per process, from the "
      "environment only: logging works before any instance exists)",
      "", false},
-    {I::unexpected_quota, "unexpected_quota", "BMI_UNEXPECTED_QUOTA", T::size, "64M", "bytes",
-     0, TiB, "", "unexpected messages an instance holds before it stops reading their senders"},
-    {I::unexpected_peer_quota, "unexpected_peer_quota", "BMI_UNEXPECTED_PEER_QUOTA", T::size,
-     "0", "bytes", 0, TiB, "",
+    {I::unexpected_quota, "unexpected_quota", "BMI_UNEXPECTED_QUOTA", T::size, "64M", "bytes", 0,
+     TiB, "", "unexpected messages an instance holds before it stops reading their senders"},
+    {I::unexpected_peer_quota, "unexpected_peer_quota", "BMI_UNEXPECTED_PEER_QUOTA", T::size, "0",
+     "bytes", 0, TiB, "",
      "what one peer's unexpected messages may hold of the quota; 0 = an eighth of it, at least "
      "64 KiB"},
     {I::key_file, "key_file", "BMI_KEY_FILE", T::text, "", "", 0, 0, "",
      "security key file (32 bytes, or 64 hex digits; mode 0600): only peers that prove the "
      "same key get in (doc/security.md); empty = no key"},
-    {I::unexpected_limit, "unexpected_limit", "BMI_UNEXPECTED_LIMIT", T::size, "0", "bytes", 0,
-     GiB, "", "largest unexpected message a method accepts; 0 = each method's own (16 KiB)"},
+    {I::unexpected_limit, "unexpected_limit", "BMI_UNEXPECTED_LIMIT", T::size, "0", "bytes", 0, GiB,
+     "", "largest unexpected message a method accepts; 0 = each method's own (16 KiB)"},
     {I::emulate_lists, "emulate_lists", "BMI_EMULATE_LISTS", T::flag, "0", "", 0, 0, "",
      "pack list I/O into one buffer even for methods that send lists natively"},
     {I::inventory, "inventory", "BMI_INVENTORY", T::text, "", "", 0, 0, "",

@@ -39,7 +39,7 @@ inline constexpr std::int64_t hour_ms = 3'600'000;
 // check at compile time that its rows follow its enum (OwnedRows).
 struct SettingIndex {
     template <typename Id>
-        requires std::is_enum_v<Id>
+    requires std::is_enum_v<Id>
     // Implicit, so that rows open with their owner's enum value: {I::x, "key", ...}.
     constexpr SettingIndex(Id id) : value(static_cast<std::size_t>(id)) {}
     std::size_t value;
@@ -47,16 +47,16 @@ struct SettingIndex {
 
 struct SettingSpec {
     SettingIndex id;
-    std::string_view key;           // in BMI_initialize's option string: "emulate_lists=1"
-    std::string_view env;           // "BMI_EMULATE_LISTS"
+    std::string_view key;  // in BMI_initialize's option string: "emulate_lists=1"
+    std::string_view env;  // "BMI_EMULATE_LISTS"
     SettingType type;
     std::string_view default_text;  // the one place the default is written; parsed like any
                                     // other value (a unit test checks it does)
     std::string_view unit;          // "bytes", "ms", "us", ... ; "" when there is none
     std::int64_t min = 0;           // size, duration (ms), count; ignored for the rest
     std::int64_t max = 0;
-    std::string_view choices;       // choice: the words, separated by '|'
-    std::string_view meaning;       // one line
+    std::string_view choices;  // choice: the words, separated by '|'
+    std::string_view meaning;  // one line
     // The row's former environment names, '|'-separated ("BMI_SHM_EARLY_BYTES"), each with
     // its option key by the usual rule (option_key). Still read, with a warning that names
     // the current one; bmi-info and doc/SETTINGS.md list them. "" = none.
@@ -84,7 +84,7 @@ constexpr bool rows_follow_ids(const SettingSpec (&rows)[N], std::size_t count) 
 // and its setting_rows() and setting_spec(id) return owned.all() and owned[id]. The
 // constructor does not compile unless the rows follow the enum, one each, up to `last`.
 template <typename Id>
-    requires std::is_enum_v<Id>
+requires std::is_enum_v<Id>
 class OwnedRows {
 public:
     template <std::size_t N>
@@ -105,8 +105,7 @@ private:
 // The row of a listener's per-source admission (methods/kit/acceptor.hpp), which every method
 // that listens has as <scheme>_pending_per_source: only the names and the default differ.
 constexpr SettingSpec pending_per_source_row(SettingIndex id, std::string_view key,
-                                             std::string_view env,
-                                             std::string_view default_text) {
+                                             std::string_view env, std::string_view default_text) {
     return {id,
             key,
             env,

@@ -55,77 +55,77 @@ std::optional<std::int64_t> within(const SettingSpec& spec, std::optional<std::i
 
 std::string_view source_name(SettingSource source) {
     switch (source) {
-    case SettingSource::environment:
-        return "environment";
-    case SettingSource::option_string:
-        return "option";
-    case SettingSource::table_default:
-        break;
+        case SettingSource::environment:
+            return "environment";
+        case SettingSource::option_string:
+            return "option";
+        case SettingSource::table_default:
+            break;
     }
     return "default";
 }
 
 std::optional<std::int64_t> parse_setting(const SettingSpec& spec, std::string_view text) {
     switch (spec.type) {
-    case SettingType::size:
-        return within(spec, parse_size(text));
-    case SettingType::duration: {
-        auto ms = parse_duration(text);
-        return within(spec, ms ? std::optional<std::int64_t>(ms->count()) : std::nullopt);
-    }
-    case SettingType::count:
-        return within(spec, parse_count(text));
-    case SettingType::flag: {
-        auto on = parse_flag(text);
-        return on ? std::optional<std::int64_t>(*on ? 1 : 0) : std::nullopt;
-    }
-    case SettingType::choice:
-        return choice_index(spec.choices, text);
-    case SettingType::text:
-        break;
+        case SettingType::size:
+            return within(spec, parse_size(text));
+        case SettingType::duration: {
+            auto ms = parse_duration(text);
+            return within(spec, ms ? std::optional<std::int64_t>(ms->count()) : std::nullopt);
+        }
+        case SettingType::count:
+            return within(spec, parse_count(text));
+        case SettingType::flag: {
+            auto on = parse_flag(text);
+            return on ? std::optional<std::int64_t>(*on ? 1 : 0) : std::nullopt;
+        }
+        case SettingType::choice:
+            return choice_index(spec.choices, text);
+        case SettingType::text:
+            break;
     }
     return 0;
 }
 
 std::string range_text(const SettingSpec& spec) {
     switch (spec.type) {
-    case SettingType::size:
-        return size_text(spec.min) + " .. " + size_text(spec.max);
-    case SettingType::duration:
-        return duration_text(spec.min) + " .. " + duration_text(spec.max);
-    case SettingType::count:
-        return std::to_string(spec.min) + " .. " + std::to_string(spec.max);
-    case SettingType::flag:
-        return "0, 1";
-    case SettingType::choice: {
-        std::string words(spec.choices);
-        for (std::size_t bar = words.find('|'); bar != std::string::npos; bar = words.find('|'))
-            words.replace(bar, 1, ", ");
-        return words;
-    }
-    case SettingType::text:
-        break;
+        case SettingType::size:
+            return size_text(spec.min) + " .. " + size_text(spec.max);
+        case SettingType::duration:
+            return duration_text(spec.min) + " .. " + duration_text(spec.max);
+        case SettingType::count:
+            return std::to_string(spec.min) + " .. " + std::to_string(spec.max);
+        case SettingType::flag:
+            return "0, 1";
+        case SettingType::choice: {
+            std::string words(spec.choices);
+            for (std::size_t bar = words.find('|'); bar != std::string::npos; bar = words.find('|'))
+                words.replace(bar, 1, ", ");
+            return words;
+        }
+        case SettingType::text:
+            break;
     }
     return "any";
 }
 
 std::string expected_text(const SettingSpec& spec) {
     switch (spec.type) {
-    case SettingType::size:
-        return "a size from " + size_text(spec.min) + " to " + size_text(spec.max) +
-               " bytes (suffixes K, M, G)";
-    case SettingType::duration:
-        return "a time from " + duration_text(spec.min) + " to " + duration_text(spec.max) +
-               " (units ms, s, m; a plain number is ms)";
-    case SettingType::count:
-        return "a whole number from " + std::to_string(spec.min) + " to " +
-               std::to_string(spec.max);
-    case SettingType::flag:
-        return "0 or 1 (or no/yes, false/true, off/on)";
-    case SettingType::choice:
-        return "one of " + range_text(spec);
-    case SettingType::text:
-        break;
+        case SettingType::size:
+            return "a size from " + size_text(spec.min) + " to " + size_text(spec.max) +
+                   " bytes (suffixes K, M, G)";
+        case SettingType::duration:
+            return "a time from " + duration_text(spec.min) + " to " + duration_text(spec.max) +
+                   " (units ms, s, m; a plain number is ms)";
+        case SettingType::count:
+            return "a whole number from " + std::to_string(spec.min) + " to " +
+                   std::to_string(spec.max);
+        case SettingType::flag:
+            return "0 or 1 (or no/yes, false/true, off/on)";
+        case SettingType::choice:
+            return "one of " + range_text(spec);
+        case SettingType::text:
+            break;
     }
     return "any text";
 }
@@ -157,8 +157,8 @@ int Settings::set(const SettingSpec& spec, std::string_view text, SettingSource 
                  static_cast<int>(spec.env.size()), spec.env.data(),
                  source == SettingSource::option_string ? "BMI_initialize option"
                                                         : "environment; option",
-                 static_cast<int>(spec.key.size()), spec.key.data(),
-                 static_cast<int>(text.size()), text.data(), expected_text(spec).c_str());
+                 static_cast<int>(spec.key.size()), spec.key.data(), static_cast<int>(text.size()),
+                 text.data(), expected_text(spec).c_str());
         return -BMI_EINVAL;
     }
     v.number = *parsed;
@@ -213,10 +213,9 @@ int Settings::refuse_disagreement(const SettingSpec& spec, std::string_view name
     at(spec).valid = false;
     BMI_WARN("setting %.*s = \"%.*s\" and %.*s = \"%.*s\" name the same setting (%.*s, "
              "option %.*s) with different values: keep only the current name",
-             static_cast<int>(name.size()), name.data(), static_cast<int>(text.size()),
-             text.data(), static_cast<int>(other.size()), other.data(),
-             static_cast<int>(other_text.size()), other_text.data(),
-             static_cast<int>(spec.env.size()), spec.env.data(),
+             static_cast<int>(name.size()), name.data(), static_cast<int>(text.size()), text.data(),
+             static_cast<int>(other.size()), other.data(), static_cast<int>(other_text.size()),
+             other_text.data(), static_cast<int>(spec.env.size()), spec.env.data(),
              static_cast<int>(spec.key.size()), spec.key.data());
     return -BMI_EINVAL;
 }
@@ -263,17 +262,17 @@ int Settings::read_options(std::string_view option_string) {
 std::string Settings::shown(const SettingSpec& spec) const {
     const Value& v = at(spec);
     switch (spec.type) {
-    case SettingType::size:
-        return size_text(v.number);
-    case SettingType::duration:
-        return duration_text(v.number);
-    case SettingType::count:
-    case SettingType::flag:
-        return std::to_string(v.number);
-    case SettingType::choice:
-        return std::string(choice_word(spec.choices, v.number));
-    case SettingType::text:
-        break;
+        case SettingType::size:
+            return size_text(v.number);
+        case SettingType::duration:
+            return duration_text(v.number);
+        case SettingType::count:
+        case SettingType::flag:
+            return std::to_string(v.number);
+        case SettingType::choice:
+            return std::string(choice_word(spec.choices, v.number));
+        case SettingType::text:
+            break;
     }
     return v.text;
 }

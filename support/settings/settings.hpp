@@ -75,19 +75,33 @@ public:
         return set(setting_spec(id), text, source);
     }
     template <SettingEnum Id>
-    std::int64_t number(Id id) const { return number(setting_spec(id)); }
+    std::int64_t number(Id id) const {
+        return number(setting_spec(id));
+    }
     template <SettingEnum Id>
-    bool flag(Id id) const { return flag(setting_spec(id)); }
+    bool flag(Id id) const {
+        return flag(setting_spec(id));
+    }
     template <SettingEnum Id>
-    std::chrono::milliseconds duration(Id id) const { return duration(setting_spec(id)); }
+    std::chrono::milliseconds duration(Id id) const {
+        return duration(setting_spec(id));
+    }
     template <SettingEnum Id>
-    const std::string& text(Id id) const { return text(setting_spec(id)); }
+    const std::string& text(Id id) const {
+        return text(setting_spec(id));
+    }
     template <SettingEnum Id>
-    SettingSource source(Id id) const { return source(setting_spec(id)); }
+    SettingSource source(Id id) const {
+        return source(setting_spec(id));
+    }
     template <SettingEnum Id>
-    bool valid(Id id) const { return valid(setting_spec(id)); }
+    bool valid(Id id) const {
+        return valid(setting_spec(id));
+    }
     template <SettingEnum Id>
-    std::string shown(Id id) const { return shown(setting_spec(id)); }
+    std::string shown(Id id) const {
+        return shown(setting_spec(id));
+    }
 
 private:
     struct Value {

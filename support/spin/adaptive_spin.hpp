@@ -106,8 +106,8 @@ private:
     static constexpr int polls_per_clock = 8;
 
     void back_off(std::chrono::microseconds taken) {
-        const auto amortised = static_cast<int>(
-            std::min<long long>(taken / backoff_cost, max_backoff));
+        const auto amortised =
+            static_cast<int>(std::min<long long>(taken / backoff_cost, max_backoff));
         backoff_left_ = std::max(backoff_, amortised);
         backoff_ = std::min(backoff_left_ * 2, max_backoff);
         budget_us_ = 0;

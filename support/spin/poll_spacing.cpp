@@ -24,8 +24,9 @@ int measure() {
     constexpr int rounds = 2000;  // well under a millisecond, once per process
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < rounds; ++i) cpu_pause();
-    double each = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-                      .count() / rounds;
+    double each =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+        rounds;
     if (!(each > 0.5)) return 1;  // no pause instruction, or a clock too coarse to tell
     return std::clamp(static_cast<int>(target_spacing_ns / each + 0.5), 1, max_pauses);
 }

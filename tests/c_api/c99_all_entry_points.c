@@ -176,9 +176,9 @@ static void check_signatures(void)
     const char *(*rev_lookup)(BMI_addr_t) = BMI_addr_rev_lookup;
     const char *(*rev_lookup_unexpected)(BMI_addr_t) = BMI_addr_rev_lookup_unexpected;
     int (*query_addr_range)(BMI_addr_t, const char *, int) = BMI_query_addr_range;
-    int (*post_send_list)(bmi_op_id_t *, BMI_addr_t, const void *const *, const bmi_size_t *,
-                          int, bmi_size_t, enum bmi_buffer_type, bmi_msg_tag_t, void *,
-                          bmi_context_id, bmi_hint) = BMI_post_send_list;
+    int (*post_send_list)(bmi_op_id_t *, BMI_addr_t, const void *const *, const bmi_size_t *, int,
+                          bmi_size_t, enum bmi_buffer_type, bmi_msg_tag_t, void *, bmi_context_id,
+                          bmi_hint) = BMI_post_send_list;
     int (*post_recv_list)(bmi_op_id_t *, BMI_addr_t, void *const *, const bmi_size_t *, int,
                           bmi_size_t, bmi_size_t *, enum bmi_buffer_type, bmi_msg_tag_t, void *,
                           bmi_context_id, bmi_hint) = BMI_post_recv_list;
@@ -225,19 +225,25 @@ static void check(int ok, const char *text, int line)
     }
 }
 
-enum { wait_rounds = 50, wait_round_ms = 100, bogus = 0x5eed };
+enum
+{
+    wait_rounds = 50,
+    wait_round_ms = 100,
+    bogus = 0x5eed
+};
 
 /* Tests one op until it completes: 1 on completion, 0 on timeout, the error of the call. */
-static int wait_test(bmi_op_id_t id, bmi_context_id ctx, bmi_error_code_t *error,
-                     void **user_ptr)
+static int wait_test(bmi_op_id_t id, bmi_context_id ctx, bmi_error_code_t *error, void **user_ptr)
 {
     int round;
     for (round = 0; round < wait_rounds; ++round) {
         int outcount = -1;
         bmi_size_t actual = -1;
         int rc = BMI_test(id, &outcount, error, &actual, user_ptr, wait_round_ms, ctx);
-        if (rc < 0) return rc;
-        if (outcount == 1) return 1;
+        if (rc < 0)
+            return rc;
+        if (outcount == 1)
+            return 1;
     }
     return 0;
 }
@@ -251,10 +257,11 @@ static int wait_testcontext(bmi_op_id_t id, bmi_context_id ctx, bmi_error_code_t
         bmi_op_id_t done = 0;
         bmi_size_t actual = -1;
         int outcount = -1;
-        int rc = BMI_testcontext(1, &done, &outcount, error, &actual, user_ptr, wait_round_ms,
-                                 ctx);
-        if (rc < 0) return rc;
-        if (outcount == 1) return done == id ? 1 : 0;
+        int rc = BMI_testcontext(1, &done, &outcount, error, &actual, user_ptr, wait_round_ms, ctx);
+        if (rc < 0)
+            return rc;
+        if (outcount == 1)
+            return done == id ? 1 : 0;
     }
     return 0;
 }
@@ -272,10 +279,11 @@ static int wait_testsome(bmi_op_id_t id, bmi_context_id ctx, bmi_error_code_t *e
         int rc;
         ids[0] = 0;
         ids[1] = id;
-        rc = BMI_testsome(2, ids, &outcount, &index, error, &actual, user_ptr, wait_round_ms,
-                          ctx);
-        if (rc < 0) return rc;
-        if (outcount == 1) return index == 1 ? 1 : 0;
+        rc = BMI_testsome(2, ids, &outcount, &index, error, &actual, user_ptr, wait_round_ms, ctx);
+        if (rc < 0)
+            return rc;
+        if (outcount == 1)
+            return index == 1 ? 1 : 0;
     }
     return 0;
 }
@@ -371,7 +379,8 @@ static void check_memory(BMI_addr_t addr)
         memset(send_buffer, 0x5a, 4096);
         CHECK(BMI_memfree(addr, send_buffer, 4096, BMI_SEND) == 0);
     }
-    if (recv_buffer != NULL) CHECK(BMI_memfree(addr, recv_buffer, 128, BMI_RECV) == 0);
+    if (recv_buffer != NULL)
+        CHECK(BMI_memfree(addr, recv_buffer, 128, BMI_RECV) == 0);
     hint.buffer = text;
     hint.len = sizeof text;
     hint.rw = BMI_IO_WRITE;
@@ -422,7 +431,8 @@ static void expect_failure(int rc, bmi_op_id_t id, bmi_context_id ctx, void *exp
     bmi_error_code_t error = 0;
     void *user_ptr = NULL;
     CHECK(rc == 0 || rc < 0);
-    if (rc != 0) return;
+    if (rc != 0)
+        return;
     CHECK(wait(id, ctx, &error, &user_ptr) == 1);
     CHECK(error < 0);
     CHECK(user_ptr == expected_ptr);
@@ -459,13 +469,14 @@ static void check_posts(BMI_addr_t addr, bmi_context_id ctx)
     CHECK(BMI_post_send(NULL, addr, data, 5, BMI_EXT_ALLOC, 7, NULL, ctx, NULL) < 0);
     CHECK(BMI_post_send(&id, bogus, data, 5, BMI_EXT_ALLOC, 7, NULL, ctx, NULL) < 0);
     CHECK(BMI_post_send(&id, addr, data, 5, BMI_EXT_ALLOC, 7, NULL, bogus, NULL) < 0);
-    CHECK(BMI_post_send_list(&id, addr, send_list, sizes, 0, 0, BMI_EXT_ALLOC, 7, NULL, ctx,
-                             NULL) < 0);
+    CHECK(BMI_post_send_list(&id, addr, send_list, sizes, 0, 0, BMI_EXT_ALLOC, 7, NULL, ctx, NULL) <
+          0);
     /* Over the unexpected limit: refused at post time, as OrangeFS does. */
     rc = BMI_post_sendunexpected(&id, addr, oversized, sizeof oversized, BMI_EXT_ALLOC, 7, NULL,
                                  ctx, NULL);
     CHECK(rc < 0);
-    if (rc == 0) (void)wait_test(id, ctx, &error, &user_ptr);
+    if (rc == 0)
+        (void)wait_test(id, ctx, &error, &user_ptr);
 }
 
 /* A receive that cannot be satisfied completes after BMI_cancel, with an error. */
@@ -484,8 +495,8 @@ static void check_cancel(BMI_addr_t addr, bmi_context_id ctx)
     recv_list[0] = buffer;
     recv_list[1] = second;
 
-    rc = BMI_post_recv(&id, addr, buffer, sizeof buffer, &actual, BMI_EXT_ALLOC, 11, &marker,
-                       ctx, NULL);
+    rc = BMI_post_recv(&id, addr, buffer, sizeof buffer, &actual, BMI_EXT_ALLOC, 11, &marker, ctx,
+                       NULL);
     CHECK(rc == 0 || rc < 0);
     if (rc == 0) {
         CHECK(BMI_cancel(id, ctx) == 0);
@@ -495,8 +506,8 @@ static void check_cancel(BMI_addr_t addr, bmi_context_id ctx)
         CHECK(user_ptr == &marker);
     }
 
-    rc = BMI_post_recv_list(&id, addr, recv_list, sizes, 2, 64, &actual, BMI_EXT_ALLOC, 12,
-                            &marker, ctx, NULL);
+    rc = BMI_post_recv_list(&id, addr, recv_list, sizes, 2, 64, &actual, BMI_EXT_ALLOC, 12, &marker,
+                            ctx, NULL);
     CHECK(rc == 0 || rc < 0);
     if (rc == 0) {
         CHECK(BMI_cancel(id, ctx) == 0);

@@ -74,8 +74,7 @@ int main() {
         return recv->immediate;
     };
     for (int i = 0; i < 500 && !received(); ++i)
-        if (!poll(**server, *server_ctx, server_done) ||
-            !poll(**client, *client_ctx, client_done))
+        if (!poll(**server, *server_ctx, server_done) || !poll(**client, *client_ctx, client_done))
             return failed("test_context");
     for (const auto& c : client_done)
         if (c.error) return failed("client completion", c.error);

@@ -130,8 +130,8 @@ TEST_CASE("with BMI_AUTO_REF_COUNT a client's address lives while referenced or 
     wait_until([&] { return address_count(server) == 0; }, "the departed client's address");
     REQUIRE(server.rev_lookup_unexpected(client) == nullptr);
     bmi_op_id_t id = 0;
-    REQUIRE(server.post(send_request(pair.server, client, answer, sizeof answer, 8), id,
-                        nullptr) == -BMI_EINVAL);
+    REQUIRE(server.post(send_request(pair.server, client, answer, sizeof answer, 8), id, nullptr) ==
+            -BMI_EINVAL);
 }
 
 TEST_CASE("a departed client's address stays while a request still references it",

@@ -69,8 +69,7 @@ std::string deliver(Side& client, BMI_addr_t to, Side& server) {
 
 }  // namespace
 
-TEST_CASE("address list: a client on the server's node takes shm from the list",
-          "[address-list]") {
+TEST_CASE("address list: a client on the server's node takes shm from the list", "[address-list]") {
     std::optional<Side> made = list_server();
     if (!made) return;
     Side& server = *made;

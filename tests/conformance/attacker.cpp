@@ -16,10 +16,10 @@
 #include <cstddef>
 #include <cstring>
 
-#include "methods/method_config.hpp"
 #include "methods/method.hpp"
-#include "support/keys/key_proof.hpp"
+#include "methods/method_config.hpp"
 #include "raw_socket.hpp"
+#include "support/keys/key_proof.hpp"
 #if BMI_METHOD_TCP
 #include "methods/tcp/tcp_wire.hpp"
 #endif
@@ -56,7 +56,9 @@ public:
         char first;
         return poll(&p, 1, deadline_ms) == 1 && recv(fd_, &first, 1, MSG_PEEK) == 1;
     }
-    bool closed_within(int deadline_ms) override { return bmi::test::closed_within(fd_, deadline_ms); }
+    bool closed_within(int deadline_ms) override {
+        return bmi::test::closed_within(fd_, deadline_ms);
+    }
 
 private:
     int fd_;
@@ -146,7 +148,8 @@ void Relay::run() {
             if (p[i].revents == 0) continue;
             char bytes[4096];
             const ssize_t n = recv(ends[i], bytes, sizeof bytes, 0);
-            open = n > 0 && send(ends[1 - i], bytes, static_cast<std::size_t>(n), MSG_NOSIGNAL) == n;
+            open = n > 0 &&
+                   send(ends[1 - i], bytes, static_cast<std::size_t>(n), MSG_NOSIGNAL) == n;
         }
         if (!open) break;
     }

@@ -22,8 +22,7 @@ inline void both_paths_work(Pair& pair, std::uint32_t seed = 7) {
         REQUIRE(pair.server.instance->post(recv_request(pair.server, client, in.data(), size, 4),
                                            rid, nullptr) == 0);
         CHECK(post_and_wait(pair.client,
-                            send_request(pair.client, pair.server_addr, out.data(), size, 4),
-                            30000)
+                            send_request(pair.client, pair.server_addr, out.data(), size, 4), 30000)
                   .error == 0);
         CHECK(wait_op(pair.server, rid, 30000).error == 0);
         CHECK(check_pattern(in.data(), in.size(), seed));

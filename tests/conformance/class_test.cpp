@@ -31,10 +31,9 @@ struct Planned {
 // the server has it, everything before it from this client is in the unexpected queue.
 std::vector<Planned> plan(bmi_size_t limit) {
     return {
-        {0, 10, 0},    {1, 11, 1},         {7, 12, limit},   {255, 13, 100},
-        {0, 14, 4096}, {1, 15, limit - 1}, {255, 16, 0},     {7, 17, 1008, true},
-        {1, 18, 17},   {0, 19, 333},       {255, 20, limit}, {7, 21, 64},
-        {3, 22, 8},
+        {0, 10, 0},         {1, 11, 1},   {7, 12, limit},      {255, 13, 100}, {0, 14, 4096},
+        {1, 15, limit - 1}, {255, 16, 0}, {7, 17, 1008, true}, {1, 18, 17},    {0, 19, 333},
+        {255, 20, limit},   {7, 21, 64},  {3, 22, 8},
     };
 }
 

@@ -99,8 +99,9 @@ TEST_CASE("cancel of a large send in flight leaves both sides usable", "[conform
     bmi_op_id_t rid = 0;
     REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in, 16, 5), rid,
                                        nullptr) == 0);
-    REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr, out, 16, 5))
-                .error == 0);
+    REQUIRE(
+        post_and_wait(pair.client, send_request(pair.client, pair.server_addr, out, 16, 5)).error ==
+        0);
     REQUIRE(wait_op(pair.server, rid).error == 0);
     REQUIRE(std::strcmp(in, "after") == 0);
 }
@@ -115,15 +116,15 @@ TEST_CASE("BMI_FORCEFUL_CANCEL_MODE changes nothing: a cancel that moved no data
     REQUIRE(pair.client.instance->set_info(0, BMI_FORCEFUL_CANCEL_MODE, nullptr) == 0);
     char cancelled[16], kept[16] = {}, out[16] = "kept";
     bmi_op_id_t cancel_id = 0, kept_id = 0;
-    REQUIRE(pair.client.instance->post(
-                recv_request(pair.client, pair.server_addr, cancelled, 16, 1), cancel_id,
-                nullptr) == 0);
+    REQUIRE(
+        pair.client.instance->post(recv_request(pair.client, pair.server_addr, cancelled, 16, 1),
+                                   cancel_id, nullptr) == 0);
     REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, kept, 16, 2),
                                        kept_id, nullptr) == 0);
     REQUIRE(pair.client.instance->cancel(cancel_id, pair.client.context) == 0);
     REQUIRE(wait_op(pair.client, cancel_id).error == -BMI_ECANCEL);
-    REQUIRE(post_and_wait(pair.server, send_request(pair.server, client_addr, out, 16, 2))
-                .error == 0);
+    REQUIRE(post_and_wait(pair.server, send_request(pair.server, client_addr, out, 16, 2)).error ==
+            0);
     REQUIRE(wait_op(pair.client, kept_id).error == 0);
     REQUIRE(std::strcmp(kept, "kept") == 0);
 }
@@ -133,8 +134,8 @@ TEST_CASE("ids are opaque: stale, foreign and made-up ids are rejected", "[confo
     Pair pair = make_peers(scheme);
     int outcount = 0;
     core::Completion c;
-    for (bmi_op_id_t bogus : {bmi_op_id_t{-1}, bmi_op_id_t{0}, bmi_op_id_t{12345},
-                              bmi_op_id_t{0x7fffffffffffffff}}) {
+    for (bmi_op_id_t bogus :
+         {bmi_op_id_t{-1}, bmi_op_id_t{0}, bmi_op_id_t{12345}, bmi_op_id_t{0x7fffffffffffffff}}) {
         REQUIRE(pair.client.instance->test(bogus, pair.client.context, 0, outcount, c) ==
                 -BMI_EINVAL);
         REQUIRE(outcount == 0);
@@ -233,21 +234,20 @@ TEST_CASE("BMI_memfree frees a buffer whose address was dropped meanwhile", "[co
     REQUIRE(client.memfree(pair.server_addr, buffer) == -BMI_EINVAL);  // it really went
 }
 
-TEST_CASE("a test with idle time returns as soon as its operation completes",
-          "[conformance]") {
+TEST_CASE("a test with idle time returns as soon as its operation completes", "[conformance]") {
     auto scheme = GENERATE(from_range(compiled_schemes()));
     Pair pair = make_peers(scheme);
     Pump server_pump(*pair.server.instance);
     BMI_addr_t client_addr = introduce(pair);
     char in[8] = {}, out[8] = "ping";
     bmi_op_id_t rid = 0;
-    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, in, 8, 6),
-                                       rid, nullptr) == 0);
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, in, 8, 6), rid,
+                                       nullptr) == 0);
     std::thread sender([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the client sleep
         bmi_op_id_t sid = 0;
-        int rc = pair.server.instance->post(send_request(pair.server, client_addr, out, 8, 6),
-                                            sid, nullptr);
+        int rc = pair.server.instance->post(send_request(pair.server, client_addr, out, 8, 6), sid,
+                                            nullptr);
         if (rc == 0) wait_op(pair.server, sid);
     });
     auto start = std::chrono::steady_clock::now();
@@ -381,8 +381,8 @@ TEST_CASE("many threads post and test at once", "[conformance][threads]") {
                 recv.context = cc;
                 bmi_op_id_t rid = 0, sid = 0;
                 if (pair.client.instance->post(recv, rid, nullptr) != 0) ++failures;
-                core::PostRequest send = send_request(pair.server, client_addr, &value,
-                                                      sizeof value, 1000 + t);
+                core::PostRequest send =
+                    send_request(pair.server, client_addr, &value, sizeof value, 1000 + t);
                 send.context = sc;
                 int rc = pair.server.instance->post(send, sid, nullptr);
                 if (rc < 0) ++failures;

@@ -187,8 +187,8 @@ BMI_addr_t introduce(Pair& pair) {
     return got[0].addr;
 }
 
-core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data,
-                               bmi_size_t size, bmi_msg_tag_t tag) {
+core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data, bmi_size_t size,
+                               bmi_msg_tag_t tag) {
     core::PostRequest r;
     r.kind = method::OpKind::send;
     r.addr = to;

@@ -74,8 +74,8 @@ core::UnexpectedMessage wait_unexpected(Side& side, int deadline_ms = 10000,
 // address as the server sees it.
 BMI_addr_t introduce(Pair& pair);
 
-core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data,
-                               bmi_size_t size, bmi_msg_tag_t tag);
+core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data, bmi_size_t size,
+                               bmi_msg_tag_t tag);
 core::PostRequest recv_request(const Side& side, BMI_addr_t from, void* data, bmi_size_t size,
                                bmi_msg_tag_t tag);
 

@@ -18,9 +18,9 @@ using namespace bmi::test;
 
 namespace {
 
-constexpr int tags = 10000;           // every tag has two receives: index t and t + tags
+constexpr int tags = 10000;  // every tag has two receives: index t and t + tags
 constexpr int receives = 2 * tags;
-constexpr int tags_sent = 3000;       // each gets two messages, which fill both its receives
+constexpr int tags_sent = 3000;  // each gets two messages, which fill both its receives
 constexpr bmi_msg_tag_t first_tag = 1000;
 constexpr bmi_size_t small_capacity = 64;
 constexpr bmi_size_t large_size = 200000;  // past every method's eager limit
@@ -49,10 +49,9 @@ TEST_CASE("20,000 receives posted toward one peer: exact, ordered, all cancellab
         const bmi_size_t capacity = large_tag(i % tags) ? large_size : small_capacity;
         in[i].assign(static_cast<std::size_t>(capacity), 0);
         bmi_size_t actual = -1;
-        REQUIRE(pair.server.instance->post(
-                    recv_request(pair.server, client_addr, in[i].data(), capacity,
-                                 first_tag + i % tags),
-                    ids[i], &actual) == 0);
+        REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in[i].data(),
+                                                        capacity, first_tag + i % tags),
+                                           ids[i], &actual) == 0);
     }
 
     std::vector<int> order(tags);
@@ -72,8 +71,8 @@ TEST_CASE("20,000 receives posted toward one peer: exact, ordered, all cancellab
             // progress, which only the server's wait makes.
             bmi_op_id_t sid = 0;
             const int sent = pair.client.instance->post(
-                send_request(pair.client, pair.server_addr, out.data(), size, first_tag + t),
-                sid, nullptr);
+                send_request(pair.client, pair.server_addr, out.data(), size, first_tag + t), sid,
+                nullptr);
             REQUIRE(sent >= 0);
             auto got = wait_op(pair.server, ids[index]);
             if (sent == 0) REQUIRE(wait_op(pair.client, sid).error == 0);

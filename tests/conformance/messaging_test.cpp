@@ -29,8 +29,8 @@ TEST_CASE("expected messages of every size class arrive intact", "[conformance]"
         int rc = pair.server.instance->post(
             recv_request(pair.server, client_addr, in.data(), size, 5), rid, &actual);
         REQUIRE(rc == 0);
-        auto sent = post_and_wait(pair.client, send_request(pair.client, pair.server_addr,
-                                                            out.data(), size, 5));
+        auto sent = post_and_wait(pair.client,
+                                  send_request(pair.client, pair.server_addr, out.data(), size, 5));
         REQUIRE(sent.error == 0);
         auto got = wait_op(pair.server, rid);
         REQUIRE(got.error == 0);
@@ -41,8 +41,8 @@ TEST_CASE("expected messages of every size class arrive intact", "[conformance]"
         int rc = pair.client.instance->post(
             send_request(pair.client, pair.server_addr, out.data(), size, 5), sid, nullptr);
         REQUIRE(rc >= 0);
-        auto got = post_and_wait(pair.server,
-                                 recv_request(pair.server, client_addr, in.data(), size, 5));
+        auto got =
+            post_and_wait(pair.server, recv_request(pair.server, client_addr, in.data(), size, 5));
         REQUIRE(got.error == 0);
         REQUIRE(got.actual_size == size);
         if (rc == 0) REQUIRE(wait_op(pair.client, sid).error == 0);
@@ -50,8 +50,7 @@ TEST_CASE("expected messages of every size class arrive intact", "[conformance]"
     REQUIRE(check_pattern(in.data(), static_cast<std::size_t>(size), 7));
 }
 
-TEST_CASE("short messages report their actual size; oversized ones fail cleanly",
-          "[conformance]") {
+TEST_CASE("short messages report their actual size; oversized ones fail cleanly", "[conformance]") {
     auto scheme = GENERATE(from_range(compiled_schemes()));
     auto size = GENERATE(as<bmi_size_t>{}, 100, 200000);
     INFO("method " << scheme << " size " << size);
@@ -66,10 +65,10 @@ TEST_CASE("short messages report their actual size; oversized ones fail cleanly"
         std::vector<char> in(static_cast<std::size_t>(size) * 2, 'x');
         bmi_op_id_t rid = 0;
         REQUIRE(pair.server.instance->post(
-                    recv_request(pair.server, client_addr, in.data(), size * 2, 1), rid,
-                    nullptr) == 0);
-        REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr,
-                                                        out.data(), size, 1))
+                    recv_request(pair.server, client_addr, in.data(), size * 2, 1), rid, nullptr) ==
+                0);
+        REQUIRE(post_and_wait(pair.client,
+                              send_request(pair.client, pair.server_addr, out.data(), size, 1))
                     .error == 0);
         auto got = wait_op(pair.server, rid);
         REQUIRE(got.error == 0);
@@ -81,8 +80,8 @@ TEST_CASE("short messages report their actual size; oversized ones fail cleanly"
         std::vector<char> in(static_cast<std::size_t>(size / 2) + 64, 'x');
         bmi_op_id_t rid = 0;
         REQUIRE(pair.server.instance->post(
-                    recv_request(pair.server, client_addr, in.data(), size / 2, 1), rid,
-                    nullptr) == 0);
+                    recv_request(pair.server, client_addr, in.data(), size / 2, 1), rid, nullptr) ==
+                0);
         bmi_op_id_t sid = 0;
         int rc = pair.client.instance->post(
             send_request(pair.client, pair.server_addr, out.data(), size, 1), sid, nullptr);
@@ -108,20 +107,22 @@ TEST_CASE("messages with one tag between one pair match in order", "[conformance
     std::vector<std::vector<int>> out(count), in(count);
     std::vector<bmi_op_id_t> sends(count), recvs(count);
     for (int i = 0; i < count; ++i) {
-        out[static_cast<std::size_t>(i)].assign(static_cast<std::size_t>(size_of(i)) / sizeof(int), i);
+        out[static_cast<std::size_t>(i)].assign(static_cast<std::size_t>(size_of(i)) / sizeof(int),
+                                                i);
         in[static_cast<std::size_t>(i)].assign(100000 / sizeof(int), -1);
     }
     for (int i = 0; i < count; ++i) {
-        int rc = pair.server.instance->post(
-            recv_request(pair.server, client_addr, in[static_cast<std::size_t>(i)].data(), 100000, 42),
-            recvs[static_cast<std::size_t>(i)], nullptr);
+        int rc = pair.server.instance->post(recv_request(pair.server, client_addr,
+                                                         in[static_cast<std::size_t>(i)].data(),
+                                                         100000, 42),
+                                            recvs[static_cast<std::size_t>(i)], nullptr);
         REQUIRE(rc == 0);
     }
     for (int i = 0; i < count; ++i) {
-        int rc = pair.client.instance->post(
-            send_request(pair.client, pair.server_addr, out[static_cast<std::size_t>(i)].data(),
-                         size_of(i), 42),
-            sends[static_cast<std::size_t>(i)], nullptr);
+        int rc = pair.client.instance->post(send_request(pair.client, pair.server_addr,
+                                                         out[static_cast<std::size_t>(i)].data(),
+                                                         size_of(i), 42),
+                                            sends[static_cast<std::size_t>(i)], nullptr);
         REQUIRE(rc >= 0);
         if (rc == 1) sends[static_cast<std::size_t>(i)] = 0;
     }
@@ -135,8 +136,7 @@ TEST_CASE("messages with one tag between one pair match in order", "[conformance
         if (id != 0) REQUIRE(wait_op(pair.client, id).error == 0);
 }
 
-TEST_CASE("unexpected messages up to the limit arrive; larger ones are refused",
-          "[conformance]") {
+TEST_CASE("unexpected messages up to the limit arrive; larger ones are refused", "[conformance]") {
     auto scheme = GENERATE(from_range(compiled_schemes()));
     Pair pair = make_peers(scheme);
     Pump server_pump(*pair.server.instance);  // a send may need the peer's progress to finish
@@ -175,8 +175,7 @@ TEST_CASE("unexpected messages up to the limit arrive; larger ones are refused",
     }
 }
 
-TEST_CASE("the server can answer an unexpected request at the sender's address",
-          "[conformance]") {
+TEST_CASE("the server can answer an unexpected request at the sender's address", "[conformance]") {
     auto scheme = GENERATE(from_range(compiled_schemes()));
     Pair pair = make_peers(scheme);
     Pump server_pump(*pair.server.instance);
@@ -191,10 +190,11 @@ TEST_CASE("the server can answer an unexpected request at the sender's address",
     char reply[32] = "answer";
     char in[32] = {};
     bmi_op_id_t rid = 0;
-    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, in, 32, 3),
-                                       rid, nullptr) == 0);
-    REQUIRE(post_and_wait(pair.server, send_request(pair.server, client_addr, reply, 32, 3))
-                .error == 0);
+    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, in, 32, 3), rid,
+                                       nullptr) == 0);
+    REQUIRE(
+        post_and_wait(pair.server, send_request(pair.server, client_addr, reply, 32, 3)).error ==
+        0);
     auto got = wait_op(pair.client, rid);
     REQUIRE(got.error == 0);
     REQUIRE(std::strcmp(in, "answer") == 0);
@@ -226,7 +226,8 @@ TEST_CASE("a short list send to an established peer leaves during the post", "[c
     fill_pattern(body, sizeof body, 4);
     const void* list[] = {head, body};
     const bmi_size_t sizes[] = {sizeof head, sizeof body};
-    auto request = send_request(pair.client, pair.server_addr, nullptr, sizeof head + sizeof body, 6);
+    auto request =
+        send_request(pair.client, pair.server_addr, nullptr, sizeof head + sizeof body, 6);
     request.list = list;
     request.sizes = sizes;
     request.list_count = 2;
@@ -241,8 +242,8 @@ TEST_CASE("a short list send to an established peer leaves during the post", "[c
         REQUIRE(sid == 0);
     }
     std::vector<char> in(sizeof head + sizeof body);
-    auto got = post_and_wait(pair.server,
-                             recv_request(pair.server, client_addr, in.data(), 1000, 6));
+    auto got =
+        post_and_wait(pair.server, recv_request(pair.server, client_addr, in.data(), 1000, 6));
     REQUIRE(got.error == 0);
     REQUIRE(got.actual_size == static_cast<bmi_size_t>(in.size()));
     REQUIRE(check_pattern(in.data(), sizeof head, 3));

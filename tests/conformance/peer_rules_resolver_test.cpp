@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdint>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -80,7 +80,8 @@ int unanswering_resolver() {
             written = std::fclose(f) == 0 && written;
         }
         // The bind mount keeps the file alive: nothing is left in /tmp.
-        mounted = written && mount(conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) == 0;
+        mounted = written &&
+                  mount(conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) == 0;
         unlink(conf.c_str());
         rmdir(dir);
     }
@@ -174,11 +175,9 @@ TEST_CASE("peer rules: a lookup whose resolver never answers holds up no other o
         WARN("method " << scheme << ": addresses name no host, no resolver to wait for");
         return;
     }
-    const int outcome = in_child([&] { return ping_pong_during_unanswered_lookup(scheme); },
-                                 60000);
+    const int outcome = in_child([&] { return ping_pong_during_unanswered_lookup(scheme); }, 60000);
     INFO("method " << scheme << ", child outcome " << outcome
                    << " (1: a round trip waited for the lookup, 2: the resolver answered, "
                       "3: no private resolver (needs root), 4: a check failed in the child)");
     REQUIRE(outcome == served);
 }
-

@@ -130,8 +130,7 @@ int echo_server(const std::string& scheme, const std::string& options, int descr
         server.instance->open_context(server.context) != 0)
         return 3;
     const std::string address = server.instance->listen_addresses() + "\n";
-    if (write(address_out, address.data(), address.size()) !=
-        static_cast<ssize_t>(address.size()))
+    if (write(address_out, address.data(), address.size()) != static_cast<ssize_t>(address.size()))
         return 4;
     std::deque<std::string> replies;  // kept until the process ends
     const auto deadline = Clock::now() + std::chrono::seconds(30);
@@ -166,9 +165,9 @@ bool echoed(const std::string& address, const std::string& text, int ms) {
     if (client.instance->addr_lookup(address, server) != 0) return false;
     std::string out = text, back(text.size(), '\0');
     bmi_op_id_t rid = 0, sid = 0;
-    REQUIRE(client.instance->post(recv_request(client, server, back.data(),
-                                               static_cast<bmi_size_t>(back.size()), 9),
-                                  rid, nullptr) == 0);
+    REQUIRE(client.instance->post(
+                recv_request(client, server, back.data(), static_cast<bmi_size_t>(back.size()), 9),
+                rid, nullptr) == 0);
     auto request = send_request(client, server, out.data(), static_cast<bmi_size_t>(out.size()), 1);
     request.kind = method::OpKind::send_unexpected;
     const int posted = client.instance->post(request, sid, nullptr);
@@ -192,7 +191,8 @@ bool echoed(const std::string& address, const std::string& text, int ms) {
 }  // namespace
 
 TEST_CASE("peer rules: idle connections from one host do not lock its clients out when "
-          "descriptors run short", "[rules][descriptors]") {
+          "descriptors run short",
+          "[rules][descriptors]") {
     const std::string scheme = GENERATE(from_range(compiled_schemes()));
     // 0: the method's defaults, whose per-source bound is above the free descriptors, so
     // shedding picks the idle connections; 16: the per-source bound admits them.

@@ -22,8 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 // Keys. Right key (or none on either side): as usual; wrong or one-sided: refused.
 
-TEST_CASE("peer rules: instances with the same key, or with none, talk as usual",
-          "[rules][keys]") {
+TEST_CASE("peer rules: instances with the same key, or with none, talk as usual", "[rules][keys]") {
     const std::string scheme = GENERATE(from_range(compiled_schemes()));
     const bool keyed = GENERATE(true, false);
     INFO("method " << scheme << (keyed ? ", both with one key" : ", no key on either side"));
@@ -54,8 +53,7 @@ TEST_CASE("peer rules: a wrong key, or a key on one side only, is refused with -
         Pump pump(*pair.server.instance);
         for (int attempt = 0; attempt < 2; ++attempt) {  // a second try is refused again
             const int error = send_first(pair, 30000);
-            if (client_key != 0 || !adapter.refused_send_may_complete)
-                CHECK(error == -BMI_EACCES);
+            if (client_key != 0 || !adapter.refused_send_may_complete) CHECK(error == -BMI_EACCES);
         }
     }
     // Nothing of the refused peer reached the application.
@@ -168,7 +166,8 @@ TEST_CASE("peer rules: a peer that proved the key answers to the address it anno
 // the handshake is refused and nothing is delivered.
 
 TEST_CASE("peer rules: a handshake carried across two connections, back to its instance or to "
-          "another key holder, is refused", "[rules][reflection]") {
+          "another key holder, is refused",
+          "[rules][reflection]") {
     const std::string scheme = GENERATE(from_range(compiled_schemes()));
     const bool to_itself = GENERATE(true, false);
     INFO("method " << scheme << (to_itself ? ", back to the instance" : ", to another holder"));
@@ -207,4 +206,3 @@ TEST_CASE("peer rules: a handshake carried across two connections, back to its i
         CHECK(outcount == 0);
     }
 }
-

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "unexpected_burst.hpp"
 #include "tests/captured_stderr.hpp"
+#include "unexpected_burst.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -52,8 +52,7 @@ bool server_reaches(Side& server, std::vector<core::UnexpectedMessage>& got, std
 // One unexpected message within deadline_ms; the count taken (0 or 1).
 int receive_one_unexpected(core::Instance& server, core::UnexpectedMessage& got,
                            int deadline_ms = 30000) {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
     int outcount = 0;
     while (outcount == 0 && std::chrono::steady_clock::now() < deadline)
         if (server.testunexpected(20, outcount, std::span(&got, 1)) != 0) return 0;

@@ -52,8 +52,8 @@ private:
                 return;
             }
             id = 0;
-            if (s.instance->post(send_request(s, from, out, sizeof out, request + 1), id,
-                                 nullptr) < 0)
+            if (s.instance->post(send_request(s, from, out, sizeof out, request + 1), id, nullptr) <
+                0)
                 return;
             if (id != 0 && !finish(s, id)) return;
         }
@@ -82,8 +82,8 @@ TEST_CASE("a sleep in a socket read holds a second thread back for its bound at 
         char in[8] = {}, out[8] = "ping";
         bmi_op_id_t rid = 0;
         REQUIRE(pair.client.instance->post(
-                    recv_request(pair.client, pair.server_addr, in, sizeof in, 21), rid,
-                    nullptr) == 0);
+                    recv_request(pair.client, pair.server_addr, in, sizeof in, 21), rid, nullptr) ==
+                0);
         std::atomic<int> post_rc{1};
         std::thread requester([&] {
             std::this_thread::sleep_for(50ms);  // the test thread is asleep by now

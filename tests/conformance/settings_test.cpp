@@ -62,8 +62,7 @@ TEST_CASE("the table gathers support's rows, then each method's, in method-table
             CHECK(support::parse_setting(spec, defaults.shown(spec)) == value);
         }
         if (spec.type == support::SettingType::size ||
-            spec.type == support::SettingType::duration ||
-            spec.type == support::SettingType::count)
+            spec.type == support::SettingType::duration || spec.type == support::SettingType::count)
             CHECK(spec.min <= spec.max);
     }
     // A former name is no row's current name, nor another row's former one: each reads as
@@ -82,8 +81,7 @@ TEST_CASE("the table gathers support's rows, then each method's, in method-table
         for (const auto& row : rows) CHECK(row.key.starts_with(scheme));
 }
 
-TEST_CASE("a malformed environment variable fails BMI_initialize and names itself",
-          "[settings]") {
+TEST_CASE("a malformed environment variable fails BMI_initialize and names itself", "[settings]") {
     setenv("BMI_TCP_SPIN_US", "abc", 1);  // quietly 0 before the table
     std::string log;
     const int rc = initialize_with("", log);
@@ -131,8 +129,7 @@ TEST_CASE("a malformed option fails BMI_initialize and names itself", "[settings
                    "not valid: expected a size from 0 to 1024G bytes") != std::string::npos);
 }
 
-TEST_CASE("sizes take suffixes and the option string wins over the environment",
-          "[settings]") {
+TEST_CASE("sizes take suffixes and the option string wins over the environment", "[settings]") {
     setenv("BMI_UNEXPECTED_QUOTA", "2M", 1);
     char options[] = "unexpected_quota=1GiB";
     const int rc = BMI_initialize(nullptr, nullptr, 0, options);

@@ -136,8 +136,8 @@ TEST_CASE("16 threads post, test, cancel and drop addresses on shared contexts",
                 fill_pattern(data.data(), data.size(), static_cast<std::uint32_t>(t * 1000 + r));
                 auto req = send_request(pair.client, pair.server_addr, data.data(),
                                         static_cast<bmi_size_t>(data.size()), tag);
-                if (!post_wait(*pair.client.instance, client_shared, req, pair.client.context,
-                               0, nullptr))
+                if (!post_wait(*pair.client.instance, client_shared, req, pair.client.context, 0,
+                               nullptr))
                     ++failures;
             }
         });
@@ -151,9 +151,8 @@ TEST_CASE("16 threads post, test, cancel and drop addresses on shared contexts",
                 if (!post_wait(*pair.server.instance, server_shared, req, pair.server.context, 0,
                                &actual))
                     ++failures;
-                else if (actual != size ||
-                         !check_pattern(data.data(), data.size(),
-                                        static_cast<std::uint32_t>(t * 1000 + r)))
+                else if (actual != size || !check_pattern(data.data(), data.size(),
+                                                          static_cast<std::uint32_t>(t * 1000 + r)))
                     ++corrupt;
             }
         });
@@ -163,8 +162,8 @@ TEST_CASE("16 threads post, test, cancel and drop addresses on shared contexts",
             int buffer = 0;
             for (int r = 0; r < rounds; ++r) {
                 // A tag nobody sends: only the cancel can end it.
-                auto req = recv_request(pair.client, pair.server_addr, &buffer, sizeof buffer,
-                                        3000 + t);
+                auto req =
+                    recv_request(pair.client, pair.server_addr, &buffer, sizeof buffer, 3000 + t);
                 req.context = pair.client.context;
                 bmi_op_id_t id = 0;
                 if (pair.client.instance->post(req, id, nullptr) != 0 ||
@@ -192,8 +191,8 @@ TEST_CASE("16 threads post, test, cancel and drop addresses on shared contexts",
                 }
                 auto req = send_request(pair.client, addr, note, sizeof note, 4000 + t);
                 req.kind = method::OpKind::send_unexpected;
-                if (!post_wait(*pair.client.instance, client_shared, req, pair.client.context,
-                               0, nullptr))
+                if (!post_wait(*pair.client.instance, client_shared, req, pair.client.context, 0,
+                               nullptr))
                     ++failures;
                 if (pair.client.instance->set_info(addr, BMI_DROP_ADDR, nullptr) == 0)
                     ++dropped;

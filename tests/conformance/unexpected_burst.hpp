@@ -19,8 +19,7 @@ inline std::vector<bmi_op_id_t> post_unexpected_burst(Pair& pair, int count, bmi
                                                       bmi_msg_tag_t tag_base,
                                                       std::uint32_t seed_base,
                                                       std::vector<std::vector<char>>& out) {
-    out.assign(static_cast<std::size_t>(count),
-               std::vector<char>(static_cast<std::size_t>(size)));
+    out.assign(static_cast<std::size_t>(count), std::vector<char>(static_cast<std::size_t>(size)));
     std::vector<bmi_op_id_t> pending;
     for (int i = 0; i < count; ++i) {
         auto& payload = out[static_cast<std::size_t>(i)];

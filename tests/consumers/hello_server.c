@@ -31,8 +31,7 @@ static int answer(bmi_context_id ctx, const struct BMI_unexpected_info *info)
     char reply[300];
     int len = snprintf(reply, sizeof(reply), "echo: %.*s", (int)info->size, (char *)info->buffer);
     bmi_op_id_t id;
-    int rc = BMI_post_send(&id, info->addr, reply, len, BMI_EXT_ALLOC, info->tag, NULL, ctx,
-                           NULL);
+    int rc = BMI_post_send(&id, info->addr, reply, len, BMI_EXT_ALLOC, info->tag, NULL, ctx, NULL);
     int outcount = 0, tries;
     bmi_error_code_t error = 0;
     bmi_size_t actual = 0;

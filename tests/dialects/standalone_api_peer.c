@@ -33,8 +33,7 @@ static int fail(const char *what, int rc)
 }
 
 /* Waits for one operation; 0 and its error and size, or -1 after WAIT_MS. */
-static int wait_op(bmi_op_id_t id, bmi_context_id ctx, bmi_error_code_t *error,
-                   bmi_size_t *actual)
+static int wait_op(bmi_op_id_t id, bmi_context_id ctx, bmi_error_code_t *error, bmi_size_t *actual)
 {
     int waited, outcount = 0;
     void *user = NULL;
@@ -105,8 +104,7 @@ static int answer(const struct BMI_unexpected_info *info, bmi_context_id ctx)
     head.request_id = req.request_id;
     head.size = req.response_size;
     memcpy(buf, &head, sizeof(head));
-    pvfs_pattern_fill(buf + sizeof(head), (size_t)req.response_size - sizeof(head),
-                      req.request_id);
+    pvfs_pattern_fill(buf + sizeof(head), (size_t)req.response_size - sizeof(head), req.request_id);
     rc = send_and_wait(info->addr, buf, (bmi_size_t)req.response_size, info->tag, -1, ctx);
     free(buf);
     if (rc != 0)
@@ -139,8 +137,7 @@ static int serve(const char *listen)
     uint64_t requests = 0, notes = 0;
     int rc, outcount, done = 0, bad = 0;
 
-    rc = BMI_initialize(pvfs_method_for(listen, method, sizeof(method)), listen,
-                        BMI_INIT_SERVER);
+    rc = BMI_initialize(pvfs_method_for(listen, method, sizeof(method)), listen, BMI_INIT_SERVER);
     if (rc < 0)
         return fail("BMI_initialize", rc);
     if (BMI_open_context(&ctx) < 0 || print_address(listen) != 0) {
@@ -208,8 +205,8 @@ static int send_notes(BMI_addr_t server, int notes, bmi_context_id ctx)
             bmi_error_code_t error = 0;
             bmi_size_t actual = 0;
             int rc = BMI_post_sendunexpected_list_class(&id, server, pieces, sizes, 2, NOTE_SIZE,
-                                                        BMI_EXT_ALLOC, 1000 + i, NOTE_CLASS,
-                                                        NULL, ctx, NULL);
+                                                        BMI_EXT_ALLOC, 1000 + i, NOTE_CLASS, NULL,
+                                                        ctx, NULL);
             if (rc < 0 || (rc == 0 && (wait_op(id, ctx, &error, &actual) != 0 || error != 0)))
                 return fail("list note", rc);
         } else if (send_and_wait(server, note, NOTE_SIZE, 1000 + i, NOTE_CLASS, ctx) != 0) {
@@ -230,8 +227,8 @@ static int request(BMI_addr_t server, uint32_t op, uint64_t id, bmi_size_t size,
     bmi_size_t actual = 0;
     int rc;
     memset(response, 0, (size_t)size);
-    rc = BMI_post_recv(&recv_id, server, response, size, &actual, BMI_EXT_ALLOC,
-                       (bmi_msg_tag_t)id, NULL, ctx, NULL);
+    rc = BMI_post_recv(&recv_id, server, response, size, &actual, BMI_EXT_ALLOC, (bmi_msg_tag_t)id,
+                       NULL, ctx, NULL);
     if (rc < 0)
         return fail("BMI_post_recv", rc);
     req.magic = PVFS_PROTO_MAGIC;
@@ -257,8 +254,8 @@ static int check_cancel(BMI_addr_t server, bmi_context_id ctx)
     bmi_op_id_t id;
     bmi_error_code_t error = 0;
     bmi_size_t actual = 0;
-    int rc = BMI_post_recv(&id, server, buf, sizeof(buf), &actual, BMI_EXT_ALLOC, 0x7ffffff0,
-                           NULL, ctx, NULL);
+    int rc = BMI_post_recv(&id, server, buf, sizeof(buf), &actual, BMI_EXT_ALLOC, 0x7ffffff0, NULL,
+                           ctx, NULL);
     if (rc != 0 || BMI_cancel(id, ctx) < 0 || wait_op(id, ctx, &error, &actual) != 0 ||
         error != -BMI_ECANCEL)
         return fail("cancel", error);
@@ -288,8 +285,8 @@ static int call(const char *addr, uint64_t iterations, uint64_t size, int notes,
         failed = request(server, PVFS_OP_GETATTR, i + 1, (bmi_size_t)size, response, ctx) != 0;
     failed = failed || check_cancel(server, ctx) != 0;
     if (!failed && shutdown)
-        failed = request(server, PVFS_OP_SHUTDOWN, iterations + 1, (bmi_size_t)size, response,
-                         ctx) != 0;
+        failed =
+            request(server, PVFS_OP_SHUTDOWN, iterations + 1, (bmi_size_t)size, response, ctx) != 0;
     free(response);
     BMI_close_context(ctx);
     rc = BMI_finalize();
@@ -305,8 +302,10 @@ int main(int argc, char **argv)
     if (argc >= 3 && strcmp(argv[1], "serve") == 0)
         return serve(argv[2]);
     if (argc < 3 || strcmp(argv[1], "call") != 0) {
-        fprintf(stderr, "usage: %s serve LISTEN | call ADDR [--iterations N] [--size BYTES] "
-                        "[--notes N] [--shutdown]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s serve LISTEN | call ADDR [--iterations N] [--size BYTES] "
+                "[--notes N] [--shutdown]\n",
+                argv[0]);
         return 2;
     }
     for (a = 3; a < argc && ok; a++) {

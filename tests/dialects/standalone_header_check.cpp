@@ -18,11 +18,9 @@ SAME_TYPE(BMI_post_sendunexpected_class,
           int (*)(bmi_op_id_t*, BMI_addr_t, const void*, bmi_size_t, enum bmi_buffer_type,
                   bmi_msg_tag_t, uint8_t, void*, bmi_context_id, bmi_hint));
 SAME_TYPE(BMI_post_sendunexpected_list_class,
-          int (*)(bmi_op_id_t*, BMI_addr_t, const void* const*, const bmi_size_t*, int,
-                  bmi_size_t, enum bmi_buffer_type, bmi_msg_tag_t, uint8_t, void*,
-                  bmi_context_id, bmi_hint));
-SAME_TYPE(BMI_testunexpected_class,
-          int (*)(int, int*, struct BMI_unexpected_info*, uint8_t, int));
+          int (*)(bmi_op_id_t*, BMI_addr_t, const void* const*, const bmi_size_t*, int, bmi_size_t,
+                  enum bmi_buffer_type, bmi_msg_tag_t, uint8_t, void*, bmi_context_id, bmi_hint));
+SAME_TYPE(BMI_testunexpected_class, int (*)(int, int*, struct BMI_unexpected_info*, uint8_t, int));
 
 static_assert(BMI_MAX_ADDR_LEN == 256);
 static_assert(BMI_TRUSTED_CONNECTION == 9 && BMI_GET_UNEXP_SIZE == 10 &&

@@ -27,8 +27,8 @@ void check_tcp(std::string_view address) {
                                 : tcp::parse_listen_address(address, form == 2);
         if (!parsed) continue;
         auto again = tcp::parse_tcp_address(parsed->canonical);
-        FUZZ_CHECK(again && again->canonical == parsed->canonical &&
-                   again->host == parsed->host && again->port == parsed->port);
+        FUZZ_CHECK(again && again->canonical == parsed->canonical && again->host == parsed->host &&
+                   again->port == parsed->port);
     }
 }
 }  // namespace

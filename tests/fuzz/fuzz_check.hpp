@@ -12,13 +12,12 @@
 #include <span>
 #include <string_view>
 
-#define FUZZ_CHECK(cond)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            std::fprintf(stderr, "%s:%d: fuzz property failed: %s\n", __FILE__, __LINE__, \
-                         #cond);                                                           \
-            std::abort();                                                                  \
-        }                                                                                  \
+#define FUZZ_CHECK(cond)                                                                          \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            std::fprintf(stderr, "%s:%d: fuzz property failed: %s\n", __FILE__, __LINE__, #cond); \
+            std::abort();                                                                         \
+        }                                                                                         \
     } while (0)
 
 namespace bmi::fuzz {

@@ -50,10 +50,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 const auto* first = static_cast<const std::byte*>(segment.data);
                 bool inside = false;
                 for (const auto& mapping : keep)
-                    inside = inside || (first >= mapping->local &&
-                                        static_cast<std::size_t>(segment.size) <=
-                                            mapping->size -
-                                                static_cast<std::size_t>(first - mapping->local));
+                    inside = inside ||
+                             (first >= mapping->local &&
+                              static_cast<std::size_t>(segment.size) <=
+                                  mapping->size - static_cast<std::size_t>(first - mapping->local));
                 FUZZ_CHECK(inside);
                 if (segment.size > 0) {
                     volatile std::byte sink = first[0];

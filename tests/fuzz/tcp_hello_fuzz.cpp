@@ -23,9 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(check_header(h, ack ? Dialect::await_ack : Dialect::first_inbound,
                             default_unexpected_limit) == 0);
     FUZZ_CHECK(hello->address.size() <= BMI_MAX_ADDR_LEN);
-    FUZZ_CHECK(hello->proof.has_value() == ((hello->features & feature_key_proof) != 0 &&
-                                            body.size() > hello_fixed_size +
-                                                              hello->address.size()));
+    FUZZ_CHECK(hello->proof.has_value() ==
+               ((hello->features & feature_key_proof) != 0 &&
+                body.size() > hello_fixed_size + hello->address.size()));
 
     const auto frame = encode_hello(*hello, ack);
     FUZZ_CHECK(frame.size() == legacy_header_size + body.size());

@@ -26,8 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(name.size() <= max_name);
     // The window it grants must be one take_returned_credits can enforce.
     int send_credits = 0;
-    FUZZ_CHECK(take_returned_credits(send_credits, hello.credits,
-                                     static_cast<int>(hello.credits)));
+    FUZZ_CHECK(take_returned_credits(send_credits, hello.credits, static_cast<int>(hello.credits)));
     FUZZ_CHECK(!take_returned_credits(send_credits, 1, static_cast<int>(hello.credits)));
     return 0;
 }

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "bmi.h"
-#include "tcp_client_start.h"
 #include "killed_peer.h"
+#include "tcp_client_start.h"
 
 static int fail(const char *what, int rc)
 {

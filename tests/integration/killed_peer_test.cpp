@@ -83,10 +83,8 @@ private:
 
 }  // namespace
 
-TEST_CASE("a libbmi peer killed during a 64 MiB send fails the posted receive",
-          "[integration]") {
-    kill_peer_mid_message(program_from_env("BMI_KILLED_PEER_CLIENT"),
-                          std::to_string(64 << 20));
+TEST_CASE("a libbmi peer killed during a 64 MiB send fails the posted receive", "[integration]") {
+    kill_peer_mid_message(program_from_env("BMI_KILLED_PEER_CLIENT"), std::to_string(64 << 20));
 }
 
 TEST_CASE("a legacy-protocol peer killed mid-payload fails the posted receive", "[integration]") {
@@ -97,8 +95,8 @@ TEST_CASE("a legacy-protocol peer killed mid-payload fails the posted receive", 
 TEST_CASE("a peer that stops mid-payload without dying times out the posted receive",
           "[integration]") {
     ScopedEnv stall("BMI_TCP_STALL_TIMEOUT_MS", "1500");
-    auto pair = start_stuck_pair(program_from_env("BMI_LEGACY_PEER_CLIENT"),
-                                 std::to_string(8 << 20));
+    auto pair =
+        start_stuck_pair(program_from_env("BMI_LEGACY_PEER_CLIENT"), std::to_string(8 << 20));
     REQUIRE(pair);
     auto verdict = server_verdict(pair->server, std::chrono::steady_clock::now());
     CHECK(verdict.rfind("RESULT failed", 0) == 0);

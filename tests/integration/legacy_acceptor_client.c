@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A plain libbmi tcp client for legacy_acceptor_test: it sends one unexpected, one eager and one
  * rendezvous-sized message to the address it is given, waits (with a deadline) for all three to
- * complete and for the acceptor's reply, prints "SENT" and exits 0. Payload byte i of the message with tag t is
- * (i * 7 + t) & 0xff, so the acceptor can check every byte. */
+ * complete and for the acceptor's reply, prints "SENT" and exits 0. Payload byte i of the message
+ * with tag t is (i * 7 + t) & 0xff, so the acceptor can check every byte. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "bmi.h"
-#include "tcp_client_start.h"
 #include "legacy_acceptor.h"
+#include "tcp_client_start.h"
 
 static int fail(const char *what, int rc)
 {
@@ -44,7 +44,8 @@ static int wait_for(bmi_op_id_t id, bmi_context_id context, const char *what)
 
 int main(int argc, char **argv)
 {
-    static const struct {
+    static const struct
+    {
         int tag;
         bmi_size_t size;
         int unexpected;

@@ -116,7 +116,7 @@ public:
     int connections = 0;
     int rejected = 0;  // connections closed at the magic check: OrangeFS logs "bad magic"
     std::map<std::int32_t, Message> by_tag;  // by the tag as OrangeFS decodes it
-    std::vector<Message> messages;  // every magic-51903 header, in arrival order
+    std::vector<Message> messages;           // every magic-51903 header, in arrival order
 
 private:
     void serve_connection(int fd) {
@@ -200,8 +200,8 @@ TEST_CASE("an OrangeFS-like acceptor gets legacy frames on one connection, no ba
     CHECK(acceptor.by_tag[LA_TAG_UNEXPECTED].mode == mode_unexpected);
     CHECK(acceptor.by_tag[LA_TAG_EAGER].mode == mode_eager);
     CHECK(acceptor.by_tag[LA_TAG_LARGE].mode == mode_rendezvous);
-    CHECK(payload_intact(acceptor.by_tag[LA_TAG_UNEXPECTED], LA_TAG_UNEXPECTED,
-                         LA_SIZE_UNEXPECTED));
+    CHECK(
+        payload_intact(acceptor.by_tag[LA_TAG_UNEXPECTED], LA_TAG_UNEXPECTED, LA_SIZE_UNEXPECTED));
     CHECK(payload_intact(acceptor.by_tag[LA_TAG_EAGER], LA_TAG_EAGER, LA_SIZE_EAGER));
     CHECK(payload_intact(acceptor.by_tag[LA_TAG_LARGE], LA_TAG_LARGE, LA_SIZE_LARGE));
 }

@@ -89,10 +89,10 @@ TEST_CASE("pingpong at small sizes verifies every message over every built metho
         INFO("method bmi_" << method);
         const std::string list = "bmi_" + method;
         std::string footer;
-        auto rows = run_pair(exe, {"--method-list", list, "--server", listen},
-                             {"--method-list", list, "--min", "1", "--max", "64K", "--iters", "20",
-                              "--check"},
-                             &footer);
+        auto rows = run_pair(
+            exe, {"--method-list", list, "--server", listen},
+            {"--method-list", list, "--min", "1", "--max", "64K", "--iters", "20", "--check"},
+            &footer);
         check_table(rows, 1, 65536);
         CHECK(rows.size() == 17);
         CHECK(footer.rfind("# done: 17 sizes", 0) == 0);
@@ -110,8 +110,8 @@ TEST_CASE("pingpong over bmi_tcp moves large messages intact", "[integration]") 
 TEST_CASE("raw_tcp_pingpong prints the same plan in the same format", "[integration]") {
     const std::string bmi_exe = program_from_env("BMI_PINGPONG");
     const std::string raw_exe = program_from_env("BMI_RAW_TCP_PINGPONG");
-    const std::vector<std::string> plan = {"--min", "4", "--max", "128K", "--iters", "10",
-                                           "--check"};
+    const std::vector<std::string> plan = {"--min",   "4",  "--max",  "128K",
+                                           "--iters", "10", "--check"};
     std::string bmi_footer, raw_footer;
     auto bmi_rows = run_pair(bmi_exe, {"--server"}, plan, &bmi_footer);
     auto raw_rows = run_pair(raw_exe, {"--server"}, plan, &raw_footer);
@@ -130,10 +130,10 @@ TEST_CASE("raw_tcp_pingpong --framed keeps every message intact behind its heade
     CAPTURE(mode);
     std::string footer;
     // Sizes from 1 B to past a socket buffer, so writev() returns short and the rest follows.
-    auto rows = run_pair(raw_exe, {"--server", "--framed"},
-                         {"--framed", "--check", "--mode", mode, "--min", "1", "--max", "4M",
-                          "--iters", "8"},
-                         &footer);
+    auto rows = run_pair(
+        raw_exe, {"--server", "--framed"},
+        {"--framed", "--check", "--mode", mode, "--min", "1", "--max", "4M", "--iters", "8"},
+        &footer);
     check_table(rows, 1, 4 * 1024 * 1024);
 }
 

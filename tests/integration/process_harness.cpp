@@ -104,8 +104,7 @@ Process Process::spawn(const std::vector<std::string>& argv, bool with_stdin) {
     // The report pipe reaches end of file at exec (close-on-exec) or carries exec's errno.
     int child_errno = 0;
     ssize_t n;
-    do
-        n = ::read(report_fd, &child_errno, sizeof(child_errno));
+    do n = ::read(report_fd, &child_errno, sizeof(child_errno));
     while (n < 0 && errno == EINTR);
     ::close(report_fd);
     if (n > 0) {
@@ -152,8 +151,7 @@ void Process::release() {
 bool Process::reap(int options) {
     int status = 0;
     pid_t r;
-    do
-        r = ::waitpid(pid_, &status, options);
+    do r = ::waitpid(pid_, &status, options);
     while (r < 0 && errno == EINTR);
     if (r != pid_) return false;
     reaped_ = true;
@@ -194,8 +192,8 @@ std::optional<std::string> Process::read_line(milliseconds timeout) {
 
 std::optional<std::string> Process::read_address(milliseconds timeout) {
     auto deadline = Clock::now() + timeout;
-    while (auto line = read_line(std::chrono::duration_cast<milliseconds>(deadline -
-                                                                          Clock::now()))) {
+    while (
+        auto line = read_line(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()))) {
         if (line->rfind("ADDR ", 0) == 0) return line->substr(5);
     }
     return std::nullopt;

@@ -100,8 +100,8 @@ void serve_standalone_client(ApiDialect dialect) {
         CHECK(std::vector<std::uint8_t>(p, p + m.size) == pattern(SP_SIZE_UNEXP, tag));
         server->unexpected_free(m.buffer);
     }
-    for (auto [tag, size] : {std::pair{SP_TAG_EAGER, SP_SIZE_EAGER},
-                             std::pair{SP_TAG_LARGE, SP_SIZE_LARGE}}) {
+    for (auto [tag, size] :
+         {std::pair{SP_TAG_EAGER, SP_SIZE_EAGER}, std::pair{SP_TAG_LARGE, SP_SIZE_LARGE}}) {
         std::vector<std::uint8_t> got(SP_SIZE_LARGE);
         bmi_size_t actual = 0;
         REQUIRE(run_op(*server, ctx, OpKind::recv, from, tag, got, 0, &actual) == 0);
@@ -158,11 +158,7 @@ TEST_CASE("a standalone-dialect client falls back to the 25-byte framing", "[int
         if (*line == "DONE") break;
     }
     const std::vector<std::string> expected = {
-        "REJECTED",
-        "MSG 2 1 6 2 ok",
-        "MSG 4 10 16384 0 ok",
-        "MSG 8 11 1048576 0 ok",
-        "DONE",
+        "REJECTED", "MSG 2 1 6 2 ok", "MSG 4 10 16384 0 ok", "MSG 8 11 1048576 0 ok", "DONE",
     };
     CHECK(lines == expected);
     client->close_context(ctx);
@@ -175,8 +171,7 @@ TEST_CASE("a standalone-dialect client falls back to the 25-byte framing", "[int
 TEST_CASE("told to use OrangeFS framing, the same client fails clearly", "[integration]") {
     // One refusal ends it: in OrangeFS framing the client sends no HELLO, only its messages
     // with the upgrade offer, and a peer that closes on them is not retried.
-    Process acceptor =
-        Process::spawn({program_from_env("BMI_STANDALONE_PEER"), "acceptor", "1"});
+    Process acceptor = Process::spawn({program_from_env("BMI_STANDALONE_PEER"), "acceptor", "1"});
     auto address = acceptor.read_address(10s);
     REQUIRE(address);
     auto client = instance(ApiDialect::standalone, "", "tcp_legacy_framing=orangefs");
@@ -190,8 +185,7 @@ TEST_CASE("told to use OrangeFS framing, the same client fails clearly", "[integ
     const int sent = run_op(*client, ctx, OpKind::send_unexpected, server, SP_TAG_UNEXP_A, unexp);
     CHECK((sent == 0 || sent == -BMI_ECONNRESET));
     std::vector<std::uint8_t> reply(100);
-    CHECK(run_op(*client, ctx, OpKind::recv, server, SP_TAG_REPLY_EAGER, reply) ==
-          -BMI_ECONNRESET);
+    CHECK(run_op(*client, ctx, OpKind::recv, server, SP_TAG_REPLY_EAGER, reply) == -BMI_ECONNRESET);
     auto status = acceptor.wait(20s);
     REQUIRE(status);
     CHECK(*status == 3);  // one connection refused at its magic check: 51903

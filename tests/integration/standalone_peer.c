@@ -36,7 +36,8 @@
 #define EAGER 4u
 #define REND 8u
 
-struct header {
+struct header
+{
     uint32_t magic, mode, tag;
     uint64_t size;
     unsigned msg_class;

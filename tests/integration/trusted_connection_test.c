@@ -26,7 +26,8 @@
 #define HELLO_TAG 77
 
 /* The test's own layout: libbmi never looks inside, only OrangeFS's accessors do. */
-struct server_configuration_s {
+struct server_configuration_s
+{
     int ports_enabled;
     unsigned long ports[2];
     int networks_enabled;
@@ -85,8 +86,8 @@ static int run_client(const char *address)
         return 3;
     if (BMI_addr_lookup(&server, address, NULL) != 0)
         return 3;
-    rc = BMI_post_sendunexpected(&id, server, hello, sizeof hello, BMI_EXT_ALLOC, HELLO_TAG,
-                                 NULL, context, NULL);
+    rc = BMI_post_sendunexpected(&id, server, hello, sizeof hello, BMI_EXT_ALLOC, HELLO_TAG, NULL,
+                                 context, NULL);
     if (rc < 0)
         return 1;
     outcount = rc;
@@ -100,12 +101,12 @@ static int run_client(const char *address)
 
 static int failures;
 
-#define CHECK(cond)                                                             \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "FAILED at line %d: %s\n", __LINE__, #cond);        \
-            ++failures;                                                         \
-        }                                                                       \
+#define CHECK(cond)                                                      \
+    do {                                                                 \
+        if (!(cond)) {                                                   \
+            fprintf(stderr, "FAILED at line %d: %s\n", __LINE__, #cond); \
+            ++failures;                                                  \
+        }                                                                \
     } while (0)
 
 /* The server progresses (accepts) only inside BMI calls: this one, for up to ms. Returns 1
@@ -266,7 +267,7 @@ int main(int argc, char **argv)
 
     BMI_finalize();
     if (failures == 0)
-        printf("trusted connections: all checks passed (ports %d-%d, refused port %d)\n", low,
-               high, outside);
+        printf("trusted connections: all checks passed (ports %d-%d, refused port %d)\n", low, high,
+               outside);
     return failures == 0 ? 0 : 1;
 }

@@ -111,8 +111,7 @@ static int wait_all(bmi_op_id_t *ids, int *done, bmi_error_code_t *errors, bmi_s
 
 /* One request; 0 ok, 1 an operation failed, 2 a message was wrong, 3 an operation hung. */
 static int exchange(const struct options *o, BMI_addr_t server, uint64_t seq, uint64_t *x,
-                    unsigned char *req, unsigned char *bulk, unsigned char *reply,
-                    struct stats *st)
+                    unsigned char *req, unsigned char *bulk, unsigned char *reply, struct stats *st)
 {
     static const char *names[3] = {"reply", "request", "bulk"};
     const int pattern = (int)(seq % 4); /* bulk: none, small, large; reply: small, large */
@@ -129,8 +128,8 @@ static int exchange(const struct options *o, BMI_addr_t server, uint64_t seq, ui
     rq.reply_size = pick(x, pattern == 2 ? 2 : 1, o->max_large);
     rq.size = sizeof rq + rng(x) % (NETEM_REQUEST_MAX - sizeof rq);
     netem_seal(req, &rq, rng(x));
-    rc = BMI_post_recv(&ids[n], server, reply, (bmi_size_t)o->max_large, &actual[0],
-                       BMI_EXT_ALLOC, netem_tag(seq), (void *)(intptr_t)0, ctx, NULL);
+    rc = BMI_post_recv(&ids[n], server, reply, (bmi_size_t)o->max_large, &actual[0], BMI_EXT_ALLOC,
+                       netem_tag(seq), (void *)(intptr_t)0, ctx, NULL);
     done[n++] = rc != 0;
     errors[0] = rc < 0 ? rc : 0;
     if (rc >= 0) {
@@ -250,8 +249,8 @@ int main(int argc, char **argv)
     reply = malloc((size_t)o.max_large);
     if (req == NULL || bulk == NULL || reply == NULL)
         return 2;
-    if ((rc = BMI_initialize("bmi_tcp", NULL, 0, NULL)) < 0 ||
-        (rc = BMI_open_context(&ctx)) < 0 || (rc = BMI_addr_lookup(&server, o.server, NULL)) < 0) {
+    if ((rc = BMI_initialize("bmi_tcp", NULL, 0, NULL)) < 0 || (rc = BMI_open_context(&ctx)) < 0 ||
+        (rc = BMI_addr_lookup(&server, o.server, NULL)) < 0) {
         fprintf(stderr, "netem_client: cannot start toward %s: %s\n", o.server,
                 bmi_status_string(rc));
         return 2;
@@ -281,8 +280,8 @@ int main(int argc, char **argv)
             nanosleep(&tick, NULL);
         }
     }
-    printf("CLIENT id=%" PRIu64 " ok=%" PRIu64 " failed=%" PRIu64 " bad=%" PRIu64
-           " hung=%" PRIu64 " bytes=%" PRIu64 " ok_since_error=%" PRIu64 " max_latency=%.3f\n",
+    printf("CLIENT id=%" PRIu64 " ok=%" PRIu64 " failed=%" PRIu64 " bad=%" PRIu64 " hung=%" PRIu64
+           " bytes=%" PRIu64 " ok_since_error=%" PRIu64 " max_latency=%.3f\n",
            o.id, st.ok, st.failed, st.bad, st.hung, st.bytes, st.ok_since_error, st.max_latency);
     BMI_close_context(ctx);
     BMI_finalize();

@@ -28,9 +28,9 @@ struct job
 {
     BMI_addr_t addr;
     struct netem_head req;
-    unsigned char *buf; /* the BULK, then the REPLY */
-    uint64_t count;     /* the client's count, this request included */
-    int replying;       /* 0: the BULK is being received; 1: the REPLY is being sent */
+    unsigned char *buf;      /* the BULK, then the REPLY */
+    uint64_t count;          /* the client's count, this request included */
+    int replying;            /* 0: the BULK is being received; 1: the REPLY is being sent */
     struct job *prev, *next; /* in jobs: what is still pending is freed at the end */
 };
 
@@ -78,8 +78,8 @@ static void finish_job(struct job *j)
 
 static void post_reply(struct job *j, bmi_context_id ctx)
 {
-    struct netem_head h = {NETEM_MAGIC, NETEM_REPLY, j->req.client, j->req.seq,
-                           j->req.reply_size, 0, 0, j->count, 0};
+    struct netem_head h = {NETEM_MAGIC, NETEM_REPLY, j->req.client, j->req.seq, j->req.reply_size,
+                           0,           0,           j->count,      0};
     bmi_op_id_t id;
     int rc;
     free(j->buf);
@@ -90,8 +90,8 @@ static void post_reply(struct job *j, bmi_context_id ctx)
     }
     netem_seal(j->buf, &h, h.client * 1000003u + h.seq * 7u + NETEM_REPLY);
     j->replying = 1;
-    rc = BMI_post_send(&id, j->addr, j->buf, (bmi_size_t)h.size, BMI_EXT_ALLOC,
-                       netem_tag(h.seq), j, ctx, NULL);
+    rc = BMI_post_send(&id, j->addr, j->buf, (bmi_size_t)h.size, BMI_EXT_ALLOC, netem_tag(h.seq), j,
+                       ctx, NULL);
     if (rc < 0) {
         op_failures++;
         printf("OPFAIL client=%" PRIu64 " seq=%" PRIu64 " op=reply error=%s t=%.3f\n", h.client,
@@ -104,8 +104,7 @@ static void post_reply(struct job *j, bmi_context_id ctx)
     }
 }
 
-static void complete(struct job *j, bmi_error_code_t error, bmi_size_t actual,
-                     bmi_context_id ctx);
+static void complete(struct job *j, bmi_error_code_t error, bmi_size_t actual, bmi_context_id ctx);
 
 static void post_bulk_recv(struct job *j, bmi_context_id ctx)
 {
@@ -117,12 +116,12 @@ static void post_bulk_recv(struct job *j, bmi_context_id ctx)
         fprintf(stderr, "netem_server: out of memory\n");
         exit(2);
     }
-    rc = BMI_post_recv(&id, j->addr, j->buf, (bmi_size_t)j->req.bulk_size, &actual,
-                       BMI_EXT_ALLOC, netem_tag(j->req.seq), j, ctx, NULL);
+    rc = BMI_post_recv(&id, j->addr, j->buf, (bmi_size_t)j->req.bulk_size, &actual, BMI_EXT_ALLOC,
+                       netem_tag(j->req.seq), j, ctx, NULL);
     if (rc < 0) {
         op_failures++;
-        printf("OPFAIL client=%" PRIu64 " seq=%" PRIu64 " op=bulk error=%s t=%.3f\n",
-               j->req.client, j->req.seq, bmi_status_string(rc), netem_now());
+        printf("OPFAIL client=%" PRIu64 " seq=%" PRIu64 " op=bulk error=%s t=%.3f\n", j->req.client,
+               j->req.seq, bmi_status_string(rc), netem_now());
         finish_job(j);
     } else if (rc == 1) {
         complete(j, 0, actual, ctx); /* the BULK had arrived before its receive */
@@ -177,16 +176,14 @@ static void take_request(const struct BMI_unexpected_info *info, bmi_context_id 
         post_reply(j, ctx);
 }
 
-static void complete(struct job *j, bmi_error_code_t error, bmi_size_t actual,
-                     bmi_context_id ctx)
+static void complete(struct job *j, bmi_error_code_t error, bmi_size_t actual, bmi_context_id ctx)
 {
     struct netem_head h;
     const char *wrong;
     if (error != 0) {
         op_failures++;
-        printf("OPFAIL client=%" PRIu64 " seq=%" PRIu64 " op=%s error=%s t=%.3f\n",
-               j->req.client, j->req.seq, j->replying ? "reply" : "bulk",
-               bmi_status_string(error), netem_now());
+        printf("OPFAIL client=%" PRIu64 " seq=%" PRIu64 " op=%s error=%s t=%.3f\n", j->req.client,
+               j->req.seq, j->replying ? "reply" : "bulk", bmi_status_string(error), netem_now());
         finish_job(j);
         return;
     }
@@ -224,8 +221,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     rc = BMI_initialize("bmi_tcp", listen, BMI_INIT_SERVER, NULL);
     if (rc < 0 || (rc = BMI_open_context(&ctx)) < 0) {
-        fprintf(stderr, "netem_server: cannot listen at %s: %s\n", listen,
-                bmi_status_string(rc));
+        fprintf(stderr, "netem_server: cannot listen at %s: %s\n", listen, bmi_status_string(rc));
         return 2;
     }
     printf("ADDR %s\n", listen);

@@ -11,7 +11,10 @@
 
 int main(void)
 {
-    enum { size = 3000 };
+    enum
+    {
+        size = 3000
+    };
     unsigned char *msg = malloc(size + 1);
     struct netem_head head = {NETEM_MAGIC, NETEM_BULK, 3, 41, size, 0, 0, 0, 0}, got;
     int failed = 0, i;

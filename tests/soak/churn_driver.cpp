@@ -46,15 +46,16 @@ int reports_left = 10;  // the first failures say why; more would flood the log
 
 void report(std::uint64_t client, const std::string& why) {
     std::lock_guard lock(report_lock);
-    if (reports_left-- > 0) std::fprintf(stderr, "churn: client %llu: %s\n",
-                                         static_cast<unsigned long long>(client), why.c_str());
+    if (reports_left-- > 0)
+        std::fprintf(stderr, "churn: client %llu: %s\n", static_cast<unsigned long long>(client),
+                     why.c_str());
 }
 
 // One client's whole life: connect, ask, say goodbye, go away.
 void run_client(const Options& o, std::uint64_t n) {
     std::string why;
-    auto client = PvfsSessionClient::open(o.server, o.size, std::chrono::milliseconds(o.timeout_ms),
-                                          why);
+    auto client =
+        PvfsSessionClient::open(o.server, o.size, std::chrono::milliseconds(o.timeout_ms), why);
     if (!client) {
         report(n, why);
         ++failed_clients;
@@ -97,13 +98,20 @@ bool parse(int argc, char** argv, Options& o) {
         }
         if (a + 1 >= argc) return false;
         const unsigned long long v = std::strtoull(argv[++a], nullptr, 10);
-        if (arg == "--clients") o.clients = v;
-        else if (arg == "--parallel") o.parallel = static_cast<unsigned>(v);
-        else if (arg == "--requests") o.requests = v;
-        else if (arg == "--size") o.size = static_cast<std::size_t>(v);
-        else if (arg == "--report-every") o.report_every = v;
-        else if (arg == "--timeout-ms") o.timeout_ms = static_cast<int>(v);
-        else return false;
+        if (arg == "--clients")
+            o.clients = v;
+        else if (arg == "--parallel")
+            o.parallel = static_cast<unsigned>(v);
+        else if (arg == "--requests")
+            o.requests = v;
+        else if (arg == "--size")
+            o.size = static_cast<std::size_t>(v);
+        else if (arg == "--report-every")
+            o.report_every = v;
+        else if (arg == "--timeout-ms")
+            o.timeout_ms = static_cast<int>(v);
+        else
+            return false;
     }
     return !o.server.empty() && o.parallel > 0 && o.report_every > 0 && o.timeout_ms > 0 &&
            o.clients < (1ull << 40);

@@ -114,8 +114,8 @@ Outcome PvfsSessionClient::verify(std::uint64_t request_id, bmi_size_t actual,
     return Outcome::ok;
 }
 
-Outcome PvfsSessionClient::exchange(std::uint32_t op, std::uint64_t request_id,
-                                    bmi_msg_tag_t tag, std::string& why) {
+Outcome PvfsSessionClient::exchange(std::uint32_t op, std::uint64_t request_id, bmi_msg_tag_t tag,
+                                    std::string& why) {
     pvfs_request req{PVFS_PROTO_MAGIC, op, request_id, size_};
     std::memcpy(request_.bytes().data(), &req, sizeof(req));
     // Stale bytes of the previous answer must not pass the check.

@@ -80,8 +80,8 @@ Tally run(const Options& o, bmi::soak::PvfsSessionClient& client, std::uint64_t 
         if (outcome != Outcome::ok) {
             (outcome == Outcome::lost ? t.lost : t.corrupt)++;
             std::fprintf(stderr, "soak_client %llu: request %llu: %s\n",
-                         static_cast<unsigned long long>(o.id),
-                         static_cast<unsigned long long>(i), why.c_str());
+                         static_cast<unsigned long long>(o.id), static_cast<unsigned long long>(i),
+                         why.c_str());
             break;
         }
         ++t.ok;
@@ -109,13 +109,15 @@ void print(const Options& o, const Tally& t) {
 int main(int argc, char** argv) {
     Options o;
     if (!parse(argc, argv, o)) {
-        std::fprintf(stderr, "usage: %s [--requests N] [--size BYTES] [--timeout-ms MS] "
-                             "[--id K] SERVER_ADDR\n", argv[0]);
+        std::fprintf(stderr,
+                     "usage: %s [--requests N] [--size BYTES] [--timeout-ms MS] "
+                     "[--id K] SERVER_ADDR\n",
+                     argv[0]);
         return 2;
     }
     std::string why;
-    auto client = bmi::soak::PvfsSessionClient::open(
-        o.server, o.size, std::chrono::milliseconds(o.timeout_ms), why);
+    auto client = bmi::soak::PvfsSessionClient::open(o.server, o.size,
+                                                     std::chrono::milliseconds(o.timeout_ms), why);
     // The id in the high half keeps request ids, and so answers, distinct across clients.
     const std::uint64_t base = o.id << 32;
     if (!client || client->exchange(PVFS_OP_GETATTR, base, 0, why) != Outcome::ok) {

@@ -63,8 +63,8 @@ private:
 // What read() returns, or nullopt if it had not returned within `deadline` (it waits on the
 // FIFO at fifo_path): it is then released by a writer that opens and closes the FIFO.
 template <class Read>
-std::optional<int> returns_within(std::chrono::milliseconds deadline,
-                                  const std::string& fifo_path, Read read) {
+std::optional<int> returns_within(std::chrono::milliseconds deadline, const std::string& fifo_path,
+                                  Read read) {
     auto pending = std::async(std::launch::async, read);
     if (pending.wait_for(deadline) == std::future_status::ready) return pending.get();
     const int writer = open(fifo_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);

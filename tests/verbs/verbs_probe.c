@@ -12,7 +12,11 @@
 #include <string.h>
 #include <time.h>
 
-enum { buffer_size = 4096, port_num = 1 };
+enum
+{
+    buffer_size = 4096,
+    port_num = 1
+};
 
 // Generous: a TCG guest on a loaded host can be a thousand times slower than hardware.
 static const double completion_timeout_s = 20.0;
@@ -20,7 +24,8 @@ static const double completion_timeout_s = 20.0;
 static int passed;
 static int failed;
 
-static void check(int ok, const char *what) {
+static void check(int ok, const char *what)
+{
     printf("%s %s\n", ok ? "ok  " : "FAIL", what);
     if (ok) {
         passed++;
@@ -29,19 +34,22 @@ static void check(int ok, const char *what) {
     }
 }
 
-static double now_s(void) {
+static double now_s(void)
+{
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-struct endpoint {
+struct endpoint
+{
     struct ibv_qp *qp;
     struct ibv_mr *mr;
     unsigned char *buffer;
 };
 
-struct probe {
+struct probe
+{
     struct ibv_context *context;
     struct ibv_pd *pd;
     struct ibv_cq *cq;
@@ -53,7 +61,8 @@ struct probe {
 
 // Waits for `count` successful completions, one of each opcode in `want`, in any order (a
 // receive may complete before its send); 0 on success.
-static int wait_completions(struct ibv_cq *cq, const enum ibv_wc_opcode *want, int count) {
+static int wait_completions(struct ibv_cq *cq, const enum ibv_wc_opcode *want, int count)
+{
     const double deadline = now_s() + completion_timeout_s;
     int seen[2] = {0, 0};
     for (int done = 0; done < count;) {
@@ -61,8 +70,7 @@ static int wait_completions(struct ibv_cq *cq, const enum ibv_wc_opcode *want, i
         int n = ibv_poll_cq(cq, 1, &wc);
         if (n == 0) {
             if (now_s() > deadline) {
-                fprintf(stderr, "verbs_probe: no completion within %.0f s\n",
-                        completion_timeout_s);
+                fprintf(stderr, "verbs_probe: no completion within %.0f s\n", completion_timeout_s);
                 return -1;
             }
             continue;
@@ -85,14 +93,15 @@ static int wait_completions(struct ibv_cq *cq, const enum ibv_wc_opcode *want, i
 }
 
 // RESET -> INIT -> RTR -> RTS, aimed at the queue pair `remote_qpn` on the same port.
-static int connect_qp(const struct probe *p, struct ibv_qp *qp, uint32_t remote_qpn) {
+static int connect_qp(const struct probe *p, struct ibv_qp *qp, uint32_t remote_qpn)
+{
     struct ibv_qp_attr a;
     memset(&a, 0, sizeof a);
     a.qp_state = IBV_QPS_INIT;
     a.port_num = port_num;
     a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                  IBV_QP_ACCESS_FLAGS) != 0) {
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
         return -1;
     }
     memset(&a, 0, sizeof a);
@@ -110,9 +119,9 @@ static int connect_qp(const struct probe *p, struct ibv_qp *qp, uint32_t remote_
         a.ah_attr.grh.sgid_index = (uint8_t)p->gid_index;
         a.ah_attr.grh.hop_limit = 64;
     }
-    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                  IBV_QP_MIN_RNR_TIMER) != 0) {
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
         return -1;
     }
     memset(&a, 0, sizeof a);
@@ -121,11 +130,13 @@ static int connect_qp(const struct probe *p, struct ibv_qp *qp, uint32_t remote_
     a.retry_cnt = 7;
     a.rnr_retry = 7;
     a.max_rd_atomic = 1;
-    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+    return ibv_modify_qp(qp, &a,
+                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                             IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-static int create_endpoint(struct probe *p, struct endpoint *e) {
+static int create_endpoint(struct probe *p, struct endpoint *e)
+{
     struct ibv_qp_init_attr init;
     memset(&init, 0, sizeof init);
     init.send_cq = p->cq;
@@ -139,13 +150,14 @@ static int create_endpoint(struct probe *p, struct endpoint *e) {
     if (e->buffer == NULL) {
         return -1;
     }
-    e->mr = ibv_reg_mr(p->pd, e->buffer, buffer_size,
-                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    e->mr =
+        ibv_reg_mr(p->pd, e->buffer, buffer_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     e->qp = ibv_create_qp(p->pd, &init);
     return e->mr != NULL && e->qp != NULL ? 0 : -1;
 }
 
-static int post_send(struct endpoint *from, enum ibv_wr_opcode opcode, const struct endpoint *to) {
+static int post_send(struct endpoint *from, enum ibv_wr_opcode opcode, const struct endpoint *to)
+{
     struct ibv_sge sge = {(uintptr_t)from->buffer, buffer_size, from->mr->lkey};
     struct ibv_send_wr wr;
     struct ibv_send_wr *bad;
@@ -159,7 +171,8 @@ static int post_send(struct endpoint *from, enum ibv_wr_opcode opcode, const str
     return ibv_post_send(from->qp, &wr, &bad);
 }
 
-static int post_recv(struct endpoint *e) {
+static int post_recv(struct endpoint *e)
+{
     struct ibv_sge sge = {(uintptr_t)e->buffer, buffer_size, e->mr->lkey};
     struct ibv_recv_wr wr;
     struct ibv_recv_wr *bad;
@@ -171,7 +184,8 @@ static int post_recv(struct endpoint *e) {
 
 // Fills the sender's buffer with a pattern, clears the receiver's, and returns whether the
 // transfer `opcode` from ends[0] to ends[1] delivered it.
-static int transfer(struct probe *p, enum ibv_wr_opcode opcode, unsigned char seed) {
+static int transfer(struct probe *p, enum ibv_wr_opcode opcode, unsigned char seed)
+{
     struct endpoint *from = &p->ends[0];
     struct endpoint *to = &p->ends[1];
     for (int i = 0; i < buffer_size; i++) {
@@ -194,7 +208,8 @@ static int transfer(struct probe *p, enum ibv_wr_opcode opcode, unsigned char se
 }
 
 // Opens the device named by $BMI_VERBS_DEVICE, else the first one; 77 when there is none.
-static int open_device(struct probe *p) {
+static int open_device(struct probe *p)
+{
     int count = 0;
     struct ibv_device **list = ibv_get_device_list(&count);
     const char *wanted = getenv("BMI_VERBS_DEVICE");
@@ -219,7 +234,8 @@ static int open_device(struct probe *p) {
     return p->context != NULL ? 0 : 1;
 }
 
-int main(void) {
+int main(void)
+{
     struct probe p;
     memset(&p, 0, sizeof p);
     const char *gid_index = getenv("BMI_VERBS_GID_INDEX");

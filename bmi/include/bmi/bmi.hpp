@@ -66,9 +66,9 @@ private:
 
 // What a post returned: either pending (test for id) or already complete.
 struct Posted {
-    bmi_op_id_t id = 0;         // 0 when immediate
-    bool immediate = false;     // finished during the post: do not test
-    bmi_size_t actual_size = 0; // receives that finished immediately
+    bmi_op_id_t id = 0;          // 0 when immediate
+    bool immediate = false;      // finished during the post: do not test
+    bmi_size_t actual_size = 0;  // receives that finished immediately
 };
 
 struct Completion {
@@ -159,15 +159,14 @@ public:
 
     Result<Posted> post_send(Context& ctx, Address to, span<const std::byte> data,
                              bmi_msg_tag_t tag, void* user_ptr = nullptr);
-    Result<Posted> post_send_unexpected(Context& ctx, Address to,
-                                        span<const std::byte> data, bmi_msg_tag_t tag,
-                                        void* user_ptr = nullptr);
+    Result<Posted> post_send_unexpected(Context& ctx, Address to, span<const std::byte> data,
+                                        bmi_msg_tag_t tag, void* user_ptr = nullptr);
     // The same with a message class, for a receiver that sorts by class.
-    Result<Posted> post_send_unexpected(Context& ctx, Address to,
-                                        span<const std::byte> data, bmi_msg_tag_t tag,
-                                        MessageClass message_class, void* user_ptr = nullptr);
-    Result<Posted> post_recv(Context& ctx, Address from, span<std::byte> buffer,
-                             bmi_msg_tag_t tag, void* user_ptr = nullptr);
+    Result<Posted> post_send_unexpected(Context& ctx, Address to, span<const std::byte> data,
+                                        bmi_msg_tag_t tag, MessageClass message_class,
+                                        void* user_ptr = nullptr);
+    Result<Posted> post_recv(Context& ctx, Address from, span<std::byte> buffer, bmi_msg_tag_t tag,
+                             void* user_ptr = nullptr);
 
     // Waits up to idle for id; nullopt if it is still pending then.
     Result<std::optional<Completion>> test(Context& ctx, bmi_op_id_t id,
@@ -203,10 +202,11 @@ private:
     Result<Posted> post_send_bytes(Context& ctx, Address to, const std::byte* data,
                                    std::size_t size, bmi_msg_tag_t tag, void* user_ptr,
                                    bool unexpected, MessageClass message_class = {});
-    Result<std::vector<UnexpectedMessage>> test_unexpected_of(
-        std::size_t max, std::chrono::milliseconds idle, const MessageClass* message_class);
-    Result<Posted> post_recv_bytes(Context& ctx, Address from, std::byte* buffer,
-                                   std::size_t size, bmi_msg_tag_t tag, void* user_ptr);
+    Result<std::vector<UnexpectedMessage>> test_unexpected_of(std::size_t max,
+                                                              std::chrono::milliseconds idle,
+                                                              const MessageClass* message_class);
+    Result<Posted> post_recv_bytes(Context& ctx, Address from, std::byte* buffer, std::size_t size,
+                                   bmi_msg_tag_t tag, void* user_ptr);
     Result<std::size_t> test_context_into(Context& ctx, Completion* out, std::size_t count,
                                           std::chrono::milliseconds idle);
     std::unique_ptr<core::Instance> impl_;
@@ -220,17 +220,14 @@ inline Result<Posted> Session::post_send(Context& ctx, Address to, span<const st
     return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, false);
 }
 inline Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
-                                                    span<const std::byte> data,
-                                                    bmi_msg_tag_t tag, void* user_ptr) {
+                                                    span<const std::byte> data, bmi_msg_tag_t tag,
+                                                    void* user_ptr) {
     return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true);
 }
 inline Result<Posted> Session::post_send_unexpected(Context& ctx, Address to,
-                                                    span<const std::byte> data,
-                                                    bmi_msg_tag_t tag,
-                                                    MessageClass message_class,
-                                                    void* user_ptr) {
-    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true,
-                           message_class);
+                                                    span<const std::byte> data, bmi_msg_tag_t tag,
+                                                    MessageClass message_class, void* user_ptr) {
+    return post_send_bytes(ctx, to, data.data(), data.size(), tag, user_ptr, true, message_class);
 }
 inline Result<Posted> Session::post_recv(Context& ctx, Address from, span<std::byte> buffer,
                                          bmi_msg_tag_t tag, void* user_ptr) {

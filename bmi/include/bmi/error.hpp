@@ -25,9 +25,9 @@ enum class errc : int {
     cancelled = BMI_ECANCEL,
     host_not_found = BMI_EHOSTNTFD,
     try_again = BMI_ETRYAGAIN,
-    network_unreachable = BMI_ENETUNREACH,    // off the planes of the allocation in force
+    network_unreachable = BMI_ENETUNREACH,      // off the planes of the allocation in force
     address_not_available = BMI_EADDRNOTAVAIL,  // an allocated plane this node is not on
-    permission_denied = BMI_EACCES,           // the peer does not prove the security key
+    permission_denied = BMI_EACCES,             // the peer does not prove the security key
 };
 
 const std::error_category& error_category() noexcept;

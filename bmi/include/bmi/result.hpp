@@ -20,9 +20,18 @@ public:
     explicit operator bool() const noexcept { return has_value(); }
 
     // Calling value() on an error is a programming error: it throws std::system_error.
-    T& value() & { check(); return std::get<0>(state_); }
-    const T& value() const& { check(); return std::get<0>(state_); }
-    T&& value() && { check(); return std::get<0>(std::move(state_)); }
+    T& value() & {
+        check();
+        return std::get<0>(state_);
+    }
+    const T& value() const& {
+        check();
+        return std::get<0>(state_);
+    }
+    T&& value() && {
+        check();
+        return std::get<0>(std::move(state_));
+    }
     T& operator*() & { return value(); }
     T* operator->() { return &value(); }
     const T* operator->() const { return &value(); }

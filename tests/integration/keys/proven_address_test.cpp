@@ -23,8 +23,8 @@ namespace {
 std::unique_ptr<bmi::Session> server(const std::string& method, const std::string& options) {
     static int servers = 0;
     const std::string listen = method == "tcp" ? "tcp://127.0.0.1:0"
-                                               : "shm://proven-" + std::to_string(getpid()) +
-                                                     "-" + std::to_string(servers++);
+                                               : "shm://proven-" + std::to_string(getpid()) + "-" +
+                                                     std::to_string(servers++);
     auto r = bmi::Session::create({"bmi_" + method, listen, BMI_INIT_SERVER, options});
     REQUIRE(r);
     return std::move(*r);

@@ -34,7 +34,8 @@ static int free_port(void)
     struct sockaddr_in sa;
     socklen_t len = sizeof sa;
     int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -71,29 +72,37 @@ static int tcp_exchange(void)
         snprintf(address, sizeof address, "tcp://127.0.0.1:%d", free_port());
         rc = BMI_initialize("bmi_tcp", address, BMI_INIT_SERVER, NULL);
     }
-    if (rc < 0) return failed("BMI_initialize(bmi_tcp)", rc);
-    if ((rc = BMI_open_context(&ctx)) < 0) return failed("BMI_open_context", rc);
-    if ((rc = BMI_addr_lookup(&self, address, NULL)) < 0) return failed("BMI_addr_lookup", rc);
-    rc = BMI_post_sendunexpected(&id, self, hello, sizeof hello, BMI_EXT_ALLOC, 5, NULL, ctx,
-                                 NULL);
-    if (rc < 0) return failed("BMI_post_sendunexpected", rc);
+    if (rc < 0)
+        return failed("BMI_initialize(bmi_tcp)", rc);
+    if ((rc = BMI_open_context(&ctx)) < 0)
+        return failed("BMI_open_context", rc);
+    if ((rc = BMI_addr_lookup(&self, address, NULL)) < 0)
+        return failed("BMI_addr_lookup", rc);
+    rc = BMI_post_sendunexpected(&id, self, hello, sizeof hello, BMI_EXT_ALLOC, 5, NULL, ctx, NULL);
+    if (rc < 0)
+        return failed("BMI_post_sendunexpected", rc);
     deadline = now_s() + 20;
     while ((rc == 0 || !got) && now_s() < deadline) {
         if (rc == 0 && BMI_test(id, &outcount, &error, &actual, &user, 10, ctx) >= 0 &&
             outcount == 1)
             rc = error < 0 ? error : 1;
-        if (rc < 0) return failed("the send", rc);
+        if (rc < 0)
+            return failed("the send", rc);
         if (!got && BMI_testunexpected(1, &outcount, &info, 10) >= 0 && outcount == 1) {
-            if (info.error_code != 0) return failed("the unexpected receive", info.error_code);
-            got = info.size == (bmi_size_t)sizeof hello && memcmp(info.buffer, hello,
-                                                                   sizeof hello) == 0;
+            if (info.error_code != 0)
+                return failed("the unexpected receive", info.error_code);
+            got = info.size == (bmi_size_t)sizeof hello &&
+                  memcmp(info.buffer, hello, sizeof hello) == 0;
             BMI_unexpected_free(info.addr, info.buffer);
-            if (!got) return failed("the message arrived changed", 0);
+            if (!got)
+                return failed("the message arrived changed", 0);
         }
     }
-    if (rc != 1 || !got) return failed("no exchange within 20 s", rc);
+    if (rc != 1 || !got)
+        return failed("no exchange within 20 s", rc);
     BMI_close_context(ctx);
-    if ((rc = BMI_finalize()) < 0) return failed("BMI_finalize", rc);
+    if ((rc = BMI_finalize()) < 0)
+        return failed("BMI_finalize", rc);
     return 0;
 }
 
@@ -131,8 +140,8 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "verbs") == 0) {
             rc = BMI_initialize("bmi_verbs", "verbs://127.0.0.1:0", BMI_INIT_SERVER, NULL);
             printf("verbs: %s\n", bmi_status_string(rc));
-            if (rc != -BMI_ENOSYS) return failed("BMI_initialize(bmi_verbs) without libibverbs",
-                                                 rc);
+            if (rc != -BMI_ENOSYS)
+                return failed("BMI_initialize(bmi_verbs) without libibverbs", rc);
         } else if (strcmp(argv[i], "pmix") == 0) {
             /* A launcher in the environment and an allocation to read from it. */
             setenv("PMIX_NAMESPACE", "optional-libraries-test", 1);
@@ -141,13 +150,15 @@ int main(int argc, char **argv)
             rc = BMI_initialize("bmi_tcp", "tcp://127.0.0.1:0", BMI_INIT_SERVER, NULL);
             printf("pmix: %s\n", bmi_status_string(rc));
             unsetenv("BMI_ALLOCATION_ID");
-            if (rc != -BMI_ENOSYS) return failed("an allocation from PMIx without libpmix", rc);
+            if (rc != -BMI_ENOSYS)
+                return failed("an allocation from PMIx without libpmix", rc);
         } else {
             fprintf(stderr, "usage: %s [verbs] [pmix]\n", argv[0]);
             return 1;
         }
     }
-    if (tcp_exchange() != 0) return 1;
+    if (tcp_exchange() != 0)
+        return 1;
     printf("tcp: exchanged one message\n");
     return maps_clean() ? 0 : 1;
 }

@@ -21,8 +21,8 @@ constexpr std::size_t message = 1 << 20;
 constexpr int messages = 24;
 
 std::unique_ptr<bmi::Session> session(const std::string& listen, const std::string& allocation) {
-    auto r = bmi::Session::create(
-        {"bmi_tcp", listen, listen.empty() ? 0 : BMI_INIT_SERVER, ""}, allocation);
+    auto r = bmi::Session::create({"bmi_tcp", listen, listen.empty() ? 0 : BMI_INIT_SERVER, ""},
+                                  allocation);
     REQUIRE(r);
     return std::move(*r);
 }

@@ -91,8 +91,8 @@ std::error_code send_error(bmi::Session& client, bmi::Session& server, const std
     auto to = client.lookup(address);
     REQUIRE(to);
     const char byte = 'x';
-    auto posted = client.post_send_unexpected(
-        *ctx, *to, std::as_bytes(std::span<const char>(&byte, 1)), 7);
+    auto posted =
+        client.post_send_unexpected(*ctx, *to, std::as_bytes(std::span<const char>(&byte, 1)), 7);
     if (!posted) return posted.error();
     if (posted->immediate) return {};
     for (int i = 0; i < 100; ++i) {
@@ -140,12 +140,10 @@ int int_option(int fd, int level, int name) {
 
 }  // namespace
 
-TEST_CASE("a server from an allocation listens on its plane's ports and nowhere else",
-          "[planes]") {
+TEST_CASE("a server from an allocation listens on its plane's ports and nowhere else", "[planes]") {
     const auto before = listening_ports();
     const auto ports = free_ports(5);
-    auto server = start("id=bmi.pfs type=tcp plane=127.0.0.0/8 endpts=3 ports=" +
-                        port_list(ports));
+    auto server = start("id=bmi.pfs type=tcp plane=127.0.0.0/8 endpts=3 ports=" + port_list(ports));
     const auto addresses = split(server->listen_address());
     REQUIRE(addresses.size() == 3);
     std::vector<std::uint16_t> mine;
@@ -166,16 +164,15 @@ TEST_CASE("a server from an allocation listens on its plane's ports and nowhere 
 TEST_CASE("an allocated instance reaches only peers on its planes", "[planes]") {
     const auto ports = free_ports(2);
     auto server = start("", BMI_INIT_SERVER, "tcp://[::1]:" + std::to_string(ports[0]));
-    auto client = start("id=bmi.c type=tcp plane=127.0.0.0/8 endpts=1 ports=" +
-                            std::to_string(ports[1]),
-                        0);
+    auto client =
+        start("id=bmi.c type=tcp plane=127.0.0.0/8 endpts=1 ports=" + std::to_string(ports[1]), 0);
     auto off_plane = client->lookup("tcp://[::1]:" + std::to_string(ports[0]));
     CHECK(off_plane.error() == code(-BMI_ENETUNREACH));
     CHECK(off_plane.error() == bmi::errc::network_unreachable);
     // With every method compiled in, still nothing off the allocated planes.
-    auto every_method = bmi::Session::create(
-        {"", "", 0, ""}, "id=bmi.c type=tcp plane=127.0.0.0/8 endpts=1 ports=" +
-                            std::to_string(ports[1]));
+    auto every_method = bmi::Session::create({"", "", 0, ""},
+                                             "id=bmi.c type=tcp plane=127.0.0.0/8 endpts=1 ports=" +
+                                                 std::to_string(ports[1]));
     REQUIRE(every_method);
     CHECK((*every_method)->lookup("shm://anything").error() == code(-BMI_ENETUNREACH));
     const auto listening = listening_ports();  // a client listens nowhere
@@ -188,10 +185,9 @@ TEST_CASE("an allocated instance reaches only peers on its planes", "[planes]") 
 TEST_CASE("one server serves two allocated planes and answers by plane", "[planes]") {
     const auto ports = free_ports(2);
     KeyDir files;
-    const std::string allocation = "id=bmi.v4 type=tcp plane=127.0.0.0/8 endpts=1 ports=" +
-                                   std::to_string(ports[0]) +
-                                   "\nid=bmi.v6 type=tcp plane=::1/128 endpts=1 ports=" +
-                                   std::to_string(ports[1]) + "\n";
+    const std::string allocation =
+        "id=bmi.v4 type=tcp plane=127.0.0.0/8 endpts=1 ports=" + std::to_string(ports[0]) +
+        "\nid=bmi.v6 type=tcp plane=::1/128 endpts=1 ports=" + std::to_string(ports[1]) + "\n";
     // Through the C API, as an unchanged OrangeFS server would run: its configured listen
     // address agrees with the allocation (any host name, port 0), the allocation decides.
     std::string options = "allocation_file=" + files.file("alloc", allocation);
@@ -246,8 +242,8 @@ TEST_CASE("an allocation's key admits only its holders; two instances, two keys"
     const auto ports = free_ports(4);
     auto on = [&](const std::string& id, const std::string& plane, std::uint16_t port,
                   const std::string& key) {
-        return "id=" + id + " type=tcp plane=" + plane + " endpts=1 ports=" +
-               std::to_string(port) + (key.empty() ? "" : " key_file=" + key);
+        return "id=" + id + " type=tcp plane=" + plane + " endpts=1 ports=" + std::to_string(port) +
+               (key.empty() ? "" : " key_file=" + key);
     };
     const std::string key_a = files.key("a", 'a'), key_b = files.key("b", 'b');
     auto server_a = start(on("srv.a", "127.0.0.0/8", ports[0], key_a));
@@ -280,8 +276,8 @@ TEST_CASE("an allocation's key admits only its holders; two instances, two keys"
 
 TEST_CASE("an allocated listen address must agree with the allocation", "[planes]") {
     const auto ports = free_ports(2);
-    const std::string allocation =
-        "id=bmi.x type=tcp plane=127.0.0.0/8 endpts=1 ports=" + std::to_string(ports[0]);
+    const std::string allocation = "id=bmi.x type=tcp plane=127.0.0.0/8 endpts=1 ports=" +
+                                   std::to_string(ports[0]);
     CHECK(start_error(allocation, "tcp://127.0.0.1:" + std::to_string(ports[0])) ==
           std::error_code{});
     CHECK(start_error(allocation, "tcp://127.0.0.1:" + std::to_string(ports[1])) ==
@@ -311,12 +307,15 @@ TEST_CASE("malformed or unplaceable allocations start nothing", "[planes]") {
         {"host bits in the plane", "id=a type=tcp plane=127.0.0.1/8 endpts=1 ports=" + port,
          BMI_EINVAL},
         {"required mark", "id=a type=tcp plane=127.0.0.0/8 endpts=1! ports=" + port, BMI_EINVAL},
-        {"relative key file", "id=a type=tcp plane=127.0.0.0/8 endpts=1 ports=" + port +
-                                  " key_file=k", BMI_EINVAL},
-        {"missing key file", "id=a type=tcp plane=127.0.0.0/8 endpts=1 ports=" + port +
-                                 " key_file=/nonexistent/k", BMI_ENOENT},
-        {"id twice", "id=a type=tcp plane=127.0.0.0/8 endpts=1 ports=" + port +
-                         ";id=a type=tcp plane=::1/128 endpts=1 ports=" + port, BMI_EINVAL},
+        {"relative key file",
+         "id=a type=tcp plane=127.0.0.0/8 endpts=1 ports=" + port + " key_file=k", BMI_EINVAL},
+        {"missing key file",
+         "id=a type=tcp plane=127.0.0.0/8 endpts=1 ports=" + port + " key_file=/nonexistent/k",
+         BMI_ENOENT},
+        {"id twice",
+         "id=a type=tcp plane=127.0.0.0/8 endpts=1 ports=" + port +
+             ";id=a type=tcp plane=::1/128 endpts=1 ports=" + port,
+         BMI_EINVAL},
         {"a plane this node is not on", "id=a type=tcp plane=203.0.113.0/24 endpts=1 ports=" + port,
          BMI_EADDRNOTAVAIL},
         {"garbage", "\x01\x02 ;;; = =", BMI_EINVAL},

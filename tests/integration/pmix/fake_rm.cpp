@@ -13,9 +13,9 @@
 // Nothing here may hang: every wait for a PMIx callback or a child has a deadline, children
 // die with us (PR_SET_PDEATHSIG), and the server's temporary directory is removed on every
 // path out, including SIGTERM from the test runner.
-#include <poll.h>
 #include <pmix.h>
 #include <pmix_server.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -128,10 +128,14 @@ void add_alloc_field(InfoList& items, const std::string& id, const std::string& 
     const auto eq = field.find('=');
     if (eq == std::string::npos) usage("--alloc " + id + ": '" + field + "' is not F=V");
     const std::string name = field.substr(0, eq), value = field.substr(eq + 1);
-    if (name == "ports") items.add_string(id, value);
-    else if (name == "type") items.add_string("pmix.alloc.nettype", value);
-    else if (name == "plane") items.add_string("pmix.alloc.netplane", value);
-    else if (name == "qos") items.add_string("pmix.alloc.netqos", value);
+    if (name == "ports")
+        items.add_string(id, value);
+    else if (name == "type")
+        items.add_string("pmix.alloc.nettype", value);
+    else if (name == "plane")
+        items.add_string("pmix.alloc.netplane", value);
+    else if (name == "qos")
+        items.add_string("pmix.alloc.netqos", value);
     else if (name == "endpts" || name == "endpts_nd") {
         const std::size_t n = std::stoul(value);
         items.add(name == "endpts" ? "pmix.alloc.endpts" : "pmix.alloc.endpts.nd", &n, PMIX_SIZE);
@@ -166,8 +170,10 @@ Options parse_args(int argc, char** argv, InfoList& job) {
         return a[++i];
     };
     for (; i < a.size() && a[i] != "--"; ++i) {
-        if (a[i] == "--ranks") o.ranks = std::stoi(next("rank count"));
-        else if (a[i] == "--timeout") o.timeout_s = std::stoi(next("timeout"));
+        if (a[i] == "--ranks")
+            o.ranks = std::stoi(next("rank count"));
+        else if (a[i] == "--timeout")
+            o.timeout_s = std::stoi(next("timeout"));
         else if (a[i] == "--bare") {
             const std::string id = next("id");
             job.add_string(id, next("resources"));
@@ -369,7 +375,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    struct sigaction stop{};
+    struct sigaction stop {};
     stop.sa_handler = on_stop;  // no SA_RESTART: the wait for children wakes up and cleans up
     ::sigaction(SIGTERM, &stop, nullptr);
     ::sigaction(SIGINT, &stop, nullptr);

@@ -40,11 +40,16 @@ struct Usage : std::runtime_error {
 
 const char* status_name(PmixStatus s) {
     switch (s) {
-        case PmixStatus::found: return "found";
-        case PmixStatus::unavailable: return "unavailable";
-        case PmixStatus::absent: return "absent";
-        case PmixStatus::malformed: return "malformed";
-        case PmixStatus::unloadable: return "unloadable";
+        case PmixStatus::found:
+            return "found";
+        case PmixStatus::unavailable:
+            return "unavailable";
+        case PmixStatus::absent:
+            return "absent";
+        case PmixStatus::malformed:
+            return "malformed";
+        case PmixStatus::unloadable:
+            return "unloadable";
     }
     return "?";
 }
@@ -69,16 +74,22 @@ Expected parse_check_args(std::span<const std::string> args) {
         if (flag == "--ids") {
             for (std::string_view id : bmi::support::planes::split_on(v, ','))
                 e.ids.emplace_back(id);
-        } else if (flag == "--expect") e.status = v;
-        else if (flag == "--want") e.wants.push_back(v);
-        else if (flag == "--key-len") e.key_len = std::stol(v);
+        } else if (flag == "--expect")
+            e.status = v;
+        else if (flag == "--want")
+            e.wants.push_back(v);
+        else if (flag == "--key-len")
+            e.key_len = std::stol(v);
         else if (flag == "--local-rank") {
             const char* rank = std::getenv("PMIX_RANK");
             if (v == "rank" && rank == nullptr) throw Usage("--local-rank rank without PMIX_RANK");
             e.local_rank = std::stol(v == "rank" ? std::string(rank) : v);
-        } else if (flag == "--note-has") e.note_has.push_back(v);
-        else if (flag == "--within") e.within_s = std::stod(v);
-        else throw Usage("unknown flag " + flag);
+        } else if (flag == "--note-has")
+            e.note_has.push_back(v);
+        else if (flag == "--within")
+            e.within_s = std::stod(v);
+        else
+            throw Usage("unknown flag " + flag);
     }
     if (e.ids.empty() || e.status.empty()) throw Usage("check needs --ids and --expect");
     return e;
@@ -102,8 +113,8 @@ int check_mode(std::span<const std::string> args) {
     std::printf("status %s, %.3f s: %s\n", status_name(status), took.count(), note.c_str());
 
     Verdict v;
-    v.expect(e.status == status_name(status), "status " + std::string(status_name(status)) +
-                                                  ", expected " + e.status);
+    v.expect(e.status == status_name(status),
+             "status " + std::string(status_name(status)) + ", expected " + e.status);
     v.expect(e.within_s <= 0 || took.count() <= e.within_s,
              "took " + std::to_string(took.count()) + " s");
     for (const std::string& part : e.note_has)

@@ -55,8 +55,8 @@ std::vector<std::string> expected_listen(const PmixAllocations& read) {
         const std::string host = entry.plane == "::1/128" ? "[::1]" : "127.0.0.1";
         for (std::size_t i = 0; i < entry.endpoints; ++i) {
             const std::size_t at = read.local_rank * entry.endpoints + i;
-            out.push_back("tcp://" + host + ":" + (at < ports.size() ? std::to_string(ports[at])
-                                                                      : std::string("?")));
+            out.push_back("tcp://" + host + ":" +
+                          (at < ports.size() ? std::to_string(ports[at]) : std::string("?")));
         }
     }
     return out;
@@ -91,8 +91,10 @@ int instance_mode(std::span<const std::string> args) {
     std::vector<std::string> ids;
     std::string expect;
     for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
-        if (args[i] == "--ids") ids = split(args[i + 1], ',');
-        else if (args[i] == "--expect") expect = args[i + 1];
+        if (args[i] == "--ids")
+            ids = split(args[i + 1], ',');
+        else if (args[i] == "--expect")
+            expect = args[i + 1];
     }
     if (ids.empty() || (expect != "found" && expect != "fallback")) {
         std::fprintf(stderr, "instance needs --ids and --expect found|fallback\n");
@@ -101,8 +103,8 @@ int instance_mode(std::span<const std::string> args) {
     const std::string options = "allocation_id=" + join(ids, '+');
     if (expect == "fallback") {
         auto server = Session::create({"bmi_tcp", "tcp://127.0.0.1:0", BMI_INIT_SERVER, options});
-        if (!server) return fail("no allocation, yet the server did not start: " +
-                                 server.error().message());
+        if (!server)
+            return fail("no allocation, yet the server did not start: " + server.error().message());
         const std::string at = (*server)->listen_address();
         std::printf("fell back: listening on %s\n", at.c_str());
         return at.rfind("tcp://127.0.0.1:", 0) == 0 ? 0 : fail("listens on " + at);
@@ -118,8 +120,8 @@ int instance_mode(std::span<const std::string> args) {
     const auto wanted = expected_listen(read);
     std::printf("local rank %u listens on %s\n", read.local_rank,
                 (*server)->listen_address().c_str());
-    if (listening != wanted) return fail("listens on " + join(listening, ',') + ", expected " +
-                                         join(wanted, ','));
+    if (listening != wanted)
+        return fail("listens on " + join(listening, ',') + ", expected " + join(wanted, ','));
     if (read.key.empty()) return 0;
     auto keyless = Session::create({"bmi_tcp", "", 0, ""});
     auto holder = Session::create({"bmi_tcp", "", 0, options});

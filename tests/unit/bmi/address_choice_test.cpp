@@ -39,8 +39,7 @@ TEST_CASE("address lists: shm for a peer on this node, then verbs, then tcp", "[
     CHECK(p.choose("tcp://node1:3334,verbs://node1:3335,shm://srv").part == "shm://srv");
     // Another node's list: its shm name may be a different server here.
     CHECK(p.choose("tcp://node2:3334,shm://srv").part == "tcp://node2:3334");
-    CHECK(p.choose("verbs://node2:3335,shm://srv,tcp://node2:3334").part ==
-          "verbs://node2:3335");
+    CHECK(p.choose("verbs://node2:3335,shm://srv,tcp://node2:3334").part == "verbs://node2:3335");
     // Only shm named: nothing says where, and shm names are this node's.
     CHECK(p.choose("shm://a,shm://b").part == "shm://a");
 }

@@ -41,9 +41,7 @@ TEST_CASE("bmi_ib and ib:// name the verbs method", "[alias]") {
 
 TEST_CASE("an address list ranks ib:// as verbs://", "[alias]") {
     if (!verbs_compiled()) return;
-    auto usable = [](std::string_view scheme) {
-        return method::find_method(scheme) != nullptr;
-    };
+    auto usable = [](std::string_view scheme) { return method::find_method(scheme) != nullptr; };
     auto local = [](std::string_view) { return false; };
     CHECK(core::choose_address("tcp://node2:3334,ib://node2:3335", usable, local).part ==
           "ib://node2:3335");

@@ -70,7 +70,7 @@ TEST_CASE("unexpected inbox: a peer's share defaults to an eighth, at least 64 K
     PlainPeer a;
     void* first = parts.inbox.allocate(a, 100 * 1024);  // a peer's first message is not judged
     REQUIRE(first != nullptr);
-    CHECK(parts.inbox.allocate(a, 30 * 1024) == nullptr);   // 128 KiB share
+    CHECK(parts.inbox.allocate(a, 30 * 1024) == nullptr);  // 128 KiB share
     void* small = parts.inbox.allocate(a, 20 * 1024);
     CHECK(small != nullptr);
     CHECK(parts.inbox.release(first, refused) == 0);
@@ -107,7 +107,7 @@ TEST_CASE("unexpected inbox: messages wait by class and hold their sender's addr
     parts.inbox.assert_held();
     parts.addresses.assert_held();
     CHECK(parts.addresses.find_locked(addr)->unreported_unexpected == 2);
-    CHECK(parts.inbox.announce_locked());        // two arrivals, announced once
+    CHECK(parts.inbox.announce_locked());  // two arrivals, announced once
     CHECK_FALSE(parts.inbox.announce_locked());
     REQUIRE(parts.inbox.take_locked(parts.addresses, true, out, 2) == 1);
     CHECK(out[0].buffer == second);

@@ -226,7 +226,7 @@ TEST_CASE("a sleep says whether it left anything for a progress pass") {
     REQUIRE(error == 0);
     auto start = WaitPoint::Clock::now();
     CHECK(wp.wait(wp.sequence(), start, start + 10ms));  // ran out, no method fd readable
-    int method_fd = eventfd(1, EFD_CLOEXEC);  // a method with work
+    int method_fd = eventfd(1, EFD_CLOEXEC);             // a method with work
     REQUIRE(wp.add_fd(method_fd) == 0);
     start = WaitPoint::Clock::now();
     CHECK_FALSE(wp.wait(wp.sequence(), start, start + 10s));
@@ -249,7 +249,8 @@ TEST_CASE("in direct mode a sleep hands over what it found and needs no poll aft
     wp.wait(wp.sequence(), start, start);  // takes the wake-up set_direct wrote
     start = WaitPoint::Clock::now();
     std::size_t handed = 99;
-    CHECK(wp.wait(wp.sequence(), start, start + 10ms, [&](auto events) { handed = events.size(); }));
+    CHECK(
+        wp.wait(wp.sequence(), start, start + 10ms, [&](auto events) { handed = events.size(); }));
     CHECK(handed == 0);
     wp.set_direct(-1);
     close(set);

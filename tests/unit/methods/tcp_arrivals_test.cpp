@@ -70,9 +70,9 @@ TEST_CASE("arrivals: an RTS cookie is announced until the RTS is taken, removed 
 
     // The connection 16 closed: its RTS go, the eager one and connection 17's stay.
     std::vector<std::uint64_t> gone;
-    arrivals.remove_if([](const Arrival& a) { return a.kind != Arrival::Kind::eager &&
-                                                     a.connection_id == 16; },
-                       [&](const Arrival& a) { gone.push_back(a.cookie); });
+    arrivals.remove_if(
+        [](const Arrival& a) { return a.kind != Arrival::Kind::eager && a.connection_id == 16; },
+        [&](const Arrival& a) { gone.push_back(a.cookie); });
     CHECK(gone == std::vector<std::uint64_t>{101});
     CHECK_FALSE(arrivals.announced(16, 101));
     CHECK(arrivals.announced(17, 100));

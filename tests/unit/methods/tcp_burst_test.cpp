@@ -33,13 +33,15 @@ void check_all_arrived(Pair& p, Burst& b, const std::vector<bool>& cancelled) {
                                   bmi_size_t(b.in.back().size())));
         post(*p.server, *b.recvs.back());
     }
-    REQUIRE(p.run([&] {
-        for (auto& op : b.recvs)
-            if (!op->completed) return false;
-        for (auto& op : b.sends)
-            if (!op->completed) return false;
-        return true;
-    }, 20.0));
+    REQUIRE(p.run(
+        [&] {
+            for (auto& op : b.recvs)
+                if (!op->completed) return false;
+            for (auto& op : b.sends)
+                if (!op->completed) return false;
+            return true;
+        },
+        20.0));
     std::size_t k = 0;
     for (std::size_t i = 0; i < b.sends.size(); ++i) {
         if (cancelled[i]) {

@@ -52,9 +52,8 @@ TEST_CASE("an unexpected message keeps its class between libbmi peers", "[tcp][d
         op->msg_class = msg_class;
         post(*pair.client, *op);
         const std::size_t before = pair.server_sink.unexpected.size();
-        REQUIRE(pair.run([&] {
-            return op->completed && pair.server_sink.unexpected.size() > before;
-        }));
+        REQUIRE(
+            pair.run([&] { return op->completed && pair.server_sink.unexpected.size() > before; }));
         CHECK(op->error == 0);
         CHECK(pair.server_sink.unexpected.back().msg_class == msg_class);
         CHECK(pair.server_sink.unexpected.back().tag == 9);

@@ -58,7 +58,7 @@ TEST_CASE("frame writer: a frame's unwritten rest skips what is done, head, body
     f.head_length = 10;
     f.body.resize(5);
     f.op = &send.op;
-    f.offset = 20;     // payload bytes 20..149 of the op
+    f.offset = 20;  // payload bytes 20..149 of the op
     f.length = 130;
     REQUIRE(f.total() == 145);
     f.done = 12;  // the head and 2 bytes of the body are out

@@ -127,8 +127,8 @@ TEST_CASE("a receive larger than the grant budget gets no grant and still comple
           "[tcp][grants]") {
     // 8 MiB and its bookkeeping are more than the default 8 MiB per peer; with the budget at 0
     // no receive gets one.
-    const std::string server_options = GENERATE(std::string(""),
-                                                std::string("tcp_grant_peer_bytes=0"));
+    const std::string server_options =
+        GENERATE(std::string(""), std::string("tcp_grant_peer_bytes=0"));
     const bmi_size_t size = server_options.empty() ? 8 * mib : mib;
     Pair p("tcp://127.0.0.1:0", 0, server_options);
     REQUIRE(p.create_status == 0);
@@ -294,7 +294,8 @@ TEST_CASE("our sender uses a peer's GRANT, and a peer that grants past the bound
     SECTION("a message the grant covers goes as one EAGER frame under its cookie") {
         auto grant = v2_frame(Mode::grant, 0, std::uint64_t(mib), 77);
         REQUIRE(raw_write(fd, grant.data(), grant.size(), *raw.client));
-        drive({raw.client.get()}, [] { return false; }, 0.05);
+        drive(
+            {raw.client.get()}, [] { return false; }, 0.05);
         auto data = pattern(std::size_t(mib), 7);
         auto s = make_op(OpKind::send, raw.peer, 9, data.data(), mib);
         post(*raw.client, *s);

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "methods/tcp/tcp_method_impl.hpp"
 #include "full_table.hpp"
+#include "methods/tcp/tcp_method_impl.hpp"
 #include "tcp_raw_peer.hpp"
 
 using namespace bmi::method;
@@ -80,7 +80,8 @@ TEST_CASE("a protocol error fails the receives posted for that peer", "[tcp][hos
     REQUIRE(post(*p.server, *r) == 0);
     std::vector<std::uint8_t> junk(legacy_header_size, 0x11);
     REQUIRE(raw_write(fd, junk.data(), junk.size(), *p.server));
-    REQUIRE(drive({p.server.get()}, [&] { return r->completed; }, 2.0));
+    REQUIRE(drive(
+        {p.server.get()}, [&] { return r->completed; }, 2.0));
     CHECK(r->error == -BMI_EPROTO);
     close(fd);
 }
@@ -112,8 +113,7 @@ TEST_CASE("an announced address does not take over another server's traffic", "[
     close(fd);
 }
 
-TEST_CASE("an announced address does not inject into another client's receives",
-          "[tcp][hostile]") {
+TEST_CASE("an announced address does not inject into another client's receives", "[tcp][hostile]") {
     Pair p;
     REQUIRE(p.create_status == 0);
     // An honest client that listens and announces its address.
@@ -134,8 +134,8 @@ TEST_CASE("an announced address does not inject into another client's receives",
     REQUIRE(both([&] { return !p.server_sink.unexpected.empty() && intro->completed; }));
     auto honest_peer = p.server_sink.unexpected.back().peer;
 
-    int fd = raw_v2_connect(port_from(p.server->listen_address()), honest->listen_address(),
-                            *p.server);
+    int fd =
+        raw_v2_connect(port_from(p.server->listen_address()), honest->listen_address(), *p.server);
     REQUIRE(fd >= 0);
     std::vector<std::uint8_t> got(64);
     auto r = make_op(OpKind::recv, honest_peer, 5, got.data(), 64);
@@ -166,15 +166,17 @@ TEST_CASE("the server never connects out to an address a client announced", "[tc
     auto peer = introduce_v2(fd, p);
     close(fd);
     // Wait until the server has seen the close, then answer the request it had received.
-    drive({p.server.get()}, [] { return false; }, 0.3);
+    drive(
+        {p.server.get()}, [] { return false; }, 0.3);
     char reply[] = "reply";
     auto s = make_op(OpKind::send, peer, 2, reply, sizeof reply);
     post(*p.server, *s);
-    REQUIRE(drive({p.server.get()}, [&] { return s->completed; }, 2.0));
+    REQUIRE(drive(
+        {p.server.get()}, [&] { return s->completed; }, 2.0));
     CHECK(s->error == -BMI_ECONNRESET);
     int reflected = -1;
-    drive({p.server.get()}, [&] { return (reflected = accept(victim, nullptr, nullptr)) >= 0; },
-          0.3);
+    drive(
+        {p.server.get()}, [&] { return (reflected = accept(victim, nullptr, nullptr)) >= 0; }, 0.3);
     CHECK(reflected < 0);
     if (reflected >= 0) close(reflected);
     close(victim);
@@ -207,13 +209,16 @@ TEST_CASE("early data is bounded per peer; the sender waits and nothing is lost"
         }
     };
     bmi_size_t most = 0;
-    drive({p.server.get()}, [&] {
-        pump();
-        most = std::max(most, server.early_bytes_held());
-        return false;
-    }, 1.0);
+    drive(
+        {p.server.get()},
+        [&] {
+            pump();
+            most = std::max(most, server.early_bytes_held());
+            return false;
+        },
+        1.0);
     CHECK(most <= 256 * 1024);
-    CHECK(most >= 128 * 1024);  // the budget was used, not bypassed
+    CHECK(most >= 128 * 1024);       // the budget was used, not bypassed
     CHECK(written < stream.size());  // the rest waits in the sender's socket
 
     // Receives posted now take every message, intact and in order.
@@ -223,10 +228,13 @@ TEST_CASE("early data is bounded per peer; the sender waits and nothing is lost"
         recvs.push_back(make_op(OpKind::recv, peer, 7, got[i].data(), size));
         post(*p.server, *recvs.back());
     }
-    REQUIRE(drive({p.server.get()}, [&] {
-        pump();
-        return std::all_of(recvs.begin(), recvs.end(), [](auto& r) { return r->completed; });
-    }, 10.0));
+    REQUIRE(drive(
+        {p.server.get()},
+        [&] {
+            pump();
+            return std::all_of(recvs.begin(), recvs.end(), [](auto& r) { return r->completed; });
+        },
+        10.0));
     for (int i = 0; i < count; ++i) {
         CHECK(recvs[i]->error == 0);
         CHECK(got[i] == pattern(size, static_cast<std::uint32_t>(i)));
@@ -271,7 +279,8 @@ TEST_CASE("a large send the receiver never clears fails after the rendezvous tim
     Header rts = read_header(fd, true, *p.server);
     CHECK(rts.mode == Mode::rts);
     const auto start = std::chrono::steady_clock::now();
-    REQUIRE(drive({p.server.get()}, [&] { return s->completed; }, 3.0));
+    REQUIRE(drive(
+        {p.server.get()}, [&] { return s->completed; }, 3.0));
     CHECK(s->error == -BMI_ETIMEDOUT);
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(250));
     close(fd);
@@ -314,7 +323,8 @@ struct OwedTransfer {
 TEST_CASE("a transfer whose DATA never comes times out", "[tcp][hostile]") {
     OwedTransfer t;
     // ... and no DATA follows.
-    REQUIRE(drive({t.p.server.get()}, [&] { return t.r->completed; }, 3.0));
+    REQUIRE(drive(
+        {t.p.server.get()}, [&] { return t.r->completed; }, 3.0));
     CHECK(t.r->error == -BMI_ETIMEDOUT);
 }
 
@@ -332,17 +342,21 @@ TEST_CASE("a transfer that trickles lives past the stall timeout and dies one af
     const std::vector<std::uint8_t> piece(100, 7);
     auto last_byte = std::chrono::steady_clock::now();
     int pieces = 0;
-    drive({p.server.get()}, [&] {
-        if (r->completed) return true;
-        if (std::chrono::steady_clock::now() - last_byte < std::chrono::milliseconds(50))
-            return false;
-        REQUIRE(send(fd, piece.data(), piece.size(), MSG_NOSIGNAL) == 100);
-        last_byte = std::chrono::steady_clock::now();
-        return ++pieces == 24;
-    }, 5.0);
+    drive(
+        {p.server.get()},
+        [&] {
+            if (r->completed) return true;
+            if (std::chrono::steady_clock::now() - last_byte < std::chrono::milliseconds(50))
+                return false;
+            REQUIRE(send(fd, piece.data(), piece.size(), MSG_NOSIGNAL) == 100);
+            last_byte = std::chrono::steady_clock::now();
+            return ++pieces == 24;
+        },
+        5.0);
     REQUIRE_FALSE(r->completed);
     REQUIRE(pieces == 24);
-    REQUIRE(drive({p.server.get()}, [&] { return r->completed; }, 3.0));
+    REQUIRE(drive(
+        {p.server.get()}, [&] { return r->completed; }, 3.0));
     CHECK(r->error == -BMI_ETIMEDOUT);
     const auto quiet = std::chrono::steady_clock::now() - last_byte;
     CHECK(quiet >= std::chrono::milliseconds(300));
@@ -398,7 +412,8 @@ TEST_CASE("out of descriptors, the server sheds new connections and keeps servin
     close(release[0]);
     REQUIRE(read(ready[0], &c, 1) == 1);
     const double before = cpu_seconds();
-    drive({p.server.get()}, [] { return false; }, 0.5);
+    drive(
+        {p.server.get()}, [] { return false; }, 0.5);
     const double spent = cpu_seconds() - before;
     CHECK(spent < 0.25);  // a server spinning on EMFILE burns the whole 0.5 s
 
@@ -435,7 +450,8 @@ TEST_CASE("out of descriptors before its first accept, the server sheds and late
     {
         bmi::test::FullTable full(0);
         const double before = cpu_seconds();
-        drive({p.server.get()}, [] { return false; }, 0.5);
+        drive(
+            {p.server.get()}, [] { return false; }, 0.5);
         CHECK(cpu_seconds() - before < 0.25);  // spinning on EMFILE burns the whole 0.5 s
     }
     // Shed: accepted and closed at once, so the client reads the end of the stream (or a
@@ -459,7 +475,8 @@ TEST_CASE("a peer trickling an unexpected body holds none of the quota", "[tcp][
     int fd = raw_connect(port_from(p.server->listen_address()));
     auto frame = legacy_frame(Mode::unexpected, 1, pattern(16000, 1));
     REQUIRE(raw_write(fd, frame.data(), legacy_header_size + 10, *p.server));
-    drive({p.server.get()}, [] { return false; }, 0.2);
+    drive(
+        {p.server.get()}, [] { return false; }, 0.2);
     CHECK(p.server_sink.used == 0);
 
     auto request = pattern(16000, 2);
@@ -488,5 +505,6 @@ TEST_CASE("a parked connection whose anonymous peer left is closed at once", "[t
     REQUIRE(raw_write(fd, buf, sizeof buf, *p.server));
     REQUIRE(drive({p.server.get()}, [&] { return server.early_bytes_held() > 0; }));
     close(fd);
-    CHECK(drive({p.server.get()}, [&] { return server.early_bytes_held() == 0; }, 2.0));
+    CHECK(drive(
+        {p.server.get()}, [&] { return server.early_bytes_held() == 0; }, 2.0));
 }

@@ -271,12 +271,15 @@ std::optional<std::vector<std::uint8_t>> read_hello_frame(int fd, const std::vec
     auto read_exactly = [&](std::uint8_t* to, std::size_t size) {
         std::size_t done = 0;
         bool closed = false;
-        drive(m, [&] {
-            const ssize_t n = recv(fd, to + done, size - done, 0);
-            if (n > 0) done += static_cast<std::size_t>(n);
-            closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-            return done == size || closed;
-        }, 3.0);
+        drive(
+            m,
+            [&] {
+                const ssize_t n = recv(fd, to + done, size - done, 0);
+                if (n > 0) done += static_cast<std::size_t>(n);
+                closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+                return done == size || closed;
+            },
+            3.0);
         return done == size;
     };
     if (!read_exactly(frame.data(), frame.size())) return std::nullopt;
@@ -293,9 +296,9 @@ Mode mode_of(const std::vector<std::uint8_t>& frame) {
 
 // What the attacker of the reflection attacks got out of it.
 struct AttackOutcome {
-    bool acceptor_proof_obtained = false;   // an acceptor proof came back on the second socket
-    bool initiator_proof_leaked = false;    // the instance proved itself on the first socket
-    bool second_socket_admitted = false;    // a message injected on it reached the application
+    bool acceptor_proof_obtained = false;  // an acceptor proof came back on the second socket
+    bool initiator_proof_leaked = false;   // the instance proved itself on the first socket
+    bool second_socket_admitted = false;   // a message injected on it reached the application
 };
 
 // The endpoint `victim` dialled is the attacker's (`dialled`, a raw listener). The attacker
@@ -322,7 +325,8 @@ AttackOutcome relay_handshake(Method& victim, int dialled, Method& target, TestS
             auto message = unexpected_v2("injected");
             bytes.insert(bytes.end(), message.begin(), message.end());
             REQUIRE(raw_write(second, bytes.data(), bytes.size(), target));
-            drive(running, [&] { return !target_sink.unexpected.empty(); }, 1.0);
+            drive(
+                running, [&] { return !target_sink.unexpected.empty(); }, 1.0);
             out.second_socket_admitted = !target_sink.unexpected.empty();
         }
     }
@@ -360,8 +364,8 @@ TEST_CASE("tcp: a keyless attacker cannot reflect an instance's handshake into i
     Pair& p = keyed.p;
     DialsAttacker dials(*p.server);
     const std::size_t before = p.server_sink.unexpected.size();
-    const AttackOutcome got = relay_handshake(*p.server, dials.listener, *p.server,
-                                              p.server_sink, {p.server.get()});
+    const AttackOutcome got =
+        relay_handshake(*p.server, dials.listener, *p.server, p.server_sink, {p.server.get()});
     CHECK_FALSE(got.initiator_proof_leaked);
     CHECK_FALSE(got.second_socket_admitted);
     CHECK(p.server_sink.unexpected.size() == before);
@@ -389,8 +393,7 @@ TEST_CASE("tcp: a keyless attacker cannot relay one key holder's handshake to an
     CHECK(dials.refused(*p.server));
 }
 
-TEST_CASE("tcp: a keyed peer of the first key handshake is refused, not admitted",
-          "[tcp][keys]") {
+TEST_CASE("tcp: a keyed peer of the first key handshake is refused, not admitted", "[tcp][keys]") {
     KeyedPair keyed;
     Pair& p = keyed.p;
     const int fd = raw_connect(port_from(p.server->listen_address()));
@@ -430,12 +433,12 @@ TEST_CASE("tcp: a bad key file stops the instance from starting", "[tcp][keys]")
     TestSink sink;
     std::unique_ptr<Method> m;
     REQUIRE(config.settings.load(
-        key_option(files.write("world", std::vector<std::uint8_t>(32, 1), 0644))) == 0);
+                key_option(files.write("world", std::vector<std::uint8_t>(32, 1), 0644))) == 0);
     CHECK(create(config, sink, m) == -BMI_EACCES);
     REQUIRE(config.settings.load(key_option(files.dir() + "/missing")) == 0);
     CHECK(create(config, sink, m) == -BMI_ENOENT);
     REQUIRE(config.settings.load(
-        key_option(files.write("short", std::vector<std::uint8_t>(16, 1)))) == 0);
+                key_option(files.write("short", std::vector<std::uint8_t>(16, 1)))) == 0);
     CHECK(create(config, sink, m) == -BMI_EINVAL);
     CHECK_FALSE(m);
 }

@@ -166,8 +166,8 @@ TEST_CASE("tcp rendezvous moves large messages intact", "[tcp]") {
         // Server to client: the server reuses the connection the client opened.
         auto s = make_op(OpKind::send, p.to_client, 20, data.data(), static_cast<bmi_size_t>(size));
         REQUIRE(post(*p.server, *s) == 0);
-        auto r = make_op(OpKind::recv, p.to_server, 20, in.data(),
-                         static_cast<bmi_size_t>(in.size()));
+        auto r =
+            make_op(OpKind::recv, p.to_server, 20, in.data(), static_cast<bmi_size_t>(in.size()));
         REQUIRE(post(*p.client, *r) == 0);
         REQUIRE(p.run([&] { return r->completed && s->completed; }, 10));
         CHECK(s->error == 0);

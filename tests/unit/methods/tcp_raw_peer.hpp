@@ -21,7 +21,6 @@
 
 namespace bmi::method::tcp::test {
 
-
 inline std::uint16_t port_from(const std::string& address) {
     auto parsed = parse_tcp_address(address);
     REQUIRE(parsed);
@@ -76,24 +75,29 @@ inline bool raw_write(int fd, const void* data, std::size_t size, Method& m) {
 inline bool raw_read(int fd, void* data, std::size_t size, Method& m) {
     auto* p = static_cast<char*>(data);
     std::size_t done = 0;
-    return drive({&m}, [&] {
-        ssize_t n = recv(fd, p + done, size - done, 0);
-        if (n > 0) done += static_cast<std::size_t>(n);
-        return done == size || n == 0;
-    }) && done == size;
+    return drive({&m},
+                 [&] {
+                     ssize_t n = recv(fd, p + done, size - done, 0);
+                     if (n > 0) done += static_cast<std::size_t>(n);
+                     return done == size || n == 0;
+                 }) &&
+           done == size;
 }
 
 // True once the other side has closed fd (EOF or reset).
 inline bool raw_closed(int fd, Method& m, double seconds = 5.0) {
-    return drive({&m}, [&] {
-        char c;
-        ssize_t n = recv(fd, &c, 1, 0);
-        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-    }, seconds);
+    return drive(
+        {&m},
+        [&] {
+            char c;
+            ssize_t n = recv(fd, &c, 1, 0);
+            return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+        },
+        seconds);
 }
 
 inline std::vector<std::uint8_t> legacy_frame(Mode mode, bmi_msg_tag_t tag,
-                                       const std::vector<std::uint8_t>& payload) {
+                                              const std::vector<std::uint8_t>& payload) {
     std::vector<std::uint8_t> frame(legacy_header_size);
     Header h;
     h.mode = mode;
@@ -139,11 +143,14 @@ inline int raw_v2_connect(std::uint16_t port, const std::string& announced, Meth
 // True if nothing arrives on fd while m runs for `seconds`.
 inline bool raw_silent(int fd, Method& m, double seconds = 0.3) {
     bool got = false;
-    drive({&m}, [&] {
-        char c;
-        got = recv(fd, &c, 1, MSG_PEEK) > 0;
-        return got;
-    }, seconds);
+    drive(
+        {&m},
+        [&] {
+            char c;
+            got = recv(fd, &c, 1, MSG_PEEK) > 0;
+            return got;
+        },
+        seconds);
     return !got;
 }
 

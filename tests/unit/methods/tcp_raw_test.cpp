@@ -141,7 +141,8 @@ TEST_CASE("legacy client interop", "[tcp][raw][legacy]") {
     auto eager_payload = pattern(100, 2);
     auto eager = legacy_frame(Mode::eager, 5, eager_payload);
     REQUIRE(raw_write(fd, eager.data(), eager.size(), server));
-    drive({&server}, [] { return false; }, 0.2);
+    drive(
+        {&server}, [] { return false; }, 0.2);
     std::vector<std::uint8_t> in(200);
     auto r = make_op(OpKind::recv, peer, 5, in.data(), 200);
     CHECK(post(server, *r) == 1);
@@ -152,7 +153,8 @@ TEST_CASE("legacy client interop", "[tcp][raw][legacy]") {
     auto rend_payload = pattern(64 * 1024, 3);
     auto rend = legacy_frame(Mode::rendezvous, 6, rend_payload);
     REQUIRE(raw_write(fd, rend.data(), rend.size(), server));
-    drive({&server}, [] { return false; }, 0.2);
+    drive(
+        {&server}, [] { return false; }, 0.2);
     std::vector<std::uint8_t> in_rend(rend_payload.size());
     auto rr = make_op(OpKind::recv, peer, 6, in_rend.data(), bmi_size_t(in_rend.size()));
     post(server, *rr);
@@ -298,7 +300,8 @@ TEST_CASE("a send that needs v2 waits for the offer's answer at most the stall t
     s2->msg_class = 3;
     post(*raw.client, *s2);
     const auto start = std::chrono::steady_clock::now();
-    REQUIRE(drive({raw.client.get()}, [&] { return s2->completed; }, 5.0));
+    REQUIRE(drive(
+        {raw.client.get()}, [&] { return s2->completed; }, 5.0));
     CHECK(s2->error == -BMI_ETIMEDOUT);
     const auto waited = std::chrono::steady_clock::now() - start;
     CHECK(waited >= std::chrono::milliseconds(250));

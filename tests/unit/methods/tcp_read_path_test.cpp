@@ -90,10 +90,9 @@ TEST_CASE("a run of large legacy frames costs two reads each, none to find the s
     CHECK(reads <= 2 * frames + 1);
 }
 
-TEST_CASE("legacy frames of every size in a row arrive intact, whole or in pieces",
-          "[tcp][read]") {
-    const std::vector<std::size_t> sizes = {65536, 100, 40000, 1,     32768, 16384,
-                                            100000, 32767, 0,   70000, 24,    200000};
+TEST_CASE("legacy frames of every size in a row arrive intact, whole or in pieces", "[tcp][read]") {
+    const std::vector<std::size_t> sizes = {65536,  100,   40000, 1,     32768, 16384,
+                                            100000, 32767, 0,     70000, 24,    200000};
     const std::size_t piece = GENERATE(std::size_t{0}, std::size_t{1000}, std::size_t{32768});
     const bool posted_first = GENERATE(true, false);
     CAPTURE(piece, posted_first);
@@ -121,7 +120,8 @@ TEST_CASE("legacy frames of every size in a row arrive intact, whole or in piece
     if (posted_first) post_all();
     REQUIRE(raw_write(c.fd, stream.data(), first, server));
     if (!posted_first) {
-        drive({&server}, [] { return false; }, 0.1);
+        drive(
+            {&server}, [] { return false; }, 0.1);
         post_all();
     }
     const std::size_t step = piece == 0 ? stream.size() : piece;
@@ -153,8 +153,8 @@ TEST_CASE("v2 messages of every size in a burst arrive intact", "[tcp][read]") {
         post(*p.server, *ops.back());
     }
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-        ops.push_back(make_op(OpKind::send, p.to_server, bmi_msg_tag_t(60 + i),
-                              payloads[i].data(), bmi_size_t(sizes[i])));
+        ops.push_back(make_op(OpKind::send, p.to_server, bmi_msg_tag_t(60 + i), payloads[i].data(),
+                              bmi_size_t(sizes[i])));
         post(*p.client, *ops.back());
     }
     REQUIRE(p.run([&] {

@@ -91,8 +91,8 @@ TEST_CASE("tcp read wait: the peer's message ends the sleep, and reads stay nonb
     server.join();
     REQUIRE(server_done);
     CHECK(slept.moved);
-    CHECK(slept.took >= 40ms);   // it did sleep ...
-    CHECK(slept.took < 450ms);   // ... until the message came, not until the bound
+    CHECK(slept.took >= 40ms);  // it did sleep ...
+    CHECK(slept.took < 450ms);  // ... until the message came, not until the bound
     REQUIRE(p.run_client_only([&] { return r->completed; }));
     CHECK(r->error == 0);
     REQUIRE(r->actual_size == 40);
@@ -124,7 +124,7 @@ TEST_CASE("tcp read wait: with nothing coming the sleep ends at its bound", "[tc
     auto r = receive(p, 7, in, sizeof in);
     const Sleep slept = sleep_in_read(*p.client, 10s);
     CHECK_FALSE(slept.moved);
-    CHECK(slept.took >= 15ms);   // 20 ms, rounded up to the kernel's tick
+    CHECK(slept.took >= 15ms);  // 20 ms, rounded up to the kernel's tick
     CHECK(slept.took < 500ms);
     CHECK_FALSE(r->completed);
     // The control layer sleeps in epoll next: the connection is back in the set, so the
@@ -137,7 +137,8 @@ TEST_CASE("tcp read wait: with nothing coming the sleep ends at its bound", "[tc
 }
 
 TEST_CASE("tcp read wait: after a read that brought data, progress reads the connection by "
-          "hand, and any sleep in epoll finds it back in the set", "[tcp]") {
+          "hand, and any sleep in epoll finds it back in the set",
+          "[tcp]") {
     WaitingPair p(500'000);
     REQUIRE(p.create_status == 0);
     REQUIRE(p.connect());
@@ -167,8 +168,7 @@ TEST_CASE("tcp read wait: after a read that brought data, progress reads the con
     CHECK(third->error == 0);
 }
 
-TEST_CASE("tcp read wait: a caller's deadline sooner than the bound means no read wait",
-          "[tcp]") {
+TEST_CASE("tcp read wait: a caller's deadline sooner than the bound means no read wait", "[tcp]") {
     WaitingPair p(500'000);
     REQUIRE(p.create_status == 0);
     REQUIRE(p.connect());
@@ -228,7 +228,8 @@ TEST_CASE("tcp read wait: a peer that closes ends the sleep and fails the receiv
 }
 
 TEST_CASE("tcp read wait: a peer trickling a frame a byte at a time ends each sleep, and the "
-          "message arrives whole", "[tcp][hostile]") {
+          "message arrives whole",
+          "[tcp][hostile]") {
     Config config;
     REQUIRE(config.settings.load("tcp_read_wait_us=300000") == 0);
     ClientOfRaw raw(config);
@@ -259,8 +260,10 @@ TEST_CASE("tcp read wait: a peer trickling a frame a byte at a time ends each sl
     const auto start = Clock::now();
     while (!r->completed && Clock::now() - start < 10s) {
         const auto before = Clock::now();
-        if (raw.client->sleep_in_read(before, before + 1s, true)) ++woken;
-        else raw.client->progress();
+        if (raw.client->sleep_in_read(before, before + 1s, true))
+            ++woken;
+        else
+            raw.client->progress();
         longest = std::max(longest, Clock::now() - before);
     }
     INFO("sleeps in the read that bytes ended: " << woken);

@@ -31,7 +31,8 @@ std::int64_t heap_in_use() {
 void trickle_one_byte(const std::vector<int>& fds, Pair& p) {
     const std::uint8_t byte = 0x5a;
     for (int fd : fds) REQUIRE(raw_write(fd, &byte, 1, *p.server));
-    drive({p.server.get()}, [] { return false; }, 0.2);
+    drive(
+        {p.server.get()}, [] { return false; }, 0.2);
 }
 
 }  // namespace
@@ -57,7 +58,8 @@ TEST_CASE("a header is charged to the early-data budget when its buffer is commi
         REQUIRE(fd >= 0);
         fds.push_back(fd);
     }
-    drive({p.server.get()}, [] { return false; }, 0.1);
+    drive(
+        {p.server.get()}, [] { return false; }, 0.1);
     const std::int64_t before = heap_in_use();
     for (int i = 0; i < attackers; ++i) {
         auto header = v2_frame(Mode::eager, 9, v2_large_eager_limit, 0);
@@ -95,23 +97,27 @@ TEST_CASE("a HELLO trickled a byte at a time is closed at the setup deadline",
     const auto hello = encode_hello(Hello{feature_rendezvous, ""}, false);
     std::size_t sent = 0;
     bool slow_closed = false;
-    drive({p.server.get()}, [&] {
-        const auto elapsed = std::chrono::steady_clock::now() - start;
-        if (sent < hello.size() - 1 && elapsed > std::chrono::milliseconds(100) * (sent + 1) &&
-            send(slow, hello.data() + sent, 1, MSG_NOSIGNAL) == 1)
-            ++sent;
-        char byte;
-        const ssize_t n = recv(slow, &byte, 1, 0);
-        slow_closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-        return slow_closed;
-    }, 3.0);
+    drive(
+        {p.server.get()},
+        [&] {
+            const auto elapsed = std::chrono::steady_clock::now() - start;
+            if (sent < hello.size() - 1 && elapsed > std::chrono::milliseconds(100) * (sent + 1) &&
+                send(slow, hello.data() + sent, 1, MSG_NOSIGNAL) == 1)
+                ++sent;
+            char byte;
+            const ssize_t n = recv(slow, &byte, 1, 0);
+            slow_closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+            return slow_closed;
+        },
+        3.0);
     CHECK(slow_closed);
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(250));
     close(slow);
 
     // A client through its handshake is not on that clock.
     REQUIRE(p.connect());
-    drive({p.server.get(), p.client.get()}, [] { return false; }, 0.5);
+    drive(
+        {p.server.get(), p.client.get()}, [] { return false; }, 0.5);
     CHECK(served(p, 8, 100));
 }
 
@@ -184,8 +190,8 @@ bool echoed(std::uint16_t port, const std::string& text, double seconds) {
     auto s = make_op(OpKind::send_unexpected, server, 1, out.data(), bmi_size_t(out.size()));
     post(*client, *r);
     post(*client, *s);
-    const bool done = drive({client.get()}, [&] { return r->completed && s->completed; },
-                            seconds);
+    const bool done = drive(
+        {client.get()}, [&] { return r->completed && s->completed; }, seconds);
     return done && r->error == 0 && s->error == 0 && back == out;
 }
 
@@ -234,7 +240,8 @@ TEST_CASE("a connection that has not finished its handshake holds no read-ahead 
     Pair p;
     REQUIRE(p.create_status == 0);
     const std::uint16_t port = port_from(p.server->listen_address());
-    drive({p.server.get()}, [] { return false; }, 0.1);
+    drive(
+        {p.server.get()}, [] { return false; }, 0.1);
     const std::int64_t before = heap_in_use();
     // 100 connections that each send the first byte of a header and wait.
     std::vector<int> fds;
@@ -265,9 +272,12 @@ TEST_CASE("a peer that reads none of our bytes fails our sends after the send ti
     int fd = -1;
     REQUIRE(raw_accept_hello(raw, feature_rendezvous, fd));
     // The peer acknowledges at the TCP level (its kernel is alive) and never reads.
-    const bool all_done = drive({raw.client.get()}, [&] {
-        return std::all_of(sends.begin(), sends.end(), [](auto& s) { return s->completed; });
-    }, 5.0);
+    const bool all_done = drive(
+        {raw.client.get()},
+        [&] {
+            return std::all_of(sends.begin(), sends.end(), [](auto& s) { return s->completed; });
+        },
+        5.0);
     CHECK(all_done);
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(250));
     CHECK(std::any_of(sends.begin(), sends.end(),

@@ -21,7 +21,8 @@ TEST_CASE("tcp send_now: immediate sends keep their order and bytes when the soc
           "[tcp]") {
     // Odd sizes, so that a filling socket cuts one of them in the middle rather than between
     // two: one sent from a single coalesced buffer, one as header and payload pieces.
-    const bmi_size_t message_size = GENERATE(bmi_size_t(4001), bmi_size_t(16001), bmi_size_t(60001));
+    const bmi_size_t message_size =
+        GENERATE(bmi_size_t(4001), bmi_size_t(16001), bmi_size_t(60001));
     const auto message = [&](int i) { return ::message(i, message_size); };
     Pair p;
     REQUIRE(p.create_status == 0);
@@ -56,8 +57,7 @@ TEST_CASE("tcp send_now: immediate sends keep their order and bytes when the soc
         REQUIRE(post(*p.client, *sends.back()) >= 0);
     }
 
-    std::vector<std::vector<std::uint8_t>> in(sent.size(),
-                                              std::vector<std::uint8_t>(message_size));
+    std::vector<std::vector<std::uint8_t>> in(sent.size(), std::vector<std::uint8_t>(message_size));
     std::vector<std::unique_ptr<Operation>> recvs;
     for (auto& buffer : in) {
         recvs.push_back(make_op(OpKind::recv, p.to_client, 3, buffer.data(), message_size));

@@ -353,8 +353,7 @@ TEST_CASE("a first frame needs a 25th byte only under the standalone magic", "[t
     }
 }
 
-TEST_CASE("the standalone framing has OrangeFS's limits and keeps its own magic",
-          "[tcp][wire]") {
+TEST_CASE("the standalone framing has OrangeFS's limits and keeps its own magic", "[tcp][wire]") {
     auto check = [](Mode m, std::uint64_t size, Dialect d, std::uint32_t magic) {
         Header h;
         h.magic = magic;
@@ -370,8 +369,7 @@ TEST_CASE("the standalone framing has OrangeFS's limits and keeps its own magic"
     CHECK(check(Mode::eager, eager_limit, Dialect::standalone, s) == 0);
     CHECK(check(Mode::eager, eager_limit + 1, Dialect::standalone, s) == -BMI_EPROTO);
     CHECK(check(Mode::rendezvous, legacy_message_limit, Dialect::standalone, s) == 0);
-    CHECK(check(Mode::rendezvous, legacy_message_limit + 1, Dialect::standalone, s) ==
-          -BMI_EPROTO);
+    CHECK(check(Mode::rendezvous, legacy_message_limit + 1, Dialect::standalone, s) == -BMI_EPROTO);
     CHECK(check(Mode::rendezvous, ~0ull, Dialect::standalone, s) == -BMI_EPROTO);
     for (Mode m : {Mode::rts, Mode::cts, Mode::nak, Mode::data, Mode::hello, Mode::hello_ack,
                    Mode::hello_proof})

@@ -23,7 +23,7 @@ using bmi::support::AdaptiveSpin;
 namespace {
 using std::chrono::microseconds;
 microseconds own_core() { return microseconds{0}; }
-microseconds shared_core() { return microseconds{10}; }  // a peer that answered at once
+microseconds shared_core() { return microseconds{10}; }       // a peer that answered at once
 microseconds busy_neighbour() { return microseconds{3000}; }  // a CPU-bound task's turn
 }  // namespace
 
@@ -80,9 +80,8 @@ TEST_CASE("on a shared core the spin stops, for longer while the sharing lasts")
     spin.reward();  // traffic seen elsewhere does not restart it early
     REQUIRE(spin.budget_us() == 0);
     polls = 0;
-    for (int i = 0; i < AdaptiveSpin::min_backoff; ++i) REQUIRE_FALSE(spin.run([&] {
-        return ++polls > 0;
-    }));
+    for (int i = 0; i < AdaptiveSpin::min_backoff; ++i)
+        REQUIRE_FALSE(spin.run([&] { return ++polls > 0; }));
     REQUIRE(polls == 0);  // the whole backoff slept at once
     REQUIRE(spin.backoff_left() == 0);
     // Still shared at the next probe: the backoff doubles.

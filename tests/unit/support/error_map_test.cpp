@@ -27,8 +27,7 @@ TEST_CASE("constants have the values fixed by the spec", "[error_map]") {
     STATIC_REQUIRE(BMI_ETRYAGAIN == (7 | BMI_ERROR_BIT | BMI_NON_ERRNO_ERROR_BIT | BMI_ERROR));
 }
 
-TEST_CASE("the table holds 59 errno codes then 7 non-errno codes, in spec order",
-          "[error_map]") {
+TEST_CASE("the table holds 59 errno codes then 7 non-errno codes, in spec order", "[error_map]") {
     auto table = error_table();
     REQUIRE(table.size() == 66);
     for (std::size_t i = 0; i < table.size(); ++i) {

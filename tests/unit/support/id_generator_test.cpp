@@ -60,10 +60,10 @@ TEST_CASE("zero, negative and made-up ids are rejected", "[id_generator]") {
     int a = 0;
     IdGenerator::Id id = ids.insert(&a);
 
-    for (IdGenerator::Id bad : {IdGenerator::Id{0}, IdGenerator::Id{-1}, -id,
-                                std::numeric_limits<IdGenerator::Id>::min(),
-                                std::numeric_limits<IdGenerator::Id>::max(), id + 1, id - 1,
-                                id ^ (IdGenerator::Id{1} << 40)}) {
+    for (IdGenerator::Id bad :
+         {IdGenerator::Id{0}, IdGenerator::Id{-1}, -id, std::numeric_limits<IdGenerator::Id>::min(),
+          std::numeric_limits<IdGenerator::Id>::max(), id + 1, id - 1,
+          id ^ (IdGenerator::Id{1} << 40)}) {
         CAPTURE(bad);
         CHECK(ids.find(bad) == nullptr);
         CHECK_FALSE(ids.erase(bad));
@@ -112,8 +112,7 @@ TEST_CASE("100k live ids all resolve and all erase", "[id_generator]") {
     }
     CHECK(unique.size() == count);
     CHECK(ids.size() == count);
-    for (int i = 0; i < count; ++i)
-        REQUIRE(ids.find(issued[i]) == &objects[i]);
+    for (int i = 0; i < count; ++i) REQUIRE(ids.find(issued[i]) == &objects[i]);
     // Erase every other one, then check both halves.
     for (int i = 0; i < count; i += 2) REQUIRE(ids.erase(issued[i]));
     CHECK(ids.size() == count / 2);

@@ -79,8 +79,7 @@ TEST_CASE("a missing, short, long or malformed key file is refused", "[keys]") {
     CHECK(load_key_file(files.write("empty", {}), key) == -BMI_EINVAL);
     CHECK(load_key_file(files.write("short", std::vector<std::uint8_t>(31, 1)), key) ==
           -BMI_EINVAL);
-    CHECK(load_key_file(files.write("long", std::vector<std::uint8_t>(33, 1)), key) ==
-          -BMI_EINVAL);
+    CHECK(load_key_file(files.write("long", std::vector<std::uint8_t>(33, 1)), key) == -BMI_EINVAL);
     CHECK(load_key_file(files.write("huge", std::vector<std::uint8_t>(4096, '0')), key) ==
           -BMI_EINVAL);
     std::string bad(64, 'g');
@@ -162,9 +161,7 @@ TEST_CASE("a proof verifies under the same key, role and transcript only", "[key
     }
 }
 
-TEST_CASE("nonces are fresh", "[keys]") {
-    CHECK(fresh_nonce() != fresh_nonce());
-}
+TEST_CASE("nonces are fresh", "[keys]") { CHECK(fresh_nonce() != fresh_nonce()); }
 
 TEST_CASE("refusals are logged once per source per interval, in bounded memory", "[keys]") {
     using namespace std::chrono_literals;

@@ -18,8 +18,7 @@ TEST_CASE("single and combined areas", "[logging]") {
     CHECK(parse_log_mask("tcp,control") == (bit(LogArea::tcp) | bit(LogArea::control)));
     CHECK(parse_log_mask("control tcp") == (bit(LogArea::tcp) | bit(LogArea::control)));
     CHECK(parse_log_mask("address,shm,verbs,error") ==
-          (bit(LogArea::address) | bit(LogArea::shm) | bit(LogArea::verbs) |
-           bit(LogArea::error)));
+          (bit(LogArea::address) | bit(LogArea::shm) | bit(LogArea::verbs) | bit(LogArea::error)));
     CHECK(parse_log_mask("tcp,tcp") == bit(LogArea::tcp));
 }
 
@@ -38,8 +37,8 @@ TEST_CASE("empty, null and unknown words give nothing", "[logging]") {
     CHECK(parse_log_mask("") == 0);
     CHECK(parse_log_mask(",") == 0);
     CHECK(parse_log_mask("nosuch") == 0);
-    CHECK(parse_log_mask("TCP") == 0);    // names are lower case
-    CHECK(parse_log_mask("tcpx") == 0);   // whole words only
+    CHECK(parse_log_mask("TCP") == 0);   // names are lower case
+    CHECK(parse_log_mask("tcpx") == 0);  // whole words only
     CHECK(parse_log_mask("alll") == 0);
     CHECK(parse_log_mask("nosuch,tcp,,other") == bit(LogArea::tcp));
 }

@@ -72,20 +72,20 @@ TEST_CASE("parse_host_port accepts IPv4, names and bracketed IPv6", "[method_add
 TEST_CASE("parse_host_port rejects malformed input", "[method_address]") {
     for (std::string_view bad : {
              ""sv,
-             "host"sv,            // missing port
-             "host:"sv,           // empty port
-             ":80"sv,             // empty host
-             "[]:80"sv,           // empty bracketed host
-             "::1:80"sv,          // unbracketed IPv6 is ambiguous
-             "fe80::1"sv,         // unbracketed IPv6 without port
-             "[::1]"sv,           // bracketed without port
-             "[::1]:"sv,          // bracketed, empty port
-             "[::1]80"sv,         // no colon after the bracket
-             "[::1:80"sv,         // unclosed bracket
-             "[1.2.3.4]:80"sv,    // brackets are for IPv6 only
-             "host:65536"sv,      // port too large
+             "host"sv,          // missing port
+             "host:"sv,         // empty port
+             ":80"sv,           // empty host
+             "[]:80"sv,         // empty bracketed host
+             "::1:80"sv,        // unbracketed IPv6 is ambiguous
+             "fe80::1"sv,       // unbracketed IPv6 without port
+             "[::1]"sv,         // bracketed without port
+             "[::1]:"sv,        // bracketed, empty port
+             "[::1]80"sv,       // no colon after the bracket
+             "[::1:80"sv,       // unclosed bracket
+             "[1.2.3.4]:80"sv,  // brackets are for IPv6 only
+             "host:65536"sv,    // port too large
              "host:99999"sv,
-             "host:4294967376"sv, // would wrap to 80 in 32 bits
+             "host:4294967376"sv,  // would wrap to 80 in 32 bits
              "host:-1"sv,
              "host:+80"sv,
              "host:8o"sv,
@@ -109,8 +109,8 @@ TEST_CASE("format_host_port round trips through parse_host_port", "[method_addre
         std::string host;
         std::uint16_t port;
     };
-    for (const Case& c : {Case{"127.0.0.1", 1}, Case{"node-1.example", 65535},
-                          Case{"::1", 3334}, Case{"fe80::abcd", 0}}) {
+    for (const Case& c : {Case{"127.0.0.1", 1}, Case{"node-1.example", 65535}, Case{"::1", 3334},
+                          Case{"fe80::abcd", 0}}) {
         CAPTURE(c.host, c.port);
         std::string text = format_host_port(c.host, c.port);
         auto parsed = parse_host_port(text);

@@ -95,13 +95,15 @@ TEST_CASE("a request carries the RFC's attributes, each maybe required", "[plane
     CHECK_FALSE(r.bandwidth_mbps.required);
     CHECK(r.qos.required);
     CHECK(*r.key.value);
-    CHECK(format_request(r) == "id=bmi.storage type=tcp endpts=4! plane=storage qos=fast! bw=200 key=yes!");
+    CHECK(format_request(r) ==
+          "id=bmi.storage type=tcp endpts=4! plane=storage qos=fast! bw=200 key=yes!");
     const auto by_cidr = parse_requests("id=a type=tcp endpts=1 plane=10.20.0.0/16!", "req", error);
     REQUIRE(by_cidr);
     CHECK(*by_cidr->front().plane.value == "10.20.0.0/16");
 }
 
-TEST_CASE("malformed allocations are errors naming the field, never defaults", "[planes][allocation]") {
+TEST_CASE("malformed allocations are errors naming the field, never defaults",
+          "[planes][allocation]") {
     const std::string good_tail = " plane=10.0.0.0/8 endpts=1 ports=1000";
     struct Case {
         std::string text;
@@ -121,7 +123,8 @@ TEST_CASE("malformed allocations are errors naming the field, never defaults", "
         {"id=a type=tcp plane=storage endpts=1 ports=1000", "plane", "not a CIDR"},
         {"id=a type=tcp plane=10.0.0.0/8 endpts=0 ports=1000", "endpts", "not a count"},
         {"id=a type=tcp plane=10.0.0.0/8 endpts=four ports=1000", "endpts", "not a count"},
-        {"id=a type=tcp plane=10.0.0.0/8 endpts=2 ports=1000", "ports", "1 port(s) for 2 endpoints"},
+        {"id=a type=tcp plane=10.0.0.0/8 endpts=2 ports=1000", "ports",
+         "1 port(s) for 2 endpoints"},
         {"id=a type=tcp plane=10.0.0.0/8 endpts=1 ports=0", "ports", "not a port"},
         {"id=a type=tcp plane=10.0.0.0/8 endpts=1 ports=1000,", "ports", "not a port"},
         {"id=a type=tcp plane=10.0.0.0/8 endpts=1 ports=5-1", "ports", "backwards"},
@@ -178,7 +181,7 @@ TEST_CASE("malformed requests are errors naming the field", "[planes][request]")
         INFO(c.text);
         ParseError error;
         CHECK_FALSE(parse_requests(c.text, "req.txt", error));
-        CHECK(error.text() .rfind("req.txt:1: ", 0) == 0);
+        CHECK(error.text().rfind("req.txt:1: ", 0) == 0);
         CHECK(error.field == c.field);
         CHECK(error.text().find(c.says) != std::string::npos);
     }

@@ -103,16 +103,16 @@ TEST_CASE("a plane this node is not on, or cannot enforce, says so", "[planes][b
           -BMI_EINVAL);
     CHECK(why.find("GID prefix") != std::string::npos);
 
-    REQUIRE(bind_allocation(one("id=s type=shm plane=" + node() + " endpts=1 qos=gold bw=10"), 0,
-                            b, why) == 0);
+    REQUIRE(bind_allocation(one("id=s type=shm plane=" + node() + " endpts=1 qos=gold bw=10"), 0, b,
+                            why) == 0);
     const auto notes = enforcement_notes(b);
     REQUIRE(notes.size() == 2);
     CHECK_FALSE(notes[0].enforced);
     CHECK(notes[0].text.find("qos gold: not a level") == 0);
     CHECK_FALSE(notes[1].enforced);
 
-    REQUIRE(bind_allocation(one("id=w type=tcp plane=0.0.0.0/0 endpts=1 ports=1000"), 0, b,
-                            why) == 0);
+    REQUIRE(bind_allocation(one("id=w type=tcp plane=0.0.0.0/0 endpts=1 ports=1000"), 0, b, why) ==
+            0);
     CHECK(b.local_host == "0.0.0.0");
 }
 
@@ -142,9 +142,8 @@ TEST_CASE("an instance's allocation comes from one source, strictly read", "[pla
     bmi::test::KeyFiles dir;
     const std::string fifo = dir.fifo("alloc");
     REQUIRE(settings.load("allocation_file=" + fifo) == 0);
-    const auto rc = bmi::test::returns_within(std::chrono::seconds(3), fifo, [&] {
-        return resolve_allocation(settings, "", out);
-    });
+    const auto rc = bmi::test::returns_within(
+        std::chrono::seconds(3), fifo, [&] { return resolve_allocation(settings, "", out); });
     REQUIRE(rc);
     CHECK(*rc == -BMI_EINVAL);
 
@@ -152,11 +151,13 @@ TEST_CASE("an instance's allocation comes from one source, strictly read", "[pla
     CHECK(resolve_allocation(plain, "id=a type=tcp plane=127.0.0.0/8 endpts=2 ports=40000", out) ==
           -BMI_EINVAL);  // fewer ports than endpoints
     CHECK(resolve_allocation(plain, text + ";" + text, out) == -BMI_EINVAL);  // id twice
-    CHECK(resolve_allocation(plain, text + " key_file=/k/a;" +
-                                        "id=b type=tcp plane=127.0.0.0/8 endpts=1 ports=40001",
+    CHECK(resolve_allocation(plain,
+                             text + " key_file=/k/a;" +
+                                 "id=b type=tcp plane=127.0.0.0/8 endpts=1 ports=40001",
                              out) == -BMI_EINVAL);  // one keyed, one not
-    REQUIRE(resolve_allocation(plain, text + " key_file=/k/a;id=b type=shm plane=" + node() +
-                                          " endpts=1 key_file=/k/a",
+    REQUIRE(resolve_allocation(plain,
+                               text + " key_file=/k/a;id=b type=shm plane=" + node() +
+                                   " endpts=1 key_file=/k/a",
                                out) == 0);
     CHECK(out.key_file == "/k/a");
 }

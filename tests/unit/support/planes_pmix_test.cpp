@@ -68,8 +68,7 @@ TEST_CASE("a bare string is tcp resources on every address", "[planes][pmix]") {
     CHECK(c->text == "id=bmi.t type=tcp plane=0.0.0.0/0 endpts=1 ports=40000-40010");
 }
 
-TEST_CASE("endpts.nd is split among the local processes when endpts is absent",
-          "[planes][pmix]") {
+TEST_CASE("endpts.nd is split among the local processes when endpts is absent", "[planes][pmix]") {
     auto items = rfc_items("bmi.t");
     items[4] = {"pmix.alloc.endpts.nd", std::uint64_t{6}};
     CHECK(refusal(array(items), 3).find(" endpts=2 ") != std::string::npos);

@@ -65,7 +65,8 @@ TEST_CASE("an inventory names and pins planes", "[planes][inventory]") {
     CHECK(inv->find("nothing") == nullptr);
 }
 
-TEST_CASE("a malformed inventory line names the file, the line and the field", "[planes][inventory]") {
+TEST_CASE("a malformed inventory line names the file, the line and the field",
+          "[planes][inventory]") {
     struct Case {
         const char* line;
         const char* field;

@@ -39,16 +39,16 @@ enum class SettingId : std::uint8_t {
     early_peer_bytes,
 };
 constexpr SettingSpec rows[] = {
-    {SettingId::spin_us, "owner_spin_us", "BMI_OWNER_SPIN_US", SettingType::count, "50", "us",
-     0, 10'000, "", "spin"},
+    {SettingId::spin_us, "owner_spin_us", "BMI_OWNER_SPIN_US", SettingType::count, "50", "us", 0,
+     10'000, "", "spin"},
     {SettingId::slot_size, "owner_slot_size", "BMI_OWNER_SLOT_SIZE", SettingType::size, "8K",
      "bytes", 256, 1 << 20, "", "slot"},
-    {SettingId::ring_slots, "owner_ring_slots", "BMI_OWNER_RING_SLOTS", SettingType::count,
-     "64", "slots", 4, 4096, "", "slots"},
-    {SettingId::legacy, "owner_legacy", "BMI_OWNER_LEGACY", SettingType::flag, "0", "", 0, 0,
-     "", "legacy"},
-    {SettingId::split_copy, "owner_split_copy", "BMI_OWNER_SPLIT_COPY", SettingType::choice,
-     "auto", "", 0, 0, "0|1|auto", "split"},
+    {SettingId::ring_slots, "owner_ring_slots", "BMI_OWNER_RING_SLOTS", SettingType::count, "64",
+     "slots", 4, 4096, "", "slots"},
+    {SettingId::legacy, "owner_legacy", "BMI_OWNER_LEGACY", SettingType::flag, "0", "", 0, 0, "",
+     "legacy"},
+    {SettingId::split_copy, "owner_split_copy", "BMI_OWNER_SPLIT_COPY", SettingType::choice, "auto",
+     "", 0, 0, "0|1|auto", "split"},
     // Renamed twice: both former names are still read.
     {SettingId::early_peer_bytes, "owner_early_peer_bytes", "BMI_OWNER_EARLY_PEER_BYTES",
      SettingType::size, "4M", "bytes", 0, 1 << 30, "", "early",
@@ -65,8 +65,7 @@ const SettingTable& table() {
 }
 }  // namespace owner
 
-TEST_CASE("every row of support's table is complete and parses its own default",
-          "[settings]") {
+TEST_CASE("every row of support's table is complete and parses its own default", "[settings]") {
     const Settings defaults(general_settings());
     for (const auto& spec : general_settings().rows()) {
         INFO(spec.env);
@@ -87,15 +86,14 @@ TEST_CASE("every row of support's table is complete and parses its own default",
     }
 }
 
-TEST_CASE("a table gathers its owners' rows in order and knows where each one is",
-          "[settings]") {
+TEST_CASE("a table gathers its owners' rows in order and knows where each one is", "[settings]") {
     const SettingTable& table = owner::table();
     const auto general = general_setting_rows();
     REQUIRE(table.size() == general.size() + std::size(owner::rows));
     std::size_t i = 0;
     for (const auto& spec : table.rows()) {
-        const SettingSpec* expected =
-            i < general.size() ? &general[i] : &owner::rows[i - general.size()];
+        const SettingSpec* expected = i < general.size() ? &general[i]
+                                                         : &owner::rows[i - general.size()];
         CHECK(&spec == expected);
         CHECK(table.position(spec) == i);
         ++i;
@@ -116,12 +114,28 @@ TEST_CASE("values are parsed in the row's type and bounded by its range", "[sett
     CHECK_FALSE(parse_setting(spin, "abc"));  // was quietly 0
     CHECK_FALSE(parse_setting(spin, "10001"));
     CHECK_FALSE(parse_setting(spin, "5us"));
-    const SettingSpec gid{owner::SettingId::spin_us, "gid", "BMI_GID", SettingType::count, "-1",
-                          "", -1, 65'535, "", "gid"};
+    const SettingSpec gid{owner::SettingId::spin_us,
+                          "gid",
+                          "BMI_GID",
+                          SettingType::count,
+                          "-1",
+                          "",
+                          -1,
+                          65'535,
+                          "",
+                          "gid"};
     CHECK(parse_setting(gid, "-1") == -1);
     CHECK_FALSE(parse_setting(owner::rows[1], "-1"));
-    const SettingSpec stall{owner::SettingId::spin_us, "stall", "BMI_STALL",
-                            SettingType::duration, "10s", "ms", 1, 3'600'000, "", "stall"};
+    const SettingSpec stall{owner::SettingId::spin_us,
+                            "stall",
+                            "BMI_STALL",
+                            SettingType::duration,
+                            "10s",
+                            "ms",
+                            1,
+                            3'600'000,
+                            "",
+                            "stall"};
     CHECK(parse_setting(stall, "2s") == 2000);
     CHECK_FALSE(parse_setting(stall, "0"));
     CHECK(parse_setting(owner::rows[3], "yes") == 1);
@@ -254,8 +268,8 @@ TEST_CASE("a setting given under its name and a former one with different values
           "[settings]") {
     using owner::SettingId;
     SECTION("in the environment") {
-        const Loaded r = load_owner(
-            {{"BMI_OWNER_EARLY_PEER_BYTES", "1M"}, {"BMI_OWNER_EARLY_BYTES", "2M"}}, "");
+        const Loaded r =
+            load_owner({{"BMI_OWNER_EARLY_PEER_BYTES", "1M"}, {"BMI_OWNER_EARLY_BYTES", "2M"}}, "");
         INFO(r.log);
         CHECK(r.rc == -BMI_EINVAL);
         CHECK_FALSE(r.settings.valid(SettingId::early_peer_bytes));

@@ -92,9 +92,9 @@ TEST_CASE("trusted ports and networks together: both must hold", "[trusted]") {
 }
 
 TEST_CASE("trusted values that cannot be a policy are refused", "[trusted]") {
-    make(1, 2000, 1000, 0, {}, {}, -BMI_EINVAL);     // min > max
-    make(1, 0, 70000, 0, {}, {}, -BMI_EINVAL);       // past 65535
-    make(0, 0, 0, 1, {}, {}, -BMI_EINVAL);           // enabled, nothing listed
+    make(1, 2000, 1000, 0, {}, {}, -BMI_EINVAL);  // min > max
+    make(1, 0, 70000, 0, {}, {}, -BMI_EINVAL);    // past 65535
+    make(0, 0, 0, 1, {}, {}, -BMI_EINVAL);        // enabled, nothing listed
     make(0, 0, 0, 1, {"tcp://300.0.0.0"}, {8}, -BMI_EINVAL);
     make(0, 0, 0, 1, {"10.0.0.0"}, {8}, -BMI_EINVAL);  // not a BMI address
     make(0, 0, 0, 1, {"ib://10.0.0.0"}, {8}, -BMI_EINVAL);

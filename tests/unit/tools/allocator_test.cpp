@@ -43,8 +43,9 @@ TEST_CASE("a thousand requests never share a port on a plane", "[allocator]") {
     std::size_t granted = 0;
     for (int i = 0; i < 1000; ++i) {
         const std::string plane = i % 2 == 0 ? "a" : "b";
-        const auto out = allocator.allocate(request("id=r" + std::to_string(i) + " type=tcp endpts=" +
-                                                    std::to_string(1 + i % 9) + "! plane=" + plane + "!"));
+        const auto out = allocator.allocate(
+            request("id=r" + std::to_string(i) + " type=tcp endpts=" + std::to_string(1 + i % 9) +
+                    "! plane=" + plane + "!"));
         REQUIRE(out.allocation);
         const Allocation& a = *out.allocation;
         CHECK(a.ports.count() == a.endpoints);
@@ -53,8 +54,9 @@ TEST_CASE("a thousand requests never share a port on a plane", "[allocator]") {
             for (unsigned p = r.first; p <= r.last; ++p) {
                 REQUIRE_FALSE(used[p]);
                 used[p] = true;
-                REQUIRE((plane == "a" ? (p >= 20000 && p <= 29999)
-                                      : ((p >= 20000 && p <= 24999) || (p >= 26000 && p <= 27999))));
+                REQUIRE((plane == "a"
+                             ? (p >= 20000 && p <= 29999)
+                             : ((p >= 20000 && p <= 24999) || (p >= 26000 && p <= 27999))));
                 ++granted;
             }
     }
@@ -72,10 +74,13 @@ TEST_CASE("required values are held or the request fails naming the value", "[al
     };
     const Case cases[] = {
         {"id=x type=verbs endpts=1", "type: the inventory has no verbs plane"},
-        {"id=x type=tcp endpts=1 plane=nowhere!", "plane: the inventory has no tcp plane 'nowhere'"},
-        {"id=x type=tcp endpts=5! plane=s!", "endpts: plane s has 4 free port(s), 5 asked and required"},
+        {"id=x type=tcp endpts=1 plane=nowhere!",
+         "plane: the inventory has no tcp plane 'nowhere'"},
+        {"id=x type=tcp endpts=5! plane=s!",
+         "endpts: plane s has 4 free port(s), 5 asked and required"},
         {"id=x type=tcp endpts=1 plane=s qos=fast!", "qos: plane s does not offer 'fast'"},
-        {"id=x type=tcp endpts=1 plane=s bw=2000!", "bw: plane s has 1000 Mbit/s free, 2000 required"},
+        {"id=x type=tcp endpts=1 plane=s bw=2000!",
+         "bw: plane s has 1000 Mbit/s free, 2000 required"},
     };
     for (const Case& c : cases) {
         INFO(c.text);
@@ -84,7 +89,8 @@ TEST_CASE("required values are held or the request fails naming the value", "[al
         CHECK(out.error == c.says);
     }
     // Refused requests took nothing: all four ports and the whole bandwidth are still there.
-    const auto all = allocator.allocate(request("id=y type=tcp endpts=4! plane=s! bw=1000! qos=bulk! key=yes!"));
+    const auto all =
+        allocator.allocate(request("id=y type=tcp endpts=4! plane=s! bw=1000! qos=bulk! key=yes!"));
     REQUIRE(all.allocation);
     CHECK(all.allocation->ports.text() == "5000-5003");
     CHECK(all.allocation->bandwidth_mbps == 1000);
@@ -107,7 +113,8 @@ TEST_CASE("unrequired values are degraded and reported", "[allocator]") {
                                   "t = tcp 10.3.0.0/16 ports=6000-6009\n"
                                   "n = shm node1\n"),
                         "");
-    auto out = allocator.allocate(request("id=a type=tcp endpts=2 plane=s bw=300 qos=fast key=yes"));
+    auto out =
+        allocator.allocate(request("id=a type=tcp endpts=2 plane=s bw=300 qos=fast key=yes"));
     REQUIRE(out.allocation);
     const Allocation& a = *out.allocation;
     CHECK(a.plane == "10.1.0.0/16");

@@ -21,8 +21,8 @@ namespace {
 using bmi::method::kit::AcceptedSocket;
 using bmi::method::kit::Acceptor;
 using bmi::method::kit::AcceptorHost;
-using bmi::method::kit::Deadlines;
 using bmi::method::kit::DeadlineKey;
+using bmi::method::kit::Deadlines;
 using bmi::method::kit::SheddingChoice;
 using Clock = std::chrono::steady_clock;
 
@@ -107,8 +107,7 @@ struct Bench {
         listen_fd = bmi::test::listen_on_loopback(port, SOCK_NONBLOCK);
         REQUIRE(listen_fd >= 0);
     }
-    ~Bench() {
-            }
+    ~Bench() {}
     int connect(const char* source) { return connect_from(source, port); }
     void accept() { accept_pending(acceptor, listen_fd); }
 };
@@ -179,7 +178,8 @@ TEST_CASE("acceptor: a newcomer replaces its source's oldest once that one had t
 }
 
 TEST_CASE("acceptor: a waiting socket replaces its source's oldest once that one had time "
-          "to speak", "[admission]") {
+          "to speak",
+          "[admission]") {
     Bench bench(1, std::chrono::milliseconds(60'000));
     auto& acceptor = bench.acceptor;
     auto& host = bench.host;

@@ -106,8 +106,8 @@ TEST_CASE("what a due deadline's handler schedules and cancels counts at once") 
     std::vector<std::uint64_t> ids;
     d.run_due(t0 + 1s, [&](DeadlineKey k, Clock::time_point now) {
         ids.push_back(k.id);
-        if (k.id == 1) d.cancel(key(2));             // due in this batch: not called
-        if (k.id == 3) d.schedule(key(3), now);      // due again: next time, not in this loop
+        if (k.id == 1) d.cancel(key(2));         // due in this batch: not called
+        if (k.id == 3) d.schedule(key(3), now);  // due again: next time, not in this loop
     });
     CHECK(ids == std::vector<std::uint64_t>{1, 3});
     CHECK(due_ids(d, t0 + 1s) == std::vector<std::uint64_t>{3});

@@ -123,7 +123,7 @@ TEST_CASE("kit: a nonce is ours exactly while its claim lives", "[kit]") {
         CHECK(open.ours(first));
         b.release();
         CHECK(open.size() == 1);
-        b.release();  // twice is harmless
+        b.release();           // twice is harmless
         moved = open.claim();  // assigning over a claim gives its nonce up
         CHECK_FALSE(open.ours(first));
         CHECK(open.size() == 1);
@@ -209,8 +209,8 @@ TEST_CASE("kit handshake: a proof made on another socket fails on this one", "[k
     KeyHandshake theirs(gates.acceptor);
     const auto answer = theirs.answer(gates.acceptor, relayed.acceptor, nonce, "us", "us");
     REQUIRE_FALSE(answer.refused());
-    const auto step = ours.check_answer(gates.initiator, keyed_hello, answer.nonce, "us",
-                                        answer.proof);
+    const auto step =
+        ours.check_answer(gates.initiator, keyed_hello, answer.nonce, "us", answer.proof);
     CHECK(step.refusal == Refusal::wrong_acceptor_proof);
     CHECK_FALSE(ours.proven());
 }
@@ -302,8 +302,8 @@ TEST_CASE("kit handshake: a proof counts once, and only after our answer", "[kit
 
 TEST_CASE("kit handshake: every refusal has its own words", "[kit]") {
     std::set<std::string_view> seen;
-    for (int r = static_cast<int>(Refusal::none); r <= static_cast<int>(Refusal::closed_before_proof);
-         ++r) {
+    for (int r = static_cast<int>(Refusal::none);
+         r <= static_cast<int>(Refusal::closed_before_proof); ++r) {
         const std::string_view text = reason(static_cast<Refusal>(r));
         CHECK_FALSE(text.empty());
         CHECK(text != "unknown refusal");

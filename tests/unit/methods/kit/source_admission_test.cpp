@@ -5,8 +5,7 @@
 
 using bmi::method::kit::SourceAdmission;
 
-TEST_CASE("source admission: each source has its own bound and knows its oldest",
-          "[admission]") {
+TEST_CASE("source admission: each source has its own bound and knows its oldest", "[admission]") {
     SourceAdmission admission(2);
     const auto t0 = SourceAdmission::Clock::now();
     CHECK_FALSE(admission.oldest("10.0.0.1"));

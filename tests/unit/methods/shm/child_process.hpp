@@ -37,7 +37,8 @@ public:
             // never returns into Catch's exit path.
             auto park = [&] {
                 char byte;
-                while (read(to_child[0], &byte, 1) < 0) {}
+                while (read(to_child[0], &byte, 1) < 0) {
+                }
             };
             int rc = body(to_parent[1], park);
             park();

@@ -57,8 +57,7 @@ int listen_as(const std::string& name) {
     sockaddr_un address;
     socklen_t length = address_of(name, address);
     int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&address), length) == 0 &&
-        listen(s, 4) == 0)
+    if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&address), length) == 0 && listen(s, 4) == 0)
         return s;
     if (s >= 0) close(s);
     return -1;
@@ -126,9 +125,8 @@ bool HostilePeer::await_reply(int deadline_ms, HelloReply* out) {
     int fds[2];
     std::memcpy(fds, CMSG_DATA(c), sizeof fds);
     listener_notifier_ = fds[0];
-    listener_layout_ = static_cast<DoorbellLayout*>(mmap(nullptr, sizeof(DoorbellLayout),
-                                                         PROT_READ | PROT_WRITE, MAP_SHARED,
-                                                         fds[1], 0));
+    listener_layout_ = static_cast<DoorbellLayout*>(
+        mmap(nullptr, sizeof(DoorbellLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0));
     if (listener_layout_ == MAP_FAILED) listener_layout_ = nullptr;
     if (listener_bell_.attach(fds[1]) != 0) return false;
     listener_bell_index_ = reply.doorbell_index;
@@ -161,8 +159,8 @@ bool HostilePeer::await_close(int deadline_ms) {
     }
 }
 
-bool HostilePeer::publish(MsgType type, std::int32_t tag, std::uint64_t size,
-                          const void* payload, std::size_t payload_bytes, std::int32_t aux) {
+bool HostilePeer::publish(MsgType type, std::int32_t tag, std::uint64_t size, const void* payload,
+                          std::size_t payload_bytes, std::int32_t aux) {
     std::uint32_t slots = tx_.slots_for(header_size + payload_bytes);
     if (!tx_.has_room(slots)) return false;
     Window w = tx_.claim(slots);
@@ -175,8 +173,7 @@ bool HostilePeer::publish(MsgType type, std::int32_t tag, std::uint64_t size,
 }
 
 bool HostilePeer::message_within(int deadline_ms) {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
     while (!rx_.has_message()) {
         if (std::chrono::steady_clock::now() >= deadline) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

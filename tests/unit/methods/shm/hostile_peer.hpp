@@ -21,8 +21,7 @@ std::string abstract_socket_name(const std::string& name);
 int listen_as(const std::string& name);
 
 // One message with descriptors by SCM_RIGHTS on a stream socket; true if all of it was sent.
-bool send_with_rights(int socket, const void* data, std::size_t size, const int* fds,
-                      int fd_count);
+bool send_with_rights(int socket, const void* data, std::size_t size, const int* fds, int fd_count);
 
 class HostilePeer {
 public:

@@ -63,8 +63,7 @@ Child imposter(const std::string& server, const std::string& claimed, bool publi
 
 // The op's completion, or nullopt if it did not complete within deadline_ms.
 std::optional<core::Completion> completion_within(Side& side, bmi_op_id_t id, int deadline_ms) {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
     while (std::chrono::steady_clock::now() < deadline) {
         int outcount = 0;
         core::Completion done;

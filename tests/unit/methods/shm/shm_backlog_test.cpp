@@ -121,8 +121,7 @@ TEST_CASE("a connect that meets a full backlog is retried, and what was posted g
     // if the deadline passed before the listener accepted.
     int rcs[2] = {
         pair.client.instance->post(unexpected_send(pair, first.data(), 100, 1), ids[0], nullptr),
-        pair.client.instance->post(unexpected_send(pair, second.data(), 3000, 2), ids[1],
-                                   nullptr)};
+        pair.client.instance->post(unexpected_send(pair, second.data(), 3000, 2), ids[1], nullptr)};
     CHECK(rcs[0] == 0);
     CHECK(rcs[1] == 0);
     for (int i = 0; i < 2; ++i)
@@ -178,11 +177,11 @@ TEST_CASE("a backlog that never drains fails the peer's operations with -BMI_ETI
     bmi_op_id_t send_id = 0, recv_id = 0;
     auto start = Clock::now();
     // 0: waits for the connect. 1 would claim a delivery nobody can make.
-    REQUIRE(pair.client.instance->post(unexpected_send(pair, payload, sizeof payload, 5),
-                                       send_id, nullptr) == 0);
-    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, in,
-                                                    sizeof in, 6),
-                                       recv_id, nullptr) == 0);
+    REQUIRE(pair.client.instance->post(unexpected_send(pair, payload, sizeof payload, 5), send_id,
+                                       nullptr) == 0);
+    REQUIRE(
+        pair.client.instance->post(recv_request(pair.client, pair.server_addr, in, sizeof in, 6),
+                                   recv_id, nullptr) == 0);
     core::Completion sent = wait_op(pair.client, send_id, 5000);
     auto elapsed = Clock::now() - start;
     core::Completion received = wait_op(pair.client, recv_id, 1000);
@@ -195,8 +194,8 @@ TEST_CASE("a backlog that never drains fails the peer's operations with -BMI_ETI
     CHECK(open_descriptors() == descriptors);
 
     // A later post starts a new attempt: once the server accepts, it gets through.
-    int rc = pair.client.instance->post(unexpected_send(pair, payload, sizeof payload, 7),
-                                        send_id, nullptr);
+    int rc = pair.client.instance->post(unexpected_send(pair, payload, sizeof payload, 7), send_id,
+                                        nullptr);
     REQUIRE(rc >= 0);
     core::UnexpectedMessage m[1];
     int outcount = 0;

@@ -55,8 +55,7 @@ TEST_CASE("shm: a listener out of descriptors refuses a new client with a reason
         const std::string log = captured.stop();
         INFO(log);
         CHECK(count_lines(log, "out of file descriptors") == 1);
-        CHECK(count_lines(log, spare == 0 ? "refusing new connections" : "the hello of pid") ==
-              1);
+        CHECK(count_lines(log, spare == 0 ? "refusing new connections" : "the hello of pid") == 1);
         // The served client's messages still arrive.
         const char ping[] = "still here";
         auto request = send_request(pair.client, pair.server_addr, ping, sizeof ping, 4);
@@ -84,8 +83,7 @@ TEST_CASE("shm: a libbmi client refused for want of the listener's descriptors f
     REQUIRE(core::Instance::create(params, newcomer.instance) == 0);
     REQUIRE(newcomer.instance->open_context(newcomer.context) == 0);
     BMI_addr_t server = 0;
-    REQUIRE(newcomer.instance->addr_lookup(pair.server.instance->listen_addresses(), server) ==
-            0);
+    REQUIRE(newcomer.instance->addr_lookup(pair.server.instance->listen_addresses(), server) == 0);
     const char hello[] = "let me in";
     auto request = send_request(newcomer, server, hello, sizeof hello, 3);
     request.kind = method::OpKind::send_unexpected;

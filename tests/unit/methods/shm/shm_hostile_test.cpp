@@ -8,8 +8,8 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -36,9 +36,7 @@ namespace {
 [[maybe_unused]] const bool log_errors = setenv("BMI_DEBUG", "error", 0) == 0;
 
 // The name after "shm://" that the pair's server listens on.
-std::string listen_name(Pair& pair) {
-    return pair.server.instance->listen_addresses().substr(6);
-}
+std::string listen_name(Pair& pair) { return pair.server.instance->listen_addresses().substr(6); }
 
 // A descriptor closed at the end of the scope.
 struct Fd {
@@ -93,7 +91,8 @@ TEST_CASE("shm hostile: a notifier that is not an eventfd costs only that connec
         reader.fd = pipe_ends[0];
         writer.fd = pipe_ends[1];
         char block[4096] = {};
-        while (write(writer.fd, block, sizeof block) > 0) {}
+        while (write(writer.fd, block, sizeof block) > 0) {
+        }
         REQUIRE(fcntl(writer.fd, F_SETFL, 0) == 0);
     }
     SECTION("a socket") {
@@ -172,8 +171,7 @@ TEST_CASE("shm hostile: a record whose slot count no producer writes closes only
         // 2^40 - 39 payload bytes need 2^32 + 1 slots, which a 32-bit count takes for 1: the
         // receiver used to believe it and allocate a terabyte.
         MsgHeader{static_cast<std::uint32_t>(MsgType::eager), 7, 1, 0, (1ull << 40) - 39, 0},
-        MsgHeader{static_cast<std::uint32_t>(MsgType::unexpected), 7, 1, 0, (1ull << 40) - 39,
-                  0},
+        MsgHeader{static_cast<std::uint32_t>(MsgType::unexpected), 7, 1, 0, (1ull << 40) - 39, 0},
         // 33 slots and a size that needs exactly them: more than half the ring, which no
         // producer claims (it waits for half at most); the receiver used to take it.
         MsgHeader{static_cast<std::uint32_t>(MsgType::eager), 7, 33, 0, 33 * 256 - 8 - 32, 0});
@@ -247,8 +245,7 @@ TEST_CASE("shm hostile: an offered buffer is mapped only within budget and never
     // receiver never faults in the rest: the offered memfd's allocated pages stay near 64 KiB
     // (they were all 64 MiB when every offer was mapped with MAP_POPULATE).
     constexpr std::size_t offered = 64u << 20, message = 64u << 10;
-    auto options = GENERATE(as<std::string>{}, "shm_offer_bytes=16777216", "shm_offer_count=0",
-                            "");
+    auto options = GENERATE(as<std::string>{}, "shm_offer_bytes=16777216", "shm_offer_count=0", "");
     Pair pair = make_peers("shm", options);
     Pump pump(*pair.server.instance);
     HostilePeer peer(listen_name(pair));
@@ -323,7 +320,8 @@ TEST_CASE("shm hostile: eager messages nobody receives yet are kept only within 
     std::vector<char> in(size);
     for (int i = 0; i < count; ++i) {
         place_more();
-        auto got = post_and_wait(pair.server, recv_request(pair.server, hostile, in.data(), size, 4));
+        auto got =
+            post_and_wait(pair.server, recv_request(pair.server, hostile, in.data(), size, 4));
         REQUIRE(got.error == 0);
         REQUIRE(got.actual_size == static_cast<bmi_size_t>(size));
         REQUIRE(check_pattern(in.data(), size, static_cast<std::uint32_t>(i)));
@@ -365,7 +363,8 @@ TEST_CASE("shm hostile: a listen name squatted by another socket fails with its 
 }
 
 TEST_CASE("shm hostile: a peer that clears the listener's doorbell delays a message, never "
-          "loses it", "[shm][hostile]") {
+          "loses it",
+          "[shm][hostile]") {
     // The hostile peer publishes, rings and writes the eventfd as it should, then clears every
     // bit of the listener's doorbell before the listener looks. Only the periodic sweep
     // (shm_progress.cpp, 250 ms) can find the message now: it must arrive, and well within

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "../../key_files.hpp"
-#include "key_test_steps.hpp"
 #include "harness.hpp"
 #include "hostile_peer.hpp"
+#include "key_test_steps.hpp"
 #include "methods/kit/key_exchange.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/keys/secret_key.hpp"
@@ -20,8 +20,7 @@ using namespace bmi;
 using namespace bmi::test;
 namespace keys = bmi::support::keys;
 
-TEST_CASE("shm: a peer without the key is refused before its messages are read",
-          "[shm][keys]") {
+TEST_CASE("shm: a peer without the key is refused before its messages are read", "[shm][keys]") {
     KeyFiles files;
     const std::string key = key_option(files.key("k", 1));
     Pair pair = make_peers("shm", key);
@@ -41,8 +40,7 @@ TEST_CASE("shm: a peer without the key is refused before its messages are read",
     CHECK(outcount == 0);
 }
 
-TEST_CASE("shm: recorded, reflected, malformed and flooded handshakes are refused",
-          "[shm][keys]") {
+TEST_CASE("shm: recorded, reflected, malformed and flooded handshakes are refused", "[shm][keys]") {
     KeyFiles files;
     const std::string path = files.key("k", 1);
     Pair pair = make_peers("shm", key_option(path));

@@ -66,7 +66,8 @@ TEST_CASE("shm: one of many connected peers is answered promptly while the other
         REQUIRE(pair.client.instance->post(
                     recv_request(pair.client, pair.server_addr, got_pong, sizeof got_pong, 3),
                     client_recv, nullptr) == 0);
-        post_and_wait(pair.client, send_request(pair.client, pair.server_addr, ping, sizeof ping, 2));
+        post_and_wait(pair.client,
+                      send_request(pair.client, pair.server_addr, ping, sizeof ping, 2));
         REQUIRE(wait_op(pair.server, server_recv, 5000).error == 0);
         REQUIRE(std::memcmp(got_ping, ping, sizeof ping) == 0);
         post_and_wait(pair.server, send_request(pair.server, client, pong, sizeof pong, 3));

@@ -74,7 +74,8 @@ TEST_CASE("shm options: the rows hold the defaults, the structs none of their ow
     CHECK_FALSE(unset.shared_buffers);
     CHECK(unset.pool.bytes == 0);
     CHECK(unset.pool.per_class == 0);
-    CHECK(unset.budgets.early.peer_bytes == bmi::method::EarlyBudget::Limits{}.peer_bytes);  // unbounded
+    CHECK(unset.budgets.early.peer_bytes ==
+          bmi::method::EarlyBudget::Limits{}.peer_bytes);  // unbounded
     CHECK(unset.budgets.early.total_bytes == bmi::method::EarlyBudget::Limits{}.total_bytes);
     CHECK(unset.budgets.offer_bytes == 0);
     CHECK(unset.budgets.offer_count == 0);

@@ -32,8 +32,7 @@ std::uint32_t count(const std::vector<LargePath>& paths, LargePath path) {
 }
 }  // namespace
 
-TEST_CASE("path choice: each path is tried before either is trusted, split first",
-          "[shm][path]") {
+TEST_CASE("path choice: each path is tried before either is trusted, split first", "[shm][path]") {
     PathChoice choice;
     constexpr std::uint32_t warm = PathChoice::warm_samples;
     for (std::uint32_t i = 0; i < warm; ++i) {
@@ -42,8 +41,8 @@ TEST_CASE("path choice: each path is tried before either is trusted, split first
     }
     for (std::uint32_t i = 0; i + 1 < warm; ++i) {
         REQUIRE(choice.pick(mib) == LargePath::stream);
-        REQUIRE_FALSE(choice.record(LargePath::stream, mib,
-                                    static_cast<std::uint64_t>(0.10 * mib)));
+        REQUIRE_FALSE(
+            choice.record(LargePath::stream, mib, static_cast<std::uint64_t>(0.10 * mib)));
     }
     REQUIRE(choice.pick(mib) == LargePath::stream);
     // Both warm now: the class has a preference to report.
@@ -81,8 +80,8 @@ TEST_CASE("path choice: slow outliers do not flip the choice, a lasting change d
     // Split stays slow for a whole window (another process now competes for the copy).
     bool flipped = false;
     for (std::uint32_t i = 0; i < PathChoice::window; ++i)
-        flipped |= choice.record(LargePath::split, 16 * mib,
-                                 static_cast<std::uint64_t>(0.40 * 16 * mib));
+        flipped |=
+            choice.record(LargePath::split, 16 * mib, static_cast<std::uint64_t>(0.40 * 16 * mib));
     REQUIRE(flipped);
     REQUIRE(choice.preferred(16 * mib) == LargePath::stream);
     REQUIRE(choice.cost(LargePath::split, 16 * mib) == Approx(0.40));

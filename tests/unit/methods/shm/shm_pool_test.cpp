@@ -65,9 +65,7 @@ std::set<unsigned long> own_buffer_memfds() {
 constexpr int rounds = 200;
 
 // OrangeFS's request and response buffers: 18-57 KB, every round another size.
-std::size_t round_size(int round) {
-    return 18000 + static_cast<std::size_t>(round) * 7919 % 39000;
-}
+std::size_t round_size(int round) { return 18000 + static_cast<std::size_t>(round) * 7919 % 39000; }
 
 // Waits for id without Catch (a forked child must not throw into Catch): its error, or -1
 // past the deadline.
@@ -102,11 +100,11 @@ int run_rounds(Side& side, BMI_addr_t peer, bool client, std::set<unsigned long>
             int posted = 0;
             if (sending) {
                 fill_pattern(buffer, size, seed);
-                posted = side.instance->post(send_request(side, peer, buffer, length, tag), id,
-                                             nullptr);
+                posted =
+                    side.instance->post(send_request(side, peer, buffer, length, tag), id, nullptr);
             } else {
-                posted = side.instance->post(recv_request(side, peer, buffer, length, tag), id,
-                                             nullptr);
+                posted =
+                    side.instance->post(recv_request(side, peer, buffer, length, tag), id, nullptr);
             }
             bool ok = zeroed && finish_quietly(side, posted, id) == 0 &&
                       (sending || check_pattern(buffer, size, seed));
@@ -166,8 +164,7 @@ TEST_CASE("shm: the pool of freed shared buffers keeps to its byte cap and per-c
     auto allocate_twenty = [&](std::vector<void*>& buffers) {
         buffers.clear();
         for (int i = 0; i < 20; ++i)
-            buffers.push_back(
-                client.instance->memalloc(pair.server_addr, i < 10 ? 40000 : 100000));
+            buffers.push_back(client.instance->memalloc(pair.server_addr, i < 10 ? 40000 : 100000));
         REQUIRE(std::count(buffers.begin(), buffers.end(), nullptr) == 0);
     };
     auto free_all = [&](const std::vector<void*>& buffers) {

@@ -11,9 +11,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -145,9 +145,9 @@ bmi_op_id_t receive_from_sending_child(Side& side, Child& child, std::vector<cha
     BMI_addr_t child_addr = await_hello(side);
     REQUIRE(child.wait_report() == 's');
     bmi_op_id_t rid = 0;
-    REQUIRE(side.instance->post(recv_request(side, child_addr, in.data(),
-                                             static_cast<bmi_size_t>(in.size()), tag),
-                                rid, nullptr) == 0);
+    REQUIRE(side.instance->post(
+                recv_request(side, child_addr, in.data(), static_cast<bmi_size_t>(in.size()), tag),
+                rid, nullptr) == 0);
     return rid;
 }
 
@@ -179,8 +179,7 @@ TEST_CASE("shm: a peer killed mid-transfer fails the pending operations quickly"
     bmi_op_id_t sid = 0, rid = 0;
     REQUIRE(side.instance->post(send_request(side, child_addr, big.data(), 32 << 20, 5), sid,
                                 nullptr) == 0);
-    REQUIRE(side.instance->post(recv_request(side, child_addr, small, 16, 6), rid, nullptr) ==
-            0);
+    REQUIRE(side.instance->post(recv_request(side, child_addr, small, 16, 6), rid, nullptr) == 0);
     int idle = 0;
     core::Completion none;
     REQUIRE(side.instance->test(sid, side.context, 0, idle, none) == 0);
@@ -197,8 +196,8 @@ TEST_CASE("shm: a sender killed during a split copy fails the receive quickly", 
     auto child = client_child(listen, [](int to_parent, Side& me, BMI_addr_t server) {
         static std::vector<char> big(split_size, 'b');
         bmi_op_id_t id = 0;
-        if (me.instance->post(send_request(me, server, big.data(), split_size, 5), id,
-                              nullptr) != 0)
+        if (me.instance->post(send_request(me, server, big.data(), split_size, 5), id, nullptr) !=
+            0)
             return 3;
         report(to_parent, 's');
         return 0;
@@ -248,8 +247,7 @@ TEST_CASE("shm: a receiver killed during a split copy fails the send quickly", "
     auto child = client_child(listen, [](int to_parent, Side& me, BMI_addr_t server) {
         static std::vector<char> in(split_size, 0);
         bmi_op_id_t id = 0;
-        if (me.instance->post(recv_request(me, server, in.data(), split_size, 6), id,
-                              nullptr) != 0)
+        if (me.instance->post(recv_request(me, server, in.data(), split_size, 6), id, nullptr) != 0)
             return 3;
         report(to_parent, 'p');
         report(to_parent, test_until_copying(me, id, in[0], 'a') == 'a' ? 's' : 'x');
@@ -274,29 +272,28 @@ TEST_CASE("shm: a receiver killed during a split copy fails the send quickly", "
 // Where the kernel refuses cross-memory attach, the method finds out at run time and still
 // delivers: a receiver that may not read the sender's memory has it streamed through the
 // ring (two copies) ...
-TEST_CASE("shm: a receiver refused process_vm_readv gets large messages by two copies",
-          "[shm]") {
+TEST_CASE("shm: a receiver refused process_vm_readv gets large messages by two copies", "[shm]") {
     if (!can_refuse()) return;
     std::string listen = test_listen_address("shm");
     Side side = server_side(listen);
-    auto child = refused_client(listen, SYS_process_vm_readv,
-                                [](int to_parent, Side& me, BMI_addr_t server) {
-        static std::vector<char> in(refused_size);
-        for (std::uint32_t seed : {21u, 22u}) {
-            bmi_op_id_t id = 0;
-            std::fill(in.begin(), in.end(), 0);
-            if (me.instance->post(recv_request(me, server, in.data(), refused_size, 9), id,
-                                  nullptr) != 0)
-                return 3;
-            report(to_parent, 'r');
-            auto got = wait_op(me, id, 30000);
-            bool whole = got.error == 0 &&
-                         got.actual_size == static_cast<bmi_size_t>(refused_size) &&
-                         check_pattern(in.data(), refused_size, seed);
-            report(to_parent, whole ? 'k' : 'x');
-        }
-        return 0;
-    });
+    auto child = refused_client(
+        listen, SYS_process_vm_readv, [](int to_parent, Side& me, BMI_addr_t server) {
+            static std::vector<char> in(refused_size);
+            for (std::uint32_t seed : {21u, 22u}) {
+                bmi_op_id_t id = 0;
+                std::fill(in.begin(), in.end(), 0);
+                if (me.instance->post(recv_request(me, server, in.data(), refused_size, 9), id,
+                                      nullptr) != 0)
+                    return 3;
+                report(to_parent, 'r');
+                auto got = wait_op(me, id, 30000);
+                bool whole = got.error == 0 &&
+                             got.actual_size == static_cast<bmi_size_t>(refused_size) &&
+                             check_pattern(in.data(), refused_size, seed);
+                report(to_parent, whole ? 'k' : 'x');
+            }
+            return 0;
+        });
     BMI_addr_t child_addr = await_hello(side);
     std::vector<char> out(refused_size);
     // The first message meets a receiver that tries to read and is refused; the second one a
@@ -318,27 +315,27 @@ TEST_CASE("shm: a sender refused process_vm_writev leaves the copy to the receiv
     if (!can_refuse()) return;
     std::string listen = test_listen_address("shm");
     Side side = server_side(listen);
-    auto child = refused_client(listen, SYS_process_vm_writev,
-                                [](int to_parent, Side& me, BMI_addr_t server) {
-        static std::vector<char> out(refused_size);
-        fill_pattern(out.data(), refused_size, 23);
-        bmi_op_id_t id = 0;
-        if (me.instance->post(send_request(me, server, out.data(), refused_size, 10), id,
-                              nullptr) != 0)
-            return 3;
-        report(to_parent, 's');
-        // Poll for half a second: the receiver's HELP comes within it, and the first poll
-        // after it claims a chunk and is refused writing it.
-        int outcount = 0;
-        core::Completion done;
-        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-        while (outcount == 0 && std::chrono::steady_clock::now() < until)
-            if (me.instance->test(id, me.context, 0, outcount, done) != 0) return 5;
-        report(to_parent, outcount == 0 ? 'w' : 'e');  // it cannot finish without the parent
-        auto sent = wait_op(me, id, 30000);
-        report(to_parent, sent.error == 0 ? 'd' : 'x');
-        return 0;
-    });
+    auto child = refused_client(
+        listen, SYS_process_vm_writev, [](int to_parent, Side& me, BMI_addr_t server) {
+            static std::vector<char> out(refused_size);
+            fill_pattern(out.data(), refused_size, 23);
+            bmi_op_id_t id = 0;
+            if (me.instance->post(send_request(me, server, out.data(), refused_size, 10), id,
+                                  nullptr) != 0)
+                return 3;
+            report(to_parent, 's');
+            // Poll for half a second: the receiver's HELP comes within it, and the first poll
+            // after it claims a chunk and is refused writing it.
+            int outcount = 0;
+            core::Completion done;
+            auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+            while (outcount == 0 && std::chrono::steady_clock::now() < until)
+                if (me.instance->test(id, me.context, 0, outcount, done) != 0) return 5;
+            report(to_parent, outcount == 0 ? 'w' : 'e');  // it cannot finish without the parent
+            auto sent = wait_op(me, id, 30000);
+            report(to_parent, sent.error == 0 ? 'd' : 'x');
+            return 0;
+        });
     std::vector<char> in(refused_size, 0);
     bmi_op_id_t rid = receive_from_sending_child(side, child, in, 10);
     // One pass: take the RTS, answer HELP, copy a first step; then leave the sender alone

@@ -30,8 +30,7 @@ PoolLimits default_pool() {
 }
 
 RegionMessage offer_of(const OwnRegions::Region& region) {
-    return {region_offer, 0, region.id, reinterpret_cast<std::uintptr_t>(region.base),
-            region.size};
+    return {region_offer, 0, region.id, reinterpret_cast<std::uintptr_t>(region.base), region.size};
 }
 }  // namespace
 

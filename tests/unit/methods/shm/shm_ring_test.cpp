@@ -35,7 +35,8 @@ struct TestRing {
 
 std::uint32_t checksum(const std::byte* data, std::size_t size) {
     std::uint32_t sum = 2166136261u;
-    for (std::size_t i = 0; i < size; ++i) sum = (sum ^ static_cast<std::uint32_t>(data[i])) * 16777619u;
+    for (std::size_t i = 0; i < size; ++i)
+        sum = (sum ^ static_cast<std::uint32_t>(data[i])) * 16777619u;
     return sum;
 }
 }  // namespace
@@ -45,7 +46,8 @@ TEST_CASE("ring: messages spanning the end of the ring come back whole", "[shm][
     // 3-slot messages on an 8-slot ring start at every position modulo 8 over time.
     for (int round = 0; round < 40; ++round) {
         std::vector<unsigned char> out(3 * 256 - ring_stamp_size), in(out.size());
-        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(round + i * 7);
+        for (std::size_t i = 0; i < out.size(); ++i)
+            out[i] = static_cast<unsigned char>(round + i * 7);
         REQUIRE(ring.producer.free_slots() == 8);
         Window w = ring.producer.claim(3);
         REQUIRE(w.size() == out.size());
@@ -193,7 +195,8 @@ TEST_CASE("ring: a fast producer thread and a consumer thread move many messages
 }
 
 TEST_CASE("ring records: the largest payload a sender may place is exactly the largest a "
-          "receiver accepts", "[shm][ring]") {
+          "receiver accepts",
+          "[shm][ring]") {
     // For each geometry, an EAGER record carrying ring_payload_limit bytes (half the ring,
     // less stamp and header) passes check_record, and one byte more (one slot more) does not;
     // a record whose slot count disagrees with its size fails either way.
@@ -206,8 +209,12 @@ TEST_CASE("ring records: the largest payload a sender may place is exactly the l
     CHECK(limit == static_cast<long long>(slots / 2) * slot_size - 40);
     // EAGER carries at most 16 KiB whatever the ring: the largest the check can take.
     const auto payload = static_cast<std::uint64_t>(std::min<long long>(limit, 16 << 10));
-    MsgHeader fits{static_cast<std::uint32_t>(MsgType::eager), 1,
-                   ring.consumer.slots_for(header_size + payload), 0, payload, 0};
+    MsgHeader fits{static_cast<std::uint32_t>(MsgType::eager),
+                   1,
+                   ring.consumer.slots_for(header_size + payload),
+                   0,
+                   payload,
+                   0};
     CHECK(fits.slots <= ring.consumer.max_message_slots());
     CHECK(check_record(ring.consumer, fits) == static_cast<long long>(payload));
     if (payload == static_cast<std::uint64_t>(limit)) {

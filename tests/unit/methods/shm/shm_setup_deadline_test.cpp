@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "../../key_files.hpp"
-#include "key_test_steps.hpp"
 #include "harness.hpp"
 #include "hostile_peer.hpp"
+#include "key_test_steps.hpp"
 #include "process_census.hpp"
 #include "support/keys/key_proof.hpp"
 

@@ -62,8 +62,10 @@ void exchange_large(std::size_t size, std::uint32_t seed, int pieces = 1) {
     std::vector<bmi_size_t> target_sizes;
     for (int i = 0; i < pieces && pieces > 1; ++i) {
         // 1, 3, 5 ... parts of an arithmetic split: no two pieces alike, none aligned.
-        std::size_t begin = size * static_cast<std::size_t>(i * i) / static_cast<std::size_t>(pieces * pieces);
-        std::size_t end = size * static_cast<std::size_t>((i + 1) * (i + 1)) / static_cast<std::size_t>(pieces * pieces);
+        std::size_t begin = size * static_cast<std::size_t>(i * i) /
+                            static_cast<std::size_t>(pieces * pieces);
+        std::size_t end = size * static_cast<std::size_t>((i + 1) * (i + 1)) /
+                          static_cast<std::size_t>(pieces * pieces);
         targets.push_back(in.data() + begin);
         target_sizes.push_back(static_cast<bmi_size_t>(end - begin));
     }
@@ -78,8 +80,8 @@ void exchange_large(std::size_t size, std::uint32_t seed, int pieces = 1) {
     bmi_size_t sizes[3] = {static_cast<bmi_size_t>(size / 3),
                            static_cast<bmi_size_t>(size / 2 - size / 3),
                            static_cast<bmi_size_t>(size - size / 2)};
-    auto send = send_request(pair.client, pair.server_addr, nullptr,
-                             static_cast<bmi_size_t>(size), 8);
+    auto send =
+        send_request(pair.client, pair.server_addr, nullptr, static_cast<bmi_size_t>(size), 8);
     send.list = list;
     send.sizes = sizes;
     send.list_count = 3;
@@ -96,11 +98,10 @@ void post_receive_then_send(Pair& pair, BMI_addr_t client_addr, void* in, const 
                             std::size_t size, bmi_msg_tag_t tag, bmi_op_id_t& rid,
                             bmi_op_id_t& sid) {
     auto length = static_cast<bmi_size_t>(size);
-    REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in, length, tag),
-                                       rid, nullptr) == 0);
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in, length, tag), rid,
+                                       nullptr) == 0);
     REQUIRE(pair.client.instance->post(
-                send_request(pair.client, pair.server_addr, out, length, tag), sid,
-                nullptr) == 0);
+                send_request(pair.client, pair.server_addr, out, length, tag), sid, nullptr) == 0);
 }
 }  // namespace
 
@@ -177,7 +178,8 @@ namespace {
 class SharedBuffer {
 public:
     SharedBuffer(Side& side, BMI_addr_t peer, std::size_t size)
-        : side_(side), peer_(peer),
+        : side_(side),
+          peer_(peer),
           data_(static_cast<char*>(side.instance->memalloc(peer, static_cast<bmi_size_t>(size)))) {
         REQUIRE(data_ != nullptr);
     }
@@ -228,7 +230,8 @@ void exchange_from(Pair& pair, BMI_addr_t client_addr, char* out, char* in, std:
 // BMI_memalloc memory is shared with the peer (shm_region.hpp): a message in it is copied
 // with memcpy by both processes, whichever of the two buffers is shared.
 TEST_CASE("shm: large messages between BMI_memalloc buffers, either or both shared", "[shm]") {
-    auto size = GENERATE(std::size_t{16385}, std::size_t{(1 << 20) + 3}, std::size_t{(8 << 20) + 5});
+    auto size =
+        GENERATE(std::size_t{16385}, std::size_t{(1 << 20) + 3}, std::size_t{(8 << 20) + 5});
     auto pieces = GENERATE(1, 3);
     PumpedPair pumped;
     Pair& pair = pumped.pair;
@@ -237,7 +240,9 @@ TEST_CASE("shm: large messages between BMI_memalloc buffers, either or both shar
     SharedBuffer in(pair.server, client_addr, size + 64);
     std::vector<char> plain_out(size), plain_in(size + 64);
     auto seed = static_cast<std::uint32_t>(size) + static_cast<std::uint32_t>(pieces);
-    SECTION("both shared") { exchange_from(pair, client_addr, out.data(), in.data(), size, seed, pieces); }
+    SECTION("both shared") {
+        exchange_from(pair, client_addr, out.data(), in.data(), size, seed, pieces);
+    }
     SECTION("sender's shared") {
         exchange_from(pair, client_addr, out.data(), plain_in.data(), size, seed, pieces);
     }
@@ -378,17 +383,18 @@ TEST_CASE("shm: more large receives at once than split board entries all arrive"
         in(count, std::vector<char>(size));
     std::vector<bmi_op_id_t> rids(count), sids(count);
     for (int i = 0; i < count; ++i) {
-        fill_pattern(out[static_cast<std::size_t>(i)].data(), size, 500 + static_cast<std::uint32_t>(i));
+        fill_pattern(out[static_cast<std::size_t>(i)].data(), size,
+                     500 + static_cast<std::uint32_t>(i));
         REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr,
                                                         in[static_cast<std::size_t>(i)].data(),
                                                         size, 100 + i),
                                            rids[static_cast<std::size_t>(i)], nullptr) == 0);
     }
     for (int i = 0; i < count; ++i)
-        REQUIRE(pair.client.instance->post(
-                    send_request(pair.client, pair.server_addr,
-                                 out[static_cast<std::size_t>(i)].data(), size, 100 + i),
-                    sids[static_cast<std::size_t>(i)], nullptr) >= 0);
+        REQUIRE(pair.client.instance->post(send_request(pair.client, pair.server_addr,
+                                                        out[static_cast<std::size_t>(i)].data(),
+                                                        size, 100 + i),
+                                           sids[static_cast<std::size_t>(i)], nullptr) >= 0);
     for (int i = 0; i < count; ++i) {
         REQUIRE(wait_op(pair.server, rids[static_cast<std::size_t>(i)], 20000).error == 0);
         REQUIRE(check_pattern(in[static_cast<std::size_t>(i)].data(), size,
@@ -417,19 +423,19 @@ TEST_CASE("shm: a small ring wraps and fills under a fast sender, nothing lost o
             in.emplace_back(size + 1, 'x');
             fill_pattern(out.back().data(), size, static_cast<std::uint32_t>(n));
             bmi_op_id_t rid = 0;
-            REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr,
-                                                            in.back().data(),
-                                                            static_cast<bmi_size_t>(size), 3),
-                                               rid, nullptr) == 0);
+            REQUIRE(
+                pair.server.instance->post(recv_request(pair.server, client_addr, in.back().data(),
+                                                        static_cast<bmi_size_t>(size), 3),
+                                           rid, nullptr) == 0);
             rids.push_back(rid);
         }
     // One tag for all: matching order is arrival order, so any reordering shows as a mismatch.
     for (std::size_t i = 0; i < out.size(); ++i) {
         bmi_op_id_t sid = 0;
-        int rc = pair.client.instance->post(
-            send_request(pair.client, pair.server_addr, out[i].data(),
-                         static_cast<bmi_size_t>(out[i].size()), 3),
-            sid, nullptr);
+        int rc =
+            pair.client.instance->post(send_request(pair.client, pair.server_addr, out[i].data(),
+                                                    static_cast<bmi_size_t>(out[i].size()), 3),
+                                       sid, nullptr);
         REQUIRE(rc >= 0);
         if (rc == 0) sids.push_back(sid);
     }
@@ -443,8 +449,7 @@ TEST_CASE("shm: a small ring wraps and fills under a fast sender, nothing lost o
     }
 }
 
-TEST_CASE("shm: a listener with larger rings than its client sends within the client's",
-          "[shm]") {
+TEST_CASE("shm: a listener with larger rings than its client sends within the client's", "[shm]") {
     // The connection's rings have the client's geometry: 4 slots of 256 bytes, so one record
     // carries at most 2 * 256 - 8 - 32 = 472 payload bytes. The listener's own rings and
     // eager limit (16 KiB) are larger. It used to place eager messages of up to 16 KiB in
@@ -469,10 +474,12 @@ TEST_CASE("shm: a listener with larger rings than its client sends within the cl
                     recv_request(pair.server, client_addr, got_up.data(), length, 5), server_rid,
                     nullptr) == 0);
         INFO("size " << size);
-        REQUIRE(post_and_wait(pair.server, send_request(pair.server, client_addr, down.data(),
-                                                        length, 4)).error == 0);
-        REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr,
-                                                        up.data(), length, 5)).error == 0);
+        REQUIRE(post_and_wait(pair.server,
+                              send_request(pair.server, client_addr, down.data(), length, 4))
+                    .error == 0);
+        REQUIRE(post_and_wait(pair.client,
+                              send_request(pair.client, pair.server_addr, up.data(), length, 5))
+                    .error == 0);
         auto at_client = wait_op(pair.client, client_rid);
         auto at_server = wait_op(pair.server, server_rid);
         REQUIRE(at_client.error == 0);
@@ -492,8 +499,10 @@ TEST_CASE("shm: a listener with larger rings than its client sends within the cl
     bmi_op_id_t big_id = 0;
     const int big_rc = pair.server.instance->post(too_big, big_id, nullptr);
     // Refused at once (the usual case) or, had it queued behind another send, in completion.
-    if (big_rc == 0) REQUIRE(wait_op(pair.server, big_id).error == -BMI_EMSGSIZE);
-    else REQUIRE(big_rc == -BMI_EMSGSIZE);
+    if (big_rc == 0)
+        REQUIRE(wait_op(pair.server, big_id).error == -BMI_EMSGSIZE);
+    else
+        REQUIRE(big_rc == -BMI_EMSGSIZE);
     auto fits = send_request(pair.server, client_addr, note.data(), 472, 6);
     fits.kind = method::OpKind::send_unexpected;
     REQUIRE(post_and_wait(pair.server, fits).error == 0);
@@ -517,8 +526,7 @@ TEST_CASE("shm: a ring geometry that is not a power of two is refused", "[shm]")
     REQUIRE(core::Instance::create(params, instance) == 0);
 }
 
-TEST_CASE("shm: a receive smaller than a large message fails both ends with EMSGSIZE",
-          "[shm]") {
+TEST_CASE("shm: a receive smaller than a large message fails both ends with EMSGSIZE", "[shm]") {
     auto single = GENERATE("1", "0");
     ScopedEnv force("BMI_SHM_SINGLE_COPY", single);
     ScopedEnv all_single("BMI_SHM_SINGLE_COPY_MIN", "0");
@@ -527,12 +535,11 @@ TEST_CASE("shm: a receive smaller than a large message fails both ends with EMSG
     BMI_addr_t client_addr = pumped.client_addr;
     std::vector<char> out(1 << 20), in(1 << 19);
     bmi_op_id_t rid = 0, sid = 0;
-    REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in.data(),
-                                                    1 << 19, 2),
-                                       rid, nullptr) == 0);
-    REQUIRE(pair.client.instance->post(send_request(pair.client, pair.server_addr, out.data(),
-                                                    1 << 20, 2),
-                                       sid, nullptr) == 0);
+    REQUIRE(pair.server.instance->post(
+                recv_request(pair.server, client_addr, in.data(), 1 << 19, 2), rid, nullptr) == 0);
+    REQUIRE(pair.client.instance->post(
+                send_request(pair.client, pair.server_addr, out.data(), 1 << 20, 2), sid,
+                nullptr) == 0);
     REQUIRE(wait_op(pair.server, rid).error == -BMI_EMSGSIZE);
     REQUIRE(wait_op(pair.client, sid).error == -BMI_EMSGSIZE);
 }
@@ -638,11 +645,11 @@ TEST_CASE("shm: connections leave nothing in /dev/shm and no descriptors behind"
         BMI_addr_t client_addr = introduce(pair);
         std::vector<char> out(1 << 20), in(1 << 20);
         bmi_op_id_t rid = 0;
-        REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in.data(),
-                                                        1 << 20, 3),
-                                           rid, nullptr) == 0);
-        REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr,
-                                                        out.data(), 1 << 20, 3))
+        REQUIRE(pair.server.instance->post(
+                    recv_request(pair.server, client_addr, in.data(), 1 << 20, 3), rid, nullptr) ==
+                0);
+        REQUIRE(post_and_wait(pair.client,
+                              send_request(pair.client, pair.server_addr, out.data(), 1 << 20, 3))
                     .error == 0);
         REQUIRE(wait_op(pair.server, rid).error == 0);
         // While connected the segment is visible only as a memfd, never as a file.

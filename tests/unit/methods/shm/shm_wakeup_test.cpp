@@ -21,8 +21,7 @@ using namespace std::chrono_literals;
 
 namespace {
 // One request from the client side and its answer; both sides check what they got.
-void round_trip(Side& client, BMI_addr_t to_server, Side& server, BMI_addr_t to_client,
-                int seq) {
+void round_trip(Side& client, BMI_addr_t to_server, Side& server, BMI_addr_t to_client, int seq) {
     int got_ping = -1, got_pong = -1, pong = -seq;
     bmi_op_id_t server_recv = 0, client_recv = 0;
     REQUIRE(server.instance->post(recv_request(server, to_client, &got_ping, sizeof got_ping, 2),
@@ -53,8 +52,7 @@ BMI_addr_t open_client(Pair& pair, Side& side, BMI_addr_t& to_server, int who,
     params.options = options;
     REQUIRE(core::Instance::create(params, side.instance) == 0);
     REQUIRE(side.instance->open_context(side.context) == 0);
-    REQUIRE(side.instance->addr_lookup(pair.server.instance->listen_addresses(), to_server) ==
-            0);
+    REQUIRE(side.instance->addr_lookup(pair.server.instance->listen_addresses(), to_server) == 0);
     auto hello = send_request(side, to_server, &who, sizeof who, 1);
     hello.kind = method::OpKind::send_unexpected;
     bmi_op_id_t id = 0;
@@ -133,7 +131,8 @@ TEST_CASE("shm: more talking clients than watched rings are all answered promptl
                     round_trip(sides[c], to_server[c], pair.server, to_client[c], ++trips);
         const auto elapsed = std::chrono::steady_clock::now() - start;
         INFO(trips << " round trips took "
-             << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms");
+                   << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+                   << " ms");
         CHECK(elapsed < 5s);
     }
 }
@@ -162,12 +161,12 @@ TEST_CASE("shm: a message sent before the client took the server's reply is foun
         const BMI_addr_t from = open_client(pair, client, to_server, 100 + c, "shm_spin_us=0");
         int second = -1;
         bmi_op_id_t recv = 0, id = 0;
-        REQUIRE(pair.server.instance->post(recv_request(pair.server, from, &second,
-                                                        sizeof second, 2),
-                                           recv, nullptr) == 0);
+        REQUIRE(
+            pair.server.instance->post(recv_request(pair.server, from, &second, sizeof second, 2),
+                                       recv, nullptr) == 0);
         const int value = 1000 + c;
-        REQUIRE(client.instance->post(send_request(client, to_server, &value, sizeof value, 2),
-                                      id, nullptr) == 1);
+        REQUIRE(client.instance->post(send_request(client, to_server, &value, sizeof value, 2), id,
+                                      nullptr) == 1);
         const auto start = std::chrono::steady_clock::now();
         REQUIRE(wait_in_one_call(pair.server, recv).error == 0);
         waited += std::chrono::steady_clock::now() - start;

@@ -73,8 +73,7 @@ TEST_CASE("watched rings: when full, only a connection quiet long enough makes r
     Watchable& quietest = *rings.front();  // its last message came in pass 1
 
     // Everyone was active recently: the newcomer keeps ringing the doorbell.
-    REQUIRE(watched.took_messages(newcomer.conn, 1 + WatchedRings::quiet_passes - 1) ==
-            nullptr);
+    REQUIRE(watched.took_messages(newcomer.conn, 1 + WatchedRings::quiet_passes - 1) == nullptr);
     CHECK_FALSE(newcomer.conn.watched);
     CHECK_FALSE(newcomer.producer.consumer_watching());
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "full_table.hpp"
-#include "methods/kit/acceptor.hpp"
 #include "harness.hpp"
+#include "methods/kit/acceptor.hpp"
 #include "verbs_raw_peer.hpp"
 #include "verbs_test_support.hpp"
 
@@ -47,9 +47,8 @@ void served_after_attack(Pair& pair, BMI_addr_t client_addr, int seed) {
     bmi_op_id_t rid = 0;
     REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in.data(), size, 3),
                                        rid, nullptr) == 0);
-    REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr, out.data(),
-                                                    size, 3),
-                          30000)
+    REQUIRE(post_and_wait(pair.client,
+                          send_request(pair.client, pair.server_addr, out.data(), size, 3), 30000)
                 .error == 0);
     REQUIRE(wait_op(pair.server, rid, 30000).error == 0);
     REQUIRE(check_pattern(in.data(), in.size(), seed));
@@ -84,9 +83,8 @@ TEST_CASE("verbs: a FIN for another connection's transfer does not complete it",
     REQUIRE(pair.server.instance->test(sid, pair.server.context, 0, outcount, early) == 0);
     REQUIRE(outcount == 0);  // still waiting for the real receiver
     bmi_op_id_t rid = 0;
-    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, in.data(), big,
-                                                    4),
-                                       rid, nullptr) == 0);
+    REQUIRE(pair.client.instance->post(
+                recv_request(pair.client, pair.server_addr, in.data(), big, 4), rid, nullptr) == 0);
     Pump client_pump(*pair.client.instance);
     REQUIRE(wait_op(pair.server, sid, 30000).error == 0);
     REQUIRE(wait_op(pair.client, rid, 30000).error == 0);
@@ -118,7 +116,8 @@ TEST_CASE("verbs: credits and lengths a peer sends are checked", "[verbs]") {
         }
         SECTION("an RTS whose lengths wrap") {
             const std::uint64_t half = std::uint64_t{1} << 63;
-            RemoteSegment segs[3] = {{0x1000, half, 1, 0}, {0x1000, half, 1, 0}, {0x1000, 4096, 1, 0}};
+            RemoteSegment segs[3] = {
+                {0x1000, half, 1, 0}, {0x1000, half, 1, 0}, {0x1000, 4096, 1, 0}};
             MsgHeader h = header(MsgType::rts);
             h.size = 4096;
             h.cookie = 1;
@@ -147,7 +146,8 @@ std::uint64_t tracked_peers(Side& side, BMI_addr_t any) {
 }  // namespace
 
 TEST_CASE("verbs: a handshake whose queue pair never speaks is closed at the deadline and "
-          "leaves no peer", "[verbs]") {
+          "leaves no peer",
+          "[verbs]") {
     Pair pair = make_peers("verbs", "verbs_setup_timeout_ms=500");
     BMI_addr_t client_addr = introduce(pair);
     const std::uint64_t peers_before = tracked_peers(pair.server, client_addr);
@@ -281,9 +281,9 @@ TEST_CASE("verbs: a peer reads only the bytes of its own transfer, and only unti
         REQUIRE(region != nullptr);
         fill_pattern(region, region_size, 31);
         bmi_op_id_t sid = 0;
-        REQUIRE(pair.server.instance->post(send_request(pair.server, reader_addr, region + offset,
-                                                        size, 9),
-                                           sid, nullptr) == 0);
+        REQUIRE(pair.server.instance->post(
+                    send_request(pair.server, reader_addr, region + offset, size, 9), sid,
+                    nullptr) == 0);
         MsgHeader rts;
         std::vector<std::uint8_t> body;
         REQUIRE(reader.receive(rts, body));

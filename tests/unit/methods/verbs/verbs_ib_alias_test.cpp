@@ -48,13 +48,14 @@ void talk(Pair& pair, const std::string& address) {
 
     char reply[64] = {};
     bmi_op_id_t rid = 0;
-    REQUIRE(pair.client.instance->post(recv_request(pair.client, pair.server_addr, reply,
-                                                    sizeof reply, 7),
-                                       rid, nullptr) >= 0);
+    REQUIRE(pair.client.instance->post(
+                recv_request(pair.client, pair.server_addr, reply, sizeof reply, 7), rid,
+                nullptr) >= 0);
     const char answer[] = "served over verbs";
     {
         Pump client_pump(*pair.client.instance);
-        post_and_wait(pair.server, send_request(pair.server, client_addr, answer, sizeof answer, 7));
+        post_and_wait(pair.server,
+                      send_request(pair.server, client_addr, answer, sizeof answer, 7));
         if (rid != 0) REQUIRE(wait_op(pair.client, rid).error == 0);
     }
     CHECK(std::strcmp(reply, answer) == 0);

@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "../../key_files.hpp"
-#include "key_test_steps.hpp"
 #include "harness.hpp"
+#include "key_test_steps.hpp"
 #include "methods/kit/key_exchange.hpp"
-#include "verbs_raw_peer.hpp"
-#include "verbs_test_support.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/keys/secret_key.hpp"
+#include "verbs_raw_peer.hpp"
+#include "verbs_test_support.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -35,8 +35,8 @@ namespace keys = bmi::support::keys;
 namespace {
 
 // What a keyed HELLO of today announces.
-constexpr std::uint32_t keyed_features =
-    method::verbs::feature_key_proof | method::verbs::feature_key_binding;
+constexpr std::uint32_t keyed_features = method::verbs::feature_key_proof |
+                                         method::verbs::feature_key_binding;
 [[maybe_unused]] const bool device_present = verbs::skip_without_device();
 
 // True if the server's application sees no unexpected message within `ms`.
@@ -86,8 +86,10 @@ TEST_CASE("verbs: a raw bootstrap peer without the key is refused before its que
         method::verbs::KeyProof proof;
         const bool reflect = GENERATE(false, true);
         INFO((reflect ? "the server's own proof sent back" : "a made-up proof"));
-        if (reflect) std::memcpy(proof.proof, answer.proof, sizeof proof.proof);
-        else std::memset(proof.proof, 0x33, sizeof proof.proof);
+        if (reflect)
+            std::memcpy(proof.proof, answer.proof, sizeof proof.proof);
+        else
+            std::memset(proof.proof, 0x33, sizeof proof.proof);
         // Its queue pair goes live and SENDs at once; the server's stays in INIT.
         REQUIRE(stranger.connect_qp(answer));
         REQUIRE(stranger.send_message(unexpected_header(sizeof text), text, sizeof text));
@@ -193,8 +195,8 @@ TEST_CASE("verbs: a keyless attacker cannot carry a handshake to a key holder an
     const int listener = listen_on_loopback(port);
     REQUIRE(listener >= 0);
     BMI_addr_t taken = 0;
-    REQUIRE(pair.client.instance->addr_lookup("verbs://127.0.0.1:" + std::to_string(port),
-                                              taken) == 0);
+    REQUIRE(pair.client.instance->addr_lookup("verbs://127.0.0.1:" + std::to_string(port), taken) ==
+            0);
     const char secret[] = "for the real peer only";
     auto request = send_request(pair.client, taken, secret, sizeof secret, 5);
     request.kind = method::OpKind::send_unexpected;

@@ -21,8 +21,7 @@ TEST_CASE("verbs checks: a peer may send only as many messages as it was granted
     REQUIRE(granted == 0);
 }
 
-TEST_CASE("verbs checks: returned credits never exceed the window the peer granted",
-          "[verbs]") {
+TEST_CASE("verbs checks: returned credits never exceed the window the peer granted", "[verbs]") {
     int credits = 10;
     REQUIRE(take_returned_credits(credits, 6, 16));
     REQUIRE(credits == 16);

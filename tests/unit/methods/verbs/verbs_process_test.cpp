@@ -65,7 +65,8 @@ TEST_CASE("verbs: a sender out of credits queues until a slow receiver catches u
         for (int i = 0; i < count; ++i) {
             bmi_size_t actual = 0;
             if (me.run(request(OpKind::recv, me.parent, in.data(), size, 7, me.context), 60000,
-                       &actual) != 0 || actual != size)
+                       &actual) != 0 ||
+                actual != size)
                 return 11;
             if (in[0] != i || in.back() != i) return 12;  // intact and in order
         }
@@ -90,7 +91,10 @@ TEST_CASE("verbs: a sender out of credits queues until a slow receiver catches u
                                                server.context),
                                        id, nullptr);
         REQUIRE(rc >= 0);
-        if (rc == 1) ++done; else ids.push_back(id);
+        if (rc == 1)
+            ++done;
+        else
+            ids.push_back(id);
     }
     // For one second of our own progress the receiver sleeps: at most its credits went out.
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
@@ -165,11 +169,11 @@ TEST_CASE("verbs: many peers share one SRQ smaller than their combined credits",
         for (int i = 0; i < messages; ++i) {
             bmi_op_id_t id = 0;
             bmi_size_t actual = 0;
-            int rc = server.instance->post(
-                request(OpKind::recv, addr[static_cast<std::size_t>(p)],
-                        in[static_cast<std::size_t>(p * messages + i)].data(), 200000, 3,
-                        server.context),
-                id, &actual);
+            int rc =
+                server.instance->post(request(OpKind::recv, addr[static_cast<std::size_t>(p)],
+                                              in[static_cast<std::size_t>(p * messages + i)].data(),
+                                              200000, 3, server.context),
+                                      id, &actual);
             REQUIRE(rc >= 0);  // 1: an eager message that was already here
             ids.push_back(rc == 1 ? 0 : id);
             sizes.push_back(actual);
@@ -201,8 +205,8 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
         if (introduce(me, 0) != 0) return 10;
         std::vector<char> in(static_cast<std::size_t>(big));
         bmi_op_id_t id = 0;
-        if (me.instance->post(request(OpKind::recv, me.parent, in.data(), big, 5, me.context),
-                              id, nullptr) != 0)
+        if (me.instance->post(request(OpKind::recv, me.parent, in.data(), big, 5, me.context), id,
+                              nullptr) != 0)
             return 11;
         report(up, 'r');
         for (;;) {  // keep reading until killed
@@ -218,8 +222,8 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
         report(up, 's');
         std::vector<char> in(1 << 20);
         bmi_size_t actual = 0;
-        int rc = me.run(request(OpKind::recv, me.parent, in.data(), 1 << 20, 8, me.context),
-                        60000, &actual);
+        int rc = me.run(request(OpKind::recv, me.parent, in.data(), 1 << 20, 8, me.context), 60000,
+                        &actual);
         if (rc != 0 || actual != (1 << 20) || in[12345] != 'z') {
             std::fprintf(stderr, "survivor: receive failed: %d, %lld bytes\n", rc,
                          static_cast<long long>(actual));
@@ -251,11 +255,11 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
     std::vector<char> out(static_cast<std::size_t>(big), 'v');
     char small[16];
     bmi_op_id_t sid = 0, rid = 0;
-    REQUIRE(server.instance->post(request(OpKind::send, addr[0], out.data(), big, 5,
-                                          server.context),
-                                  sid, nullptr) == 0);
-    REQUIRE(server.instance->post(request(OpKind::recv, addr[0], small, 16, 6, server.context),
-                                  rid, nullptr) == 0);
+    REQUIRE(
+        server.instance->post(request(OpKind::send, addr[0], out.data(), big, 5, server.context),
+                              sid, nullptr) == 0);
+    REQUIRE(server.instance->post(request(OpKind::recv, addr[0], small, 16, 6, server.context), rid,
+                                  nullptr) == 0);
     // Let the READs start, then kill the reader.
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
     while (std::chrono::steady_clock::now() < until) {
@@ -272,18 +276,17 @@ TEST_CASE("verbs: a peer killed mid-transfer fails its operations; another peer 
     REQUIRE(received.error != 0);
     // A BMI code, not a raw verbs status.
     for (int e : {sent.error, received.error})
-        REQUIRE((e == -BMI_ECONNRESET || e == -BMI_ETIMEDOUT || e == -BMI_EPROTO ||
-                 e == -BMI_EIO));
+        REQUIRE((e == -BMI_ECONNRESET || e == -BMI_ETIMEDOUT || e == -BMI_EPROTO || e == -BMI_EIO));
 
     // The other peer is untouched.
     std::vector<char> ping(1 << 20, 'z');
     char reply[8] = {};
     bmi_op_id_t pid = 0, qid = 0;
-    REQUIRE(server.instance->post(request(OpKind::recv, addr[1], reply, 8, 9, server.context),
-                                  qid, nullptr) == 0);
-    REQUIRE(server.instance->post(request(OpKind::send, addr[1], ping.data(), 1 << 20, 8,
-                                          server.context),
-                                  pid, nullptr) == 0);
+    REQUIRE(server.instance->post(request(OpKind::recv, addr[1], reply, 8, 9, server.context), qid,
+                                  nullptr) == 0);
+    REQUIRE(server.instance->post(
+                request(OpKind::send, addr[1], ping.data(), 1 << 20, 8, server.context), pid,
+                nullptr) == 0);
     REQUIRE(server.wait(pid).error == 0);
     REQUIRE(server.wait(qid).error == 0);
     REQUIRE(std::strcmp(reply, "alive") == 0);

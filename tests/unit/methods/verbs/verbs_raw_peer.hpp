@@ -35,8 +35,7 @@ inline int bootstrap_socket(const std::string& address) { return connect_to(addr
 inline bool read_within(int fd, void* data, std::size_t size, int deadline_ms) {
     auto* bytes = static_cast<std::uint8_t*>(data);
     std::size_t got = 0;
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
     while (got < size) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             deadline - std::chrono::steady_clock::now());
@@ -77,8 +76,9 @@ public:
         a.qp_state = IBV_QPS_INIT;
         a.port_num = device_.port;
         a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
-        ready_ = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                            IBV_QP_ACCESS_FLAGS) == 0;
+        ready_ = ibv_modify_qp(qp_, &a,
+                               IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                   IBV_QP_ACCESS_FLAGS) == 0;
     }
     ~RawPeer() {
         if (fd_ >= 0) close(fd_);
@@ -138,9 +138,10 @@ public:
         std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
         a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(device_.gid_index);
         a.ah_attr.grh.hop_limit = 64;
-        if (ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                       IBV_QP_MIN_RNR_TIMER) != 0)
+        if (ibv_modify_qp(qp_, &a,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) !=
+            0)
             return false;
         ibv_qp_attr s{};
         s.qp_state = IBV_QPS_RTS;
@@ -149,9 +150,9 @@ public:
         s.rnr_retry = 7;
         s.sq_psn = psn;
         s.max_rd_atomic = 1;
-        if (ibv_modify_qp(qp_, &s, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                       IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+        if (ibv_modify_qp(qp_, &s,
+                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                              IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
             return false;
         return true;
     }
@@ -173,8 +174,8 @@ public:
         std::uint8_t* out = device_.send_pool.at(buffer);
         std::memcpy(out, &h, sizeof h);
         if (size > 0) std::memcpy(out + sizeof h, body, size);
-        ibv_sge sge{reinterpret_cast<std::uintptr_t>(out), static_cast<std::uint32_t>(sizeof h + size),
-                    device_.send_pool.lkey(buffer)};
+        ibv_sge sge{reinterpret_cast<std::uintptr_t>(out),
+                    static_cast<std::uint32_t>(sizeof h + size), device_.send_pool.lkey(buffer)};
         ibv_send_wr wr{};
         wr.sg_list = &sge;
         wr.num_sge = 1;
@@ -239,7 +240,8 @@ private:
                 if (wcs[i].wr_id == read_id)
                     read_status_ = static_cast<int>(wcs[i].status);
                 else if ((wcs[i].opcode & IBV_WC_RECV) != 0 && wcs[i].status == IBV_WC_SUCCESS)
-                    arrived_.emplace_back(static_cast<std::uint32_t>(wcs[i].wr_id), wcs[i].byte_len);
+                    arrived_.emplace_back(static_cast<std::uint32_t>(wcs[i].wr_id),
+                                          wcs[i].byte_len);
             }
     }
 

@@ -147,8 +147,8 @@ struct ChildSide {
     }
 };
 
-inline core::PostRequest request(method::OpKind kind, BMI_addr_t addr, void* data,
-                                 bmi_size_t size, bmi_msg_tag_t tag, bmi_context_id context) {
+inline core::PostRequest request(method::OpKind kind, BMI_addr_t addr, void* data, bmi_size_t size,
+                                 bmi_msg_tag_t tag, bmi_context_id context) {
     core::PostRequest r;
     r.kind = kind;
     r.addr = addr;

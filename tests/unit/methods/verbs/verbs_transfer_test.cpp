@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "verbs_test_support.hpp"
 #include "unexpected_burst.hpp"
+#include "verbs_test_support.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -71,8 +71,7 @@ TEST_CASE("verbs: long lists are read piecewise; longer ones are packed", "[verb
     REQUIRE(check_pattern(sink.data(), sink.size(), 51));
 }
 
-TEST_CASE("verbs: unexpected messages wait in the network while the quota is full",
-          "[verbs]") {
+TEST_CASE("verbs: unexpected messages wait in the network while the quota is full", "[verbs]") {
     // Room for four messages that cost 8 KB each (bytes + 256 for the record); twenty are sent.
     Pair pair = make_peers("verbs", "unexpected_quota=32768");
     Pump client_pump(*pair.client.instance);
@@ -143,17 +142,16 @@ TEST_CASE("verbs: cancel during a rendezvous leaves both sides consistent", "[ve
         REQUIRE(pair.client.instance->post(
                     send_request(pair.client, pair.server_addr, second.data(), big, 7), tid,
                     nullptr) == 0);
-        auto got = post_and_wait(pair.server, recv_request(pair.server, client_addr, in.data(),
-                                                           big, 7), 30000);
+        auto got = post_and_wait(pair.server,
+                                 recv_request(pair.server, client_addr, in.data(), big, 7), 30000);
         REQUIRE(got.error == 0);
         REQUIRE(check_pattern(in.data(), in.size(), 82));
         REQUIRE(wait_op(pair.client, tid, 30000).error == 0);
     }
     SECTION("a receive cancelled while reading completes once its READs are done") {
         bmi_op_id_t rid = 0, sid = 0;
-        REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, in.data(), big,
-                                                        8),
-                                           rid, nullptr) == 0);
+        REQUIRE(pair.server.instance->post(
+                    recv_request(pair.server, client_addr, in.data(), big, 8), rid, nullptr) == 0);
         REQUIRE(pair.client.instance->post(
                     send_request(pair.client, pair.server_addr, first.data(), big, 8), sid,
                     nullptr) == 0);
@@ -168,8 +166,9 @@ TEST_CASE("verbs: cancel during a rendezvous leaves both sides consistent", "[ve
     bmi_op_id_t rid = 0;
     REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, small, 16, 9), rid,
                                        nullptr) == 0);
-    REQUIRE(post_and_wait(pair.client, send_request(pair.client, pair.server_addr, out, 16, 9))
-                .error == 0);
+    REQUIRE(
+        post_and_wait(pair.client, send_request(pair.client, pair.server_addr, out, 16, 9)).error ==
+        0);
     REQUIRE(wait_op(pair.server, rid).error == 0);
     REQUIRE(std::string(small) == "after");
 }
@@ -237,8 +236,8 @@ TEST_CASE("verbs: both directions at once with few send buffers and credits", "[
     }
     for (int i = 0; i < count; ++i) {
         const auto k = static_cast<std::size_t>(i);
-        post(pair.client, send_request(pair.client, pair.server_addr, a_out[k].data(),
-                                       size_of(i), 3),
+        post(pair.client,
+             send_request(pair.client, pair.server_addr, a_out[k].data(), size_of(i), 3),
              ops_client);
         post(pair.server, send_request(pair.server, client_addr, b_out[k].data(), size_of(i), 4),
              ops_server);

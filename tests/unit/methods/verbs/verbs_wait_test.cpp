@@ -14,8 +14,8 @@
 
 #include "bmi.h"
 #include "harness.hpp"
-#include "verbs_test_support.hpp"
 #include "unexpected_burst.hpp"
+#include "verbs_test_support.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -185,8 +185,8 @@ TEST_CASE("verbs: a queue pair event fails the connection owning that QP, and on
     // Receives on both sides that only a failure can finish.
     char client_in[16] = {}, server_in[16] = {};
     bmi_op_id_t client_recv = 0, server_recv = 0;
-    REQUIRE(client.post(recv_request(pair.client, pair.server_addr, client_in, 16, 5),
-                        client_recv, nullptr) == 0);
+    REQUIRE(client.post(recv_request(pair.client, pair.server_addr, client_in, 16, 5), client_recv,
+                        nullptr) == 0);
     REQUIRE(pair.server.instance->post(recv_request(pair.server, client_addr, server_in, 16, 6),
                                        server_recv, nullptr) == 0);
 
@@ -200,8 +200,7 @@ TEST_CASE("verbs: a queue pair event fails the connection owning that QP, and on
     event.element.qp = static_cast<ibv_qp*>(qp);
     for (ibv_event_type benign : {IBV_EVENT_COMM_EST, IBV_EVENT_SQ_DRAINED}) {
         event.event_type = benign;
-        REQUIRE(client.set_info(pair.server_addr, method::verbs::async_event_option, &event) ==
-                0);
+        REQUIRE(client.set_info(pair.server_addr, method::verbs::async_event_option, &event) == 0);
     }
     int outcount = 0;
     core::Completion done;
@@ -223,8 +222,7 @@ TEST_CASE("verbs: a queue pair event fails the connection owning that QP, and on
     REQUIRE(wait_op(pair.client, client_recv).error == which.error);
     // The server hears of it through the bootstrap socket.
     CHECK(wait_op(pair.server, server_recv, 30000).error != 0);
-    REQUIRE(client.get_info(pair.server_addr, method::verbs::peer_qp_option, &qp) ==
-            -BMI_ENOENT);
+    REQUIRE(client.get_info(pair.server_addr, method::verbs::peer_qp_option, &qp) == -BMI_ENOENT);
 
     // A looked-up peer is reached again over a new connection.
     char again[16] = "again";
