@@ -7,6 +7,7 @@
 // one must carry, when a peer is refused and why, and the one log line that says so are here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -19,6 +20,13 @@
 namespace bmi::method::kit {
 
 using support::keys::Proof;
+
+// A nonce as a hello carries it: a fixed field of the method's wire.
+inline Nonce nonce_from(std::span<const std::uint8_t, support::keys::nonce_size> field) {
+    Nonce nonce;
+    std::copy(field.begin(), field.end(), nonce.begin());
+    return nonce;
+}
 
 // Why a connection is refused before it may carry anything.
 enum class Refusal : std::uint8_t {

@@ -28,15 +28,11 @@ kit::KeyFeatures key_features(std::uint32_t features) {
     return {(features & feature_key_proof) != 0, (features & feature_key_binding) != 0, false};
 }
 
-kit::Nonce nonce_of(const std::uint8_t (&bytes)[key_bytes]) {
-    kit::Nonce nonce;
-    std::memcpy(nonce.data(), bytes, key_bytes);
-    return nonce;
-}
-
 }  // namespace
 
-int ShmMethod::refuse(const Connection& conn, Refusal why) {
+int ShmMethod::refuse(const Connection& conn, Refusal why, bool answering) {
+    // Say why, so that a libbmi peer fails its sends with -BMI_EACCES.
+    if (answering && kit::tell_initiator(why)) send_refusal(conn.fd, -BMI_EACCES);
     const std::string pid = "pid " + std::to_string(conn.peer_pid);
     keys_.log_refusal(pid, pid, why);
     return -BMI_EACCES;
@@ -51,20 +47,14 @@ void ShmMethod::offer_key(Connection& conn, Hello& hello) {
 
 int ShmMethod::check_keyed_hello(Connection& conn, const Hello& hello) {
     const Refusal why = conn.key_handshake.check_hello(keys_, key_features(hello.features));
-    if (why == Refusal::none) return 0;
-    // Say why, so that a libbmi peer fails its sends with -BMI_EACCES.
-    if (kit::tell_initiator(why)) send_refusal(conn.fd, -BMI_EACCES);
-    return refuse(conn, why);
+    return why == Refusal::none ? 0 : refuse(conn, why, true);
 }
 
 int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
-    const auto step = conn.key_handshake.answer(keys_, conn.fd, nonce_of(hello.key_nonce),
+    const auto step = conn.key_handshake.answer(keys_, conn.fd, kit::nonce_from(hello.key_nonce),
                                                 std::string(hello.name, hello.name_length),
                                                 listen_name_);
-    if (step.refused()) {
-        if (kit::tell_initiator(step.refusal)) send_refusal(conn.fd, -BMI_EACCES);
-        return refuse(conn, step.refusal);
-    }
+    if (step.refused()) return refuse(conn, step.refusal, true);
     conn.hello_received = hello;
     HelloReply reply{};
     reply.magic = hello_magic;
@@ -84,8 +74,8 @@ int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
 int ShmMethod::check_keyed_reply(Connection& conn, const HelloReply& reply) {
     kit::KeyFeatures features = key_features(reply.features);
     features.required = reply.status == -BMI_EACCES;
-    const auto step = conn.key_handshake.check_answer(keys_, features, nonce_of(reply.key_nonce),
-                                                      conn.peer->name, reply.key_proof);
+    const auto step = conn.key_handshake.check_answer(
+        keys_, features, kit::nonce_from(reply.key_nonce), conn.peer->name, reply.key_proof);
     if (step.refused()) return refuse(conn, step.refusal);
     if (!conn.key_handshake.keyed()) return 0;
     KeyProof message{};

@@ -157,8 +157,9 @@ private:
     int check_keyed_reply(Connection& conn, const HelloReply& reply);
     int receive_key_proof(Connection& conn);
     // Logs `why` once per peer process and interval; returns -BMI_EACCES for the caller to
-    // close the connection with.
-    int refuse(const Connection& conn, kit::Refusal why);
+    // close the connection with. `answering` a hello, first tells the initiator where the kit
+    // says so.
+    int refuse(const Connection& conn, kit::Refusal why, bool answering = false);
     // A departed peer's connection: delivers what its ring still holds (before closing).
     void take_last_messages(Connection& conn);
     void close_connection(Connection& conn, int error);

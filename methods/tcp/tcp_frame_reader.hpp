@@ -100,9 +100,7 @@ struct FrameReader {
         return phase != ReadPhase::header || head_have > 0 || !incoming.empty();
     }
     // Between frames with no transfer cleared: closing loses nothing of ours.
-    bool at_rest() const {
-        return phase == ReadPhase::header && head_have == 0 && incoming.empty();
-    }
+    bool at_rest() const { return !owes_bytes(); }
     std::span<const std::uint8_t> head_bytes() const { return {head.data(), head_have}; }
 
     // --- read-ahead ---

@@ -374,7 +374,7 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
     if (hello_speaks_our_protocol(remote) && c.outbound &&
         (remote.features & feature_key_required) != 0 &&
         (remote.features & feature_key_proof) == 0) {
-        check_answer(c, remote);  // a refusal: the kit says why we are refused
+        (void)check_answer(c, remote);  // a refusal: the kit says why we are refused
         return;
     }
     if (!hello_well_formed(remote)) {
@@ -398,13 +398,14 @@ void VerbsMethod::on_hello(Connection& c, const Hello& remote) {
             return;
         }
     }
-    if (c.outbound && !check_answer(c, remote)) return;
+    std::optional<kit::Proof> our_proof;
+    if (c.outbound && !(our_proof = check_answer(c, remote))) return;
     if (int rc = connect_qp(c, remote); rc < 0) {
         fail_connection(c, rc);
         return;
     }
     if (c.outbound && c.key_handshake.keyed()) {
-        send_client_proof(c);  // theirs stays in INIT until it checks: no SEND before that
+        send_client_proof(c, *our_proof);  // theirs stays in INIT until it checks
         return;
     }
     if (c.outbound) {

@@ -115,7 +115,6 @@ struct Connection {
     // --- security key handshake (doc/security.md); unused without a key ---
     // What each side's HELLO says of it (endpoint_text) is what it states.
     kit::KeyHandshake key_handshake;
-    support::keys::Proof initiator_proof{};  // client: sent once our queue pair is connected
     Hello remote_hello;  // server: the client's HELLO, for its QP once the proof checks
 
     // Bootstrap bytes in each direction.

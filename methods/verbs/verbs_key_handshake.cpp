@@ -43,12 +43,6 @@ kit::KeyFeatures key_features(std::uint32_t features) {
             (features & feature_key_required) != 0};
 }
 
-kit::Nonce nonce_of(const std::uint8_t (&bytes)[key_field]) {
-    kit::Nonce nonce;
-    std::memcpy(nonce.data(), bytes, key_field);
-    return nonce;
-}
-
 }  // namespace
 
 void VerbsMethod::offer_key(Connection& c, Hello& hello) {
@@ -70,8 +64,7 @@ void VerbsMethod::send_refusal(Connection& c) {
 bool VerbsMethod::check_keyed_hello(Connection& c, const Hello& remote) {
     const kit::Refusal why = c.key_handshake.check_hello(keys_, key_features(remote.features));
     if (why == kit::Refusal::none) return true;
-    if (kit::tell_initiator(why)) send_refusal(c);
-    refuse(c, why);
+    refuse(c, why, true);
     return false;
 }
 
@@ -79,11 +72,10 @@ void VerbsMethod::answer_keyed_hello(Connection& c, const Hello& remote) {
     Hello h;
     fill_hello(c, h);
     h.features = feature_key_proof | feature_key_binding;
-    const auto step = c.key_handshake.answer(keys_, c.fd, nonce_of(remote.nonce),
+    const auto step = c.key_handshake.answer(keys_, c.fd, kit::nonce_from(remote.nonce),
                                              endpoint_text(remote), endpoint_text(h));
     if (step.refused()) {
-        if (kit::tell_initiator(step.refusal)) send_refusal(c);
-        refuse(c, step.refusal);
+        refuse(c, step.refusal, true);
         return;
     }
     c.remote_hello = remote;
@@ -95,21 +87,20 @@ void VerbsMethod::answer_keyed_hello(Connection& c, const Hello& remote) {
     flush_out(c);
 }
 
-bool VerbsMethod::check_answer(Connection& c, const Hello& remote) {
+std::optional<kit::Proof> VerbsMethod::check_answer(Connection& c, const Hello& remote) {
     const auto step = c.key_handshake.check_answer(keys_, key_features(remote.features),
-                                                   nonce_of(remote.nonce), endpoint_text(remote),
-                                                   remote.proof);
+                                                   kit::nonce_from(remote.nonce),
+                                                   endpoint_text(remote), remote.proof);
     if (step.refused()) {
         refuse(c, step.refusal);
-        return false;
+        return std::nullopt;
     }
-    c.initiator_proof = step.proof;
-    return true;
+    return step.proof;
 }
 
-void VerbsMethod::send_client_proof(Connection& c) {
+void VerbsMethod::send_client_proof(Connection& c, const kit::Proof& proof) {
     KeyProof message;
-    std::memcpy(message.proof, c.initiator_proof.data(), key_field);
+    std::memcpy(message.proof, proof.data(), key_field);
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(&message);
     c.out.insert(c.out.end(), bytes, bytes + sizeof message);
     c.state = Connection::State::awaiting_go;
@@ -147,7 +138,8 @@ void VerbsMethod::on_go(Connection& c) {
     queue_control(c, MsgType::credit, 0, FinStatus::ok);
 }
 
-void VerbsMethod::refuse(Connection& c, kit::Refusal why) {
+void VerbsMethod::refuse(Connection& c, kit::Refusal why, bool answering) {
+    if (answering && kit::tell_initiator(why)) send_refusal(c);
     const std::string& host = c.peer ? c.peer->host : std::string();
     keys_.log_refusal(host, c.peer ? describe_peer(*c.peer) : std::string("a peer"), why);
     fail_connection(c, -BMI_EACCES);

@@ -128,14 +128,16 @@ private:
     // says so).
     bool check_keyed_hello(Connection& c, const Hello& remote);
     void answer_keyed_hello(Connection& c, const Hello& remote);
-    // Client: whether the server's HELLO admits us (keyed: its proof checks).
-    bool check_answer(Connection& c, const Hello& remote);
-    void send_client_proof(Connection& c);
+    // Client: whether the server's HELLO admits us (keyed: its proof checks), with our proof
+    // to send once our queue pair is connected (zero without a key); nullopt once refused.
+    std::optional<kit::Proof> check_answer(Connection& c, const Hello& remote);
+    void send_client_proof(Connection& c, const kit::Proof& proof);
     void on_client_proof(Connection& c);
     void on_go(Connection& c);
     // Closes c for the key, failing what was posted toward it with -BMI_EACCES; logs `why`
-    // once per remote host a minute, never the key.
-    void refuse(Connection& c, kit::Refusal why);
+    // once per remote host a minute, never the key. `answering` a hello, first tells the
+    // initiator where the kit says so.
+    void refuse(Connection& c, kit::Refusal why, bool answering = false);
 
     // verbs_send.cpp
     int post_send(Operation& op);
