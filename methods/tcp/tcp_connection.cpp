@@ -53,7 +53,7 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
         return nullptr;
     }
     int fd = -1;
-    if (error = start_connect(peer->target, buffer_sizes_, policy_for(peer->plane), fd);
+    if (error = start_connect(peer->target, buffer_sizes_, listeners_.policy_for(peer->plane), fd);
         error < 0) {
         BMI_LOG(tcp, "tcp: cannot connect to %s: %s", describe(peer->target).c_str(),
                 support::error_name(error));
@@ -88,11 +88,11 @@ std::optional<std::string> TcpMethod::source_of(kit::AcceptedSocket& socket) {
 }
 
 std::optional<std::uint64_t> TcpMethod::start_accepted(const kit::AcceptedSocket& socket) {
-    const Listener& listener = listeners_.at(socket.listener);
+    const TcpListeners::Listener& listener = listeners_.at(socket.listener);
     const SocketAddress from = remote_of(socket);
     configure_socket(socket.fd, buffer_sizes_);
     // The listener's marks were inherited; pacing is per socket and set again here.
-    if (int rc = apply_policy(socket.fd, policy_for(listener.plane)); rc < 0)
+    if (int rc = apply_policy(socket.fd, listeners_.policy_for(listener.plane)); rc < 0)
         BMI_LOG(tcp, "tcp: plane options refused on an accepted socket: %s",
                 support::error_name(rc));
     Connection& c = add_connection(socket.fd, false, EPOLLIN);
@@ -140,18 +140,6 @@ void TcpMethod::offer_for_shedding(kit::SheddingChoice& choice) {
         else if (unused(c))
             choice.offer(c.id, accepted_at, false);
     }
-}
-
-void TcpMethod::set_listener_interest(bool on) {
-    if (listeners_.empty() || listener_watched_ == on) return;
-    bool all = true;
-    for (std::size_t i = 0; i < listeners_.size(); ++i) {
-        epoll_event ev{};
-        ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
-        ev.data.u64 = listener_base + i;
-        all = epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listeners_[i].fd, &ev) == 0 && all;
-    }
-    if (all) listener_watched_ = on;
 }
 
 void TcpMethod::finish_connect(Connection& c) {
@@ -256,7 +244,7 @@ void TcpMethod::adopt_announced_name(TcpPeer& peer, bool proven) {
     // Only a literal address is taken here: a name would need the resolver, which may block,
     // and a lookup of the name fills the target in from its own resolution (lookup_prepared).
     if (resolve_literal(parsed->host, parsed->port, target) == 0) {
-        if (!planes_.empty() && plane_of(target) != peer.plane) return;
+        if (listeners_.plane_for(target) != peer.plane) return;
         peer.target = target;
     }
     peer.canonical = parsed->canonical;
@@ -339,7 +327,7 @@ void TcpMethod::retire(Connection& c) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     close(c.fd);
     c.fd = -1;
-    set_listener_interest(true);  // a descriptor is free again
+    listeners_.set_interest(true);  // a descriptor is free again
     acceptor_.release(c.id);
     release_grants(c);
     if (c.peer) {

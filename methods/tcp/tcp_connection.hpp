@@ -51,7 +51,7 @@ struct Connection {
     std::shared_ptr<TcpPeer> peer;  // null until the first frame of an accepted socket
     SocketAddress remote;
     std::uint32_t events = 0;  // interest currently registered with epoll
-    std::size_t plane = 0;     // the allocated plane it runs on (TcpMethod::planes_), if any
+    std::size_t plane = 0;     // the allocated plane it runs on (TcpListeners), if any
 
     // The largest EAGER frame either side sends on it once v2 (v2_eager_limit_for the peer's
     // HELLO or HELLO_ACK features).

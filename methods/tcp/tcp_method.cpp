@@ -63,7 +63,6 @@ TcpMethod::~TcpMethod() {
         peer->connections.clear();
         peer->send_connection = nullptr;
     }
-    for (const Listener& l : listeners_) close(l.fd);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
@@ -85,7 +84,9 @@ int TcpMethod::start(const Config& config) {
     ev.data.u64 = timer_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    return start_listening(config);
+    if (int rc = listeners_.start(config, epoll_fd_); rc < 0) return rc;
+    if (!listeners_.empty()) acceptor_.keep_reserve();  // to shed a connection when the table fills
+    return 0;
 }
 
 namespace {
@@ -123,14 +124,14 @@ int TcpMethod::lookup_prepared(std::string_view, const LookupHint& hint,
         out = known;
         return 0;
     }
-    const std::size_t plane = plane_of(resolved.target);
-    if (!planes_.empty() && plane == planes_.size()) {
+    const std::optional<std::size_t> plane = listeners_.plane_for(resolved.target);
+    if (!plane) {
         BMI_LOG(tcp, "tcp: %s is on none of this instance's allocated planes",
                 resolved.parsed.canonical.c_str());
         return -BMI_ENETUNREACH;
     }
     auto peer = std::make_shared<TcpPeer>();
-    peer->plane = planes_.empty() ? 0 : plane;
+    peer->plane = *plane;
     peer->target = resolved.target;
     peer->canonical = resolved.parsed.canonical;
     peer->remote = peer->target;
@@ -327,7 +328,7 @@ int TcpMethod::get_info(Peer* peer, int option, void* arg) {
         case info_listen_port:
             // The first listener's: with several planes, the one a single answer can name.
             if (listeners_.empty()) return -BMI_ENOSYS;
-            *static_cast<int*>(arg) = port_of(local_address(listeners_.front().fd));
+            *static_cast<int*>(arg) = port_of(local_address(listeners_.at(0).fd));
             return 0;
         case BMI_UNEXPECTED_QUOTA_USE: {
             // The control layer filled in bytes and limit; add the peers held back here.

@@ -24,6 +24,8 @@
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/tcp/tcp_connection.hpp"
+#include "methods/tcp/tcp_limits.hpp"
+#include "methods/tcp/tcp_listeners.hpp"
 #include "methods/tcp/tcp_peer.hpp"
 #include "methods/tcp/tcp_socket.hpp"
 #include "support/epoll/accept_reserve.hpp"
@@ -34,42 +36,6 @@
 #include "support/spin/adaptive_spin.hpp"
 
 namespace bmi::method::tcp {
-
-// What one peer can make us hold, and how long we wait on it (doc/RELIABILITY.md). Only
-// load_limits sets them, from Config's settings: tcp_settings.cpp has each one's setting,
-// default and range, and nothing here repeats them.
-struct Limits {
-    // Early data: eager payloads and announcements (RTS, legacy rendezvous headers) that no
-    // receive has claimed yet. Each arrival also costs arrival_overhead, which bounds their
-    // count. Over either bound the connection is no longer read until receives claim some.
-    EarlyBudget::Limits early;
-    // A frame started and not finished, or DATA owed after our CTS, with no byte for this long
-    // closes the connection.
-    std::chrono::milliseconds stall_timeout{};
-    // A large send whose RTS the receiver has neither cleared nor refused for this long fails
-    // with -BMI_ETIMEDOUT, unpinning its buffer.
-    std::chrono::milliseconds rendezvous_timeout{};
-    // Bytes queued for a peer that takes none of them for this long close the connection and
-    // fail its sends, so a peer that stops reading cannot hold them forever.
-    std::chrono::milliseconds send_timeout{};
-    // An accepted connection must finish its handshake this long after the accept, however
-    // slowly it sends: one that says nothing holds a descriptor no longer.
-    std::chrono::milliseconds setup_timeout{};
-    // Accepted connections not yet through their handshake, per source address.
-    std::size_t pending_per_source = 0;
-    // Room reserved by our GRANTs, and held by granted messages no receive has claimed
-    // (tcp_grants.cpp).
-    EarlyBudget::Limits grants;
-};
-// The bookkeeping an arrival costs beyond its payload (the record, the queue slot): it makes
-// an endless stream of empty frames or announcements as bounded as one of large frames.
-inline constexpr bmi_size_t arrival_overhead = 256;
-// What a GRANT of `size` holds against the grant budget: the message and an arrival's
-// bookkeeping, which is what it costs if it has to be buffered.
-inline std::int64_t grant_reservation(bmi_size_t size) { return size + arrival_overhead; }
-
-// The limits from the instance's settings (checked when they were read).
-void load_limits(const support::Settings& settings, Limits& out);
 
 class TcpMethod final : public Method, private kit::AcceptorHost {
 public:
@@ -108,7 +74,7 @@ public:
     bool native_lists() const override { return true; }
     bmi_size_t unexpected_limit() const override { return unexpected_limit_; }
     bmi_size_t max_message_size() const override { return INT64_MAX / 2; }
-    std::string listen_address() const override { return listen_address_; }
+    std::string listen_address() const override { return listeners_.address(); }
     int set_info(Peer* peer, int option, void* arg) override;
     int get_info(Peer* peer, int option, void* arg) override;
 
@@ -123,11 +89,6 @@ public:
     std::size_t handshakes_open() const;
 
 private:
-    struct Listener {
-        int fd = -1;
-        std::size_t plane = 0;  // index into planes_; 0 when no allocation is in force
-        std::string address;    // "tcp://host:port"
-    };
     enum class Place : std::uint8_t {
         posting = 1,     // inside post(), not queued yet (0 is "not pending here")
         send_queued,     // in a connection's small_queue, nothing written
@@ -183,10 +144,9 @@ private:
     // Accepted connections not through their handshake, and those whose peer the application
     // never saw and that have nothing in flight.
     void offer_for_shedding(kit::SheddingChoice& choice) override;
-    void watch_listeners(bool on) override { set_listener_interest(on); }
+    void watch_listeners(bool on) override { listeners_.set_interest(on); }
     // True (after a rate-limited warning) if BMI_TRUSTED_CONNECTION refuses this source.
     bool refuse_untrusted(const SocketAddress& from);
-    void set_listener_interest(bool on);
     void finish_connect(Connection& c);
     // Makes the peer of an accepted connection. An announced address routes nothing, unless
     // `proven`: the peer proved the key over a transcript that binds that address, so later
@@ -350,33 +310,19 @@ private:
         c.reader.stall_clock.restart(c.reader.reads_with_data);
     }
 
-    // tcp_planes.cpp: listening and connecting on allocated planes (doc/planes.md)
-    int start_listening(const Config& config);
-    int listen_on_planes(const Config& config);
-    int open_listening_socket(const SocketAddress& at, std::size_t plane,
-                              const std::string& announced_host);
-    // The plane an address lies on; planes_.size() if none.
-    std::size_t plane_of(const SocketAddress& address) const;
-    const SocketPolicy& policy_for(std::size_t plane) const;
     // The listen address this side announces on connection c (its plane's, when allocated).
-    const std::string& own_address(const Connection& c) const;
+    const std::string& own_address(const Connection& c) const {
+        return listeners_.own_address(c.plane);
+    }
 
-    // Listener i is epoll id listener_base + i (connections count up from 16, wake tags are
-    // 2^63 and above).
-    static constexpr std::uint64_t listener_base = 1ull << 62;
     static constexpr std::uint64_t timer_id = 2;
 
     Sink& sink_;
     int epoll_fd_ = -1;
     kit::Deadlines timers_;  // setup, stall, send and rendezvous deadlines; epoll id timer_id
-    std::vector<Listener> listeners_;
-    bool listener_watched_ = true;
-    std::vector<support::planes::PlaneBinding> planes_;  // the allocated tcp planes, if any
-    std::vector<std::string> plane_addresses_;           // per plane, its first listener's address
-    std::vector<SocketPolicy> policies_;                 // per plane, what its sockets carry
+    TcpListeners listeners_;
     // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
     kit::Acceptor acceptor_{*this, timers_, support::LogArea::tcp, "tcp"};
-    std::string listen_address_;
     bmi_size_t unexpected_limit_;
     bool force_legacy_ = false;
     // What a peer without libbmi's handshake is spoken to in (tcp_legacy_framing, by default

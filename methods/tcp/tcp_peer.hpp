@@ -31,7 +31,7 @@ public:
     std::string announced;
     SocketAddress target;   // where to connect; empty for a peer that reached us first
     SocketAddress remote;   // remote end of the latest connection (peer_host, ranges)
-    std::size_t plane = 0;  // the allocated plane target lies on (TcpMethod::planes_), if any
+    std::size_t plane = 0;  // the allocated plane target lies on (TcpListeners), if any
     // The peer did not answer HELLO (an OrangeFS process), or spoke legacy to us first.
     bool legacy = false;
     // It answered our keyless offer that it admits only key holders: later connections to it

@@ -107,8 +107,8 @@ bool TcpMethod::accept_wake_fd(int fd, std::uint64_t tag) {
 }
 
 void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
-    if (id >= listener_base && id - listener_base < listeners_.size()) {
-        acceptor_.accept_all(listeners_[id - listener_base].fd, id - listener_base);
+    if (const auto listener = listeners_.index_of(id)) {
+        acceptor_.accept_all(listeners_.at(*listener).fd, *listener);
         return;
     }
     if (id == timer_id) {

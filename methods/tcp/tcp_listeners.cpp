@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Listening and connecting where the allocation says (doc/planes.md): a server listens on each
-// allocated plane's address and ports and nowhere else, every peer it reaches must lie on one
-// of its planes, and every socket on a plane carries the plane's QoS marks and pacing.
+// TcpListeners: listening where the configuration and the allocation say (doc/planes.md).
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -10,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "methods/tcp/tcp_method_impl.hpp"
+#include "methods/tcp/tcp_listeners.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -25,7 +23,12 @@ std::string node_name() {
 }
 }  // namespace
 
-int TcpMethod::start_listening(const Config& config) {
+TcpListeners::~TcpListeners() {
+    for (const Listener& l : listeners_) close(l.fd);
+}
+
+int TcpListeners::start(const Config& config, int epoll_fd) {
+    epoll_fd_ = epoll_fd;
     planes_ = config.planes;
     if (config.allocated && planes_.empty() && !config.listen_address.empty()) {
         BMI_WARN("tcp: listen address %s given, but the allocation in force has no tcp plane",
@@ -56,11 +59,11 @@ int TcpMethod::start_listening(const Config& config) {
     if ((config.flags & BMI_TCP_BIND_SPECIFIC) != 0) {
         if (int rc = resolve(parsed->host, parsed->port, bind_to); rc < 0) return rc;
     }
-    int rc = open_listening_socket(bind_to, 0, parsed->host);
+    int rc = open_socket(bind_to, 0, parsed->host);
     if (rc < 0 && (config.flags & BMI_TCP_BIND_SPECIFIC) == 0 && bind_to.family() == AF_INET6) {
         // A kernel without IPv6: every IPv4 address is what remains.
         BMI_LOG(tcp, "tcp: no IPv6 wildcard (%d); listening on IPv4 only", rc);
-        rc = open_listening_socket(every_address_for("0.0.0.0", parsed->port), 0, parsed->host);
+        rc = open_socket(every_address_for("0.0.0.0", parsed->port), 0, parsed->host);
     }
     if (rc < 0) {
         BMI_LOG(tcp, "tcp: cannot listen on %s: %d", config.listen_address.c_str(), rc);
@@ -70,7 +73,7 @@ int TcpMethod::start_listening(const Config& config) {
     return 0;
 }
 
-int TcpMethod::listen_on_planes(const Config& config) {
+int TcpListeners::listen_on_planes(const Config& config) {
     const bool server = (config.flags & BMI_INIT_SERVER) != 0;
     if (!config.listen_address.empty()) {
         // An OrangeFS-style server names its address in its configuration; with an allocation
@@ -79,7 +82,7 @@ int TcpMethod::listen_on_planes(const Config& config) {
         if (!parsed) return -BMI_EINVAL;
         SocketAddress literal;
         const bool on_plane = resolve_literal(parsed->host, parsed->port, literal) != 0 ||
-                              plane_of(literal) < planes_.size();  // a name, or on a plane
+                              plane_for(literal).has_value();  // a name, or on a plane
         const bool port_allocated =
             parsed->port == 0 || std::any_of(planes_.begin(), planes_.end(), [&](const auto& b) {
                 return std::find(b.ports.begin(), b.ports.end(), parsed->port) != b.ports.end();
@@ -101,7 +104,7 @@ int TcpMethod::listen_on_planes(const Config& config) {
         for (std::uint16_t port : b.ports) {
             SocketAddress at;
             int rc = resolve_literal(b.local_host, port, at);
-            if (rc == 0) rc = open_listening_socket(at, i, announced);
+            if (rc == 0) rc = open_socket(at, i, announced);
             if (rc < 0) {
                 BMI_WARN("tcp: allocation %s: cannot listen on %s port %u: %s",
                          b.allocation_id.c_str(), b.local_host.c_str(), unsigned{port},
@@ -117,8 +120,8 @@ int TcpMethod::listen_on_planes(const Config& config) {
     return 0;
 }
 
-int TcpMethod::open_listening_socket(const SocketAddress& at, std::size_t plane,
-                                     const std::string& announced_host) {
+int TcpListeners::open_socket(const SocketAddress& at, std::size_t plane,
+                              const std::string& announced_host) {
     int fd = -1;
     if (int rc = open_listener(at, fd); rc < 0) return rc;
     // Accepted sockets inherit the marks; a refusal here would be one on every connection.
@@ -128,7 +131,7 @@ int TcpMethod::open_listening_socket(const SocketAddress& at, std::size_t plane,
     }
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.u64 = listener_base + listeners_.size();
+    ev.data.u64 = base + listeners_.size();
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) < 0) {
         const int rc = support::bmi_error_from_errno(errno);
         close(fd);
@@ -136,12 +139,11 @@ int TcpMethod::open_listening_socket(const SocketAddress& at, std::size_t plane,
     }
     const std::uint16_t port = port_of(local_address(fd));
     listeners_.push_back({fd, plane, "tcp://" + support::format_host_port(announced_host, port)});
-    acceptor_.keep_reserve();  // to shed a connection when the table fills
     BMI_LOG(tcp, "tcp: listening on %s", listeners_.back().address.c_str());
     return 0;
 }
 
-std::size_t TcpMethod::plane_of(const SocketAddress& address) const {
+std::size_t TcpListeners::plane_index(const SocketAddress& address) const {
     if (address.empty()) return planes_.size();
     const auto host = support::planes::host_cidr(address.get());
     for (std::size_t i = 0; i < planes_.size(); ++i)
@@ -151,14 +153,28 @@ std::size_t TcpMethod::plane_of(const SocketAddress& address) const {
     return planes_.size();
 }
 
-const SocketPolicy& TcpMethod::policy_for(std::size_t plane) const {
-    static const SocketPolicy none;
-    return plane < policies_.size() ? policies_[plane] : none;
+std::optional<std::size_t> TcpListeners::plane_for(const SocketAddress& address) const {
+    if (planes_.empty()) return 0;
+    const std::size_t plane = plane_index(address);
+    if (plane == planes_.size()) return std::nullopt;
+    return plane;
 }
 
-const std::string& TcpMethod::own_address(const Connection& c) const {
-    if (c.plane < plane_addresses_.size()) return plane_addresses_[c.plane];
-    return listen_address_;
+void TcpListeners::set_interest(bool on) {
+    if (listeners_.empty() || watched_ == on) return;
+    bool all = true;
+    for (std::size_t i = 0; i < listeners_.size(); ++i) {
+        epoll_event ev{};
+        ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
+        ev.data.u64 = base + i;
+        all = epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listeners_[i].fd, &ev) == 0 && all;
+    }
+    if (all) watched_ = on;
+}
+
+const SocketPolicy& TcpListeners::policy_for(std::size_t plane) const {
+    static const SocketPolicy none;
+    return plane < policies_.size() ? policies_[plane] : none;
 }
 
 }  // namespace bmi::method::tcp
