@@ -64,6 +64,10 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
     c.state = ConnState::connecting;
     c.peer = peer;
     c.remote = peer->target;
+    // A listener that queues the connect, or takes it and never answers HELLO, holds the sends
+    // waiting on the handshake no longer than an accepted connection may take for its own.
+    c.setup_deadline = std::chrono::steady_clock::now() + limits_.setup_timeout;
+    timers_.schedule({c.id, kit::DeadlineKind::setup}, c.setup_deadline);
     peer->connections.push_back(&c);
     if (peer->send_connection == nullptr || peer->send_connection->closed)
         peer->send_connection = &c;

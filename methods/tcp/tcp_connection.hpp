@@ -29,7 +29,7 @@ struct Connection {
     std::uint64_t id = 0;  // epoll data; never reused, so stale events find nothing
     int fd = -1;
     bool outbound = false;
-    // Accepted: the handshake must be done by then (Limits::setup_timeout).
+    // The handshake must be done by then (Limits::setup_timeout), accepted or outbound.
     std::chrono::steady_clock::time_point setup_deadline{};
     // The layout of its frames once established: v2 after libbmi's handshake, else the legacy
     // framing its first frame used (accepted) or the instance chose (outbound).
@@ -85,6 +85,11 @@ struct Connection {
     // Accepted and not through its handshake yet: on the setup deadline.
     bool setting_up() const {
         return !outbound && (state == ConnState::await_first || state == ConnState::await_proof);
+    }
+    // Outbound and not through its handshake: the connect or the acceptor's HELLO_ACK is still
+    // to come (the same setup deadline bounds it).
+    bool dialling() const {
+        return outbound && (state == ConnState::connecting || state == ConnState::await_ack);
     }
     // The peer owes us bytes (mid-frame, or DATA for a transfer we cleared with CTS), so the
     // stall clock runs.

@@ -180,7 +180,7 @@ void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::tim
     if (c == nullptr || c->closed) return;
     switch (key.kind) {
         case kit::DeadlineKind::setup:
-            if (c->setting_up()) fail_late_handshake(*c);
+            if (c->setting_up() || c->dialling()) fail_late_handshake(*c);
             return;
         case kit::DeadlineKind::stall:
             if (!c->partial()) {

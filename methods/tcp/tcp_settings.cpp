@@ -49,8 +49,9 @@ constexpr support::SettingSpec rows[] = {
      "and the sends on it fail"},
     {I::setup_timeout, "tcp_setup_timeout_ms", "BMI_TCP_SETUP_TIMEOUT_MS", T::duration, "10s", "ms",
      1, hour_ms, "",
-     "an accepted connection that has not finished its handshake (HELLO, the key's proof, or "
-     "a legacy peer's first frame) this long after the accept is closed"},
+     "a connection that has not finished its handshake this long after the accept (HELLO, the "
+     "key's proof, or a legacy peer's first frame) or the connect (the connect and HELLO_ACK) "
+     "is closed; the operations waiting on it fail with -BMI_ETIMEDOUT"},
     support::pending_per_source_row(I::pending_per_source, "tcp_pending_per_source",
                                     "BMI_TCP_PENDING_PER_SOURCE", "256"),
 };

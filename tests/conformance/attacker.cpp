@@ -10,11 +10,13 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "methods/method.hpp"
 #include "methods/method_config.hpp"
@@ -112,6 +114,36 @@ const std::array adapters{
 };
 
 }  // namespace
+
+SilentListener::SilentListener(const std::string& scheme) {
+#if BMI_METHOD_SHM
+    if (scheme == "shm") {
+        // shm's listener is the abstract Unix socket its name maps to.
+        const std::string name = "silent-" + std::to_string(getpid()) + "-" +
+                                 std::to_string(reinterpret_cast<std::uintptr_t>(this));
+        const std::string path = abstract_socket_name(name);
+        sockaddr_un at{};
+        at.sun_family = AF_UNIX;
+        std::memcpy(at.sun_path, path.data(), path.size());
+        listener_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+        REQUIRE(listener_ >= 0);
+        REQUIRE(bind(listener_, reinterpret_cast<sockaddr*>(&at), length) == 0);
+        REQUIRE(listen(listener_, 16) == 0);
+        address_ = "shm://" + name;
+        return;
+    }
+#endif
+    // tcp's and verbs' handshakes begin on a TCP connection.
+    std::uint16_t port = 0;
+    listener_ = listen_on_loopback(port);
+    REQUIRE(listener_ >= 0);
+    address_ = scheme + "://127.0.0.1:" + std::to_string(port);
+}
+
+SilentListener::~SilentListener() {
+    if (listener_ >= 0) close(listener_);
+}
 
 Relay::Relay(const std::string& scheme, const std::string& target) : target_(target) {
     listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

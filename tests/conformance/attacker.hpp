@@ -54,6 +54,23 @@ private:
     std::thread thread_;
 };
 
+// A listener of `scheme` that never answers: connections wait in its backlog, accepted by the
+// kernel (a TCP handshake, a Unix socket's queue) and never by a process, so no hello of an
+// initiator is ever read or answered.
+class SilentListener {
+public:
+    explicit SilentListener(const std::string& scheme);
+    ~SilentListener();
+    SilentListener(const SilentListener&) = delete;
+    SilentListener& operator=(const SilentListener&) = delete;
+    // The address an initiator looks up to dial it.
+    const std::string& address() const { return address_; }
+
+private:
+    int listener_ = -1;
+    std::string address_;
+};
+
 struct MethodAdapter {
     std::string scheme;
     // The option string that sets the listener's handshake deadline to `ms` milliseconds.

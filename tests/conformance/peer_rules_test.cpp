@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "../unit/key_files.hpp"
 #include "attacker.hpp"
@@ -84,6 +85,57 @@ TEST_CASE("peer rules: a handshake not finished by the setup deadline is closed 
         CHECK(Clock::now() - start >= std::chrono::milliseconds(deadline_ms * 3 / 4));
         // A client through its handshake is not on that clock.
         CHECK(send_first(pair, 10000) == 0);
+    }
+}
+
+// An initiator's setup deadline. A listener that queues our connection and never answers
+// its hello holds the sends that wait on the handshake only until the setup deadline: each
+// completes by then (a keyless legacy send is written at once and may succeed), and with a key
+// every one fails, since no answer can prove it.
+
+TEST_CASE("peer rules: a handshake the listener never answers ends at the initiator's deadline",
+          "[rules][deadline]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    const bool keyed = GENERATE(false, true);
+    INFO("method " << scheme << (keyed ? ", keyed" : ", keyless"));
+    const MethodAdapter& adapter = adapter_for(scheme);
+    constexpr int deadline_ms = 400;
+    KeyFiles files;
+    SilentListener silent(scheme);
+    Side client;
+    core::InitParams params;
+    params.options = joined(adapter.setup_deadline_option(deadline_ms),
+                            keyed ? key_option(files.key("k", 1)) : std::string());
+    params.dialect = selected_dialect();
+    REQUIRE(core::Instance::create(params, client.instance) == 0);
+    REQUIRE(client.instance->open_context(client.context) == 0);
+    BMI_addr_t silent_addr = 0;
+    REQUIRE(client.instance->addr_lookup(silent.address(), silent_addr) == 0);
+
+    std::vector<char> data(1024, 'x');
+    const auto start = Clock::now();
+    std::vector<bmi_op_id_t> ids;
+    for (int i = 0; i < 2; ++i) {
+        bmi_op_id_t id = 0;
+        bmi_size_t actual = -1;
+        const int rc = client.instance->post(
+            send_request(client, silent_addr, data.data(), static_cast<bmi_size_t>(data.size()), 7),
+            id, &actual);
+        REQUIRE(rc >= 0);
+        if (rc == 0) ids.push_back(id);  // 1: done at once (written, keyless)
+    }
+    int failed = 0;
+    for (bmi_op_id_t id : ids) {
+        const core::Completion done = wait_op(client, id, deadline_ms + 3000);
+        if (done.error != 0) {
+            CHECK(done.error == -BMI_ETIMEDOUT);
+            ++failed;
+        }
+    }
+    CHECK(Clock::now() - start <= std::chrono::milliseconds(deadline_ms + 3000));
+    if (keyed) {
+        CHECK(failed == 2);
+        CHECK(Clock::now() - start >= std::chrono::milliseconds(deadline_ms * 3 / 4));
     }
 }
 

@@ -31,6 +31,8 @@ SHARED_BOUNDS = [
     ("early data per peer", "resource", r"^early.*per peer", r"BMI_{M}_EARLY_PEER_BYTES"),
     ("early data over all peers", "resource", r"^early.*all peers", r"BMI_{M}_EARLY_TOTAL_BYTES"),
     ("setup deadline", "setting", r"BMI_{M}_SETUP_TIMEOUT_MS", None),
+    ("setup deadline of an initiator whose listener never answers", "resource",
+     r"listener that queued our", r"BMI_{M}_SETUP_TIMEOUT_MS"),
     ("stall deadline: a transfer started and not finished", "resource",
      r"started and (does )?not finish", r"BMI_{M}_STALL_TIMEOUT_MS"),
     ("send timeout: a peer that stopped reading", "resource", r"stopped reading",
