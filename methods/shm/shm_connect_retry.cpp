@@ -84,7 +84,7 @@ int ShmMethod::wait_for_backlog(Connection& conn) {
 int ShmMethod::retry_connect(Connection& conn) {
     if (int rc = start_connect(conn); rc != 0) return rc;
     // Through: its queued sends go into the ring now; the reply is awaited.
-    if (conn.state != ConnState::backlog_full) mark_busy(conn);
+    if (conn.state != ConnState::backlog_full) visits_.mark_busy(conn);
     return 0;
 }
 

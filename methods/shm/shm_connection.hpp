@@ -135,6 +135,9 @@ struct Connection {
             if (!split.claims_done) return true;
         return false;
     }
+    // A split receive waits only for what the peer wrote, and that is in: advance_splits can
+    // finish it (the copying we still do ourselves is has_local_work()).
+    bool split_finishable() const;
     // True while something waits to be written into tx (flush() has work).
     bool waits_for_room() const {
         return !controls.empty() || !streams.empty() || !send_queue.empty();

@@ -64,7 +64,7 @@ int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
     std::memcpy(reply.key_nonce, step.nonce.data(), key_bytes);
     std::memcpy(reply.key_proof, step.proof.data(), key_bytes);
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
-    const int own_fds[2] = {event_fd_, bell_.fd()};
+    const int own_fds[2] = {event_fd_, visits_.bell_fd()};
     const long n = send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2);
     if (n != static_cast<long>(sizeof reply)) return -BMI_ECONNRESET;
     conn.state = ConnState::await_proof;
@@ -105,7 +105,8 @@ int ShmMethod::receive_key_proof(Connection& conn) {
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
     mark_open(conn);
-    mark_busy(conn);  // the initiator may have filled its ring already, and rung for nothing
+    visits_.mark_busy(
+        conn);  // the initiator may have filled its ring already, and rung for nothing
     wake_self();
     BMI_LOG(shm, "accepted connection %llu from %s (pid %d), key proven",
             static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),

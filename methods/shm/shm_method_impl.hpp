@@ -7,6 +7,8 @@
 // shm_split.cpp (large messages both processes copy), shm_sharing.cpp (buffers both map);
 // shm_connect_retry.cpp starts an initiator's connect, again while the listener's backlog is
 // full; shm_setup_deadline.cpp bounds every connection's handshake in time.
+// Objects of their own: ShmOpBook (shm_op_book.hpp) the operations held and where each sits;
+// ShmVisits (shm_visits.hpp) which connections a poll pass visits, and our doorbell.
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
 // member takes a lock; the only state shared with another process is in the rings and the
 // doorbells.
@@ -28,10 +30,11 @@
 #include "methods/peer_registry.hpp"
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_nameless_peers.hpp"
+#include "methods/shm/shm_op_book.hpp"
 #include "methods/shm/shm_options.hpp"
 #include "methods/shm/shm_path_choice.hpp"
 #include "methods/shm/shm_peer.hpp"
-#include "methods/shm/shm_watched.hpp"
+#include "methods/shm/shm_visits.hpp"
 #include "support/epoll/accept_reserve.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
@@ -81,19 +84,6 @@ public:
     void use_key(support::keys::SharedKey key) { keys_.use(std::move(key)); }
 
 private:
-    // What shm keeps in each pending operation (method_slots).
-    struct OpSlots {
-        std::uint64_t connection = 0;  // the id of the connection it is queued or moving on
-        std::uint64_t cookie = 0;      // its RTS transfer
-    };
-    static OpSlots& slots(Operation& op) { return method_slots<OpSlots>(op); }
-    // Where a pending operation sits, so cancel knows what to unlink; kept in the operation's
-    // method_state (0: not pending here) with the connection in its slots.
-    enum class Place : std::uint8_t {
-        posted_recv = 1,  // on its peer's posted_recvs; nothing moved yet
-        queued_send,      // on a connection's send_queue; nothing moved yet
-        in_flight,        // announced (RTS) or partly moved: cancelling closes the connection
-    };
     // too_large: an unexpected message beyond what one record on that connection may carry.
     enum class Placed : std::uint8_t { no_room, completed, announced, too_large };
     // The largest message that goes inline on `conn`: our eager limit, within half of the
@@ -172,15 +162,6 @@ private:
     bool poll_pass();
     // Receives, replies and copies on one connection; 0, or the error to close it with.
     int visit(Connection& conn, bool& moved);
-    bool anything_to_do() const;  // a cheap look, for spinning: would poll_pass() find work?
-    void disarm();                // clears our doorbell's sleeping flag
-    // Puts conn on busy_ (visited by every pass) if it has work the peer will not ring for;
-    // mark_busy puts it there for (at least) one visit whatever it holds.
-    void note_work(Connection& conn);
-    void mark_busy(Connection& conn);
-    // Gives conn an index of our doorbell; 0, or -BMI_EMFILE when all are in use.
-    int take_bell_index(Connection& conn);
-    void give_back_bell_index(Connection& conn);
     // The periodic sweep runs while we have connections (it stops with the last).
     void arm_sweep();
     // Region offers and withdrawals the peer sent (shm_region.hpp): 0 once none is left, 1 at
@@ -228,9 +209,6 @@ private:
                      std::vector<RemoteIov>& source, std::uint64_t started_ns,
                      std::vector<Segment>& mapped, PeerRegions::Keep& keep);
     int advance_splits(Connection& conn, bool& moved);
-    // A split receive waits only for what the peer wrote, and that is in: advance_splits can
-    // finish it (the copying we still do ourselves is has_local_work()).
-    bool split_finishable(const Connection& conn) const;
     void close_split_claims(Connection& conn, SplitReceive& split);
     // Hands the sender nothing more and waits (bounded) until its claimed chunks are written.
     void wait_for_sender(Connection& conn, SplitReceive& split);
@@ -254,14 +232,11 @@ private:
     void write_header(const Window& window, MsgType type, bmi_msg_tag_t tag, std::uint32_t slots,
                       std::int32_t aux, std::uint64_t size, std::uint64_t cookie);
 
-    // --- operation bookkeeping (shm_method.cpp) ---
-    void place(Operation& op, Place where, std::uint64_t connection);
-    void unplace(Operation& op);
-    void finish(Operation& op, int error);
+    // --- shm_method.cpp ---
     void detach_in_flight(Connection& conn, Operation& op);
-    void fail_posted_recvs(ShmPeer& peer, int error);
 
     Sink& sink_;
+    ShmOpBook ops_{sink_};
     Options options_;
     bool single_copy_;  // cleared for good when the kernel refuses process_vm_readv
     int epoll_fd_ = -1;
@@ -287,21 +262,12 @@ private:
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     PeerNames<ShmPeer, std::weak_ptr<ShmPeer>> named_;  // looked up, or proven peers
     NamelessPeers nameless_;
-    std::size_t pending_ops_ = 0;        // operations with a method_state
     EarlyBudget early_;                  // what every peer's arrivals hold, within Budgets
     PathChoice paths_;                   // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
     OwnRegions regions_{options_.pool};  // what BMI_memalloc handed out (shm_region.hpp)
     support::AdaptiveSpin spin_;         // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
-
-    // Progress touches only connections with work (shm_doorbell.hpp, doc/methods/shm.md).
-    Doorbell bell_;  // ours: peers ring it
-    DoorbellIndices bell_indices_;
-    std::vector<Connection*> bell_owner_;  // by doorbell index; nullptr: free
-    std::vector<Connection*> busy_;        // work of their own (Connection::needs_visit)
-    WatchedRings watched_;                 // rings we poll on every pass; their senders do not ring
-    std::vector<Connection*> visit_;       // scratch of poll_pass
-    std::uint64_t pass_ = 0;               // poll passes so far (Connection::pass_mark)
+    ShmVisits visits_;  // progress touches only connections with work
     // Every deadline: the sweep (id 0), which makes the next pass visit every connection,
     // so a bit a hostile peer cleared (or a bug lost) delays a message by at most its period,
     // never loses it; each handshake's setup deadline and connect retry (by connection id).

@@ -2,7 +2,7 @@
 // Sockets, connection life cycle, and the wait / wake-up protocol of the shm method.
 //
 // Which connections a pass visits: those whose bit of our doorbell a peer rang (it published
-// or changed a split counter, shm_doorbell.hpp), those on busy_ (work of their own: queued
+// or changed a split counter, shm_doorbell.hpp), the busy ones (work of their own: queued
 // sends, copies, a stalled ring, a broken socket; Connection::needs_visit), and, once per
 // sweep period, every connection. So a pass costs what the active connections cost, however
 // many idle ones we hold, and a lost bit costs at most one sweep period.
@@ -64,7 +64,7 @@ int ShmMethod::start(const std::string& listen_name) {
     if (rc == 0)
         rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN | EPOLLET, eventfd_tag);
     if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), EPOLLIN, timer_tag);
-    if (rc == 0) rc = bell_.create();
+    if (rc == 0) rc = visits_.create();
     if (rc != 0 || listen_name.empty()) return rc;
     rc = listen_on(listen_name, listen_fd_);
     if (rc != 0) {
@@ -115,37 +115,6 @@ void ShmMethod::on_deadline(kit::DeadlineKey key) {
     if (conn != nullptr && conn->state != ConnState::open) on_setup_step(*conn, key.kind);
 }
 
-int ShmMethod::take_bell_index(Connection& conn) {
-    long index = bell_indices_.take();
-    if (index < 0) {
-        BMI_LOG(error, "shm: %u connections at once, the most one instance can hold",
-                doorbell_capacity);
-        return -BMI_EMFILE;
-    }
-    auto i = static_cast<std::size_t>(index);
-    if (i >= bell_owner_.size()) bell_owner_.resize(i + 1, nullptr);
-    bell_owner_[i] = &conn;
-    conn.bell_index = index;
-    return 0;
-}
-
-void ShmMethod::give_back_bell_index(Connection& conn) {
-    if (conn.bell_index < 0) return;
-    bell_owner_[static_cast<std::size_t>(conn.bell_index)] = nullptr;
-    bell_indices_.give_back(static_cast<std::uint32_t>(conn.bell_index));
-    conn.bell_index = -1;
-}
-
-void ShmMethod::mark_busy(Connection& conn) {
-    if (conn.busy) return;
-    conn.busy = true;
-    busy_.push_back(&conn);
-}
-
-void ShmMethod::note_work(Connection& conn) {
-    if (conn.needs_visit()) mark_busy(conn);
-}
-
 Connection* ShmMethod::find_connection(std::uint64_t id) {
     auto it = connections_.find(id);
     return it == connections_.end() ? nullptr : it->second.get();
@@ -176,74 +145,26 @@ bool ShmMethod::before_sleep() {
     // Spin only while operations wait: an idle instance sleeps at once. Each round only looks
     // (the doorbell's summary words and the busy connections), so a message is noticed within
     // a few nanoseconds.
-    if (pending_ops_ > 0 && spin_.run([this] { return anything_to_do() && poll_pass(); }))
+    if (ops_.pending() > 0 && spin_.run([this] { return visits_.anything_to_do() && poll_pass(); }))
         return true;
-    bool work = bell_.sleep(bell_indices_.summary_words());
-    // A sender to a ring we watch looks at the sleeping flag instead of ringing
-    // (shm_watched.hpp): after the flag, look at those rings once more.
-    full_fence();
-    if (watched_.any_message()) work = true;
-    for (Connection* conn : busy_) {
-        if (!conn->rings_live()) continue;
-        // After the flag, like a ring: a sender finishing its split share rings us only if it
-        // wrote its counter before it saw the flag, so look at its counter once more.
-        if ((conn->rx.has_message() && !conn->stalled) || conn->has_local_work() ||
-            split_finishable(*conn))
-            work = true;
-    }
-    // Awake after all: the peers need not write our eventfd.
-    if (work) disarm();
-    return work;
+    return visits_.sleep();
 }
 
-void ShmMethod::after_wake() { disarm(); }
-
-void ShmMethod::disarm() { bell_.wake(); }
-
-bool ShmMethod::anything_to_do() const {
-    if (bell_.rung(bell_indices_.summary_words())) return true;
-    if (watched_.any_message()) return true;
-    for (const Connection* conn : busy_) {
-        if (!conn->rings_live()) continue;
-        if (conn->rx.has_message() || conn->has_local_work() || conn->waits_for_room() ||
-            (!conn->splits.empty() && split_finishable(*conn)))
-            return true;
-    }
-    return false;
-}
+void ShmMethod::after_wake() { visits_.disarm(); }
 
 bool ShmMethod::poll_pass() {
-    ++pass_;
-    auto& visits = visit_;
-    visits.clear();
-    auto queue = [&](Connection* conn) {
-        if (conn->pass_mark == pass_) return;
-        conn->pass_mark = pass_;
-        visits.push_back(conn);
-    };
-    // The bits first: a peer publishing after we read its ring rings again (shm_doorbell.hpp).
-    bell_.take(bell_indices_.summary_words(), [&](std::uint32_t index) {
-        // A bit nobody holds: a hostile peer's, or one rung just before a close.
-        if (index < bell_owner_.size() && bell_owner_[index] != nullptr) queue(bell_owner_[index]);
-    });
-    for (Connection* conn : watched_.connections())
-        if (conn->rx.has_message()) queue(conn);
-    for (Connection* conn : busy_) {
-        conn->busy = false;
-        queue(conn);
-    }
-    busy_.clear();
+    visits_.begin_pass();
     if (sweep_due_) {
         sweep_due_ = false;
         resume_listener();
-        for (auto& [id, conn] : connections_) queue(conn.get());
+        for (auto& [id, conn] : connections_) visits_.queue(*conn);
     }
     bool moved = false;
     // Closing a connection erases it from connections_, so failures are closed after the walk
     // (the lists are members, so the spin loop does not allocate).
     auto& failed = pass_failures_;
     failed.clear();
-    for (Connection* conn : visits) {
+    for (Connection* conn : visits_.due()) {
         // A process that always finds work in its rings never sleeps in epoll, so the reply
         // that brings the peer's doorbell is read here too: until then our messages ring
         // nothing and the peer finds them only by its sweep.
@@ -252,7 +173,7 @@ bool ShmMethod::poll_pass() {
                 failed.emplace_back(conn->id, rc);
                 continue;
             }
-            note_work(*conn);
+            visits_.note_work(*conn);
         }
         if (!conn->rings_live()) continue;  // opening it visits it (mark_busy)
         const std::uint64_t consumed = conn->rx.consumed();
@@ -260,9 +181,8 @@ bool ShmMethod::poll_pass() {
             failed.emplace_back(conn->id, rc);
             continue;
         }
-        if (conn->rx.consumed() != consumed)
-            if (Connection* replaced = watched_.took_messages(*conn, pass_)) mark_busy(*replaced);
-        note_work(*conn);
+        if (conn->rx.consumed() != consumed) visits_.took_messages(*conn);
+        visits_.note_work(*conn);
     }
     for (auto [id, rc] : failed)
         if (Connection* conn = find_connection(id)) close_connection(*conn, rc);
@@ -346,7 +266,7 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
             if (rc == 0) rc = send_hello(conn);
             if (rc == 0)
                 rc = epoll_set(epoll_fd_, EPOLL_CTL_MOD, conn.fd, EPOLLIN | EPOLLRDHUP, conn.id);
-            if (rc == 0) note_work(conn);  // awaiting the reply
+            if (rc == 0) visits_.note_work(conn);  // awaiting the reply
             break;
         case ConnState::await_hello:
         case ConnState::await_reply:
@@ -402,14 +322,14 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
     int rc = conn->segment.create(options_.slot_count, options_.slot_size);
     if (rc != 0) return rc;
-    rc = take_bell_index(*conn);
+    rc = visits_.take_bell_index(*conn);
     if (rc != 0) return rc;
     // Until it is in connections_, no close gives the index back.
     struct GiveBack {
         ShmMethod* method;
         Connection* conn;
         ~GiveBack() {
-            if (conn != nullptr) method->give_back_bell_index(*conn);
+            if (conn != nullptr) method->visits_.give_back_bell_index(*conn);
         }
     } give_back{this, conn.get()};
     conn->tx = conn->segment.ring(0);
@@ -430,7 +350,7 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     connections_.emplace(conn->id, std::move(conn));
     arm_sweep();
     watch_setup(*out);
-    note_work(*out);  // awaiting the reply
+    visits_.note_work(*out);  // awaiting the reply
     return 0;
 }
 
@@ -446,7 +366,7 @@ int ShmMethod::send_hello(Connection& conn) {
     std::memcpy(hello.name, listen_name_.data(), listen_name_.size());
     hello.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
     offer_key(conn, hello);
-    int fds[3] = {conn.segment.fd(), event_fd_, bell_.fd()};
+    int fds[3] = {conn.segment.fd(), event_fd_, visits_.bell_fd()};
     long n = send_with_fds(conn.fd, &hello, sizeof hello, fds, 3);
     if (n != static_cast<long>(sizeof hello))
         return n < 0 ? support::bmi_error_from_errno(static_cast<int>(-n)) : -BMI_EPROTO;
@@ -489,7 +409,7 @@ int ShmMethod::receive_hello(Connection& conn) {
     }
     conn.peer_bell_index = hello.doorbell_index;
     rc = conn.segment.attach(fds[0], hello.slot_count, hello.slot_size);
-    if (rc == 0) rc = take_bell_index(conn);
+    if (rc == 0) rc = visits_.take_bell_index(conn);
     if (rc != 0) return rc;
     conn.tx = conn.segment.ring(1);
     conn.rx = conn.segment.ring(0);
@@ -506,10 +426,10 @@ int ShmMethod::receive_hello(Connection& conn) {
     reply.version = protocol_version;
     reply.pid = static_cast<std::int32_t>(getpid());
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
-    int own_fds[2] = {event_fd_, bell_.fd()};
+    int own_fds[2] = {event_fd_, visits_.bell_fd()};
     n = send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2);
     mark_open(conn);
-    mark_busy(conn);  // the initiator may have filled its ring before it knew our doorbell
+    visits_.mark_busy(conn);  // the initiator may have filled its ring before it knew our doorbell
     if (n != static_cast<long>(sizeof reply)) {
         // The initiator left before our answer: it may fill its ring before the handshake
         // ends, so sends it completed (an unexpected request, then BMI_DROP_ADDR) wait there.
@@ -581,7 +501,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     if (int rc = check_keyed_reply(conn, reply); rc != 0) return rc;
     conn.peer->pid = conn.peer_pid;
     mark_open(conn);
-    mark_busy(conn);  // a keyed acceptor may have rung before our rings were live
+    visits_.mark_busy(conn);  // a keyed acceptor may have rung before our rings were live
     // Whatever we placed before the peer attached went unannounced: announce it once.
     conn.peer_bell.ring(conn.peer_bell_index);
     write_peer_event(conn);
@@ -603,16 +523,13 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     connections_.erase(conn.id);
     timers_.cancel_all(conn.id);
     arm_sweep();
-    give_back_bell_index(conn);
-    watched_.forget(conn);
+    visits_.forget(conn);
     regions_.forget_connection(conn.id);
-    if (conn.busy) std::erase(busy_, &conn);
-    conn.busy = false;
     if (conn.fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd, nullptr);
     while (!conn.send_queue.empty()) {
         Operation& op = conn.send_queue.front();
         conn.send_queue.pop_front();
-        finish(op, error);
+        ops_.finish(op, error);
     }
     end_splits(conn, error);  // waits until a live sender stops writing into our buffers
     std::vector<Operation*> victims;
@@ -624,7 +541,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     conn.receives.clear();
     conn.streams.clear();
     conn.pulls.clear();
-    for (auto* op : victims) finish(*op, error);
+    for (auto* op : victims) ops_.finish(*op, error);
     // This connection no longer counts among its peer's (peer_gone, the successor below).
     const std::shared_ptr<ShmPeer> link = conn.peer.release();
     if (ShmPeer* peer = link.get()) {
@@ -639,7 +556,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
                 for (auto& [id, other] : connections_)
                     if (other->peer.get() == peer && other->state != ConnState::await_hello)
                         peer->connection = id;
-            if (peer->connection == 0) fail_posted_recvs(*peer, error);
+            if (peer->connection == 0) ops_.fail_posted_recvs(*peer, error);
         }
         // The application may hold its address; the control layer drops it when nobody does.
         if (peer->addr() != 0 && peer_gone(*peer)) sink_.peer_gone(*peer);

@@ -73,7 +73,7 @@ void ShmMethod::announce(Connection& conn) {
 void ShmMethod::take_reply_now(Connection& conn) {
     if (int rc = receive_reply(conn); rc != 0) {
         conn.socket_error = rc;  // the next pass closes the connection
-        mark_busy(conn);
+        visits_.mark_busy(conn);
     }
 }
 
@@ -138,8 +138,8 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     ring.publish(slots);
     op.transferred = 0;
     conn.sends.emplace(cookie, &op);
-    place(op, Place::in_flight, conn.id);
-    ShmMethod::slots(op).cookie = cookie;
+    ops_.place(op, Place::in_flight, conn.id);
+    ShmOpBook::slots(op).cookie = cookie;
     return Placed::announced;
 }
 
@@ -165,7 +165,7 @@ bool ShmMethod::stream_data(Connection& conn, bool& moved) {
                                                ring_stamp_size - header_size);
         slots = ring.slots_for(header_size + bytes);
         Window w = ring.claim(slots);
-        write_header(w, MsgType::data, op.tag, slots, 0, bytes, ShmMethod::slots(op).cookie);
+        write_header(w, MsgType::data, op.tag, slots, 0, bytes, ShmOpBook::slots(op).cookie);
         gather(segments_of(op), static_cast<std::uint64_t>(op.transferred), w, header_size, bytes);
         ring.publish(slots);
         op.transferred += static_cast<bmi_size_t>(bytes);
@@ -174,7 +174,7 @@ bool ShmMethod::stream_data(Connection& conn, bool& moved) {
             // Every byte is out of the user's buffer: the send is complete locally.
             conn.streams.pop_front();
             op.actual_size = op.total_size;
-            finish(op, 0);
+            ops_.finish(op, 0);
         }
     }
     return conn.streams.empty();
@@ -194,21 +194,21 @@ bool ShmMethod::flush(Connection& conn) {
         while (!blocked && !conn.send_queue.empty()) {
             Operation& op = conn.send_queue.front();
             conn.send_queue.pop_front();
-            unplace(op);
+            ops_.unplace(op);
             Placed placed = place_send(conn, op);
             if (placed == Placed::too_large) {
                 moved = true;
-                finish(op, -BMI_EMSGSIZE);
+                ops_.finish(op, -BMI_EMSGSIZE);
                 continue;
             }
             if (placed == Placed::no_room) {
                 conn.send_queue.push_front(op);
-                place(op, Place::queued_send, conn.id);
+                ops_.place(op, Place::queued_send, conn.id);
                 blocked = true;
                 break;
             }
             moved = true;
-            if (placed == Placed::completed) finish(op, 0);
+            if (placed == Placed::completed) ops_.finish(op, 0);
         }
         if (!blocked) break;
         // Out of room: ask the peer to wake us when it frees slots, then look once more in
@@ -270,7 +270,7 @@ int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const W
             window.read(header_size, iovs.data(), iovs.size() * sizeof(RemoteIov));
             auto size = static_cast<bmi_size_t>(header.size);
             if (Operation* op = peer.posted_recvs.take_first(header.tag)) {
-                unplace(*op);
+                ops_.unplace(*op);
                 start_transfer(conn, *op, size, header.cookie, std::move(iovs));
                 return 0;
             }
@@ -304,7 +304,7 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
         if (op.transferred == op.actual_size) {
             timed(LargePath::stream, op.actual_size, it->second.started_ns);
             conn.receives.erase(it);
-            finish(op, 0);
+            ops_.finish(op, 0);
         }
         return 0;
     }
@@ -324,14 +324,14 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
             conn.sends.erase(it);
             drop_pushes(conn, op);
             op.actual_size = op.total_size;
-            finish(op, 0);
+            ops_.finish(op, 0);
             return 0;
         case MsgType::nak: {
             conn.sends.erase(it);
             drop_pushes(conn, op);
             int error = support::find_error(header.aux) != nullptr && header.aux < 0 ? header.aux
                                                                                      : -BMI_EPROTO;
-            finish(op, error);
+            ops_.finish(op, error);
             return 0;
         }
         default:
@@ -345,12 +345,12 @@ bool ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Wi
     if (Operation* op = peer.posted_recvs.take_first(header.tag)) {
         if (static_cast<bmi_size_t>(size) > op->total_size) {
             op->actual_size = 0;
-            finish(*op, -BMI_EMSGSIZE);
+            ops_.finish(*op, -BMI_EMSGSIZE);
             return true;
         }
         scatter(window, header_size, segments_of(*op), 0, size);
         op->actual_size = static_cast<bmi_size_t>(size);
-        finish(*op, 0);
+        ops_.finish(*op, 0);
         return true;
     }
     // Nobody waits yet: keep a copy, so the ring slots go back to the sender at once, while
@@ -384,13 +384,8 @@ void ShmMethod::keep_arrival(ShmPeer& peer, Arrival&& message) {
 void ShmMethod::uncharge(ShmPeer& peer, const Arrival& message) {
     early_.release(peer.early, static_cast<std::int64_t>(early_cost(message)));
     // A ring left unread for want of budget (receive_messages) is read again once we wake;
-    // such a connection is busy (Connection::needs_visit), so only busy_ needs a look.
-    for (const Connection* conn : busy_) {
-        if (conn->stalled) {
-            wake_self();
-            return;
-        }
-    }
+    // such a connection is busy (Connection::needs_visit), so only the busy ones need a look.
+    if (visits_.any_stalled()) wake_self();
 }
 
 int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window) {
@@ -421,14 +416,14 @@ void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
                                std::uint64_t cookie, std::vector<RemoteIov> iovs) {
     if (size > op.total_size) {
         op.actual_size = 0;
-        finish(op, -BMI_EMSGSIZE);
+        ops_.finish(op, -BMI_EMSGSIZE);
         conn.controls.push_back(Control{MsgType::nak, cookie, 0, -BMI_EMSGSIZE});
         return;
     }
     op.actual_size = size;
     op.transferred = 0;
-    place(op, Place::in_flight, conn.id);
-    slots(op).cookie = cookie;
+    ops_.place(op, Place::in_flight, conn.id);
+    ShmOpBook::slots(op).cookie = cookie;
     // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
     // the sender streams the message through the ring. A sender's buffer we can map is
     // split at once: memcpy by both processes beats every other path.
@@ -482,7 +477,7 @@ int ShmMethod::advance_pulls(Connection& conn, bool& moved) {
             op.transferred += n > 0 ? n : 0;
             if (op.transferred == pull.size) {
                 conn.controls.push_back(Control{MsgType::done, pull.cookie, 0, 0});
-                finish(op, 0);
+                ops_.finish(op, 0);
             } else {
                 conn.pulls.push_back(std::move(pull));
             }
@@ -507,7 +502,7 @@ int ShmMethod::advance_pulls(Connection& conn, bool& moved) {
         BMI_LOG(error, "shm: reading the sender's buffer failed: %s",
                 std::strerror(static_cast<int>(-n)));
         int error = support::bmi_error_from_errno(static_cast<int>(-n));
-        finish(op, error);
+        ops_.finish(op, error);
         conn.controls.push_back(Control{MsgType::nak, pull.cookie, 0, error});
         moved = true;
     }

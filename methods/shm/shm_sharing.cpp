@@ -52,7 +52,7 @@ bool ShmMethod::mem_free(void* buffer) {
             BMI_LOG(error, "shm: could not withdraw a freed buffer from pid %d; closing",
                     static_cast<int>(conn->peer_pid));
             conn->socket_error = -BMI_ECONNRESET;
-            note_work(*conn);
+            visits_.note_work(*conn);
         }
     }
     regions_.release(*region);

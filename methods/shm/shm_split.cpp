@@ -143,7 +143,7 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
                 BMI_LOG(error, "shm: reading the sender's buffer failed: %s",
                         std::strerror(-error));
                 int code = support::bmi_error_from_errno(-error);
-                finish(op, code);
+                ops_.finish(op, code);
                 conn.controls.push_back(Control{MsgType::nak, cookie, 0, code});
             }
             continue;
@@ -163,7 +163,7 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
         conn.splits.erase(conn.splits.begin() + static_cast<std::ptrdiff_t>(i));
         moved = true;
         if (done.cancelled) {
-            finish(op, -BMI_ECANCEL);
+            ops_.finish(op, -BMI_ECANCEL);
             conn.controls.push_back(Control{MsgType::nak, done.cookie, 0, -BMI_ECANCEL});
         } else if (failed) {
             // Read it all ourselves; the chunks the sender did write are simply read again.
@@ -172,22 +172,11 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
         } else {
             op.actual_size = done.size;
             timed(LargePath::split, done.size, done.started_ns);
-            finish(op, 0);
+            ops_.finish(op, 0);
             conn.controls.push_back(Control{MsgType::done, done.cookie, 0, 0});
         }
     }
     return 0;
-}
-
-bool ShmMethod::split_finishable(const Connection& conn) const {
-    for (const auto& split : conn.splits) {
-        if (!split.claims_done) continue;  // still copying: has_local_work() says so
-        const SplitBoardEntry& shared = conn.own_board[split.entry];
-        if (shared.push_failed.load(std::memory_order_acquire) != 0 ||
-            shared.pushed.load(std::memory_order_acquire) >= split.sender_share)
-            return true;
-    }
-    return false;
 }
 
 void ShmMethod::close_split_claims(Connection& conn, SplitReceive& split) {
@@ -242,7 +231,7 @@ bool ShmMethod::cancel_split(Connection& conn, Operation& op) {
 void ShmMethod::end_splits(Connection& conn, int error) {
     for (auto& split : conn.splits) {
         wait_for_sender(conn, split);
-        finish(*split.op, error);
+        ops_.finish(*split.op, error);
     }
     conn.splits.clear();
     conn.pushes.clear();
