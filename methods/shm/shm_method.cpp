@@ -253,6 +253,10 @@ int ShmMethod::query_range(const Peer& peer, std::string_view id_string, int) co
     return id_string == "shm://*" || id_string == describe_peer(peer) ? 1 : 0;
 }
 
+void* ShmMethod::mem_alloc(bmi_size_t size) { return buffers_.allocate(size); }
+
+bool ShmMethod::mem_free(void* buffer) { return buffers_.free(buffer); }
+
 // --- operations in flight ---
 
 void ShmMethod::detach_in_flight(Connection& conn, Operation& op) {

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The shm Method: one instance's connections, peers and pending operations.
 //
-// Member functions are spread over five files by concern: shm_method.cpp (the Method
-// interface: posting, cancel, addresses), shm_progress.cpp (sockets, connection life cycle,
-// waiting and waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies),
-// shm_split.cpp (large messages both processes copy), shm_sharing.cpp (buffers both map);
-// shm_connect_retry.cpp starts an initiator's connect, again while the listener's backlog is
-// full; shm_setup_deadline.cpp bounds every connection's handshake in time.
+// Member functions are spread over files by concern: shm_method.cpp (the Method interface:
+// posting, cancel, addresses), shm_progress.cpp (sockets, connection life cycle, waiting and
+// waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies),
+// shm_split.cpp (large messages both processes copy); shm_connect_retry.cpp starts an
+// initiator's connect, again while the listener's backlog is full; shm_setup_deadline.cpp
+// bounds every connection's handshake in time; shm_descriptors.cpp runs out of descriptors.
 // Objects of their own: ShmOpBook (shm_op_book.hpp) the operations held and where each sits;
-// ShmVisits (shm_visits.hpp) which connections a poll pass visits, and our doorbell.
+// ShmVisits (shm_visits.hpp) which connections a poll pass visits, and our doorbell;
+// ShmSharedBuffers (shm_shared_buffers.hpp) the buffers both processes map.
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
 // member takes a lock; the only state shared with another process is in the rings and the
 // doorbells.
@@ -34,6 +35,7 @@
 #include "methods/shm/shm_options.hpp"
 #include "methods/shm/shm_path_choice.hpp"
 #include "methods/shm/shm_peer.hpp"
+#include "methods/shm/shm_shared_buffers.hpp"
 #include "methods/shm/shm_visits.hpp"
 #include "support/epoll/accept_reserve.hpp"
 #include "support/keys/refusal_log.hpp"
@@ -104,7 +106,6 @@ private:
     void watch_listeners(bool on) override { set_listener_interest(on); }
     // The client is told why (-BMI_EMFILE), as a hello refused for descriptors is.
     void answer_shed(int fd) override;
-    void warn_out_of_descriptors(const char* what);
     void resume_listener();
     void set_listener_interest(bool on);  // EPOLLIN on the listener, or nothing while paused
     int refuse_for_descriptors(Connection& conn);
@@ -164,15 +165,6 @@ private:
     int visit(Connection& conn, bool& moved);
     // The periodic sweep runs while we have connections (it stops with the last).
     void arm_sweep();
-    // Region offers and withdrawals the peer sent (shm_region.hpp): 0 once none is left, 1 at
-    // the end of the stream (the peer is gone), or -BMI_E* for a broken stream.
-    int read_socket(Connection& conn);
-    // read_socket before an announcement's addresses are looked up; a broken stream is left
-    // for poll_pass to close.
-    void take_offers(Connection& conn);
-    // Hands the peer the shared buffers holding segments that it lacks; true if all of
-    // segments lies in buffers the peer has.
-    bool offer_regions(Connection& conn, std::span<const Segment> segments);
     void wake_self();
 
     // --- shm_protocol.cpp ---
@@ -212,8 +204,6 @@ private:
     void close_split_claims(Connection& conn, SplitReceive& split);
     // Hands the sender nothing more and waits (bounded) until its claimed chunks are written.
     void wait_for_sender(Connection& conn, SplitReceive& split);
-    // Keeps the buffer of a receive whose sender outlived it out of the pool.
-    void retire_receive_buffer(const Operation& op);
     bool cancel_split(Connection& conn, Operation& op);
     // Closing: every split receive ends with error once the sender is out of its buffer, and
     // our help with the peer's receives stops.
@@ -247,7 +237,7 @@ private:
     // Keyless: any process of our uid gets in. Declared before connections_, whose handshakes
     // hold nonces in it.
     kit::KeyGate keys_{"shm"};
-    support::keys::RefusalLog descriptor_log_;  // out-of-descriptor refusals, once a minute
+    OutOfDescriptors descriptors_;  // refusals for want of descriptors, warned once a minute
     // Ids 0 to 2 tag the listener, the eventfd and the deadline timer in the epoll set;
     // connections start at 4.
     static constexpr std::uint64_t listener_tag = 0;
@@ -257,17 +247,16 @@ private:
     // Out of file descriptors (shm_descriptors.cpp): one kept in reserve to take a connection
     // we must refuse, the listener unwatched until the next sweep when even that is gone.
     bool listener_paused_ = false;
-    std::uint64_t descriptor_refusals_ = 0;
     std::uint64_t next_cookie_ = 1;
-    std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+    Connections connections_;
     PeerNames<ShmPeer, std::weak_ptr<ShmPeer>> named_;  // looked up, or proven peers
     NamelessPeers nameless_;
-    EarlyBudget early_;                  // what every peer's arrivals hold, within Budgets
-    PathChoice paths_;                   // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
-    OwnRegions regions_{options_.pool};  // what BMI_memalloc handed out (shm_region.hpp)
-    support::AdaptiveSpin spin_;         // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
+    EarlyBudget early_;           // what every peer's arrivals hold, within Budgets
+    PathChoice paths_;            // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
+    support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
     ShmVisits visits_;  // progress touches only connections with work
+    ShmSharedBuffers buffers_{options_, connections_, visits_, descriptors_};
     // Every deadline: the sweep (id 0), which makes the next pass visit every connection,
     // so a bit a hostile peer cleared (or a bug lost) delays a message by at most its period,
     // never loses it; each handshake's setup deadline and connect retry (by connection id).

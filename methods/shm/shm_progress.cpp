@@ -275,7 +275,7 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
             break;
         case ConnState::open: {
             // After the hello the socket carries only shared-buffer offers and withdrawals.
-            rc = read_socket(conn);
+            rc = buffers_.read_socket(conn);
             if (rc == 0) return;
             // Gone (end of stream), or reset: a Unix socket closed with our reply still unread
             // reads as ECONNRESET. Either way what the peer published is valid and may never have
@@ -468,7 +468,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     if (n == -EAGAIN) return 0;
     if (n == 0) return -BMI_ECONNREFUSED;  // the acceptor refused our hello
     if (n == -EMFILE) {
-        warn_out_of_descriptors(("the reply of pid " + std::to_string(conn.peer_pid)).c_str());
+        descriptors_.warn(("the reply of pid " + std::to_string(conn.peer_pid)).c_str());
         return -BMI_EMFILE;
     }
     auto close_fds = [&] {
@@ -524,7 +524,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     timers_.cancel_all(conn.id);
     arm_sweep();
     visits_.forget(conn);
-    regions_.forget_connection(conn.id);
+    buffers_.forget_connection(conn.id);
     if (conn.fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd, nullptr);
     while (!conn.send_queue.empty()) {
         Operation& op = conn.send_queue.front();

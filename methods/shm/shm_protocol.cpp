@@ -123,7 +123,7 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     // offered first: the offer must be on the socket before the RTS is in the ring.
     int count = nonempty_segments(segments_of(op));
     auto max_iovs = static_cast<int>(inline_limit / static_cast<bmi_size_t>(sizeof(RemoteIov)));
-    bool shared = count <= max_iovs && offer_regions(conn, segments_of(op));
+    bool shared = count <= max_iovs && buffers_.offer(conn, segments_of(op));
     if ((!single_copy_ && !shared) || count > max_iovs) count = 0;
     std::uint32_t slots =
         ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
@@ -429,7 +429,7 @@ void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
     // split at once: memcpy by both processes beats every other path.
     std::vector<Segment> mapped;
     PeerRegions::Keep keep;
-    if (!iovs.empty()) take_offers(conn);
+    if (!iovs.empty()) buffers_.take_offers(conn);
     if (!iovs.empty() && conn.peer_regions.translate(iovs, mapped, keep) &&
         start_split(conn, op, size, cookie, iovs, 0, mapped, keep))
         return;

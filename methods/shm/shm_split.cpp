@@ -87,7 +87,7 @@ bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size, st
     split.chunks = static_cast<std::uint32_t>(
         (static_cast<std::uint64_t>(size) + split.chunk_size - 1) / split.chunk_size);
 
-    offer_regions(conn, segments_of(op));  // before the HELP that names our buffer
+    buffers_.offer(conn, segments_of(op));  // before the HELP that names our buffer
     HelpInfo info{entry, generation, split.chunk_size, split.chunks, 0};
     Control help{MsgType::help, cookie, 0, static_cast<std::int32_t>(target.size())};
     help.payload.resize(sizeof info + target.size() * sizeof(RemoteIov));
@@ -196,20 +196,10 @@ void ShmMethod::wait_for_sender(Connection& conn, SplitReceive& split) {
         if (std::chrono::steady_clock::now() > deadline) {
             BMI_LOG(error, "shm: peer pid %d still holds chunks of an ended receive",
                     static_cast<int>(conn.peer_pid));
-            retire_receive_buffer(*split.op);
+            buffers_.retire(*split.op);
             return;
         }
         std::this_thread::yield();
-    }
-}
-
-void ShmMethod::retire_receive_buffer(const Operation& op) {
-    // The late chunks may still land in it: once freed, it must not become another buffer.
-    for (int i = 0; i < op.segment_count; ++i) {
-        const Segment& segment = op.segments[i];
-        OwnRegions::Region* region =
-            regions_.containing(segment.data, static_cast<std::size_t>(segment.size));
-        if (region != nullptr) region->retired = true;
     }
 }
 
@@ -259,7 +249,7 @@ int ShmMethod::on_help(Connection& conn, Operation& op, const MsgHeader& header)
     window.read(header_size + sizeof info, push.target.data(),
                 push.target.size() * sizeof(RemoteIov));
     // The receiver offered its buffer before this HELP, if it could share it.
-    take_offers(conn);
+    buffers_.take_offers(conn);
     conn.peer_regions.translate(push.target, push.mapped_target, push.keep);
     if (push.mapped_target.empty() && !single_copy_) return 0;
     conn.pushes.push_back(std::move(push));
