@@ -40,21 +40,17 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 }
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
-    : sink_(sink),
-      options_(options),
-      single_copy_(options.single_copy),
-      early_(options.budgets.early),
-      spin_(options.spin_us) {
+    : sink_(sink), options_(options), early_(options.budgets.early), spin_(options.spin_us) {
     acceptor_.set_limits(options.pending_per_source, options.setup_timeout);
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
-    if (single_copy_) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    if (options.single_copy) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     std::random_device random;
     nonce_ =
         (static_cast<std::uint64_t>(random()) << 32) ^ random() ^
         static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     BMI_LOG(shm, "large messages use %s; ring %u x %u bytes, eager limit %lld",
-            single_copy_ ? "single copy (process_vm_readv)" : "two copies (forced)",
+            options.single_copy ? "single copy (process_vm_readv)" : "two copies (forced)",
             options_.slot_count, options_.slot_size, static_cast<long long>(options_.eager_limit));
 }
 
@@ -62,7 +58,7 @@ ShmMethod::~ShmMethod() {
     // The control layer cancelled every operation already; only kernel objects remain, and
     // senders that may still write chunks of a split receive into its buffer: wait for them.
     for (auto& [id, conn] : connections_) {
-        for (auto& split : conn->splits) wait_for_sender(*conn, split);
+        for (auto& split : conn->splits) copies_.wait_for_sender(*conn, split);
         if (conn->peer) conn->peer->connection = 0;
         if (conn->fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
     }
@@ -144,7 +140,8 @@ int ShmMethod::post(Operation& op) {
             }
             Connection* conn = find_connection(message.connection);
             if (conn == nullptr) return -BMI_ECONNRESET;  // cannot happen: close drops its RTS
-            start_transfer(*conn, op, message.size, message.cookie, std::move(message.iovs));
+            copies_.start_transfer(*conn, op, message.size, message.cookie,
+                                   std::move(message.iovs));
             visits_.note_work(*conn);
             wake_self();  // the transfer moves in progress()
             return 0;
@@ -209,7 +206,10 @@ void ShmMethod::cancel(Operation& op) {
             Connection* conn = find_connection(connection);
             // A split receive ends with the sender's cooperation (shm_split.cpp); the connection
             // stays up.
-            if (conn != nullptr && cancel_split(*conn, op)) return;
+            if (conn != nullptr && copies_.cancel_split(*conn, op)) {
+                wake_self();  // it ends in progress()
+                return;
+            }
             // Otherwise the peer may already hold our addresses or part of the data; only
             // closing the connection guarantees it never touches this buffer again.
             if (conn != nullptr) detach_in_flight(*conn, op);
@@ -264,7 +264,7 @@ void ShmMethod::detach_in_flight(Connection& conn, Operation& op) {
     std::erase_if(conn.receives, [&](const auto& entry) { return entry.second.op == &op; });
     std::erase(conn.streams, &op);
     std::erase_if(conn.pulls, [&](const Pull& pull) { return pull.op == &op; });
-    drop_pushes(conn, op);
+    copies_.drop_pushes(conn, op);
 }
 
 }  // namespace bmi::method::shm

@@ -3,13 +3,14 @@
 //
 // Member functions are spread over files by concern: shm_method.cpp (the Method interface:
 // posting, cancel, addresses), shm_progress.cpp (sockets, connection life cycle, waiting and
-// waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies),
-// shm_split.cpp (large messages both processes copy); shm_connect_retry.cpp starts an
-// initiator's connect, again while the listener's backlog is full; shm_setup_deadline.cpp
-// bounds every connection's handshake in time; shm_descriptors.cpp runs out of descriptors.
+// waking), shm_protocol.cpp (ring messages: placing, receiving, matching);
+// shm_connect_retry.cpp starts an initiator's connect, again while the listener's backlog is
+// full; shm_setup_deadline.cpp bounds every connection's handshake in time;
+// shm_key_handshake.cpp proves the key; shm_descriptors.cpp runs out of descriptors.
 // Objects of their own: ShmOpBook (shm_op_book.hpp) the operations held and where each sits;
 // ShmVisits (shm_visits.hpp) which connections a poll pass visits, and our doorbell;
-// ShmSharedBuffers (shm_shared_buffers.hpp) the buffers both processes map.
+// ShmSharedBuffers (shm_shared_buffers.hpp) the buffers both processes map; ShmLargeCopies
+// (shm_large_copies.hpp) a large message's path and the copies across processes.
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
 // member takes a lock; the only state shared with another process is in the rings and the
 // doorbells.
@@ -30,6 +31,7 @@
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/shm/shm_connection.hpp"
+#include "methods/shm/shm_large_copies.hpp"
 #include "methods/shm/shm_nameless_peers.hpp"
 #include "methods/shm/shm_op_book.hpp"
 #include "methods/shm/shm_options.hpp"
@@ -88,9 +90,6 @@ public:
 private:
     // too_large: an unexpected message beyond what one record on that connection may carry.
     enum class Placed : std::uint8_t { no_room, completed, announced, too_large };
-    // The largest message that goes inline on `conn`: our eager limit, within half of the
-    // connection's ring (ring_payload_limit).
-    bmi_size_t eager_limit(const Connection& conn) const;
 
     // --- shm_progress.cpp ---
     void handle_events();
@@ -180,8 +179,6 @@ private:
     void keep_arrival(ShmPeer& peer, Arrival&& message);
     void uncharge(ShmPeer& peer, const Arrival& message);
     int deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window);
-    void start_transfer(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
-                        std::vector<RemoteIov> iovs);
     // msg_class: written only for kind send_unexpected.
     bool place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag, std::uint8_t msg_class,
                       std::span<const Segment> segments, bmi_size_t size);
@@ -189,35 +186,10 @@ private:
     bool place_control(Connection& conn, const Control& control);
     bool stream_data(Connection& conn, bool& moved);
     bool flush(Connection& conn);
-    int advance_pulls(Connection& conn, bool& moved);
-    // A large receive that took its path at started_ns (0: untimed) is complete.
-    void timed(LargePath path, bmi_size_t size, std::uint64_t started_ns);
 
-    // --- shm_split.cpp ---
-    // Receiver: starts a split copy of a matched message; false if it cannot be split.
-    // started_ns: when it was chosen, for PathChoice; 0 if not timed. mapped: the source
-    // as mapped here (empty: read through the kernel); moved from when it starts.
-    bool start_split(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
-                     std::vector<RemoteIov>& source, std::uint64_t started_ns,
-                     std::vector<Segment>& mapped, PeerRegions::Keep& keep);
-    int advance_splits(Connection& conn, bool& moved);
-    void close_split_claims(Connection& conn, SplitReceive& split);
-    // Hands the sender nothing more and waits (bounded) until its claimed chunks are written.
-    void wait_for_sender(Connection& conn, SplitReceive& split);
-    bool cancel_split(Connection& conn, Operation& op);
-    // Closing: every split receive ends with error once the sender is out of its buffer, and
-    // our help with the peer's receives stops.
-    void end_splits(Connection& conn, int error);
-    // Sender: a HELP for op; then our share of the copying, step by step.
-    int on_help(Connection& conn, Operation& op, const MsgHeader& header);
-    void advance_pushes(Connection& conn, bool& moved);
-    void drop_pushes(Connection& conn, const Operation& op);
-    // Tells the peer to look at this connection: wake_peer rings its doorbell (and writes
-    // its eventfd if it sleeps); announce follows a publication into tx and rings only if
+    // Tells the peer to look at this connection after a publication into tx: rings only if
     // the peer does not watch the ring (shm_watched.hpp).
-    void wake_peer(Connection& conn);
     void announce(Connection& conn);
-    void write_peer_event(Connection& conn);
     void take_reply_now(Connection& conn);  // announce: the hello's reply, if it is here
     void write_header(const Window& window, MsgType type, bmi_msg_tag_t tag, std::uint32_t slots,
                       std::int32_t aux, std::uint64_t size, std::uint64_t cookie);
@@ -228,7 +200,6 @@ private:
     Sink& sink_;
     ShmOpBook ops_{sink_};
     Options options_;
-    bool single_copy_;  // cleared for good when the kernel refuses process_vm_readv
     int epoll_fd_ = -1;
     int event_fd_ = -1;
     int listen_fd_ = -1;
@@ -252,11 +223,11 @@ private:
     PeerNames<ShmPeer, std::weak_ptr<ShmPeer>> named_;  // looked up, or proven peers
     NamelessPeers nameless_;
     EarlyBudget early_;           // what every peer's arrivals hold, within Budgets
-    PathChoice paths_;            // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
     ShmVisits visits_;  // progress touches only connections with work
     ShmSharedBuffers buffers_{options_, connections_, visits_, descriptors_};
+    ShmLargeCopies copies_{options_, ops_, buffers_};
     // Every deadline: the sweep (id 0), which makes the next pass visit every connection,
     // so a bit a hostile peer cleared (or a bug lost) delays a message by at most its period,
     // never loses it; each handshake's setup deadline and connect retry (by connection id).

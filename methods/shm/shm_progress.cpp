@@ -197,9 +197,9 @@ int ShmMethod::visit(Connection& conn, bool& moved) {
     // Replies first (a HELP lets the sender start copying while we do), then the copying
     // we do ourselves, then whatever that finished (DONE).
     if (rc == 0 && conn.waits_for_room() && flush(conn)) moved = true;
-    if (rc == 0 && !conn.pulls.empty()) rc = advance_pulls(conn, moved);
-    if (rc == 0 && !conn.splits.empty()) rc = advance_splits(conn, moved);
-    if (rc == 0 && !conn.pushes.empty()) advance_pushes(conn, moved);
+    if (rc == 0 && !conn.pulls.empty()) rc = copies_.advance_pulls(conn, moved);
+    if (rc == 0 && !conn.splits.empty()) rc = copies_.advance_splits(conn, moved);
+    if (rc == 0 && !conn.pushes.empty()) copies_.advance_pushes(conn, moved);
     if (rc != 0) return rc;
     if (conn.waits_for_room() && flush(conn)) moved = true;
     return 0;
@@ -504,7 +504,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     visits_.mark_busy(conn);  // a keyed acceptor may have rung before our rings were live
     // Whatever we placed before the peer attached went unannounced: announce it once.
     conn.peer_bell.ring(conn.peer_bell_index);
-    write_peer_event(conn);
+    conn.write_peer_event();
     return 0;
 }
 
@@ -531,7 +531,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
         conn.send_queue.pop_front();
         ops_.finish(op, error);
     }
-    end_splits(conn, error);  // waits until a live sender stops writing into our buffers
+    copies_.end_splits(conn, error);  // waits until a live sender stops writing into our buffers
     std::vector<Operation*> victims;
     for (auto& [cookie, op] : conn.sends) victims.push_back(op);
     for (auto& [cookie, receive] : conn.receives) victims.push_back(receive.op);
