@@ -48,7 +48,7 @@ int ShmMethod::start_connect(Connection& conn) {
             return -BMI_EACCES;
         }
         conn.peer_pid = pid;
-        rc = send_hello(conn);
+        rc = hellos_.send_hello(conn);
         if (rc != 0) return rc;
     }
     epoll_event ev{};

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <random>
 
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -45,10 +44,6 @@ ShmMethod::ShmMethod(Sink& sink, const Options& options)
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
     if (options.single_copy) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-    std::random_device random;
-    nonce_ =
-        (static_cast<std::uint64_t>(random()) << 32) ^ random() ^
-        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     BMI_LOG(shm, "large messages use %s; ring %u x %u bytes, eager limit %lld",
             options.single_copy ? "single copy (process_vm_readv)" : "two copies (forced)",
             options_.slot_count, options_.slot_size, static_cast<long long>(options_.eager_limit));
@@ -72,7 +67,8 @@ ShmMethod::~ShmMethod() {
 }
 
 std::string ShmMethod::listen_address() const {
-    return listen_name_.empty() ? std::string() : "shm://" + listen_name_;
+    const std::string& name = hellos_.listen_name();
+    return name.empty() ? std::string() : "shm://" + name;
 }
 
 int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {

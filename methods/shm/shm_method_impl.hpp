@@ -6,8 +6,10 @@
 // waking), shm_protocol.cpp (ring messages: placing, receiving, matching);
 // shm_connect_retry.cpp starts an initiator's connect, again while the listener's backlog is
 // full; shm_setup_deadline.cpp bounds every connection's handshake in time;
-// shm_key_handshake.cpp proves the key; shm_descriptors.cpp runs out of descriptors.
-// Objects of their own: ShmOpBook (shm_op_book.hpp) the operations held and where each sits;
+// shm_descriptors.cpp runs out of descriptors.
+// Objects of their own: ShmHellos (shm_hellos.hpp) what the sides say before the rings carry
+// messages, the key handshake included; ShmOpBook (shm_op_book.hpp) the operations held and
+// where each sits;
 // ShmVisits (shm_visits.hpp) which connections a poll pass visits, and our doorbell;
 // ShmSharedBuffers (shm_shared_buffers.hpp) the buffers both processes map; ShmLargeCopies
 // (shm_large_copies.hpp) a large message's path and the copies across processes.
@@ -31,6 +33,7 @@
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/shm/shm_connection.hpp"
+#include "methods/shm/shm_hellos.hpp"
 #include "methods/shm/shm_large_copies.hpp"
 #include "methods/shm/shm_nameless_peers.hpp"
 #include "methods/shm/shm_op_book.hpp"
@@ -85,7 +88,7 @@ public:
     int get_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
 
     // Admits only peers that prove this key from now on (before start(); empty: keyless).
-    void use_key(support::keys::SharedKey key) { keys_.use(std::move(key)); }
+    void use_key(support::keys::SharedKey key) { hellos_.use_key(std::move(key)); }
 
 private:
     // too_large: an unexpected message beyond what one record on that connection may carry.
@@ -135,21 +138,10 @@ private:
     // it with.
     int advance_handshake(Connection& conn);
     int ensure_connection(Operation& op, Connection*& out);
-    int send_hello(Connection& conn);
     int receive_hello(Connection& conn);
     int receive_reply(Connection& conn);
-    // --- shm_key_handshake.cpp: the security-key handshake (doc/security.md) ---
-    void offer_key(Connection& conn, Hello& hello);
-    // Acceptor: 0 if the hello's key features may go on, else the error to close it with
-    // (a keyless libbmi peer is told why first).
-    int check_keyed_hello(Connection& conn, const Hello& hello);
-    int answer_keyed_hello(Connection& conn, const Hello& hello);
-    int check_keyed_reply(Connection& conn, const HelloReply& reply);
-    int receive_key_proof(Connection& conn);
-    // Logs `why` once per peer process and interval; returns -BMI_EACCES for the caller to
-    // close the connection with. `answering` a hello, first tells the initiator where the kit
-    // says so.
-    int refuse(const Connection& conn, kit::Refusal why, bool answering = false);
+    // Keyed acceptor: the initiator proved the key; binds its peer and opens the connection.
+    int admit_proven(Connection& conn);
     // A departed peer's connection: delivers what its ring still holds (before closing).
     void take_last_messages(Connection& conn);
     void close_connection(Connection& conn, int error);
@@ -203,11 +195,8 @@ private:
     int epoll_fd_ = -1;
     int event_fd_ = -1;
     int listen_fd_ = -1;
-    std::string listen_name_;
-    std::uint64_t nonce_ = 0;
-    // Keyless: any process of our uid gets in. Declared before connections_, whose handshakes
-    // hold nonces in it.
-    kit::KeyGate keys_{"shm"};
+    // Declared before connections_, whose handshakes hold nonces in its key gate.
+    ShmHellos hellos_{options_};
     OutOfDescriptors descriptors_;  // refusals for want of descriptors, warned once a minute
     // Ids 0 to 2 tag the listener, the eventfd and the deadline timer in the epoll set;
     // connections start at 4.

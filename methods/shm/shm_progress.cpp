@@ -65,13 +65,14 @@ int ShmMethod::start(const std::string& listen_name) {
         rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN | EPOLLET, eventfd_tag);
     if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), EPOLLIN, timer_tag);
     if (rc == 0) rc = visits_.create();
+    hellos_.introduce(event_fd_, visits_.bell_fd());
     if (rc != 0 || listen_name.empty()) return rc;
     rc = listen_on(listen_name, listen_fd_);
     if (rc != 0) {
         BMI_LOG(error, "shm: cannot listen on '%s' (%d)", listen_name.c_str(), rc);
         return rc;
     }
-    listen_name_ = listen_name;
+    hellos_.listen_as(listen_name);
     acceptor_.keep_reserve();  // to refuse a client when the table fills (shm_descriptors.cpp)
     BMI_LOG(shm, "listening on shm://%s", listen_name.c_str());
     return epoll_set(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, EPOLLIN, listener_tag);
@@ -232,7 +233,7 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
 std::optional<std::uint64_t> ShmMethod::start_accepted(const kit::AcceptedSocket& socket) {
     auto conn = std::make_unique<Connection>();
     conn->id = next_connection_++;
-    conn->key_handshake = kit::KeyHandshake(keys_);
+    conn->key_handshake = hellos_.handshake();
     conn->fd = socket.fd;
     conn->state = ConnState::await_hello;
     conn->peer_pid = static_cast<pid_t>(socket.peer_id);
@@ -263,7 +264,7 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
                 rc = peer_is_same_user(conn.fd, pid) ? 0 : -BMI_EACCES;
                 conn.peer_pid = pid;
             }
-            if (rc == 0) rc = send_hello(conn);
+            if (rc == 0) rc = hellos_.send_hello(conn);
             if (rc == 0)
                 rc = epoll_set(epoll_fd_, EPOLL_CTL_MOD, conn.fd, EPOLLIN | EPOLLRDHUP, conn.id);
             if (rc == 0) visits_.note_work(conn);  // awaiting the reply
@@ -295,7 +296,8 @@ int ShmMethod::advance_handshake(Connection& conn) {
         case ConnState::await_reply:
             return receive_reply(conn);
         case ConnState::await_proof:
-            return receive_key_proof(conn);
+            if (const int rc = hellos_.receive_proof(conn); rc != 1) return rc;
+            return admit_proven(conn);
         default:
             return 0;
     }
@@ -316,7 +318,7 @@ int ShmMethod::ensure_connection(Operation& op, Connection*& out) {
 int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out) {
     auto conn = std::make_unique<Connection>();
     conn->id = next_connection_++;
-    conn->key_handshake = kit::KeyHandshake(keys_);
+    conn->key_handshake = hellos_.handshake();
     conn->initiator = true;
     conn->peer = peer;
     conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
@@ -354,27 +356,6 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     return 0;
 }
 
-int ShmMethod::send_hello(Connection& conn) {
-    Hello hello{};
-    hello.magic = hello_magic;
-    hello.version = protocol_version;
-    hello.slot_count = options_.slot_count;
-    hello.slot_size = options_.slot_size;
-    hello.pid = static_cast<std::int32_t>(getpid());
-    hello.name_length = static_cast<std::uint32_t>(listen_name_.size());
-    hello.nonce = nonce_;
-    std::memcpy(hello.name, listen_name_.data(), listen_name_.size());
-    hello.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
-    offer_key(conn, hello);
-    int fds[3] = {conn.segment.fd(), event_fd_, visits_.bell_fd()};
-    long n = send_with_fds(conn.fd, &hello, sizeof hello, fds, 3);
-    if (n != static_cast<long>(sizeof hello))
-        return n < 0 ? support::bmi_error_from_errno(static_cast<int>(-n)) : -BMI_EPROTO;
-    conn.segment.close_fd();  // the mapping stays; the peer now holds its own descriptor
-    conn.state = ConnState::await_reply;
-    return 0;
-}
-
 int ShmMethod::receive_hello(Connection& conn) {
     Hello hello{};
     int fds[3] = {-1, -1, -1};
@@ -391,7 +372,7 @@ int ShmMethod::receive_hello(Connection& conn) {
         if (n != 0) BMI_LOG(error, "shm: malformed hello on connection, closing it");
         return -BMI_EPROTO;
     }
-    if (int rc = check_keyed_hello(conn, hello); rc != 0) {
+    if (int rc = hellos_.check_hello(conn, hello); rc != 0) {
         for (int i = 0; i < fd_count; ++i) close(fds[i]);
         return rc;
     }
@@ -417,20 +398,14 @@ int ShmMethod::receive_hello(Connection& conn) {
     conn.peer_board = conn.segment.board(0);
     conn.own_socket_sent = conn.segment.socket_messages(1);
     conn.peer_socket_sent = conn.segment.socket_messages(0);
-    if (conn.key_handshake.keyed()) return answer_keyed_hello(conn, hello);
+    if (conn.key_handshake.keyed()) return hellos_.answer_keyed_hello(conn, hello);
     conn.peer = peer_for_hello(hello, conn.peer_pid);
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
-    HelloReply reply{};
-    reply.magic = hello_magic;
-    reply.version = protocol_version;
-    reply.pid = static_cast<std::int32_t>(getpid());
-    reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
-    int own_fds[2] = {event_fd_, visits_.bell_fd()};
-    n = send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2);
+    const bool replied = hellos_.send_reply(conn);
     mark_open(conn);
     visits_.mark_busy(conn);  // the initiator may have filled its ring before it knew our doorbell
-    if (n != static_cast<long>(sizeof reply)) {
+    if (!replied) {
         // The initiator left before our answer: it may fill its ring before the handshake
         // ends, so sends it completed (an unexpected request, then BMI_DROP_ADDR) wait there.
         take_last_messages(conn);
@@ -444,8 +419,8 @@ int ShmMethod::receive_hello(Connection& conn) {
 
 std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid) {
     const std::string announced(hello.name, hello.name_length);
-    // With a key this runs only once the initiator proved it (receive_key_proof).
-    const bool proven = keys_.keyed();
+    // With a key this runs only once the initiator proved it (admit_proven).
+    const bool proven = hellos_.keyed();
     if (!named_.may_take(announced, proven)) {
         // A second connection of a proven instance that holds its name is that same peer.
         auto holder = named_.find(announced);
@@ -458,6 +433,20 @@ std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid
     peer->nonce = hello.nonce;
     named_.add(announced, peer);
     return peer;
+}
+
+int ShmMethod::admit_proven(Connection& conn) {
+    conn.peer = peer_for_hello(conn.hello_received, conn.peer_pid);
+    if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
+        conn.peer->connection = conn.id;
+    mark_open(conn);
+    visits_.mark_busy(
+        conn);  // the initiator may have filled its ring already, and rung for nothing
+    wake_self();
+    BMI_LOG(shm, "accepted connection %llu from %s (pid %d), key proven",
+            static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),
+            static_cast<int>(conn.peer_pid));
+    return 0;
 }
 
 int ShmMethod::receive_reply(Connection& conn) {
@@ -484,7 +473,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     if (n == static_cast<long>(sizeof reply) && reply.magic == hello_magic &&
         reply.status == -BMI_EACCES) {
         close_fds();
-        const int rc = check_keyed_reply(conn, reply);  // the kit says why we are refused
+        const int rc = hellos_.check_reply(conn, reply);  // the kit says why we are refused
         return rc != 0 ? rc : -BMI_EACCES;
     }
     if (n != static_cast<long>(sizeof reply) || fd_count != 2 || !reply_well_formed(reply)) {
@@ -498,7 +487,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     }
     if (int rc = conn.peer_bell.attach(fds[1]); rc != 0) return rc;
     conn.peer_bell_index = reply.doorbell_index;
-    if (int rc = check_keyed_reply(conn, reply); rc != 0) return rc;
+    if (int rc = hellos_.check_reply(conn, reply); rc != 0) return rc;
     conn.peer->pid = conn.peer_pid;
     mark_open(conn);
     visits_.mark_busy(conn);  // a keyed acceptor may have rung before our rings were live
