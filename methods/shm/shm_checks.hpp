@@ -4,9 +4,11 @@
 // (tests/fuzz/) run the very same code; false or -1 means the peer broke the protocol.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
+#include "bmi-types.h"
 #include "methods/shm/shm_ring.hpp"
 #include "methods/shm/shm_wire.hpp"
 
@@ -53,6 +55,12 @@ inline bool record_slots_match(std::uint32_t max_slots, std::uint32_t slot_size,
 inline long long ring_payload_limit(const Ring& ring) {
     return static_cast<long long>(ring.max_message_slots()) * ring.slot_size() -
            static_cast<long long>(ring_stamp_size + header_size);
+}
+
+// The largest message that goes inline on a connection whose ring we fill is tx: our eager
+// limit, within what one record there may carry.
+inline bmi_size_t inline_limit(const Ring& tx, bmi_size_t eager_limit) {
+    return std::min<bmi_size_t>(eager_limit, ring_payload_limit(tx));
 }
 
 // A whole, consistent record: its payload size, or -1. The caller may then peek h.slots.

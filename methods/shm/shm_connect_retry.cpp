@@ -48,7 +48,7 @@ int ShmMethod::start_connect(Connection& conn) {
             return -BMI_EACCES;
         }
         conn.peer_pid = pid;
-        rc = send_hello(conn);
+        rc = hellos_.send_hello(conn);
         if (rc != 0) return rc;
     }
     epoll_event ev{};
@@ -84,7 +84,7 @@ int ShmMethod::wait_for_backlog(Connection& conn) {
 int ShmMethod::retry_connect(Connection& conn) {
     if (int rc = start_connect(conn); rc != 0) return rc;
     // Through: its queued sends go into the ring now; the reply is awaited.
-    if (conn.state != ConnState::backlog_full) mark_busy(conn);
+    if (conn.state != ConnState::backlog_full) visits_.mark_busy(conn);
     return 0;
 }
 

@@ -13,4 +13,15 @@ Connection::~Connection() {
     send_queue.clear();
 }
 
+bool Connection::split_finishable() const {
+    for (const auto& split : splits) {
+        if (!split.claims_done) continue;  // still copying: has_local_work() says so
+        const SplitBoardEntry& shared = own_board[split.entry];
+        if (shared.push_failed.load(std::memory_order_acquire) != 0 ||
+            shared.pushed.load(std::memory_order_acquire) >= split.sender_share)
+            return true;
+    }
+    return false;
+}
+
 }  // namespace bmi::method::shm

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -135,9 +136,25 @@ struct Connection {
             if (!split.claims_done) return true;
         return false;
     }
+    // A split receive waits only for what the peer wrote, and that is in: advance_splits can
+    // finish it (the copying we still do ourselves is has_local_work()).
+    bool split_finishable() const;
     // True while something waits to be written into tx (flush() has work).
     bool waits_for_room() const {
         return !controls.empty() || !streams.empty() || !send_queue.empty();
+    }
+    // Tells the peer to look at this connection: wake_peer rings its doorbell (and writes its
+    // eventfd if it sleeps) after a publication or a split counter the peer watches. Before
+    // the hello's reply we know neither: receive_reply rings once the peer attached.
+    void wake_peer() {
+        if (!peer_bell.mapped()) return;
+        if (peer_bell.ring(peer_bell_index)) write_peer_event();
+    }
+    void write_peer_event() {
+        if (peer_event_fd < 0) return;
+        std::uint64_t one = 1;
+        ssize_t ignored = write(peer_event_fd, &one, sizeof one);
+        (void)ignored;
     }
     // True while a poll pass must visit us even though the peer rings nothing: work of our
     // own, a ring left unread for want of budget, a split receive waiting for the sender's

@@ -19,12 +19,12 @@
 
 namespace bmi::method::shm {
 
-void ShmMethod::warn_out_of_descriptors(const char* what) {
-    ++descriptor_refusals_;
-    if (descriptor_log_.should_log("out of descriptors"))
+void OutOfDescriptors::warn(const char* what) {
+    ++refusals_;
+    if (log_.should_log("out of descriptors"))
         BMI_WARN("shm: out of file descriptors: %s refused (%llu so far); each connected peer "
                  "holds two of ours (ulimit -n)",
-                 what, static_cast<unsigned long long>(descriptor_refusals_));
+                 what, static_cast<unsigned long long>(refusals_));
 }
 
 std::optional<std::string> ShmMethod::source_of(kit::AcceptedSocket& socket) {
@@ -65,7 +65,7 @@ void ShmMethod::offer_for_shedding(kit::SheddingChoice& choice) {
 void ShmMethod::answer_shed(int fd) {
     // The kit's acceptor has logged this refusal already (its reserve warning): one line per
     // event, so only the count is ours.
-    ++descriptor_refusals_;
+    descriptors_.count();
     send_refusal(fd, -BMI_EMFILE);
 }
 
@@ -77,7 +77,7 @@ void ShmMethod::resume_listener() {
 
 int ShmMethod::refuse_for_descriptors(Connection& conn) {
     send_refusal(conn.fd, -BMI_EMFILE);
-    warn_out_of_descriptors(("the hello of pid " + std::to_string(conn.peer_pid)).c_str());
+    descriptors_.warn(("the hello of pid " + std::to_string(conn.peer_pid)).c_str());
     return -BMI_EMFILE;
 }
 

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <random>
 
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -40,21 +39,13 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 }
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
-    : sink_(sink),
-      options_(options),
-      single_copy_(options.single_copy),
-      early_(options.budgets.early),
-      spin_(options.spin_us) {
+    : sink_(sink), options_(options), early_(options.budgets.early), spin_(options.spin_us) {
     acceptor_.set_limits(options.pending_per_source, options.setup_timeout);
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
-    if (single_copy_) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-    std::random_device random;
-    nonce_ =
-        (static_cast<std::uint64_t>(random()) << 32) ^ random() ^
-        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    if (options.single_copy) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     BMI_LOG(shm, "large messages use %s; ring %u x %u bytes, eager limit %lld",
-            single_copy_ ? "single copy (process_vm_readv)" : "two copies (forced)",
+            options.single_copy ? "single copy (process_vm_readv)" : "two copies (forced)",
             options_.slot_count, options_.slot_size, static_cast<long long>(options_.eager_limit));
 }
 
@@ -62,11 +53,11 @@ ShmMethod::~ShmMethod() {
     // The control layer cancelled every operation already; only kernel objects remain, and
     // senders that may still write chunks of a split receive into its buffer: wait for them.
     for (auto& [id, conn] : connections_) {
-        for (auto& split : conn->splits) wait_for_sender(*conn, split);
+        for (auto& split : conn->splits) copies_.wait_for_sender(*conn, split);
         if (conn->peer) conn->peer->connection = 0;
         if (conn->fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
     }
-    busy_.clear();
+    visits_.clear();
     connections_.clear();
     named_.for_each_live([](ShmPeer& peer) { peer.arrivals.clear(); });
     nameless_.for_each_live([](ShmPeer& peer) { peer.arrivals.clear(); });
@@ -76,7 +67,8 @@ ShmMethod::~ShmMethod() {
 }
 
 std::string ShmMethod::listen_address() const {
-    return listen_name_.empty() ? std::string() : "shm://" + listen_name_;
+    const std::string& name = hellos_.listen_name();
+    return name.empty() ? std::string() : "shm://" + name;
 }
 
 int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
@@ -144,8 +136,9 @@ int ShmMethod::post(Operation& op) {
             }
             Connection* conn = find_connection(message.connection);
             if (conn == nullptr) return -BMI_ECONNRESET;  // cannot happen: close drops its RTS
-            start_transfer(*conn, op, message.size, message.cookie, std::move(message.iovs));
-            note_work(*conn);
+            copies_.start_transfer(*conn, op, message.size, message.cookie,
+                                   std::move(message.iovs));
+            visits_.note_work(*conn);
             wake_self();  // the transfer moves in progress()
             return 0;
         }
@@ -156,7 +149,7 @@ int ShmMethod::post(Operation& op) {
             ensure_connection(op, ignored);
         }
         peer.posted_recvs.push_back(op);
-        place(op, Place::posted_recv, 0);
+        ops_.place(op, Place::posted_recv, 0);
         return 0;
     }
     if (op.kind == OpKind::send_unexpected && op.total_size > options_.unexpected_limit)
@@ -166,7 +159,7 @@ int ShmMethod::post(Operation& op) {
     if (rc != 0) return rc;
     if (conn->send_queue.empty() && conn->rings_live()) {
         Placed placed = place_send(*conn, op);
-        note_work(*conn);  // offering a shared buffer may have broken the socket
+        visits_.note_work(*conn);  // offering a shared buffer may have broken the socket
         switch (placed) {
             case Placed::completed:
                 announce(*conn);
@@ -181,8 +174,8 @@ int ShmMethod::post(Operation& op) {
         }
     }
     conn->send_queue.push_back(op);
-    place(op, Place::queued_send, conn->id);
-    mark_busy(*conn);
+    ops_.place(op, Place::queued_send, conn->id);
+    visits_.mark_busy(*conn);
     // Ask the peer to wake us when it frees space; if space appeared meanwhile, progress()
     // must run soon even though nobody will write our eventfd.
     if (conn->tx.block_producer(conn->tx.slot_count() / 2)) wake_self();
@@ -191,29 +184,32 @@ int ShmMethod::post(Operation& op) {
 
 void ShmMethod::cancel(Operation& op) {
     if (op.method_state == 0) return;  // finished already
-    const std::uint64_t connection = slots(op).connection;
+    const std::uint64_t connection = ShmOpBook::slots(op).connection;
     switch (static_cast<Place>(op.method_state)) {
         case Place::posted_recv: {
             auto& peer = static_cast<ShmPeer&>(*op.peer);
             peer.posted_recvs.erase(op);
-            finish(op, -BMI_ECANCEL);
+            ops_.finish(op, -BMI_ECANCEL);
             return;
         }
         case Place::queued_send: {
             Connection* conn = find_connection(connection);
             if (conn != nullptr) conn->send_queue.erase(conn->send_queue.iterator_to(op));
-            finish(op, -BMI_ECANCEL);
+            ops_.finish(op, -BMI_ECANCEL);
             return;
         }
         case Place::in_flight: {
             Connection* conn = find_connection(connection);
             // A split receive ends with the sender's cooperation (shm_split.cpp); the connection
             // stays up.
-            if (conn != nullptr && cancel_split(*conn, op)) return;
+            if (conn != nullptr && copies_.cancel_split(*conn, op)) {
+                wake_self();  // it ends in progress()
+                return;
+            }
             // Otherwise the peer may already hold our addresses or part of the data; only
             // closing the connection guarantees it never touches this buffer again.
             if (conn != nullptr) detach_in_flight(*conn, op);
-            finish(op, -BMI_ECANCEL);
+            ops_.finish(op, -BMI_ECANCEL);
             if (conn != nullptr) {
                 BMI_LOG(shm, "cancel of a transfer in flight closes connection %llu",
                         static_cast<unsigned long long>(conn->id));
@@ -231,7 +227,7 @@ void ShmMethod::forget_peer(Peer& base) {
         if (conn->peer.get() == &peer) doomed.push_back(id);
     for (auto id : doomed)
         if (Connection* conn = find_connection(id)) close_connection(*conn, -BMI_ECANCEL);
-    fail_posted_recvs(peer, -BMI_ECANCEL);
+    ops_.fail_posted_recvs(peer, -BMI_ECANCEL);
     peer.arrivals.for_each([&](const Arrival& message) { uncharge(peer, message); });
     peer.arrivals.clear();
     if (!peer.name.empty()) named_.remove(peer.name, peer);
@@ -253,41 +249,18 @@ int ShmMethod::query_range(const Peer& peer, std::string_view id_string, int) co
     return id_string == "shm://*" || id_string == describe_peer(peer) ? 1 : 0;
 }
 
-// --- operation bookkeeping ---
+void* ShmMethod::mem_alloc(bmi_size_t size) { return buffers_.allocate(size); }
 
-void ShmMethod::place(Operation& op, Place where, std::uint64_t connection) {
-    if (op.method_state == 0) {
-        ++pending_ops_;
-        slots(op) = OpSlots{};
-    }
-    op.method_state = static_cast<std::uint8_t>(where);
-    slots(op).connection = connection;
-}
+bool ShmMethod::mem_free(void* buffer) { return buffers_.free(buffer); }
 
-void ShmMethod::unplace(Operation& op) {
-    if (op.method_state != 0) --pending_ops_;
-    op.method_state = 0;
-}
-
-void ShmMethod::finish(Operation& op, int error) {
-    unplace(op);
-    sink_.complete(op, error);
-}
+// --- operations in flight ---
 
 void ShmMethod::detach_in_flight(Connection& conn, Operation& op) {
     std::erase_if(conn.sends, [&](const auto& entry) { return entry.second == &op; });
     std::erase_if(conn.receives, [&](const auto& entry) { return entry.second.op == &op; });
     std::erase(conn.streams, &op);
     std::erase_if(conn.pulls, [&](const Pull& pull) { return pull.op == &op; });
-    drop_pushes(conn, op);
-}
-
-void ShmMethod::fail_posted_recvs(ShmPeer& peer, int error) {
-    while (!peer.posted_recvs.empty()) {
-        Operation& op = peer.posted_recvs.front();
-        peer.posted_recvs.erase(op);
-        finish(op, error);
-    }
+    copies_.drop_pushes(conn, op);
 }
 
 }  // namespace bmi::method::shm

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The shm Method: one instance's connections, peers and pending operations.
 //
-// Member functions are spread over five files by concern: shm_method.cpp (the Method
-// interface: posting, cancel, addresses), shm_progress.cpp (sockets, connection life cycle,
-// waiting and waking), shm_protocol.cpp (ring messages: placing, receiving, matching, copies),
-// shm_split.cpp (large messages both processes copy), shm_sharing.cpp (buffers both map);
+// Member functions are spread over files by concern: shm_method.cpp (the Method interface:
+// posting, cancel, addresses), shm_progress.cpp (sockets, connection life cycle, waiting and
+// waking), shm_protocol.cpp (ring messages: placing, receiving, matching);
 // shm_connect_retry.cpp starts an initiator's connect, again while the listener's backlog is
-// full; shm_setup_deadline.cpp bounds every connection's handshake in time.
+// full; shm_setup_deadline.cpp bounds every connection's handshake in time;
+// shm_descriptors.cpp runs out of descriptors.
+// Objects of their own: ShmHellos (shm_hellos.hpp) what the sides say before the rings carry
+// messages, the key handshake included; ShmOpBook (shm_op_book.hpp) the operations held and
+// where each sits;
+// ShmVisits (shm_visits.hpp) which connections a poll pass visits, and our doorbell;
+// ShmSharedBuffers (shm_shared_buffers.hpp) the buffers both processes map; ShmLargeCopies
+// (shm_large_copies.hpp) a large message's path and the copies across processes.
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
 // member takes a lock; the only state shared with another process is in the rings and the
 // doorbells.
@@ -27,11 +33,15 @@
 #include "methods/method.hpp"
 #include "methods/peer_registry.hpp"
 #include "methods/shm/shm_connection.hpp"
+#include "methods/shm/shm_hellos.hpp"
+#include "methods/shm/shm_large_copies.hpp"
 #include "methods/shm/shm_nameless_peers.hpp"
+#include "methods/shm/shm_op_book.hpp"
 #include "methods/shm/shm_options.hpp"
 #include "methods/shm/shm_path_choice.hpp"
 #include "methods/shm/shm_peer.hpp"
-#include "methods/shm/shm_watched.hpp"
+#include "methods/shm/shm_shared_buffers.hpp"
+#include "methods/shm/shm_visits.hpp"
 #include "support/epoll/accept_reserve.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
@@ -78,27 +88,11 @@ public:
     int get_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
 
     // Admits only peers that prove this key from now on (before start(); empty: keyless).
-    void use_key(support::keys::SharedKey key) { keys_.use(std::move(key)); }
+    void use_key(support::keys::SharedKey key) { hellos_.use_key(std::move(key)); }
 
 private:
-    // What shm keeps in each pending operation (method_slots).
-    struct OpSlots {
-        std::uint64_t connection = 0;  // the id of the connection it is queued or moving on
-        std::uint64_t cookie = 0;      // its RTS transfer
-    };
-    static OpSlots& slots(Operation& op) { return method_slots<OpSlots>(op); }
-    // Where a pending operation sits, so cancel knows what to unlink; kept in the operation's
-    // method_state (0: not pending here) with the connection in its slots.
-    enum class Place : std::uint8_t {
-        posted_recv = 1,  // on its peer's posted_recvs; nothing moved yet
-        queued_send,      // on a connection's send_queue; nothing moved yet
-        in_flight,        // announced (RTS) or partly moved: cancelling closes the connection
-    };
     // too_large: an unexpected message beyond what one record on that connection may carry.
     enum class Placed : std::uint8_t { no_room, completed, announced, too_large };
-    // The largest message that goes inline on `conn`: our eager limit, within half of the
-    // connection's ring (ring_payload_limit).
-    bmi_size_t eager_limit(const Connection& conn) const;
 
     // --- shm_progress.cpp ---
     void handle_events();
@@ -114,7 +108,6 @@ private:
     void watch_listeners(bool on) override { set_listener_interest(on); }
     // The client is told why (-BMI_EMFILE), as a hello refused for descriptors is.
     void answer_shed(int fd) override;
-    void warn_out_of_descriptors(const char* what);
     void resume_listener();
     void set_listener_interest(bool on);  // EPOLLIN on the listener, or nothing while paused
     int refuse_for_descriptors(Connection& conn);
@@ -145,21 +138,10 @@ private:
     // it with.
     int advance_handshake(Connection& conn);
     int ensure_connection(Operation& op, Connection*& out);
-    int send_hello(Connection& conn);
     int receive_hello(Connection& conn);
     int receive_reply(Connection& conn);
-    // --- shm_key_handshake.cpp: the security-key handshake (doc/security.md) ---
-    void offer_key(Connection& conn, Hello& hello);
-    // Acceptor: 0 if the hello's key features may go on, else the error to close it with
-    // (a keyless libbmi peer is told why first).
-    int check_keyed_hello(Connection& conn, const Hello& hello);
-    int answer_keyed_hello(Connection& conn, const Hello& hello);
-    int check_keyed_reply(Connection& conn, const HelloReply& reply);
-    int receive_key_proof(Connection& conn);
-    // Logs `why` once per peer process and interval; returns -BMI_EACCES for the caller to
-    // close the connection with. `answering` a hello, first tells the initiator where the kit
-    // says so.
-    int refuse(const Connection& conn, kit::Refusal why, bool answering = false);
+    // Keyed acceptor: the initiator proved the key; binds its peer and opens the connection.
+    int admit_proven(Connection& conn);
     // A departed peer's connection: delivers what its ring still holds (before closing).
     void take_last_messages(Connection& conn);
     void close_connection(Connection& conn, int error);
@@ -172,26 +154,8 @@ private:
     bool poll_pass();
     // Receives, replies and copies on one connection; 0, or the error to close it with.
     int visit(Connection& conn, bool& moved);
-    bool anything_to_do() const;  // a cheap look, for spinning: would poll_pass() find work?
-    void disarm();                // clears our doorbell's sleeping flag
-    // Puts conn on busy_ (visited by every pass) if it has work the peer will not ring for;
-    // mark_busy puts it there for (at least) one visit whatever it holds.
-    void note_work(Connection& conn);
-    void mark_busy(Connection& conn);
-    // Gives conn an index of our doorbell; 0, or -BMI_EMFILE when all are in use.
-    int take_bell_index(Connection& conn);
-    void give_back_bell_index(Connection& conn);
     // The periodic sweep runs while we have connections (it stops with the last).
     void arm_sweep();
-    // Region offers and withdrawals the peer sent (shm_region.hpp): 0 once none is left, 1 at
-    // the end of the stream (the peer is gone), or -BMI_E* for a broken stream.
-    int read_socket(Connection& conn);
-    // read_socket before an announcement's addresses are looked up; a broken stream is left
-    // for poll_pass to close.
-    void take_offers(Connection& conn);
-    // Hands the peer the shared buffers holding segments that it lacks; true if all of
-    // segments lies in buffers the peer has.
-    bool offer_regions(Connection& conn, std::span<const Segment> segments);
     void wake_self();
 
     // --- shm_protocol.cpp ---
@@ -207,8 +171,6 @@ private:
     void keep_arrival(ShmPeer& peer, Arrival&& message);
     void uncharge(ShmPeer& peer, const Arrival& message);
     int deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window);
-    void start_transfer(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
-                        std::vector<RemoteIov> iovs);
     // msg_class: written only for kind send_unexpected.
     bool place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag, std::uint8_t msg_class,
                       std::span<const Segment> segments, bmi_size_t size);
@@ -216,63 +178,26 @@ private:
     bool place_control(Connection& conn, const Control& control);
     bool stream_data(Connection& conn, bool& moved);
     bool flush(Connection& conn);
-    int advance_pulls(Connection& conn, bool& moved);
-    // A large receive that took its path at started_ns (0: untimed) is complete.
-    void timed(LargePath path, bmi_size_t size, std::uint64_t started_ns);
 
-    // --- shm_split.cpp ---
-    // Receiver: starts a split copy of a matched message; false if it cannot be split.
-    // started_ns: when it was chosen, for PathChoice; 0 if not timed. mapped: the source
-    // as mapped here (empty: read through the kernel); moved from when it starts.
-    bool start_split(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
-                     std::vector<RemoteIov>& source, std::uint64_t started_ns,
-                     std::vector<Segment>& mapped, PeerRegions::Keep& keep);
-    int advance_splits(Connection& conn, bool& moved);
-    // A split receive waits only for what the peer wrote, and that is in: advance_splits can
-    // finish it (the copying we still do ourselves is has_local_work()).
-    bool split_finishable(const Connection& conn) const;
-    void close_split_claims(Connection& conn, SplitReceive& split);
-    // Hands the sender nothing more and waits (bounded) until its claimed chunks are written.
-    void wait_for_sender(Connection& conn, SplitReceive& split);
-    // Keeps the buffer of a receive whose sender outlived it out of the pool.
-    void retire_receive_buffer(const Operation& op);
-    bool cancel_split(Connection& conn, Operation& op);
-    // Closing: every split receive ends with error once the sender is out of its buffer, and
-    // our help with the peer's receives stops.
-    void end_splits(Connection& conn, int error);
-    // Sender: a HELP for op; then our share of the copying, step by step.
-    int on_help(Connection& conn, Operation& op, const MsgHeader& header);
-    void advance_pushes(Connection& conn, bool& moved);
-    void drop_pushes(Connection& conn, const Operation& op);
-    // Tells the peer to look at this connection: wake_peer rings its doorbell (and writes
-    // its eventfd if it sleeps); announce follows a publication into tx and rings only if
+    // Tells the peer to look at this connection after a publication into tx: rings only if
     // the peer does not watch the ring (shm_watched.hpp).
-    void wake_peer(Connection& conn);
     void announce(Connection& conn);
-    void write_peer_event(Connection& conn);
     void take_reply_now(Connection& conn);  // announce: the hello's reply, if it is here
     void write_header(const Window& window, MsgType type, bmi_msg_tag_t tag, std::uint32_t slots,
                       std::int32_t aux, std::uint64_t size, std::uint64_t cookie);
 
-    // --- operation bookkeeping (shm_method.cpp) ---
-    void place(Operation& op, Place where, std::uint64_t connection);
-    void unplace(Operation& op);
-    void finish(Operation& op, int error);
+    // --- shm_method.cpp ---
     void detach_in_flight(Connection& conn, Operation& op);
-    void fail_posted_recvs(ShmPeer& peer, int error);
 
     Sink& sink_;
+    ShmOpBook ops_{sink_};
     Options options_;
-    bool single_copy_;  // cleared for good when the kernel refuses process_vm_readv
     int epoll_fd_ = -1;
     int event_fd_ = -1;
     int listen_fd_ = -1;
-    std::string listen_name_;
-    std::uint64_t nonce_ = 0;
-    // Keyless: any process of our uid gets in. Declared before connections_, whose handshakes
-    // hold nonces in it.
-    kit::KeyGate keys_{"shm"};
-    support::keys::RefusalLog descriptor_log_;  // out-of-descriptor refusals, once a minute
+    // Declared before connections_, whose handshakes hold nonces in its key gate.
+    ShmHellos hellos_{options_};
+    OutOfDescriptors descriptors_;  // refusals for want of descriptors, warned once a minute
     // Ids 0 to 2 tag the listener, the eventfd and the deadline timer in the epoll set;
     // connections start at 4.
     static constexpr std::uint64_t listener_tag = 0;
@@ -282,26 +207,16 @@ private:
     // Out of file descriptors (shm_descriptors.cpp): one kept in reserve to take a connection
     // we must refuse, the listener unwatched until the next sweep when even that is gone.
     bool listener_paused_ = false;
-    std::uint64_t descriptor_refusals_ = 0;
     std::uint64_t next_cookie_ = 1;
-    std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+    Connections connections_;
     PeerNames<ShmPeer, std::weak_ptr<ShmPeer>> named_;  // looked up, or proven peers
     NamelessPeers nameless_;
-    std::size_t pending_ops_ = 0;        // operations with a method_state
-    EarlyBudget early_;                  // what every peer's arrivals hold, within Budgets
-    PathChoice paths_;                   // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
-    OwnRegions regions_{options_.pool};  // what BMI_memalloc handed out (shm_region.hpp)
-    support::AdaptiveSpin spin_;         // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
+    EarlyBudget early_;           // what every peer's arrivals hold, within Budgets
+    support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
-
-    // Progress touches only connections with work (shm_doorbell.hpp, doc/methods/shm.md).
-    Doorbell bell_;  // ours: peers ring it
-    DoorbellIndices bell_indices_;
-    std::vector<Connection*> bell_owner_;  // by doorbell index; nullptr: free
-    std::vector<Connection*> busy_;        // work of their own (Connection::needs_visit)
-    WatchedRings watched_;                 // rings we poll on every pass; their senders do not ring
-    std::vector<Connection*> visit_;       // scratch of poll_pass
-    std::uint64_t pass_ = 0;               // poll passes so far (Connection::pass_mark)
+    ShmVisits visits_;  // progress touches only connections with work
+    ShmSharedBuffers buffers_{options_, connections_, visits_, descriptors_};
+    ShmLargeCopies copies_{options_, ops_, buffers_};
     // Every deadline: the sweep (id 0), which makes the next pass visit every connection,
     // so a bit a hostile peer cleared (or a bug lost) delays a message by at most its period,
     // never loses it; each handshake's setup deadline and connect retry (by connection id).

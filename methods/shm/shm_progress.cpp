@@ -2,7 +2,7 @@
 // Sockets, connection life cycle, and the wait / wake-up protocol of the shm method.
 //
 // Which connections a pass visits: those whose bit of our doorbell a peer rang (it published
-// or changed a split counter, shm_doorbell.hpp), those on busy_ (work of their own: queued
+// or changed a split counter, shm_doorbell.hpp), the busy ones (work of their own: queued
 // sends, copies, a stalled ring, a broken socket; Connection::needs_visit), and, once per
 // sweep period, every connection. So a pass costs what the active connections cost, however
 // many idle ones we hold, and a lost bit costs at most one sweep period.
@@ -64,14 +64,15 @@ int ShmMethod::start(const std::string& listen_name) {
     if (rc == 0)
         rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN | EPOLLET, eventfd_tag);
     if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), EPOLLIN, timer_tag);
-    if (rc == 0) rc = bell_.create();
+    if (rc == 0) rc = visits_.create();
+    hellos_.introduce(event_fd_, visits_.bell_fd());
     if (rc != 0 || listen_name.empty()) return rc;
     rc = listen_on(listen_name, listen_fd_);
     if (rc != 0) {
         BMI_LOG(error, "shm: cannot listen on '%s' (%d)", listen_name.c_str(), rc);
         return rc;
     }
-    listen_name_ = listen_name;
+    hellos_.listen_as(listen_name);
     acceptor_.keep_reserve();  // to refuse a client when the table fills (shm_descriptors.cpp)
     BMI_LOG(shm, "listening on shm://%s", listen_name.c_str());
     return epoll_set(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, EPOLLIN, listener_tag);
@@ -115,37 +116,6 @@ void ShmMethod::on_deadline(kit::DeadlineKey key) {
     if (conn != nullptr && conn->state != ConnState::open) on_setup_step(*conn, key.kind);
 }
 
-int ShmMethod::take_bell_index(Connection& conn) {
-    long index = bell_indices_.take();
-    if (index < 0) {
-        BMI_LOG(error, "shm: %u connections at once, the most one instance can hold",
-                doorbell_capacity);
-        return -BMI_EMFILE;
-    }
-    auto i = static_cast<std::size_t>(index);
-    if (i >= bell_owner_.size()) bell_owner_.resize(i + 1, nullptr);
-    bell_owner_[i] = &conn;
-    conn.bell_index = index;
-    return 0;
-}
-
-void ShmMethod::give_back_bell_index(Connection& conn) {
-    if (conn.bell_index < 0) return;
-    bell_owner_[static_cast<std::size_t>(conn.bell_index)] = nullptr;
-    bell_indices_.give_back(static_cast<std::uint32_t>(conn.bell_index));
-    conn.bell_index = -1;
-}
-
-void ShmMethod::mark_busy(Connection& conn) {
-    if (conn.busy) return;
-    conn.busy = true;
-    busy_.push_back(&conn);
-}
-
-void ShmMethod::note_work(Connection& conn) {
-    if (conn.needs_visit()) mark_busy(conn);
-}
-
 Connection* ShmMethod::find_connection(std::uint64_t id) {
     auto it = connections_.find(id);
     return it == connections_.end() ? nullptr : it->second.get();
@@ -176,74 +146,26 @@ bool ShmMethod::before_sleep() {
     // Spin only while operations wait: an idle instance sleeps at once. Each round only looks
     // (the doorbell's summary words and the busy connections), so a message is noticed within
     // a few nanoseconds.
-    if (pending_ops_ > 0 && spin_.run([this] { return anything_to_do() && poll_pass(); }))
+    if (ops_.pending() > 0 && spin_.run([this] { return visits_.anything_to_do() && poll_pass(); }))
         return true;
-    bool work = bell_.sleep(bell_indices_.summary_words());
-    // A sender to a ring we watch looks at the sleeping flag instead of ringing
-    // (shm_watched.hpp): after the flag, look at those rings once more.
-    full_fence();
-    if (watched_.any_message()) work = true;
-    for (Connection* conn : busy_) {
-        if (!conn->rings_live()) continue;
-        // After the flag, like a ring: a sender finishing its split share rings us only if it
-        // wrote its counter before it saw the flag, so look at its counter once more.
-        if ((conn->rx.has_message() && !conn->stalled) || conn->has_local_work() ||
-            split_finishable(*conn))
-            work = true;
-    }
-    // Awake after all: the peers need not write our eventfd.
-    if (work) disarm();
-    return work;
+    return visits_.sleep();
 }
 
-void ShmMethod::after_wake() { disarm(); }
-
-void ShmMethod::disarm() { bell_.wake(); }
-
-bool ShmMethod::anything_to_do() const {
-    if (bell_.rung(bell_indices_.summary_words())) return true;
-    if (watched_.any_message()) return true;
-    for (const Connection* conn : busy_) {
-        if (!conn->rings_live()) continue;
-        if (conn->rx.has_message() || conn->has_local_work() || conn->waits_for_room() ||
-            (!conn->splits.empty() && split_finishable(*conn)))
-            return true;
-    }
-    return false;
-}
+void ShmMethod::after_wake() { visits_.disarm(); }
 
 bool ShmMethod::poll_pass() {
-    ++pass_;
-    auto& visits = visit_;
-    visits.clear();
-    auto queue = [&](Connection* conn) {
-        if (conn->pass_mark == pass_) return;
-        conn->pass_mark = pass_;
-        visits.push_back(conn);
-    };
-    // The bits first: a peer publishing after we read its ring rings again (shm_doorbell.hpp).
-    bell_.take(bell_indices_.summary_words(), [&](std::uint32_t index) {
-        // A bit nobody holds: a hostile peer's, or one rung just before a close.
-        if (index < bell_owner_.size() && bell_owner_[index] != nullptr) queue(bell_owner_[index]);
-    });
-    for (Connection* conn : watched_.connections())
-        if (conn->rx.has_message()) queue(conn);
-    for (Connection* conn : busy_) {
-        conn->busy = false;
-        queue(conn);
-    }
-    busy_.clear();
+    visits_.begin_pass();
     if (sweep_due_) {
         sweep_due_ = false;
         resume_listener();
-        for (auto& [id, conn] : connections_) queue(conn.get());
+        for (auto& [id, conn] : connections_) visits_.queue(*conn);
     }
     bool moved = false;
     // Closing a connection erases it from connections_, so failures are closed after the walk
     // (the lists are members, so the spin loop does not allocate).
     auto& failed = pass_failures_;
     failed.clear();
-    for (Connection* conn : visits) {
+    for (Connection* conn : visits_.due()) {
         // A process that always finds work in its rings never sleeps in epoll, so the reply
         // that brings the peer's doorbell is read here too: until then our messages ring
         // nothing and the peer finds them only by its sweep.
@@ -252,7 +174,7 @@ bool ShmMethod::poll_pass() {
                 failed.emplace_back(conn->id, rc);
                 continue;
             }
-            note_work(*conn);
+            visits_.note_work(*conn);
         }
         if (!conn->rings_live()) continue;  // opening it visits it (mark_busy)
         const std::uint64_t consumed = conn->rx.consumed();
@@ -260,9 +182,8 @@ bool ShmMethod::poll_pass() {
             failed.emplace_back(conn->id, rc);
             continue;
         }
-        if (conn->rx.consumed() != consumed)
-            if (Connection* replaced = watched_.took_messages(*conn, pass_)) mark_busy(*replaced);
-        note_work(*conn);
+        if (conn->rx.consumed() != consumed) visits_.took_messages(*conn);
+        visits_.note_work(*conn);
     }
     for (auto [id, rc] : failed)
         if (Connection* conn = find_connection(id)) close_connection(*conn, rc);
@@ -277,9 +198,9 @@ int ShmMethod::visit(Connection& conn, bool& moved) {
     // Replies first (a HELP lets the sender start copying while we do), then the copying
     // we do ourselves, then whatever that finished (DONE).
     if (rc == 0 && conn.waits_for_room() && flush(conn)) moved = true;
-    if (rc == 0 && !conn.pulls.empty()) rc = advance_pulls(conn, moved);
-    if (rc == 0 && !conn.splits.empty()) rc = advance_splits(conn, moved);
-    if (rc == 0 && !conn.pushes.empty()) advance_pushes(conn, moved);
+    if (rc == 0 && !conn.pulls.empty()) rc = copies_.advance_pulls(conn, moved);
+    if (rc == 0 && !conn.splits.empty()) rc = copies_.advance_splits(conn, moved);
+    if (rc == 0 && !conn.pushes.empty()) copies_.advance_pushes(conn, moved);
     if (rc != 0) return rc;
     if (conn.waits_for_room() && flush(conn)) moved = true;
     return 0;
@@ -312,7 +233,7 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
 std::optional<std::uint64_t> ShmMethod::start_accepted(const kit::AcceptedSocket& socket) {
     auto conn = std::make_unique<Connection>();
     conn->id = next_connection_++;
-    conn->key_handshake = kit::KeyHandshake(keys_);
+    conn->key_handshake = hellos_.handshake();
     conn->fd = socket.fd;
     conn->state = ConnState::await_hello;
     conn->peer_pid = static_cast<pid_t>(socket.peer_id);
@@ -343,10 +264,10 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
                 rc = peer_is_same_user(conn.fd, pid) ? 0 : -BMI_EACCES;
                 conn.peer_pid = pid;
             }
-            if (rc == 0) rc = send_hello(conn);
+            if (rc == 0) rc = hellos_.send_hello(conn);
             if (rc == 0)
                 rc = epoll_set(epoll_fd_, EPOLL_CTL_MOD, conn.fd, EPOLLIN | EPOLLRDHUP, conn.id);
-            if (rc == 0) note_work(conn);  // awaiting the reply
+            if (rc == 0) visits_.note_work(conn);  // awaiting the reply
             break;
         case ConnState::await_hello:
         case ConnState::await_reply:
@@ -355,7 +276,7 @@ void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
             break;
         case ConnState::open: {
             // After the hello the socket carries only shared-buffer offers and withdrawals.
-            rc = read_socket(conn);
+            rc = buffers_.read_socket(conn);
             if (rc == 0) return;
             // Gone (end of stream), or reset: a Unix socket closed with our reply still unread
             // reads as ECONNRESET. Either way what the peer published is valid and may never have
@@ -375,7 +296,8 @@ int ShmMethod::advance_handshake(Connection& conn) {
         case ConnState::await_reply:
             return receive_reply(conn);
         case ConnState::await_proof:
-            return receive_key_proof(conn);
+            if (const int rc = hellos_.receive_proof(conn); rc != 1) return rc;
+            return admit_proven(conn);
         default:
             return 0;
     }
@@ -396,20 +318,20 @@ int ShmMethod::ensure_connection(Operation& op, Connection*& out) {
 int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out) {
     auto conn = std::make_unique<Connection>();
     conn->id = next_connection_++;
-    conn->key_handshake = kit::KeyHandshake(keys_);
+    conn->key_handshake = hellos_.handshake();
     conn->initiator = true;
     conn->peer = peer;
     conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
     int rc = conn->segment.create(options_.slot_count, options_.slot_size);
     if (rc != 0) return rc;
-    rc = take_bell_index(*conn);
+    rc = visits_.take_bell_index(*conn);
     if (rc != 0) return rc;
     // Until it is in connections_, no close gives the index back.
     struct GiveBack {
         ShmMethod* method;
         Connection* conn;
         ~GiveBack() {
-            if (conn != nullptr) method->give_back_bell_index(*conn);
+            if (conn != nullptr) method->visits_.give_back_bell_index(*conn);
         }
     } give_back{this, conn.get()};
     conn->tx = conn->segment.ring(0);
@@ -430,28 +352,7 @@ int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*
     connections_.emplace(conn->id, std::move(conn));
     arm_sweep();
     watch_setup(*out);
-    note_work(*out);  // awaiting the reply
-    return 0;
-}
-
-int ShmMethod::send_hello(Connection& conn) {
-    Hello hello{};
-    hello.magic = hello_magic;
-    hello.version = protocol_version;
-    hello.slot_count = options_.slot_count;
-    hello.slot_size = options_.slot_size;
-    hello.pid = static_cast<std::int32_t>(getpid());
-    hello.name_length = static_cast<std::uint32_t>(listen_name_.size());
-    hello.nonce = nonce_;
-    std::memcpy(hello.name, listen_name_.data(), listen_name_.size());
-    hello.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
-    offer_key(conn, hello);
-    int fds[3] = {conn.segment.fd(), event_fd_, bell_.fd()};
-    long n = send_with_fds(conn.fd, &hello, sizeof hello, fds, 3);
-    if (n != static_cast<long>(sizeof hello))
-        return n < 0 ? support::bmi_error_from_errno(static_cast<int>(-n)) : -BMI_EPROTO;
-    conn.segment.close_fd();  // the mapping stays; the peer now holds its own descriptor
-    conn.state = ConnState::await_reply;
+    visits_.note_work(*out);  // awaiting the reply
     return 0;
 }
 
@@ -471,7 +372,7 @@ int ShmMethod::receive_hello(Connection& conn) {
         if (n != 0) BMI_LOG(error, "shm: malformed hello on connection, closing it");
         return -BMI_EPROTO;
     }
-    if (int rc = check_keyed_hello(conn, hello); rc != 0) {
+    if (int rc = hellos_.check_hello(conn, hello); rc != 0) {
         for (int i = 0; i < fd_count; ++i) close(fds[i]);
         return rc;
     }
@@ -489,7 +390,7 @@ int ShmMethod::receive_hello(Connection& conn) {
     }
     conn.peer_bell_index = hello.doorbell_index;
     rc = conn.segment.attach(fds[0], hello.slot_count, hello.slot_size);
-    if (rc == 0) rc = take_bell_index(conn);
+    if (rc == 0) rc = visits_.take_bell_index(conn);
     if (rc != 0) return rc;
     conn.tx = conn.segment.ring(1);
     conn.rx = conn.segment.ring(0);
@@ -497,20 +398,14 @@ int ShmMethod::receive_hello(Connection& conn) {
     conn.peer_board = conn.segment.board(0);
     conn.own_socket_sent = conn.segment.socket_messages(1);
     conn.peer_socket_sent = conn.segment.socket_messages(0);
-    if (conn.key_handshake.keyed()) return answer_keyed_hello(conn, hello);
+    if (conn.key_handshake.keyed()) return hellos_.answer_keyed_hello(conn, hello);
     conn.peer = peer_for_hello(hello, conn.peer_pid);
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
-    HelloReply reply{};
-    reply.magic = hello_magic;
-    reply.version = protocol_version;
-    reply.pid = static_cast<std::int32_t>(getpid());
-    reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
-    int own_fds[2] = {event_fd_, bell_.fd()};
-    n = send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2);
+    const bool replied = hellos_.send_reply(conn);
     mark_open(conn);
-    mark_busy(conn);  // the initiator may have filled its ring before it knew our doorbell
-    if (n != static_cast<long>(sizeof reply)) {
+    visits_.mark_busy(conn);  // the initiator may have filled its ring before it knew our doorbell
+    if (!replied) {
         // The initiator left before our answer: it may fill its ring before the handshake
         // ends, so sends it completed (an unexpected request, then BMI_DROP_ADDR) wait there.
         take_last_messages(conn);
@@ -524,8 +419,8 @@ int ShmMethod::receive_hello(Connection& conn) {
 
 std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid) {
     const std::string announced(hello.name, hello.name_length);
-    // With a key this runs only once the initiator proved it (receive_key_proof).
-    const bool proven = keys_.keyed();
+    // With a key this runs only once the initiator proved it (admit_proven).
+    const bool proven = hellos_.keyed();
     if (!named_.may_take(announced, proven)) {
         // A second connection of a proven instance that holds its name is that same peer.
         auto holder = named_.find(announced);
@@ -540,6 +435,20 @@ std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid
     return peer;
 }
 
+int ShmMethod::admit_proven(Connection& conn) {
+    conn.peer = peer_for_hello(conn.hello_received, conn.peer_pid);
+    if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
+        conn.peer->connection = conn.id;
+    mark_open(conn);
+    visits_.mark_busy(
+        conn);  // the initiator may have filled its ring already, and rung for nothing
+    wake_self();
+    BMI_LOG(shm, "accepted connection %llu from %s (pid %d), key proven",
+            static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),
+            static_cast<int>(conn.peer_pid));
+    return 0;
+}
+
 int ShmMethod::receive_reply(Connection& conn) {
     HelloReply reply{};
     int fds[2] = {-1, -1};
@@ -548,7 +457,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     if (n == -EAGAIN) return 0;
     if (n == 0) return -BMI_ECONNREFUSED;  // the acceptor refused our hello
     if (n == -EMFILE) {
-        warn_out_of_descriptors(("the reply of pid " + std::to_string(conn.peer_pid)).c_str());
+        descriptors_.warn(("the reply of pid " + std::to_string(conn.peer_pid)).c_str());
         return -BMI_EMFILE;
     }
     auto close_fds = [&] {
@@ -564,7 +473,7 @@ int ShmMethod::receive_reply(Connection& conn) {
     if (n == static_cast<long>(sizeof reply) && reply.magic == hello_magic &&
         reply.status == -BMI_EACCES) {
         close_fds();
-        const int rc = check_keyed_reply(conn, reply);  // the kit says why we are refused
+        const int rc = hellos_.check_reply(conn, reply);  // the kit says why we are refused
         return rc != 0 ? rc : -BMI_EACCES;
     }
     if (n != static_cast<long>(sizeof reply) || fd_count != 2 || !reply_well_formed(reply)) {
@@ -578,13 +487,13 @@ int ShmMethod::receive_reply(Connection& conn) {
     }
     if (int rc = conn.peer_bell.attach(fds[1]); rc != 0) return rc;
     conn.peer_bell_index = reply.doorbell_index;
-    if (int rc = check_keyed_reply(conn, reply); rc != 0) return rc;
+    if (int rc = hellos_.check_reply(conn, reply); rc != 0) return rc;
     conn.peer->pid = conn.peer_pid;
     mark_open(conn);
-    mark_busy(conn);  // a keyed acceptor may have rung before our rings were live
+    visits_.mark_busy(conn);  // a keyed acceptor may have rung before our rings were live
     // Whatever we placed before the peer attached went unannounced: announce it once.
     conn.peer_bell.ring(conn.peer_bell_index);
-    write_peer_event(conn);
+    conn.write_peer_event();
     return 0;
 }
 
@@ -603,18 +512,15 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     connections_.erase(conn.id);
     timers_.cancel_all(conn.id);
     arm_sweep();
-    give_back_bell_index(conn);
-    watched_.forget(conn);
-    regions_.forget_connection(conn.id);
-    if (conn.busy) std::erase(busy_, &conn);
-    conn.busy = false;
+    visits_.forget(conn);
+    buffers_.forget_connection(conn.id);
     if (conn.fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd, nullptr);
     while (!conn.send_queue.empty()) {
         Operation& op = conn.send_queue.front();
         conn.send_queue.pop_front();
-        finish(op, error);
+        ops_.finish(op, error);
     }
-    end_splits(conn, error);  // waits until a live sender stops writing into our buffers
+    copies_.end_splits(conn, error);  // waits until a live sender stops writing into our buffers
     std::vector<Operation*> victims;
     for (auto& [cookie, op] : conn.sends) victims.push_back(op);
     for (auto& [cookie, receive] : conn.receives) victims.push_back(receive.op);
@@ -624,7 +530,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
     conn.receives.clear();
     conn.streams.clear();
     conn.pulls.clear();
-    for (auto* op : victims) finish(*op, error);
+    for (auto* op : victims) ops_.finish(*op, error);
     // This connection no longer counts among its peer's (peer_gone, the successor below).
     const std::shared_ptr<ShmPeer> link = conn.peer.release();
     if (ShmPeer* peer = link.get()) {
@@ -639,7 +545,7 @@ void ShmMethod::close_connection(Connection& conn, int error) {
                 for (auto& [id, other] : connections_)
                     if (other->peer.get() == peer && other->state != ConnState::await_hello)
                         peer->connection = id;
-            if (peer->connection == 0) fail_posted_recvs(*peer, error);
+            if (peer->connection == 0) ops_.fail_posted_recvs(*peer, error);
         }
         // The application may hold its address; the control layer drops it when nobody does.
         if (peer->addr() != 0 && peer_gone(*peer)) sink_.peer_gone(*peer);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Ring messages of the shm method: placing sends, receiving and matching, large transfers.
+// Ring messages of the shm method: placing sends, receiving and matching; a matched large
+// message goes to ShmLargeCopies (shm_large_copies.hpp), which picks its path.
 //
 // Small messages (<= eager limit) are copied into the ring and complete at once. Larger ones
 // are announced with an RTS listing the sender's buffer; the receiver, once a receive matches,
@@ -44,14 +45,6 @@ void ShmMethod::write_header(const Window& window, MsgType type, bmi_msg_tag_t t
     window.write(0, &h, sizeof h);
 }
 
-// Rings the connection's bit of the peer's doorbell after a publication or a split counter
-// the peer watches, and writes its eventfd if it sleeps (shm_doorbell.hpp). Before the
-// hello's reply we know neither: receive_reply rings once the peer attached.
-void ShmMethod::wake_peer(Connection& conn) {
-    if (!conn.peer_bell.mapped()) return;
-    if (conn.peer_bell.ring(conn.peer_bell_index)) write_peer_event(conn);
-}
-
 void ShmMethod::announce(Connection& conn) {
     if (!conn.peer_bell.mapped()) {
         // Placed before we took the hello's reply. The acceptor sends its reply and only then
@@ -62,26 +55,19 @@ void ShmMethod::announce(Connection& conn) {
         return;
     }
     if (!conn.tx.consumer_watching()) {
-        wake_peer(conn);
+        conn.wake_peer();
         return;
     }
     // Read after consumer_watching's fence: the peer raises the flag, fences and then looks
     // at the rings it watches, so one of us sees the other.
-    if (conn.peer_bell.owner_sleeping()) write_peer_event(conn);
+    if (conn.peer_bell.owner_sleeping()) conn.write_peer_event();
 }
 
 void ShmMethod::take_reply_now(Connection& conn) {
     if (int rc = receive_reply(conn); rc != 0) {
         conn.socket_error = rc;  // the next pass closes the connection
-        mark_busy(conn);
+        visits_.mark_busy(conn);
     }
-}
-
-void ShmMethod::write_peer_event(Connection& conn) {
-    if (conn.peer_event_fd < 0) return;
-    std::uint64_t one = 1;
-    ssize_t ignored = write(conn.peer_event_fd, &one, sizeof one);
-    (void)ignored;
 }
 
 // --- sending ---
@@ -102,16 +88,12 @@ bool ShmMethod::place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag,
     return true;
 }
 
-bmi_size_t ShmMethod::eager_limit(const Connection& conn) const {
-    return std::min<bmi_size_t>(options_.eager_limit, ring_payload_limit(conn.tx));
-}
-
 ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     Ring& ring = conn.tx;
-    const bmi_size_t inline_limit = eager_limit(conn);
+    const bmi_size_t eager = inline_limit(conn.tx, options_.eager_limit);
     if (op.kind == OpKind::send_unexpected && op.total_size > ring_payload_limit(ring))
         return Placed::too_large;  // it has no other way than one record
-    if (op.kind == OpKind::send_unexpected || op.total_size <= inline_limit) {
+    if (op.kind == OpKind::send_unexpected || op.total_size <= eager) {
         if (!place_inline(conn, op.kind, op.tag, op.msg_class, segments_of(op), op.total_size))
             return Placed::no_room;
         op.actual_size = op.total_size;
@@ -122,9 +104,9 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     // too long for an inline message) it can only ask for two copies. A shared buffer is
     // offered first: the offer must be on the socket before the RTS is in the ring.
     int count = nonempty_segments(segments_of(op));
-    auto max_iovs = static_cast<int>(inline_limit / static_cast<bmi_size_t>(sizeof(RemoteIov)));
-    bool shared = count <= max_iovs && offer_regions(conn, segments_of(op));
-    if ((!single_copy_ && !shared) || count > max_iovs) count = 0;
+    auto max_iovs = static_cast<int>(eager / static_cast<bmi_size_t>(sizeof(RemoteIov)));
+    bool shared = count <= max_iovs && buffers_.offer(conn, segments_of(op));
+    if ((!copies_.single_copy() && !shared) || count > max_iovs) count = 0;
     std::uint32_t slots =
         ring.slots_for(header_size + static_cast<std::size_t>(count) * sizeof(RemoteIov));
     if (!ring.has_room(slots)) return Placed::no_room;
@@ -138,8 +120,8 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     ring.publish(slots);
     op.transferred = 0;
     conn.sends.emplace(cookie, &op);
-    place(op, Place::in_flight, conn.id);
-    ShmMethod::slots(op).cookie = cookie;
+    ops_.place(op, Place::in_flight, conn.id);
+    ShmOpBook::slots(op).cookie = cookie;
     return Placed::announced;
 }
 
@@ -165,7 +147,7 @@ bool ShmMethod::stream_data(Connection& conn, bool& moved) {
                                                ring_stamp_size - header_size);
         slots = ring.slots_for(header_size + bytes);
         Window w = ring.claim(slots);
-        write_header(w, MsgType::data, op.tag, slots, 0, bytes, ShmMethod::slots(op).cookie);
+        write_header(w, MsgType::data, op.tag, slots, 0, bytes, ShmOpBook::slots(op).cookie);
         gather(segments_of(op), static_cast<std::uint64_t>(op.transferred), w, header_size, bytes);
         ring.publish(slots);
         op.transferred += static_cast<bmi_size_t>(bytes);
@@ -174,7 +156,7 @@ bool ShmMethod::stream_data(Connection& conn, bool& moved) {
             // Every byte is out of the user's buffer: the send is complete locally.
             conn.streams.pop_front();
             op.actual_size = op.total_size;
-            finish(op, 0);
+            ops_.finish(op, 0);
         }
     }
     return conn.streams.empty();
@@ -194,21 +176,21 @@ bool ShmMethod::flush(Connection& conn) {
         while (!blocked && !conn.send_queue.empty()) {
             Operation& op = conn.send_queue.front();
             conn.send_queue.pop_front();
-            unplace(op);
+            ops_.unplace(op);
             Placed placed = place_send(conn, op);
             if (placed == Placed::too_large) {
                 moved = true;
-                finish(op, -BMI_EMSGSIZE);
+                ops_.finish(op, -BMI_EMSGSIZE);
                 continue;
             }
             if (placed == Placed::no_room) {
                 conn.send_queue.push_front(op);
-                place(op, Place::queued_send, conn.id);
+                ops_.place(op, Place::queued_send, conn.id);
                 blocked = true;
                 break;
             }
             moved = true;
-            if (placed == Placed::completed) finish(op, 0);
+            if (placed == Placed::completed) ops_.finish(op, 0);
         }
         if (!blocked) break;
         // Out of room: ask the peer to wake us when it frees slots, then look once more in
@@ -252,7 +234,7 @@ int ShmMethod::receive_messages(Connection& conn, bool& moved) {
     }
     if (consumed) {
         moved = true;
-        if (ring.producer_waiting()) write_peer_event(conn);
+        if (ring.producer_waiting()) conn.write_peer_event();
     }
     return rc;
 }
@@ -270,8 +252,8 @@ int ShmMethod::handle_message(Connection& conn, const MsgHeader& header, const W
             window.read(header_size, iovs.data(), iovs.size() * sizeof(RemoteIov));
             auto size = static_cast<bmi_size_t>(header.size);
             if (Operation* op = peer.posted_recvs.take_first(header.tag)) {
-                unplace(*op);
-                start_transfer(conn, *op, size, header.cookie, std::move(iovs));
+                ops_.unplace(*op);
+                copies_.start_transfer(conn, *op, size, header.cookie, std::move(iovs));
                 return 0;
             }
             if (!early_fits(peer, iovs.size() * sizeof(RemoteIov))) return 1;
@@ -302,9 +284,9 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
                 static_cast<std::uint64_t>(op.transferred), static_cast<std::size_t>(header.size));
         op.transferred += static_cast<bmi_size_t>(header.size);
         if (op.transferred == op.actual_size) {
-            timed(LargePath::stream, op.actual_size, it->second.started_ns);
+            copies_.timed(LargePath::stream, op.actual_size, it->second.started_ns);
             conn.receives.erase(it);
-            finish(op, 0);
+            ops_.finish(op, 0);
         }
         return 0;
     }
@@ -319,19 +301,19 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
             conn.streams.push_back(&op);
             return 0;
         case MsgType::help:
-            return on_help(conn, op, header);
+            return copies_.on_help(conn, op, header);
         case MsgType::done:
             conn.sends.erase(it);
-            drop_pushes(conn, op);
+            copies_.drop_pushes(conn, op);
             op.actual_size = op.total_size;
-            finish(op, 0);
+            ops_.finish(op, 0);
             return 0;
         case MsgType::nak: {
             conn.sends.erase(it);
-            drop_pushes(conn, op);
+            copies_.drop_pushes(conn, op);
             int error = support::find_error(header.aux) != nullptr && header.aux < 0 ? header.aux
                                                                                      : -BMI_EPROTO;
-            finish(op, error);
+            ops_.finish(op, error);
             return 0;
         }
         default:
@@ -345,12 +327,12 @@ bool ShmMethod::match_inline(Connection& conn, const MsgHeader& header, const Wi
     if (Operation* op = peer.posted_recvs.take_first(header.tag)) {
         if (static_cast<bmi_size_t>(size) > op->total_size) {
             op->actual_size = 0;
-            finish(*op, -BMI_EMSGSIZE);
+            ops_.finish(*op, -BMI_EMSGSIZE);
             return true;
         }
         scatter(window, header_size, segments_of(*op), 0, size);
         op->actual_size = static_cast<bmi_size_t>(size);
-        finish(*op, 0);
+        ops_.finish(*op, 0);
         return true;
     }
     // Nobody waits yet: keep a copy, so the ring slots go back to the sender at once, while
@@ -384,13 +366,8 @@ void ShmMethod::keep_arrival(ShmPeer& peer, Arrival&& message) {
 void ShmMethod::uncharge(ShmPeer& peer, const Arrival& message) {
     early_.release(peer.early, static_cast<std::int64_t>(early_cost(message)));
     // A ring left unread for want of budget (receive_messages) is read again once we wake;
-    // such a connection is busy (Connection::needs_visit), so only busy_ needs a look.
-    for (const Connection* conn : busy_) {
-        if (conn->stalled) {
-            wake_self();
-            return;
-        }
-    }
+    // such a connection is busy (Connection::needs_visit), so only the busy ones need a look.
+    if (visits_.any_stalled()) wake_self();
 }
 
 int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header, const Window& window) {
@@ -414,103 +391,6 @@ int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header, con
     // check_record checked that aux fits a class.
     sink_.deliver_unexpected(conn.peer.shared(), buffer, size, header.tag,
                              static_cast<std::uint8_t>(header.aux));
-    return 0;
-}
-
-void ShmMethod::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
-                               std::uint64_t cookie, std::vector<RemoteIov> iovs) {
-    if (size > op.total_size) {
-        op.actual_size = 0;
-        finish(op, -BMI_EMSGSIZE);
-        conn.controls.push_back(Control{MsgType::nak, cookie, 0, -BMI_EMSGSIZE});
-        return;
-    }
-    op.actual_size = size;
-    op.transferred = 0;
-    place(op, Place::in_flight, conn.id);
-    slots(op).cookie = cookie;
-    // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
-    // the sender streams the message through the ring. A sender's buffer we can map is
-    // split at once: memcpy by both processes beats every other path.
-    std::vector<Segment> mapped;
-    PeerRegions::Keep keep;
-    if (!iovs.empty()) take_offers(conn);
-    if (!iovs.empty() && conn.peer_regions.translate(iovs, mapped, keep) &&
-        start_split(conn, op, size, cookie, iovs, 0, mapped, keep))
-        return;
-    bool adaptive = options_.split_copy == SplitMode::adaptive && single_copy_ && !iovs.empty();
-    LargePath path = adaptive ? paths_.pick(size) : LargePath::split;
-    std::uint64_t started = adaptive ? monotonic_ns() : 0;
-    mapped.clear();
-    if (path == LargePath::split &&
-        start_split(conn, op, size, cookie, iovs, started, mapped, keep))
-        return;
-    if (path == LargePath::split && single_copy_ && !iovs.empty() &&
-        size >= options_.single_copy_min) {
-        conn.pulls.push_back(Pull{&op, cookie, std::move(iovs), size});
-        return;
-    }
-    // Only a stream the choice asked for is timed: one that stands in for a split that could
-    // not start (no board entry free) says nothing about either path.
-    conn.receives.emplace(cookie, StreamReceive{&op, path == LargePath::stream ? started : 0});
-    conn.controls.push_back(Control{MsgType::cts, cookie, 0, 0});
-}
-
-void ShmMethod::timed(LargePath path, bmi_size_t size, std::uint64_t started_ns) {
-    if (started_ns == 0) return;
-    if (!paths_.record(path, size, monotonic_ns() - started_ns)) return;
-    LargePath now = paths_.preferred(size), other = other_path(now);
-    BMI_LOG(shm, "shm: receives of %lld bytes now take %s (%.3f ns/B; %s %.3f ns/B)",
-            static_cast<long long>(size), path_name(now), paths_.cost(now, size), path_name(other),
-            paths_.cost(other, size));
-}
-
-// One bounded step of every single-copy receive on this connection.
-int ShmMethod::advance_pulls(Connection& conn, bool& moved) {
-    std::size_t count = conn.pulls.size();
-    for (std::size_t i = 0; i < count && !conn.pulls.empty(); ++i) {
-        Pull pull = std::move(conn.pulls.front());
-        conn.pulls.pop_front();
-        Operation& op = *pull.op;
-        auto left = static_cast<std::size_t>(pull.size - op.transferred);
-        long n = left == 0 ? 0
-                           : read_remote(conn.peer_pid, pull.iovs, segments_of(op),
-                                         static_cast<std::uint64_t>(op.transferred),
-                                         std::min(left, options_.pull_piece));
-        if (n > 0 || left == 0) {
-            moved = true;
-            op.transferred += n > 0 ? n : 0;
-            if (op.transferred == pull.size) {
-                conn.controls.push_back(Control{MsgType::done, pull.cookie, 0, 0});
-                finish(op, 0);
-            } else {
-                conn.pulls.push_back(std::move(pull));
-            }
-            continue;
-        }
-        if (n == -EPERM || n == -ENOSYS || n == -EACCES) {
-            if (single_copy_)
-                BMI_LOG(shm, "process_vm_readv refused (%s): large messages use two copies",
-                        std::strerror(static_cast<int>(-n)));
-            single_copy_ = false;
-            conn.receives.emplace(pull.cookie, StreamReceive{&op, 0});
-            conn.controls.push_back(
-                Control{MsgType::cts, pull.cookie, static_cast<std::uint64_t>(op.transferred), 0});
-            moved = true;
-            continue;
-        }
-        if (n == -ESRCH) {
-            conn.pulls.push_front(std::move(pull));  // close_connection fails it
-            return -BMI_ECONNRESET;
-        }
-        // The sender described memory it does not have: fail both ends of this message.
-        BMI_LOG(error, "shm: reading the sender's buffer failed: %s",
-                std::strerror(static_cast<int>(-n)));
-        int error = support::bmi_error_from_errno(static_cast<int>(-n));
-        finish(op, error);
-        conn.controls.push_back(Control{MsgType::nak, pull.cookie, 0, error});
-        moved = true;
-    }
     return 0;
 }
 

@@ -295,9 +295,7 @@ int VerbsMethod::lookup_prepared(std::string_view, const LookupHint& hint,
 int VerbsMethod::post(Operation& op) {
     if (op.total_size < 0 || (op.segment_count > 0 && op.segments == nullptr)) return -BMI_EINVAL;
     if (!peers_.adopt(op)) return -BMI_EINVAL;
-    place(op, Place::posting);
-    slots(op) = OpSlots{};
-    completions_.begin_post(op);
+    ops_.begin_post(op);
     int rc = op.kind == OpKind::recv ? post_recv(op) : post_send(op);
     // Whatever the post queued may be sendable now (a receive that matched an RTS has READs
     // to post); the op itself may finish here, which still counts as immediate.
@@ -307,26 +305,10 @@ int VerbsMethod::post(Operation& op) {
             pump(*it->second);
         }
     }
-    rc = completions_.end_post(rc);
+    rc = ops_.end_post(rc);
     reap();
     if (rc < 0) op.method_state = 0;  // not pending here (finish() may have cleared it)
     return rc;
-}
-
-void VerbsMethod::finish(Operation& op, int error) {
-    op.method_state = 0;
-    if (error < 0)
-        BMI_LOG(verbs, "verbs: op %lld failed: %s", static_cast<long long>(op.id),
-                support::error_name(error));
-    completions_.complete(op, error);
-}
-
-void VerbsMethod::fail_posted_recvs(VerbsPeer& peer, int error) {
-    while (!peer.posted.empty()) {
-        Operation& op = peer.posted.front();
-        peer.posted.erase(op);
-        finish(op, error);
-    }
 }
 
 void VerbsMethod::cancel(Operation& op) {
@@ -335,32 +317,32 @@ void VerbsMethod::cancel(Operation& op) {
         case Place::posting:
             return;
         case Place::send_queued: {
-            Connection* c = slots(op).connection;
+            Connection* c = VerbsOpBook::slots(op).connection;
             c->sends.erase(c->sends.iterator_to(op));
-            finish(op, -BMI_ECANCEL);
+            ops_.finish(op, -BMI_ECANCEL);
             return;
         }
         case Place::recv_posted: {
             static_cast<VerbsPeer*>(op.peer)->posted.erase(op);
-            finish(op, -BMI_ECANCEL);
+            ops_.finish(op, -BMI_ECANCEL);
             return;
         }
         case Place::send_rts: {
             // The receiver may be reading our memory right now: keep the registration until
             // its FIN, ask it to drop the RTS, and give the op back to the application.
-            auto st = sends_.find(slots(op).cookie);
+            auto st = sends_.find(VerbsOpBook::slots(op).cookie);
             if (st != sends_.end()) {
                 st->second->op = nullptr;
                 if (st->second->connection->state == Connection::State::ready)
-                    queue_control(*st->second->connection, MsgType::cancel, slots(op).cookie,
-                                  FinStatus::cancelled);
+                    queue_control(*st->second->connection, MsgType::cancel,
+                                  VerbsOpBook::slots(op).cookie, FinStatus::cancelled);
             }
-            finish(op, -BMI_ECANCEL);
+            ops_.finish(op, -BMI_ECANCEL);
             return;
         }
         case Place::recv_reading: {
             // READs in flight write into the op's buffer: it completes when they are done.
-            RecvTransfer* t = slots(op).transfer;
+            RecvTransfer* t = VerbsOpBook::slots(op).transfer;
             if (t->error == 0) t->error = -BMI_ECANCEL;
             // No READ posted yet (the send queue was full): nothing writes into it, finish now.
             if (t->outstanding == 0) read_done(*t);
@@ -376,7 +358,7 @@ void VerbsMethod::forget_peer(Peer& peer) {
     for (auto& [id, c] : connections_)
         if (c->peer.get() == &p) mine.push_back(c.get());
     for (Connection* c : mine) fail_connection(*c, -BMI_ECANCEL);
-    fail_posted_recvs(p, -BMI_ECANCEL);
+    ops_.fail_posted_recvs(p, -BMI_ECANCEL);
     drop_arrivals(p);
     peers_.remove(p);
     reap();

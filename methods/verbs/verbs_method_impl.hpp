@@ -5,9 +5,12 @@
 // RDMA READs bring), verbs_progress.cpp (events, completion queue, failures), verbs_async.cpp
 // (the device's asynchronous events).
 //
+// Objects of their own: VerbsOpBook (verbs_op_book.hpp) where each pending operation sits and
+// how it completes.
+//
 // Ownership: connections_ owns every Connection until its queue pair has flushed; sends_ and
 // reads_ own the rendezvous transfers. Every pending Operation says in its method_state where
-// it is (Place); finish() clears it, so an op can never complete twice.
+// it is (Place); ops_.finish() clears it, so an op can never complete twice.
 #pragma once
 
 #include <chrono>
@@ -21,7 +24,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "methods/completion_router.hpp"
 #include "methods/kit/acceptor.hpp"
 #include "methods/kit/deadlines.hpp"
 #include "methods/method.hpp"
@@ -30,6 +32,7 @@
 #include "methods/verbs/verbs_device.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_method.hpp"
+#include "methods/verbs/verbs_op_book.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
@@ -74,26 +77,8 @@ public:
     bool mem_free(void* buffer) override;
 
 private:
-    enum class Place : std::uint8_t {
-        posting = 1,   // inside post() (0: not pending here)
-        send_queued,   // in its connection's sends, nothing on the wire
-        send_rts,      // RTS sent, waiting for FIN; its slots hold the cookie
-        recv_posted,   // in the peer's posted list
-        recv_reading,  // READs in flight; its slots hold the RecvTransfer
-    };
-    // What verbs keeps in each pending operation (method_slots).
-    struct OpSlots {
-        Connection* connection = nullptr;  // send_queued: the connection it waits on
-        RecvTransfer* transfer = nullptr;  // recv_reading: the READs that fill it
-        std::uint64_t cookie = 0;          // send_rts: its transfer
-    };
-    static OpSlots& slots(Operation& op) { return method_slots<OpSlots>(op); }
-
     // verbs_method.cpp
     void drain_sends();
-    void finish(Operation& op, int error);
-    void place(Operation& op, Place where) { op.method_state = static_cast<std::uint8_t>(where); }
-    void fail_posted_recvs(VerbsPeer& peer, int error);
 
     // verbs_bootstrap.cpp
     int open_listener(const std::string& host, std::uint16_t port);
@@ -211,7 +196,8 @@ private:
     static constexpr int sq_depth = Device::sq_depth;
 
     Sink& sink_;
-    Stats stats_;  // reg_*, srq_buffers and connections are filled in by get_info
+    VerbsOpBook ops_{sink_};  // every completion: post()'s result or the Sink
+    Stats stats_;             // reg_*, srq_buffers and connections are filled in by get_info
     std::unique_ptr<Device> device_;
     std::unique_ptr<RegCache> reg_;
     DeviceChoice choice_;
@@ -247,7 +233,6 @@ private:
     std::vector<std::uint64_t> to_pump_;      // connections with new room to send
     std::vector<std::uint64_t> starved_;      // connections waiting for a send buffer
     std::vector<std::uint64_t> with_parked_;  // connections holding parked SRQ buffers
-    CompletionRouter completions_{sink_};     // finish() -> post()'s result or the Sink
 };
 
 }  // namespace bmi::method::verbs

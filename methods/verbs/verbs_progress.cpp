@@ -233,7 +233,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
     while (!c.sends.empty()) {
         Operation& op = c.sends.front();
         c.sends.pop_front();
-        finish(op, error);
+        ops_.finish(op, error);
     }
     c.controls.clear();
     for (auto it = sends_.begin(); it != sends_.end();) {
@@ -245,7 +245,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
         for (auto& hd : t.handles) reg_->release(hd);
         Operation* op = t.op;
         it = sends_.erase(it);
-        if (op != nullptr) finish(*op, error);
+        if (op != nullptr) ops_.finish(*op, error);
     }
     // Receives reading through this QP finish when their last READ has flushed.
     c.reads.clear();
@@ -265,7 +265,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
             peer.connection = nullptr;
             // Receives from a peer that is gone would wait forever; the RTS it sent cannot be
             // read any more. Eager messages already here stay deliverable.
-            if (was_ready || c.outbound) fail_posted_recvs(peer, error);
+            if (was_ready || c.outbound) ops_.fail_posted_recvs(peer, error);
         }
         peer.arrivals.remove_if([&](const Arrival& a) { return a.rts && a.connection_id == c.id; },
                                 [&](const Arrival& a) { uncharge(peer, a); });

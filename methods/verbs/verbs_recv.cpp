@@ -48,7 +48,7 @@ int VerbsMethod::post_recv(Operation& op) {
         match_arrival(op, c, *arrival);
         return 0;
     }
-    place(op, Place::recv_posted);
+    VerbsOpBook::place(op, Place::recv_posted);
     peer->posted.push_back(op);
     return 0;
 }
@@ -56,16 +56,16 @@ int VerbsMethod::post_recv(Operation& op) {
 void VerbsMethod::match_arrival(Operation& op, Connection* c, Arrival& a) {
     if (!a.rts) {
         if (a.size > op.total_size) {
-            finish(op, -BMI_EMSGSIZE);
+            ops_.finish(op, -BMI_EMSGSIZE);
             return;
         }
         scatter(op, a.data.get(), static_cast<std::size_t>(a.size));
         op.actual_size = a.size;
-        finish(op, 0);
+        ops_.finish(op, 0);
         return;
     }
     if (c == nullptr || c->state != Connection::State::ready) {
-        finish(op, c != nullptr && c->error != 0 ? c->error : -BMI_ECONNRESET);
+        ops_.finish(op, c != nullptr && c->error != 0 ? c->error : -BMI_ECONNRESET);
         return;
     }
     start_read(op, *c, a.cookie, a.size, std::move(a.segments));
@@ -75,7 +75,7 @@ void VerbsMethod::start_read(Operation& op, Connection& c, std::uint64_t cookie,
                              std::vector<RemoteSegment> segments) {
     if (size > op.total_size) {
         queue_control(c, MsgType::fin, cookie, FinStatus::too_long);
-        finish(op, -BMI_EMSGSIZE);
+        ops_.finish(op, -BMI_EMSGSIZE);
         return;
     }
     auto t = std::make_unique<RecvTransfer>();
@@ -96,12 +96,12 @@ void VerbsMethod::start_read(Operation& op, Connection& c, std::uint64_t cookie,
     if (error != 0) {
         for (auto& hd : t->handles) reg_->release(hd);
         queue_control(c, MsgType::fin, cookie, FinStatus::failed);
-        finish(op, error);
+        ops_.finish(op, error);
         return;
     }
     op.actual_size = size;
-    slots(op).transfer = t.get();
-    place(op, Place::recv_reading);
+    VerbsOpBook::slots(op).transfer = t.get();
+    VerbsOpBook::place(op, Place::recv_reading);
     c.reads.push_back(t.get());
     reads_.emplace(t->read_id, std::move(t));
     schedule(c);
@@ -118,7 +118,7 @@ void VerbsMethod::read_done(RecvTransfer& t) {
     Operation& op = *t.op;
     const int error = t.error;
     reads_.erase(t.read_id);
-    finish(op, error);
+    ops_.finish(op, error);
 }
 
 // A CREDIT costs its sender no credit, so we owe none back for it: returning one would hand
@@ -199,15 +199,15 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     }
     if (Operation* posted = peer.posted.take_first(h.tag)) {
         Operation& op = *posted;
-        place(op, Place::posting);
+        VerbsOpBook::place(op, Place::posting);
         if (type == MsgType::rts) {
             start_read(op, c, h.cookie, size, std::move(segs));
         } else if (size > op.total_size) {
-            finish(op, -BMI_EMSGSIZE);
+            ops_.finish(op, -BMI_EMSGSIZE);
         } else {
             scatter(op, body, length);
             op.actual_size = size;
-            finish(op, 0);
+            ops_.finish(op, 0);
         }
         return true;
     }
@@ -273,7 +273,7 @@ void VerbsMethod::on_fin(Connection& c, const MsgHeader& h) {
     Operation* op = t.op;
     sends_.erase(it);
     ++stats_.fins;
-    if (op != nullptr) finish(*op, fin_error(static_cast<FinStatus>(h.status)));
+    if (op != nullptr) ops_.finish(*op, fin_error(static_cast<FinStatus>(h.status)));
 }
 
 void VerbsMethod::on_cancel(Connection& c, const MsgHeader& h) {

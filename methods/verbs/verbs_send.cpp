@@ -16,9 +16,9 @@ int VerbsMethod::post_send(Operation& op) {
     int error = 0;
     Connection* c = connection_for(peer, error);
     if (c == nullptr) return error;
-    slots(op).connection = c;
+    VerbsOpBook::slots(op).connection = c;
     op.actual_size = op.total_size;
-    place(op, Place::send_queued);
+    VerbsOpBook::place(op, Place::send_queued);
     c->sends.push_back(op);
     if (c->state == Connection::State::ready) pump(*c);
     return 0;
@@ -147,12 +147,12 @@ bool VerbsMethod::send_eager(Connection& c, Operation& op, std::uint32_t buffer)
         at += n;
     }
     if (!post_buffer(c, buffer, static_cast<std::uint32_t>(at))) {
-        finish(op, c.error != 0 ? c.error : -BMI_EIO);
+        ops_.finish(op, c.error != 0 ? c.error : -BMI_EIO);
         return false;
     }
     ++stats_.eager_sends;
     // The payload is in our registered buffer: the op is done as far as the caller goes.
-    finish(op, 0);
+    ops_.finish(op, 0);
     return true;
 }
 
@@ -189,7 +189,7 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
     if (error != 0) {
         for (auto& hd : t->handles) reg_->release(hd);
         release_send_buffer(buffer);
-        finish(op, error);
+        ops_.finish(op, error);
         return true;  // the connection is fine; go on with the next op
     }
     const std::uint64_t cookie = next_cookie_++;
@@ -202,8 +202,8 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
     std::uint8_t* out = device_->send_pool.at(buffer);
     std::memcpy(out, &h, sizeof h);
     std::memcpy(out + sizeof h, segs.data(), segs.size() * sizeof(RemoteSegment));
-    slots(op).cookie = cookie;
-    place(op, Place::send_rts);
+    VerbsOpBook::slots(op).cookie = cookie;
+    VerbsOpBook::place(op, Place::send_rts);
     sends_.emplace(cookie, std::move(t));
     ++stats_.rts_sends;
     return post_buffer(c, buffer,

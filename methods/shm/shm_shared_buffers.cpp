@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Shared buffers (shm_region.hpp): BMI_memalloc, offers and withdrawals on the socket.
+// Shared buffers (shm_shared_buffers.hpp): BMI_memalloc, offers and withdrawals on the socket.
+#include "methods/shm/shm_shared_buffers.hpp"
+
 #include <poll.h>
 
 #include <cerrno>
 
 #include "methods/shm/shm_listener.hpp"
-#include "methods/shm/shm_method_impl.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::shm {
@@ -26,15 +27,15 @@ bool send_withdrawal(int fd, const RegionMessage& message) {
 }
 }  // namespace
 
-void* ShmMethod::mem_alloc(bmi_size_t size) {
+void* ShmSharedBuffers::allocate(bmi_size_t size) {
     // A buffer no larger than an inline message never takes a split copy, and each shared
     // buffer costs a descriptor and whole pages: PVFS allocates its small request buffers
     // with BMI_memalloc too. Those come from malloc, as does everything when memfds run out.
-    if (!options_.shared_buffers || size <= options_.eager_limit) return nullptr;
+    if (!enabled_ || size <= eager_limit_) return nullptr;
     return regions_.allocate(static_cast<std::size_t>(size));
 }
 
-bool ShmMethod::mem_free(void* buffer) {
+bool ShmSharedBuffers::free(void* buffer) {
     OwnRegions::Region* region = regions_.at(buffer);
     if (region == nullptr) return false;
     // A pooled region stays offered: the peers' mappings of it serve its next owner.
@@ -42,7 +43,8 @@ bool ShmMethod::mem_free(void* buffer) {
     RegionMessage withdrawal{region_withdraw, 0, region->id,
                              reinterpret_cast<std::uintptr_t>(region->base), region->size};
     for (std::uint64_t id : region->offered) {
-        Connection* conn = find_connection(id);
+        auto it = connections_.find(id);
+        Connection* conn = it == connections_.end() ? nullptr : it->second.get();
         if (conn == nullptr || conn->socket_error != 0) continue;
         if (send_withdrawal(conn->fd, withdrawal)) {
             conn->own_socket_sent->fetch_add(1, std::memory_order_release);
@@ -52,14 +54,14 @@ bool ShmMethod::mem_free(void* buffer) {
             BMI_LOG(error, "shm: could not withdraw a freed buffer from pid %d; closing",
                     static_cast<int>(conn->peer_pid));
             conn->socket_error = -BMI_ECONNRESET;
-            note_work(*conn);
+            visits_.note_work(*conn);
         }
     }
     regions_.release(*region);
     return true;
 }
 
-bool ShmMethod::offer_regions(Connection& conn, std::span<const Segment> segments) {
+bool ShmSharedBuffers::offer(Connection& conn, std::span<const Segment> segments) {
     if (conn.state != ConnState::open || conn.socket_error != 0) return false;
     bool any = false;
     for (const Segment& s : segments) {
@@ -85,7 +87,7 @@ bool ShmMethod::offer_regions(Connection& conn, std::span<const Segment> segment
     return any;
 }
 
-void ShmMethod::take_offers(Connection& conn) {
+void ShmSharedBuffers::take_offers(Connection& conn) {
     // Before the hello reply is in, the socket holds the reply, not offers (and the peer
     // offers nothing before it has sent the reply).
     if (conn.state != ConnState::open || conn.socket_error != 0) return;
@@ -95,7 +97,7 @@ void ShmMethod::take_offers(Connection& conn) {
     if (int rc = read_socket(conn); rc < 0) conn.socket_error = rc;
 }
 
-int ShmMethod::read_socket(Connection& conn) {
+int ShmSharedBuffers::read_socket(Connection& conn) {
     for (;;) {
         RegionMessage message{};
         int fd = -1;
@@ -108,8 +110,7 @@ int ShmMethod::read_socket(Connection& conn) {
             // An offer whose memfd did not fit our table: refused like one past its budget,
             // so that buffer's messages take the kernel's paths.
             ++conn.socket_read;
-            warn_out_of_descriptors(
-                ("a shared buffer of pid " + std::to_string(conn.peer_pid)).c_str());
+            descriptors_.warn(("a shared buffer of pid " + std::to_string(conn.peer_pid)).c_str());
             continue;
         }
         bool offer = n == static_cast<long>(sizeof message) && message.magic == region_offer;
@@ -140,6 +141,16 @@ int ShmMethod::read_socket(Connection& conn) {
             continue;
         }
         return n < 0 ? -BMI_ECONNRESET : -BMI_EPROTO;
+    }
+}
+
+void ShmSharedBuffers::retire(const Operation& op) {
+    // The late chunks may still land in it: once freed, it must not become another buffer.
+    for (int i = 0; i < op.segment_count; ++i) {
+        const Segment& segment = op.segments[i];
+        OwnRegions::Region* region =
+            regions_.containing(segment.data, static_cast<std::size_t>(segment.size));
+        if (region != nullptr) region->retired = true;
     }
 }
 

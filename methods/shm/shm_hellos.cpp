@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The security-key handshake (methods/kit/key_handshake.hpp) on the shm socket:
+// The hellos (shm_hellos.hpp) and, in them, the security-key handshake
+// (methods/kit/key_handshake.hpp) on the shm socket:
 //   initiator -> Hello       its nonce (feature_key_proof, feature_key_binding), with the
 //                            segment and its eventfd
 //   acceptor  -> HelloReply  its nonce and its proof
@@ -8,14 +9,18 @@
 // writes nothing into its ring, so no message crosses toward an unproven side either way.
 // What each side states is a listen name: the initiator's announced one, and for the acceptor
 // the name the initiator dialled (its own, on its side).
+#include "methods/shm/shm_hellos.hpp"
+
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <random>
 #include <string>
 
 #include "methods/shm/shm_listener.hpp"
-#include "methods/shm/shm_method_impl.hpp"
+#include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::shm {
@@ -30,7 +35,51 @@ kit::KeyFeatures key_features(std::uint32_t features) {
 
 }  // namespace
 
-int ShmMethod::refuse(const Connection& conn, Refusal why, bool answering) {
+ShmHellos::ShmHellos(const Options& options)
+    : slot_count_(options.slot_count), slot_size_(options.slot_size) {
+    std::random_device random;
+    nonce_ =
+        (static_cast<std::uint64_t>(random()) << 32) ^ random() ^
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+int ShmHellos::send_hello(Connection& conn) {
+    Hello hello{};
+    hello.magic = hello_magic;
+    hello.version = protocol_version;
+    hello.slot_count = slot_count_;
+    hello.slot_size = slot_size_;
+    hello.pid = static_cast<std::int32_t>(getpid());
+    hello.name_length = static_cast<std::uint32_t>(listen_name_.size());
+    hello.nonce = nonce_;
+    std::memcpy(hello.name, listen_name_.data(), listen_name_.size());
+    hello.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
+    if (conn.key_handshake.keyed()) {
+        const kit::Nonce& nonce = conn.key_handshake.offer(keys_, conn.fd, listen_name_);
+        hello.features |= feature_key_proof | feature_key_binding;
+        std::memcpy(hello.key_nonce, nonce.data(), key_bytes);
+    }
+    int fds[3] = {conn.segment.fd(), event_fd_, bell_fd_};
+    long n = send_with_fds(conn.fd, &hello, sizeof hello, fds, 3);
+    if (n != static_cast<long>(sizeof hello))
+        return n < 0 ? support::bmi_error_from_errno(static_cast<int>(-n)) : -BMI_EPROTO;
+    conn.segment.close_fd();  // the mapping stays; the peer now holds its own descriptor
+    conn.state = ConnState::await_reply;
+    return 0;
+}
+
+bool ShmHellos::send_reply(const Connection& conn) {
+    HelloReply reply{};
+    reply.magic = hello_magic;
+    reply.version = protocol_version;
+    reply.pid = static_cast<std::int32_t>(getpid());
+    reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
+    int own_fds[2] = {event_fd_, bell_fd_};
+    return send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2) ==
+           static_cast<long>(sizeof reply);
+}
+
+int ShmHellos::refuse(const Connection& conn, Refusal why, bool answering) {
     // Say why, so that a libbmi peer fails its sends with -BMI_EACCES.
     if (answering && kit::tell_initiator(why)) send_refusal(conn.fd, -BMI_EACCES);
     const std::string pid = "pid " + std::to_string(conn.peer_pid);
@@ -38,19 +87,12 @@ int ShmMethod::refuse(const Connection& conn, Refusal why, bool answering) {
     return -BMI_EACCES;
 }
 
-void ShmMethod::offer_key(Connection& conn, Hello& hello) {
-    if (!conn.key_handshake.keyed()) return;
-    const kit::Nonce& nonce = conn.key_handshake.offer(keys_, conn.fd, listen_name_);
-    hello.features |= feature_key_proof | feature_key_binding;
-    std::memcpy(hello.key_nonce, nonce.data(), key_bytes);
-}
-
-int ShmMethod::check_keyed_hello(Connection& conn, const Hello& hello) {
+int ShmHellos::check_hello(Connection& conn, const Hello& hello) {
     const Refusal why = conn.key_handshake.check_hello(keys_, key_features(hello.features));
     return why == Refusal::none ? 0 : refuse(conn, why, true);
 }
 
-int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
+int ShmHellos::answer_keyed_hello(Connection& conn, const Hello& hello) {
     const auto step = conn.key_handshake.answer(keys_, conn.fd, kit::nonce_from(hello.key_nonce),
                                                 std::string(hello.name, hello.name_length),
                                                 listen_name_);
@@ -64,14 +106,14 @@ int ShmMethod::answer_keyed_hello(Connection& conn, const Hello& hello) {
     std::memcpy(reply.key_nonce, step.nonce.data(), key_bytes);
     std::memcpy(reply.key_proof, step.proof.data(), key_bytes);
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
-    const int own_fds[2] = {event_fd_, bell_.fd()};
+    const int own_fds[2] = {event_fd_, bell_fd_};
     const long n = send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2);
     if (n != static_cast<long>(sizeof reply)) return -BMI_ECONNRESET;
     conn.state = ConnState::await_proof;
     return 0;
 }
 
-int ShmMethod::check_keyed_reply(Connection& conn, const HelloReply& reply) {
+int ShmHellos::check_reply(Connection& conn, const HelloReply& reply) {
     kit::KeyFeatures features = key_features(reply.features);
     features.required = reply.status == -BMI_EACCES;
     const auto step = conn.key_handshake.check_answer(
@@ -86,7 +128,7 @@ int ShmMethod::check_keyed_reply(Connection& conn, const HelloReply& reply) {
     return n == static_cast<long>(sizeof message) ? 0 : -BMI_ECONNRESET;
 }
 
-int ShmMethod::receive_key_proof(Connection& conn) {
+int ShmHellos::receive_proof(Connection& conn) {
     KeyProof message{};
     int fds[1] = {-1};
     int fd_count = 0;
@@ -101,16 +143,7 @@ int ShmMethod::receive_key_proof(Connection& conn) {
     if (const Refusal why = conn.key_handshake.check_proof(keys_, message.proof);
         why != Refusal::none)
         return refuse(conn, why);
-    conn.peer = peer_for_hello(conn.hello_received, conn.peer_pid);
-    if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
-        conn.peer->connection = conn.id;
-    mark_open(conn);
-    mark_busy(conn);  // the initiator may have filled its ring already, and rung for nothing
-    wake_self();
-    BMI_LOG(shm, "accepted connection %llu from %s (pid %d), key proven",
-            static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),
-            static_cast<int>(conn.peer_pid));
-    return 0;
+    return 1;
 }
 
 }  // namespace bmi::method::shm

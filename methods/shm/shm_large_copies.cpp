@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Split copies (the protocol is described in shm_split.hpp): the receiver's side (start,
-// claim and read, wait for the sender's share, finish or fall back) and the sender's side
-// (answer HELP, claim and write).
-#include "methods/shm/shm_split.hpp"
+// Large messages copied across processes (shm_large_copies.hpp): the receiver's choice of
+// path and its single copies; split copies (the protocol is described in shm_split.hpp), the
+// receiver's side (start, claim and read, wait for the sender's share, finish or fall back)
+// and the sender's side (answer HELP, claim and write).
+#include "methods/shm/shm_large_copies.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -13,8 +14,8 @@
 
 #include <poll.h>
 
+#include "methods/shm/shm_checks.hpp"
 #include "methods/shm/shm_copy.hpp"
-#include "methods/shm/shm_method_impl.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -48,16 +49,124 @@ bool socket_hung_up(int fd) {
 }
 }  // namespace
 
-bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
-                            std::vector<RemoteIov>& source, std::uint64_t started_ns,
-                            std::vector<Segment>& mapped, PeerRegions::Keep& keep) {
+ShmLargeCopies::ShmLargeCopies(const Options& options, ShmOpBook& ops, ShmSharedBuffers& buffers)
+    : single_copy_(options.single_copy),
+      split_mode_(options.split_copy),
+      eager_limit_(options.eager_limit),
+      single_copy_min_(options.single_copy_min),
+      pull_piece_(options.pull_piece),
+      ops_(ops),
+      buffers_(buffers) {}
+
+void ShmLargeCopies::start_transfer(Connection& conn, Operation& op, bmi_size_t size,
+                                    std::uint64_t cookie, std::vector<RemoteIov> iovs) {
+    if (size > op.total_size) {
+        op.actual_size = 0;
+        ops_.finish(op, -BMI_EMSGSIZE);
+        conn.controls.push_back(Control{MsgType::nak, cookie, 0, -BMI_EMSGSIZE});
+        return;
+    }
+    op.actual_size = size;
+    op.transferred = 0;
+    ops_.place(op, Place::in_flight, conn.id);
+    ShmOpBook::slots(op).cookie = cookie;
+    // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
+    // the sender streams the message through the ring. A sender's buffer we can map is
+    // split at once: memcpy by both processes beats every other path.
+    std::vector<Segment> mapped;
+    PeerRegions::Keep keep;
+    if (!iovs.empty()) buffers_.take_offers(conn);
+    if (!iovs.empty() && conn.peer_regions.translate(iovs, mapped, keep) &&
+        start_split(conn, op, size, cookie, iovs, 0, mapped, keep))
+        return;
+    bool adaptive = split_mode_ == SplitMode::adaptive && single_copy_ && !iovs.empty();
+    LargePath path = adaptive ? paths_.pick(size) : LargePath::split;
+    std::uint64_t started = adaptive ? monotonic_ns() : 0;
+    mapped.clear();
+    if (path == LargePath::split &&
+        start_split(conn, op, size, cookie, iovs, started, mapped, keep))
+        return;
+    if (path == LargePath::split && single_copy_ && !iovs.empty() && size >= single_copy_min_) {
+        conn.pulls.push_back(Pull{&op, cookie, std::move(iovs), size});
+        return;
+    }
+    // Only a stream the choice asked for is timed: one that stands in for a split that could
+    // not start (no board entry free) says nothing about either path.
+    conn.receives.emplace(cookie, StreamReceive{&op, path == LargePath::stream ? started : 0});
+    conn.controls.push_back(Control{MsgType::cts, cookie, 0, 0});
+}
+
+void ShmLargeCopies::timed(LargePath path, bmi_size_t size, std::uint64_t started_ns) {
+    if (started_ns == 0) return;
+    if (!paths_.record(path, size, monotonic_ns() - started_ns)) return;
+    LargePath now = paths_.preferred(size), other = other_path(now);
+    BMI_LOG(shm, "shm: receives of %lld bytes now take %s (%.3f ns/B; %s %.3f ns/B)",
+            static_cast<long long>(size), path_name(now), paths_.cost(now, size), path_name(other),
+            paths_.cost(other, size));
+}
+
+// One bounded step of every single-copy receive on this connection.
+int ShmLargeCopies::advance_pulls(Connection& conn, bool& moved) {
+    std::size_t count = conn.pulls.size();
+    for (std::size_t i = 0; i < count && !conn.pulls.empty(); ++i) {
+        Pull pull = std::move(conn.pulls.front());
+        conn.pulls.pop_front();
+        Operation& op = *pull.op;
+        auto left = static_cast<std::size_t>(pull.size - op.transferred);
+        long n = left == 0 ? 0
+                           : read_remote(conn.peer_pid, pull.iovs, segments_of(op),
+                                         static_cast<std::uint64_t>(op.transferred),
+                                         std::min(left, pull_piece_));
+        if (n > 0 || left == 0) {
+            moved = true;
+            op.transferred += n > 0 ? n : 0;
+            if (op.transferred == pull.size) {
+                conn.controls.push_back(Control{MsgType::done, pull.cookie, 0, 0});
+                ops_.finish(op, 0);
+            } else {
+                conn.pulls.push_back(std::move(pull));
+            }
+            continue;
+        }
+        if (n == -EPERM || n == -ENOSYS || n == -EACCES) {
+            if (single_copy_)
+                BMI_LOG(shm, "process_vm_readv refused (%s): large messages use two copies",
+                        std::strerror(static_cast<int>(-n)));
+            single_copy_ = false;
+            conn.receives.emplace(pull.cookie, StreamReceive{&op, 0});
+            conn.controls.push_back(
+                Control{MsgType::cts, pull.cookie, static_cast<std::uint64_t>(op.transferred), 0});
+            moved = true;
+            continue;
+        }
+        if (n == -ESRCH) {
+            conn.pulls.push_front(std::move(pull));  // close_connection fails it
+            return -BMI_ECONNRESET;
+        }
+        // The sender described memory it does not have: fail both ends of this message.
+        BMI_LOG(error, "shm: reading the sender's buffer failed: %s",
+                std::strerror(static_cast<int>(-n)));
+        int error = support::bmi_error_from_errno(static_cast<int>(-n));
+        ops_.finish(op, error);
+        conn.controls.push_back(Control{MsgType::nak, pull.cookie, 0, error});
+        moved = true;
+    }
+    return 0;
+}
+
+// --- split copies: the receiving side ---
+
+bool ShmLargeCopies::start_split(Connection& conn, Operation& op, bmi_size_t size,
+                                 std::uint64_t cookie, std::vector<RemoteIov>& source,
+                                 std::uint64_t started_ns, std::vector<Segment>& mapped,
+                                 PeerRegions::Keep& keep) {
     // Through the kernel a split needs both our permission to read the sender and the
     // sender's to help; from a mapped buffer we can always copy it all ourselves.
-    bool kernel_ok = options_.split_copy != SplitMode::never && single_copy_;
+    bool kernel_ok = split_mode_ != SplitMode::never && single_copy_;
     if ((!kernel_ok && mapped.empty()) || source.empty() || conn.board_free == 0 ||
         conn.state != ConnState::open)
         return false;
-    const auto limit = static_cast<std::size_t>(eager_limit(conn));
+    const auto limit = static_cast<std::size_t>(inline_limit(conn.tx, eager_limit_));
     std::size_t room = limit > sizeof(HelpInfo) ? (limit - sizeof(HelpInfo)) / sizeof(RemoteIov)
                                                 : 0;
     std::vector<RemoteIov> target(static_cast<std::size_t>(nonempty_segments(segments_of(op))));
@@ -87,7 +196,7 @@ bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size, st
     split.chunks = static_cast<std::uint32_t>(
         (static_cast<std::uint64_t>(size) + split.chunk_size - 1) / split.chunk_size);
 
-    offer_regions(conn, segments_of(op));  // before the HELP that names our buffer
+    buffers_.offer(conn, segments_of(op));  // before the HELP that names our buffer
     HelpInfo info{entry, generation, split.chunk_size, split.chunks, 0};
     Control help{MsgType::help, cookie, 0, static_cast<std::int32_t>(target.size())};
     help.payload.resize(sizeof info + target.size() * sizeof(RemoteIov));
@@ -99,7 +208,7 @@ bool ShmMethod::start_split(Connection& conn, Operation& op, bmi_size_t size, st
     return true;
 }
 
-int ShmMethod::advance_splits(Connection& conn, bool& moved) {
+int ShmLargeCopies::advance_splits(Connection& conn, bool& moved) {
     for (std::size_t i = 0; i < conn.splits.size();) {
         SplitReceive& split = conn.splits[i];
         SplitBoardEntry& shared = conn.own_board[split.entry];
@@ -143,7 +252,7 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
                 BMI_LOG(error, "shm: reading the sender's buffer failed: %s",
                         std::strerror(-error));
                 int code = support::bmi_error_from_errno(-error);
-                finish(op, code);
+                ops_.finish(op, code);
                 conn.controls.push_back(Control{MsgType::nak, cookie, 0, code});
             }
             continue;
@@ -163,7 +272,7 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
         conn.splits.erase(conn.splits.begin() + static_cast<std::ptrdiff_t>(i));
         moved = true;
         if (done.cancelled) {
-            finish(op, -BMI_ECANCEL);
+            ops_.finish(op, -BMI_ECANCEL);
             conn.controls.push_back(Control{MsgType::nak, done.cookie, 0, -BMI_ECANCEL});
         } else if (failed) {
             // Read it all ourselves; the chunks the sender did write are simply read again.
@@ -172,32 +281,21 @@ int ShmMethod::advance_splits(Connection& conn, bool& moved) {
         } else {
             op.actual_size = done.size;
             timed(LargePath::split, done.size, done.started_ns);
-            finish(op, 0);
+            ops_.finish(op, 0);
             conn.controls.push_back(Control{MsgType::done, done.cookie, 0, 0});
         }
     }
     return 0;
 }
 
-bool ShmMethod::split_finishable(const Connection& conn) const {
-    for (const auto& split : conn.splits) {
-        if (!split.claims_done) continue;  // still copying: has_local_work() says so
-        const SplitBoardEntry& shared = conn.own_board[split.entry];
-        if (shared.push_failed.load(std::memory_order_acquire) != 0 ||
-            shared.pushed.load(std::memory_order_acquire) >= split.sender_share)
-            return true;
-    }
-    return false;
-}
-
-void ShmMethod::close_split_claims(Connection& conn, SplitReceive& split) {
+void ShmLargeCopies::close_split_claims(Connection& conn, SplitReceive& split) {
     if (split.claims_done) return;
     std::uint32_t taken = close_claims(conn.own_board[split.entry], split.generation, split.chunks);
     split.claims_done = true;
     split.sender_share = taken - split.own;
 }
 
-void ShmMethod::wait_for_sender(Connection& conn, SplitReceive& split) {
+void ShmLargeCopies::wait_for_sender(Connection& conn, SplitReceive& split) {
     close_split_claims(conn, split);
     const SplitBoardEntry& shared = conn.own_board[split.entry];
     auto deadline = std::chrono::steady_clock::now() + quiesce_limit;
@@ -207,24 +305,14 @@ void ShmMethod::wait_for_sender(Connection& conn, SplitReceive& split) {
         if (std::chrono::steady_clock::now() > deadline) {
             BMI_LOG(error, "shm: peer pid %d still holds chunks of an ended receive",
                     static_cast<int>(conn.peer_pid));
-            retire_receive_buffer(*split.op);
+            buffers_.retire(*split.op);
             return;
         }
         std::this_thread::yield();
     }
 }
 
-void ShmMethod::retire_receive_buffer(const Operation& op) {
-    // The late chunks may still land in it: once freed, it must not become another buffer.
-    for (int i = 0; i < op.segment_count; ++i) {
-        const Segment& segment = op.segments[i];
-        OwnRegions::Region* region =
-            regions_.containing(segment.data, static_cast<std::size_t>(segment.size));
-        if (region != nullptr) region->retired = true;
-    }
-}
-
-bool ShmMethod::cancel_split(Connection& conn, Operation& op) {
+bool ShmLargeCopies::cancel_split(Connection& conn, Operation& op) {
     for (auto& split : conn.splits) {
         if (split.op != &op) continue;
         // Nothing more for the sender to claim; the receive ends once its claimed chunks are
@@ -233,16 +321,15 @@ bool ShmMethod::cancel_split(Connection& conn, Operation& op) {
         split.cancelled = true;
         BMI_LOG(shm, "cancel of a split receive: %u of %u chunks are the sender's to finish",
                 split.sender_share, split.chunks);
-        wake_self();
         return true;
     }
     return false;
 }
 
-void ShmMethod::end_splits(Connection& conn, int error) {
+void ShmLargeCopies::end_splits(Connection& conn, int error) {
     for (auto& split : conn.splits) {
         wait_for_sender(conn, split);
-        finish(*split.op, error);
+        ops_.finish(*split.op, error);
     }
     conn.splits.clear();
     conn.pushes.clear();
@@ -250,7 +337,7 @@ void ShmMethod::end_splits(Connection& conn, int error) {
 
 // --- the sending side ---
 
-int ShmMethod::on_help(Connection& conn, Operation& op, const MsgHeader& header) {
+int ShmLargeCopies::on_help(Connection& conn, Operation& op, const MsgHeader& header) {
     HelpInfo info{};
     Window window = conn.rx.peek(header.slots);
     window.read(header_size, &info, sizeof info);
@@ -259,7 +346,7 @@ int ShmMethod::on_help(Connection& conn, Operation& op, const MsgHeader& header)
     bool sane = info.entry < split_board_entries && info.chunk_size > 0 && header.aux > 0 &&
                 info.chunks == total / info.chunk_size + (total % info.chunk_size != 0);
     if (!sane) return -BMI_EPROTO;
-    if (options_.split_copy == SplitMode::never) return 0;  // the receiver copies it all
+    if (split_mode_ == SplitMode::never) return 0;  // the receiver copies it all
     SplitPush push;
     push.op = &op;
     push.entry = info.entry;
@@ -270,14 +357,14 @@ int ShmMethod::on_help(Connection& conn, Operation& op, const MsgHeader& header)
     window.read(header_size + sizeof info, push.target.data(),
                 push.target.size() * sizeof(RemoteIov));
     // The receiver offered its buffer before this HELP, if it could share it.
-    take_offers(conn);
+    buffers_.take_offers(conn);
     conn.peer_regions.translate(push.target, push.mapped_target, push.keep);
     if (push.mapped_target.empty() && !single_copy_) return 0;
     conn.pushes.push_back(std::move(push));
     return 0;
 }
 
-void ShmMethod::advance_pushes(Connection& conn, bool& moved) {
+void ShmLargeCopies::advance_pushes(Connection& conn, bool& moved) {
     bool wrote = false;
     for (std::size_t i = 0; i < conn.pushes.size();) {
         SplitPush& push = conn.pushes[i];
@@ -301,7 +388,7 @@ void ShmMethod::advance_pushes(Connection& conn, bool& moved) {
                 if (refused(error)) {
                     BMI_LOG(shm, "process_vm_writev refused (%s): receivers copy alone",
                             std::strerror(-error));
-                    options_.split_copy = SplitMode::never;
+                    split_mode_ = SplitMode::never;
                 }
                 shared.push_failed.store(1, std::memory_order_seq_cst);
                 over = true;
@@ -318,10 +405,10 @@ void ShmMethod::advance_pushes(Connection& conn, bool& moved) {
         else
             ++i;
     }
-    if (wrote) wake_peer(conn);  // the receiver may sleep waiting for our share
+    if (wrote) conn.wake_peer();  // the receiver may sleep waiting for our share
 }
 
-void ShmMethod::drop_pushes(Connection& conn, const Operation& op) {
+void ShmLargeCopies::drop_pushes(Connection& conn, const Operation& op) {
     std::erase_if(conn.pushes, [&](const SplitPush& push) { return push.op == &op; });
 }
 
