@@ -59,8 +59,7 @@ ShmMethod::~ShmMethod() {
     }
     visits_.clear();
     connections_.clear();
-    named_.for_each_live([](ShmPeer& peer) { peer.arrivals.clear(); });
-    nameless_.for_each_live([](ShmPeer& peer) { peer.arrivals.clear(); });
+    peers_.drop_arrivals();
     if (listen_fd_ >= 0) close(listen_fd_);
     if (event_fd_ >= 0) close(event_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
@@ -74,26 +73,7 @@ std::string ShmMethod::listen_address() const {
 int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
     auto parts = support::split_scheme(address);
     if (!parts || parts->scheme != "shm" || !valid_name(parts->rest)) return -BMI_EINVAL;
-    std::string name(parts->rest);
-    if (name.rfind("pid-", 0) == 0) {
-        // The rev_lookup form of a nameless peer: only meaningful while we know it.
-        char* end = nullptr;
-        const long pid = std::strtol(name.c_str() + 4, &end, 10);
-        if (end != name.c_str() + 4 && *end == '\0' && pid > 0) {
-            if (auto peer = nameless_.find_pid(static_cast<pid_t>(pid));
-                peer && "pid-" + std::to_string(peer->pid) == name) {
-                out = peer;
-                return 0;
-            }
-        }
-    }
-    auto peer = named_.find(name);
-    if (!peer) {
-        peer = std::make_shared<ShmPeer>();
-        peer->name = name;
-        named_.add(name, peer);
-    }
-    out = peer;
+    out = peers_.lookup(std::string(parts->rest));
     return 0;
 }
 
@@ -230,8 +210,7 @@ void ShmMethod::forget_peer(Peer& base) {
     ops_.fail_posted_recvs(peer, -BMI_ECANCEL);
     peer.arrivals.for_each([&](const Arrival& message) { uncharge(peer, message); });
     peer.arrivals.clear();
-    if (!peer.name.empty()) named_.remove(peer.name, peer);
-    nameless_.remove(peer);
+    peers_.forget(peer);
 }
 
 bool ShmMethod::peer_gone(const Peer& base) const {

@@ -12,7 +12,8 @@
 // where each sits;
 // ShmVisits (shm_visits.hpp) which connections a poll pass visits, and our doorbell;
 // ShmSharedBuffers (shm_shared_buffers.hpp) the buffers both processes map; ShmLargeCopies
-// (shm_large_copies.hpp) a large message's path and the copies across processes.
+// (shm_large_copies.hpp) a large message's path and the copies across processes;
+// ShmPeerTable (shm_peer_table.hpp) the peers we know and the rule binding a connection.
 // As for every method, the control layer serialises all calls (methods/method.hpp), so no
 // member takes a lock; the only state shared with another process is in the rings and the
 // doorbells.
@@ -35,11 +36,11 @@
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_hellos.hpp"
 #include "methods/shm/shm_large_copies.hpp"
-#include "methods/shm/shm_nameless_peers.hpp"
 #include "methods/shm/shm_op_book.hpp"
 #include "methods/shm/shm_options.hpp"
 #include "methods/shm/shm_path_choice.hpp"
 #include "methods/shm/shm_peer.hpp"
+#include "methods/shm/shm_peer_table.hpp"
 #include "methods/shm/shm_shared_buffers.hpp"
 #include "methods/shm/shm_visits.hpp"
 #include "support/epoll/accept_reserve.hpp"
@@ -146,9 +147,6 @@ private:
     void take_last_messages(Connection& conn);
     void close_connection(Connection& conn, int error);
     Connection* find_connection(std::uint64_t id);
-    // The peer of an accepted connection, by the rule of PeerNames::may_take: the instance
-    // that said hello (its pid is the kernel's word), named only once it proved the key.
-    std::shared_ptr<ShmPeer> peer_for_hello(const Hello& hello, pid_t pid);
     // One pass over the connections the doorbell rang, the busy ones and, when the sweep
     // timer fired, all of them: receive, then send what fits. True if anything moved.
     bool poll_pass();
@@ -209,8 +207,7 @@ private:
     bool listener_paused_ = false;
     std::uint64_t next_cookie_ = 1;
     Connections connections_;
-    PeerNames<ShmPeer, std::weak_ptr<ShmPeer>> named_;  // looked up, or proven peers
-    NamelessPeers nameless_;
+    ShmPeerTable peers_;          // named and nameless peers, and the binding rule
     EarlyBudget early_;           // what every peer's arrivals hold, within Budgets
     support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass

@@ -399,7 +399,7 @@ int ShmMethod::receive_hello(Connection& conn) {
     conn.own_socket_sent = conn.segment.socket_messages(1);
     conn.peer_socket_sent = conn.segment.socket_messages(0);
     if (conn.key_handshake.keyed()) return hellos_.answer_keyed_hello(conn, hello);
-    conn.peer = peer_for_hello(hello, conn.peer_pid);
+    conn.peer = peers_.bind_hello(hello, conn.peer_pid, hellos_.keyed());
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
     const bool replied = hellos_.send_reply(conn);
@@ -417,31 +417,14 @@ int ShmMethod::receive_hello(Connection& conn) {
     return 0;
 }
 
-std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid) {
-    const std::string announced(hello.name, hello.name_length);
-    // With a key this runs only once the initiator proved it (admit_proven).
-    const bool proven = hellos_.keyed();
-    if (!named_.may_take(announced, proven)) {
-        // A second connection of a proven instance that holds its name is that same peer.
-        auto holder = named_.find(announced);
-        if (proven && holder && holder->pid == pid && holder->nonce == hello.nonce) return holder;
-        return nameless_.find_or_add(pid, hello.nonce);
-    }
-    auto peer = std::make_shared<ShmPeer>();
-    peer->name = announced;
-    peer->pid = pid;
-    peer->nonce = hello.nonce;
-    named_.add(announced, peer);
-    return peer;
-}
-
 int ShmMethod::admit_proven(Connection& conn) {
-    conn.peer = peer_for_hello(conn.hello_received, conn.peer_pid);
+    // With a key a peer is bound only once the initiator proved it (here).
+    conn.peer = peers_.bind_hello(conn.hello_received, conn.peer_pid, hellos_.keyed());
     if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
         conn.peer->connection = conn.id;
     mark_open(conn);
-    visits_.mark_busy(
-        conn);  // the initiator may have filled its ring already, and rung for nothing
+    // The initiator may have filled its ring already, and rung for nothing.
+    visits_.mark_busy(conn);
     wake_self();
     BMI_LOG(shm, "accepted connection %llu from %s (pid %d), key proven",
             static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),
