@@ -149,10 +149,10 @@ void VerbsMethod::drain_sends() {
         ibv_wc wcs[32];
         const int n = ibv_poll_cq(device_->cq, 32, wcs);
         for (int i = 0; i < n; ++i) {
-            auto it = by_qpn_.find(wcs[i].qp_num);
-            if (it == by_qpn_.end() || (wcs[i].opcode & IBV_WC_RECV) != 0) continue;
-            ++it->second->sq_free;
-            if (wcs[i].status != IBV_WC_SUCCESS) mark_failed(*it->second);
+            Connection* c = queue_pairs_.by_number(wcs[i].qp_num);
+            if (c == nullptr || (wcs[i].opcode & IBV_WC_RECV) != 0) continue;
+            ++c->sq_free;
+            if (wcs[i].status != IBV_WC_SUCCESS) mark_failed(*c);
         }
         if (n <= 0) usleep(1000);
     }

@@ -142,8 +142,7 @@ void VerbsMethod::poll_cq() {
 }
 
 void VerbsMethod::on_completion(const ibv_wc& wc) {
-    auto found = by_qpn_.find(wc.qp_num);
-    Connection* c = found == by_qpn_.end() ? nullptr : found->second;
+    Connection* c = queue_pairs_.by_number(wc.qp_num);
     const std::uint64_t kind = wc.wr_id >> kind_shift;
     const std::uint64_t low = wc.wr_id & ((std::uint64_t{1} << kind_shift) - 1);
     if (wc.status != IBV_WC_SUCCESS && c != nullptr && c->state != Connection::State::failed)
@@ -287,8 +286,7 @@ void VerbsMethod::reap() {
         if (it == connections_.end()) continue;
         Connection& c = *it->second;
         if (c.qp != nullptr) {
-            by_qpn_.erase(c.qp->qp_num);
-            by_qp_.erase(c.qp);
+            queue_pairs_.remove(c);
             support::ibv().destroy_qp(c.qp);
         }
         if (c.peer && c.peer->connection == &c) c.peer->connection = nullptr;
