@@ -40,7 +40,6 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
     : sink_(sink), options_(options), early_(options.budgets.early), spin_(options.spin_us) {
-    acceptor_.set_limits(options.pending_per_source, options.setup_timeout);
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
     if (options.single_copy) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
@@ -60,13 +59,12 @@ ShmMethod::~ShmMethod() {
     visits_.clear();
     connections_.clear();
     peers_.drop_arrivals();
-    if (listen_fd_ >= 0) close(listen_fd_);
     if (event_fd_ >= 0) close(event_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
 std::string ShmMethod::listen_address() const {
-    const std::string& name = hellos_.listen_name();
+    const std::string& name = setup_.hellos().listen_name();
     return name.empty() ? std::string() : "shm://" + name;
 }
 
@@ -126,7 +124,7 @@ int ShmMethod::post(Operation& op) {
         // sent anything yet; failing to connect is not an error for a receive.
         if (peer.connection == 0 && !peer.name.empty()) {
             Connection* ignored = nullptr;
-            ensure_connection(op, ignored);
+            setup_.ensure_connection(op, ignored);
         }
         peer.posted_recvs.push_back(op);
         ops_.place(op, Place::posted_recv, 0);
@@ -135,7 +133,7 @@ int ShmMethod::post(Operation& op) {
     if (op.kind == OpKind::send_unexpected && op.total_size > options_.unexpected_limit)
         return -BMI_EMSGSIZE;
     Connection* conn = nullptr;
-    int rc = ensure_connection(op, conn);
+    int rc = setup_.ensure_connection(op, conn);
     if (rc != 0) return rc;
     if (conn->send_queue.empty() && conn->rings_live()) {
         Placed placed = place_send(*conn, op);
@@ -219,9 +217,7 @@ bool ShmMethod::peer_gone(const Peer& base) const {
 }
 
 std::string ShmMethod::describe_peer(const Peer& base) const {
-    const auto& peer = static_cast<const ShmPeer&>(base);
-    if (!peer.name.empty()) return "shm://" + peer.name;
-    return "shm://pid-" + std::to_string(peer.pid);
+    return peer_address(static_cast<const ShmPeer&>(base));
 }
 
 int ShmMethod::query_range(const Peer& peer, std::string_view id_string, int) const {
