@@ -6,7 +6,8 @@
 // (the device's asynchronous events).
 //
 // Objects of their own: VerbsOpBook (verbs_op_book.hpp) where each pending operation sits and
-// how it completes; VerbsQueuePairs (verbs_queue_pairs.hpp) each queue pair's connection.
+// how it completes; VerbsQueuePairs (verbs_queue_pairs.hpp) each queue pair's connection;
+// VerbsEarlyArrivals (verbs_early_arrivals.hpp) messages kept for receives not yet posted.
 //
 // Ownership: connections_ owns every Connection until its queue pair has flushed; sends_ and
 // reads_ own the rendezvous transfers. Every pending Operation says in its method_state where
@@ -30,6 +31,7 @@
 #include "methods/peer_registry.hpp"
 #include "methods/verbs/verbs_connection.hpp"
 #include "methods/verbs/verbs_device.hpp"
+#include "methods/verbs/verbs_early_arrivals.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_method.hpp"
 #include "methods/verbs/verbs_op_book.hpp"
@@ -155,12 +157,6 @@ private:
     void read_done(RecvTransfer& t);
     // True if it took at least one parked message.
     bool retry_parked();
-    // Keeps an arrival no receive wants yet (copying an eager payload), charged to the
-    // early-data budget; false (nothing kept) if it does not fit: the message then waits
-    // parked in its SRQ buffer and its credit is held back, so the sender waits.
-    bool keep_arrival(Connection& c, Arrival arrival, const std::uint8_t* payload);
-    void uncharge(VerbsPeer& peer, const Arrival& arrival);
-    void drop_arrivals(VerbsPeer& peer);
 
     // verbs_progress.cpp
     // Everything progress() does after its epoll_wait, for the events given.
@@ -216,8 +212,8 @@ private:
     kit::KeyGate keys_{"verbs"};
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
-    EarlyBudget early_;  // arrivals of every peer, within verbs_early_*_bytes
-    bool print_stats_;   // BMI_VERBS_STATS: counters to stderr when finalized
+    VerbsEarlyArrivals arrivals_;  // arrivals of every peer, within verbs_early_*_bytes
+    bool print_stats_;             // BMI_VERBS_STATS: counters to stderr when finalized
     std::uint64_t next_connection_id_ = 16;
     std::uint64_t next_cookie_ = 1;
     std::uint64_t next_read_id_ = 1;

@@ -267,7 +267,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
             if (was_ready || c.outbound) ops_.fail_posted_recvs(peer, error);
         }
         peer.arrivals.remove_if([&](const Arrival& a) { return a.rts && a.connection_id == c.id; },
-                                [&](const Arrival& a) { uncharge(peer, a); });
+                                [&](const Arrival& a) { arrivals_.uncharge(peer, a); });
         // The application may hold its address; the control layer drops it when nobody does.
         if (peer.addr() != 0 && peer_gone(peer)) sink_.peer_gone(peer);
     }
