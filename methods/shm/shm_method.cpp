@@ -39,7 +39,7 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 }
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
-    : sink_(sink), options_(options), early_(options.budgets.early), spin_(options.spin_us) {
+    : sink_(sink), early_(options.budgets.early), spin_(options.spin_us), options_(options) {
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
     if (options.single_copy) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);

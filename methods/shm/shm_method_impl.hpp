@@ -144,12 +144,24 @@ private:
     // --- shm_method.cpp ---
     void detach_in_flight(Connection& conn, Operation& op);
 
+    // The fields the 8-byte path reads come first, so they share few cache lines.
     Sink& sink_;
     ShmOpBook ops_{sink_};
-    Options options_;
     int epoll_fd_ = -1;
     int event_fd_ = -1;
+    bool sweep_armed_ = false;
+    bool sweep_due_ = false;
+    std::uint64_t next_cookie_ = 1;
+    Connections connections_;
+    ShmVisits visits_;  // progress touches only connections with work
+    std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
+    EarlyBudget early_;           // what every peer's arrivals hold, within Budgets
+    support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
+    Options options_;
+    ShmPeerTable peers_;            // named and nameless peers, and the binding rule
     OutOfDescriptors descriptors_;  // refusals for want of descriptors, warned once a minute
+    ShmSharedBuffers buffers_{options_, connections_, visits_, descriptors_};
+    ShmLargeCopies copies_{options_, ops_, buffers_};
     // Ids 0 to 2 tag the listener (ShmSetup::listener_tag), the eventfd and the deadline timer
     // in the epoll set; connections start at 4.
     static constexpr std::uint64_t eventfd_tag = 1;
@@ -161,19 +173,9 @@ private:
     // deadline passes even when nothing else happens.
     kit::Deadlines timers_;
     // Connection setup, up to open connections bound to their peers. After timers_, which its
-    // acceptor uses; before connections_, whose handshakes hold nonces in its key gate.
+    // acceptor uses; the destructor empties connections_, whose handshakes hold nonces in its
+    // key gate, before it goes.
     ShmSetup setup_{options_, *this, connections_, visits_, peers_, timers_, descriptors_};
-    std::uint64_t next_cookie_ = 1;
-    Connections connections_;
-    ShmPeerTable peers_;          // named and nameless peers, and the binding rule
-    EarlyBudget early_;           // what every peer's arrivals hold, within Budgets
-    support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
-    std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
-    ShmVisits visits_;  // progress touches only connections with work
-    ShmSharedBuffers buffers_{options_, connections_, visits_, descriptors_};
-    ShmLargeCopies copies_{options_, ops_, buffers_};
-    bool sweep_armed_ = false;
-    bool sweep_due_ = false;
 };
 
 }  // namespace bmi::method::shm
