@@ -64,7 +64,7 @@ void ShmMethod::announce(Connection& conn) {
 }
 
 void ShmMethod::take_reply_now(Connection& conn) {
-    if (int rc = receive_reply(conn); rc != 0) {
+    if (int rc = setup_.receive_reply(conn); rc != 0) {
         conn.socket_error = rc;  // the next pass closes the connection
         visits_.mark_busy(conn);
     }

@@ -56,8 +56,13 @@ public:
     std::size_t live_connections = 0;
     PostedRecvs posted;               // receives waiting for a message, by tag
     ArrivalsByTag<Arrival> arrivals;  // messages waiting for a receive, by tag
-    EarlyBudget::Account early;       // what arrivals hold against VerbsMethod::early_
+    EarlyBudget::Account early;       // what arrivals hold against VerbsEarlyArrivals
 };
+
+// The address a peer answers to: the one looked up, or its socket's for a nameless one.
+inline std::string peer_address(const VerbsPeer& peer) {
+    return peer.canonical.empty() ? "verbs://" + peer.remote_text : peer.canonical;
+}
 
 // A large send waiting for the receiver's FIN.
 struct SendTransfer {

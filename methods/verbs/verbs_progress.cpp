@@ -142,8 +142,7 @@ void VerbsMethod::poll_cq() {
 }
 
 void VerbsMethod::on_completion(const ibv_wc& wc) {
-    auto found = by_qpn_.find(wc.qp_num);
-    Connection* c = found == by_qpn_.end() ? nullptr : found->second;
+    Connection* c = queue_pairs_.by_number(wc.qp_num);
     const std::uint64_t kind = wc.wr_id >> kind_shift;
     const std::uint64_t low = wc.wr_id & ((std::uint64_t{1} << kind_shift) - 1);
     if (wc.status != IBV_WC_SUCCESS && c != nullptr && c->state != Connection::State::failed)
@@ -268,7 +267,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
             if (was_ready || c.outbound) ops_.fail_posted_recvs(peer, error);
         }
         peer.arrivals.remove_if([&](const Arrival& a) { return a.rts && a.connection_id == c.id; },
-                                [&](const Arrival& a) { uncharge(peer, a); });
+                                [&](const Arrival& a) { arrivals_.uncharge(peer, a); });
         // The application may hold its address; the control layer drops it when nobody does.
         if (peer.addr() != 0 && peer_gone(peer)) sink_.peer_gone(peer);
     }
@@ -287,8 +286,7 @@ void VerbsMethod::reap() {
         if (it == connections_.end()) continue;
         Connection& c = *it->second;
         if (c.qp != nullptr) {
-            by_qpn_.erase(c.qp->qp_num);
-            by_qp_.erase(c.qp);
+            queue_pairs_.remove(c);
             support::ibv().destroy_qp(c.qp);
         }
         if (c.peer && c.peer->connection == &c) c.peer->connection = nullptr;
