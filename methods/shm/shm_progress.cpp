@@ -112,8 +112,12 @@ void ShmMethod::on_deadline(kit::DeadlineKey key) {
         return;
     }
     Connection* conn = find_connection(key.id);
-    // Open or closed since: nothing to do.
-    if (conn != nullptr && conn->state != ConnState::open) on_setup_step(*conn, key.kind);
+    if (conn == nullptr) return;  // closed since
+    if (key.kind == kit::DeadlineKind::setup || key.kind == kit::DeadlineKind::connect_retry) {
+        if (conn->state != ConnState::open) on_setup_step(*conn, key.kind);  // else open since
+        return;
+    }
+    on_peer_deadline(*conn, key, std::chrono::steady_clock::now());
 }
 
 Connection* ShmMethod::find_connection(std::uint64_t id) {
@@ -203,6 +207,7 @@ int ShmMethod::visit(Connection& conn, bool& moved) {
     if (rc == 0 && !conn.pushes.empty()) copies_.advance_pushes(conn, moved);
     if (rc != 0) return rc;
     if (conn.waits_for_room() && flush(conn)) moved = true;
+    watch_peer(conn);
     return 0;
 }
 
