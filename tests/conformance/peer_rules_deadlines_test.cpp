@@ -25,11 +25,13 @@ constexpr int bound_ms = 500;           // the deadline each case is about
 constexpr int other_bound_ms = 60'000;  // the others: far beyond what a case waits
 constexpr int late_ms = 3000;           // how much after its bound an operation may end
 
+// A method whose stall case is a declared gap has no stall deadline of its own to set.
 std::string deadline_options(const MethodAdapter& adapter, int send_ms, int rendezvous_ms,
                              int stall_ms) {
-    return joined(joined(adapter.scheme_option("send_timeout_ms", send_ms),
-                         adapter.scheme_option("rendezvous_timeout_ms", rendezvous_ms)),
-                  adapter.scheme_option("stall_timeout_ms", stall_ms));
+    const std::string both = joined(adapter.scheme_option("send_timeout_ms", send_ms),
+                                    adapter.scheme_option("rendezvous_timeout_ms", rendezvous_ms));
+    if (!adapter.stall_gap.empty()) return both;
+    return joined(both, adapter.scheme_option("stall_timeout_ms", stall_ms));
 }
 
 // Completes every op in ids on side, by `until`; the errors in completion order (fewer if the
