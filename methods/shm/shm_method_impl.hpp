@@ -144,6 +144,19 @@ private:
     // --- shm_method.cpp ---
     void detach_in_flight(Connection& conn, Operation& op);
 
+    // --- shm_peer_deadlines.cpp: no wait on a live peer outlives its deadline ---
+    // After a visit: starts the send and stall deadlines of the waits that began.
+    void watch_peer(Connection& conn);
+    // An RTS of op is in the ring: its rendezvous deadline runs.
+    void announced(Connection& conn, Operation& op);
+    // The receiver answered op's RTS: with HELP (it owes us DONE) or otherwise.
+    void answered(Connection& conn, Operation& op, bool helps);
+    // A send, stall or rendezvous deadline of conn came.
+    void on_peer_deadline(Connection& conn, kit::DeadlineKey key,
+                          std::chrono::steady_clock::time_point now);
+    // What moves while the peer goes on with the transfers it started (stall deadline).
+    std::uint64_t transfer_progress(const Connection& conn) const;
+
     // The fields the 8-byte path reads come first, so they share few cache lines.
     Sink& sink_;
     ShmOpBook ops_{sink_};

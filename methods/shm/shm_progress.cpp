@@ -80,8 +80,17 @@ void ShmMethod::arm_sweep() {
 }
 
 void ShmMethod::on_deadline(kit::DeadlineKey key) {
-    if (key.kind != kit::DeadlineKind::sweep || kit::Acceptor::owns(key)) {
+    const bool peer_wait = key.kind == kit::DeadlineKind::send ||
+                           key.kind == kit::DeadlineKind::stall ||
+                           key.kind == kit::DeadlineKind::rendezvous;
+    if (kit::Acceptor::owns(key) || (key.kind != kit::DeadlineKind::sweep && !peer_wait)) {
         setup_.on_deadline(key);
+        return;
+    }
+    if (peer_wait) {
+        // A live peer's waits (shm_peer_deadlines.cpp).
+        if (Connection* conn = find_connection(key.id); conn != nullptr)
+            on_peer_deadline(*conn, key, std::chrono::steady_clock::now());
         return;
     }
     sweep_due_ = true;
@@ -175,6 +184,7 @@ int ShmMethod::visit(Connection& conn, bool& moved) {
     if (rc == 0 && !conn.pushes.empty()) copies_.advance_pushes(conn, moved);
     if (rc != 0) return rc;
     if (conn.waits_for_room() && flush(conn)) moved = true;
+    watch_peer(conn);
     return 0;
 }
 

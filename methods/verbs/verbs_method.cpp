@@ -212,6 +212,8 @@ int VerbsMethod::start(const Config& config) {
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
     setup_timeout_ = config.settings.duration(SettingId::setup_timeout);
+    send_timeout_ = config.settings.duration(SettingId::send_timeout);
+    rendezvous_timeout_ = config.settings.duration(SettingId::rendezvous_timeout);
     acceptor_.set_limits(static_cast<std::size_t>(device_->choice.pending_per_source),
                          setup_timeout_);
     arrivals_.set_limits({config.settings.number(SettingId::early_peer_bytes),

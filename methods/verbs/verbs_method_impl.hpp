@@ -167,6 +167,14 @@ private:
     void watch_setup(const Connection& c);
     // A handshake deadline came (kit::Deadlines): fails the connection if it is not ready.
     void on_setup_deadline(kit::DeadlineKey key);
+
+    // verbs_deadlines.cpp: no wait on a live peer outlives its deadline
+    // After a pump: starts the send deadline if messages wait for credits.
+    void watch_credits(Connection& c);
+    // The RTS of t is out: its rendezvous deadline runs.
+    void watch_rts(Connection& c, SendTransfer& t);
+    // A send or rendezvous deadline of a ready connection came.
+    void on_peer_deadline(kit::DeadlineKey key, std::chrono::steady_clock::time_point now);
     void poll_cq();
     void on_completion(const ibv_wc& wc);
     void fail_connection(Connection& c, int error);
@@ -199,11 +207,13 @@ private:
     int epoll_fd_ = -1;
     int listen_fd_ = -1;
     bool listener_watched_ = true;
-    kit::Deadlines timers_;  // handshake deadlines, by connection id; epoll id timer_id
+    kit::Deadlines timers_;  // setup, send and rendezvous deadlines by connection id; timer_id
     // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
     kit::Acceptor acceptor_{*this, timers_, support::LogArea::verbs, "verbs"};
     int device_failed_ = 0;                      // -BMI_E* once the device reported a fatal error
     std::chrono::milliseconds setup_timeout_{};  // the verbs_setup_timeout_ms setting
+    std::chrono::milliseconds send_timeout_{};   // verbs_send_timeout_ms (verbs_deadlines.cpp)
+    std::chrono::milliseconds rendezvous_timeout_{};  // verbs_rendezvous_timeout_ms
     // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.
     int service_level_ = 0;
     int traffic_class_ = 0;

@@ -71,6 +71,7 @@ bool VerbsMethod::before_sleep() {
 // nothing to do.
 void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
     bool cq_event = false;
+    bool timer_event = false;
     for (const epoll_event& event : ready) {
         const std::uint64_t id = event.data.u64;
         if (id >= support::wake_tag_floor) continue;  // the control layer's fds: never ours to read
@@ -79,12 +80,7 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
         } else if (id == cq_id) {
             cq_event = true;
         } else if (id == timer_id) {
-            timers_.expire([this](kit::DeadlineKey key, auto now) {
-                if (kit::Acceptor::owns(key))
-                    acceptor_.on_deadline(key, now);
-                else
-                    on_setup_deadline(key);
-            });
+            timer_event = true;
         } else if (id == async_id) {
             drain_async_events();
         } else if (auto it = connections_.find(id); it != connections_.end()) {
@@ -102,6 +98,17 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
         ibv_req_notify_cq(device_->cq, 0);
     }
     poll_cq();
+    // After the completions: credits and FINs that came while we did not progress count
+    // before a deadline on them is judged.
+    if (timer_event)
+        timers_.expire([this](kit::DeadlineKey key, auto now) {
+            if (kit::Acceptor::owns(key))
+                acceptor_.on_deadline(key, now);
+            else if (key.kind == kit::DeadlineKind::setup)
+                on_setup_deadline(key);
+            else
+                on_peer_deadline(key, now);
+        });
     retry_parked();
     finish_pass();
 }

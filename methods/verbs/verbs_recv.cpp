@@ -140,6 +140,7 @@ bool VerbsMethod::take_credits(Connection& c, std::uint32_t buffer, std::uint32_
         fail_connection(c, -BMI_EPROTO);
         return false;
     }
+    c.credits_back += h.credits;
     // Counted once: a parked message comes through here again.
     std::memset(data + offsetof(MsgHeader, credits), 0, sizeof h.credits);
     schedule(c);
