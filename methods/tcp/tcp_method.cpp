@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "methods/kit/posted_recvs.hpp"
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "methods/tcp/tcp_settings.hpp"
 #include "support/error/error_map.hpp"
@@ -198,11 +199,7 @@ void TcpMethod::finish(Operation& op, int error) {
 }
 
 void TcpMethod::fail_posted_recvs(TcpPeer& peer, int error) {
-    while (!peer.posted_recvs.empty()) {
-        Operation& op = peer.posted_recvs.front();
-        peer.posted_recvs.erase(op);
-        finish(op, error);
-    }
+    kit::fail_posted_recvs(peer, error, [this](Operation& op, int e) { finish(op, e); });
 }
 
 void TcpMethod::cancel(Operation& op) {
