@@ -3,7 +3,6 @@
 #include "methods/tcp/tcp_method.hpp"
 
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -314,10 +313,7 @@ int TcpMethod::get_info(Peer* peer, int option, void* arg) {
             for (auto& [id, c] : connections_) {
                 if (c->closed) continue;
                 if (c->reader.phase == ReadPhase::wait_unexpected) waiting = 1;
-                int bytes = 0;
-                if (c->state != ConnState::connecting && ioctl(c->fd, FIONREAD, &bytes) == 0 &&
-                    bytes > 0)
-                    waiting = 1;
+                if (c->state != ConnState::connecting && bytes_unread(c->fd)) waiting = 1;
             }
             *static_cast<int*>(arg) = waiting;
             return 0;
