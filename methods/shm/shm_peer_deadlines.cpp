@@ -76,10 +76,9 @@ void ShmMethod::on_peer_deadline(Connection& conn, kit::DeadlineKey key,
         case kit::DeadlineKind::stall:
             // Messages the peer published and we did not read yet are its progress: a process
             // of ours that did not call progress for a while must not read as a stalled peer.
-            if (conn.rx.has_message()) conn.stall_clock.restart(transfer_progress(conn));
-            if (!conn.stall_clock.expired_if_owed(conn.owes_transfer(), timers_, key,
-                                                  transfer_progress(conn), now,
-                                                  options_.stall_timeout))
+            if (!conn.stall_clock.expired_if_owed(
+                    conn.owes_transfer(), [&] { return conn.rx.has_message(); }, timers_, key,
+                    transfer_progress(conn), now, options_.stall_timeout))
                 return;
             what = "did not go on with a transfer it started";
             limit = options_.stall_timeout.count();
