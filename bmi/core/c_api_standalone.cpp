@@ -30,15 +30,19 @@ static_assert(static_cast<int>(zoid_post_timeout) ==
 
 // BMI_TRANSPORT_METHODS_STRING as the standalone library answers it: every method this build
 // contains (not only the active ones), without the "bmi_" prefix, each followed by a comma, in
-// memory the caller frees; the result is the number of methods.
+// memory the caller frees; the result is the number of names. A method's alias follows it
+// ("verbs,ib,"): Mercury's na_bmi accepts a protocol only if this list names it.
 int methods_string_of_build(void* out) {
     if (out == nullptr) return -BMI_EINVAL;
     std::string text;
     int count = 0;
     for (const auto& method : bmi::method::compiled_methods()) {
-        text += method.scheme;
-        text += ',';
-        ++count;
+        for (std::string_view scheme : {method.scheme, method.alias_scheme}) {
+            if (scheme.empty()) continue;
+            text += scheme;
+            text += ',';
+            ++count;
+        }
     }
     char* copy = static_cast<char*>(std::malloc(text.size() + 1));
     if (copy == nullptr) return -BMI_ENOMEM;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -56,19 +57,49 @@ void log_holder(std::string_view name, const sockaddr_un& address, socklen_t len
 }
 }  // namespace
 
-int listen_on(std::string_view name, int& fd) {
-    sockaddr_un address;
-    socklen_t length = abstract_address(name, address);
+namespace {
+// 0 and fd, or the errno of bind or listen.
+int bind_and_listen(const sockaddr_un& address, socklen_t length, int& fd) {
     int s = new_socket();
-    if (s < 0) return support::bmi_error_from_errno(errno);
-    if (bind(s, reinterpret_cast<sockaddr*>(&address), length) != 0 || listen(s, 128) != 0) {
+    if (s < 0) return errno;
+    if (bind(s, reinterpret_cast<const sockaddr*>(&address), length) != 0 || listen(s, 128) != 0) {
         int e = errno;
         close(s);
-        if (e == EADDRINUSE) log_holder(name, address, length);
-        return support::bmi_error_from_errno(e);
+        return e;
     }
     fd = s;
     return 0;
+}
+}  // namespace
+
+int listen_on(std::string_view name, int& fd) {
+    sockaddr_un address;
+    socklen_t length = abstract_address(name, address);
+    int e = bind_and_listen(address, length, fd);
+    if (e == EADDRINUSE) log_holder(name, address, length);
+    return e == 0 ? 0 : support::bmi_error_from_errno(e);
+}
+
+int listen_on_free_port(std::string_view base, int& fd, std::string& chosen) {
+    // The dynamic range of IANA ports, entered at a point that differs per process so that
+    // servers started together rarely try the same names.
+    constexpr unsigned first = 49152, count = 65536 - first;
+    const unsigned start = static_cast<unsigned>(getpid()) % count;
+    for (unsigned i = 0; i < count; ++i) {
+        std::string name(base);
+        name += ':';
+        name += std::to_string(first + (start + i) % count);
+        sockaddr_un address;
+        socklen_t length = abstract_address(name, address);
+        int e = bind_and_listen(address, length, fd);
+        if (e == 0) {
+            chosen = std::move(name);
+            return 0;
+        }
+        if (e != EADDRINUSE) return support::bmi_error_from_errno(e);
+    }
+    BMI_LOG(error, "shm: no free port for '%.*s'", static_cast<int>(base.size()), base.data());
+    return -BMI_EADDRINUSE;
 }
 
 int connect_to(std::string_view name, int& fd, ConnectStart& how) {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace bmi::method::shm {
@@ -16,6 +17,9 @@ namespace bmi::method::shm {
 // live instance holds the name, other -BMI_E* otherwise. No filesystem object is created, so a
 // crashed listener leaves nothing behind and a restarted one binds again.
 int listen_on(std::string_view name, int& fd);
+// Listens on "BASE:PORT" for a free PORT: 0 with fd and the name taken, -BMI_EADDRINUSE when
+// every port is held. For a listen address that asks for any port ("shm://host:0").
+int listen_on_free_port(std::string_view base, int& fd, std::string& chosen);
 
 enum class ConnectStart : std::uint8_t {
     connected,     // fd is connected (queued on the listener)

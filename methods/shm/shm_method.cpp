@@ -19,10 +19,19 @@ namespace bmi::method::shm {
 
 int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
     std::string name;
+    bool any_port = false;
     if (!config.listen_address.empty()) {
         auto parts = support::split_scheme(config.listen_address);
         if (!parts || parts->scheme != "shm" || !valid_name(parts->rest)) return -BMI_EINVAL;
         name = std::string(parts->rest);
+        // "NAME:0" asks for a free port; so does a portless name in the standalone dialect,
+        // where a listen address without a port gets one on every method (Mercury's way).
+        if (name.ends_with(":0")) {
+            name.resize(name.size() - 2);
+            any_port = true;
+        } else if (config.dialect == ApiDialect::standalone && name_port(name) < 0) {
+            any_port = true;
+        }
     }
     Options options;
     int rc = load_options(config.settings, config.unexpected_limit, options);
@@ -32,7 +41,7 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
     rc = support::keys::method_key(config.key, config.settings, key);
     if (rc != 0) return rc;
     method->use_key(std::move(key));
-    rc = method->start(name);
+    rc = method->start(name, any_port);
     if (rc != 0) return rc;
     out = std::move(method);
     return 0;
@@ -66,6 +75,14 @@ ShmMethod::~ShmMethod() {
 std::string ShmMethod::listen_address() const {
     const std::string& name = setup_.hellos().listen_name();
     return name.empty() ? std::string() : "shm://" + name;
+}
+
+int ShmMethod::get_info(Peer*, int option, void* arg) {
+    if (option != info_listen_port) return -BMI_ENOSYS;
+    const int port = name_port(setup_.hellos().listen_name());
+    if (port < 0) return -BMI_ENOSYS;
+    *static_cast<int*>(arg) = port;
+    return 0;
 }
 
 int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {

@@ -54,7 +54,8 @@ public:
     ShmMethod& operator=(const ShmMethod&) = delete;
 
     // Creates the kernel objects and, for a non-empty name, the listener; 0 or -BMI_E*.
-    int start(const std::string& listen_name);
+    // any_port: listen on "NAME:PORT" for a free PORT (listen_on_free_port).
+    int start(const std::string& listen_name, bool any_port);
 
     std::string_view name() const override { return "bmi_shm"; }
     std::string_view scheme() const override { return "shm"; }
@@ -82,7 +83,7 @@ public:
     void* mem_alloc(bmi_size_t size) override;
     bool mem_free(void* buffer) override;
     int set_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
-    int get_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
+    int get_info(Peer*, int option, void* arg) override;
 
     // Admits only peers that prove this key from now on (before start(); empty: keyless).
     void use_key(support::keys::SharedKey key) { setup_.hellos().use_key(std::move(key)); }

@@ -49,7 +49,7 @@ constexpr std::chrono::milliseconds sweep_period{250};
 constexpr kit::DeadlineKey sweep_key{0, kit::DeadlineKind::sweep};
 }  // namespace
 
-int ShmMethod::start(const std::string& listen_name) {
+int ShmMethod::start(const std::string& listen_name, bool any_port) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (epoll_fd_ < 0 || event_fd_ < 0) return support::bmi_error_from_errno(errno);
@@ -60,7 +60,7 @@ int ShmMethod::start(const std::string& listen_name) {
     if (rc == 0) rc = visits_.create();
     setup_.hellos().introduce(event_fd_, visits_.bell_fd());
     if (rc != 0) return rc;
-    return setup_.start(listen_name, epoll_fd_);
+    return setup_.start(listen_name, any_port, epoll_fd_);
 }
 
 void ShmMethod::wake_self() {

@@ -37,17 +37,19 @@ ShmSetup::~ShmSetup() {
     if (listen_fd_ >= 0) close(listen_fd_);
 }
 
-int ShmSetup::start(const std::string& listen_name, int epoll_fd) {
+int ShmSetup::start(const std::string& listen_name, bool any_port, int epoll_fd) {
     epoll_fd_ = epoll_fd;
     if (listen_name.empty()) return 0;
-    int rc = listen_on(listen_name, listen_fd_);
+    std::string name = listen_name;
+    int rc = any_port ? listen_on_free_port(listen_name, listen_fd_, name)
+                      : listen_on(listen_name, listen_fd_);
     if (rc != 0) {
         BMI_LOG(error, "shm: cannot listen on '%s' (%d)", listen_name.c_str(), rc);
         return rc;
     }
-    hellos_.listen_as(listen_name);
+    hellos_.listen_as(name);
     acceptor_.keep_reserve();  // to refuse a client when the table fills (shm_descriptors.cpp)
-    BMI_LOG(shm, "listening on shm://%s", listen_name.c_str());
+    BMI_LOG(shm, "listening on shm://%s", name.c_str());
     return epoll_set(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, EPOLLIN, listener_tag);
 }
 

@@ -57,7 +57,7 @@ public:
     ShmHellos& hellos() { return hellos_; }
     const ShmHellos& hellos() const { return hellos_; }
     // Connections are watched in epoll_fd; a non-empty name listens there too. 0 or -BMI_E*.
-    int start(const std::string& listen_name, int epoll_fd);
+    int start(const std::string& listen_name, bool any_port, int epoll_fd);
     // Takes the connections waiting on the listener, a few at a time.
     void accept() { acceptor_.accept_all(listen_fd_, 0, 32); }
     bool listener_paused() const { return listener_paused_; }

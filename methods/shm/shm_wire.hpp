@@ -127,15 +127,36 @@ inline constexpr std::uint32_t max_slot_count = 4096;
 inline constexpr std::uint32_t min_slot_size = 256;
 inline constexpr std::uint32_t max_slot_size = 1u << 20;
 
-// [A-Za-z0-9._-]{1,64}
+// [A-Za-z0-9._-]+ with an optional ":PORT" (0..65535), 64 characters at most. The port form
+// is the one Mercury's na_bmi builds for every protocol ("shm://host:port").
 inline bool valid_name(std::string_view name) {
     if (name.empty() || name.size() > max_name_length) return false;
-    for (char c : name) {
+    const std::size_t colon = name.find(':');
+    const std::string_view base = name.substr(0, colon);
+    if (base.empty()) return false;
+    for (char c : base) {
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                   c == '.' || c == '_' || c == '-';
         if (!ok) return false;
     }
-    return true;
+    if (colon == std::string_view::npos) return true;
+    const std::string_view port = name.substr(colon + 1);
+    if (port.empty() || port.size() > 5) return false;
+    unsigned value = 0;
+    for (char c : port) {
+        if (c < '0' || c > '9') return false;
+        value = value * 10 + static_cast<unsigned>(c - '0');
+    }
+    return value <= 65535;
+}
+
+// The port of a "NAME:PORT" name, or -1 for a name without one.
+inline int name_port(std::string_view name) {
+    const std::size_t colon = name.rfind(':');
+    if (colon == std::string_view::npos) return -1;
+    int value = 0;
+    for (char c : name.substr(colon + 1)) value = value * 10 + (c - '0');
+    return value;
 }
 
 // Both powers of two, so ring positions wrap with a mask and slot arithmetic needs no division.

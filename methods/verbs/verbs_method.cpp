@@ -168,6 +168,11 @@ int VerbsMethod::start(const Config& config) {
     std::optional<VerbsAddress> listen;
     if (!config.listen_address.empty()) {
         listen = parse_address(config.listen_address);
+        // The standalone dialect gives a listen address without a port a free one, as on tcp.
+        if (!listen && config.dialect == ApiDialect::standalone &&
+            config.listen_address.find(':', config.listen_address.find("://") + 3) ==
+                std::string::npos)
+            listen = parse_address(config.listen_address + ":0");
         if (!listen) return -BMI_EINVAL;
         if (!listen->device.empty()) {
             choice_.device = listen->device;
@@ -410,6 +415,13 @@ int VerbsMethod::get_info(Peer* peer, int option, void* arg) {
         Connection* c = static_cast<VerbsPeer*>(peer)->connection;
         if (c == nullptr || c->qp == nullptr) return -BMI_ENOENT;
         *static_cast<void**>(arg) = c->qp;
+        return 0;
+    }
+    if (option == info_listen_port) {
+        if (listen_fd_ < 0) return -BMI_ENOSYS;
+        auto parsed = parse_address(listen_address_);
+        if (!parsed) return -BMI_ENOSYS;
+        *static_cast<int*>(arg) = parsed->bootstrap.port;
         return 0;
     }
     if (option != get_stats_option) return -BMI_ENOSYS;

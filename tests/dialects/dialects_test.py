@@ -4,8 +4,9 @@
 node can share (tcp, shm): a C99 program written only against the standalone header
 (standalone_api_peer) serves the OrangeFS-dialect pvfs_client and calls the OrangeFS-dialect
 pvfs_server, and two standalone peers exchange requests and class-7 notes, which must arrive
-only under their own class. A tcp standalone server listens without a port and reports the
-kernel's choice through BMI_TCP_GET_PORT."""
+only under their own class. A standalone server listens without a port and reports the port it
+got through BMI_TCP_GET_PORT, on shm as on tcp, and Mercury's na_bmi finds each protocol in
+BMI_TRANSPORT_METHODS_STRING."""
 import os
 import subprocess
 import sys
@@ -58,7 +59,7 @@ def run(argv, what):
 
 def standalone_serves_orangefs(method):
     server, addr = start([PEER, "serve", listen_for(method, "a")], "standalone server")
-    if method == "tcp" and addr.rsplit(":", 1)[-1] in ("", "0"):
+    if addr.rsplit(":", 1)[-1] in ("", "0") or ":" not in addr.split("://")[1]:
         fail(f"BMI_TCP_GET_PORT gave no port: {addr}")
     for size in ("64", "20000", "1048576"):
         run([CLIENT, "--methods", f"bmi_{method}", "--iterations", "5", "--size", size, addr],
@@ -95,13 +96,39 @@ def standalone_pair_with_classes(method):
         fail(f"{method}: standalone server counted {out!r}")
 
 
+def mercury_style_servers(method):
+    # Mercury's na_bmi: the protocol must be in the methods string, a server listens on
+    # "PROTO://HOST" without a port and hands out "PROTO://HOST:PORT"; two on one host differ.
+    listed = subprocess.run([PEER, "protocol", method], capture_output=True, text=True,
+                            timeout=TIMEOUT)
+    if listed.returncode != 0:
+        fail(f"{method}: not in BMI_TRANSPORT_METHODS_STRING: {listed.stdout!r}")
+    names = listed.stdout.split()[1:]
+    if "verbs" in names and "ib" not in names:
+        fail(f"verbs without its OrangeFS name ib in {names}")
+    if subprocess.run([PEER, "protocol", "nosuch"], capture_output=True,
+                      timeout=TIMEOUT).returncode != 1:
+        fail("an unknown protocol was accepted")
+    servers = [start([PEER, "serve", f"{method}://127.0.0.1"], f"{method}: na_bmi-style server")
+               for _ in range(2)]
+    addrs = [addr for _, addr in servers]
+    if len(set(addrs)) != 2 or not all(a.rsplit(":", 1)[-1].isdigit() for a in addrs):
+        fail(f"{method}: two portless servers got {addrs}")
+    for proc, addr in servers:
+        run([PEER, "call", addr, "--iterations", "3", "--size", "70000", "--shutdown"],
+            f"{method}: client of {addr}")
+        out = finish(proc, f"{method}: server at {addr}")
+        if "DONE requests=4 notes=0" not in out:
+            fail(f"{method}: server at {addr} counted {out!r}")
+
+
 def main():
     if not METHODS:
         print("no tcp or shm method built")
         sys.exit(77)
     for method in METHODS:
         for case in (standalone_serves_orangefs, standalone_calls_orangefs,
-                     standalone_pair_with_classes):
+                     standalone_pair_with_classes, mercury_style_servers):
             case(method)
             print(f"ok {method}: {case.__name__}")
 

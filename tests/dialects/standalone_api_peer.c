@@ -3,8 +3,9 @@
  * speaking the example protocol of examples/pvfs_proto.h, so it can serve the OrangeFS-dialect
  * pvfs_client and call the OrangeFS-dialect pvfs_server (tests/dialects/dialects_test.py).
  *
- *   standalone_api_peer serve LISTEN          answers requests until a SHUTDOWN; a tcp LISTEN
- *                                         without a port gets one from the kernel
+ *   standalone_api_peer serve LISTEN          answers requests until a SHUTDOWN; a LISTEN
+ *                                         without a port gets one (BMI_TCP_GET_PORT)
+ *   standalone_api_peer protocol NAME         exit 0 if BMI_TRANSPORT_METHODS_STRING names NAME
  *   standalone_api_peer call ADDR [--iterations N] [--size BYTES] [--notes N] [--shutdown]
  *
  * Besides requests (class 0, through the unsuffixed macros), a caller may send notes under
@@ -112,21 +113,51 @@ static int answer(const struct BMI_unexpected_info *info, bmi_context_id ctx)
     return req.op == PVFS_OP_SHUTDOWN;
 }
 
-/* Prints the address clients use: a portless tcp listen address gets the kernel's port. */
+/* Prints the address clients use. As Mercury's na_bmi does on every protocol, a portless
+ * listen address is completed with the port BMI_TCP_GET_PORT reports, and the server looks
+ * its own full address up. */
 static int print_address(const char *listen)
 {
     const char *host = strstr(listen, "://");
+    char full[256];
+    BMI_addr_t self;
     int port = 0, rc;
-    if (strncmp(listen, "tcp://", 6) == 0 && strchr(host + 3, ':') == NULL) {
+    if (host != NULL && strchr(host + 3, ':') == NULL) {
         rc = BMI_get_info(0, BMI_TCP_GET_PORT, &port);
         if (rc < 0 || port <= 0)
             return fail("BMI_get_info(BMI_TCP_GET_PORT)", rc);
-        printf("ADDR %s:%d\n", listen, port);
+        snprintf(full, sizeof full, "%s:%d", listen, port);
     } else {
-        printf("ADDR %s\n", listen);
+        snprintf(full, sizeof full, "%s", listen);
     }
+    rc = BMI_addr_lookup(&self, full);
+    if (rc < 0)
+        return fail("BMI_addr_lookup of our own address", rc);
+    printf("ADDR %s\n", full);
     fflush(stdout);
     return 0;
+}
+
+#ifndef BMI_SUPPORTS_TRANSPORT_METHOD_GETINFO
+#error "the standalone header must announce BMI_TRANSPORT_METHODS_STRING (Mercury's na_bmi asks)"
+#endif
+
+/* Mercury's na_bmi_check_protocol: the protocol is usable only if the methods string names
+ * it. Prints the names; 0 if PROTOCOL is among them. */
+static int check_protocol(const char *protocol)
+{
+    char *methods = NULL, *name;
+    int found = 0, count = BMI_get_info(0, BMI_TRANSPORT_METHODS_STRING, &methods);
+    if (count <= 0 || methods == NULL)
+        return fail("BMI_get_info(BMI_TRANSPORT_METHODS_STRING)", count);
+    printf("PROTOCOLS");
+    for (name = strtok(methods, ","); name != NULL; name = strtok(NULL, ",")) {
+        printf(" %s", name);
+        found = found || strcmp(name, protocol) == 0;
+    }
+    printf("\n");
+    free(methods);
+    return found ? 0 : 1;
 }
 
 static int serve(const char *listen)
@@ -301,11 +332,14 @@ int main(int argc, char **argv)
     int shutdown = 0, a, ok = 1;
     if (argc >= 3 && strcmp(argv[1], "serve") == 0)
         return serve(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "protocol") == 0)
+        return check_protocol(argv[2]);
     if (argc < 3 || strcmp(argv[1], "call") != 0) {
-        fprintf(stderr,
-                "usage: %s serve LISTEN | call ADDR [--iterations N] [--size BYTES] "
-                "[--notes N] [--shutdown]\n",
-                argv[0]);
+        fprintf(
+            stderr,
+            "usage: %s serve LISTEN | protocol NAME | call ADDR [--iterations N] [--size BYTES] "
+            "[--notes N] [--shutdown]\n",
+            argv[0]);
         return 2;
     }
     for (a = 3; a < argc && ok; a++) {

@@ -54,6 +54,10 @@ enum bmi_buffer_type
     BMI_EXT_ALLOC = 2
 };
 
+/* BMI_get_info(0, BMI_TRANSPORT_METHODS_STRING, ..) names the methods of this build: Mercury's
+ * na_bmi then accepts each of them (bmi+shm, bmi+verbs, ...), not only tcp and ib. */
+#define BMI_SUPPORTS_TRANSPORT_METHOD_GETINFO 1
+
 /* Options for BMI_set_info and BMI_get_info, numbered as the standalone library numbers them. */
 enum
 {
@@ -73,10 +77,12 @@ enum
     BMI_OPTIMISTIC_BUFFER_REG = 14,
     BMI_TCP_CHECK_UNEXPECTED = 15,
     BMI_ZOID_POST_TIMEOUT = 16,  /* no zoid method: -BMI_ENOSYS */
-    /* get_info(0, .., char **out): *out = malloc'd "tcp,shm," (the caller frees it); returns
-     * the number of methods. */
+    /* get_info(0, .., char **out): *out = malloc'd "tcp,shm,verbs,ib," (the caller frees
+     * it); returns the number of names. */
     BMI_TRANSPORT_METHODS_STRING = 17,
-    BMI_TCP_GET_PORT = 18,  /* get_info(0, .., int *port): the port a server listens on */
+    /* get_info(0, .., int *port): the port a server listens on (tcp's, or the PORT of a
+     * listening "shm://NAME:PORT" or "verbs://HOST:PORT") */
+    BMI_TCP_GET_PORT = 18,
     /* libbmi's own options start at 0x1000, as in the OrangeFS dialect. */
     BMI_UNEXPECTED_QUOTA_USE = 0x1000, /* get_info, struct BMI_unexpected_quota_use* */
     BMI_ADDRESS_COUNT = 0x1001         /* get_info with addr 0, int*: addresses held */
