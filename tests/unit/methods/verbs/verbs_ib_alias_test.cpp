@@ -78,3 +78,26 @@ TEST_CASE("verbs: a list tcp://...,ib://... reaches a bmi_ib server over verbs",
     // Nothing listens on the tcp part's port: only a lookup that prefers ib:// succeeds.
     talk(pair, "tcp://127.0.0.1:1," + listen);
 }
+
+TEST_CASE("verbs: a portless ib:// listen takes a port in the standalone dialect only",
+          "[verbs]") {
+    // Mercury's na_bmi listens on "ib://HOST" for bmi+ib, then asks BMI_TCP_GET_PORT.
+    core::InitParams params;
+    params.method_list = "bmi_ib";
+    params.listen = "ib://127.0.0.1";
+    params.flags = BMI_INIT_SERVER;
+    params.dialect = method::ApiDialect::orangefs;
+    std::unique_ptr<core::Instance> refused;
+    CHECK(core::Instance::create(params, refused) == -BMI_EINVAL);
+
+    Pair pair;
+    params.dialect = method::ApiDialect::standalone;
+    REQUIRE(core::Instance::create(params, pair.server.instance) == 0);
+    REQUIRE(pair.server.instance->open_context(pair.server.context) == 0);
+    int port = 0;
+    REQUIRE(pair.server.instance->get_info(0, method::info_listen_port, &port) == 0);
+    REQUIRE(port > 0);
+    const std::string listen = pair.server.instance->listen_addresses();
+    CHECK(listen == "ib://127.0.0.1:" + std::to_string(port));
+    talk(pair, listen);
+}
