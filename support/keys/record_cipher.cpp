@@ -11,8 +11,7 @@ struct RecordCipher::AesState {
     crypto_aead_aes256gcm_state state;
 };
 
-RecordCipher::RecordCipher(Cipher cipher, const DirectionKey& first,
-                           std::uint64_t rekey_interval)
+RecordCipher::RecordCipher(Cipher cipher, const DirectionKey& first, std::uint64_t rekey_interval)
     : cipher_(cipher), key_(first), rekey_interval_(std::max<std::uint64_t>(rekey_interval, 1)) {
     if (!cipher_available(cipher_)) {
         failed_ = true;

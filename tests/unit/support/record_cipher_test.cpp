@@ -83,21 +83,21 @@ TEST_CASE("both ends of a handshake derive the same keys, one per direction") {
     SECTION("another transcript, key, cipher or ephemeral secret gives other keys") {
         SharedSecret shared;
         REQUIRE(h.initiator.agree(h.acceptor.public_key(), shared));
-        const auto base = derive_traffic_keys(*psk, transcript_of("t"), shared,
-                                              Cipher::chacha20poly1305);
+        const auto base =
+            derive_traffic_keys(*psk, transcript_of("t"), shared, Cipher::chacha20poly1305);
         auto other_psk = make_key(8);
         SharedSecret other_shared = shared;
         other_shared[0] ^= 1;
         const auto differ = [&](const TrafficKeys& k) {
             return k.initiator_to_acceptor.key != base.initiator_to_acceptor.key;
         };
-        CHECK(differ(derive_traffic_keys(*psk, transcript_of("u"), shared,
-                                         Cipher::chacha20poly1305)));
-        CHECK(differ(derive_traffic_keys(*other_psk, transcript_of("t"), shared,
-                                         Cipher::chacha20poly1305)));
+        CHECK(differ(
+            derive_traffic_keys(*psk, transcript_of("u"), shared, Cipher::chacha20poly1305)));
+        CHECK(differ(
+            derive_traffic_keys(*other_psk, transcript_of("t"), shared, Cipher::chacha20poly1305)));
         CHECK(differ(derive_traffic_keys(*psk, transcript_of("t"), shared, Cipher::aes256gcm)));
-        CHECK(differ(derive_traffic_keys(*psk, transcript_of("t"), other_shared,
-                                         Cipher::chacha20poly1305)));
+        CHECK(differ(
+            derive_traffic_keys(*psk, transcript_of("t"), other_shared, Cipher::chacha20poly1305)));
     }
 }
 
