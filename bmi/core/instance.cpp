@@ -50,6 +50,21 @@ int fill_lists(method::Operation& op, const PostRequest& request, bool native_li
     return 0;
 }
 
+// Offers a send to Method::send_now. Only a list pays for the array of segments: the
+// contiguous send is the latency path of every ping-pong.
+int offer_send_now(method::Method& m, method::Peer& peer, const PostRequest& request,
+                   bool is_list) {
+    if (!is_list) {
+        const method::Segment whole{request.buffer, request.size};
+        return m.send_now(peer, request.kind, request.tag, {&whole, 1});
+    }
+    std::array<method::Segment, method::send_now_segments> segments;
+    const auto count = static_cast<std::size_t>(request.list_count);
+    for (std::size_t i = 0; i < count; ++i)
+        segments[i] = {const_cast<void*>(request.list[i]), request.sizes[i]};
+    return m.send_now(peer, request.kind, request.tag, {segments.data(), count});
+}
+
 }  // namespace
 
 // What a method reports goes to the part it concerns; whatever a waiter may want wakes it.
@@ -161,17 +176,7 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
             // a busy method sends the usual way.
             MethodSlot& slot = methods_.slot(method_index);
             if (slot.lock.try_lock()) {
-                std::array<method::Segment, method::send_now_segments> segments;
-                std::size_t count = 1;
-                if (is_list) {
-                    count = static_cast<std::size_t>(request.list_count);
-                    for (std::size_t i = 0; i < count; ++i)
-                        segments[i] = {const_cast<void*>(request.list[i]), request.sizes[i]};
-                } else {
-                    segments[0] = {request.buffer, request.size};
-                }
-                int rc = slot.method->send_now(*entry->peer, request.kind, request.tag,
-                                               {segments.data(), count});
+                const int rc = offer_send_now(*slot.method, *entry->peer, request, is_list);
                 slot.lock.unlock();
                 if (rc != 0) {
                     if (rc == 1) id = 0;

@@ -154,6 +154,40 @@ struct ProgressDeadline {
     // Its wake-up came: true if the limit passed with no progress; else it is scheduled again.
     bool expired(Deadlines& engine, DeadlineKey key, std::uint64_t count, Clock::time_point now,
                  std::chrono::milliseconds limit);
+    // The same, where `owed` says whether the peer still owes anything: if not, the clock
+    // stops (its owner starts it again when the next wait begins) and it has not expired.
+    bool expired_if_owed(bool owed, Deadlines& engine, DeadlineKey key, std::uint64_t count,
+                         Clock::time_point now, std::chrono::milliseconds limit) {
+        if (!owed) {
+            timed = false;
+            return false;
+        }
+        return expired(engine, key, count, now, limit);
+    }
 };
+
+// Waits that each have their own time under one deadline of their connection (the RTS of each
+// large send, DeadlineKind::rendezvous): the keys of the entries of `waiting` due by `now`,
+// deadline_of giving each value's time (time_point{}: it waits for nothing now, or is not this
+// connection's). key is scheduled again for the earliest of the others, so one heap entry
+// serves every RTS of a connection.
+template <class Map, class DeadlineOf>
+std::vector<typename Map::key_type> take_due(Deadlines& engine, DeadlineKey key,
+                                             Deadlines::Clock::time_point now, const Map& waiting,
+                                             DeadlineOf deadline_of) {
+    using Clock = Deadlines::Clock;
+    std::vector<typename Map::key_type> due;
+    std::optional<Clock::time_point> next;
+    for (const auto& entry : waiting) {
+        const Clock::time_point at = deadline_of(entry.second);
+        if (at == Clock::time_point{}) continue;
+        if (at <= now)
+            due.push_back(entry.first);
+        else if (!next || at < *next)
+            next = at;
+    }
+    if (next) engine.schedule(key, *next);
+    return due;
+}
 
 }  // namespace bmi::method::kit

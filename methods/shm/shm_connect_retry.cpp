@@ -19,7 +19,7 @@
 #include <cerrno>
 
 #include "methods/shm/shm_listener.hpp"
-#include "methods/shm/shm_method_impl.hpp"
+#include "methods/shm/shm_setup.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -32,7 +32,7 @@ constexpr std::chrono::milliseconds first_pause{1};
 constexpr std::chrono::milliseconds longest_pause{64};
 }  // namespace
 
-int ShmMethod::start_connect(Connection& conn) {
+int ShmSetup::start_connect(Connection& conn) {
     ConnectStart how = ConnectStart::connected;
     int rc = connect_to(conn.peer->name, conn.fd, how);
     if (rc != 0) return rc;
@@ -59,7 +59,7 @@ int ShmMethod::start_connect(Connection& conn) {
                : support::bmi_error_from_errno(errno);
 }
 
-int ShmMethod::wait_for_backlog(Connection& conn) {
+int ShmSetup::wait_for_backlog(Connection& conn) {
     auto now = std::chrono::steady_clock::now();
     if (now >= conn.setup_deadline) {
         BMI_LOG(error,
@@ -81,7 +81,7 @@ int ShmMethod::wait_for_backlog(Connection& conn) {
     return 0;  // on_setup_step (or watch_setup) schedules the retry for retry_at
 }
 
-int ShmMethod::retry_connect(Connection& conn) {
+int ShmSetup::retry_connect(Connection& conn) {
     if (int rc = start_connect(conn); rc != 0) return rc;
     // Through: its queued sends go into the ring now; the reply is awaited.
     if (conn.state != ConnState::backlog_full) visits_.mark_busy(conn);

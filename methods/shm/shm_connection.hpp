@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "methods/kit/deadlines.hpp"
 #include "methods/kit/key_handshake.hpp"
 #include "methods/shm/shm_doorbell.hpp"
 #include "methods/shm/shm_peer.hpp"
@@ -111,6 +112,14 @@ struct Connection {
     std::deque<Pull> pulls;
     std::deque<SplitReceive> splits;  // split copies we receive
     std::deque<SplitPush> pushes;     // split copies we send and still help with
+
+    // Waits on the live peer (shm_peer_deadlines.cpp): room in its ring, and the transfers it
+    // started; receipts counts the visits that took messages from rx, helped the sends it
+    // answered with HELP and owes the DONE of.
+    kit::ProgressDeadline send_clock;
+    kit::ProgressDeadline stall_clock;
+    std::uint64_t receipts = 0;
+    std::uint32_t helped = 0;
 
     // Split boards (shm_split.hpp): ours hands out the chunks of what we receive, the peer's
     // those of what we send. Entry i of ours is free while bit i of board_free is set.

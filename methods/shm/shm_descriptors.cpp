@@ -14,7 +14,7 @@
 #include <string>
 
 #include "methods/shm/shm_listener.hpp"
-#include "methods/shm/shm_method_impl.hpp"
+#include "methods/shm/shm_setup.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::shm {
@@ -27,7 +27,7 @@ void OutOfDescriptors::warn(const char* what) {
                  what, static_cast<unsigned long long>(refusals_));
 }
 
-std::optional<std::string> ShmMethod::source_of(kit::AcceptedSocket& socket) {
+std::optional<std::string> ShmSetup::source_of(kit::AcceptedSocket& socket) {
     pid_t pid = 0;
     if (!peer_is_same_user(socket.fd, pid)) {
         BMI_LOG(error, "shm: refused a connection from another user (pid %d)",
@@ -38,11 +38,11 @@ std::optional<std::string> ShmMethod::source_of(kit::AcceptedSocket& socket) {
     return "pid " + std::to_string(pid);
 }
 
-void ShmMethod::close_for_room(std::uint64_t id) {
-    if (Connection* conn = find_connection(id)) close_connection(*conn, -BMI_ECONNRESET);
+void ShmSetup::close_for_room(std::uint64_t id) {
+    if (Connection* conn = find(id)) host_.close_connection(*conn, -BMI_ECONNRESET);
 }
 
-void ShmMethod::offer_for_shedding(kit::SheddingChoice& choice) {
+void ShmSetup::offer_for_shedding(kit::SheddingChoice& choice) {
     for (auto& [id, owned] : connections_) {
         const Connection& conn = *owned;
         if (conn.initiator || conn.fd < 0) continue;
@@ -62,20 +62,20 @@ void ShmMethod::offer_for_shedding(kit::SheddingChoice& choice) {
     }
 }
 
-void ShmMethod::answer_shed(int fd) {
+void ShmSetup::answer_shed(int fd) {
     // The kit's acceptor has logged this refusal already (its reserve warning): one line per
     // event, so only the count is ours.
     descriptors_.count();
     send_refusal(fd, -BMI_EMFILE);
 }
 
-void ShmMethod::resume_listener() {
+void ShmSetup::resume_listener() {
     if (!listener_paused_) return;
     acceptor_.keep_reserve();
     set_listener_interest(true);
 }
 
-int ShmMethod::refuse_for_descriptors(Connection& conn) {
+int ShmSetup::refuse_for_descriptors(Connection& conn) {
     send_refusal(conn.fd, -BMI_EMFILE);
     descriptors_.warn(("the hello of pid " + std::to_string(conn.peer_pid)).c_str());
     return -BMI_EMFILE;

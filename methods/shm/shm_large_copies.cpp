@@ -346,7 +346,8 @@ int ShmLargeCopies::on_help(Connection& conn, Operation& op, const MsgHeader& he
     bool sane = info.entry < split_board_entries && info.chunk_size > 0 && header.aux > 0 &&
                 info.chunks == total / info.chunk_size + (total % info.chunk_size != 0);
     if (!sane) return -BMI_EPROTO;
-    if (split_mode_ == SplitMode::never) return 0;  // the receiver copies it all
+    ShmOpBook::slots(op).board_entry = info.entry + 1;  // its progress counts (stall deadline)
+    if (split_mode_ == SplitMode::never) return 0;      // the receiver copies it all
     SplitPush push;
     push.op = &op;
     push.entry = info.entry;

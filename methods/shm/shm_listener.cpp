@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -179,6 +180,13 @@ long receive_with_fds(int fd, void* data, std::size_t size, int* fds, int max_fd
         return -EMFILE;
     }
     return static_cast<long>(n);
+}
+
+int epoll_set(int epoll_fd, int op, int fd, std::uint32_t events, std::uint64_t tag) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = tag;
+    return epoll_ctl(epoll_fd, op, fd, &ev) == 0 ? 0 : support::bmi_error_from_errno(errno);
 }
 
 }  // namespace bmi::method::shm

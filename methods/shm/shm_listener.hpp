@@ -40,6 +40,9 @@ inline constexpr int max_passed_fds = 4;
 // descriptors); nothing is read first and a failure to send is ignored.
 void send_refusal(int fd, int status);
 
+// epoll_ctl(op) of fd in epoll_fd, for events, with the tag progress looks up; 0 or -BMI_E*.
+int epoll_set(int epoll_fd, int op, int fd, std::uint32_t events, std::uint64_t tag);
+
 // One datagram-like message with descriptors on a stream socket (at most max_passed_fds).
 // Returns bytes sent, or -errno.
 long send_with_fds(int fd, const void* data, std::size_t size, const int* fds, int fd_count);

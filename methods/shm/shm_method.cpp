@@ -39,8 +39,7 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 }
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
-    : sink_(sink), options_(options), early_(options.budgets.early), spin_(options.spin_us) {
-    acceptor_.set_limits(options.pending_per_source, options.setup_timeout);
+    : sink_(sink), early_(options.budgets.early), spin_(options.spin_us), options_(options) {
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
     if (options.single_copy) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
@@ -59,41 +58,20 @@ ShmMethod::~ShmMethod() {
     }
     visits_.clear();
     connections_.clear();
-    named_.for_each_live([](ShmPeer& peer) { peer.arrivals.clear(); });
-    nameless_.for_each_live([](ShmPeer& peer) { peer.arrivals.clear(); });
-    if (listen_fd_ >= 0) close(listen_fd_);
+    peers_.drop_arrivals();
     if (event_fd_ >= 0) close(event_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
 std::string ShmMethod::listen_address() const {
-    const std::string& name = hellos_.listen_name();
+    const std::string& name = setup_.hellos().listen_name();
     return name.empty() ? std::string() : "shm://" + name;
 }
 
 int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
     auto parts = support::split_scheme(address);
     if (!parts || parts->scheme != "shm" || !valid_name(parts->rest)) return -BMI_EINVAL;
-    std::string name(parts->rest);
-    if (name.rfind("pid-", 0) == 0) {
-        // The rev_lookup form of a nameless peer: only meaningful while we know it.
-        char* end = nullptr;
-        const long pid = std::strtol(name.c_str() + 4, &end, 10);
-        if (end != name.c_str() + 4 && *end == '\0' && pid > 0) {
-            if (auto peer = nameless_.find_pid(static_cast<pid_t>(pid));
-                peer && "pid-" + std::to_string(peer->pid) == name) {
-                out = peer;
-                return 0;
-            }
-        }
-    }
-    auto peer = named_.find(name);
-    if (!peer) {
-        peer = std::make_shared<ShmPeer>();
-        peer->name = name;
-        named_.add(name, peer);
-    }
-    out = peer;
+    out = peers_.lookup(std::string(parts->rest));
     return 0;
 }
 
@@ -146,7 +124,7 @@ int ShmMethod::post(Operation& op) {
         // sent anything yet; failing to connect is not an error for a receive.
         if (peer.connection == 0 && !peer.name.empty()) {
             Connection* ignored = nullptr;
-            ensure_connection(op, ignored);
+            setup_.ensure_connection(op, ignored);
         }
         peer.posted_recvs.push_back(op);
         ops_.place(op, Place::posted_recv, 0);
@@ -155,7 +133,7 @@ int ShmMethod::post(Operation& op) {
     if (op.kind == OpKind::send_unexpected && op.total_size > options_.unexpected_limit)
         return -BMI_EMSGSIZE;
     Connection* conn = nullptr;
-    int rc = ensure_connection(op, conn);
+    int rc = setup_.ensure_connection(op, conn);
     if (rc != 0) return rc;
     if (conn->send_queue.empty() && conn->rings_live()) {
         Placed placed = place_send(*conn, op);
@@ -230,8 +208,7 @@ void ShmMethod::forget_peer(Peer& base) {
     ops_.fail_posted_recvs(peer, -BMI_ECANCEL);
     peer.arrivals.for_each([&](const Arrival& message) { uncharge(peer, message); });
     peer.arrivals.clear();
-    if (!peer.name.empty()) named_.remove(peer.name, peer);
-    nameless_.remove(peer);
+    peers_.forget(peer);
 }
 
 bool ShmMethod::peer_gone(const Peer& base) const {
@@ -240,9 +217,7 @@ bool ShmMethod::peer_gone(const Peer& base) const {
 }
 
 std::string ShmMethod::describe_peer(const Peer& base) const {
-    const auto& peer = static_cast<const ShmPeer&>(base);
-    if (!peer.name.empty()) return "shm://" + peer.name;
-    return "shm://pid-" + std::to_string(peer.pid);
+    return peer_address(static_cast<const ShmPeer&>(base));
 }
 
 int ShmMethod::query_range(const Peer& peer, std::string_view id_string, int) const {

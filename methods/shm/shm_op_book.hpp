@@ -5,6 +5,7 @@
 // here, and the count of held operations is what before_sleep spins on.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -28,6 +29,10 @@ public:
     struct Slots {
         std::uint64_t connection = 0;  // the id of the connection it is queued or moving on
         std::uint64_t cookie = 0;      // its RTS transfer
+        // A send whose RTS is out: when it fails unanswered (time_point{}: answered).
+        std::chrono::steady_clock::time_point rts_deadline{};
+        // A send the receiver split: 1 + its entry on the receiver's board (0: none).
+        std::uint32_t board_entry = 0;
     };
     static Slots& slots(Operation& op) { return method_slots<Slots>(op); }
 

@@ -54,6 +54,9 @@ int load_options(const support::Settings& settings, bmi_size_t unexpected_overri
     out.budgets.offer_count = bytes(settings, SettingId::offer_count);
     out.setup_timeout = settings.duration(SettingId::setup_timeout);
     out.pending_per_source = bytes(settings, SettingId::pending_per_source);
+    out.stall_timeout = settings.duration(SettingId::stall_timeout);
+    out.send_timeout = settings.duration(SettingId::send_timeout);
+    out.rendezvous_timeout = settings.duration(SettingId::rendezvous_timeout);
     // Inline messages may use at most half a ring so two of them can always be in flight.
     bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -
                            static_cast<bmi_size_t>(ring_stamp_size + sizeof(MsgHeader));

@@ -66,6 +66,12 @@ struct Options {
     // operations fail with -BMI_ETIMEDOUT (BMI_SHM_SETUP_TIMEOUT_MS, shm_setup_timeout_ms;
     // shm_setup_deadline.cpp).
     std::chrono::milliseconds setup_timeout{};
+    // Waits on a live peer (shm_peer_deadlines.cpp): a transfer it started and does not go on
+    // with (BMI_SHM_STALL_TIMEOUT_MS), a full ring it frees nothing of (BMI_SHM_SEND_TIMEOUT_MS),
+    // an RTS it never answers (BMI_SHM_RENDEZVOUS_TIMEOUT_MS).
+    std::chrono::milliseconds stall_timeout{};
+    std::chrono::milliseconds send_timeout{};
+    std::chrono::milliseconds rendezvous_timeout{};
     // Accepted connections one process may hold before their handshake is done
     // (BMI_SHM_PENDING_PER_SOURCE, kit::Acceptor).
     std::size_t pending_per_source = 0;

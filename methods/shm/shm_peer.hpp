@@ -50,6 +50,11 @@ public:
     std::size_t links = 0;
 };
 
+// The address a peer answers to: its listen name, or the "pid-N" form of a nameless one.
+inline std::string peer_address(const ShmPeer& peer) {
+    return peer.name.empty() ? "shm://pid-" + std::to_string(peer.pid) : "shm://" + peer.name;
+}
+
 // A connection's reference to its peer, counted in ShmPeer::links for as long as the link
 // lives, however the connection ends (closed, or dropped half-built).
 class PeerLink {

@@ -47,13 +47,6 @@ namespace {
 // connection, so at this period even many idle connections cost little (doc/perf/code-figures.md).
 constexpr std::chrono::milliseconds sweep_period{250};
 constexpr kit::DeadlineKey sweep_key{0, kit::DeadlineKind::sweep};
-
-int epoll_set(int epoll_fd, int op, int fd, std::uint32_t events, std::uint64_t tag) {
-    epoll_event ev{};
-    ev.events = events;
-    ev.data.u64 = tag;
-    return epoll_ctl(epoll_fd, op, fd, &ev) == 0 ? 0 : support::bmi_error_from_errno(errno);
-}
 }  // namespace
 
 int ShmMethod::start(const std::string& listen_name) {
@@ -65,17 +58,9 @@ int ShmMethod::start(const std::string& listen_name) {
         rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, event_fd_, EPOLLIN | EPOLLET, eventfd_tag);
     if (rc == 0) rc = epoll_set(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), EPOLLIN, timer_tag);
     if (rc == 0) rc = visits_.create();
-    hellos_.introduce(event_fd_, visits_.bell_fd());
-    if (rc != 0 || listen_name.empty()) return rc;
-    rc = listen_on(listen_name, listen_fd_);
-    if (rc != 0) {
-        BMI_LOG(error, "shm: cannot listen on '%s' (%d)", listen_name.c_str(), rc);
-        return rc;
-    }
-    hellos_.listen_as(listen_name);
-    acceptor_.keep_reserve();  // to refuse a client when the table fills (shm_descriptors.cpp)
-    BMI_LOG(shm, "listening on shm://%s", listen_name.c_str());
-    return epoll_set(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, EPOLLIN, listener_tag);
+    setup_.hellos().introduce(event_fd_, visits_.bell_fd());
+    if (rc != 0) return rc;
+    return setup_.start(listen_name, epoll_fd_);
 }
 
 void ShmMethod::wake_self() {
@@ -84,14 +69,8 @@ void ShmMethod::wake_self() {
     (void)ignored;
 }
 
-void ShmMethod::set_listener_interest(bool on) {
-    if (epoll_set(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, on ? EPOLLIN : 0u, listener_tag) == 0)
-        listener_paused_ = !on;
-    arm_sweep();  // a paused listener keeps the sweep running, which resumes it
-}
-
 void ShmMethod::arm_sweep() {
-    const bool wanted = !connections_.empty() || listener_paused_;
+    const bool wanted = !connections_.empty() || setup_.listener_paused();
     if (wanted == sweep_armed_) return;
     sweep_armed_ = wanted;
     if (wanted)
@@ -101,19 +80,21 @@ void ShmMethod::arm_sweep() {
 }
 
 void ShmMethod::on_deadline(kit::DeadlineKey key) {
-    if (kit::Acceptor::owns(key)) {
-        acceptor_.on_deadline(key, std::chrono::steady_clock::now());
+    const bool peer_wait = key.kind == kit::DeadlineKind::send ||
+                           key.kind == kit::DeadlineKind::stall ||
+                           key.kind == kit::DeadlineKind::rendezvous;
+    if (kit::Acceptor::owns(key) || (key.kind != kit::DeadlineKind::sweep && !peer_wait)) {
+        setup_.on_deadline(key);
         return;
     }
-    if (key.kind == kit::DeadlineKind::sweep) {
-        sweep_due_ = true;
-        if (sweep_armed_)
-            timers_.schedule(sweep_key, std::chrono::steady_clock::now() + sweep_period);
+    if (peer_wait) {
+        // A live peer's waits (shm_peer_deadlines.cpp).
+        if (Connection* conn = find_connection(key.id); conn != nullptr)
+            on_peer_deadline(*conn, key, std::chrono::steady_clock::now());
         return;
     }
-    Connection* conn = find_connection(key.id);
-    // Open or closed since: nothing to do.
-    if (conn != nullptr && conn->state != ConnState::open) on_setup_step(*conn, key.kind);
+    sweep_due_ = true;
+    if (sweep_armed_) timers_.schedule(sweep_key, std::chrono::steady_clock::now() + sweep_period);
 }
 
 Connection* ShmMethod::find_connection(std::uint64_t id) {
@@ -157,7 +138,7 @@ bool ShmMethod::poll_pass() {
     visits_.begin_pass();
     if (sweep_due_) {
         sweep_due_ = false;
-        resume_listener();
+        setup_.resume_listener();
         for (auto& [id, conn] : connections_) visits_.queue(*conn);
     }
     bool moved = false;
@@ -170,7 +151,7 @@ bool ShmMethod::poll_pass() {
         // that brings the peer's doorbell is read here too: until then our messages ring
         // nothing and the peer finds them only by its sweep.
         if (conn->state == ConnState::await_reply) {
-            if (int rc = receive_reply(*conn); rc != 0) {
+            if (int rc = setup_.receive_reply(*conn); rc != 0) {
                 failed.emplace_back(conn->id, rc);
                 continue;
             }
@@ -203,6 +184,7 @@ int ShmMethod::visit(Connection& conn, bool& moved) {
     if (rc == 0 && !conn.pushes.empty()) copies_.advance_pushes(conn, moved);
     if (rc != 0) return rc;
     if (conn.waits_for_room() && flush(conn)) moved = true;
+    watch_peer(conn);
     return 0;
 }
 
@@ -215,9 +197,9 @@ void ShmMethod::handle_events() {
 void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
     for (const auto& event : ready) {
         std::uint64_t tag = event.data.u64;
-        if (tag == listener_tag) {
+        if (tag == ShmSetup::listener_tag) {
             // A few at a time: a flood of connects must not starve the rings.
-            acceptor_.accept_all(listen_fd_, 0, 32);
+            setup_.accept();
         } else if (tag == timer_tag) {
             timers_.expire([this](kit::DeadlineKey key, auto) { on_deadline(key); });
         } else if (tag == eventfd_tag) {
@@ -230,271 +212,19 @@ void ShmMethod::dispatch_events(std::span<const epoll_event> ready) {
     }
 }
 
-std::optional<std::uint64_t> ShmMethod::start_accepted(const kit::AcceptedSocket& socket) {
-    auto conn = std::make_unique<Connection>();
-    conn->id = next_connection_++;
-    conn->key_handshake = hellos_.handshake();
-    conn->fd = socket.fd;
-    conn->state = ConnState::await_hello;
-    conn->peer_pid = static_cast<pid_t>(socket.peer_id);
-    conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
-    // The client's hello (and, keyed, its proof) must come by then.
-    conn->setup_deadline = std::chrono::steady_clock::now() + options_.setup_timeout;
-    if (epoll_set(epoll_fd_, EPOLL_CTL_ADD, socket.fd, EPOLLIN | EPOLLRDHUP, conn->id) != 0) {
-        close(socket.fd);
-        conn->fd = -1;
-        return std::nullopt;
-    }
-    Connection& added = *connections_.emplace(conn->id, std::move(conn)).first->second;
-    arm_sweep();
-    watch_setup(added);
-    return added.id;
-}
-
 void ShmMethod::on_socket_event(Connection& conn, std::uint32_t events) {
-    int rc = 0;
-    switch (conn.state) {
-        case ConnState::backlog_full:  // no socket in the epoll set: cannot happen
-            return;
-        case ConnState::connecting:
-            if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
-            rc = connect_result(conn.fd);
-            if (rc == 0) {
-                pid_t pid = 0;
-                rc = peer_is_same_user(conn.fd, pid) ? 0 : -BMI_EACCES;
-                conn.peer_pid = pid;
-            }
-            if (rc == 0) rc = hellos_.send_hello(conn);
-            if (rc == 0)
-                rc = epoll_set(epoll_fd_, EPOLL_CTL_MOD, conn.fd, EPOLLIN | EPOLLRDHUP, conn.id);
-            if (rc == 0) visits_.note_work(conn);  // awaiting the reply
-            break;
-        case ConnState::await_hello:
-        case ConnState::await_reply:
-        case ConnState::await_proof:
-            rc = advance_handshake(conn);
-            break;
-        case ConnState::open: {
-            // After the hello the socket carries only shared-buffer offers and withdrawals.
-            rc = buffers_.read_socket(conn);
-            if (rc == 0) return;
-            // Gone (end of stream), or reset: a Unix socket closed with our reply still unread
-            // reads as ECONNRESET. Either way what the peer published is valid and may never have
-            // rung (an initiator that left before it read our reply knew no doorbell).
-            take_last_messages(conn);
-            if (rc > 0) rc = -BMI_ECONNRESET;
-            break;
-        }
+    if (conn.state != ConnState::open) {
+        setup_.on_socket_event(conn, events);
+        return;
     }
-    if (rc != 0) close_connection(conn, rc);
-}
-
-int ShmMethod::advance_handshake(Connection& conn) {
-    switch (conn.state) {
-        case ConnState::await_hello:
-            return receive_hello(conn);
-        case ConnState::await_reply:
-            return receive_reply(conn);
-        case ConnState::await_proof:
-            if (const int rc = hellos_.receive_proof(conn); rc != 1) return rc;
-            return admit_proven(conn);
-        default:
-            return 0;
-    }
-}
-
-int ShmMethod::ensure_connection(Operation& op, Connection*& out) {
-    auto& peer = static_cast<ShmPeer&>(*op.peer);
-    if (peer.connection != 0) {
-        out = find_connection(peer.connection);
-        if (out != nullptr) return 0;
-        peer.connection = 0;
-    }
-    // A peer without a listen name can only be reached over the connection it opened.
-    if (peer.name.empty()) return -BMI_ECONNRESET;
-    return open_connection(std::static_pointer_cast<ShmPeer>(op.peer_ref), out);
-}
-
-int ShmMethod::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out) {
-    auto conn = std::make_unique<Connection>();
-    conn->id = next_connection_++;
-    conn->key_handshake = hellos_.handshake();
-    conn->initiator = true;
-    conn->peer = peer;
-    conn->peer_regions.limit(options_.budgets.offer_bytes, options_.budgets.offer_count);
-    int rc = conn->segment.create(options_.slot_count, options_.slot_size);
-    if (rc != 0) return rc;
-    rc = visits_.take_bell_index(*conn);
-    if (rc != 0) return rc;
-    // Until it is in connections_, no close gives the index back.
-    struct GiveBack {
-        ShmMethod* method;
-        Connection* conn;
-        ~GiveBack() {
-            if (conn != nullptr) method->visits_.give_back_bell_index(*conn);
-        }
-    } give_back{this, conn.get()};
-    conn->tx = conn->segment.ring(0);
-    conn->rx = conn->segment.ring(1);
-    conn->own_board = conn->segment.board(0);
-    conn->peer_board = conn->segment.board(1);
-    conn->own_socket_sent = conn->segment.socket_messages(0);
-    conn->peer_socket_sent = conn->segment.socket_messages(1);
-    // From the first try until the listener's reply, backlog retries included.
-    conn->setup_deadline = std::chrono::steady_clock::now() + options_.setup_timeout;
-    rc = start_connect(*conn);
-    if (rc != 0) return rc;
-    peer->connection = conn->id;
-    out = conn.get();
-    give_back.conn = nullptr;
-    BMI_LOG(shm, "connection %llu to shm://%s", static_cast<unsigned long long>(conn->id),
-            peer->name.c_str());
-    connections_.emplace(conn->id, std::move(conn));
-    arm_sweep();
-    watch_setup(*out);
-    visits_.note_work(*out);  // awaiting the reply
-    return 0;
-}
-
-int ShmMethod::receive_hello(Connection& conn) {
-    Hello hello{};
-    int fds[3] = {-1, -1, -1};
-    int fd_count = 0;
-    // The hello's descriptors must fit: the kernel drops what does not, and the hello with
-    // them. One more for the reply's.
-    if (!acceptor_.make_room(conn.fd, 4, conn.id)) return refuse_for_descriptors(conn);
-    long n = receive_with_fds(conn.fd, &hello, sizeof hello, fds, 3, fd_count);
-    if (n == -EAGAIN) return 0;
-    if (n == -EMFILE) return refuse_for_descriptors(conn);
-    bool ok = n == static_cast<long>(sizeof hello) && fd_count == 3 && hello_well_formed(hello);
-    if (!ok) {
-        for (int i = 0; i < fd_count; ++i) close(fds[i]);
-        if (n != 0) BMI_LOG(error, "shm: malformed hello on connection, closing it");
-        return -BMI_EPROTO;
-    }
-    if (int rc = hellos_.check_hello(conn, hello); rc != 0) {
-        for (int i = 0; i < fd_count; ++i) close(fds[i]);
-        return rc;
-    }
-    conn.peer_event_fd = fds[1];  // closed with the connection, whatever it is
-    int rc = adopt_notifier(fds[1], conn.peer_pid);
-    if (rc != 0) {
-        close(fds[0]);
-        close(fds[2]);
-        return rc;
-    }
-    rc = conn.peer_bell.attach(fds[2]);
-    if (rc != 0) {
-        close(fds[0]);
-        return rc;
-    }
-    conn.peer_bell_index = hello.doorbell_index;
-    rc = conn.segment.attach(fds[0], hello.slot_count, hello.slot_size);
-    if (rc == 0) rc = visits_.take_bell_index(conn);
-    if (rc != 0) return rc;
-    conn.tx = conn.segment.ring(1);
-    conn.rx = conn.segment.ring(0);
-    conn.own_board = conn.segment.board(1);
-    conn.peer_board = conn.segment.board(0);
-    conn.own_socket_sent = conn.segment.socket_messages(1);
-    conn.peer_socket_sent = conn.segment.socket_messages(0);
-    if (conn.key_handshake.keyed()) return hellos_.answer_keyed_hello(conn, hello);
-    conn.peer = peer_for_hello(hello, conn.peer_pid);
-    if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
-        conn.peer->connection = conn.id;
-    const bool replied = hellos_.send_reply(conn);
-    mark_open(conn);
-    visits_.mark_busy(conn);  // the initiator may have filled its ring before it knew our doorbell
-    if (!replied) {
-        // The initiator left before our answer: it may fill its ring before the handshake
-        // ends, so sends it completed (an unexpected request, then BMI_DROP_ADDR) wait there.
-        take_last_messages(conn);
-        return -BMI_ECONNRESET;
-    }
-    BMI_LOG(shm, "accepted connection %llu from %s (pid %d)",
-            static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),
-            static_cast<int>(conn.peer_pid));
-    return 0;
-}
-
-std::shared_ptr<ShmPeer> ShmMethod::peer_for_hello(const Hello& hello, pid_t pid) {
-    const std::string announced(hello.name, hello.name_length);
-    // With a key this runs only once the initiator proved it (admit_proven).
-    const bool proven = hellos_.keyed();
-    if (!named_.may_take(announced, proven)) {
-        // A second connection of a proven instance that holds its name is that same peer.
-        auto holder = named_.find(announced);
-        if (proven && holder && holder->pid == pid && holder->nonce == hello.nonce) return holder;
-        return nameless_.find_or_add(pid, hello.nonce);
-    }
-    auto peer = std::make_shared<ShmPeer>();
-    peer->name = announced;
-    peer->pid = pid;
-    peer->nonce = hello.nonce;
-    named_.add(announced, peer);
-    return peer;
-}
-
-int ShmMethod::admit_proven(Connection& conn) {
-    conn.peer = peer_for_hello(conn.hello_received, conn.peer_pid);
-    if (conn.peer->connection == 0 || find_connection(conn.peer->connection) == nullptr)
-        conn.peer->connection = conn.id;
-    mark_open(conn);
-    visits_.mark_busy(
-        conn);  // the initiator may have filled its ring already, and rung for nothing
-    wake_self();
-    BMI_LOG(shm, "accepted connection %llu from %s (pid %d), key proven",
-            static_cast<unsigned long long>(conn.id), describe_peer(*conn.peer).c_str(),
-            static_cast<int>(conn.peer_pid));
-    return 0;
-}
-
-int ShmMethod::receive_reply(Connection& conn) {
-    HelloReply reply{};
-    int fds[2] = {-1, -1};
-    int fd_count = 0;
-    long n = receive_with_fds(conn.fd, &reply, sizeof reply, fds, 2, fd_count);
-    if (n == -EAGAIN) return 0;
-    if (n == 0) return -BMI_ECONNREFUSED;  // the acceptor refused our hello
-    if (n == -EMFILE) {
-        descriptors_.warn(("the reply of pid " + std::to_string(conn.peer_pid)).c_str());
-        return -BMI_EMFILE;
-    }
-    auto close_fds = [&] {
-        for (int i = 0; i < fd_count; ++i) close(fds[i]);
-    };
-    if (n == static_cast<long>(sizeof reply) && reply.magic == hello_magic &&
-        reply.status == -BMI_EMFILE) {
-        close_fds();
-        BMI_WARN("shm: pid %d refused our connection: it is out of file descriptors",
-                 static_cast<int>(conn.peer_pid));
-        return -BMI_ECONNREFUSED;
-    }
-    if (n == static_cast<long>(sizeof reply) && reply.magic == hello_magic &&
-        reply.status == -BMI_EACCES) {
-        close_fds();
-        const int rc = hellos_.check_reply(conn, reply);  // the kit says why we are refused
-        return rc != 0 ? rc : -BMI_EACCES;
-    }
-    if (n != static_cast<long>(sizeof reply) || fd_count != 2 || !reply_well_formed(reply)) {
-        close_fds();
-        return -BMI_EPROTO;
-    }
-    conn.peer_event_fd = fds[0];
-    if (int rc = adopt_notifier(fds[0], conn.peer_pid); rc != 0) {
-        close(fds[1]);
-        return rc;
-    }
-    if (int rc = conn.peer_bell.attach(fds[1]); rc != 0) return rc;
-    conn.peer_bell_index = reply.doorbell_index;
-    if (int rc = hellos_.check_reply(conn, reply); rc != 0) return rc;
-    conn.peer->pid = conn.peer_pid;
-    mark_open(conn);
-    visits_.mark_busy(conn);  // a keyed acceptor may have rung before our rings were live
-    // Whatever we placed before the peer attached went unannounced: announce it once.
-    conn.peer_bell.ring(conn.peer_bell_index);
-    conn.write_peer_event();
-    return 0;
+    // After the hello the socket carries only shared-buffer offers and withdrawals.
+    int rc = buffers_.read_socket(conn);
+    if (rc == 0) return;
+    // Gone (end of stream), or reset: a Unix socket closed with our reply still unread reads
+    // as ECONNRESET. Either way what the peer published is valid and may never have rung (an
+    // initiator that left before it read our reply knew no doorbell).
+    take_last_messages(conn);
+    close_connection(conn, rc > 0 ? -BMI_ECONNRESET : rc);
 }
 
 void ShmMethod::take_last_messages(Connection& conn) {
@@ -507,7 +237,7 @@ void ShmMethod::take_last_messages(Connection& conn) {
 
 void ShmMethod::close_connection(Connection& conn, int error) {
     BMI_LOG(shm, "closing connection %llu (%d)", static_cast<unsigned long long>(conn.id), error);
-    acceptor_.release(conn.id);
+    setup_.release(conn.id);
     auto owned = std::move(connections_[conn.id]);
     connections_.erase(conn.id);
     timers_.cancel_all(conn.id);

@@ -64,7 +64,7 @@ void ShmMethod::announce(Connection& conn) {
 }
 
 void ShmMethod::take_reply_now(Connection& conn) {
-    if (int rc = receive_reply(conn); rc != 0) {
+    if (int rc = setup_.receive_reply(conn); rc != 0) {
         conn.socket_error = rc;  // the next pass closes the connection
         visits_.mark_busy(conn);
     }
@@ -122,6 +122,7 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     conn.sends.emplace(cookie, &op);
     ops_.place(op, Place::in_flight, conn.id);
     ShmOpBook::slots(op).cookie = cookie;
+    announced(conn, op);
     return Placed::announced;
 }
 
@@ -234,6 +235,7 @@ int ShmMethod::receive_messages(Connection& conn, bool& moved) {
     }
     if (consumed) {
         moved = true;
+        ++conn.receipts;
         if (ring.producer_waiting()) conn.write_peer_event();
     }
     return rc;
@@ -297,19 +299,23 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
         case MsgType::cts:
             if (header.size > static_cast<std::uint64_t>(op.total_size)) return -BMI_EPROTO;
             conn.sends.erase(it);
+            answered(conn, op, false);
             op.transferred = static_cast<bmi_size_t>(header.size);
             conn.streams.push_back(&op);
             return 0;
         case MsgType::help:
+            answered(conn, op, true);
             return copies_.on_help(conn, op, header);
         case MsgType::done:
             conn.sends.erase(it);
+            answered(conn, op, false);
             copies_.drop_pushes(conn, op);
             op.actual_size = op.total_size;
             ops_.finish(op, 0);
             return 0;
         case MsgType::nak: {
             conn.sends.erase(it);
+            answered(conn, op, false);
             copies_.drop_pushes(conn, op);
             int error = support::find_error(header.aux) != nullptr && header.aux < 0 ? header.aux
                                                                                      : -BMI_EPROTO;

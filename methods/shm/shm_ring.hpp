@@ -155,6 +155,9 @@ public:
     }
     // Messages consumed so far: tells whether a visit took any.
     std::uint64_t consumed() const { return own_; }
+    // Producer: slots the consumer has freed so far (its tail); a load of the shared line, for
+    // the send deadline's wake-ups only.
+    std::uint64_t peer_consumed() const { return control_->tail.load(std::memory_order_relaxed); }
 
 private:
     Window window(std::uint64_t start, std::uint32_t count) const {

@@ -51,8 +51,20 @@ constexpr support::SettingSpec rows[] = {
      "BMI_SHM_CONNECT_TIMEOUT_MS"},
     support::pending_per_source_row(I::pending_per_source, "shm_pending_per_source",
                                     "BMI_SHM_PENDING_PER_SOURCE", "256"),
+    {I::stall_timeout, "shm_stall_timeout_ms", "BMI_SHM_STALL_TIMEOUT_MS", T::duration, "10s", "ms",
+     1, hour_ms, "",
+     "a transfer the peer started (DATA owed after our CTS, its share of a split copy, the DONE "
+     "of one) closes the connection after this long without progress"},
+    {I::send_timeout, "shm_send_timeout_ms", "BMI_SHM_SEND_TIMEOUT_MS", T::duration, "120s", "ms",
+     1, 24 * hour_ms, "",
+     "a peer that frees no slot of a full ring for this long loses the connection, and the "
+     "sends on it fail"},
+    {I::rendezvous_timeout, "shm_rendezvous_timeout_ms", "BMI_SHM_RENDEZVOUS_TIMEOUT_MS",
+     T::duration, "120s", "ms", 1, 24 * hour_ms, "",
+     "a large send whose RTS the receiver neither answers nor refuses fails after this long "
+     "(its connection closes: the RTS named our buffer)"},
 };
-constexpr support::OwnedRows owned{rows, I::pending_per_source};
+constexpr support::OwnedRows owned{rows, I::rendezvous_timeout};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

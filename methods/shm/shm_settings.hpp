@@ -29,6 +29,9 @@ enum class SettingId : std::uint8_t {
     offer_count,
     setup_timeout,
     pending_per_source,
+    stall_timeout,
+    send_timeout,
+    rendezvous_timeout,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

@@ -13,32 +13,32 @@
 // The kit's deadline engine (kit::Deadlines, whose timerfd is in our epoll set) keeps each
 // connection's setup deadline and, while the backlog is full, its next connect retry, so the
 // deadline passes in a test() or testcontext() that sleeps with nothing else going on.
-#include "methods/shm/shm_method_impl.hpp"
+#include "methods/shm/shm_setup.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::shm {
 
-void ShmMethod::watch_setup(Connection& conn) {
+void ShmSetup::watch_setup(Connection& conn) {
     timers_.schedule({conn.id, kit::DeadlineKind::setup}, conn.setup_deadline);
     if (conn.state == ConnState::backlog_full)
         timers_.schedule({conn.id, kit::DeadlineKind::connect_retry}, conn.retry_at);
 }
 
-void ShmMethod::mark_open(Connection& conn) {
+void ShmSetup::mark_open(Connection& conn) {
     conn.state = ConnState::open;
     acceptor_.release(conn.id);  // through its handshake
     // Left in, it would wake us once for nothing.
     timers_.cancel({conn.id, kit::DeadlineKind::setup});
 }
 
-void ShmMethod::on_setup_step(Connection& conn, kit::DeadlineKind kind) {
+void ShmSetup::on_setup_step(Connection& conn, kit::DeadlineKind kind) {
     const bool backlog_full = conn.state == ConnState::backlog_full;
     if (kind == kit::DeadlineKind::connect_retry && !backlog_full) return;  // through since
     // At the deadline a connection still waiting on the backlog has its last try, which
     // fails with -BMI_ETIMEDOUT if the backlog is still full.
     int rc = backlog_full ? retry_connect(conn) : expire_setup(conn);
     if (rc != 0) {
-        close_connection(conn, rc);
+        host_.close_connection(conn, rc);
         return;
     }
     if (conn.state == ConnState::backlog_full)
@@ -49,7 +49,7 @@ void ShmMethod::on_setup_step(Connection& conn, kit::DeadlineKind kind) {
         timers_.schedule({conn.id, kit::DeadlineKind::setup}, conn.setup_deadline);
 }
 
-int ShmMethod::expire_setup(Connection& conn) {
+int ShmSetup::expire_setup(Connection& conn) {
     // A process that did not progress for a while finds the timer and the peer's answer ready
     // in the same wake-up, in either order: the answer counts if it came in time to be read.
     if (conn.state != ConnState::connecting)

@@ -114,6 +114,10 @@ struct Connection {
     bool has_output() const {
         return writer.has_output(state == ConnState::established, held_for_answer);
     }
+    // Bytes wait for the peer to take some: the socket did not take all we had, or frames are
+    // queued for a socket that has not been writable since (a write that filled it exactly
+    // leaves nothing taken and not written). The send clock runs meanwhile.
+    bool output_waits() const { return writer.write_blocked || has_output(); }
 };
 
 }  // namespace bmi::method::tcp

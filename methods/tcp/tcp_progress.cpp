@@ -166,7 +166,7 @@ void TcpMethod::watch_deadlines(Connection& c) {
     if (!c.reader.stall_clock.timed && c.partial())
         c.reader.stall_clock.start(timers_, {c.id, kit::DeadlineKind::stall},
                                    c.reader.reads_with_data, limits_.stall_timeout);
-    if (!c.writer.send_clock.timed && c.writer.write_blocked)
+    if (!c.writer.send_clock.timed && c.output_waits())
         c.writer.send_clock.start(timers_, {c.id, kit::DeadlineKind::send},
                                   c.writer.writes_with_data, limits_.send_timeout);
 }
@@ -199,7 +199,7 @@ void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::tim
             fail_connection(*c, -BMI_ETIMEDOUT, true);
             return;
         case kit::DeadlineKind::send:
-            if (!c->writer.write_blocked) {
+            if (!c->output_waits()) {
                 c->writer.send_clock.timed = false;
                 return;
             }
@@ -226,24 +226,17 @@ void TcpMethod::fail_late_handshake(Connection& c) {
 }
 
 void TcpMethod::fail_unanswered_rts(Connection& c, std::chrono::steady_clock::time_point now) {
-    using Clock = std::chrono::steady_clock;
-    std::vector<Operation*> unanswered;
-    std::optional<Clock::time_point> next;
-    for (auto& [cookie, op] : c.writer.await_cts) {
-        const Clock::time_point deadline = slots(*op).rts_deadline;
-        if (deadline <= now)
-            unanswered.push_back(op);
-        else if (!next || deadline < *next)
-            next = deadline;
-    }
-    if (next) timers_.schedule({c.id, kit::DeadlineKind::rendezvous}, *next);
-    for (Operation* op : unanswered) {
+    const std::vector<std::uint64_t> unanswered =
+        kit::take_due(timers_, {c.id, kit::DeadlineKind::rendezvous}, now, c.writer.await_cts,
+                      [](Operation* op) { return slots(*op).rts_deadline; });
+    for (std::uint64_t cookie : unanswered) {
+        Operation* op = c.writer.await_cts.at(cookie);
         // The receiver never cleared or refused the RTS: unpin the buffer. A CTS that still
         // comes names no transfer of ours any more and closes the connection.
         BMI_LOG(tcp, "tcp: %s did not answer an RTS in %lld ms; failing the send",
                 describe(c.remote).c_str(),
                 static_cast<long long>(limits_.rendezvous_timeout.count()));
-        c.writer.await_cts.erase(slots(*op).cookie);
+        c.writer.await_cts.erase(cookie);
         finish(*op, -BMI_ETIMEDOUT);
     }
 }

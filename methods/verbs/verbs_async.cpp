@@ -62,16 +62,11 @@ void VerbsMethod::drain_async_events() {
     }
 }
 
-Connection* VerbsMethod::connection_of(const ibv_qp* qp) {
-    const auto found = by_qp_.find(qp);
-    return found == by_qp_.end() ? nullptr : found->second;
-}
-
 void VerbsMethod::on_async_event(const ibv_async_event& event) {
     const ibv_event_type type = event.event_type;
     const char* what = support::ibv().event_type_str(type);
     if (is_qp_event(type)) {
-        Connection* c = connection_of(event.element.qp);
+        Connection* c = queue_pairs_.by_address(event.element.qp);
         if (c == nullptr) {
             // A QP destroyed since, or a pointer that is not ours: nothing to act on.
             BMI_LOG(verbs, "verbs: async event %s for a queue pair we do not have", what);

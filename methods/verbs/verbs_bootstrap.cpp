@@ -134,7 +134,7 @@ Connection* VerbsMethod::connection_for(const std::shared_ptr<VerbsPeer>& peer, 
 }
 
 int VerbsMethod::create_qp(Connection& c) {
-    if (static_cast<int>(by_qpn_.size()) >= device_->max_connections) {
+    if (static_cast<int>(queue_pairs_.size()) >= device_->max_connections) {
         BMI_LOG(error, "verbs: more than %d connections; raise BMI_VERBS_MAX_CONNECTIONS",
                 device_->max_connections);
         return -BMI_ENOMEM;
@@ -151,8 +151,7 @@ int VerbsMethod::create_qp(Connection& c) {
     if (c.qp == nullptr) return -BMI_ENOMEM;
     c.sq_depth = sq_depth;
     c.sq_free = sq_depth;
-    by_qpn_[c.qp->qp_num] = &c;
-    by_qp_[c.qp] = &c;
+    queue_pairs_.add(c);
     static thread_local std::minstd_rand psn_source{std::random_device{}()};
     c.psn = psn_source() & 0xffffff;
     ibv_qp_attr a{};

@@ -17,6 +17,7 @@
 
 #include "methods/arrivals_by_tag.hpp"
 #include "methods/early_budget.hpp"
+#include "methods/kit/deadlines.hpp"
 #include "methods/kit/key_handshake.hpp"
 #include "methods/method.hpp"
 #include "methods/posted_recvs.hpp"
@@ -56,8 +57,13 @@ public:
     std::size_t live_connections = 0;
     PostedRecvs posted;               // receives waiting for a message, by tag
     ArrivalsByTag<Arrival> arrivals;  // messages waiting for a receive, by tag
-    EarlyBudget::Account early;       // what arrivals hold against VerbsMethod::early_
+    EarlyBudget::Account early;       // what arrivals hold against VerbsEarlyArrivals
 };
+
+// The address a peer answers to: the one looked up, or its socket's for a nameless one.
+inline std::string peer_address(const VerbsPeer& peer) {
+    return peer.canonical.empty() ? "verbs://" + peer.remote_text : peer.canonical;
+}
 
 // A large send waiting for the receiver's FIN.
 struct SendTransfer {
@@ -65,6 +71,8 @@ struct SendTransfer {
     Connection* connection = nullptr;
     std::vector<RegCache::Handle> handles;
     std::unique_ptr<std::uint8_t[]> packed;  // send lists longer than an RTS can describe
+    // The op fails then unless the FIN came (verbs_deadlines.cpp).
+    std::chrono::steady_clock::time_point deadline{};
 };
 
 // A large receive reading the sender's memory.
@@ -131,6 +139,13 @@ struct Connection {
     int sq_free = 0;       // free send-queue slots
     int sq_depth = 0;
     bool pump_scheduled = false;
+    // Messages wait for credits the peer must return within the send timeout
+    // (verbs_deadlines.cpp); credits_back counts every credit it returned.
+    kit::ProgressDeadline send_clock;
+    std::uint64_t credits_back = 0;
+    bool waits_for_credits() const {
+        return send_credits == 0 && (!sends.empty() || !controls.empty());
+    }
 
     OpList sends;                     // sends not yet on the wire, in post order
     std::deque<Control> controls;     // control messages not yet on the wire

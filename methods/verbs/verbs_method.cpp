@@ -118,7 +118,7 @@ VerbsMethod::~VerbsMethod() {
     }
     for (auto& [raw, peer] : peers_) {
         peer->posted.clear();
-        drop_arrivals(*peer);
+        arrivals_.drop(*peer);
         peer->connection = nullptr;
     }
     for (auto& [cookie, t] : sends_)
@@ -149,10 +149,10 @@ void VerbsMethod::drain_sends() {
         ibv_wc wcs[32];
         const int n = ibv_poll_cq(device_->cq, 32, wcs);
         for (int i = 0; i < n; ++i) {
-            auto it = by_qpn_.find(wcs[i].qp_num);
-            if (it == by_qpn_.end() || (wcs[i].opcode & IBV_WC_RECV) != 0) continue;
-            ++it->second->sq_free;
-            if (wcs[i].status != IBV_WC_SUCCESS) mark_failed(*it->second);
+            Connection* c = queue_pairs_.by_number(wcs[i].qp_num);
+            if (c == nullptr || (wcs[i].opcode & IBV_WC_RECV) != 0) continue;
+            ++c->sq_free;
+            if (wcs[i].status != IBV_WC_SUCCESS) mark_failed(*c);
         }
         if (n <= 0) usleep(1000);
     }
@@ -212,11 +212,13 @@ int VerbsMethod::start(const Config& config) {
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
     setup_timeout_ = config.settings.duration(SettingId::setup_timeout);
+    send_timeout_ = config.settings.duration(SettingId::send_timeout);
+    rendezvous_timeout_ = config.settings.duration(SettingId::rendezvous_timeout);
     acceptor_.set_limits(static_cast<std::size_t>(device_->choice.pending_per_source),
                          setup_timeout_);
-    early_.set_limits({config.settings.number(SettingId::early_peer_bytes),
-                       EarlyBudget::Limits{}.peer_count,
-                       config.settings.number(SettingId::early_total_bytes)});
+    arrivals_.set_limits({config.settings.number(SettingId::early_peer_bytes),
+                          EarlyBudget::Limits{}.peer_count,
+                          config.settings.number(SettingId::early_total_bytes)});
     if (!listen) return 0;
     return open_listener(listen->bootstrap.host, listen->bootstrap.port);
 }
@@ -359,7 +361,7 @@ void VerbsMethod::forget_peer(Peer& peer) {
         if (c->peer.get() == &p) mine.push_back(c.get());
     for (Connection* c : mine) fail_connection(*c, -BMI_ECANCEL);
     ops_.fail_posted_recvs(p, -BMI_ECANCEL);
-    drop_arrivals(p);
+    arrivals_.drop(p);
     peers_.remove(p);
     reap();
 }
@@ -370,9 +372,7 @@ bool VerbsMethod::peer_gone(const Peer& peer) const {
 }
 
 std::string VerbsMethod::describe_peer(const Peer& peer) const {
-    const auto& p = static_cast<const VerbsPeer&>(peer);
-    if (!p.canonical.empty()) return p.canonical;
-    return "verbs://" + p.remote_text;
+    return peer_address(static_cast<const VerbsPeer&>(peer));
 }
 
 std::string VerbsMethod::peer_host(const Peer& peer) const {
@@ -419,7 +419,7 @@ int VerbsMethod::get_info(Peer* peer, int option, void* arg) {
     out.srq_buffers = device_->srq_posted;
     out.connections = connections_.size();
     out.peers = static_cast<std::uint64_t>(std::distance(peers_.begin(), peers_.end()));
-    out.early_bytes = static_cast<std::uint64_t>(early_.total());
+    out.early_bytes = static_cast<std::uint64_t>(arrivals_.total());
     *static_cast<Stats*>(arg) = out;
     return 0;
 }

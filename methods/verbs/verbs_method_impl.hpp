@@ -6,7 +6,8 @@
 // (the device's asynchronous events).
 //
 // Objects of their own: VerbsOpBook (verbs_op_book.hpp) where each pending operation sits and
-// how it completes.
+// how it completes; VerbsQueuePairs (verbs_queue_pairs.hpp) each queue pair's connection;
+// VerbsEarlyArrivals (verbs_early_arrivals.hpp) messages kept for receives not yet posted.
 //
 // Ownership: connections_ owns every Connection until its queue pair has flushed; sends_ and
 // reads_ own the rendezvous transfers. Every pending Operation says in its method_state where
@@ -30,9 +31,11 @@
 #include "methods/peer_registry.hpp"
 #include "methods/verbs/verbs_connection.hpp"
 #include "methods/verbs/verbs_device.hpp"
+#include "methods/verbs/verbs_early_arrivals.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_method.hpp"
 #include "methods/verbs/verbs_op_book.hpp"
+#include "methods/verbs/verbs_queue_pairs.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
@@ -154,12 +157,6 @@ private:
     void read_done(RecvTransfer& t);
     // True if it took at least one parked message.
     bool retry_parked();
-    // Keeps an arrival no receive wants yet (copying an eager payload), charged to the
-    // early-data budget; false (nothing kept) if it does not fit: the message then waits
-    // parked in its SRQ buffer and its credit is held back, so the sender waits.
-    bool keep_arrival(Connection& c, Arrival arrival, const std::uint8_t* payload);
-    void uncharge(VerbsPeer& peer, const Arrival& arrival);
-    void drop_arrivals(VerbsPeer& peer);
 
     // verbs_progress.cpp
     // Everything progress() does after its epoll_wait, for the events given.
@@ -170,6 +167,14 @@ private:
     void watch_setup(const Connection& c);
     // A handshake deadline came (kit::Deadlines): fails the connection if it is not ready.
     void on_setup_deadline(kit::DeadlineKey key);
+
+    // verbs_deadlines.cpp: no wait on a live peer outlives its deadline
+    // After a pump: starts the send deadline if messages wait for credits.
+    void watch_credits(Connection& c);
+    // The RTS of t is out: its rendezvous deadline runs.
+    void watch_rts(Connection& c, SendTransfer& t);
+    // A send or rendezvous deadline of a ready connection came.
+    void on_peer_deadline(kit::DeadlineKey key, std::chrono::steady_clock::time_point now);
     void poll_cq();
     void on_completion(const ibv_wc& wc);
     void fail_connection(Connection& c, int error);
@@ -181,8 +186,6 @@ private:
     void drain_async_events();
     // Acts on one event; tests reach it through async_event_option (set_info).
     void on_async_event(const ibv_async_event& event);
-    // Ours only: a pointer that names none of our QPs finds nothing, and is never followed.
-    Connection* connection_of(const ibv_qp* qp);
     void fail_all_connections(int error);
 
     static constexpr std::uint64_t listener_id = 1;
@@ -204,11 +207,13 @@ private:
     int epoll_fd_ = -1;
     int listen_fd_ = -1;
     bool listener_watched_ = true;
-    kit::Deadlines timers_;  // handshake deadlines, by connection id; epoll id timer_id
+    kit::Deadlines timers_;  // setup, send and rendezvous deadlines by connection id; timer_id
     // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
     kit::Acceptor acceptor_{*this, timers_, support::LogArea::verbs, "verbs"};
     int device_failed_ = 0;                      // -BMI_E* once the device reported a fatal error
     std::chrono::milliseconds setup_timeout_{};  // the verbs_setup_timeout_ms setting
+    std::chrono::milliseconds send_timeout_{};   // verbs_send_timeout_ms (verbs_deadlines.cpp)
+    std::chrono::milliseconds rendezvous_timeout_{};  // verbs_rendezvous_timeout_ms
     // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.
     int service_level_ = 0;
     int traffic_class_ = 0;
@@ -217,15 +222,13 @@ private:
     kit::KeyGate keys_{"verbs"};
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
-    EarlyBudget early_;  // arrivals of every peer, within verbs_early_*_bytes
-    bool print_stats_;   // BMI_VERBS_STATS: counters to stderr when finalized
+    VerbsEarlyArrivals arrivals_;  // arrivals of every peer, within verbs_early_*_bytes
+    bool print_stats_;             // BMI_VERBS_STATS: counters to stderr when finalized
     std::uint64_t next_connection_id_ = 16;
     std::uint64_t next_cookie_ = 1;
     std::uint64_t next_read_id_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
-    std::unordered_map<std::uint32_t, Connection*> by_qpn_;
-    // By the QP's address, for async events: their QP pointer is compared, never followed.
-    std::unordered_map<const ibv_qp*, Connection*> by_qp_;
+    VerbsQueuePairs queue_pairs_;         // each QP's connection, for completions and events
     std::vector<std::uint64_t> retired_;  // ids of connections to destroy at a safe point
     PeerRegistry<VerbsPeer> peers_;
     std::unordered_map<std::uint64_t, std::unique_ptr<SendTransfer>> sends_;  // by cookie

@@ -71,6 +71,7 @@ bool VerbsMethod::before_sleep() {
 // nothing to do.
 void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
     bool cq_event = false;
+    bool timer_event = false;
     for (const epoll_event& event : ready) {
         const std::uint64_t id = event.data.u64;
         if (id >= support::wake_tag_floor) continue;  // the control layer's fds: never ours to read
@@ -79,12 +80,7 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
         } else if (id == cq_id) {
             cq_event = true;
         } else if (id == timer_id) {
-            timers_.expire([this](kit::DeadlineKey key, auto now) {
-                if (kit::Acceptor::owns(key))
-                    acceptor_.on_deadline(key, now);
-                else
-                    on_setup_deadline(key);
-            });
+            timer_event = true;
         } else if (id == async_id) {
             drain_async_events();
         } else if (auto it = connections_.find(id); it != connections_.end()) {
@@ -102,6 +98,17 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
         ibv_req_notify_cq(device_->cq, 0);
     }
     poll_cq();
+    // After the completions: credits and FINs that came while we did not progress count
+    // before a deadline on them is judged.
+    if (timer_event)
+        timers_.expire([this](kit::DeadlineKey key, auto now) {
+            if (kit::Acceptor::owns(key))
+                acceptor_.on_deadline(key, now);
+            else if (key.kind == kit::DeadlineKind::setup)
+                on_setup_deadline(key);
+            else
+                on_peer_deadline(key, now);
+        });
     retry_parked();
     finish_pass();
 }
@@ -142,8 +149,7 @@ void VerbsMethod::poll_cq() {
 }
 
 void VerbsMethod::on_completion(const ibv_wc& wc) {
-    auto found = by_qpn_.find(wc.qp_num);
-    Connection* c = found == by_qpn_.end() ? nullptr : found->second;
+    Connection* c = queue_pairs_.by_number(wc.qp_num);
     const std::uint64_t kind = wc.wr_id >> kind_shift;
     const std::uint64_t low = wc.wr_id & ((std::uint64_t{1} << kind_shift) - 1);
     if (wc.status != IBV_WC_SUCCESS && c != nullptr && c->state != Connection::State::failed)
@@ -268,7 +274,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
             if (was_ready || c.outbound) ops_.fail_posted_recvs(peer, error);
         }
         peer.arrivals.remove_if([&](const Arrival& a) { return a.rts && a.connection_id == c.id; },
-                                [&](const Arrival& a) { uncharge(peer, a); });
+                                [&](const Arrival& a) { arrivals_.uncharge(peer, a); });
         // The application may hold its address; the control layer drops it when nobody does.
         if (peer.addr() != 0 && peer_gone(peer)) sink_.peer_gone(peer);
     }
@@ -287,8 +293,7 @@ void VerbsMethod::reap() {
         if (it == connections_.end()) continue;
         Connection& c = *it->second;
         if (c.qp != nullptr) {
-            by_qpn_.erase(c.qp->qp_num);
-            by_qp_.erase(c.qp);
+            queue_pairs_.remove(c);
             support::ibv().destroy_qp(c.qp);
         }
         if (c.peer && c.peer->connection == &c) c.peer->connection = nullptr;

@@ -41,7 +41,7 @@ int fin_error(FinStatus status) {
 int VerbsMethod::post_recv(Operation& op) {
     auto peer = peers_.adopt(op);
     if (auto arrival = peer->arrivals.take(op.tag)) {
-        uncharge(*peer, *arrival);
+        arrivals_.uncharge(*peer, *arrival);
         Connection* c = nullptr;
         if (auto ct = connections_.find(arrival->connection_id); ct != connections_.end())
             c = ct->second.get();
@@ -140,6 +140,7 @@ bool VerbsMethod::take_credits(Connection& c, std::uint32_t buffer, std::uint32_
         fail_connection(c, -BMI_EPROTO);
         return false;
     }
+    c.credits_back += h.credits;
     // Counted once: a parked message comes through here again.
     std::memset(data + offsetof(MsgHeader, credits), 0, sizeof h.credits);
     schedule(c);
@@ -218,42 +219,7 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     a.cookie = h.cookie;
     a.connection_id = c.id;
     a.segments = std::move(segs);
-    return keep_arrival(c, std::move(a), body);
-}
-
-namespace {
-// What keeping an arrival costs: its record and what it points to.
-std::int64_t early_cost(const Arrival& a) {
-    const auto described = static_cast<std::int64_t>(a.segments.size() * sizeof(RemoteSegment));
-    return static_cast<std::int64_t>(sizeof(Arrival)) + described + (a.rts ? 0 : a.size);
-}
-}  // namespace
-
-bool VerbsMethod::keep_arrival(Connection& c, Arrival arrival, const std::uint8_t* payload) {
-    VerbsPeer& peer = *c.peer;
-    if (!early_.fits(peer.early, early_cost(arrival))) {
-        if (c.parked.empty())  // once per stretch: retries come from the parked queue
-            BMI_LOG(verbs, "verbs: early data of %s over budget (%lld bytes; %lld for all peers)",
-                    describe_peer(peer).c_str(), static_cast<long long>(peer.early.bytes),
-                    static_cast<long long>(early_.total()));
-        return false;
-    }
-    if (!arrival.rts && arrival.size > 0) {
-        arrival.data.reset(new std::uint8_t[static_cast<std::size_t>(arrival.size)]);
-        std::memcpy(arrival.data.get(), payload, static_cast<std::size_t>(arrival.size));
-    }
-    early_.charge(peer.early, early_cost(arrival));
-    peer.arrivals.push(std::move(arrival));
-    return true;
-}
-
-void VerbsMethod::uncharge(VerbsPeer& peer, const Arrival& arrival) {
-    early_.release(peer.early, early_cost(arrival));
-}
-
-void VerbsMethod::drop_arrivals(VerbsPeer& peer) {
-    peer.arrivals.for_each([&](const Arrival& a) { uncharge(peer, a); });
-    peer.arrivals.clear();
+    return arrivals_.keep(c, std::move(a), body);
 }
 
 void VerbsMethod::on_fin(Connection& c, const MsgHeader& h) {
@@ -282,7 +248,7 @@ void VerbsMethod::on_cancel(Connection& c, const MsgHeader& h) {
     peer.arrivals.remove_if(
         [&](const Arrival& a) { return a.rts && a.cookie == h.cookie && a.connection_id == c.id; },
         [&](const Arrival& a) {
-            uncharge(peer, a);
+            arrivals_.uncharge(peer, a);
             dropped = true;
         });
     if (dropped) queue_control(c, MsgType::fin, h.cookie, FinStatus::cancelled);

@@ -66,6 +66,7 @@ void VerbsMethod::pump(Connection& c) {
         c.sends.pop_front();
         if (!send_op(c, op)) return;
     }
+    watch_credits(c);  // what is left waits for the peer's credits
     // Nothing carried our consumed-buffer count back: say it alone once it is worth a
     // message (half the window), so a sender never waits on a receiver that only receives.
     if (c.owed_credits * 2 >= device_->choice.credits && c.sq_free > 0) {
@@ -204,6 +205,7 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
     std::memcpy(out + sizeof h, segs.data(), segs.size() * sizeof(RemoteSegment));
     VerbsOpBook::slots(op).cookie = cookie;
     VerbsOpBook::place(op, Place::send_rts);
+    watch_rts(c, *t);
     sends_.emplace(cookie, std::move(t));
     ++stats_.rts_sends;
     return post_buffer(c, buffer,

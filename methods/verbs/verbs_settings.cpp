@@ -38,8 +38,16 @@ constexpr support::SettingSpec rows[] = {
      "messages wait in the receive queue and its credits are held back"},
     {I::early_total_bytes, "verbs_early_total_bytes", "BMI_VERBS_EARLY_TOTAL_BYTES", T::size,
      "256M", "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
+    {I::send_timeout, "verbs_send_timeout_ms", "BMI_VERBS_SEND_TIMEOUT_MS", T::duration, "120s",
+     "ms", 1, 24 * hour_ms, "",
+     "a peer that returns no credit for this long while our sends wait for one loses the "
+     "connection, and the sends on it fail"},
+    {I::rendezvous_timeout, "verbs_rendezvous_timeout_ms", "BMI_VERBS_RENDEZVOUS_TIMEOUT_MS",
+     T::duration, "120s", "ms", 1, 24 * hour_ms, "",
+     "a large send whose RTS the receiver does not finish with its FIN fails after this long "
+     "(its registration is kept until the FIN or the connection's end)"},
 };
-constexpr support::OwnedRows owned{rows, I::early_total_bytes};
+constexpr support::OwnedRows owned{rows, I::rendezvous_timeout};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

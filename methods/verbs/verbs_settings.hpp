@@ -25,6 +25,8 @@ enum class SettingId : std::uint8_t {
     pending_per_source,
     early_peer_bytes,
     early_total_bytes,
+    send_timeout,
+    rendezvous_timeout,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

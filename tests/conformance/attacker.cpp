@@ -108,9 +108,12 @@ private:
 #endif
 
 const std::array adapters{
-    MethodAdapter{"tcp", true, true, true, "", ""},
-    MethodAdapter{"shm", true, false, false, "", ""},
-    MethodAdapter{"verbs", false, true, true, "", ""},
+    MethodAdapter{"tcp", true, true, true, "", "", ""},
+    MethodAdapter{"shm", true, false, false, "", "", ""},
+    MethodAdapter{"verbs", false, true, true, "", "",
+                  "the sender cannot see the receiver's RDMA READs (its device serves them "
+                  "without its process), so a transfer the receiver started and stopped ends "
+                  "at the rendezvous deadline (no FIN), not the stall deadline"},
 };
 
 }  // namespace

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """scripts/orangefs.sh checks its opt-in settings (ORANGEFS_BASIC, ORANGEFS_TRUSTED,
-ORANGEFS_RESTART, ORANGEFS_RESTART_MIB) before it builds or starts anything: a bad value exits 2
-with a message naming the variable. Run against a stand-in source tree (the two files the script
+ORANGEFS_RESTART, ORANGEFS_RESTART_MIB, ORANGEFS_IB, ORANGEFS_IB_HOST) before it builds or starts
+anything: a bad value exits 2 with a message naming the variable. ORANGEFS_IB=1 without the RDMA
+device it needs says at once, naming the device, that the InfiniBand cases will be skipped. Run against a stand-in source tree (the two files the script
 looks for), with pkg-config finding no libbmi, so that a value the script did not check would
 end elsewhere (exit 1) instead. OrangeFS itself is not needed."""
 import os
@@ -21,7 +22,12 @@ BAD = [
     ("ORANGEFS_BASIC", "-1"),
     ("ORANGEFS_RESTART_MIB", "0"),
     ("ORANGEFS_RESTART_MIB", "12M"),
+    ("ORANGEFS_IB", "yes"),
+    ("ORANGEFS_IB_HOST", "ib://10.0.0.1"),
+    ("ORANGEFS_IB_HOST", "-h"),
 ]
+# A device no machine has: the check must find it missing, whatever this machine holds.
+NO_DEVICE = "libbmi-no-such-rdma-device"
 
 
 def run(tree, pkgconfig, extra):
@@ -48,14 +54,22 @@ def main():
                                 f"stderr {result.stderr.strip()!r} (want exit 2 naming {name})")
         # Good values pass the checks and stop later, at the missing libbmi (or a missing tool).
         result = run(tree, str(empty), {"ORANGEFS_TRUSTED": "1", "ORANGEFS_RESTART": "1",
-                                        "ORANGEFS_BASIC": "0", "ORANGEFS_RESTART_MIB": "16"})
+                                        "ORANGEFS_BASIC": "0", "ORANGEFS_RESTART_MIB": "16",
+                                        "ORANGEFS_IB": "1", "ORANGEFS_IB_HOST": "10.99.0.1",
+                                        "BMI_VERBS_DEVICE": NO_DEVICE})
         if result.returncode != 1:
             failures.append(f"good values: exit {result.returncode}, stderr "
                             f"{result.stderr.strip()!r} (want exit 1: no libbmi)")
+        # The skip is announced before anything else happens, with its reason.
+        if f"BMI_VERBS_DEVICE={NO_DEVICE}, but no such RDMA device" not in result.stderr or \
+                "skipped" not in result.stderr:
+            failures.append(f"ORANGEFS_IB=1 without the device: stderr {result.stderr.strip()!r} "
+                            f"(want the skip and its reason)")
     for failure in failures:
         print("FAILED:", failure)
     if not failures:
-        print(f"orangefs.sh settings: {len(BAD)} bad values refused, good values accepted")
+        print(f"orangefs.sh settings: {len(BAD)} bad values refused, good values accepted, "
+              f"a missing RDMA device named")
     return 1 if failures else 0
 
 

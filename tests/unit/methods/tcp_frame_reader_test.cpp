@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "methods/tcp/tcp_frame_reader.hpp"
+#include "two_buffer_op.hpp"
 
 using namespace bmi::method;
 using namespace bmi::method::tcp;
@@ -25,20 +26,9 @@ std::size_t header_need_v2(std::span<const std::uint8_t> have) {
     return header_bytes_needed(Dialect::v2, have);
 }
 
-struct TwoSegmentRecv {
-    std::vector<std::uint8_t> a = std::vector<std::uint8_t>(4);
-    std::vector<std::uint8_t> b = std::vector<std::uint8_t>(6);
-    Segment segs[2];
-    Operation op;
-    TwoSegmentRecv() {
-        segs[0] = {a.data(), 4};
-        segs[1] = {b.data(), 6};
-        op.kind = OpKind::recv;
-        op.segments = segs;
-        op.segment_count = 2;
-        op.total_size = 10;
-        op.actual_size = 10;
-    }
+// A receive of 10 bytes into pieces of 4 and 6.
+struct TwoSegmentRecv : bmi::test::TwoBufferOp {
+    TwoSegmentRecv() : TwoBufferOp(OpKind::recv, 4, 6) { op.actual_size = 10; }
 };
 }  // namespace
 

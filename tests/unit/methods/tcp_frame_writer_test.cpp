@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "methods/tcp/tcp_frame_writer.hpp"
+#include "two_buffer_op.hpp"
 
 using namespace bmi::method;
 using namespace bmi::method::tcp;
@@ -20,18 +21,9 @@ OutFrame control_frame(std::size_t head_length, std::uint8_t first_byte) {
     return f;
 }
 
-struct Send {
-    std::vector<std::uint8_t> a = std::vector<std::uint8_t>(100);
-    std::vector<std::uint8_t> b = std::vector<std::uint8_t>(50);
-    Segment segs[2];
-    Operation op;
-    Send() {
-        segs[0] = {a.data(), 100};
-        segs[1] = {b.data(), 50};
-        op.segments = segs;
-        op.segment_count = 2;
-        op.total_size = 150;
-    }
+// A send of 150 bytes from pieces of 100 and 50.
+struct Send : bmi::test::TwoBufferOp {
+    Send() : TwoBufferOp(OpKind::send, 100, 50) {}
 };
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 #include "methods/kit/deadlines.hpp"
@@ -250,4 +251,27 @@ TEST_CASE("a progress deadline moves on while the count moves, and expires a lim
     CHECK(expired);
     CHECK_FALSE(p.timed);
     CHECK_FALSE(d.when(k));
+}
+
+TEST_CASE("take_due gives the waits due and keeps one deadline for the earliest of the rest") {
+    Deadlines d;
+    const Clock::time_point t0 = Clock::now();
+    const DeadlineKey rts = key(7, DeadlineKind::rendezvous);
+    // cookie -> when its RTS fails; time_point{}: answered, or another connection's.
+    std::unordered_map<std::uint64_t, Clock::time_point> waiting{
+        {1, t0 + 10ms}, {2, t0 + 30ms}, {3, Clock::time_point{}}, {4, t0 + 20ms}, {5, t0 + 5ms}};
+    auto at = [](Clock::time_point when) { return when; };
+    std::vector<std::uint64_t> due = take_due(d, rts, t0 + 10ms, waiting, at);
+    std::sort(due.begin(), due.end());
+    CHECK(due == std::vector<std::uint64_t>{1, 5});
+    REQUIRE(d.when(rts).has_value());
+    CHECK(*d.when(rts) == t0 + 20ms);
+    for (std::uint64_t cookie : due) waiting.erase(cookie);
+    waiting.erase(4);
+    waiting.erase(2);
+    CHECK(take_due(d, rts, t0 + 40ms, waiting, at).empty());
+    // Nothing left waits: the deadline is not scheduled again (it came due and was taken).
+    CHECK(d.run_due(t0 + 40ms, [](DeadlineKey, Clock::time_point) {}) == 1);
+    CHECK(take_due(d, rts, t0 + 50ms, waiting, at).empty());
+    CHECK_FALSE(d.when(rts).has_value());
 }

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Shared peer rules (peer_rules_test.cpp) on a peer that stops: every wait on a peer has a
+// deadline (issue 37). A peer that stopped reading is an instance nobody progresses: it takes
+// no ring slots, returns no credits, reads no socket. The three bounds are each method's
+// <scheme>_send_timeout_ms, _rendezvous_timeout_ms and _stall_timeout_ms (doc/RELIABILITY.md).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "attacker.hpp"
+#include "harness.hpp"
+#include "peer_rules.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int bound_ms = 500;           // the deadline each case is about
+constexpr int other_bound_ms = 60'000;  // the others: far beyond what a case waits
+constexpr int late_ms = 3000;           // how much after its bound an operation may end
+
+// A method whose stall case is a declared gap has no stall deadline of its own to set.
+std::string deadline_options(const MethodAdapter& adapter, int send_ms, int rendezvous_ms,
+                             int stall_ms) {
+    const std::string both = joined(adapter.scheme_option("send_timeout_ms", send_ms),
+                                    adapter.scheme_option("rendezvous_timeout_ms", rendezvous_ms));
+    if (!adapter.stall_gap.empty()) return both;
+    return joined(both, adapter.scheme_option("stall_timeout_ms", stall_ms));
+}
+
+// Completes every op in ids on side, by `until`; the errors in completion order (fewer if the
+// time ran out).
+std::vector<int> wait_all(Side& side, std::vector<bmi_op_id_t> ids, Clock::time_point until) {
+    std::vector<int> errors;
+    while (!ids.empty() && Clock::now() < until) {
+        core::Completion c[16];
+        int done = 0;
+        REQUIRE(side.instance->testcontext(side.context, 20, done, c) == 0);
+        for (int i = 0; i < done; ++i) {
+            auto it = std::find(ids.begin(), ids.end(), c[i].id);
+            if (it == ids.end()) continue;
+            ids.erase(it);
+            errors.push_back(c[i].error);
+        }
+    }
+    return errors;
+}
+
+// Progresses side for ms; the ops of ids that did not complete meanwhile (those that did
+// must have succeeded).
+std::vector<bmi_op_id_t> still_pending(Side& side, std::vector<bmi_op_id_t> ids, int ms) {
+    const auto until = Clock::now() + std::chrono::milliseconds(ms);
+    while (!ids.empty() && Clock::now() < until) {
+        core::Completion c[16];
+        int done = 0;
+        REQUIRE(side.instance->testcontext(side.context, 5, done, c) == 0);
+        for (int i = 0; i < done; ++i) {
+            REQUIRE(c[i].error == 0);
+            std::erase(ids, c[i].id);
+        }
+    }
+    return ids;
+}
+
+// A message each way, both sides progressing until both are done, sets the connection up
+// on both ends (the server's answer to the handshake written and read); then the server is
+// left alone. Returns the client as the server knows it.
+BMI_addr_t connected(Pair& pair) {
+    const BMI_addr_t client = introduce(pair);
+    char out = 'a', in = 0;
+    bmi_op_id_t send_id = 0, recv_id = 0;
+    const int sent = pair.server.instance->post(send_request(pair.server, client, &out, 1, 98),
+                                                send_id, nullptr);
+    const int got = pair.client.instance->post(
+        recv_request(pair.client, pair.server_addr, &in, 1, 98), recv_id, nullptr);
+    REQUIRE(sent >= 0);
+    REQUIRE(got >= 0);
+    bool send_done = sent == 1, recv_done = got == 1;
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (!(send_done && recv_done)) {
+        REQUIRE(Clock::now() < until);
+        core::Completion c;
+        int done = 0;
+        if (!send_done) {
+            REQUIRE(pair.server.instance->test(send_id, pair.server.context, 5, done, c) == 0);
+            if (done == 1) {
+                REQUIRE(c.error == 0);
+                send_done = true;
+            }
+        }
+        if (!recv_done) {
+            REQUIRE(pair.client.instance->test(recv_id, pair.client.context, 5, done, c) == 0);
+            if (done == 1) {
+                REQUIRE(c.error == 0);
+                recv_done = true;
+            }
+        }
+    }
+    REQUIRE(in == 'a');
+    return client;
+}
+
+// Every op of ids ends with -BMI_ETIMEDOUT, the last of them between 3/4 of bound_ms and
+// late_ms after it, counted from start (when the wait on the peer began, or just before).
+void all_time_out(Side& side, const std::vector<bmi_op_id_t>& ids, Clock::time_point start) {
+    const auto errors = wait_all(side, ids, start + std::chrono::milliseconds(bound_ms + late_ms));
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    INFO(errors.size() << " of " << ids.size() << " ended, the last after " << took << " ms");
+    REQUIRE(errors.size() == ids.size());
+    for (int error : errors) CHECK(error == -BMI_ETIMEDOUT);
+    CHECK(took >= bound_ms * 3 / 4);
+    CHECK(took <= bound_ms + late_ms);
+}
+
+}  // namespace
+
+// (a) Small sends to a peer that stopped reading. Those its buffers (ring, socket, credits)
+// took complete; those that wait for room fail with -BMI_ETIMEDOUT at the send deadline, and
+// another peer of the same client is served meanwhile.
+TEST_CASE("peer rules: sends to a peer that stopped reading fail at the send deadline",
+          "[rules][deadlines]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    const std::string options = deadline_options(adapter, bound_ms, other_bound_ms, other_bound_ms);
+    Pair pair = make_peers(scheme, options);
+    connected(pair);
+
+    std::vector<char> data(4096, 's');
+    std::vector<bmi_op_id_t> waiting;
+    Clock::time_point first_wait{};
+    // Batches until one is left waiting: the peer's buffers are full from then on.
+    for (int batch = 0; batch < 1024 && waiting.empty(); ++batch) {
+        first_wait = Clock::now();
+        for (int i = 0; i < 64; ++i) {
+            bmi_op_id_t id = 0;
+            const int rc = pair.client.instance->post(
+                send_request(pair.client, pair.server_addr, data.data(), 4096, 7), id, nullptr);
+            REQUIRE(rc >= 0);
+            if (rc == 0) waiting.push_back(id);
+        }
+        waiting = still_pending(pair.client, waiting, 100);
+    }
+    REQUIRE(!waiting.empty());
+
+    // Another peer of the client is served while these wait.
+    Side other = listening(scheme, options);
+    {
+        Pump pump(*other.instance);
+        BMI_addr_t other_addr = 0;
+        REQUIRE(pair.client.instance->addr_lookup(other.instance->listen_addresses(), other_addr) ==
+                0);
+        const char text[] = "other";
+        auto request = send_request(pair.client, other_addr, text, sizeof text, 8);
+        request.kind = method::OpKind::send_unexpected;
+        bmi_op_id_t id = 0;
+        const int rc = pair.client.instance->post(request, id, nullptr);
+        REQUIRE(rc >= 0);
+        if (rc == 0) {
+            const auto errors = wait_all(pair.client, {id}, Clock::now() + std::chrono::seconds(5));
+            REQUIRE(errors.size() == 1);
+            CHECK(errors[0] == 0);
+        }
+    }
+
+    INFO(waiting.size() << " sends waited");
+    all_time_out(pair.client, waiting, first_wait);
+}
+
+// (b) A large send to a peer that never answers its announcement (RTS) fails with
+// -BMI_ETIMEDOUT at the rendezvous deadline.
+TEST_CASE("peer rules: a large send the peer never answers fails at the rendezvous deadline",
+          "[rules][deadlines]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    Pair pair =
+        make_peers(scheme, deadline_options(adapter, other_bound_ms, bound_ms, other_bound_ms));
+    connected(pair);
+    // Above every method's eager limit and tcp's grants: announced, never sent unasked.
+    std::vector<char> data(std::size_t{16} << 20, 'r');
+    bmi_op_id_t id = 0;
+    const auto start = Clock::now();
+    REQUIRE(pair.client.instance->post(send_request(pair.client, pair.server_addr, data.data(),
+                                                    static_cast<bmi_size_t>(data.size()), 9),
+                                       id, nullptr) == 0);
+    all_time_out(pair.client, {id}, start);
+}
+
+// (c) A transfer the receiver started and then stopped: the sender's operation fails with
+// -BMI_ETIMEDOUT at the stall deadline (or the send deadline, where the transfer is bytes
+// the receiver stops taking: tcp's socket); both are the bound here.
+TEST_CASE("peer rules: a transfer the receiver starts and stops fails at the stall deadline",
+          "[rules][deadlines]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    if (!adapter.stall_gap.empty() && std::getenv("BMI_PEER_RULES_RUN_GAPS") == nullptr) {
+        WARN("SKIP (known gap) " << scheme << ": " << adapter.stall_gap);
+        return;
+    }
+    Pair pair = make_peers(scheme, deadline_options(adapter, bound_ms, other_bound_ms, bound_ms));
+    const BMI_addr_t client_at_server = connected(pair);
+    // Large enough that the receiver's first progress calls cannot finish it.
+    const std::size_t size = std::size_t{256} << 20;
+    std::vector<char> out(size, 'c');
+    std::vector<char> in(size);
+    bmi_op_id_t send_id = 0;
+    REQUIRE(pair.client.instance->post(send_request(pair.client, pair.server_addr, out.data(),
+                                                    static_cast<bmi_size_t>(size), 11),
+                                       send_id, nullptr) == 0);
+    bmi_op_id_t recv_id = 0;
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, client_at_server, in.data(),
+                                                    static_cast<bmi_size_t>(size), 11),
+                                       recv_id, nullptr) == 0);
+    // The receiver matches the announcement and starts the transfer (answers it, and copies
+    // its first piece where it copies), then stops.
+    for (int i = 0; i < 3; ++i) {
+        int done = 0;
+        core::Completion c[4];
+        REQUIRE(pair.server.instance->testcontext(pair.server.context, 0, done, c) == 0);
+        REQUIRE(done == 0);
+    }
+    all_time_out(pair.client, {send_id}, Clock::now());
+}
