@@ -21,7 +21,7 @@ std::string_view reason(Refusal why) {
         case Refusal::gives_no_proof:
             return "it gives no key proof (a libbmi peer without a key)";
         case Refusal::first_handshake:
-            return "it speaks the first key handshake, which this libbmi no longer accepts "
+            return "it speaks an older key handshake, which this libbmi no longer accepts "
                    "(upgrade it)";
         case Refusal::reflected_nonce:
             return "it sent back the nonce of one of our own handshakes (a reflection)";

@@ -46,6 +46,12 @@ seed("tcp_hello", "plain", b"\0" + hello_body(1, b"tcp://node1:3334"))
 seed("tcp_hello", "no-address", b"\0" + hello_body(1, b""))
 seed("tcp_hello", "keyed-ack", b"\1" + hello_body(3, b"tcp://[::1]:3334", bytes(range(32))))
 seed("tcp_hello", "required", b"\1" + hello_body(5, b""))
+# feature_key_ciphers: the cipher byte and the ephemeral key after the nonce, before a proof.
+seed("tcp_hello", "cipher-offer", b"\0" + hello_body(0x63, b"tcp://node1:3334") + b"\6" +
+     bytes(range(32, 64)))
+seed("tcp_hello", "cipher-choice-ack", b"\1" + hello_body(0x63, b"", b"\2" + bytes(range(32)) +
+     bytes(range(64, 96))))
+seed("tcp_header", "hello-cipher", bytes([0x20]) + legacy(HELLO, 0x100, 1, 42 + 16 + 33))
 
 # --- shm (shm_wire.hpp, shm_ring.hpp)
 def record(stamp, type_, tag, slots, aux, size, cookie, payload=b""):
