@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "bmi-types.h"
+#include "support/op_queue/tagged_op_queue.hpp"
 
 namespace bmi::method {
 
@@ -32,30 +33,7 @@ struct Segment {
     bmi_size_t size = 0;
 };
 
-// A remote endpoint as one method knows it. Created by the method (lookup, or when an unknown
-// peer contacts us); shared with the control layer, which keeps it alive while any BMI_addr_t
-// or operation refers to it.
-class Peer {
-public:
-    virtual ~Peer() = default;
-
-    // The BMI_addr_t the control layer gave this peer, 0 until it is registered.
-    BMI_addr_t addr() const { return addr_.load(std::memory_order_acquire); }
-    void set_addr(BMI_addr_t a) { addr_.store(a, std::memory_order_release); }
-
-    // Unique for the life of the process, unlike the object's address: what the control layer
-    // charges to a peer must not pass to a new peer the allocator places where a freed one was.
-    std::uint64_t serial() const { return serial_; }
-
-private:
-    static std::uint64_t next_serial() {
-        static std::atomic<std::uint64_t> last{0};
-        return last.fetch_add(1, std::memory_order_relaxed) + 1;
-    }
-
-    std::atomic<BMI_addr_t> addr_{0};
-    const std::uint64_t serial_ = next_serial();
-};
+class Peer;
 
 using SafeHook =
     boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
@@ -107,6 +85,42 @@ struct Operation {
     const bmi_size_t* user_sizes = nullptr;
     int user_count = 0;
     int method_index = 0;
+};
+
+// The receives a peer has posted and no message has matched yet, as every method keeps them:
+// by tag, earliest posted first (BMI matches peer and tag exactly), in O(1) expected time
+// however many wait, and in post order for the paths that fail or refuse them all.
+using PostedRecvs =
+    support::TaggedOpQueue<Operation, bmi_msg_tag_t, SafeHook, &Operation::method_hook,
+                           &Operation::method_order_hook, &Operation::tag>;
+
+// A remote endpoint as one method knows it. Created by the method (lookup, or when an unknown
+// peer contacts us); shared with the control layer, which keeps it alive while any BMI_addr_t
+// or operation refers to it.
+class Peer {
+public:
+    virtual ~Peer() = default;
+
+    // The BMI_addr_t the control layer gave this peer, 0 until it is registered.
+    BMI_addr_t addr() const { return addr_.load(std::memory_order_acquire); }
+    void set_addr(BMI_addr_t a) { addr_.store(a, std::memory_order_release); }
+
+    // Unique for the life of the process, unlike the object's address: what the control layer
+    // charges to a peer must not pass to a new peer the allocator places where a freed one was.
+    std::uint64_t serial() const { return serial_; }
+
+    // Receives posted toward this peer that no message has matched yet; the method's alone
+    // (under its lock), ended together through kit::fail_posted_recvs.
+    PostedRecvs posted_recvs;
+
+private:
+    static std::uint64_t next_serial() {
+        static std::atomic<std::uint64_t> last{0};
+        return last.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+
+    std::atomic<BMI_addr_t> addr_{0};
+    const std::uint64_t serial_ = next_serial();
 };
 
 // The typed view of an operation's method storage: T is one method's per-operation state, a

@@ -56,12 +56,6 @@ void OpTable::close_context(bmi_context_id context) {
     for (auto* op : done) free_op(op);
 }
 
-bmi_op_id_t OpTable::add_pending_locked(method::Operation& op) {
-    op.id = ids_.insert(&op);
-    pending_.push_back(op);
-    return op.id;
-}
-
 bool OpTable::add_posted_locked(method::Operation& op) {
     op.id = ids_.insert(&op);
     if (!op.completed) {
@@ -69,11 +63,6 @@ bool OpTable::add_posted_locked(method::Operation& op) {
         return true;
     }
     return queue_completed_locked(op);
-}
-
-void OpTable::remove_pending_locked(method::Operation& op) {
-    pending_.erase(pending_.iterator_to(op));
-    ids_.erase(op.id);
 }
 
 method::Operation* OpTable::find_locked(bmi_op_id_t id, bmi_context_id context) {

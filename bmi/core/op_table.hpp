@@ -42,12 +42,20 @@ public:
     }
 
     // Gives op an id and files it as pending; the id.
-    bmi_op_id_t add_pending_locked(method::Operation& op) BMI_REQUIRES(state_);
+    // Inline, as the other per-message steps below: every posted receive takes them.
+    bmi_op_id_t add_pending_locked(method::Operation& op) BMI_REQUIRES(state_) {
+        op.id = ids_.insert(&op);
+        pending_.push_back(op);
+        return op.id;
+    }
     // Gives a posted op its id: filed as pending, or queued at once if it completed during
     // the post; false if its context closed meanwhile (the id forgotten, the caller frees op).
     bool add_posted_locked(method::Operation& op) BMI_REQUIRES(state_);
     // Forgets a pending op whose post failed or completed at once.
-    void remove_pending_locked(method::Operation& op) BMI_REQUIRES(state_);
+    void remove_pending_locked(method::Operation& op) BMI_REQUIRES(state_) {
+        pending_.erase(pending_.iterator_to(op));
+        ids_.erase(op.id);
+    }
     // The pending ops of method_index for which pick(op) is true.
     template <class Pick>
     std::vector<method::Operation*> pending_locked(int method_index, Pick&& pick)

@@ -158,11 +158,29 @@ struct ProgressDeadline {
     // stops (its owner starts it again when the next wait begins) and it has not expired.
     bool expired_if_owed(bool owed, Deadlines& engine, DeadlineKey key, std::uint64_t count,
                          Clock::time_point now, std::chrono::milliseconds limit) {
+        return expired_if_owed(owed, nothing_arrived, engine, key, count, now, limit);
+    }
+    // For progress our process need not take to count (a ring's tail the peer moves itself).
+    static bool nothing_arrived() { return false; }
+    // The same, where arrived() says whether the peer's progress is in fact here and not yet
+    // taken (bytes in our socket, a message in our ring, room it made for ours): then it was
+    // our process that was away longer than the limit (a debugger, the scheduler), not the
+    // peer, and the clock starts again. Asked only when the limit has passed.
+    template <class Arrived>
+    bool expired_if_owed(bool owed, Arrived&& arrived, Deadlines& engine, DeadlineKey key,
+                         std::uint64_t count, Clock::time_point now,
+                         std::chrono::milliseconds limit) {
         if (!owed) {
             timed = false;
             return false;
         }
-        return expired(engine, key, count, now, limit);
+        if (!expired(engine, key, count, now, limit)) return false;
+        if (!arrived()) return true;
+        seen = count;
+        since = now;
+        timed = true;
+        engine.schedule(key, now + limit);
+        return false;
     }
 };
 

@@ -148,6 +148,9 @@ struct Connection {
     // A split receive waits only for what the peer wrote, and that is in: advance_splits can
     // finish it (the copying we still do ourselves is has_local_work()).
     bool split_finishable() const;
+    // The peer owes us part of a transfer: DATA after our CTS, its share of a split copy, or
+    // the DONE of a copy it helps with (the stall deadline runs).
+    bool owes_transfer() const { return !receives.empty() || !splits.empty() || helped != 0; }
     // True while something waits to be written into tx (flush() has work).
     bool waits_for_room() const {
         return !controls.empty() || !streams.empty() || !send_queue.empty();

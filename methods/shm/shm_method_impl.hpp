@@ -145,8 +145,15 @@ private:
     void detach_in_flight(Connection& conn, Operation& op);
 
     // --- shm_peer_deadlines.cpp: no wait on a live peer outlives its deadline ---
-    // After a visit: starts the send and stall deadlines of the waits that began.
-    void watch_peer(Connection& conn);
+    // After a visit: starts the send and stall deadlines of the waits that began. Inline:
+    // every visit asks, and almost every one finds nothing to start.
+    void watch_peer(Connection& conn) {
+        if ((conn.send_clock.timed || !conn.waits_for_room()) &&
+            (conn.stall_clock.timed || !conn.owes_transfer()))
+            return;
+        start_peer_clocks(conn);
+    }
+    void start_peer_clocks(Connection& conn);
     // An RTS of op is in the ring: its rendezvous deadline runs.
     void announced(Connection& conn, Operation& op);
     // The receiver answered op's RTS: with HELP (it owes us DONE) or otherwise.

@@ -2,14 +2,12 @@
 // The operations an shm instance holds (shm_op_book.hpp).
 #include "methods/shm/shm_op_book.hpp"
 
+#include "methods/kit/posted_recvs.hpp"
+
 namespace bmi::method::shm {
 
 void ShmOpBook::fail_posted_recvs(ShmPeer& peer, int error) {
-    while (!peer.posted_recvs.empty()) {
-        Operation& op = peer.posted_recvs.front();
-        peer.posted_recvs.erase(op);
-        finish(op, error);
-    }
+    kit::fail_posted_recvs(peer, error, [this](Operation& op, int e) { finish(op, e); });
 }
 
 }  // namespace bmi::method::shm

@@ -13,7 +13,6 @@
 #include "methods/arrivals_by_tag.hpp"
 #include "methods/early_budget.hpp"
 #include "methods/method.hpp"
-#include "methods/posted_recvs.hpp"
 #include "methods/shm/shm_wire.hpp"
 #include "support/op_queue/op_queue.hpp"
 
@@ -40,7 +39,6 @@ public:
     pid_t pid = 0;                    // 0 until a connection told us
     std::uint64_t nonce = 0;          // with pid, identifies a nameless instance across reconnects
     std::uint64_t connection = 0;     // id of the connection sends use; 0 when none is open
-    PostedRecvs posted_recvs;         // receives waiting for a message, by tag
     ArrivalsByTag<Arrival> arrivals;  // messages waiting for a receive, by tag
     // What arrivals holds against the early-message budget (ShmMethod::early_).
     EarlyBudget::Account early;

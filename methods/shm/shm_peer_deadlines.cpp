@@ -19,12 +19,6 @@
 
 namespace bmi::method::shm {
 
-namespace {
-bool owes_transfer(const Connection& conn) {
-    return !conn.receives.empty() || !conn.splits.empty() || conn.helped != 0;
-}
-}  // namespace
-
 std::uint64_t ShmMethod::transfer_progress(const Connection& conn) const {
     std::uint64_t count = conn.receipts;
     for (const SplitReceive& split : conn.splits) {
@@ -40,11 +34,11 @@ std::uint64_t ShmMethod::transfer_progress(const Connection& conn) const {
     return count;
 }
 
-void ShmMethod::watch_peer(Connection& conn) {
+void ShmMethod::start_peer_clocks(Connection& conn) {
     if (!conn.send_clock.timed && conn.waits_for_room())
         conn.send_clock.start(timers_, {conn.id, kit::DeadlineKind::send}, conn.tx.peer_consumed(),
                               options_.send_timeout);
-    if (!conn.stall_clock.timed && owes_transfer(conn))
+    if (!conn.stall_clock.timed && conn.owes_transfer())
         conn.stall_clock.start(timers_, {conn.id, kit::DeadlineKind::stall},
                                transfer_progress(conn), options_.stall_timeout);
 }
@@ -82,10 +76,9 @@ void ShmMethod::on_peer_deadline(Connection& conn, kit::DeadlineKey key,
         case kit::DeadlineKind::stall:
             // Messages the peer published and we did not read yet are its progress: a process
             // of ours that did not call progress for a while must not read as a stalled peer.
-            if (conn.rx.has_message()) conn.stall_clock.restart(transfer_progress(conn));
-            if (!conn.stall_clock.expired_if_owed(owes_transfer(conn), timers_, key,
-                                                  transfer_progress(conn), now,
-                                                  options_.stall_timeout))
+            if (!conn.stall_clock.expired_if_owed(
+                    conn.owes_transfer(), [&] { return conn.rx.has_message(); }, timers_, key,
+                    transfer_progress(conn), now, options_.stall_timeout))
                 return;
             what = "did not go on with a transfer it started";
             limit = options_.stall_timeout.count();

@@ -8,6 +8,7 @@ namespace bmi::method::shm {
 namespace {
 using T = support::SettingType;
 using I = SettingId;
+using D = support::PeerDeadline;
 using namespace support::setting_units;
 
 // Keys and environment names follow the rule of support's rows (setting_table.cpp).
@@ -44,25 +45,26 @@ constexpr support::SettingSpec rows[] = {
      "shared buffers one connection's peer may have us map"},
     {I::offer_count, "shm_offer_count", "BMI_SHM_OFFER_COUNT", T::count, "4096", "regions", 0, GiB,
      "", "shared buffers one connection's peer may have us map, counted"},
-    {I::setup_timeout, "shm_setup_timeout_ms", "BMI_SHM_SETUP_TIMEOUT_MS", T::duration, "10s", "ms",
-     1, hour_ms, "",
-     "a connection's setup (first connect, backlog retries, or accept, until the handshake "
-     "is done) is dropped then; the peer's operations fail with -BMI_ETIMEDOUT",
-     "BMI_SHM_CONNECT_TIMEOUT_MS"},
+    support::peer_deadline_row(
+        D::setup, I::setup_timeout, "shm_setup_timeout_ms", "BMI_SHM_SETUP_TIMEOUT_MS",
+        "a connection's setup (first connect, backlog retries, or accept, until the handshake "
+        "is done) is dropped then; the peer's operations fail with -BMI_ETIMEDOUT",
+        "BMI_SHM_CONNECT_TIMEOUT_MS"),
     support::pending_per_source_row(I::pending_per_source, "shm_pending_per_source",
                                     "BMI_SHM_PENDING_PER_SOURCE", "256"),
-    {I::stall_timeout, "shm_stall_timeout_ms", "BMI_SHM_STALL_TIMEOUT_MS", T::duration, "10s", "ms",
-     1, hour_ms, "",
-     "a transfer the peer started (DATA owed after our CTS, its share of a split copy, the DONE "
-     "of one) closes the connection after this long without progress"},
-    {I::send_timeout, "shm_send_timeout_ms", "BMI_SHM_SEND_TIMEOUT_MS", T::duration, "120s", "ms",
-     1, 24 * hour_ms, "",
-     "a peer that frees no slot of a full ring for this long loses the connection, and the "
-     "sends on it fail"},
-    {I::rendezvous_timeout, "shm_rendezvous_timeout_ms", "BMI_SHM_RENDEZVOUS_TIMEOUT_MS",
-     T::duration, "120s", "ms", 1, 24 * hour_ms, "",
-     "a large send whose RTS the receiver neither answers nor refuses fails after this long "
-     "(its connection closes: the RTS named our buffer)"},
+    support::peer_deadline_row(
+        D::stall, I::stall_timeout, "shm_stall_timeout_ms", "BMI_SHM_STALL_TIMEOUT_MS",
+        "a transfer the peer started (DATA owed after our CTS, its share of a split copy, the DONE "
+        "of one) closes the connection after this long without progress"),
+    support::peer_deadline_row(
+        D::send, I::send_timeout, "shm_send_timeout_ms", "BMI_SHM_SEND_TIMEOUT_MS",
+        "a peer that frees no slot of a full ring for this long loses the connection, and the "
+        "sends on it fail"),
+    support::peer_deadline_row(
+        D::rendezvous, I::rendezvous_timeout, "shm_rendezvous_timeout_ms",
+        "BMI_SHM_RENDEZVOUS_TIMEOUT_MS",
+        "a large send whose RTS the receiver neither answers nor refuses fails after this long "
+        "(its connection closes: the RTS named our buffer)"),
 };
 constexpr support::OwnedRows owned{rows, I::rendezvous_timeout};
 }  // namespace

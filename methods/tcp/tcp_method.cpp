@@ -3,7 +3,6 @@
 #include "methods/tcp/tcp_method.hpp"
 
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "methods/kit/posted_recvs.hpp"
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "methods/tcp/tcp_settings.hpp"
 #include "support/error/error_map.hpp"
@@ -213,11 +213,7 @@ void TcpMethod::finish(Operation& op, int error) {
 }
 
 void TcpMethod::fail_posted_recvs(TcpPeer& peer, int error) {
-    while (!peer.posted_recvs.empty()) {
-        Operation& op = peer.posted_recvs.front();
-        peer.posted_recvs.erase(op);
-        finish(op, error);
-    }
+    kit::fail_posted_recvs(peer, error, [this](Operation& op, int e) { finish(op, e); });
 }
 
 void TcpMethod::cancel(Operation& op) {
@@ -332,10 +328,7 @@ int TcpMethod::get_info(Peer* peer, int option, void* arg) {
             for (auto& [id, c] : connections_) {
                 if (c->closed) continue;
                 if (c->reader.phase == ReadPhase::wait_unexpected) waiting = 1;
-                int bytes = 0;
-                if (c->state != ConnState::connecting && ioctl(c->fd, FIONREAD, &bytes) == 0 &&
-                    bytes > 0)
-                    waiting = 1;
+                if (c->state != ConnState::connecting && bytes_unread(c->fd)) waiting = 1;
             }
             *static_cast<int*>(arg) = waiting;
             return 0;

@@ -9,7 +9,6 @@
 
 #include "methods/early_budget.hpp"
 #include "methods/method.hpp"
-#include "methods/posted_recvs.hpp"
 #include "methods/tcp/tcp_address.hpp"
 #include "methods/tcp/tcp_arrivals.hpp"
 #include "support/op_queue/op_queue.hpp"
@@ -40,7 +39,6 @@ public:
 
     Connection* send_connection = nullptr;  // one connection carries all our sends
     std::vector<Connection*> connections;
-    PostedRecvs posted_recvs;    // receives with no matching arrival yet, by tag
     Arrivals arrivals;           // arrivals with no matching receive yet, by tag
     EarlyBudget::Account early;  // what arrivals cost against TcpMethod::early_
     // Our GRANTs outstanding toward it, and the granted arrivals it left unclaimed, against

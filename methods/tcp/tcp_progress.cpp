@@ -183,13 +183,10 @@ void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::tim
             if (c->setting_up() || c->dialling()) fail_late_handshake(*c);
             return;
         case kit::DeadlineKind::stall:
-            if (!c->partial()) {
-                // Owed nothing now; watch_deadlines starts it again.
-                c->reader.stall_clock.timed = false;
-                return;
-            }
-            if (!c->reader.stall_clock.expired(timers_, key, c->reader.reads_with_data, now,
-                                               limits_.stall_timeout))
+            // Owed nothing now: watch_deadlines starts it again. Bytes unread: we were away.
+            if (!c->reader.stall_clock.expired_if_owed(
+                    c->partial(), [c] { return bytes_unread(c->fd); }, timers_, key,
+                    c->reader.reads_with_data, now, limits_.stall_timeout))
                 return;
             if (c->setting_up() && c->setup_deadline <= now) {
                 fail_late_handshake(*c);
@@ -199,12 +196,10 @@ void TcpMethod::on_deadline(kit::DeadlineKey key, std::chrono::steady_clock::tim
             fail_connection(*c, -BMI_ETIMEDOUT, true);
             return;
         case kit::DeadlineKind::send:
-            if (!c->output_waits()) {
-                c->writer.send_clock.timed = false;
-                return;
-            }
-            if (!c->writer.send_clock.expired(timers_, key, c->writer.writes_with_data, now,
-                                              limits_.send_timeout))
+            // Room in the socket now: the peer read, and we were away.
+            if (!c->writer.send_clock.expired_if_owed(
+                    c->output_waits(), [c] { return writable_now(c->fd); }, timers_, key,
+                    c->writer.writes_with_data, now, limits_.send_timeout))
                 return;
             BMI_LOG(tcp, "tcp: %s took none of our bytes in %lld ms; closing",
                     describe(c->remote).c_str(),

@@ -6,6 +6,7 @@ namespace bmi::method::tcp {
 namespace {
 using T = support::SettingType;
 using I = SettingId;
+using D = support::PeerDeadline;
 using namespace support::setting_units;
 
 // Keys and environment names follow the rule of support's rows (setting_table.cpp).
@@ -36,22 +37,23 @@ constexpr support::SettingSpec rows[] = {
      "0 = no grants, always RTS above the eager limit"},
     {I::grant_total_bytes, "tcp_grant_total_bytes", "BMI_TCP_GRANT_TOTAL_BYTES", T::size, "64M",
      "bytes", 0, TiB, "", "room reserved for large messages of all peers together"},
-    {I::stall_timeout, "tcp_stall_timeout_ms", "BMI_TCP_STALL_TIMEOUT_MS", T::duration, "10s", "ms",
-     1, hour_ms, "",
-     "a frame started and not finished, or DATA owed after our CTS, closes the connection "
-     "after this long without a byte"},
-    {I::rendezvous_timeout, "tcp_rendezvous_timeout_ms", "BMI_TCP_RENDEZVOUS_TIMEOUT_MS",
-     T::duration, "120s", "ms", 1, 24 * hour_ms, "",
-     "a large send whose RTS the receiver neither clears nor refuses fails after this long"},
-    {I::send_timeout, "tcp_send_timeout_ms", "BMI_TCP_SEND_TIMEOUT_MS", T::duration, "120s", "ms",
-     1, 24 * hour_ms, "",
-     "a peer that takes none of the bytes we have for it for this long loses the connection, "
-     "and the sends on it fail"},
-    {I::setup_timeout, "tcp_setup_timeout_ms", "BMI_TCP_SETUP_TIMEOUT_MS", T::duration, "10s", "ms",
-     1, hour_ms, "",
-     "a connection that has not finished its handshake this long after the accept (HELLO, the "
-     "key's proof, or a legacy peer's first frame) or the connect (the connect and HELLO_ACK) "
-     "is closed; the operations waiting on it fail with -BMI_ETIMEDOUT"},
+    support::peer_deadline_row(
+        D::stall, I::stall_timeout, "tcp_stall_timeout_ms", "BMI_TCP_STALL_TIMEOUT_MS",
+        "a frame started and not finished, or DATA owed after our CTS, closes the connection "
+        "after this long without a byte"),
+    support::peer_deadline_row(
+        D::rendezvous, I::rendezvous_timeout, "tcp_rendezvous_timeout_ms",
+        "BMI_TCP_RENDEZVOUS_TIMEOUT_MS",
+        "a large send whose RTS the receiver neither clears nor refuses fails after this long"),
+    support::peer_deadline_row(
+        D::send, I::send_timeout, "tcp_send_timeout_ms", "BMI_TCP_SEND_TIMEOUT_MS",
+        "a peer that takes none of the bytes we have for it for this long loses the connection, "
+        "and the sends on it fail"),
+    support::peer_deadline_row(
+        D::setup, I::setup_timeout, "tcp_setup_timeout_ms", "BMI_TCP_SETUP_TIMEOUT_MS",
+        "a connection that has not finished its handshake this long after the accept (HELLO, the "
+        "key's proof, or a legacy peer's first frame) or the connect (the connect and HELLO_ACK) "
+        "is closed; the operations waiting on it fail with -BMI_ETIMEDOUT"),
     support::pending_per_source_row(I::pending_per_source, "tcp_pending_per_source",
                                     "BMI_TCP_PENDING_PER_SOURCE", "256"),
 };

@@ -45,6 +45,10 @@ int start_connect(const SocketAddress& addr, const BufferSizes& sizes, const Soc
                   int& fd);
 // The pending error of fd as -BMI_E* (0 if none).
 int socket_error(int fd);
+// Whether bytes wait in fd unread, and whether fd takes bytes now: what a deadline on the
+// peer asks before it closes (TcpMethod::on_deadline), one system call, never per transfer.
+bool bytes_unread(int fd);
+bool writable_now(int fd);
 SocketAddress peer_address(int fd);
 SocketAddress local_address(int fd);
 

@@ -256,8 +256,9 @@ void VerbsMethod::offer_for_shedding(kit::SheddingChoice& choice) {
         }
         const VerbsPeer* peer = c.peer.get();
         const bool unused = c.state == State::ready && peer != nullptr && peer->addr() == 0 &&
-                            peer->arrivals.empty() && peer->posted.empty() && c.sends.empty() &&
-                            c.controls.empty() && c.reads.empty() && c.parked.empty();
+                            peer->arrivals.empty() && peer->posted_recvs.empty() &&
+                            c.sends.empty() && c.controls.empty() && c.reads.empty() &&
+                            c.parked.empty();
         if (unused) choice.offer(id, accepted_at, false);
     }
 }

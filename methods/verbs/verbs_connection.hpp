@@ -20,7 +20,6 @@
 #include "methods/kit/deadlines.hpp"
 #include "methods/kit/key_handshake.hpp"
 #include "methods/method.hpp"
-#include "methods/posted_recvs.hpp"
 #include "methods/verbs/verbs_memory.hpp"
 #include "methods/verbs/verbs_wire.hpp"
 #include "support/keys/key_proof.hpp"
@@ -55,7 +54,6 @@ public:
     // Connections naming it that have not failed (attach_peer, mark_failed): peer_gone asks
     // this instead of walking every connection on every failure.
     std::size_t live_connections = 0;
-    PostedRecvs posted;               // receives waiting for a message, by tag
     ArrivalsByTag<Arrival> arrivals;  // messages waiting for a receive, by tag
     EarlyBudget::Account early;       // what arrivals hold against VerbsEarlyArrivals
 };

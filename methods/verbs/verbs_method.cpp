@@ -117,7 +117,7 @@ VerbsMethod::~VerbsMethod() {
         if (c->qp) support::ibv().destroy_qp(c->qp);
     }
     for (auto& [raw, peer] : peers_) {
-        peer->posted.clear();
+        peer->posted_recvs.clear();
         arrivals_.drop(*peer);
         peer->connection = nullptr;
     }
@@ -332,7 +332,7 @@ void VerbsMethod::cancel(Operation& op) {
             return;
         }
         case Place::recv_posted: {
-            static_cast<VerbsPeer*>(op.peer)->posted.erase(op);
+            static_cast<VerbsPeer*>(op.peer)->posted_recvs.erase(op);
             ops_.finish(op, -BMI_ECANCEL);
             return;
         }

@@ -2,6 +2,7 @@
 // The operations a verbs instance holds (verbs_op_book.hpp).
 #include "methods/verbs/verbs_op_book.hpp"
 
+#include "methods/kit/posted_recvs.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
 
@@ -16,11 +17,7 @@ void VerbsOpBook::finish(Operation& op, int error) {
 }
 
 void VerbsOpBook::fail_posted_recvs(VerbsPeer& peer, int error) {
-    while (!peer.posted.empty()) {
-        Operation& op = peer.posted.front();
-        peer.posted.erase(op);
-        finish(op, error);
-    }
+    kit::fail_posted_recvs(peer, error, [this](Operation& op, int e) { finish(op, e); });
 }
 
 }  // namespace bmi::method::verbs

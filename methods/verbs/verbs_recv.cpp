@@ -49,7 +49,7 @@ int VerbsMethod::post_recv(Operation& op) {
         return 0;
     }
     VerbsOpBook::place(op, Place::recv_posted);
-    peer->posted.push_back(op);
+    peer->posted_recvs.push_back(op);
     return 0;
 }
 
@@ -198,7 +198,7 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
         sink_.deliver_unexpected(c.peer, memory, size, h.tag, h.msg_class);
         return true;
     }
-    if (Operation* posted = peer.posted.take_first(h.tag)) {
+    if (Operation* posted = peer.posted_recvs.take_first(h.tag)) {
         Operation& op = *posted;
         VerbsOpBook::place(op, Place::posting);
         if (type == MsgType::rts) {

@@ -6,6 +6,7 @@ namespace bmi::method::verbs {
 namespace {
 using T = support::SettingType;
 using I = SettingId;
+using D = support::PeerDeadline;
 using namespace support::setting_units;
 
 // Keys and environment names follow the rule of support's rows (setting_table.cpp).
@@ -25,9 +26,11 @@ constexpr support::SettingSpec rows[] = {
     {I::max_connections, "verbs_max_connections", "BMI_VERBS_MAX_CONNECTIONS", T::count, "128",
      "connections", 1, 1 << 20, "",
      "connections at once; sizes the completion queue, which is never resized"},
-    {I::setup_timeout, "verbs_setup_timeout_ms", "BMI_VERBS_SETUP_TIMEOUT_MS", T::duration, "10s",
-     "ms", 1, hour_ms, "", "a connection whose handshake is not done by then fails its operations",
-     "BMI_VERBS_CONNECT_TIMEOUT_MS"},
+    support::peer_deadline_row(D::setup, I::setup_timeout, "verbs_setup_timeout_ms",
+                               "BMI_VERBS_SETUP_TIMEOUT_MS",
+                               "a connection whose handshake is not done by then fails its "
+                               "operations",
+                               "BMI_VERBS_CONNECT_TIMEOUT_MS"),
     {I::stats, "verbs_stats", "BMI_VERBS_STATS", T::flag, "0", "", 0, 0, "",
      "print the method's counters to stderr when it is finalized"},
     support::pending_per_source_row(I::pending_per_source, "verbs_pending_per_source",
@@ -38,14 +41,15 @@ constexpr support::SettingSpec rows[] = {
      "messages wait in the receive queue and its credits are held back"},
     {I::early_total_bytes, "verbs_early_total_bytes", "BMI_VERBS_EARLY_TOTAL_BYTES", T::size,
      "256M", "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
-    {I::send_timeout, "verbs_send_timeout_ms", "BMI_VERBS_SEND_TIMEOUT_MS", T::duration, "120s",
-     "ms", 1, 24 * hour_ms, "",
-     "a peer that returns no credit for this long while our sends wait for one loses the "
-     "connection, and the sends on it fail"},
-    {I::rendezvous_timeout, "verbs_rendezvous_timeout_ms", "BMI_VERBS_RENDEZVOUS_TIMEOUT_MS",
-     T::duration, "120s", "ms", 1, 24 * hour_ms, "",
-     "a large send whose RTS the receiver does not finish with its FIN fails after this long "
-     "(its registration is kept until the FIN or the connection's end)"},
+    support::peer_deadline_row(
+        D::send, I::send_timeout, "verbs_send_timeout_ms", "BMI_VERBS_SEND_TIMEOUT_MS",
+        "a peer that returns no credit for this long while our sends wait for one loses the "
+        "connection, and the sends on it fail"),
+    support::peer_deadline_row(
+        D::rendezvous, I::rendezvous_timeout, "verbs_rendezvous_timeout_ms",
+        "BMI_VERBS_RENDEZVOUS_TIMEOUT_MS",
+        "a large send whose RTS the receiver does not finish with its FIN fails after this long "
+        "(its registration is kept until the FIN or the connection's end)"),
 };
 constexpr support::OwnedRows owned{rows, I::rendezvous_timeout};
 }  // namespace

@@ -120,6 +120,33 @@ constexpr SettingSpec pending_per_source_row(SettingIndex id, std::string_view k
             "source's oldest, or waits"};
 }
 
+// The deadlines on a peer that every method keeps as <scheme>_setup_timeout_ms,
+// _stall_timeout_ms, _send_timeout_ms and _rendezvous_timeout_ms: type, unit, default and
+// range are the concept's, written here once; the names, the meaning (what the method waits
+// for) and any former names are the method's.
+enum class PeerDeadline : std::uint8_t {
+    setup,       // a connection's handshake: short, a live peer answers at once
+    stall,       // the rest of a transfer the peer started: short, likewise
+    send,        // the peer taking our bytes: long, an application may be busy elsewhere
+    rendezvous,  // an answer to our RTS: long, likewise
+};
+constexpr SettingSpec peer_deadline_row(PeerDeadline kind, SettingIndex id, std::string_view key,
+                                        std::string_view env, std::string_view meaning,
+                                        std::string_view former = {}) {
+    const bool brief = kind == PeerDeadline::setup || kind == PeerDeadline::stall;
+    return {id,
+            key,
+            env,
+            SettingType::duration,
+            brief ? "10s" : "120s",
+            "ms",
+            1,
+            brief ? setting_units::hour_ms : 24 * setting_units::hour_ms,
+            "",
+            meaning,
+            former};
+}
+
 // The rows of several owners, one block each, in the order given. The blocks are static
 // arrays; the table refers to them and copies nothing.
 class SettingTable {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <thread>
 
 #include "tcp_test_harness.hpp"
 
@@ -438,4 +439,70 @@ TEST_CASE("a rendezvous receive posted after the stall timeout still completes",
     CHECK(r->error == 0);
     CHECK(s->error == 0);
     CHECK(checksum(in.data(), size) == checksum(data.data(), size));
+}
+
+// Our process away past a peer deadline (a debugger, the scheduler) while the peer did its part:
+// when the deadline is looked at, what the peer did waits for us unread, and the connection
+// must live on. Both sides sleep here, so the deadline is due before the peer's bytes (or its
+// reading) come: a check that looks only at what we have taken would close the connection.
+namespace {
+bool never() { return false; }
+}  // namespace
+
+TEST_CASE("a stall deadline that finds the peer's bytes unread keeps the connection", "[tcp]") {
+    Pair p("tcp://127.0.0.1:0", 0, "tcp_stall_timeout_ms=200");
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    const std::size_t size = std::size_t(8) << 20;
+    auto data = pattern(size, 12);
+    std::vector<std::uint8_t> in(size);
+    // The RTS reaches the server before its receive, so the CTS starts the stall clock.
+    auto s = make_op(OpKind::send, p.to_server, 32, data.data(), static_cast<bmi_size_t>(size));
+    REQUIRE(post(*p.client, *s) == 0);
+    p.run(never, 0.1);
+    auto r = make_op(OpKind::recv, p.to_client, 32, in.data(), static_cast<bmi_size_t>(size));
+    post(*p.server, *r);
+    drive({p.server.get()}, never, 0.05);  // the CTS goes out: DATA is owed
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    drive({p.client.get()}, never, 0.05);  // the client sends what it owes
+    REQUIRE(p.run([&] { return r->completed && s->completed; }, 10));
+    CHECK(r->error == 0);
+    CHECK(s->error == 0);
+    CHECK(checksum(in.data(), size) == checksum(data.data(), size));
+}
+
+TEST_CASE("a send deadline that finds our socket writable again keeps the connection", "[tcp]") {
+    Pair p("tcp://127.0.0.1:0", 0, "", "tcp_send_timeout_ms=200");
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    // Many eager messages, more than the socket buffers hold: the client's output waits.
+    constexpr int count = 2048;
+    constexpr std::size_t each = 8192;
+    auto data = pattern(each, 13);
+    std::vector<std::vector<std::uint8_t>> in(count, std::vector<std::uint8_t>(each));
+    std::vector<std::unique_ptr<Operation>> recvs, sends;
+    for (int i = 0; i < count; ++i) {
+        recvs.push_back(make_op(OpKind::recv, p.to_client, 33, in[i].data(), bmi_size_t(each)));
+        post(*p.server, *recvs.back());
+    }
+    for (int i = 0; i < count; ++i) {
+        sends.push_back(make_op(OpKind::send, p.to_server, 33, data.data(), bmi_size_t(each)));
+        post(*p.client, *sends.back());
+    }
+    drive({p.client.get()}, never, 0.05);  // the socket fills: the clock starts
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    drive({p.server.get()}, never, 0.05);  // the server takes what waits
+    const auto all_done = [&] {
+        for (int i = 0; i < count; ++i)
+            if (!recvs[i]->completed || !sends[i]->completed) return false;
+        return true;
+    };
+    REQUIRE(p.run(all_done, 10));
+    int send_errors = 0, recv_errors = 0;
+    for (int i = 0; i < count; ++i) {
+        send_errors += sends[i]->error != 0;
+        recv_errors += recvs[i]->error != 0;
+    }
+    CHECK(send_errors == 0);
+    CHECK(recv_errors == 0);
 }
