@@ -102,7 +102,8 @@ struct Connection {
         if (key_handshake.keyed() && state != ConnState::established &&
             state != ConnState::connecting)
             return true;
-        return reader.owes_bytes();
+        // A record cut short owes bytes as a frame cut short does, even between frames.
+        return reader.owes_bytes() || (records && records->owes_input());
     }
     // After a write: output the socket did not take starts the send clock
     // (TcpMethod::watch_deadlines); writes that go through read no clock.

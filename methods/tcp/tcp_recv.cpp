@@ -166,8 +166,15 @@ ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
 ssize_t TcpMethod::read_records(Connection& c, iovec* iov, int n, std::size_t want,
                                 std::size_t ahead, bool direct, const iovec& ahead_iov, bool wait) {
     int error = 0;
-    const ssize_t read = direct ? c.records->read(c.fd, iov, n + (ahead > 0 ? 1 : 0), wait, error)
-                                : c.records->read(c.fd, &ahead_iov, 1, wait, error);
+    const std::uint64_t reads_before = c.records->socket_reads();
+    // Only a receive's buffer takes records straight from the socket: it stays where it is.
+    const bool into_receive = direct && c.reader.phase == ReadPhase::body_op;
+    const ssize_t read =
+        direct ? c.records->read(c.fd, iov, n + (ahead > 0 ? 1 : 0), wait, error, into_receive)
+               : c.records->read(c.fd, &ahead_iov, 1, wait, error);
+    // Bytes of a record not whole yet still move the stall clock (land_read counts the rest).
+    if (read <= 0 && c.records && c.records->socket_reads() != reads_before)
+        ++c.reader.reads_with_data;
     if (read < 0) {
         if (error == -BMI_EPROTO) {
             BMI_LOG(tcp, "tcp: %s on connection %llu from %s; closing it", c.records->failure(),

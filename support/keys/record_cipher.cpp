@@ -48,13 +48,13 @@ void RecordCipher::advance() {
     load_key();
 }
 
-void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<std::uint8_t> data,
-                        std::span<std::uint8_t, record_tag_size> tag) {
+void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<const std::uint8_t> plain,
+                        std::uint8_t* out, std::span<std::uint8_t, record_tag_size> tag) {
     static_assert(record_tag_size == crypto_aead_aes256gcm_ABYTES);
     static_assert(record_tag_size == crypto_aead_chacha20poly1305_ietf_ABYTES);
     if (failed_) {
         // Nothing sealed may leave under a key we no longer trust: a tag that never verifies.
-        sodium_memzero(data.data(), data.size());
+        sodium_memzero(out, plain.size());
         std::fill(tag.begin(), tag.end(), 0);
         return;
     }
@@ -62,13 +62,13 @@ void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<std::uin
     nonce(npub);
     unsigned long long tag_length = 0;
     if (cipher_ == Cipher::aes256gcm)
-        crypto_aead_aes256gcm_encrypt_detached_afternm(data.data(), tag.data(), &tag_length,
-                                                       data.data(), data.size(), header.data(),
-                                                       header.size(), nullptr, npub, &aes_->state);
+        crypto_aead_aes256gcm_encrypt_detached_afternm(out, tag.data(), &tag_length, plain.data(),
+                                                       plain.size(), header.data(), header.size(),
+                                                       nullptr, npub, &aes_->state);
     else
         crypto_aead_chacha20poly1305_ietf_encrypt_detached(
-            data.data(), tag.data(), &tag_length, data.data(), data.size(), header.data(),
-            header.size(), nullptr, npub, key_.key.data());
+            out, tag.data(), &tag_length, plain.data(), plain.size(), header.data(), header.size(),
+            nullptr, npub, key_.key.data());
     advance();
 }
 

@@ -31,7 +31,13 @@ public:
 
     // Encrypts `data` in place and writes its tag.
     void seal(std::span<const std::uint8_t> header, std::span<std::uint8_t> data,
-              std::span<std::uint8_t, record_tag_size> tag);
+              std::span<std::uint8_t, record_tag_size> tag) {
+        seal(header, data, data.data(), tag);
+    }
+    // Encrypts `plain` into `out` (plain.size() bytes; the same or a disjoint buffer) in one
+    // pass, so a sender need not copy its data next to the record's header first.
+    void seal(std::span<const std::uint8_t> header, std::span<const std::uint8_t> plain,
+              std::uint8_t* out, std::span<std::uint8_t, record_tag_size> tag);
     // Decrypts `data` in place; false if the record fails authentication. Then data is wiped,
     // and this and every later record fail: the stream is damaged and its connection must close.
     bool open(std::span<const std::uint8_t> header, std::span<std::uint8_t> data,

@@ -131,3 +131,16 @@ seed("planes_text", "allocation",
 seed("planes_text", "inventory",
      b"\2# planes\nstorage = tcp 10.20.0.0/16 ports=32000-32999 bw=10000 qos=bulk,fast\n"
      b"fabric  = verbs mlx5_0:1\nv6 = tcp fe80::/64\n")
+
+# --- tcp records (tcp_records.hpp): the choice byte is valid records (low 2 bits) and the
+# receive's piece size (index >> 2 into 1, 24, 4096, 5000, 64 KiB, 70000); then the records'
+# plaintext length less one (u16); then raw bytes that follow them on the wire.
+def records(valid, piece, length, raw=b""):
+    return bytes([valid | piece << 2]) + struct.pack("<H", length - 1) + raw
+seed("tcp_records", "one-full-direct", records(1, 5, 65536))
+seed("tcp_records", "two-buffered", records(2, 2, 5000))
+seed("tcp_records", "three-small-bytewise", records(3, 0, 24))
+seed("tcp_records", "bad-length", records(1, 4, 8000, struct.pack("<I", 0xFFFFFFFF)))
+seed("tcp_records", "cut-record", records(0, 5, 1, struct.pack("<I", 100) + bytes(10)))
+seed("tcp_records", "forged-after-valid",
+     records(2, 5, 8000, struct.pack("<I", 4096) + bytes(4096 + 16)))
