@@ -53,8 +53,15 @@ void TcpMethod::flush(Connection& c) {
                 n + frame_iov_max > batch_iov_max || f.kind == OutKind::data_chunk)
                 break;
         }
-        if (n == 0) break;
-        const ssize_t written = send_vector(c.fd, iov, n);
+        if (n == 0) {
+            // Sealed records the socket did not take yet go out even with no frame behind them.
+            if (c.records && c.records->flush(c.fd) < 0) {
+                connection_broken(c, support::bmi_error_from_errno(errno));
+                return;
+            }
+            break;
+        }
+        const ssize_t written = write_vector(c, iov, n);
         if (written < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             connection_broken(c, support::bmi_error_from_errno(errno));
@@ -63,8 +70,10 @@ void TcpMethod::flush(Connection& c) {
         ++c.writer.writes_with_data;
         auto left = static_cast<std::size_t>(written);
         while (left > 0 && !c.closed && c.writer.advance_front(left)) frame_written(c);
-        // A short write means the socket is full for now.
-        if (static_cast<std::size_t>(written) < gathered) break;
+        // A short write means the socket is full for now (records: or sealed ones wait).
+        if (static_cast<std::size_t>(written) < gathered &&
+            (!c.records || c.records->pending_out()))
+            break;
     }
     c.note_write_end();
     update_interest(c);
@@ -178,6 +187,10 @@ void TcpMethod::frame_written(Connection& c) {
             }
             return;
     }
+}
+
+ssize_t TcpMethod::write_vector(Connection& c, const iovec* iov, int n) {
+    return c.records ? c.records->write(c.fd, iov, n) : send_vector(c.fd, iov, n);
 }
 
 void TcpMethod::queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::uint64_t cookie,
