@@ -14,8 +14,9 @@ BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev catch2 li
                    rdma-core libsodium-dev libpmix-dev iproute2 clang-14 libclang-rt-14-dev
                    clang-format-14)
 # The benchmarks' peers and bmi-perf's plots: the build finds them optionally (the core builds
-# and its tests pass without), the MPI driver tests run when they are present.
-BMI_BENCH_PACKAGES=(netpipe-tcp openmpi-bin libopenmpi-dev gnuplot-nox python3)
+# and its tests pass without), the MPI driver tests run when they are present. libssl-dev: the
+# TLS 1.3 baseline (benchmark/tls_pingpong.c).
+BMI_BENCH_PACKAGES=(netpipe-tcp openmpi-bin libopenmpi-dev libssl-dev gnuplot-nox python3)
 BMI_PACKAGES=("${BMI_CORE_PACKAGES[@]}" "${BMI_BENCH_PACKAGES[@]}")
 # Building and checking the Debian packages of debian/ (scripts/packages.sh); their other build
 # dependencies are all in the lists above. dpkg-buildpackage refuses to start without
