@@ -36,7 +36,8 @@ struct Sockets {
 };
 
 // What a RecordLayer writes for `plain`: the records' bytes as they go on the wire.
-std::vector<std::uint8_t> sealed(const keys::TrafficKeys& k, const std::vector<std::uint8_t>& plain) {
+std::vector<std::uint8_t> sealed(const keys::TrafficKeys& k,
+                                 const std::vector<std::uint8_t>& plain) {
     Sockets s;
     RecordLayer sender(k, true, 1u << 20);
     std::vector<std::uint8_t> wire;
