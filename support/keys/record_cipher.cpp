@@ -7,6 +7,16 @@
 
 namespace bmi::support::keys {
 
+namespace {
+// libsodium declares its buffer arguments nonnull even for an empty message or header, and an
+// empty span may hold nullptr: such a pointer is never read or written, so any address does.
+std::uint8_t empty_buffer[1];
+template <class T>
+T* nonnull(T* p) {
+    return p != nullptr ? p : empty_buffer;
+}
+}  // namespace
+
 struct RecordCipher::AesState {
     crypto_aead_aes256gcm_state state;
 };
@@ -54,7 +64,7 @@ void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<const st
     static_assert(record_tag_size == crypto_aead_chacha20poly1305_ietf_ABYTES);
     if (failed_) {
         // Nothing sealed may leave under a key we no longer trust: a tag that never verifies.
-        sodium_memzero(out, plain.size());
+        if (!plain.empty()) sodium_memzero(out, plain.size());
         std::fill(tag.begin(), tag.end(), 0);
         return;
     }
@@ -62,13 +72,13 @@ void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<const st
     nonce(npub);
     unsigned long long tag_length = 0;
     if (cipher_ == Cipher::aes256gcm)
-        crypto_aead_aes256gcm_encrypt_detached_afternm(out, tag.data(), &tag_length, plain.data(),
-                                                       plain.size(), header.data(), header.size(),
-                                                       nullptr, npub, &aes_->state);
+        crypto_aead_aes256gcm_encrypt_detached_afternm(
+            nonnull(out), tag.data(), &tag_length, nonnull(plain.data()), plain.size(),
+            nonnull(header.data()), header.size(), nullptr, npub, &aes_->state);
     else
         crypto_aead_chacha20poly1305_ietf_encrypt_detached(
-            out, tag.data(), &tag_length, plain.data(), plain.size(), header.data(), header.size(),
-            nullptr, npub, key_.key.data());
+            nonnull(out), tag.data(), &tag_length, nonnull(plain.data()), plain.size(),
+            nonnull(header.data()), header.size(), nullptr, npub, key_.key.data());
     advance();
 }
 
@@ -80,16 +90,16 @@ bool RecordCipher::open(std::span<const std::uint8_t> header, std::span<std::uin
         nonce(npub);
         if (cipher_ == Cipher::aes256gcm)
             rc = crypto_aead_aes256gcm_decrypt_detached_afternm(
-                data.data(), nullptr, data.data(), data.size(), tag.data(), header.data(),
-                header.size(), npub, &aes_->state);
+                nonnull(data.data()), nullptr, nonnull(data.data()), data.size(), tag.data(),
+                nonnull(header.data()), header.size(), npub, &aes_->state);
         else
             rc = crypto_aead_chacha20poly1305_ietf_decrypt_detached(
-                data.data(), nullptr, data.data(), data.size(), tag.data(), header.data(),
-                header.size(), npub, key_.key.data());
+                nonnull(data.data()), nullptr, nonnull(data.data()), data.size(), tag.data(),
+                nonnull(header.data()), header.size(), npub, key_.key.data());
     }
     if (rc != 0) {
         failed_ = true;
-        sodium_memzero(data.data(), data.size());
+        if (!data.empty()) sodium_memzero(data.data(), data.size());
         return false;
     }
     advance();
