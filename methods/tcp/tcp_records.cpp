@@ -281,7 +281,9 @@ ssize_t RecordLayer::read(int fd, const iovec* iov, int count, bool wait, int& e
         } else if (error != 0) {
             fail_input(error, error);
             return -1;
-        } else if (into_receive) {
+        } else if (into_receive && got == 0) {
+            // Only from a call that served nothing: a short count changes what the caller
+            // reads next (the rest of a receive may go through its read-ahead buffer instead).
             begin_direct(target, room);
         }
         const ssize_t n = fill(fd, wait && got == 0);

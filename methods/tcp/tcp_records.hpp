@@ -60,8 +60,9 @@ public:
     // -BMI_E* code that closes the connection (-BMI_EPROTO for a record that fails to open,
     // announces an impossible length or is cut by the end of the stream).
     // into_receive: iov is a receive's buffer that stays put until the receive is whole or the
-    // connection closes, and the next call goes on where this one ended; then a large record
-    // may be read into it and opened there.
+    // connection closes; then a large record may be read into it and opened there. That starts
+    // only in a call that returns nothing else, so the caller's next call, which must go on
+    // where this one ended, asks for the same bytes the same way.
     ssize_t read(int fd, const iovec* iov, int count, bool wait, int& error,
                  bool into_receive = false);
     // Plaintext, or a whole record, waits here: no epoll event would announce it.

@@ -118,3 +118,42 @@ TEST_CASE("half a small record owes input; the whole record does not", "[tcp]") 
     CHECK_FALSE(receiver.owes_input());  // the rest of its plaintext waits, nothing is owed
     CHECK(receiver.has_input());
 }
+
+// What TcpMethod does: a receive's buffer takes a large record directly, but once a read
+// returned some bytes, the rest of the receive, now shorter than its read-ahead size, is read
+// through a buffer of its own. A record begun in the receive by that read would be lost.
+TEST_CASE("a read that returns bytes starts no record in the receive", "[tcp]") {
+    const keys::TrafficKeys k = test_keys();
+    std::vector<std::uint8_t> small(100), large(8192);
+    for (std::size_t i = 0; i < small.size(); ++i) small[i] = static_cast<std::uint8_t>(i * 3);
+    for (std::size_t i = 0; i < large.size(); ++i) large[i] = static_cast<std::uint8_t>(i * 5);
+    Sockets s;
+    RecordLayer sender(k, true, 1u << 20);
+    // One record for the small piece, one of its own for the large one.
+    const iovec pieces[2] = {{small.data(), small.size()}, {large.data(), large.size()}};
+    REQUIRE(sender.write(s.fd[0], pieces, 2) == static_cast<ssize_t>(small.size() + large.size()));
+    REQUIRE_FALSE(sender.pending_out());
+    std::vector<std::uint8_t> wire(small.size() + large.size() + 2 * (4 + 16));
+    REQUIRE(recv(s.fd[1], wire.data(), wire.size(), MSG_WAITALL) ==
+            static_cast<ssize_t>(wire.size()));
+
+    // The small record and the start of the large one.
+    const std::size_t first = 4 + small.size() + 16 + 1000;
+    REQUIRE(send(s.fd[0], wire.data(), first, 0) == static_cast<ssize_t>(first));
+    RecordLayer receiver(k, false, 1u << 20);
+    std::vector<std::uint8_t> into(small.size() + large.size(), 0);
+    int error = 0;
+    const iovec whole{into.data(), into.size()};
+    REQUIRE(receiver.read(s.fd[1], &whole, 1, false, error, true) ==
+            static_cast<ssize_t>(small.size()));
+    CHECK(std::equal(small.begin(), small.end(), into.begin()));
+
+    // The rest comes, and is read through another buffer.
+    REQUIRE(send(s.fd[0], wire.data() + first, wire.size() - first, 0) ==
+            static_cast<ssize_t>(wire.size() - first));
+    std::vector<std::uint8_t> elsewhere(large.size(), 0);
+    const iovec other{elsewhere.data(), elsewhere.size()};
+    CHECK(receiver.read(s.fd[1], &other, 1, false, error) == static_cast<ssize_t>(large.size()));
+    CHECK(error == 0);
+    CHECK(elsewhere == large);
+}
