@@ -213,7 +213,9 @@ private:
     static bool needs_v2(const Operation& op) {
         return op.kind == OpKind::send ? op.total_size > legacy_message_limit : op.msg_class != 0;
     }
-    void frame_written(Connection& c);
+    void frame_written(Connection& c, OutFrame f);
+    // Completes the frames in c.writer.sealed once their records have all left.
+    void release_sealed(Connection& c);
     // send_vector, or through c's record layer when it has one.
     ssize_t write_vector(Connection& c, const iovec* iov, int n);
     // A v2 control frame (CTS, NAK, GRANT) on c's control queue; size is a GRANT's room.

@@ -59,6 +59,7 @@ void TcpMethod::flush(Connection& c) {
                 connection_broken(c, support::bmi_error_from_errno(errno));
                 return;
             }
+            release_sealed(c);
             break;
         }
         const ssize_t written = write_vector(c, iov, n);
@@ -69,7 +70,13 @@ void TcpMethod::flush(Connection& c) {
         }
         ++c.writer.writes_with_data;
         auto left = static_cast<std::size_t>(written);
-        while (left > 0 && !c.closed && c.writer.advance_front(left)) frame_written(c);
+        while (left > 0 && !c.closed && c.writer.advance_front(left)) {
+            if (c.records)
+                c.writer.sealed.push_back(c.writer.pop_written());
+            else
+                frame_written(c, c.writer.pop_written());
+        }
+        release_sealed(c);
         // A short write means the socket is full for now (records: or sealed ones wait).
         if (static_cast<std::size_t>(written) < gathered &&
             (!c.records || c.records->pending_out()))
@@ -155,8 +162,16 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
     return true;
 }
 
-void TcpMethod::frame_written(Connection& c) {
-    OutFrame f = c.writer.pop_written();
+void TcpMethod::release_sealed(Connection& c) {
+    if (!c.records || c.records->pending_out()) return;
+    while (!c.closed && !c.writer.sealed.empty()) {
+        OutFrame f = std::move(c.writer.sealed.front());
+        c.writer.sealed.pop_front();
+        frame_written(c, std::move(f));
+    }
+}
+
+void TcpMethod::frame_written(Connection& c, OutFrame f) {
     if (f.op == nullptr) return;
     Operation& op = *f.op;
     switch (f.kind) {
