@@ -50,7 +50,7 @@ public:
     std::uint64_t keys_used() const { return keys_used_; }
 
 private:
-    struct AesState;
+    struct EvpState;
     void nonce(std::uint8_t* out) const;
     void advance();
     void load_key();
@@ -62,7 +62,7 @@ private:
     std::uint64_t records_ = 0;
     std::uint64_t keys_used_ = 1;
     bool failed_ = false;
-    std::unique_ptr<AesState> aes_;  // AES-GCM's expanded key, computed once per key
+    std::unique_ptr<EvpState> evp_;  // the cipher keyed with the current key
 };
 
 }  // namespace bmi::support::keys

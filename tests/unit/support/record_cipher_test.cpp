@@ -3,6 +3,8 @@
 // else does; a record opens only once, in order, unchanged, under the key its number says.
 #include <catch2/catch.hpp>
 
+#include <sodium.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -222,4 +224,36 @@ TEST_CASE("a recording cannot be opened with the pre-shared key and the transcri
     }
     RecordCipher rightful(cipher, h.acceptor_keys.initiator_to_acceptor, default_rekey_interval);
     CHECK(open(rightful, recorded));
+}
+
+// The wire format is the AEADs' standard one (and what libbmi sealed with libsodium before the
+// records moved to libcrypto): libsodium opens what RecordCipher seals, record by record.
+TEST_CASE("libsodium opens the records RecordCipher seals") {
+    for (Cipher cipher : available_ciphers()) {
+        CAPTURE(static_cast<int>(cipher));
+        DirectionKey k;
+        k.key.fill(3);
+        for (std::size_t i = 0; i < k.iv.size(); ++i) k.iv[i] = static_cast<std::uint8_t>(i * 11);
+        RecordCipher sealer(cipher, k, default_rekey_interval);
+        for (std::uint64_t number = 0; number < 3; ++number) {
+            const std::array<std::uint8_t, 4> header{1, 2, 3, static_cast<std::uint8_t>(number)};
+            std::vector<std::uint8_t> plain(1000 + number);
+            for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = static_cast<std::uint8_t>(i);
+            std::vector<std::uint8_t> data = plain;
+            std::array<std::uint8_t, record_tag_size> tag{};
+            sealer.seal(header, data, tag);
+            std::array<std::uint8_t, traffic_iv_size> nonce = k.iv;
+            nonce.back() ^= static_cast<std::uint8_t>(number);  // the record's number, big-endian
+            std::vector<std::uint8_t> opened(data.size());
+            const int rc = cipher == Cipher::aes256gcm
+                               ? crypto_aead_aes256gcm_decrypt_detached(
+                                     opened.data(), nullptr, data.data(), data.size(), tag.data(),
+                                     header.data(), header.size(), nonce.data(), k.key.data())
+                               : crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+                                     opened.data(), nullptr, data.data(), data.size(), tag.data(),
+                                     header.data(), header.size(), nonce.data(), k.key.data());
+            CHECK(rc == 0);
+            CHECK(opened == plain);
+        }
+    }
 }
