@@ -14,17 +14,22 @@ import tempfile
 import time
 
 LIBEXECDIR = "@LIBEXECDIR@"  # where meson install puts the drivers; replaced at configure time
-MODES = ("latency", "bandwidth", "many", "peers", "neighbour", "posted", "placement")
+MODES = ("latency", "bandwidth", "many", "peers", "neighbour", "posted", "placement",
+         "encryption")
 # peers (a ping-pong beside thousands of idle clients, bmi_perf_peers), neighbour (a CPU-bound
 # loop on a waiting client's core, bmi_perf_neighbour) and posted (beside 100,000 receives
 # posted, bmi_perf_posted) and placement (8 B and bandwidth in three placements, each against
-# its reference, bmi_perf_placement and bmi_perf_placement_bw) run only when asked.
+# its reference, bmi_perf_placement and bmi_perf_placement_bw) and encryption (the ciphers' own
+# speed and handshakes per second with encryption, bmi_perf_encryption) run only when asked.
 DEFAULT_MODES = ("latency", "bandwidth", "many")
 # Modes that their own module measures and reports, in turns: no table series, no plots.
-STUDY_MODES = ("peers", "neighbour", "posted", "placement")
-# shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1
-METHODS = ("tcp", "tcp-legacy", "shm", "shm-blocking")
-BASELINES = ("raw-tcp", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd", "memcpy")
+STUDY_MODES = ("peers", "neighbour", "posted", "placement", "encryption")
+# shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1;
+# tcp-encrypted: bmi_tcp with a key and BMI_ENCRYPTION=require
+METHODS = ("tcp", "tcp-legacy", "tcp-encrypted", "shm", "shm-blocking")
+# tls: TLS 1.3 (AES-256-GCM) over the same loopback, what encrypted libbmi is judged against
+BASELINES = ("raw-tcp", "tls", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd",
+             "memcpy")
 
 
 def parse_size(text):
@@ -72,17 +77,20 @@ def parse_args(argv):
                "posted toward its client; "
                "placement = tcp and shm on two cores, one core and unpinned, each against "
                "its reference: 8 B ping-pong (raw TCP polling or blocking, Open MPI vader, "
-               "eventfd) and bandwidth from 64 KiB (raw TCP, NetPIPE, memcpy, Open MPI).")
+               "eventfd) and bandwidth from 64 KiB (raw TCP, NetPIPE, memcpy, Open MPI); "
+               "encryption = the record ciphers' bytes per second on one core and tcp "
+               "handshakes per second keyless, keyed and encrypted.")
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
                    help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing; "
                         "in latency mode also against tcp in runs taken in turns), "
+                        "tcp-encrypted (a fresh key and BMI_ENCRYPTION=require), "
                         "shm, shm-blocking (BMI_SHM_SPIN_US=0), all "
                         "(default tcp,shm)")
     p.add_argument("--baselines", type=parse_list(BASELINES), default=list(BASELINES),
                    help=f"peers to measure: {', '.join(BASELINES)}, all or none (default all)")
     p.add_argument("--modes", type=parse_list(MODES), default=list(DEFAULT_MODES),
-                   help="latency, bandwidth, many, peers, neighbour, posted, placement, or "
-                        "all (default latency,bandwidth,many)")
+                   help="latency, bandwidth, many, peers, neighbour, posted, placement, "
+                        "encryption, or all (default latency,bandwidth,many)")
     p.add_argument("--min", type=parse_size, default=1, help="smallest message (default 1)")
     p.add_argument("--max", type=parse_size, default=None,
                    help="largest message, K/M/G suffixes (default 64M, --quick 1M)")
@@ -143,7 +151,7 @@ def parse_args(argv):
             p.error(f"--server {a.server!r}: expected tcp://HOST:PORT or shm://NAME")
         a.methods, a.baselines, a.idle = [m.group(1)], [], False
         a.modes = [m for m in a.modes if m not in ("many",) + STUDY_MODES] or \
-            p.error("--server: no many, peers, neighbour, posted or placement mode")
+            p.error("--server: no many, peers, neighbour, posted, placement or encryption mode")
     if not a.methods and not a.baselines:
         p.error("nothing to measure: --methods and --baselines are both empty")
     if a.out_dir is None:
@@ -203,7 +211,7 @@ def bandwidth_duel_runs(a):
     return 2 + peers if wanted else 0
 
 
-def planned_runs(a, placements, neighbour, placement, placement_bw):
+def planned_runs(a, placements, neighbour, placement, placement_bw, encryption):
     """How many runs run_all makes, for the progress counter (placements: how many ways a
     blocking duel is pinned, Runner.placements)."""
     n = 2 * DUEL_ROUNDS * ((placements if wants_blocking_duel(a) else 0) +
@@ -221,17 +229,20 @@ def planned_runs(a, placements, neighbour, placement, placement_bw):
             sum(1 for m in ("tcp", "shm") if m in a.methods)
     n += placement.planned_runs(a) + placement_bw.planned_runs(a) \
         if "placement" in a.modes else 0
+    n += encryption.planned_runs(a) if "encryption" in a.modes else 0
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         n += len(a.methods) + sum(1 for b in a.baselines if b.startswith("mpi-"))
         if mode == "latency":
             n += sum(1 for b in ("netpipe", "eventfd") if b in a.baselines)
         if mode != "many":
             n += "raw-tcp" in a.baselines
+            n += "tls" in a.baselines
             n += "memcpy" in a.baselines
     return n
 
 
-def run_all(r, a, failure, legacy, peers, rate, neighbour, posted, placement, placement_bw):
+def run_all(r, a, failure, legacy, peers, rate, neighbour, posted, placement, placement_bw,
+            encryption):
     for mode in (m for m in a.modes if m not in STUDY_MODES):
         for m in a.methods:
             s = r.bmi(m, mode)
@@ -239,6 +250,8 @@ def run_all(r, a, failure, legacy, peers, rate, neighbour, posted, placement, pl
                 raise failure(s.status.removeprefix("failed: "))
         if mode in ("latency", "bandwidth") and "raw-tcp" in a.baselines:
             r.pair("raw tcp", mode, "raw_tcp_pingpong", [], "tcp://127.0.0.1:0")
+        if mode in ("latency", "bandwidth") and "tls" in a.baselines:
+            r.pair("tls", mode, "tls_pingpong", [], "tcp://127.0.0.1:0")
         if mode == "latency":
             if "netpipe" in a.baselines:
                 r.netpipe()
@@ -278,6 +291,8 @@ def run_all(r, a, failure, legacy, peers, rate, neighbour, posted, placement, pl
         duels["placement"] = placement.run(r, placement.methods_of(a))
         if placement_bw.wanted(a):
             duels["placement bandwidth"] = placement_bw.run(r)
+    if "encryption" in a.modes:
+        duels["encryption"] = encryption.run(r)
     return duels
 
 
@@ -288,6 +303,7 @@ def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
     tool_dirs = [d for d in (a.bindir, here, LIBEXECDIR) if d]
     sys.path[:0] = tool_dirs
+    import bmi_perf_encryption as encryption
     import bmi_perf_legacy as legacy
     import bmi_perf_neighbour as neighbour
     import bmi_perf_output as output
@@ -301,12 +317,13 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="bmi-perf-")
     try:
         r = Runner(a, tmp, tool_dirs)
-        r.total = planned_runs(a, len(Runner.placements()), neighbour, placement, placement_bw)
+        r.total = planned_runs(a, len(Runner.placements()), neighbour, placement, placement_bw,
+                               encryption)
         load = open("/proc/loadavg").read().split()[:3]
         started = time.time()
         try:
             duel = run_all(r, a, Failure, legacy, peers, rate, neighbour, posted, placement,
-                           placement_bw)
+                           placement_bw, encryption)
         except Failure as e:
             print(f"bmi-perf: {e}", file=sys.stderr)
             return 1
@@ -321,7 +338,8 @@ def main(argv=None):
             print(f"idle server CPU, bmi {m}: " + (f"{v:.3f} %" if v is not None else "n/a"))
         # The studies that print their own summary, by their key in duel.
         studies = {"legacy": legacy, "rate": rate, "neighbour": neighbour, "posted": posted,
-                   "placement": placement, "placement bandwidth": placement_bw}
+                   "placement": placement, "placement bandwidth": placement_bw,
+                   "encryption": encryption}
         for name, pairs in duel.items():
             if name in studies:
                 studies[name].print_summary(pairs, sys.stdout)

@@ -8,6 +8,7 @@ import statistics
 import subprocess
 import time
 
+import bmi_perf_encryption
 import bmi_perf_legacy
 import bmi_perf_neighbour
 import bmi_perf_peers
@@ -18,10 +19,11 @@ import bmi_perf_rate
 from bmi_perf_output import MODE_TITLES, fmt, fmt_rate, message_rate
 
 # The modes whose module writes its own section (bmi_perf.STUDY_MODES): no tables, no plots.
-STUDY_MODES = ("peers", "neighbour", "posted", "placement")
+STUDY_MODES = ("peers", "neighbour", "posted", "placement", "encryption")
 # Each libbmi series and the peers it is compared with.
 PEERS = {"bmi tcp": ["raw tcp", "netpipe", "mpi tcp"],
          "bmi tcp-legacy": ["bmi tcp", "raw tcp", "netpipe", "mpi tcp"],
+         "bmi tcp-encrypted": ["tls", "bmi tcp", "raw tcp"],
          "bmi shm": ["mpi vader", "mpi vader nocopy", "memcpy"],
          "bmi shm-blocking": ["eventfd", "mpi vader", "mpi vader nocopy", "memcpy"]}
 SMALL = 4096     # "small message" latency: sizes up to this
@@ -249,7 +251,8 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
            f"run's own load): {' '.join(load_after)}",
            f"- Source: {source_version()}",
            f"- Peers: {mpi} (`--mca pml ob1`, so the chosen BTL is the one measured); NetPIPE "
-           "`NPtcp` from Debian's netpipe-tcp; `raw_tcp_pingpong`, `eventfd_pingpong` and "
+           "`NPtcp` from Debian's netpipe-tcp; `raw_tcp_pingpong`, `tls_pingpong` (TLS 1.3 "
+           "over OpenSSL), `eventfd_pingpong` and "
            "`memcpy_bw` from benchmark/",
            f"- Plan: sizes {a.min}..{a.max} B, {a.iters} timed rounds per size up to 64 KiB "
            f"(fewer above, at least 16), a tenth of that (at least 10) as warm-up, "
@@ -303,7 +306,8 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
     for name, study in (("legacy", bmi_perf_legacy), ("peers", bmi_perf_peers),
                         ("rate", bmi_perf_rate), ("neighbour", bmi_perf_neighbour),
                         ("posted", bmi_perf_posted), ("placement", bmi_perf_placement),
-                        ("placement bandwidth", bmi_perf_placement_bw)):
+                        ("placement bandwidth", bmi_perf_placement_bw),
+                        ("encryption", bmi_perf_encryption)):
         if name not in duel:
             continue
         if name == "peers":

@@ -22,6 +22,9 @@ import time
 METHOD_ENV = {"shm-blocking": {"BMI_SHM_SPIN_US": "0"},
               "shm-malloc": {"BMI_SHM_SHARED_BUFFERS": "0"},
               "tcp-legacy": {"BMI_TCP_LEGACY": "1"}}
+# tcp-encrypted: bmi_tcp with a key and BMI_ENCRYPTION=require (doc/security.md); its key file
+# is made per run (Runner.method_env).
+ENCRYPTED = "tcp-encrypted"
 # OrangeFS's framing cannot carry a message over 16 MiB (a legacy receive that large is refused
 # when posted), so tcp-legacy runs stop there whatever the plan's --max.
 LEGACY_MAX = 16 << 20
@@ -83,6 +86,18 @@ class Runner:
         self.series, self.done, self.total = [], 0, 0
         self.unread = {}  # pid: stdout bytes read but not yet returned as lines
         self.tty = sys.stderr.isatty()
+
+    def method_env(self, method):
+        """The environment of a bmi series. tcp-encrypted's key is a fresh random file in the
+        run's temporary directory, mode 0600 as libbmi demands, shared by server and client."""
+        if method != ENCRYPTED:
+            return METHOD_ENV.get(method, {})
+        key = os.path.join(self.tmp, "encryption.key")
+        if not os.path.exists(key):
+            fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(os.urandom(32).hex() + "\n")
+        return {"BMI_KEY_FILE": key, "BMI_ENCRYPTION": "require"}
 
     def tool(self, name):
         for d in self.tool_dirs:
@@ -185,7 +200,7 @@ class Runner:
     def bmi(self, method, mode, plan=None, cpus=None, extra=()):
         """extra: arguments for both pingpong processes (e.g. the server's --posted N)."""
         scheme = scheme_of(method)
-        env = METHOD_ENV.get(method, {})
+        env = self.method_env(method)
         if plan is None and method == "tcp-legacy":
             plan = self.plan(mode, largest=LEGACY_MAX)
         listen = (f"shm://bmi-perf-{os.getpid()}-{len(self.series)}" if scheme == "shm"
@@ -428,7 +443,7 @@ class Runner:
         if exe is None:
             return None
         listen = f"shm://bmi-perf-idle-{os.getpid()}" if scheme == "shm" else "tcp://127.0.0.1:0"
-        env = METHOD_ENV.get(method, {})
+        env = self.method_env(method)
         common = ["--method-list", f"bmi_{scheme}"]
         procs = []
         try:

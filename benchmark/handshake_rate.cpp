@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // What a security key costs (issue 16, doc/PERFORMANCE.md): handshakes per second, a new
 // client instance each time, and the one-way latency of 8-byte messages on an established
-// connection, each with and without a key, in rounds taken in turns within one run.
+// connection, each with and without a key, and over tcp also with a key and encryption required
+// (issue 39: records sealed after the keyed handshake), in rounds taken in turns within one run.
 //
 //   handshake_rate [--method tcp|shm] [--handshakes N] [--messages N] [--rounds N]
 //
@@ -22,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bmi.h"
@@ -66,8 +68,8 @@ class Server {
 public:
     Server(const std::string& method, const std::string& options) {
         const std::string listen = method == "tcp" ? "tcp://127.0.0.1:0"
-                                                   : "shm://hs" + std::to_string(getpid()) +
-                                                         (options.empty() ? "a" : "k");
+                                                   : "shm://hs" + std::to_string(getpid()) + "-" +
+                                                         std::to_string(options.size());
         session_ = must(bmi::Session::create({"bmi_" + method, listen, BMI_INIT_SERVER, options}),
                         "server");
         address_ = session_->listen_address();
@@ -170,24 +172,35 @@ int main(int argc, char** argv) {
     const std::string key = dir + "/key";
     std::ofstream(key) << std::string(64, 'c') << "\n";
     chmod(key.c_str(), 0600);
-    const std::string keyed = "key_file=" + key;
-    std::vector<double> rate[2], lat[2];
+    // Encryption is a tcp setting: shm has no row for it.
+    const std::vector<std::pair<std::string, std::string>> settings = [&] {
+        std::vector<std::pair<std::string, std::string>> v = {{"none", ""},
+                                                              {"key", "key_file=" + key}};
+        if (plan.method == "tcp")
+            v.emplace_back("encrypted", "key_file=" + key + ",encryption=require");
+        return v;
+    }();
+    std::vector<std::vector<double>> rate(settings.size()), lat(settings.size());
     {
-        Server plain(plan.method, ""), with_key(plan.method, keyed);
-        for (int r = 0; r < plan.rounds; ++r) {  // in turns, so drift hits both alike
-            rate[0].push_back(handshakes_per_second(plan, plain, ""));
-            rate[1].push_back(handshakes_per_second(plan, with_key, keyed));
-            lat[0].push_back(latency_us(plan, plain, ""));
-            lat[1].push_back(latency_us(plan, with_key, keyed));
+        std::vector<std::unique_ptr<Server>> servers;
+        for (const auto& [name, options] : settings)
+            servers.push_back(std::make_unique<Server>(plan.method, options));
+        for (int r = 0; r < plan.rounds; ++r) {  // in turns, so drift hits all alike
+            for (std::size_t i = 0; i < settings.size(); ++i)
+                rate[i].push_back(handshakes_per_second(plan, *servers[i], settings[i].second));
+            for (std::size_t i = 0; i < settings.size(); ++i)
+                lat[i].push_back(latency_us(plan, *servers[i], settings[i].second));
         }
     }
     std::filesystem::remove_all(dir);
     std::printf("# %s, medians of %d rounds taken in turns: %d handshakes, %d 8-byte round trips\n",
                 plan.method.c_str(), plan.rounds, plan.handshakes, plan.messages);
     std::printf("%-10s %14s %12s\n", "# key", "handshakes/s", "latency_us");
-    std::printf("%-10s %14.0f %12.2f\n", "none", median(rate[0]), median(lat[0]));
-    std::printf("%-10s %14.0f %12.2f\n", "key", median(rate[1]), median(lat[1]));
-    std::printf("# key/none: handshakes %.2fx, latency %.2fx\n", median(rate[1]) / median(rate[0]),
-                median(lat[1]) / median(lat[0]));
+    for (std::size_t i = 0; i < settings.size(); ++i)
+        std::printf("%-10s %14.0f %12.2f\n", settings[i].first.c_str(), median(rate[i]),
+                    median(lat[i]));
+    for (std::size_t i = 1; i < settings.size(); ++i)
+        std::printf("# %s/none: handshakes %.2fx, latency %.2fx\n", settings[i].first.c_str(),
+                    median(rate[i]) / median(rate[0]), median(lat[i]) / median(lat[0]));
     return 0;
 }

@@ -334,6 +334,25 @@ int pp_verify(const void *buf, uint64_t size, uint64_t seed)
     return got == want ? 0 : -1;
 }
 
+int pp_stream_plan_ok(const struct pp_plan *plan)
+{
+    struct pp_cursor c;
+    return plan->magic == PP_MAGIC && pp_cursor_start(&c, plan) && plan->max_size <= PP_MAX_SIZE &&
+           plan->mode <= PP_BANDWIDTH && plan->window >= 1 && plan->window <= PP_MAX_WINDOW;
+}
+
+int pp_verify_window(const struct pp_plan *plan, const struct pp_cursor *c, const void *buf,
+                     const char *tool)
+{
+    uint64_t w = pp_window(plan, c->size), i;
+    for (i = 0; plan->check && i < w; i++)
+        if (pp_verify((const unsigned char *)buf + i * c->size, c->size, pp_seed(c)) != 0) {
+            fprintf(stderr, "%s: checksum mismatch at %" PRIu64 " bytes\n", tool, c->size);
+            return -1;
+        }
+    return 0;
+}
+
 double pp_now_us(void)
 {
     struct timespec ts;

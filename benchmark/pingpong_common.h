@@ -95,6 +95,14 @@ int pp_verify(const void *buf, uint64_t size, uint64_t seed);
 
 double pp_now_us(void);
 
+/* For the one-client baselines over a byte stream (raw TCP, TLS): whether the plan the client
+ * sent is one they run (latency or bandwidth, sizes and window within bounds). */
+int pp_stream_plan_ok(const struct pp_plan *plan);
+/* With plan->check, verifies the window of round c, its messages back to back in buf; 0, or -1
+ * after a message naming tool. */
+int pp_verify_window(const struct pp_plan *plan, const struct pp_cursor *c, const void *buf,
+                     const char *tool);
+
 /* Messages per round and client at this size: plan.window capped by PP_WINDOW_BYTES, 1 in
  * PP_LATENCY mode. */
 uint64_t pp_window(const struct pp_plan *plan, uint64_t size);

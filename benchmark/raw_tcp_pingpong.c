@@ -13,58 +13,17 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pingpong_common.h"
-
-/* Splits "tcp://host:port" (host may be "[v6]") into host and port; returns 0 on success. */
-static int split_address(const char *addr, char *host, size_t host_len, char *port, size_t port_len)
-{
-    const char *colon, *h = strncmp(addr, "tcp://", 6) == 0 ? addr + 6 : addr;
-    size_t n;
-    colon = strrchr(h, ':');
-    if (colon == NULL || colon == h || strlen(colon + 1) == 0 || strlen(colon + 1) >= port_len)
-        return -1;
-    n = (size_t)(colon - h);
-    if (h[0] == '[' && colon[-1] == ']') {
-        h++;
-        n -= 2;
-    }
-    if (n == 0 || n >= host_len)
-        return -1;
-    memcpy(host, h, n);
-    host[n] = '\0';
-    strcpy(port, colon + 1);
-    return 0;
-}
-
-/* Bounds every blocking call on fd, and turns off Nagle so small pings leave at once. */
-static int tune(int fd, int timeout_ms)
-{
-    struct timeval tv;
-    int one = 1;
-    tv.tv_sec = timeout_ms / 1000;
-    tv.tv_usec = (timeout_ms % 1000) * 1000;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0 ||
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
-        perror("raw_tcp_pingpong: setsockopt");
-        return -1;
-    }
-    return 0;
-}
+#include "pp_socket.h"
 
 /* --poll: reads spin instead of sleeping; poll_timeout_ms bounds one read as SO_RCVTIMEO
  * bounds a blocking one. */
@@ -160,84 +119,6 @@ static int receive_message(int fd, void *buf, uint64_t len)
     return io_full(fd, buf, len, 0);
 }
 
-/* Opens the listening (server) or connected (client) socket for o->addr. */
-static int open_socket(const struct pp_options *o)
-{
-    char host[256], port[16];
-    struct addrinfo hints, *res = NULL, *ai;
-    int fd = -1, rc, one = 1;
-    if (split_address(o->addr, host, sizeof(host), port, sizeof(port)) != 0) {
-        fprintf(stderr, "raw_tcp_pingpong: bad address '%s'\n", o->addr);
-        return -1;
-    }
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = o->server ? AI_PASSIVE : 0;
-    rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        fprintf(stderr, "raw_tcp_pingpong: %s: %s\n", o->addr, gai_strerror(rc));
-        return -1;
-    }
-    for (ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-        if (fd < 0)
-            continue;
-        /* SO_SNDTIMEO also bounds connect() on Linux. */
-        if (tune(fd, o->timeout_ms) == 0 &&
-            (o->server ? setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-                             bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1) == 0
-                       : connect(fd, ai->ai_addr, ai->ai_addrlen) == 0))
-            break;
-        perror(o->server ? "raw_tcp_pingpong: bind/listen" : "raw_tcp_pingpong: connect");
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
-static int print_listen_address(int fd)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    char host[256], port[16];
-    char shown[300];
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0 ||
-        getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-        perror("raw_tcp_pingpong: getsockname");
-        return -1;
-    }
-    snprintf(shown, sizeof(shown), strchr(host, ':') ? "[%s]" : "%s", host);
-    printf("ADDR tcp://%s:%s\n", shown, port);
-    fflush(stdout);
-    return 0;
-}
-
-static int accept_client(int listener, int timeout_ms)
-{
-    struct pollfd pfd;
-    int fd, rc;
-    pfd.fd = listener;
-    pfd.events = POLLIN;
-    do
-        rc = poll(&pfd, 1, timeout_ms);
-    while (rc < 0 && errno == EINTR);
-    if (rc <= 0) {
-        fprintf(stderr, "raw_tcp_pingpong: no client within %d ms\n", timeout_ms);
-        return -1;
-    }
-    fd = accept(listener, NULL, NULL);
-    if (fd < 0 || tune(fd, timeout_ms) != 0) {
-        perror("raw_tcp_pingpong: accept");
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 struct raw_server
 {
     int fd;
@@ -257,12 +138,7 @@ static int raw_receive(void *state, const struct pp_cursor *c)
     } else if (io_full(sv->fd, sv->buf, w * c->size, 0) != 0) {
         return -1;
     }
-    for (i = 0; sv->plan->check && i < w; i++)
-        if (pp_verify(sv->buf + i * c->size, c->size, pp_seed(c)) != 0) {
-            fprintf(stderr, "raw_tcp_pingpong: checksum mismatch at %" PRIu64 " bytes\n", c->size);
-            return -1;
-        }
-    return 0;
+    return pp_verify_window(sv->plan, c, sv->buf, "raw_tcp_pingpong");
 }
 
 /* The echo (latency) or the window's ack (bandwidth). */
@@ -281,13 +157,11 @@ static int run_server(int fd)
     struct pp_plan plan;
     struct raw_server sv;
     struct pp_server_ops ops;
-    struct pp_cursor c;
     uint64_t ready = PP_MAGIC;
     int rc = -1;
     if (io_full(fd, &plan, sizeof(plan), 0) != 0)
         return -1;
-    if (plan.magic != PP_MAGIC || !pp_cursor_start(&c, &plan) || plan.max_size > PP_MAX_SIZE ||
-        plan.mode > PP_BANDWIDTH || plan.window < 1 || plan.window > PP_MAX_WINDOW) {
+    if (!pp_stream_plan_ok(&plan)) {
         fprintf(stderr, "raw_tcp_pingpong: bad hello (many mode has no raw twin)\n");
         return -1;
     }
@@ -359,12 +233,12 @@ int main(int argc, char **argv)
     }
     /* A vanished peer must show up as a write error, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
-    fd = open_socket(&o);
+    fd = pp_socket_open("raw_tcp_pingpong", &o);
     if (fd < 0)
         return 1;
     if (o.server) {
-        rc = print_listen_address(fd);
-        conn = rc == 0 ? accept_client(fd, o.timeout_ms) : -1;
+        rc = pp_socket_print_address("raw_tcp_pingpong", fd);
+        conn = rc == 0 ? pp_socket_accept("raw_tcp_pingpong", fd, o.timeout_ms) : -1;
         rc = conn < 0 ? -1 : run_server(conn);
         if (conn >= 0)
             close(conn);

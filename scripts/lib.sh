@@ -11,10 +11,11 @@ BMI_JOBS=${BMI_JOBS:-2}
 # clang-14, libclang-rt-14-dev: the libFuzzer targets (scripts/fuzz.sh); the runtime package
 # holds libFuzzer and the sanitizers clang links. clang-format-14: scripts/format.sh.
 BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev catch2 libibverbs-dev
-                   rdma-core libsodium-dev libpmix-dev iproute2 clang-14 libclang-rt-14-dev
-                   clang-format-14)
+                   rdma-core libsodium-dev libssl-dev libpmix-dev iproute2 clang-14
+                   libclang-rt-14-dev clang-format-14)
 # The benchmarks' peers and bmi-perf's plots: the build finds them optionally (the core builds
-# and its tests pass without), the MPI driver tests run when they are present.
+# and its tests pass without), the MPI driver tests run when they are present. The TLS 1.3
+# baseline (benchmark/tls_pingpong.c) uses libssl-dev, which the core needs anyway (libcrypto).
 BMI_BENCH_PACKAGES=(netpipe-tcp openmpi-bin libopenmpi-dev gnuplot-nox python3)
 BMI_PACKAGES=("${BMI_CORE_PACKAGES[@]}" "${BMI_BENCH_PACKAGES[@]}")
 # Building and checking the Debian packages of debian/ (scripts/packages.sh); their other build

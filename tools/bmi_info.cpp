@@ -15,6 +15,8 @@
 
 #include "bmi.h"
 #include "methods/method_table.hpp"
+#include "support/keys/traffic_keys.hpp"
+#include "support/settings/settings.hpp"
 #include "tools/bmi_info_planes.hpp"
 #include "tools/bmi_info_rdma.hpp"
 #include "tools/bmi_info_settings.hpp"
@@ -149,6 +151,32 @@ bool probe(std::ostream& out, const bmi::method::Descriptor& d, std::string opti
     return true;
 }
 
+// What the encryption setting means for this method here (doc/security.md).
+void print_encryption(std::ostream& out, std::string_view scheme, const std::string& options) {
+    using bmi::support::keys::Cipher;
+    bmi::support::Settings settings(bmi::method::all_settings());
+    settings.load(options);
+    const std::string policy = settings.shown(bmi::support::SettingId::encryption);
+    out << "  encrypt:  ";
+    if (scheme == "shm") {
+        out << "never (one user, one node: the kernel protects the rings)\n";
+    } else if (scheme == "verbs") {
+        out << "not yet; with encryption=require it refuses to start (policy here: " << policy
+            << ")\n";
+    } else if (scheme == "tcp") {
+        const std::uint8_t ours = bmi::support::keys::ciphers_available();
+        const Cipher best = bmi::support::keys::choose_cipher(ours, ours);
+        out << "policy " << policy << " (encryption; prefer and require need key_file); cipher "
+            << (best == Cipher::aes256gcm ? "AES-256-GCM (this CPU has AES-NI)"
+                                          : "ChaCha20-Poly1305 (no AES-NI here)")
+            << " where both peers run it, a new key every "
+            << settings.shown(bmi::support::SettingId::encryption_rekey_records)
+            << " records of up to 64 KiB\n";
+    } else {
+        out << "no\n";
+    }
+}
+
 void print_method(std::ostream& out, const bmi::method::Descriptor& d, const std::string& options,
                   bool& any_usable) {
     out << "\n" << d.name << " (" << d.scheme << "://)\n";
@@ -163,6 +191,7 @@ void print_method(std::ostream& out, const bmi::method::Descriptor& d, const std
                "nothing in /dev/shm)\n";
     }
     out << "  eager:    " << (n ? n->eager : "see doc/methods/") << "\n";
+    print_encryption(out, d.scheme, options);
     out << "  settings: ";
     bmi::info::print_setting_names(out, d.scheme);
     out << " (values below)\n";

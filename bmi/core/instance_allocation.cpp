@@ -43,6 +43,14 @@ int InstanceAllocation::take(const support::Settings& settings, std::string_view
     if (int rc = support::planes::resolve_allocation(settings, program_text, allocation); rc != 0)
         return rc;
     if (int rc = load_instance_key(settings, allocation, key_); rc != 0) return rc;
+    // Traffic keys are derived from the pre-shared key: without one there is nothing to encrypt
+    // with, and silently plain traffic is what the setting was given to rule out.
+    if (!key_ && settings.number(support::SettingId::encryption) != 0) {
+        BMI_WARN("encryption=%s needs a security key (key_file, BMI_KEY_FILE, or an "
+                 "allocation's key); none is given",
+                 settings.shown(support::SettingId::encryption).c_str());
+        return -BMI_EINVAL;
+    }
     if (allocation.entries.empty()) return 0;
     allocated_ = true;
     origin_ = allocation.origin;

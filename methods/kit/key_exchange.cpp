@@ -70,6 +70,10 @@ support::keys::Transcript KeyExchange::transcript(std::string_view plane) const 
     t.acceptor_endpoint = acceptor_endpoint;
     t.acceptor_address = acceptor_stated;
     t.initiator_address = initiator_stated;
+    t.initiator_public = initiator_public;
+    t.acceptor_public = acceptor_public;
+    t.cipher_offer = cipher_offer;
+    t.cipher_choice = cipher_choice;
     return t;
 }
 

@@ -38,6 +38,10 @@ struct KeyExchange {
     std::string acceptor_endpoint;  // first-hand, from acceptor_endpoint()
     std::string acceptor_stated;    // what the acceptor says of itself in its answer
     std::string initiator_stated;   // what the initiator announces: a name it may be bound to
+    support::keys::PublicKey initiator_public{};  // zero without encryption
+    support::keys::PublicKey acceptor_public{};
+    std::uint8_t cipher_offer = 0;   // the initiator's cipher bits
+    std::uint8_t cipher_choice = 0;  // the acceptor's: one bit, or 0 for plain traffic
 
     support::keys::Transcript transcript(std::string_view plane) const;
 };

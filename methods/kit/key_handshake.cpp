@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "methods/kit/key_handshake.hpp"
 
+#include <sodium.h>
+
+#include <bit>
+
 #include "support/keys/key_proof.hpp"
 #include "support/logging/log.hpp"
 
@@ -17,7 +21,7 @@ std::string_view reason(Refusal why) {
         case Refusal::gives_no_proof:
             return "it gives no key proof (a libbmi peer without a key)";
         case Refusal::first_handshake:
-            return "it speaks the first key handshake, which this libbmi no longer accepts "
+            return "it speaks an older key handshake, which this libbmi no longer accepts "
                    "(upgrade it)";
         case Refusal::reflected_nonce:
             return "it sent back the nonce of one of our own handshakes (a reflection)";
@@ -38,13 +42,19 @@ std::string_view reason(Refusal why) {
         case Refusal::closed_before_proof:
             return "it closed before proving the key (a legacy OrangeFS server, or a server "
                    "that refused our proof)";
+        case Refusal::needs_encryption:
+            return "encryption is required and it offers or chose no cipher we run";
+        case Refusal::bad_cipher_choice:
+            return "it chose a cipher we did not offer";
+        case Refusal::bad_public_key:
+            return "its ephemeral key yields no shared secret";
     }
     return "unknown refusal";
 }
 
 bool tell_initiator(Refusal why) {
     return why == Refusal::offers_no_proof || why == Refusal::first_handshake ||
-           why == Refusal::reflected_nonce;
+           why == Refusal::reflected_nonce || why == Refusal::needs_encryption;
 }
 
 void KeyGate::log_refusal(const std::string& source, std::string_view who, Refusal why) {
@@ -57,7 +67,14 @@ void KeyGate::log_refusal(const std::string& source, std::string_view who, Refus
              static_cast<unsigned long long>(log_.refused()));
 }
 
+KeyHandshake::~KeyHandshake() { sodium_memzero(shared_.data(), shared_.size()); }
+
 const Nonce& KeyHandshake::offer(KeyGate& gate, int fd, std::string our_stated) {
+    if (const std::uint8_t ciphers = gate.cipher_offer(); ciphers != 0) {
+        ephemeral_ = std::make_unique<support::keys::EphemeralKey>();
+        exchange_.initiator_public = ephemeral_->public_key();
+        exchange_.cipher_offer = ciphers;
+    }
     claim_ = gate.nonces_.claim();
     exchange_.initiator_nonce = claim_.nonce();
     exchange_.acceptor_endpoint = acceptor_endpoint(fd, Role::initiator);
@@ -68,7 +85,8 @@ const Nonce& KeyHandshake::offer(KeyGate& gate, int fd, std::string our_stated) 
 
 KeyHandshake::Step KeyHandshake::check_answer(KeyGate& gate, KeyFeatures features,
                                               const Nonce& nonce, std::string acceptor_stated,
-                                              std::span<const std::uint8_t> proof) {
+                                              std::span<const std::uint8_t> proof,
+                                              const PublicKey& public_key) {
     Step step;
     if (!gate.keyed()) {
         if (features.required) step.refusal = Refusal::needs_our_key;
@@ -84,16 +102,35 @@ KeyHandshake::Step KeyHandshake::check_answer(KeyGate& gate, KeyFeatures feature
         step.refusal = Refusal::first_handshake;
     }
     if (step.refused()) return step;
+    // The choice is one cipher we offered, or none; none is refused only where we require one.
+    const std::uint8_t choice = features.ciphers;
+    if ((choice & ~exchange_.cipher_offer) != 0 || std::popcount(choice) > 1) {
+        step.refusal = Refusal::bad_cipher_choice;
+        return step;
+    }
+    if (choice == 0 && gate.encryption() == Encryption::require) {
+        step.refusal = Refusal::needs_encryption;
+        return step;
+    }
     exchange_.acceptor_nonce = nonce;
     exchange_.acceptor_stated = std::move(acceptor_stated);
+    exchange_.cipher_choice = choice;
+    if (choice != 0) exchange_.acceptor_public = public_key;
     const support::keys::Transcript t = exchange_.transcript(gate.method_);
+    // The proof first: only then is the acceptor's key known to be the acceptor's.
     if (!support::keys::verify(*gate.key_, Role::acceptor, t, proof)) {
         step.refusal = Refusal::wrong_acceptor_proof;
         return step;
     }
+    if (choice != 0 && !ephemeral_->agree(public_key, shared_)) {
+        step.refusal = Refusal::bad_public_key;
+        return step;
+    }
     claim_.release();
     stage_ = Stage::proven;
+    std::copy(proof.begin(), proof.end(), acceptor_proof_.begin());
     step.proof = support::keys::prove(*gate.key_, Role::initiator, t);
+    if (choice != 0) derive(gate, step.proof);
     return step;
 }
 
@@ -105,7 +142,8 @@ Refusal KeyHandshake::check_hello(const KeyGate& gate, KeyFeatures features) con
 }
 
 KeyHandshake::Step KeyHandshake::answer(KeyGate& gate, int fd, const Nonce& initiator_nonce,
-                                        std::string initiator_stated, std::string our_stated) {
+                                        std::string initiator_stated, std::string our_stated,
+                                        KeyFeatures offer, const PublicKey& public_key) {
     Step step;
     if (!gate.keyed() || stage_ != Stage::unproven) {
         step.refusal = Refusal::wrong_initiator_proof;
@@ -120,9 +158,33 @@ KeyHandshake::Step KeyHandshake::answer(KeyGate& gate, int fd, const Nonce& init
     exchange_.acceptor_endpoint = acceptor_endpoint(fd, Role::acceptor);
     exchange_.initiator_stated = std::move(initiator_stated);
     exchange_.acceptor_stated = std::move(our_stated);
+    // What the hello offered is bound whether or not we take it up: the initiator's proof
+    // covers what it sent.
+    exchange_.cipher_offer = offer.ciphers;
+    if (offer.ciphers != 0) exchange_.initiator_public = public_key;
+    const support::keys::Cipher cipher =
+        support::keys::choose_cipher(offer.ciphers, gate.cipher_offer());
+    if (cipher == support::keys::Cipher::none && gate.encryption() == Encryption::require) {
+        step.refusal = Refusal::needs_encryption;
+        return step;
+    }
+    if (cipher != support::keys::Cipher::none) {
+        // The initiator's key is checked by its proof later; a key no secret comes from is
+        // refused now, before we answer.
+        ephemeral_ = std::make_unique<support::keys::EphemeralKey>();
+        if (!ephemeral_->agree(public_key, shared_)) {
+            step.refusal = Refusal::bad_public_key;
+            return step;
+        }
+        exchange_.acceptor_public = ephemeral_->public_key();
+        exchange_.cipher_choice = support::keys::cipher_bit(cipher);
+    }
     step.nonce = exchange_.acceptor_nonce;
     step.proof =
         support::keys::prove(*gate.key_, Role::acceptor, exchange_.transcript(gate.method_));
+    step.cipher_choice = exchange_.cipher_choice;
+    step.public_key = exchange_.acceptor_public;
+    acceptor_proof_ = step.proof;
     stage_ = Stage::answered;
     return step;
 }
@@ -133,7 +195,34 @@ Refusal KeyHandshake::check_proof(const KeyGate& gate, std::span<const std::uint
                                proof))
         return Refusal::wrong_initiator_proof;
     stage_ = Stage::proven;
+    if (exchange_.cipher_choice != 0) {
+        Proof initiator_proof;
+        std::copy(proof.begin(), proof.end(), initiator_proof.begin());
+        derive(gate, initiator_proof);
+    }
     return Refusal::none;
+}
+
+void KeyHandshake::derive(const KeyGate& gate, const Proof& initiator_proof) {
+    std::array<std::uint8_t, 2 * support::keys::proof_size> both;
+    std::copy(acceptor_proof_.begin(), acceptor_proof_.end(), both.begin());
+    std::copy(initiator_proof.begin(), initiator_proof.end(),
+              both.begin() + acceptor_proof_.size());
+    traffic_ = support::keys::derive_traffic_keys(*gate.key_, both, shared_, cipher());
+    sodium_memzero(shared_.data(), shared_.size());
+    ephemeral_.reset();
+}
+
+std::optional<TrafficKeys> KeyHandshake::take_traffic_keys() {
+    std::optional<TrafficKeys> out = std::move(traffic_);
+    traffic_.reset();
+    return out;
+}
+
+support::keys::Cipher KeyHandshake::cipher() const {
+    for (auto c : {support::keys::Cipher::aes256gcm, support::keys::Cipher::chacha20poly1305})
+        if (exchange_.cipher_choice == support::keys::cipher_bit(c)) return c;
+    return support::keys::Cipher::none;
 }
 
 }  // namespace bmi::method::kit

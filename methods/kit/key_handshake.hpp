@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,10 +18,17 @@
 #include "methods/kit/key_exchange.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
+#include "support/keys/traffic_keys.hpp"
 
 namespace bmi::method::kit {
 
 using support::keys::Proof;
+using support::keys::PublicKey;
+using support::keys::TrafficKeys;
+
+// Whether a keyed connection's traffic is encrypted (issue 39): never; with every peer that can;
+// or only, refusing any peer that cannot.
+enum class Encryption : std::uint8_t { off, prefer, require };
 
 // A nonce as a hello carries it: a fixed field of the method's wire.
 inline Nonce nonce_from(std::span<const std::uint8_t, support::keys::nonce_size> field) {
@@ -43,6 +52,9 @@ enum class Refusal : std::uint8_t {
     legacy_framing,         // we were told to speak a framing that carries no proof
     legacy_first_frame,     // acceptor: an OrangeFS client, which cannot prove a key
     closed_before_proof,    // initiator: the acceptor hung up before its proof
+    needs_encryption,       // we require encryption and the peer offers or chose none we run
+    bad_cipher_choice,      // initiator: the acceptor chose a cipher we did not offer
+    bad_public_key,         // its ephemeral key yields no shared secret (a low-order point)
 };
 
 // The log's words for why.
@@ -58,6 +70,9 @@ struct KeyFeatures {
     bool proof = false;     // it carries a nonce (and, answering, a proof)
     bool binding = false;   // its proofs bind first-hand endpoints (this handshake's version)
     bool required = false;  // it admits only key holders (a refusal carries no proof)
+    // Cipher bits (traffic_keys.hpp): a hello's offer, an answer's choice (one bit, or none);
+    // with any, the message also carries an ephemeral public key.
+    std::uint8_t ciphers = 0;
 };
 
 // One method instance's side of all its handshakes: the key (or none), our open nonces, and
@@ -69,6 +84,13 @@ public:
     KeyGate& operator=(const KeyGate&) = delete;
 
     void use(support::keys::SharedKey key) { key_ = std::move(key); }
+    // Encryption of keyed connections from now on (off without a key: nothing to derive from).
+    void set_encryption(Encryption policy) { encryption_ = policy; }
+    Encryption encryption() const { return keyed() ? encryption_ : Encryption::off; }
+    // The cipher bits our hellos offer and our answers choose from: none while off.
+    std::uint8_t cipher_offer() const {
+        return encryption() == Encryption::off ? 0 : support::keys::ciphers_available();
+    }
     bool keyed() const { return key_ != nullptr; }
     // The proofs' feature bits to announce: both, or none without a key.
     KeyFeatures offered() const { return {keyed(), keyed(), false}; }
@@ -82,6 +104,7 @@ private:
     friend class KeyHandshake;
     std::string method_;  // also what a proof is for: a proof for one method fails on another
     support::keys::SharedKey key_;
+    Encryption encryption_ = Encryption::off;
     NoncesInFlight nonces_;
     support::keys::RefusalLog log_;
 };
@@ -103,12 +126,18 @@ public:
         Refusal refusal = Refusal::none;
         Nonce nonce{};  // the acceptor's answer: our nonce
         Proof proof{};  // the answer's or the initiator's proof
+        // The acceptor's answer: the cipher bit it chose (0: plain) and, with one, its public key.
+        std::uint8_t cipher_choice = 0;
+        PublicKey public_key{};
         bool refused() const { return refusal != Refusal::none; }
     };
 
     KeyHandshake() = default;
     explicit KeyHandshake(const KeyGate& gate)
         : stage_(gate.keyed() ? Stage::unproven : Stage::keyless) {}
+    ~KeyHandshake();
+    KeyHandshake(KeyHandshake&&) = default;
+    KeyHandshake& operator=(KeyHandshake&&) = default;
 
     Stage stage() const { return stage_; }
     bool keyed() const { return stage_ != Stage::keyless; }
@@ -117,25 +146,44 @@ public:
     const std::string& initiator_stated() const { return exchange_.initiator_stated; }
 
     // Initiator, keyed: the nonce our hello carries. `our_stated` is what the hello says of us,
-    // fd the connected socket (the acceptor's endpoint is read from it first-hand).
+    // fd the connected socket (the acceptor's endpoint is read from it first-hand). With
+    // encryption on, the hello also carries hello_ciphers() and hello_public_key().
     const Nonce& offer(KeyGate& gate, int fd, std::string our_stated);
+    std::uint8_t hello_ciphers() const { return exchange_.cipher_offer; }
+    const PublicKey& hello_public_key() const { return exchange_.initiator_public; }
     // Initiator: the acceptor's answer. Keyless, only a refusal that requires a key refuses.
     // Keyed, the step carries our proof, to send before anything else.
+    // `public_key` is the answer's, read when features.ciphers chose one.
     Step check_answer(KeyGate& gate, KeyFeatures features, const Nonce& nonce,
-                      std::string acceptor_stated, std::span<const std::uint8_t> proof);
+                      std::string acceptor_stated, std::span<const std::uint8_t> proof,
+                      const PublicKey& public_key = {});
     // Acceptor: a hello, before anything is built for it. Keyless, every hello passes.
     Refusal check_hello(const KeyGate& gate, KeyFeatures features) const;
     // Acceptor, keyed, after check_hello: our answer's nonce and proof.
+    // `offer` is the hello's features (its cipher bits) and `public_key` its key, read when it
+    // offered any; the step says what our answer adds (Step::cipher_choice, Step::public_key).
     Step answer(KeyGate& gate, int fd, const Nonce& initiator_nonce, std::string initiator_stated,
-                std::string our_stated);
+                std::string our_stated, KeyFeatures offer = {}, const PublicKey& public_key = {});
     // Acceptor: the initiator's proof. Nothing of the connection may reach the application
     // before this passes.
     Refusal check_proof(const KeyGate& gate, std::span<const std::uint8_t> proof);
 
+    // Once proven with a cipher chosen: both directions' keys, handed over once (the method's
+    // record layer owns them from then on). Nothing for plain traffic.
+    std::optional<TrafficKeys> take_traffic_keys();
+    support::keys::Cipher cipher() const;
+
 private:
+    // The keys from the shared secret and both proofs, which bind everything exchanged.
+    void derive(const KeyGate& gate, const Proof& initiator_proof);
+
     Stage stage_ = Stage::keyless;
     KeyExchange exchange_;
     NoncesInFlight::Claim claim_;  // the initiator's nonce, until the acceptor's proof checks
+    std::unique_ptr<support::keys::EphemeralKey> ephemeral_;  // with encryption, until derive
+    support::keys::SharedSecret shared_{};
+    Proof acceptor_proof_{};
+    std::optional<TrafficKeys> traffic_;
 };
 
 }  // namespace bmi::method::kit

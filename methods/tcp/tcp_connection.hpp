@@ -12,6 +12,7 @@
 #include "methods/tcp/tcp_frame_reader.hpp"
 #include "methods/tcp/tcp_frame_writer.hpp"
 #include "methods/tcp/tcp_peer.hpp"
+#include "methods/tcp/tcp_records.hpp"
 #include "methods/tcp/tcp_wire.hpp"
 
 namespace bmi::method::tcp {
@@ -72,6 +73,8 @@ struct Connection {
     // Each half keeps its own cursor and queues; TcpMethod drives them.
     FrameReader reader;
     FrameWriter writer;
+    // Set once a keyed handshake chose a cipher: every byte after it, both ways, is records.
+    std::unique_ptr<RecordLayer> records;
 
     Dialect dialect() const {
         if (state == ConnState::await_first) return Dialect::first_inbound;
@@ -99,11 +102,19 @@ struct Connection {
         if (key_handshake.keyed() && state != ConnState::established &&
             state != ConnState::connecting)
             return true;
-        return reader.owes_bytes();
+        // A record cut short owes bytes as a frame cut short does, even between frames.
+        return reader.owes_bytes() || (records && records->owes_input());
     }
     // After a write: output the socket did not take starts the send clock
     // (TcpMethod::watch_deadlines); writes that go through read no clock.
-    void note_write_end() { writer.note_write_end(closed); }
+    void note_write_end() {
+        writer.note_write_end(closed);
+        if (records && records->pending_out() && !closed) writer.write_blocked = true;
+    }
+    // Input read from the socket but not yet through the framing: no epoll event announces it.
+    bool buffered_input() const {
+        return reader.has_buffered() || (records && records->has_input());
+    }
     // A GRANT waits for the next write (tcp_grants.cpp).
     bool grants_waiting() const {
         for (const Grant& g : grants_given)
@@ -112,7 +123,8 @@ struct Connection {
     }
     // Output that makes a write of its own; a GRANT waiting in grants_given only rides along.
     bool has_output() const {
-        return writer.has_output(state == ConnState::established, held_for_answer);
+        return writer.has_output(state == ConnState::established, held_for_answer) ||
+               (records && records->pending_out());
     }
     // Bytes wait for the peer to take some: the socket did not take all we had, or frames are
     // queued for a socket that has not been writable since (a write that filled it exactly

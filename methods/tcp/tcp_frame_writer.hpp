@@ -93,6 +93,11 @@ struct FrameWriter {
     // Frames taken from the queues for writing, in wire order; only the first may be partly
     // written. One sendmsg carries as many of them as fit (tcp_send.cpp, coalescing).
     std::deque<OutFrame> out;
+    // Frames wholly sealed into records of which the socket has not taken all yet (an
+    // encrypted connection). Their sends complete only once it has: until then nothing but
+    // another progress call would move those bytes, and a caller with its send done may not
+    // make one before the peer's stall timeout.
+    std::deque<OutFrame> sealed;
     // The progress epoch (TcpMethod::progress_epoch_) of this connection's last write from
     // inside post(): a second send posted before the next progress call is queued instead, so
     // that a burst of sends leaves in one system call.
@@ -109,8 +114,8 @@ struct FrameWriter {
     void note_write_end(bool closed) { write_blocked = !out.empty() && !closed; }
     // Nothing queued, taken or waiting for a CTS: closing loses no send.
     bool at_rest() const {
-        return out.empty() && control_queue.empty() && small_queue.empty() && data_queue.empty() &&
-               await_cts.empty();
+        return out.empty() && sealed.empty() && control_queue.empty() && small_queue.empty() &&
+               data_queue.empty() && await_cts.empty();
     }
     // Control frames go first: the oldest one is taken for writing, if any.
     bool take_control() {
@@ -133,9 +138,12 @@ struct FrameWriter {
         out.pop_front();
         return f;
     }
-    // On close: every send it holds, appended to `failed` in wire order (taken frames, queued
-    // headers, DATA, then those waiting for CTS); all its queues are empty after.
+    // On close: every send it holds, appended to `failed` in wire order (sealed frames, taken
+    // ones, queued headers, DATA, then those waiting for CTS); all its queues are empty after.
     void release_ops(std::vector<Operation*>& failed) {
+        for (const OutFrame& f : sealed)
+            if (f.op != nullptr) failed.push_back(f.op);
+        sealed.clear();
         for (const OutFrame& f : out)
             if (f.op != nullptr) failed.push_back(f.op);
         out.clear();

@@ -14,33 +14,53 @@ using kit::Refusal;
 
 namespace {
 
-kit::KeyFeatures key_features(std::uint64_t features) {
-    return {(features & feature_key_proof) != 0, (features & feature_key_binding) != 0,
-            (features & feature_key_required) != 0};
+// A keyed peer without feature_key_ciphers proves a transcript without the cipher fields: it
+// counts as one of an older handshake (Refusal::first_handshake), refused before any proof.
+kit::KeyFeatures key_features(const Hello& hello) {
+    const std::uint64_t features = hello.features;
+    return {(features & feature_key_proof) != 0,
+            (features & feature_key_binding) != 0 && (features & feature_key_ciphers) != 0,
+            (features & feature_key_required) != 0, hello.ciphers};
 }
 
 std::uint64_t feature_bits(kit::KeyFeatures offered) {
-    return (offered.proof ? feature_key_proof : 0) | (offered.binding ? feature_key_binding : 0);
+    return offered.proof ? feature_key_proof | feature_key_binding | feature_key_ciphers : 0;
+}
+
+const char* cipher_name(support::keys::Cipher cipher) {
+    switch (cipher) {
+        case support::keys::Cipher::aes256gcm:
+            return "AES-256-GCM";
+        case support::keys::Cipher::chacha20poly1305:
+            return "ChaCha20-Poly1305";
+        case support::keys::Cipher::none:
+            break;
+    }
+    return "none";
 }
 
 }  // namespace
 
 Hello TcpMethod::hello_to_send(Connection& c) {
     Hello hello{our_features | feature_bits(keys_.offered()), own_address(c)};
-    if (c.key_handshake.keyed())
+    if (c.key_handshake.keyed()) {
         hello.nonce = c.key_handshake.offer(keys_, c.fd, hello_address(hello.address));
+        hello.ciphers = c.key_handshake.hello_ciphers();
+        hello.public_key = c.key_handshake.hello_public_key();
+    }
     return hello;
 }
 
 bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     if (!keys_.keyed()) return false;
-    if (const Refusal why = c.key_handshake.check_hello(keys_, key_features(hello.features));
+    if (const Refusal why = c.key_handshake.check_hello(keys_, key_features(hello));
         why != Refusal::none) {
         refuse(c, why, c.reader.header.magic);
         return true;
     }
     const std::string ours = hello_address(own_address(c));
-    const auto step = c.key_handshake.answer(keys_, c.fd, hello.nonce, hello.address, ours);
+    const auto step = c.key_handshake.answer(keys_, c.fd, hello.nonce, hello.address, ours,
+                                             key_features(hello), hello.public_key);
     if (step.refused()) {
         refuse(c, step.refusal, c.reader.header.magic);
         return true;
@@ -48,6 +68,8 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     Hello ack{our_features | feature_bits(keys_.offered()), own_address(c)};
     ack.nonce = step.nonce;
     ack.proof = step.proof;
+    ack.ciphers = step.cipher_choice;
+    ack.public_key = step.public_key;
     OutFrame reply;
     reply.body = encode_hello(ack, true, c.reader.header.magic);
     c.writer.control_queue.push_back(std::move(reply));
@@ -59,18 +81,40 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
 bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
     const std::span<const std::uint8_t> proof =
         ack.proof ? std::span<const std::uint8_t>(*ack.proof) : std::span<const std::uint8_t>();
-    const auto step = c.key_handshake.check_answer(keys_, key_features(ack.features), ack.nonce,
-                                                   ack.address, proof);
+    const auto step = c.key_handshake.check_answer(keys_, key_features(ack), ack.nonce, ack.address,
+                                                   proof, ack.public_key);
     if (step.refusal == Refusal::needs_our_key) c.peer->wants_key = true;
     if (step.refused()) {
         refuse(c, step.refusal);
         return false;
     }
     if (!keys_.keyed()) return true;
+    if (c.key_handshake.cipher() != support::keys::Cipher::none) {
+        // The proof is the last plain frame; the acceptor's records may follow its answer.
+        start_records(c, encode_hello_proof(step.proof));
+        return true;
+    }
+    log_plain(c);
     OutFrame out;
     out.body = encode_hello_proof(step.proof);
     c.writer.control_queue.push_back(std::move(out));
     return true;
+}
+
+void TcpMethod::start_records(Connection& c, std::span<const std::uint8_t> raw) {
+    const std::optional<support::keys::TrafficKeys> keys = c.key_handshake.take_traffic_keys();
+    c.records = std::make_unique<RecordLayer>(*keys, c.outbound, rekey_records_);
+    if (!raw.empty()) c.records->queue_raw(raw.data(), raw.size());
+    BMI_LOG(tcp, "tcp: connection %llu with %s encrypted with %s (new key every %llu records)",
+            static_cast<unsigned long long>(c.id), describe(c.remote).c_str(),
+            cipher_name(c.records->cipher()), static_cast<unsigned long long>(rekey_records_));
+}
+
+void TcpMethod::log_plain(const Connection& c) const {
+    BMI_LOG(tcp, "tcp: connection %llu with %s not encrypted (%s)",
+            static_cast<unsigned long long>(c.id), describe(c.remote).c_str(),
+            keys_.encryption() == kit::Encryption::off ? "encryption is off here"
+                                                       : "the peer offers or chose no cipher");
 }
 
 void TcpMethod::on_hello_proof(Connection& c) {
@@ -82,6 +126,10 @@ void TcpMethod::on_hello_proof(Connection& c) {
     }
     c.framing = Framing::v2;
     c.state = ConnState::established;
+    if (c.key_handshake.cipher() != support::keys::Cipher::none)
+        start_records(c);
+    else
+        log_plain(c);
     bind_peer(c, c.key_handshake.initiator_stated(), false, true);
     flush(c);
 }

@@ -170,6 +170,10 @@ private:
     bool on_keyed_hello(Connection& c, const Hello& hello);
     bool on_keyed_ack(Connection& c, const Hello& ack);
     void on_hello_proof(Connection& c);
+    // The handshake chose a cipher: c's traffic is records from here on. `raw` goes out ahead
+    // of the first record (the initiator's HELLO_PROOF).
+    void start_records(Connection& c, std::span<const std::uint8_t> raw = {});
+    void log_plain(const Connection& c) const;
     // Closes c for the key, failing what was posted toward it with -BMI_EACCES; logs `why`
     // once per remote host and interval. With tell_magic, an acceptor first says why (HELLO_ACK
     // with feature_key_required under that magic) where the kit says the initiator is told.
@@ -209,7 +213,11 @@ private:
     static bool needs_v2(const Operation& op) {
         return op.kind == OpKind::send ? op.total_size > legacy_message_limit : op.msg_class != 0;
     }
-    void frame_written(Connection& c);
+    void frame_written(Connection& c, OutFrame f);
+    // Completes the frames in c.writer.sealed once their records have all left.
+    void release_sealed(Connection& c);
+    // send_vector, or through c's record layer when it has one.
+    ssize_t write_vector(Connection& c, const iovec* iov, int n);
     // A v2 control frame (CTS, NAK, GRANT) on c's control queue; size is a GRANT's room.
     void queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::uint64_t cookie,
                        bmi_size_t size = 0);
@@ -222,6 +230,8 @@ private:
     // One read from the socket for iov (n pieces; iov has room for one more); the bytes it
     // moved into iov, or -1 if none (socket empty, or the connection broke).
     ssize_t read_socket(Connection& c, iovec* iov, int n);
+    ssize_t read_records(Connection& c, iovec* iov, int n, std::size_t want, std::size_t ahead,
+                         bool direct, const iovec& ahead_iov, bool wait);
     void on_header(Connection& c);
     void dispatch_frame(Connection& c);
     void protocol_error(Connection& c, const char* what);
@@ -332,6 +342,7 @@ private:
     // Keyless: every peer admitted as in OrangeFS. Declared before connections_, whose
     // handshakes hold nonces in it.
     kit::KeyGate keys_{"tcp"};
+    std::uint64_t rekey_records_ = support::keys::default_rekey_interval;  // per traffic key
     // BMI_TRUSTED_CONNECTION: connections from other sources are closed at accept.
     std::optional<support::keys::TrustedSources> trusted_;
     support::keys::RefusalLog untrusted_refusals_;

@@ -31,7 +31,7 @@ Connection* TcpMethod::sole_waiting_connection() {
     if (!waiting_unexpected_.empty() || early_released_) return nullptr;
     Connection& c = *connections_.begin()->second;
     if (c.closed || c.state != ConnState::established || c.reader.paused() || c.has_output() ||
-        c.reader.has_buffered() || c.reader.read_wait_bound.count() < 0)
+        c.buffered_input() || c.reader.read_wait_bound.count() < 0)
         return nullptr;
     return &c;
 }

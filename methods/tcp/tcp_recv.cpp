@@ -85,7 +85,7 @@ void TcpMethod::on_readable(Connection& c) {
     // Buffered input is always worked off (it is bounded, and no epoll event would bring us
     // back for it); only new reads from the socket count against the fairness bound.
     for (int i = 0; !c.closed; ++i) {
-        if (i >= reads_per_progress && !c.reader.has_buffered()) break;
+        if (i >= reads_per_progress && !c.buffered_input()) break;
         if (!read_step(c)) break;
     }
     update_interest(c);
@@ -146,6 +146,7 @@ ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
     iovec ahead_iov{unproven ? r.inbuf.get() : r.read_ahead(), ahead};
     if (direct && ahead > 0) iov[n] = ahead_iov;
     const bool wait = std::exchange(wait_in_read_, false);
+    if (c.records) return read_records(c, iov, n, want, ahead, direct, ahead_iov, wait);
     const ssize_t read = direct ? receive_vector(c.fd, iov, n + (ahead > 0 ? 1 : 0), wait)
                                 : receive_vector(c.fd, &ahead_iov, 1, wait);
     if (read == 0) {
@@ -159,6 +160,33 @@ ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
     }
     return static_cast<ssize_t>(
         r.land_read(static_cast<std::size_t>(read), want, ahead, direct, iov, n));
+}
+
+// The same as a socket read, from the plaintext of whole records.
+ssize_t TcpMethod::read_records(Connection& c, iovec* iov, int n, std::size_t want,
+                                std::size_t ahead, bool direct, const iovec& ahead_iov, bool wait) {
+    int error = 0;
+    const std::uint64_t reads_before = c.records->socket_reads();
+    // Only a receive's buffer takes records straight from the socket: it stays where it is.
+    const bool into_receive = direct && c.reader.phase == ReadPhase::body_op;
+    const ssize_t read =
+        direct ? c.records->read(c.fd, iov, n + (ahead > 0 ? 1 : 0), wait, error, into_receive)
+               : c.records->read(c.fd, &ahead_iov, 1, wait, error);
+    // Bytes of a record not whole yet still move the stall clock (land_read counts the rest).
+    if (read <= 0 && c.records && c.records->socket_reads() != reads_before)
+        ++c.reader.reads_with_data;
+    if (read < 0) {
+        if (error == -BMI_EPROTO) {
+            BMI_LOG(tcp, "tcp: %s on connection %llu from %s; closing it", c.records->failure(),
+                    static_cast<unsigned long long>(c.id), describe(c.remote).c_str());
+            fail_connection(c, -BMI_EPROTO, true);
+        } else if (error != 0) {
+            connection_broken(c, error);
+        }
+        return -1;
+    }
+    return static_cast<ssize_t>(
+        c.reader.land_read(static_cast<std::size_t>(read), want, ahead, direct, iov, n));
 }
 
 void TcpMethod::protocol_error(Connection& c, const char* what) {

@@ -53,8 +53,16 @@ void TcpMethod::flush(Connection& c) {
                 n + frame_iov_max > batch_iov_max || f.kind == OutKind::data_chunk)
                 break;
         }
-        if (n == 0) break;
-        const ssize_t written = send_vector(c.fd, iov, n);
+        if (n == 0) {
+            // Sealed records the socket did not take yet go out even with no frame behind them.
+            if (c.records && c.records->flush(c.fd) < 0) {
+                connection_broken(c, support::bmi_error_from_errno(errno));
+                return;
+            }
+            release_sealed(c);
+            break;
+        }
+        const ssize_t written = write_vector(c, iov, n);
         if (written < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             connection_broken(c, support::bmi_error_from_errno(errno));
@@ -62,9 +70,17 @@ void TcpMethod::flush(Connection& c) {
         }
         ++c.writer.writes_with_data;
         auto left = static_cast<std::size_t>(written);
-        while (left > 0 && !c.closed && c.writer.advance_front(left)) frame_written(c);
-        // A short write means the socket is full for now.
-        if (static_cast<std::size_t>(written) < gathered) break;
+        while (left > 0 && !c.closed && c.writer.advance_front(left)) {
+            if (c.records)
+                c.writer.sealed.push_back(c.writer.pop_written());
+            else
+                frame_written(c, c.writer.pop_written());
+        }
+        release_sealed(c);
+        // A short write means the socket is full for now (records: or sealed ones wait).
+        if (static_cast<std::size_t>(written) < gathered &&
+            (!c.records || c.records->pending_out()))
+            break;
     }
     c.note_write_end();
     update_interest(c);
@@ -146,8 +162,16 @@ bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
     return true;
 }
 
-void TcpMethod::frame_written(Connection& c) {
-    OutFrame f = c.writer.pop_written();
+void TcpMethod::release_sealed(Connection& c) {
+    if (!c.records || c.records->pending_out()) return;
+    while (!c.closed && !c.writer.sealed.empty()) {
+        OutFrame f = std::move(c.writer.sealed.front());
+        c.writer.sealed.pop_front();
+        frame_written(c, std::move(f));
+    }
+}
+
+void TcpMethod::frame_written(Connection& c, OutFrame f) {
     if (f.op == nullptr) return;
     Operation& op = *f.op;
     switch (f.kind) {
@@ -178,6 +202,10 @@ void TcpMethod::frame_written(Connection& c) {
             }
             return;
     }
+}
+
+ssize_t TcpMethod::write_vector(Connection& c, const iovec* iov, int n) {
+    return c.records ? c.records->write(c.fd, iov, n) : send_vector(c.fd, iov, n);
 }
 
 void TcpMethod::queue_control(Connection& c, Mode mode, bmi_msg_tag_t tag, std::uint64_t cookie,

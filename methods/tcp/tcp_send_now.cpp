@@ -69,9 +69,16 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
             if (s.size > 0) iov[n++] = {s.data, static_cast<std::size_t>(s.size)};
     }
 
-    const ssize_t written = send_vector(c->fd, iov, n);
+    const ssize_t written = write_vector(*c, iov, n);
     const std::size_t total = head_length + static_cast<std::size_t>(size);
-    if (written >= 0 && static_cast<std::size_t>(written) == total) return 1;
+    if (written >= 0 && static_cast<std::size_t>(written) == total) {
+        // Sealed whole; what of its record the socket did not take waits in the record layer.
+        if (c->records && c->records->pending_out()) {
+            c->note_write_end();
+            update_interest(*c);
+        }
+        return 1;
+    }
     // Nothing went (a full socket, or an error the usual path will report with the op).
     if (written <= 0) return 0;
     // Part of the frame is in the socket and cannot be taken back: the rest is copied and

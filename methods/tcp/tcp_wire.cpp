@@ -185,7 +185,8 @@ std::string hello_address(std::string_view address) {
 std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32_t magic) {
     const std::size_t addr_len = std::min<std::size_t>(hello.address.size(), BMI_MAX_ADDR_LEN);
     const std::size_t proof_len = hello.proof ? support::keys::proof_size : 0;
-    const std::size_t body = hello_fixed_size + addr_len + proof_len;
+    const std::size_t cipher_len = (hello.features & feature_key_ciphers) ? hello_cipher_size : 0;
+    const std::size_t body = hello_fixed_size + addr_len + cipher_len + proof_len;
     std::vector<std::uint8_t> frame(legacy_header_size + body, 0);
     Header h;
     h.magic = magic;
@@ -199,8 +200,13 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32
     std::memcpy(p + 10, hello.address.data(), addr_len);
     // The reserved bytes after the address: the nonce of a keyed sender, zero from a keyless one.
     std::memcpy(p + 10 + addr_len, hello.nonce.data(), hello.nonce.size());
-    if (hello.proof)
-        std::memcpy(p + hello_fixed_size + addr_len, hello.proof->data(), hello.proof->size());
+    std::uint8_t* rest = p + hello_fixed_size + addr_len;
+    if (cipher_len != 0) {
+        rest[0] = hello.ciphers;
+        std::memcpy(rest + 1, hello.public_key.data(), hello.public_key.size());
+        rest += cipher_len;
+    }
+    if (hello.proof) std::memcpy(rest, hello.proof->data(), hello.proof->size());
     return frame;
 }
 
@@ -226,11 +232,19 @@ std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body) {
     if (addr_len > BMI_MAX_ADDR_LEN) return std::nullopt;
     // A keyed sender may append its proof; nobody else appends anything.
     const bool keyed = (out.features & feature_key_proof) != 0;
-    const std::size_t plain = hello_fixed_size + addr_len;
+    // The cipher fields come with a key proof only: a keyless sender has nothing to derive from.
+    const bool ciphered = (out.features & feature_key_ciphers) != 0;
+    if (ciphered && !keyed) return std::nullopt;
+    const std::size_t plain = hello_fixed_size + addr_len + (ciphered ? hello_cipher_size : 0);
     if (body.size() != plain && !(keyed && body.size() == plain + support::keys::proof_size))
         return std::nullopt;
     out.address.assign(reinterpret_cast<const char*>(body.data() + 10), addr_len);
     std::memcpy(out.nonce.data(), body.data() + 10 + addr_len, out.nonce.size());
+    if (ciphered) {
+        const std::uint8_t* fields = body.data() + hello_fixed_size + addr_len;
+        out.ciphers = fields[0];
+        std::memcpy(out.public_key.data(), fields + 1, out.public_key.size());
+    }
     if (body.size() > plain) {
         out.proof.emplace();
         std::memcpy(out.proof->data(), body.data() + plain, out.proof->size());

@@ -13,6 +13,7 @@
 
 #include "bmi-types.h"
 #include "support/keys/key_proof.hpp"
+#include "support/keys/traffic_keys.hpp"
 
 namespace bmi::method::tcp {
 
@@ -85,6 +86,11 @@ inline constexpr std::uint64_t feature_grants = 1u << 4;
 // it (methods/kit/key_exchange.hpp). A keyed peer without it speaks the first key handshake,
 // whose proofs could be reflected, and is refused.
 inline constexpr std::uint64_t feature_key_binding = 1u << 5;
+// With feature_key_proof: the sender's proofs cover the cipher fields (issue 39), which its
+// HELLO or HELLO_ACK carries after the nonce: one byte of cipher bits (a HELLO's offer, a
+// HELLO_ACK's choice: one bit, or none for plain traffic) and a 32-byte ephemeral X25519 key
+// (zero when the byte is). A keyed peer without it proves an older transcript and is refused.
+inline constexpr std::uint64_t feature_key_ciphers = 1u << 6;
 // What every HELLO and HELLO_ACK of ours announces (the key bits are added where they apply).
 inline constexpr std::uint64_t our_features = feature_rendezvous | feature_large_eager |
                                               feature_grants;
@@ -101,8 +107,9 @@ inline constexpr bmi_size_t grant_size_limit = 16 * 1024 * 1024;
 inline constexpr std::size_t max_grants_per_connection = 4;
 inline constexpr std::size_t hello_reserved_size = support::keys::nonce_size;
 inline constexpr std::size_t hello_fixed_size = 8 + 2 + hello_reserved_size;
+inline constexpr std::size_t hello_cipher_size = 1 + support::keys::public_key_size;
 inline constexpr std::size_t hello_max_body = hello_fixed_size + BMI_MAX_ADDR_LEN +
-                                              support::keys::proof_size;
+                                              hello_cipher_size + support::keys::proof_size;
 
 // How the headers of one connection are laid out (doc/methods/tcp.md, "Legacy frames").
 enum class Framing : std::uint8_t {
@@ -186,6 +193,10 @@ struct Hello {
     std::string address;                        // sender's listen address, may be empty
     support::keys::Nonce nonce{};               // with feature_key_proof; else zero
     std::optional<support::keys::Proof> proof;  // HELLO_ACK with feature_key_proof
+    // With feature_key_ciphers: the cipher offer (HELLO) or choice (HELLO_ACK), and the
+    // sender's ephemeral public key when that is not 0.
+    std::uint8_t ciphers = 0;
+    support::keys::PublicKey public_key{};
 };
 
 // A complete HELLO or HELLO_ACK frame: legacy-layout header plus body. magic is hello_magic,

@@ -7,8 +7,8 @@
 namespace bmi::support::keys {
 
 namespace {
-// Version 1 of the proof; a change of transcript layout changes this string.
-constexpr std::string_view domain = "libbmi key proof v2";
+// A change of transcript layout changes this string.
+constexpr std::string_view domain = "libbmi key proof v3";
 
 // Every variable-length field is preceded by its length, so no two different transcripts
 // can encode to the same bytes ("ab"+"c" against "a"+"bc").
@@ -50,6 +50,12 @@ Proof prove(const SecretKey& key, Role role, const Transcript& transcript) {
     absorb(state, transcript.acceptor_endpoint);
     absorb(state, transcript.acceptor_address);
     absorb(state, transcript.initiator_address);
+    crypto_auth_hmacsha512256_update(&state, transcript.initiator_public.data(),
+                                     transcript.initiator_public.size());
+    crypto_auth_hmacsha512256_update(&state, transcript.acceptor_public.data(),
+                                     transcript.acceptor_public.size());
+    const std::uint8_t ciphers[2] = {transcript.cipher_offer, transcript.cipher_choice};
+    crypto_auth_hmacsha512256_update(&state, ciphers, sizeof ciphers);
     Proof proof;
     crypto_auth_hmacsha512256_final(&state, proof.data());
     sodium_memzero(&state, sizeof state);  // the inner and outer pads are derived from the key

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "support/keys/secret_key.hpp"
+#include "support/keys/traffic_keys.hpp"
 
 namespace bmi::support::keys {
 
@@ -37,6 +38,13 @@ struct Transcript {
     std::string_view acceptor_endpoint;  // the socket address the initiator reached, first-hand
     std::string_view acceptor_address;   // what the acceptor states of itself
     std::string_view initiator_address;  // its announced listen address, "" for a client
+    // Encryption (traffic_keys.hpp): each side's ephemeral public key (zero: it brought none),
+    // the ciphers the initiator offered and the one the acceptor chose (cipher bits), so that
+    // nobody on the path can strip or change them unnoticed.
+    PublicKey initiator_public{};
+    PublicKey acceptor_public{};
+    std::uint8_t cipher_offer = 0;
+    std::uint8_t cipher_choice = 0;
 };
 
 // 32 bytes from the system's CSPRNG (libsodium's randombytes).

@@ -44,8 +44,15 @@ constexpr SettingSpec rows[] = {
      "allocation ids to read from PMIx job information, separated by '+' (doc/planes.md); "
      "without a PMIx launcher or the ids the instance starts as if none were given, and logs "
      "it; a launcher without a loadable libpmix is an error; empty = none"},
+    {I::encryption, "encryption", "BMI_ENCRYPTION", T::choice, "off", "", 0, 0,
+     "off|prefer|require",
+     "encrypt keyed tcp connections (doc/security.md): off; prefer = with every peer that can; "
+     "require = refuse every peer that cannot; prefer and require need a key"},
+    {I::encryption_rekey_records, "encryption_rekey_records", "BMI_ENCRYPTION_REKEY_RECORDS",
+     T::count, "1048576", "records", 1, std::int64_t{1} << 32, "",
+     "records of up to 64 KiB sealed under one traffic key before both sides step to the next"},
 };
-constexpr OwnedRows owned{rows, I::allocation_id};
+constexpr OwnedRows owned{rows, I::encryption_rekey_records};
 
 constexpr std::less<const SettingSpec*> before;
 }  // namespace

@@ -206,6 +206,8 @@ enum class SettingId : std::uint8_t {
     allocation,
     allocation_file,
     allocation_id,
+    encryption,  // choices off|prefer|require, in kit::Encryption's order
+    encryption_rekey_records,
 };
 std::span<const SettingSpec> general_setting_rows();
 const SettingSpec& setting_spec(SettingId id);

@@ -48,7 +48,9 @@ public:
     bool connected() const override { return fd_ >= 0; }
     bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
         using namespace method::tcp;
-        Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding, announced};
+        Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding |
+                        feature_key_ciphers,
+                    announced};
         hello.nonce = support::keys::fresh_nonce();
         const auto frame = encode_hello(hello, false);
         if (send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL) !=

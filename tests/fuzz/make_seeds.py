@@ -46,6 +46,12 @@ seed("tcp_hello", "plain", b"\0" + hello_body(1, b"tcp://node1:3334"))
 seed("tcp_hello", "no-address", b"\0" + hello_body(1, b""))
 seed("tcp_hello", "keyed-ack", b"\1" + hello_body(3, b"tcp://[::1]:3334", bytes(range(32))))
 seed("tcp_hello", "required", b"\1" + hello_body(5, b""))
+# feature_key_ciphers: the cipher byte and the ephemeral key after the nonce, before a proof.
+seed("tcp_hello", "cipher-offer", b"\0" + hello_body(0x63, b"tcp://node1:3334") + b"\6" +
+     bytes(range(32, 64)))
+seed("tcp_hello", "cipher-choice-ack", b"\1" + hello_body(0x63, b"", b"\2" + bytes(range(32)) +
+     bytes(range(64, 96))))
+seed("tcp_header", "hello-cipher", bytes([0x20]) + legacy(HELLO, 0x100, 1, 42 + 16 + 33))
 
 # --- shm (shm_wire.hpp, shm_ring.hpp)
 def record(stamp, type_, tag, slots, aux, size, cookie, payload=b""):
@@ -125,3 +131,16 @@ seed("planes_text", "allocation",
 seed("planes_text", "inventory",
      b"\2# planes\nstorage = tcp 10.20.0.0/16 ports=32000-32999 bw=10000 qos=bulk,fast\n"
      b"fabric  = verbs mlx5_0:1\nv6 = tcp fe80::/64\n")
+
+# --- tcp records (tcp_records.hpp): the choice byte is valid records (low 2 bits) and the
+# receive's piece size (index >> 2 into 1, 24, 4096, 5000, 64 KiB, 70000); then the records'
+# plaintext length less one (u16); then raw bytes that follow them on the wire.
+def records(valid, piece, length, raw=b""):
+    return bytes([valid | piece << 2]) + struct.pack("<H", length - 1) + raw
+seed("tcp_records", "one-full-direct", records(1, 5, 65536))
+seed("tcp_records", "two-buffered", records(2, 2, 5000))
+seed("tcp_records", "three-small-bytewise", records(3, 0, 24))
+seed("tcp_records", "bad-length", records(1, 4, 8000, struct.pack("<I", 0xFFFFFFFF)))
+seed("tcp_records", "cut-record", records(0, 5, 1, struct.pack("<I", 100) + bytes(10)))
+seed("tcp_records", "forged-after-valid",
+     records(2, 5, 8000, struct.pack("<I", 4096) + bytes(4096 + 16)))

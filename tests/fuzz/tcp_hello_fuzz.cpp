@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The tcp handshake bodies: a HELLO or HELLO_ACK body (features, address, nonce, optional
-// proof), as decode_hello_body reads it once check_header has bounded its length.
+// The tcp handshake bodies: a HELLO or HELLO_ACK body (features, address, nonce, the cipher
+// fields with feature_key_ciphers, optional proof), as decode_hello_body reads it once
+// check_header has bounded its length.
 // Properties: a body is accepted only at a length check_header allows; what is accepted is
 // exactly what encode_hello writes for the decoded value, so a peer cannot make us believe an
 // address or proof the encoder could not have sent.
@@ -23,15 +24,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(check_header(h, ack ? Dialect::await_ack : Dialect::first_inbound,
                             default_unexpected_limit) == 0);
     FUZZ_CHECK(hello->address.size() <= BMI_MAX_ADDR_LEN);
+    const bool ciphered = (hello->features & feature_key_ciphers) != 0;
+    FUZZ_CHECK(!ciphered || (hello->features & feature_key_proof) != 0);
+    FUZZ_CHECK(ciphered ||
+               (hello->ciphers == 0 && hello->public_key == bmi::support::keys::PublicKey{}));
+    const std::size_t plain = hello_fixed_size + hello->address.size() +
+                              (ciphered ? hello_cipher_size : 0);
     FUZZ_CHECK(hello->proof.has_value() ==
-               ((hello->features & feature_key_proof) != 0 &&
-                body.size() > hello_fixed_size + hello->address.size()));
+               ((hello->features & feature_key_proof) != 0 && body.size() > plain));
 
     const auto frame = encode_hello(*hello, ack);
     FUZZ_CHECK(frame.size() == legacy_header_size + body.size());
     FUZZ_CHECK(std::memcmp(frame.data() + legacy_header_size, body.data(), body.size()) == 0);
     const auto again = decode_hello_body({frame.data() + legacy_header_size, body.size()});
     FUZZ_CHECK(again && again->address == hello->address && again->nonce == hello->nonce &&
-               again->proof == hello->proof && again->features == hello->features);
+               again->proof == hello->proof && again->features == hello->features &&
+               again->ciphers == hello->ciphers && again->public_key == hello->public_key);
     return 0;
 }

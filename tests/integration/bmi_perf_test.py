@@ -327,6 +327,38 @@ def check_placement(tmp, methods):
             fail(f"placement mode: the report lacks the framed-twin row for {p}:\n{text}")
 
 
+def check_encryption(tmp):
+    """Encrypted libbmi tcp beside unencrypted tcp and TLS 1.3 at the same sizes in one run, and
+    the encryption mode's ciphers and handshakes, in the tables and the report."""
+    md = os.path.join(tmp, "ENC.md")
+    out_dir = empty_dir(tmp, "encryption")
+    args = ["--methods", "tcp,tcp-encrypted", "--baselines", "tls,raw-tcp",
+            "--modes", "latency,bandwidth,encryption", "--max", "64K", "--iters", "10",
+            "--window", "4", "--check", "--no-idle", "--plot", "none", "--out-dir", out_dir,
+            "--markdown", md]
+    res = bmi_perf(args)
+    if res.returncode != 0:
+        fail(f"encryption run: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    with open(os.path.join(out_dir, "bmi-perf.csv")) as f:
+        rows = list(csv.DictReader(f))
+    sizes = {}
+    for r in rows:
+        sizes.setdefault((r["series"], r["mode"]), set()).add(int(r["bytes"]))
+    for mode in ("latency", "bandwidth"):
+        got = [sizes.get((name, mode)) for name in ("bmi tcp", "bmi tcp-encrypted", "tls")]
+        if None in got or not got[0] == got[1] == got[2]:
+            fail(f"{mode}: bmi tcp, bmi tcp-encrypted and tls not at the same sizes: {got}")
+    for words in ("== encryption: record ciphers", "chacha20poly1305: seal ",
+                  "encrypted: ", "key: ", "none: "):
+        if words not in res.stdout:
+            fail(f"encryption summary lacks {words!r}:\n{res.stdout}")
+    text = open(md).read()
+    for words in ("## Encryption: the ciphers' own speed and handshakes", "| encrypted |",
+                  "`cipher_speed --seconds 1`", "bmi tcp-encrypted / tls"):
+        if words not in text:
+            fail(f"Markdown report lacks {words!r}")
+
+
 def main():
     plots = shutil.which("gnuplot") is not None
     if not plots:
@@ -343,6 +375,8 @@ def main():
         check_help_and_bad_args()
         check_unreachable(tmp)
         check_run(tmp, methods, plots)
+        if "tcp" in methods:
+            check_encryption(tmp)
         check_default_dir(tmp, plots)
         for method in ("tcp", "shm"):
             if method in methods:

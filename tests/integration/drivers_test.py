@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The benchmark drivers at tiny sizes: every mode over BMI (`bmi`), the MPI twin under mpirun
-(`mpi`, exit 77 without mpirun), and the eventfd and memcpy baselines (`baselines`). Tables
+(`mpi`, exit 77 without mpirun), and the baselines (`baselines`: eventfd, memcpy, TLS, the
+ciphers' speed, handshakes with encryption). Tables
 must be sane (sizes doubling from --min to --max, positive rounds, latency and bandwidth),
 every message verified (--check), and BMI and MPI must print the same plan line by line."""
 import os
@@ -154,7 +155,10 @@ def test_mpi():
 
 
 def test_help():
-    for var in ("BMI_PINGPONG", "BMI_EVENTFD_PINGPONG", "BMI_MEMCPY_BW"):
+    for var in ("BMI_PINGPONG", "BMI_EVENTFD_PINGPONG", "BMI_MEMCPY_BW", "BMI_RAW_TCP_PINGPONG",
+                "BMI_TLS_PINGPONG"):
+        if not os.environ.get(var):  # tls_pingpong is not built without OpenSSL
+            continue
         res = subprocess.run([os.environ[var], "--help"], capture_output=True, text=True,
                              timeout=TIMEOUT)
         if res.returncode != 0 or "usage:" not in res.stdout:
@@ -192,8 +196,87 @@ def test_wait_primitives():
             fail(f"wait_primitives {bad}: exit {res.returncode}, {res.stderr!r}")
 
 
+def tls_pair(exe, plan, client_exe=None):
+    """A tls_pingpong server and one client (client_exe instead, when given); returns the
+    client's CompletedProcess-like (returncode, stdout, stderr), the server reaped."""
+    common = ["--timeout-ms", "5000"]
+    server = subprocess.Popen([exe] + common + ["--server", "tcp://127.0.0.1:0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        if not line.startswith("ADDR tcp://127.0.0.1:"):
+            fail(f"tls_pingpong server printed {line!r}")
+        client = subprocess.run([client_exe or exe] + common + ["--client", line.split()[1]] +
+                                plan, capture_output=True, text=True, timeout=TIMEOUT)
+        server.communicate(timeout=TIMEOUT)
+        return client, server.returncode
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+
+
+def test_tls():
+    """The TLS 1.3 baseline: both modes with every message verified, a refused many mode, and
+    a peer that does not speak TLS failing both ends in bounded time."""
+    exe = os.environ.get("BMI_TLS_PINGPONG", "")
+    if not exe:
+        print("tls_pingpong not built (no OpenSSL headers): not checked")
+        return
+    for plan, lo, hi in ((["--max", "64K", "--iters", "10", "--check"], 1, 65536),
+                         (["--mode", "bandwidth", "--window", "4", "--min", "64", "--max", "1M",
+                           "--iters", "8", "--check"], 64, 1 << 20)):
+        client, server_rc = tls_pair(exe, plan)
+        if client.returncode != 0 or server_rc != 0:
+            fail(f"tls {plan}: client {client.returncode}, server {server_rc}: {client.stderr}")
+        if "# tls" not in client.stdout:
+            fail(f"tls {plan}: header does not name the tool: {client.stdout}")
+        table(client.stdout, lo, hi, f"tls {plan}")
+    res = subprocess.run([exe, "--client", "tcp://127.0.0.1:1", "--mode", "many"],
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    if res.returncode != 2 or "no TLS twin" not in res.stderr:
+        fail(f"tls_pingpong --mode many: exit {res.returncode}, {res.stderr!r}")
+    # A plain TCP client against the TLS server: the server's handshake fails, not hangs.
+    client, server_rc = tls_pair(exe, ["--max", "8", "--iters", "1"],
+                                 os.environ["BMI_RAW_TCP_PINGPONG"])
+    if client.returncode == 0 or server_rc != 1:
+        fail(f"raw client against tls server: client {client.returncode}, server {server_rc}")
+    print("tls latency and bandwidth tables ok, a non-TLS peer refused")
+
+
+def test_cipher_speed():
+    """Every cipher this CPU runs gets positive seal and open rates; bad values exit 2."""
+    exe = os.environ["BMI_CIPHER_SPEED"]
+    out = run([exe, "--seconds", "0.05", "--record", "4096"])
+    rows = {r[0]: r[1:] for r in (l.split() for l in out.splitlines())
+            if r and not r[0].startswith("#")}
+    if set(rows) != {"aes256gcm", "chacha20poly1305"} or "# done" not in out:
+        fail(f"cipher_speed: want a row per cipher and '# done', got {out!r}")
+    if any(float(v) <= 0 for v in rows["chacha20poly1305"][:2]) or \
+            (rows["aes256gcm"][0] != "n/a" and any(float(v) <= 0 for v in rows["aes256gcm"][:2])):
+        fail(f"cipher_speed: a rate is not positive: {out!r}")
+    for bad in (["--record", "0"], ["--record", "65537"], ["--seconds", "x"], ["--nosuch", "1"]):
+        res = subprocess.run([exe] + bad, capture_output=True, text=True, timeout=TIMEOUT)
+        if res.returncode != 2:
+            fail(f"cipher_speed {bad}: exit {res.returncode}, {res.stderr!r}")
+
+
+def test_handshake_rate():
+    """Over tcp, a row with encryption required beside the keyless and keyed ones."""
+    out = run([os.environ["BMI_HANDSHAKE_RATE"], "--handshakes", "10", "--messages", "20",
+               "--rounds", "1"])
+    rows = {r[0]: r[1:] for r in (l.split() for l in out.splitlines())
+            if r and not r[0].startswith("#")}
+    if set(rows) != {"none", "key", "encrypted"} or \
+            any(float(v) <= 0 for vals in rows.values() for v in vals):
+        fail(f"handshake_rate: want none, key and encrypted rows, got {out!r}")
+
+
 def test_baselines():
     test_help()
+    test_tls()
+    test_cipher_speed()
+    test_handshake_rate()
     test_eventfd_pinning()
     test_wait_primitives()
     evfd = run([os.environ["BMI_EVENTFD_PINGPONG"], "--iters", "200"])

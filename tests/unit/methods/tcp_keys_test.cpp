@@ -51,7 +51,8 @@ RawHandshake raw_keyed_hello(std::uint16_t port, Method& m) {
     h.fd = raw_connect(port);
     h.endpoint = bmi::method::kit::acceptor_endpoint(h.fd, keys::Role::initiator);
     h.nonce = keys::fresh_nonce();
-    Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding, ""};
+    Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding | feature_key_ciphers,
+                ""};
     hello.nonce = h.nonce;
     h.hello = encode_hello(hello, false);
     REQUIRE(raw_write(h.fd, h.hello.data(), h.hello.size(), m));
@@ -401,6 +402,29 @@ TEST_CASE("tcp: a keyed peer of the first key handshake is refused, not admitted
     hello.nonce = keys::fresh_nonce();
     const auto frame = encode_hello(hello, false);
     REQUIRE(raw_write(fd, frame.data(), frame.size(), *p.server));
+    CHECK(raw_closed(fd, *p.server));
+    close(fd);
+    CHECK(tcp_of(*p.server).refusals().refused() == 1);
+}
+
+TEST_CASE("tcp: a keyed peer whose proofs do not cover the cipher fields is refused and told",
+          "[tcp][keys]") {
+    KeyedPair keyed;
+    Pair& p = keyed.p;
+    const int fd = raw_connect(port_from(p.server->listen_address()));
+    // An older libbmi: bound endpoints, no feature_key_ciphers.
+    Hello hello{feature_rendezvous | feature_key_proof | feature_key_binding, ""};
+    hello.nonce = keys::fresh_nonce();
+    const auto frame = encode_hello(hello, false);
+    REQUIRE(raw_write(fd, frame.data(), frame.size(), *p.server));
+    Header head = read_header(fd, false, *p.server);
+    REQUIRE(head.mode == Mode::hello_ack);
+    std::vector<std::uint8_t> body(head.size);
+    REQUIRE(raw_read(fd, body.data(), body.size(), *p.server));
+    const auto ack = decode_hello_body(body);
+    REQUIRE(ack);
+    CHECK((ack->features & feature_key_required) != 0);
+    CHECK_FALSE(ack->proof);
     CHECK(raw_closed(fd, *p.server));
     close(fd);
     CHECK(tcp_of(*p.server).refusals().refused() == 1);

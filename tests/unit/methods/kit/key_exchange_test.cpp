@@ -302,11 +302,161 @@ TEST_CASE("kit handshake: a proof counts once, and only after our answer", "[kit
 
 TEST_CASE("kit handshake: every refusal has its own words", "[kit]") {
     std::set<std::string_view> seen;
-    for (int r = static_cast<int>(Refusal::none);
-         r <= static_cast<int>(Refusal::closed_before_proof); ++r) {
+    for (int r = static_cast<int>(Refusal::none); r <= static_cast<int>(Refusal::bad_public_key);
+         ++r) {
         const std::string_view text = reason(static_cast<Refusal>(r));
         CHECK_FALSE(text.empty());
         CHECK(text != "unknown refusal");
         CHECK(seen.insert(text).second);
+    }
+}
+
+// --- encryption negotiated in the handshake (issue 39) ---
+
+namespace {
+
+using bmi::support::keys::Cipher;
+using bmi::support::keys::cipher_bit;
+
+// What a man in the middle may do to the messages of one handshake.
+struct Path {
+    std::uint8_t hello_ciphers_mask = 0xff;  // ANDed into the hello's offer
+    bool replace_hello_key = false;          // substitutes a key of its own
+    bool zero_hello_key = false;             // a low-order point
+    std::uint8_t answer_choice_xor = 0;      // flips bits of the answer's choice
+};
+
+struct Ends {
+    KeyHandshake initiator;
+    KeyHandshake acceptor;
+    Refusal refusal = Refusal::none;
+};
+
+Ends run_encrypted(Gates& gates, const Connected& pair, const Path& path = {}) {
+    Ends e{KeyHandshake(gates.initiator), KeyHandshake(gates.acceptor)};
+    const Nonce nonce = e.initiator.offer(gates.initiator, pair.initiator, "client-name");
+    KeyFeatures hello = keyed_hello;
+    hello.ciphers = e.initiator.hello_ciphers() & path.hello_ciphers_mask;
+    PublicKey hello_key = e.initiator.hello_public_key();
+    bmi::support::keys::EphemeralKey intruder;
+    if (path.replace_hello_key) hello_key = intruder.public_key();
+    if (path.zero_hello_key) hello_key = PublicKey{};
+    if ((e.refusal = e.acceptor.check_hello(gates.acceptor, hello)) != Refusal::none) return e;
+    const auto answer = e.acceptor.answer(gates.acceptor, pair.acceptor, nonce, "client-name",
+                                          "server-name", hello, hello_key);
+    if ((e.refusal = answer.refusal) != Refusal::none) return e;
+    KeyFeatures answered = keyed_hello;
+    answered.ciphers = answer.cipher_choice ^ path.answer_choice_xor;
+    const auto proof = e.initiator.check_answer(gates.initiator, answered, answer.nonce,
+                                                "server-name", answer.proof, answer.public_key);
+    if ((e.refusal = proof.refusal) != Refusal::none) return e;
+    e.refusal = e.acceptor.check_proof(gates.acceptor, proof.proof);
+    return e;
+}
+
+// Both gates hold the same key, with these policies.
+struct EncryptingGates : Gates {
+    EncryptingGates(Encryption initiator_policy, Encryption acceptor_policy)
+        : Gates(key_of(9), key_of(9)) {
+        initiator.set_encryption(initiator_policy);
+        acceptor.set_encryption(acceptor_policy);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("kit handshake: encryption on both sides gives both ends the same traffic keys",
+          "[kit][encryption]") {
+    Connected pair(AF_INET);
+    REQUIRE(pair.acceptor >= 0);
+    EncryptingGates gates(Encryption::prefer, Encryption::require);
+    Ends e = run_encrypted(gates, pair);
+    REQUIRE(e.refusal == Refusal::none);
+    const Cipher expected = bmi::support::keys::cipher_available(Cipher::aes256gcm)
+                                ? Cipher::aes256gcm
+                                : Cipher::chacha20poly1305;
+    CHECK(e.initiator.cipher() == expected);
+    CHECK(e.acceptor.cipher() == expected);
+    auto mine = e.initiator.take_traffic_keys();
+    auto theirs = e.acceptor.take_traffic_keys();
+    REQUIRE(mine);
+    REQUIRE(theirs);
+    CHECK(mine->initiator_to_acceptor.key == theirs->initiator_to_acceptor.key);
+    CHECK(mine->acceptor_to_initiator.iv == theirs->acceptor_to_initiator.iv);
+    CHECK(mine->initiator_to_acceptor.key != mine->acceptor_to_initiator.key);
+    CHECK_FALSE(e.initiator.take_traffic_keys());  // handed over once
+
+    // A second handshake between the same two, with the same key, gets other keys.
+    Ends again = run_encrypted(gates, pair);
+    REQUIRE(again.refusal == Refusal::none);
+    CHECK(again.initiator.take_traffic_keys()->initiator_to_acceptor.key !=
+          mine->initiator_to_acceptor.key);
+}
+
+TEST_CASE("kit handshake: prefer talks in clear to a peer without encryption, require refuses",
+          "[kit][encryption]") {
+    Connected pair(AF_INET);
+    REQUIRE(pair.acceptor >= 0);
+    SECTION("prefer against off: plain, no keys") {
+        EncryptingGates gates(Encryption::prefer, Encryption::off);
+        Ends e = run_encrypted(gates, pair);
+        CHECK(e.refusal == Refusal::none);
+        CHECK(e.initiator.cipher() == Cipher::none);
+        CHECK_FALSE(e.initiator.take_traffic_keys());
+        CHECK_FALSE(e.acceptor.take_traffic_keys());
+    }
+    SECTION("an initiator that requires it refuses an acceptor that chose none") {
+        EncryptingGates gates(Encryption::require, Encryption::off);
+        CHECK(run_encrypted(gates, pair).refusal == Refusal::needs_encryption);
+    }
+    SECTION("an acceptor that requires it refuses a hello that offers none, and says so") {
+        EncryptingGates gates(Encryption::off, Encryption::require);
+        CHECK(run_encrypted(gates, pair).refusal == Refusal::needs_encryption);
+        CHECK(tell_initiator(Refusal::needs_encryption));
+    }
+    SECTION("without a key there is nothing to encrypt with") {
+        KeyGate keyless("kit-test");
+        keyless.set_encryption(Encryption::require);
+        CHECK(keyless.encryption() == Encryption::off);
+        CHECK(keyless.cipher_offer() == 0);
+    }
+}
+
+TEST_CASE("kit handshake: an offer, key or choice changed on the path fails the handshake",
+          "[kit][encryption]") {
+    Connected pair(AF_INET);
+    REQUIRE(pair.acceptor >= 0);
+    EncryptingGates gates(Encryption::prefer, Encryption::prefer);
+    SECTION(
+        "the offer stripped: the acceptor answers in clear, the initiator's proof check fails") {
+        Path strip;
+        strip.hello_ciphers_mask = 0;
+        CHECK(run_encrypted(gates, pair, strip).refusal == Refusal::wrong_acceptor_proof);
+    }
+    SECTION("the offer narrowed to the weaker cipher") {
+        Path narrow;
+        narrow.hello_ciphers_mask = cipher_bit(Cipher::chacha20poly1305);
+        if (gates.initiator.cipher_offer() != narrow.hello_ciphers_mask)
+            CHECK(run_encrypted(gates, pair, narrow).refusal == Refusal::wrong_acceptor_proof);
+    }
+    SECTION("the initiator's public key replaced") {
+        Path replace;
+        replace.replace_hello_key = true;
+        CHECK(run_encrypted(gates, pair, replace).refusal == Refusal::wrong_acceptor_proof);
+    }
+    SECTION("a low-order public key") {
+        Path zero;
+        zero.zero_hello_key = true;
+        CHECK(run_encrypted(gates, pair, zero).refusal == Refusal::bad_public_key);
+    }
+    SECTION("the answer's choice changed to another offered cipher, or to one never offered") {
+        Path flip;
+        flip.answer_choice_xor = cipher_bit(Cipher::aes256gcm) |
+                                 cipher_bit(Cipher::chacha20poly1305);
+        const Refusal why = run_encrypted(gates, pair, flip).refusal;
+        CHECK((why == Refusal::wrong_acceptor_proof || why == Refusal::bad_cipher_choice));
+        Path foreign;
+        foreign.answer_choice_xor = 0x80;
+        CHECK(run_encrypted(gates, pair, foreign).refusal == Refusal::bad_cipher_choice);
     }
 }
