@@ -36,13 +36,28 @@ int load_instance_key(const support::Settings& settings,
                  allocation.origin.c_str(), allocation.key_material.size());
     return rc;
 }
+// The allocation's policy is the site's floor: a setting may ask for more, never for less.
+int raise_encryption(support::Settings& settings,
+                     const support::planes::InstanceAllocation& allocation) {
+    using support::SettingId;
+    if (allocation.encryption.empty()) return 0;
+    const auto floor =
+        support::parse_setting(support::setting_spec(SettingId::encryption), allocation.encryption);
+    if (!floor) return -BMI_EINVAL;
+    if (*floor <= settings.number(SettingId::encryption)) return 0;
+    BMI_LOG(control, "%s: encryption=%s (the setting said %s)", allocation.origin.c_str(),
+            allocation.encryption.c_str(), settings.shown(SettingId::encryption).c_str());
+    return settings.set(SettingId::encryption, allocation.encryption,
+                        support::SettingSource::allocation);
+}
 }  // namespace
 
-int InstanceAllocation::take(const support::Settings& settings, std::string_view program_text) {
+int InstanceAllocation::take(support::Settings& settings, std::string_view program_text) {
     support::planes::InstanceAllocation allocation;
     if (int rc = support::planes::resolve_allocation(settings, program_text, allocation); rc != 0)
         return rc;
     if (int rc = load_instance_key(settings, allocation, key_); rc != 0) return rc;
+    if (int rc = raise_encryption(settings, allocation); rc != 0) return rc;
     // Traffic keys are derived from the pre-shared key: without one there is nothing to encrypt
     // with, and silently plain traffic is what the setting was given to rule out.
     if (!key_ && settings.number(support::SettingId::encryption) != 0) {

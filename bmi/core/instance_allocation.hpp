@@ -18,7 +18,7 @@ class InstanceAllocation {
 public:
     // Reads the allocation in force (program_text from the C++ API, else the allocation
     // settings) and the key; 0, or -BMI_E* after a warning that says why.
-    int take(const support::Settings& settings, std::string_view program_text);
+    int take(support::Settings& settings, std::string_view program_text);
 
     bool allocated() const { return allocated_; }  // false: no allocation in force
     const std::string& origin() const { return origin_; }

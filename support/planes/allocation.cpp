@@ -113,8 +113,9 @@ RequestEntry parse_request(std::string_view line) {
 }
 
 Allocation parse_allocation(std::string_view line) {
-    static constexpr std::array<std::string_view, 9> known{
-        "id", "type", "plane", "endpts", "ports", "qos", "bw", "key_file", "degraded"};
+    static constexpr std::array<std::string_view, 10> known{
+        "id",  "type", "plane",    "endpts",     "ports",
+        "qos", "bw",   "key_file", "encryption", "degraded"};
     static constexpr std::array<std::string_view, 5> degradable{"plane", "endpts", "qos", "bw",
                                                                 "key"};
     const EntryFields fields(line, known, false);
@@ -144,6 +145,11 @@ Allocation parse_allocation(std::string_view line) {
         // different file, or none.
         if (f->value.front() != '/') throw FieldError{"key_file", "not an absolute path"};
         a.key_file = std::string(f->value);
+    }
+    if (const Field* f = fields.find("encryption")) {
+        if (f->value != "off" && f->value != "prefer" && f->value != "require")
+            throw FieldError{"encryption", quoted(f->value) + " is not off, prefer or require"};
+        a.encryption = std::string(f->value);
     }
     if (const Field* f = fields.find("degraded")) {
         for (std::string_view name : split_on(f->value, ',')) {
@@ -230,6 +236,7 @@ std::string format_allocation(const Allocation& a) {
     if (!a.qos.empty()) out += " qos=" + a.qos;
     if (a.bandwidth_mbps > 0) out += " bw=" + number_text(a.bandwidth_mbps);
     if (!a.key_file.empty()) out += " key_file=" + a.key_file;
+    if (!a.encryption.empty()) out += " encryption=" + a.encryption;
     if (!a.degraded.empty()) {
         out += " degraded=";
         for (std::size_t i = 0; i < a.degraded.size(); ++i)

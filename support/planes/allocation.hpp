@@ -48,6 +48,7 @@ struct Allocation {
     std::string qos;                    // "" when none was granted
     double bandwidth_mbps = 0;          // 0 when none was granted (unpaced)
     std::string key_file;               // "" when no key (keys stay out of the text)
+    std::string encryption;             // "" when the entry sets no policy: off|prefer|require
     std::vector<std::string> degraded;  // fields granted other than asked, e.g. {"bw"}
 };
 

@@ -101,7 +101,7 @@ int read_pmix(const std::string& setting, const std::string& list, InstanceAlloc
     return -BMI_EINVAL;
 }
 
-// One instance holds one key and every id once.
+// One instance holds one key, one encryption policy and every id once.
 int check_entries(InstanceAllocation& out) {
     std::set<std::string> ids;
     for (const Allocation& a : out.entries) {
@@ -120,6 +120,18 @@ int check_entries(InstanceAllocation& out) {
         }
     }
     out.key_file = first.key_file;
+    // The policy belongs to the instance's key, so it is one for all its entries as well.
+    for (const Allocation& a : out.entries) {
+        if (a.encryption != first.encryption) {
+            BMI_WARN("%s: encryption: allocations %s (%s) and %s (%s) differ; one instance has "
+                     "one policy",
+                     out.origin.c_str(), first.id.c_str(),
+                     first.encryption.empty() ? "unset" : first.encryption.c_str(), a.id.c_str(),
+                     a.encryption.empty() ? "unset" : a.encryption.c_str());
+            return -BMI_EINVAL;
+        }
+    }
+    out.encryption = first.encryption;
     return 0;
 }
 }  // namespace

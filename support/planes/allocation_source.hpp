@@ -23,6 +23,7 @@ namespace bmi::support::planes {
 struct InstanceAllocation {
     std::vector<Allocation> entries;         // empty: no allocation in force
     std::string key_file;                    // the key file every keyed entry names, or ""
+    std::string encryption;                  // the policy every entry states, or ""
     std::vector<std::uint8_t> key_material;  // PMIx's pmix.alloc.nsec bytes, or empty
     std::uint32_t slice = 0;                 // PMIx local rank (plane_binding.hpp), else 0
     std::string origin;                      // "BMI_ALLOCATION", "file /x", "PMIx ns ids"

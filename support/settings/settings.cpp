@@ -59,6 +59,8 @@ std::string_view source_name(SettingSource source) {
             return "environment";
         case SettingSource::option_string:
             return "option";
+        case SettingSource::allocation:
+            return "allocation";
         case SettingSource::table_default:
             break;
     }
@@ -156,6 +158,7 @@ int Settings::set(const SettingSpec& spec, std::string_view text, SettingSource 
         BMI_WARN("setting %.*s (%s %.*s) = \"%.*s\" is not valid: expected %s",
                  static_cast<int>(spec.env.size()), spec.env.data(),
                  source == SettingSource::option_string ? "BMI_initialize option"
+                 : source == SettingSource::allocation  ? "allocation field; option"
                                                         : "environment; option",
                  static_cast<int>(spec.key.size()), spec.key.data(), static_cast<int>(text.size()),
                  text.data(), expected_text(spec).c_str());

@@ -23,8 +23,11 @@
 
 namespace bmi::support {
 
-enum class SettingSource : std::uint8_t { table_default, environment, option_string };
-std::string_view source_name(SettingSource source);  // "default", "environment", "option"
+// allocation: raised by the allocation in force (doc/planes.md), which a setting may make
+// stricter but never weaker.
+enum class SettingSource : std::uint8_t { table_default, environment, option_string, allocation };
+// "default", "environment", "option", "allocation"
+std::string_view source_name(SettingSource source);
 
 // The value text means for this row (a choice's index, a duration in ms, a flag as 0/1), or
 // nullopt if it is malformed or outside the row's range. Text rows take anything.

@@ -931,6 +931,66 @@ TEST_CASE("prefer or require without a key is an initialize error") {
     CHECK(bmi::Session::create({"bmi_tcp", "", 0, "encryption=off"}));
 }
 
+// A free tcp port of 127.0.0.1, for an allocation's ports= field.
+std::uint16_t free_port() {
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE((bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+             getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0));
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+// BMI_ALLOCATION for the scope of one instance's creation.
+struct ScopedAllocation {
+    explicit ScopedAllocation(const std::string& text) {
+        setenv("BMI_ALLOCATION", text.c_str(), 1);
+    }
+    ~ScopedAllocation() { unsetenv("BMI_ALLOCATION"); }
+};
+
+TEST_CASE("an allocation's encryption is a floor that a setting cannot lower") {
+    KeyDir k;
+    const std::string entry = "id=bmi.enc type=tcp plane=127.0.0.0/8 endpts=1 ports=" +
+                              std::to_string(free_port()) + " key_file=" + k.key;
+    {
+        // The allocation's key is the key; without one its policy is an initialize error.
+        ScopedAllocation none("id=bmi.enc type=tcp plane=127.0.0.0/8 endpts=1 ports=" +
+                              std::to_string(free_port()) + " encryption=require");
+        CHECK_FALSE(bmi::Session::create({"bmi_tcp", "", BMI_INIT_SERVER, ""}));
+    }
+    std::unique_ptr<bmi::Session> server;
+    {
+        ScopedAllocation with(entry + " encryption=require");
+        auto r = bmi::Session::create({"bmi_tcp", "", BMI_INIT_SERVER, "encryption=off"});
+        REQUIRE(r);
+        server = std::move(*r);
+    }
+    const auto msg = pattern(256, 14);
+    // Whether a client of this policy gets one message through.
+    auto served = [&](const std::string& policy, bmi_msg_tag_t tag, int rounds) {
+        CClient client(opts(k, policy), server->listen_address());
+        REQUIRE(client.lookup == 0);
+        bmi_op_id_t id = 0;
+        Op sent = c_posted(BMI_post_sendunexpected(&id, client.server, msg.data(), msg.size(),
+                                                   BMI_EXT_ALLOC, tag, nullptr, client.ctx, 0),
+                           id, msg.size());
+        auto got = await_unexpected(*server, &client, &sent, rounds);
+        return got && got->tag() == tag;
+    };
+    // A keyed client that does not encrypt is refused by the allocation's require; one that
+    // prefers encryption is served.
+    CHECK_FALSE(served("off", 1, 400));
+    CHECK(served("prefer", 2, 3000));
+    // Entries of one instance state one policy.
+    ScopedAllocation split(entry + " encryption=require; id=bmi.enc2 type=shm plane=" +
+                           "node endpts=1 key_file=" + k.key + " encryption=prefer");
+    CHECK_FALSE(bmi::Session::create({"bmi_tcp", "", 0, ""}));
+}
+
 #if BMI_TEST_VERBS
 TEST_CASE("verbs, which does not encrypt yet, refuses to start under require") {
     KeyDir k;

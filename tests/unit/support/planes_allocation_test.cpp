@@ -31,7 +31,8 @@ TEST_CASE("port ranges read and print the RFC's form", "[planes][ports]") {
 TEST_CASE("an allocation's text form round-trips", "[planes][allocation]") {
     const char* text = "# written by bmi-alloc\n"
                        "id=bmi.storage type=tcp plane=10.20.0.0/16 endpts=2 ports=32000-32001 "
-                       "qos=bulk bw=200 key_file=/run/bmi/bmi.storage.key degraded=bw\n"
+                       "qos=bulk bw=200 key_file=/run/bmi/bmi.storage.key encryption=require "
+                       "degraded=bw\n"
                        "id=bmi.ib type=verbs plane=mlx5_0:1 endpts=1; id=bmi.local type=shm "
                        "plane=node7 endpts=1\n";
     ParseError error;
@@ -47,6 +48,8 @@ TEST_CASE("an allocation's text form round-trips", "[planes][allocation]") {
     CHECK(a.qos == "bulk");
     CHECK(a.bandwidth_mbps == 200);
     CHECK(a.key_file == "/run/bmi/bmi.storage.key");
+    CHECK(a.encryption == "require");
+    CHECK((*all)[1].encryption.empty());
     CHECK(a.degraded == std::vector<std::string>{"bw"});
     CHECK((*all)[2].type == PlaneType::shm);
     for (const Allocation& one : *all) {
@@ -141,6 +144,9 @@ TEST_CASE("malformed allocations are errors naming the field, never defaults",
         {"id=a type=tcp" + good_tail + " qos=a,b", "qos", "not a QoS level"},
         {"id=a type=tcp" + good_tail + " key_file=k.key", "key_file", "not an absolute path"},
         {"id=a type=tcp" + good_tail + " degraded=ports", "degraded", "is not plane"},
+        {"id=a type=tcp" + good_tail + " encryption=yes", "encryption",
+         "is not off, prefer or require"},
+        {"id=a type=tcp" + good_tail + " encryption=", "encryption", "no value"},
         {"id=a type=tcp" + good_tail + " colour=red", "colour", "unknown field"},
         {"id=a type=tcp" + good_tail + " id=b", "id", "given twice"},
         {"id=a type=tcp" + good_tail + " bw=", "bw", "no value"},
