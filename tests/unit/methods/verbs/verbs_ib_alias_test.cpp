@@ -79,8 +79,7 @@ TEST_CASE("verbs: a list tcp://...,ib://... reaches a bmi_ib server over verbs",
     talk(pair, "tcp://127.0.0.1:1," + listen);
 }
 
-TEST_CASE("verbs: a portless ib:// listen takes a port in the standalone dialect only",
-          "[verbs]") {
+TEST_CASE("verbs: a portless ib:// listen takes a port in the standalone dialect only", "[verbs]") {
     // Mercury's na_bmi listens on "ib://HOST" for bmi+ib, then asks BMI_TCP_GET_PORT.
     core::InitParams params;
     params.method_list = "bmi_ib";
