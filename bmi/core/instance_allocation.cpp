@@ -8,6 +8,7 @@
 
 #include "methods/method_table.hpp"
 #include "support/logging/log.hpp"
+#include "support/optional_library/libcrypto.hpp"
 #include "support/planes/allocation_source.hpp"
 
 namespace bmi::core {
@@ -65,6 +66,16 @@ int InstanceAllocation::take(support::Settings& settings, std::string_view progr
                  "allocation's key); none is given",
                  settings.shown(support::SettingId::encryption).c_str());
         return -BMI_EINVAL;
+    }
+    // The record cipher's library is opened here, so that a missing one fails the instance
+    // that asked for encryption, naming the library, rather than every connection it makes.
+    std::string why;
+    if (settings.number(support::SettingId::encryption) != 0 &&
+        support::load_libcrypto(&why) == nullptr) {
+        BMI_WARN("encryption=%s needs %s, which cannot be loaded (%s)",
+                 settings.shown(support::SettingId::encryption).c_str(), support::libcrypto_file,
+                 why.c_str());
+        return -BMI_ENOSYS;
     }
     if (allocation.entries.empty()) return 0;
     allocated_ = true;

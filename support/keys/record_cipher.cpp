@@ -5,10 +5,11 @@
 // associated data, a 16-byte tag. libsodium keeps the key exchange and the key derivation.
 #include "support/keys/record_cipher.hpp"
 
-#include <openssl/evp.h>
 #include <sodium.h>
 
 #include <algorithm>
+
+#include "support/optional_library/libcrypto.hpp"
 
 namespace bmi::support::keys {
 
@@ -16,32 +17,36 @@ static_assert(traffic_iv_size == 12, "both AEADs take a 96-bit nonce");
 static_assert(record_tag_size == 16, "both AEADs give a 128-bit tag");
 
 // One EVP context per direction: the key is set once per key (load_key), each record sets only
-// its nonce, which keeps AES's expanded key between records.
+// its nonce, which keeps AES's expanded key between records. libcrypto is opened by the first
+// cipher (support/optional_library/libcrypto.hpp); without it every record fails.
 struct RecordCipher::EvpState {
-    EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+    const Libcrypto* evp = load_libcrypto();
+    EVP_CIPHER_CTX* ctx = evp != nullptr ? evp->cipher_ctx_new() : nullptr;
     EvpState() = default;
     EvpState(const EvpState&) = delete;
     EvpState& operator=(const EvpState&) = delete;
-    ~EvpState() { EVP_CIPHER_CTX_free(ctx); }  // clears the key it holds
+    ~EvpState() {
+        if (ctx != nullptr) evp->cipher_ctx_free(ctx);  // clears the key it holds
+    }
 
     // One record, sealed (encrypt 1: writes tag) or opened (encrypt 0: checks tag); false if
     // libcrypto fails or the tag does not verify.
     bool run(int encrypt, const std::uint8_t* nonce, std::span<const std::uint8_t> header,
              const std::uint8_t* in, std::size_t size, std::uint8_t* out, std::uint8_t* tag) {
         int n = 0;
-        if (EVP_CipherInit_ex(ctx, nullptr, nullptr, nullptr, nonce, encrypt) != 1) return false;
-        if (!header.empty() &&
-            EVP_CipherUpdate(ctx, nullptr, &n, header.data(), static_cast<int>(header.size())) != 1)
+        if (evp->cipher_init(ctx, nullptr, nullptr, nullptr, nonce, encrypt) != 1) return false;
+        if (!header.empty() && evp->cipher_update(ctx, nullptr, &n, header.data(),
+                                                  static_cast<int>(header.size())) != 1)
             return false;
-        if (size > 0 && EVP_CipherUpdate(ctx, out, &n, in, static_cast<int>(size)) != 1)
+        if (size > 0 && evp->cipher_update(ctx, out, &n, in, static_cast<int>(size)) != 1)
             return false;
         if (encrypt == 0 &&
-            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, record_tag_size, tag) != 1)
+            evp->cipher_ctx_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, record_tag_size, tag) != 1)
             return false;
         std::uint8_t none[1];  // an AEAD's final step writes no bytes
-        if (EVP_CipherFinal_ex(ctx, none, &n) != 1) return false;
+        if (evp->cipher_final(ctx, none, &n) != 1) return false;
         return encrypt == 0 ||
-               EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, record_tag_size, tag) == 1;
+               evp->cipher_ctx_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, record_tag_size, tag) == 1;
     }
 };
 
@@ -58,12 +63,16 @@ RecordCipher::~RecordCipher() = default;
 
 void RecordCipher::load_key() {
     if (!evp_) evp_ = std::make_unique<EvpState>();
-    const EVP_CIPHER* aead = cipher_ == Cipher::aes256gcm ? EVP_aes_256_gcm()
-                                                          : EVP_chacha20_poly1305();
-    // Without a context or the key every record fails, as for a cipher that is not available.
-    if (evp_->ctx == nullptr ||
-        EVP_CipherInit_ex(evp_->ctx, aead, nullptr, key_.key.data(), nullptr, 1) != 1)
+    // Without libcrypto, a context or the key every record fails, as for a cipher that is not
+    // available.
+    if (evp_->ctx == nullptr) {
         failed_ = true;
+        return;
+    }
+    const Libcrypto& evp = *evp_->evp;
+    const EVP_CIPHER* aead = cipher_ == Cipher::aes256gcm ? evp.aes_256_gcm()
+                                                          : evp.chacha20_poly1305();
+    if (evp.cipher_init(evp_->ctx, aead, nullptr, key_.key.data(), nullptr, 1) != 1) failed_ = true;
 }
 
 void RecordCipher::nonce(std::uint8_t* out) const {

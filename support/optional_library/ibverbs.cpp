@@ -11,8 +11,7 @@ namespace bmi::support {
 namespace {
 Ibverbs table;
 
-bool fill(OptionalLibrary& lib, Ibverbs& t) {
-    SymbolFiller take(lib);
+void fill(SymbolFiller& take, Ibverbs& t) {
     take(t.get_device_list, "ibv_get_device_list");
     take(t.free_device_list, "ibv_free_device_list");
     take(t.get_device_name, "ibv_get_device_name");
@@ -40,17 +39,12 @@ bool fill(OptionalLibrary& lib, Ibverbs& t) {
     take(t.ack_async_event, "ibv_ack_async_event");
     take(t.event_type_str, "ibv_event_type_str");
     take(t.wc_status_str, "ibv_wc_status_str");
-    return take.complete();
 }
 }  // namespace
 
 const Ibverbs* load_ibverbs(std::string* why) {
     static OptionalLibrary library({ibverbs_file});
-    // The static's initialisation runs once even when threads race; the table is written only
-    // there.
-    static const bool loaded = library.open() && fill(library, table);
-    if (!loaded && why != nullptr) *why = library.error();
-    return loaded ? &table : nullptr;
+    return load_table(library, table, fill, why);
 }
 
 const Ibverbs& ibv() { return table; }

@@ -62,4 +62,21 @@ private:
     bool complete_ = true;
 };
 
+// The table of one library, opened and filled by `fill` on the first call of the process
+// (thread-safe: a static's initialisation runs once even when threads race); later calls give
+// the first answer. nullptr when it cannot be loaded; `why` (if given) then says why. One
+// table type per library.
+template <class Table>
+const Table* load_table(OptionalLibrary& library, Table& table, void (*fill)(SymbolFiller&, Table&),
+                        std::string* why) {
+    static const bool loaded = [&] {
+        if (!library.open()) return false;
+        SymbolFiller take(library);
+        fill(take, table);
+        return take.complete();
+    }();
+    if (!loaded && why != nullptr) *why = library.error();
+    return loaded ? &table : nullptr;
+}
+
 }  // namespace bmi::support

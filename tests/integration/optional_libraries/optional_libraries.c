@@ -3,7 +3,7 @@
  * with itself over 127.0.0.1, then checks /proc/self/maps for the optional libraries
  * (doc/architecture.md, "What is loaded when"). Optional steps first ask for a feature whose
  * library the test driver has hidden, and check that only that request fails.
- *   optional_libraries [verbs] [pmix]
+ *   optional_libraries [verbs] [pmix] [encryption]
  * Exit 0: all as expected; 1: a check failed (a line on stderr says which). */
 #define _POSIX_C_SOURCE 200809L
 
@@ -19,7 +19,8 @@
 #include "bmi.h"
 
 static const char *const optional_libraries[] = {
-    "libibverbs", "librdmacm", "libpmix", "libhwloc", "libevent", "libmunge", "libudev", "libnl",
+    "libibverbs", "librdmacm", "libpmix", "libhwloc",  "libevent",
+    "libmunge",   "libudev",   "libnl",   "libcrypto",
 };
 
 static int failed(const char *what, int rc)
@@ -152,8 +153,27 @@ int main(int argc, char **argv)
             unsetenv("BMI_ALLOCATION_ID");
             if (rc != -BMI_ENOSYS)
                 return failed("an allocation from PMIx without libpmix", rc);
+        } else if (strcmp(argv[i], "encryption") == 0) {
+            /* A key and encryption=require: the record cipher's libcrypto must load. */
+            char key[] = "/tmp/bmi-optional-key-XXXXXX";
+            int fd = mkstemp(key);
+            if (fd < 0 || write(fd,
+                                "0123456789abcdef0123456789abcdef"
+                                "0123456789abcdef0123456789abcdef\n",
+                                65) != 65)
+                return failed("writing a key file", fd);
+            close(fd);
+            setenv("BMI_KEY_FILE", key, 1);
+            setenv("BMI_ENCRYPTION", "require", 1);
+            rc = BMI_initialize("bmi_tcp", "tcp://127.0.0.1:0", BMI_INIT_SERVER, NULL);
+            printf("encryption: %s\n", bmi_status_string(rc));
+            unsetenv("BMI_KEY_FILE");
+            unsetenv("BMI_ENCRYPTION");
+            unlink(key);
+            if (rc != -BMI_ENOSYS)
+                return failed("encryption=require without libcrypto", rc);
         } else {
-            fprintf(stderr, "usage: %s [verbs] [pmix]\n", argv[0]);
+            fprintf(stderr, "usage: %s [verbs] [pmix] [encryption]\n", argv[0]);
             return 1;
         }
     }

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Runs optional_libraries: once as it is (tcp only: no optional library may be mapped), then
-in a private mount namespace where libibverbs and libpmix are empty files, asking for verbs and
-for a PMIx allocation first. Each must fail with -BMI_ENOSYS and one log line naming its
+in a private mount namespace where libibverbs, libpmix and libcrypto are empty files, asking for
+verbs, for a PMIx allocation and for encryption first. Each must fail with -BMI_ENOSYS and one log line naming its
 library; tcp must still work. Exit 77 (skip) for the second part where no mount namespace can be
 made (no root, no user namespaces)."""
 import os
@@ -31,8 +31,9 @@ if res.returncode != 0:
 asks = []
 hidden = []
 for name, soname, needed in (("verbs", "libibverbs.so.1", "BMI_HAVE_VERBS"),
-                             ("pmix", "libpmix.so.2", "BMI_HAVE_PMIX")):
-    if os.environ.get(needed) != "1":
+                             ("pmix", "libpmix.so.2", "BMI_HAVE_PMIX"),
+                             ("encryption", "libcrypto.so.3", None)):
+    if needed is not None and os.environ.get(needed) != "1":
         continue
     # Every file the loader could reach: the one ld.so.cache names, and PMIx's own directory.
     for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
