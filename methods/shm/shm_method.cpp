@@ -26,12 +26,9 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
         name = std::string(parts->rest);
         // "NAME:0" asks for a free port; so does a portless name in the standalone dialect,
         // where a listen address without a port gets one on every method (Mercury's way).
-        if (name.ends_with(":0")) {
-            name.resize(name.size() - 2);
-            any_port = true;
-        } else if (config.dialect == ApiDialect::standalone && name_port(name) < 0) {
-            any_port = true;
-        }
+        const int port = name_port(name);
+        if (port == 0) name.resize(name.rfind(':'));
+        any_port = port == 0 || (port < 0 && config.dialect == ApiDialect::standalone);
     }
     Options options;
     int rc = load_options(config.settings, config.unexpected_limit, options);

@@ -69,6 +69,9 @@ TEST_CASE("shm: a listener on NAME:0 takes a free port and is reached there", "[
     CHECK(b >= 49152);
     CHECK(a != b);
     CHECK(first.instance->listen_addresses() == "shm://" + base + ":" + std::to_string(a));
+    // Any spelling of port 0 asks for a free one.
+    auto third = server_at("shm://" + base + ":00", method::ApiDialect::orangefs);
+    CHECK(listen_port(third) >= 49152);
     one_message(first, "shm://" + base + ":" + std::to_string(a));
     one_message(second, "shm://" + base + ":" + std::to_string(b));
 }
