@@ -68,13 +68,9 @@ std::optional<ParsedAddress> parse_listen_address(std::string_view address, bool
     if (auto parsed = parse_tcp_address(address); parsed || !port_optional) return parsed;
     auto split = support::split_scheme(address);
     if (!split || split->scheme != "tcp") return std::nullopt;
-    const std::string_view rest = split->rest;
     // Only a string with no port at all gains one; "tcp://host:" stays malformed.
-    const bool has_port = !rest.empty() && rest.front() == '['
-                              ? rest.find("]:") != std::string_view::npos
-                              : rest.find(':') != std::string_view::npos;
-    if (has_port) return std::nullopt;
-    return parse_tcp_address("tcp://" + std::string(rest) + ":0");
+    if (support::names_port(split->rest)) return std::nullopt;
+    return parse_tcp_address("tcp://" + std::string(split->rest) + ":0");
 }
 
 namespace {

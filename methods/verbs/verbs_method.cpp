@@ -176,9 +176,9 @@ int VerbsMethod::start(const Config& config) {
     if (!config.listen_address.empty()) {
         listen = parse_address(config.listen_address);
         // The standalone dialect gives a listen address without a port a free one, as on tcp.
-        if (!listen && config.dialect == ApiDialect::standalone &&
-            config.listen_address.find(':', config.listen_address.find("://") + 3) ==
-                std::string::npos)
+        if (auto parts = support::split_scheme(config.listen_address);
+            !listen && config.dialect == ApiDialect::standalone && parts &&
+            !support::names_port(parts->rest))
             listen = parse_address(config.listen_address + ":0");
         if (!listen) return -BMI_EINVAL;
         if (!listen->device.empty()) {

@@ -61,6 +61,11 @@ std::optional<HostPort> parse_host_port(std::string_view text) {
     return out;
 }
 
+bool names_port(std::string_view text) {
+    return !text.empty() && text.front() == '[' ? text.find("]:") != std::string_view::npos
+                                                : text.find(':') != std::string_view::npos;
+}
+
 std::string format_host_port(std::string_view host, std::uint16_t port) {
     std::string out;
     if (host.find(':') != std::string_view::npos) {

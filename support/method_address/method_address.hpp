@@ -30,6 +30,10 @@ struct HostPort {
 // without spaces or '/'. nullopt otherwise.
 std::optional<HostPort> parse_host_port(std::string_view text);
 
+// Whether "host:port" text names a port at all ("host:" does, malformed); "[v6]" names none.
+// A listen address without one gets a free port in the standalone dialect.
+bool names_port(std::string_view text);
+
 // Inverse of parse_host_port: brackets hosts that contain ':'.
 std::string format_host_port(std::string_view host, std::uint16_t port);
 

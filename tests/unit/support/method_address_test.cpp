@@ -130,3 +130,11 @@ TEST_CASE("split_address_list", "[method_address]") {
     CHECK(split_address_list("").empty());
     CHECK(split_address_list(" , ,").empty());
 }
+
+TEST_CASE("names_port tells a portless host from one with a port", "[method_address]") {
+    using bmi::support::names_port;
+    for (const char* portless : {"host", "10.0.0.1", "[::1]", ""})
+        CHECK_FALSE(names_port(portless));
+    for (const char* with : {"host:1", "host:", "[::1]:0", "10.0.0.1:3334"})
+        CHECK(names_port(with));
+}
