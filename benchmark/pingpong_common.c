@@ -418,6 +418,10 @@ int pp_run_client(const struct pp_options *o, const char *tool, void *out, void 
         fprintf(stderr, "%s: mode %s is not supported\n", tool, pp_mode_name(o->plan.mode));
         return -1;
     }
+    /* A buffer never written maps the kernel's one shared zero page, which no real sender's
+     * data does; it would make a copy out of it cheaper than any application's. */
+    if (!o->plan.check)
+        pp_fill(out, o->plan.max_size, 0);
     if (report)
         print_header(tool, o->addr, &o->plan);
     for (more = pp_cursor_start(&c, &o->plan); more; more = pp_cursor_next(&c, &o->plan)) {
