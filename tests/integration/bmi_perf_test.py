@@ -74,6 +74,25 @@ def check_help_and_bad_args():
             fail(f"{bad}: want exit 2 and {words!r}, got {res.returncode}: {res.stderr}")
 
 
+def check_targets(tmp):
+    """The targets are data: a row missing from the table, or one no study judges by, stops
+    bmi-perf-studies before any run, naming the row."""
+    with open(os.path.join(os.path.dirname(STUDIES), "targets.tsv")) as f:
+        rows = f.read().splitlines()
+    last = rows[-1].split("\t")
+    for name, lines, words in (("missing", rows[:-1], f"no target {last[1]} for study {last[0]}"),
+                               ("extra", rows + ["shm\tnosuch\t<=\t1"],
+                                "rows no study judges by: shm nosuch")):
+        path = os.path.join(tmp, f"targets-{name}.tsv")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        res = studies(["--targets", path, "--methods", "tcp", "--out-dir",
+                       os.path.join(tmp, f"targets-{name}")])
+        if res.returncode != 2 or words not in res.stderr or "ok (" in res.stderr:
+            fail(f"targets table with a row {name}: want exit 2 and {words!r} before any run, "
+                 f"got {res.returncode}: {res.stderr}")
+
+
 def check_unreachable(tmp):
     # Without --out-dir, and failing before it has anything to write: it leaves nothing behind.
     cwd = empty_dir(tmp, "unreachable")
@@ -438,6 +457,7 @@ def main():
         methods.append("tcp-legacy")  # against tcp: the legacy duel
     with tempfile.TemporaryDirectory(prefix="bmi-perf-test-") as tmp:
         check_help_and_bad_args()
+        check_targets(tmp)
         check_unreachable(tmp)
         check_run(tmp, methods, plots)
         if "tcp" in methods:
