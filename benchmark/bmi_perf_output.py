@@ -5,13 +5,19 @@ import os
 import subprocess
 
 MODE_TITLES = {"latency": "ping-pong", "bandwidth": "windowed streaming",
-               "many": "many clients to one server"}
+               "rate": "message rate, windowed streaming", "many": "many clients to one server"}
 # One colour per series (gnuplot's default cycle repeats after eight); libbmi's curves are
 # drawn thicker so they stand out from their peers.
 COLOURS = ("#9400d3", "#009e73", "#56b4e9", "#e69f00", "#f0e442", "#0072b2", "#d55e00",
            "#000000", "#cc79a7", "#999999", "#8b4513", "#2f4f4f")
 KINDS = (("latency", 2, "latency (us, one way per message)"),
          ("bandwidth", 3, "bandwidth (MB/s)"))
+RATE_TITLE = "message rate (messages/s)"
+
+
+def kinds(mode):
+    """The plots of a mode: rate mode's figure is its message rate."""
+    return ("rate",) if mode == "rate" else tuple(k for k, _, _ in KINDS)
 
 
 def message_rate(row):
@@ -39,9 +45,9 @@ def print_tables(series, modes, out):
         done = [s for s in series if s.mode == mode and s.rows]
         if not done:
             continue
-        for kind, col, title in KINDS:
+        width = max(12, *(len(s.name) for s in done))
+        for kind, col, title in KINDS if mode != "rate" else ():
             out.write(f"\n== {mode}: {title}\n")
-            width = max(12, *(len(s.name) for s in done))
             out.write(f"{'bytes':>12}" + "".join(f" {s.name:>{width}}" for s in done) + "\n")
             for size in sizes_of(done):
                 cells = [fmt(r[col]) if (r := s.at(size)) else "-" for s in done]
@@ -49,7 +55,7 @@ def print_tables(series, modes, out):
         if mode == "latency":
             continue
         # Streaming modes: how many messages a second, the figure small messages are judged by.
-        out.write(f"\n== {mode}: message rate (messages/s)\n")
+        out.write(f"\n== {mode}: {RATE_TITLE}\n")
         out.write(f"{'bytes':>12}" + "".join(f" {s.name:>{width}}" for s in done) + "\n")
         for size in sizes_of(done):
             cells = [fmt_rate(message_rate(r)) if (r := s.at(size)) else "-" for s in done]
@@ -72,7 +78,7 @@ def write_csv(series, path):
 
 def plot(series, mode, kind, path, tmp):
     """One gnuplot chart: a curve per series of this mode; False if gnuplot is missing."""
-    col = 3 if kind == "latency" else 4
+    col = {"latency": 3, "bandwidth": 4, "rate": 5}[kind]
     done = [s for s in series if s.mode == mode and s.rows]
     if not done:
         return False
@@ -81,7 +87,7 @@ def plot(series, mode, kind, path, tmp):
     lines = [f"set terminal {terminal}", f"set output '{path}'",
              f"set title '{MODE_TITLES[mode]} ({mode} mode): {kind}'", "set logscale x 2", "set logscale y",
              "set format x '%.0b%B'", "set xlabel 'message size (bytes)'",
-             f"set ylabel '{dict((k, t) for k, _, t in KINDS)[kind]}'",
+             f"set ylabel '{dict(((k, t) for k, _, t in KINDS), rate=RATE_TITLE)[kind]}'",
              "set key outside right top",
              "set grid"]
     curves = []
@@ -89,8 +95,8 @@ def plot(series, mode, kind, path, tmp):
         data = os.path.join(tmp, f"plot-{mode}-{i}.dat")
         with open(data, "w") as f:
             for r in s.rows:
-                if r[col - 1] > 0:
-                    f.write(f"{r[0]} {r[1]} {r[2]} {r[3]}\n")
+                if r[3] > 0:
+                    f.write(f"{r[0]} {r[1]} {r[2]} {r[3]} {message_rate(r)}\n")
         width = 2.5 if s.name.startswith("bmi") else 1
         curves.append(f"'{data}' using 1:{col} with linespoints lw {width} "
                       f"lc rgb '{COLOURS[i % len(COLOURS)]}' title '{s.name}'")

@@ -28,6 +28,9 @@ ENCRYPTED = "tcp-encrypted"
 # OrangeFS's framing cannot carry a message over 16 MiB (a legacy receive that large is refused
 # when posted), so tcp-legacy runs stop there whatever the plan's --max.
 LEGACY_MAX = 16 << 20
+# Rate mode's largest message: above it a stream is judged by its bytes (bandwidth mode), not
+# by its messages.
+RATE_MAX = 4 << 10
 
 
 def scheme_of(method):
@@ -75,8 +78,15 @@ def parse_table(text):
     return rows
 
 
-# The placement left to the scheduler (Runner.three_placements).
-UNPINNED = "unpinned"
+class Step:
+    """One run of a plan: measure() makes exactly one counted run (Runner.record or
+    Runner.attempt) and returns what it measured; key says where that goes. A plan is a list
+    of steps, so the run count shown in the progress is the plan's length, not a count kept
+    beside it."""
+
+    def __init__(self, key, measure):
+        self.key, self.measure = key, measure
+
 
 class Runner:
     """Starts the drivers; every process gets a deadline and is reaped before we move on."""
@@ -113,12 +123,15 @@ class Runner:
         sys.stderr.flush()
 
     def plan(self, mode, many_ok=True, largest=None):
-        """The drivers' arguments for mode; largest caps --max (never below --min)."""
+        """The drivers' arguments for mode; largest caps --max (never below --min). Rate mode
+        is the drivers' bandwidth mode at small sizes, read as messages per second."""
         a = self.args
+        if mode == "rate":
+            largest = RATE_MAX if largest is None else min(largest, RATE_MAX)
         top = a.max if largest is None else max(a.min, min(a.max, largest))
         plan = ["--min", str(a.min), "--max", str(top), "--iters", str(a.iters)]
         if mode != "latency":
-            plan += ["--mode", mode, "--window", str(a.window)]
+            plan += ["--mode", "bandwidth" if mode == "rate" else mode, "--window", str(a.window)]
         if mode == "many" and many_ok:
             plan += ["--clients", str(a.clients)]
         return plan + (["--check"] if a.check else [])
@@ -176,8 +189,31 @@ class Runner:
                 codes.append(p.wait())
         return codes
 
+    def execute(self, steps):
+        """Runs a plan in order: [(step.key, what step.measure() returned)]. A step that makes
+        no counted run or more than one is a fault of the plan, not of the machine."""
+        got = []
+        for step in steps:
+            before = self.done
+            got.append((step.key, step.measure()))
+            if self.done != before + 1:
+                raise RuntimeError(f"step {step.key!r} made {self.done - before} runs, not 1")
+        return got
+
+    def attempt(self, label, measure):
+        """measure() as one counted run with its progress line, for runs that give no table
+        (a Series goes through record); None if it failed."""
+        started = time.monotonic()
+        try:
+            got, status = measure(), "ok"
+        except Failure as e:
+            got, status = None, f"failed: {e}"
+        self.done += 1
+        self.progress(f"[{self.done}/{self.total}] {label}: {status} "
+                      f"({time.monotonic() - started:.1f} s)", final=True)
+        return got
+
     def record(self, s, started, runner):
-        self.total = max(self.total, self.done + 1)
         try:
             s.rows = runner()
             if not s.rows:
@@ -220,30 +256,11 @@ class Runner:
         return two + [("one core", (cpus[0], cpus[0]))]
 
     @classmethod
-    def three_placements(cls):
-        """placements() and UNPINNED (None: left to the scheduler), the three ways users
-        meet; a target of issue 18 holds in each."""
-        return cls.placements() + [(UNPINNED, None)]
-
-    @classmethod
     def one_per_core(cls):
         """(server CPU, client CPU) on two different cores, as mpirun binds the two ranks of
         the MPI runs; None where this process may use only one CPU."""
         name, cpus = cls.placements()[0]
         return cpus if name == "two cores" else None
-
-    def duel(self, mine, theirs, rounds):
-        """Runs mine() and theirs() in turns: [(mine, theirs), ...] one-way us at 8 B for the
-        rounds where both ran. Single runs of the same ping-pong scatter by 5-10 % on a VM;
-        runs taken in turns see the same machine. The runs are not kept as series."""
-        pairs = []
-        for _ in range(rounds):
-            a, b = mine(), theirs()
-            for s in (a, b):
-                self.series.remove(s)
-            if a.status == "ok" and b.status == "ok":
-                pairs.append((one_way_us(a.rows[0]), one_way_us(b.rows[0])))
-        return pairs
 
     def eventfd(self, mode, plan, cpus):
         """The eventfd ping-pong with plan, its two processes pinned to cpus (a pair, or None:
@@ -251,54 +268,12 @@ class Runner:
         pin = ["--cpus", f"{cpus[0]},{cpus[1]}"] if cpus else []
         return self.command("eventfd", mode, [self.tool("eventfd_pingpong")] + pin + plan)
 
-    def blocking_duel(self, rounds, cpus):
-        """bmi shm-blocking against the eventfd ping-pong, 8 bytes, both pinned to cpus."""
-        plan = ["--min", "8", "--max", "8", "--iters", str(self.args.iters * 10)]
-        return self.duel(lambda: self.bmi("shm-blocking", "duel", plan, cpus),
-                         lambda: self.eventfd("duel", plan, cpus), rounds)
-
-    def latency_duel(self, rounds):
-        """bmi shm (spinning) against Open MPI vader, 8 bytes, each process on its own core
-        (mpirun binds its two ranks to cores by default)."""
-        plan = ["--min", "8", "--max", "8", "--iters", str(self.args.iters * 200)]
-        cpus = self.one_per_core()
-        return self.duel(lambda: self.bmi("shm", "duel", plan, cpus),
-                         lambda: self.mpi("mpi-shm", "duel", plan), rounds)
-
-    def bandwidth_duel(self, rounds, smallest):
-        """bmi shm against the Open MPI settings and memcpy asked for, from smallest bytes
-        up, taken in turns: one {bytes: {name: MB/s}} per round. Large-message bandwidth on
-        these VMs swings with the host's memory traffic, by up to 2x between runs a minute
-        apart, so the bandwidth targets compare runs that saw the same machine."""
-        a = self.args
-        plan = ["--min", str(smallest), "--max", str(a.max), "--iters", str(a.iters)]
-        runs = [("bmi shm", lambda: self.bmi("shm", "duel", plan, self.one_per_core())),
-                ("bmi shm-malloc", lambda: self.bmi("shm-malloc", "duel", plan,
-                                                    self.one_per_core()))]
-        for b in ("mpi-shm", "mpi-shm-nocopy"):
-            if b in a.baselines:
-                runs.append((MPI_NAMES[b], lambda b=b: self.mpi(b, "duel", plan)))
-        if "memcpy" in a.baselines:
-            runs.append(("memcpy", lambda: self.command(
-                "memcpy", "duel", [self.tool("memcpy_bw"), "--min", str(smallest),
-                                   "--max", str(a.max)])))
-        out = []
-        for _ in range(rounds):
-            got = {}
-            for name, run in runs:
-                s = run()
-                self.series.remove(s)
-                for row in s.rows if s.status == "ok" else []:
-                    got.setdefault(row[0], {})[name] = row[3]
-            out.append(got)
-        return out
-
     def pair(self, name, mode, tool, common, listen, env=None, plan=None, cpus=None):
         """One server and its client(s), or only clients when --server names a server; cpus:
         (server CPU, client CPU) to pin them to, or None."""
         a, exe = self.args, self.tool(tool)
         plan = self.plan(mode) if plan is None else plan
-        if cpus is None and mode in ("latency", "bandwidth") and a.server is None:
+        if cpus is None and mode in ("latency", "bandwidth", "rate") and a.server is None:
             # Left to the scheduler, the pair sometimes shares a CPU for a while, and a large
             # shm message then moves far slower (doc/perf/code-figures.md, "bmi-perf").
             cpus = self.one_per_core()
@@ -377,10 +352,10 @@ class Runner:
         exe = self.tool("mpi_pingpong")
         ranks = a.clients + 1 if mode == "many" else 2
         if mpirun is None or exe is None:
-            s = Series(MPI_NAMES[baseline], mode, "mpirun")
-            s.status = "n/a (mpirun or mpi_pingpong missing)"
-            self.series.append(s)
-            return s
+            def missing():
+                raise Failure("mpirun or mpi_pingpong missing")
+            return self.record(Series(MPI_NAMES[baseline], mode, "mpirun"), time.monotonic(),
+                               missing)
         env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                "OMPI_MCA_rmaps_base_oversubscribe": "1"}
         argv = ([mpirun, "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1"]
@@ -436,46 +411,3 @@ class Runner:
                         rows.append((size, 0, us, size / us))
             return rows
         return self.record(s, time.monotonic(), run)
-
-    def idle_cpu(self, method, seconds=3.0):
-        """CPU share of a server whose connected client stays silent: from /proc/PID/stat."""
-        exe, scheme = self.tool("pingpong"), scheme_of(method)
-        if exe is None:
-            return None
-        listen = f"shm://bmi-perf-idle-{os.getpid()}" if scheme == "shm" else "tcp://127.0.0.1:0"
-        env = self.method_env(method)
-        common = ["--method-list", f"bmi_{scheme}"]
-        procs = []
-        try:
-            server, serr = self.spawn([exe] + common + ["--server", listen], env, "idle")
-            procs.append(server)
-            addr = self.read_addr(server, serr)
-            pause = int((seconds + 1.5) * 1000)
-            client, _ = self.spawn([exe] + common + ["--client", addr, "--pause-ms", str(pause),
-                                                     "--max", "8", "--iters", "1"], env, "idle")
-            procs.append(client)
-            time.sleep(1.0)  # connected and past the 1 ms spin long before this
-            t0, c0 = time.monotonic(), cpu_seconds(server.pid)
-            time.sleep(seconds)
-            c1, t1 = cpu_seconds(server.pid), time.monotonic()
-            self.finish(procs, time.monotonic() + 10 + pause / 1000)
-            return 100.0 * (c1 - c0) / (t1 - t0)
-        except (Failure, OSError):
-            return None
-        finally:
-            self.finish([p for p in procs if p.poll() is None], 0)
-
-
-def cpu_seconds(pid):
-    """CPU time of every thread of pid: nanoseconds from /proc/PID/task/*/schedstat where the
-    kernel has it, else clock ticks (utime + stime) from /proc/PID/stat."""
-    try:
-        total = 0
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        return total / 1e9
-    except (OSError, ValueError, IndexError):
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A CPU-bound neighbour: a tight arithmetic loop whose rate says how much of its core the other
- * tasks there left it. bmi-perf's neighbour mode pins it to the core of a waiting libbmi client
+ * tasks there left it. The neighbour study pins it to the core of a waiting libbmi client
  * and compares the rate with the rate alone (issue 18, a neighbour's fair share).
  *
  * Alone it counts for --seconds and prints the rate. With --on-signal it prints READY, starts

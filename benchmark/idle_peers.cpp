@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// idle_peers: holds COUNT idle clients of one BMI server, for bmi-perf's peers mode (does a
+// idle_peers: holds COUNT idle clients of one BMI server, for the peers study (does a
 // ping-pong with one client slow down as a server's other clients grow?). Each client is a
 // Session of its own (a BMI instance), so the server sees COUNT distinct peers, each on its
 // own connection. Every client sends one byte with a tag nobody receives: its connection is

@@ -54,7 +54,7 @@ struct pp_options
     int pause_ms;    /* --pause-ms: the BMI client idles this long after the hello, so an
                         observer can measure the server's CPU use while it waits */
     uint64_t posted; /* --posted N: the BMI server keeps N receives posted toward its client
-                        on tags nobody sends (bmi-perf's posted mode) */
+                        on tags nobody sends (the posted study) */
     int poll_reads;  /* --poll (raw TCP): reads spin with MSG_DONTWAIT instead of sleeping */
     int framed;      /* --framed (raw TCP): a 32-byte header before each message */
     struct pp_plan plan;

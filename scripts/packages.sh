@@ -146,7 +146,7 @@ use_tools() {
     bmi-alloc >/dev/null 2>&1 || rc=$?
     ((rc == 2)) || { echo "bmi-alloc without arguments exited $rc, not 2 (usage)"; return 1; }
     bmi-perf --methods tcp --baselines raw-tcp --modes latency --min 8 --max 64 --iters 100 \
-        --plot none --no-idle --out-dir "$scratch/perf" || return
+        --plot none --out-dir "$scratch/perf" || return
     grep '^latency,bmi tcp,64,' "$scratch/perf/bmi-perf.csv"
 }
 

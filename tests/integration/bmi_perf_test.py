@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""bmi-perf end to end at tiny sizes: tables, CSV, PNG and SVG plots, the Markdown report, and
-its failures (bad arguments, an unreachable server) with clear messages in bounded time. Every
-run starts in an empty directory: without --out-dir the output goes to one new time-stamped
-directory there, and nothing else is ever written into the current directory."""
+"""bmi-perf and bmi-perf-studies end to end at tiny sizes: tables, CSV, PNG and SVG plots, the
+Markdown report, each study, and their failures (bad arguments, an unreachable server) with
+clear messages in bounded time. Every run makes exactly the runs its plan counted. bmi-perf
+runs as installed, from its installed files alone, without the studies. Every run starts in an
+empty directory: without --out-dir the output goes to one new time-stamped directory there,
+and nothing else is ever written into the current directory."""
 import csv
+import json
 import os
 import re
 import shutil
@@ -14,6 +17,7 @@ import tempfile
 import time
 
 EXE = os.environ["BMI_PERF"]
+STUDIES = os.environ["BMI_PERF_STUDIES"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -22,8 +26,26 @@ def fail(msg):
     sys.exit(1)
 
 
-def bmi_perf(args, timeout=240, cwd=None):
-    return subprocess.run([EXE] + args, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+def bmi_perf(args, timeout=240, cwd=None, exe=EXE):
+    """One run; unless it stopped at its arguments, its runs must be the ones its plan
+    counted: every progress line counts against that total and the last says so."""
+    res = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    made = re.search(r"^(\S+): (\d+) runs made of (\d+) planned$", res.stderr, re.M)
+    if res.returncode == 2 or "--help" in args or (made is None and res.returncode != 0):
+        return res
+    if made is None or made.group(2) != made.group(3):
+        fail(f"{args}: the runs made are not the runs planned:\n{res.stderr}")
+    planned = int(made.group(3))
+    totals = {int(t) for t in re.findall(r"^\[\d+/(\d+)\]", res.stderr, re.M)}
+    done = [int(n) for n in re.findall(r"^\[(\d+)/\d+\] .*: (?:ok|failed)", res.stderr, re.M)]
+    if totals - {planned} or done != list(range(1, planned + 1)):
+        fail(f"{args}: progress {sorted(totals)} and runs {done} against {planned} planned:\n"
+             f"{res.stderr}")
+    return res
+
+
+def studies(args, timeout=240, cwd=None):
+    return bmi_perf(args, timeout, cwd, STUDIES)
 
 
 def empty_dir(tmp, name):
@@ -36,15 +58,39 @@ def check_help_and_bad_args():
     res = bmi_perf(["--help"])
     if res.returncode != 0 or "--methods" not in res.stdout or "--server" not in res.stdout:
         fail(f"--help: {res.returncode} {res.stdout}")
-    for bad, words in ((["--methods", "nosuch"], "unknown nosuch"),
-                       (["--max", "12Q"], "bad size"),
-                       (["--min", "8", "--max", "4"], "--min <= --max"),
-                       (["--server", "nowhere"], "expected tcp://"),
-                       (["--include", "/nonexistent.md"], "no such file"),
-                       (["--peers", "0,many"], "bad counts")):
-        res = bmi_perf(bad)
+    res = studies(["--help"])
+    if res.returncode != 0 or "--studies" not in res.stdout or "--markdown" not in res.stdout:
+        fail(f"bmi-perf-studies --help: {res.returncode} {res.stdout}")
+    for exe, bad, words in ((bmi_perf, ["--methods", "nosuch"], "unknown nosuch"),
+                            (bmi_perf, ["--max", "12Q"], "bad size"),
+                            (bmi_perf, ["--min", "8", "--max", "4"], "--min <= --max"),
+                            (bmi_perf, ["--server", "nowhere"], "expected tcp://"),
+                            (bmi_perf, ["--modes", "peers"], "unknown peers"),
+                            (studies, ["--include", "/nonexistent.md"], "no such file"),
+                            (studies, ["--peers", "0,many"], "bad counts"),
+                            (studies, ["--studies", "nosuch"], "unknown nosuch")):
+        res = exe(bad)
         if res.returncode != 2 or words not in res.stderr:
             fail(f"{bad}: want exit 2 and {words!r}, got {res.returncode}: {res.stderr}")
+
+
+def check_targets(tmp):
+    """The targets are data: a row missing from the table, or one no study judges by, stops
+    bmi-perf-studies before any run, naming the row."""
+    with open(os.path.join(os.path.dirname(STUDIES), "targets.tsv")) as f:
+        rows = f.read().splitlines()
+    last = rows[-1].split("\t")
+    for name, lines, words in (("missing", rows[:-1], f"no target {last[1]} for study {last[0]}"),
+                               ("extra", rows + ["shm\tnosuch\t<=\t1"],
+                                "rows no study judges by: shm nosuch")):
+        path = os.path.join(tmp, f"targets-{name}.tsv")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        res = studies(["--targets", path, "--methods", "tcp", "--out-dir",
+                       os.path.join(tmp, f"targets-{name}")])
+        if res.returncode != 2 or words not in res.stderr or "ok (" in res.stderr:
+            fail(f"targets table with a row {name}: want exit 2 and {words!r} before any run, "
+                 f"got {res.returncode}: {res.stderr}")
 
 
 def check_unreachable(tmp):
@@ -76,7 +122,7 @@ def check_run(tmp, methods, plots):
             "--min", "1", "--max", "16K", "--iters", "10", "--window", "4", "--clients", "2",
             "--check", "--out-dir", tmp, "--markdown", md, "--plot", "png" if plots else "none"]
     cwd = empty_dir(tmp, "run")
-    res = bmi_perf(args, cwd=cwd)
+    res = studies(args, cwd=cwd)
     if res.returncode != 0:
         fail(f"bmi-perf: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
     if os.listdir(cwd):
@@ -87,6 +133,9 @@ def check_run(tmp, methods, plots):
             fail(f"table lacks {words!r}:\n{res.stdout}")
     if "B done" not in res.stderr and "ok (" not in res.stderr:
         fail(f"no progress on stderr: {res.stderr}")
+    if not re.search(r"^bmi-perf-studies: \d+ runs planned: \d+ for the tables, .*\d+ shm",
+                     res.stderr, re.M):
+        fail(f"no plan on stderr: {res.stderr}")
     with open(os.path.join(tmp, "bmi-perf.csv")) as f:
         rows = list(csv.DictReader(f))
     series = {(r["series"], r["mode"]) for r in rows}
@@ -155,8 +204,7 @@ def check_default_dir(tmp, plots):
     the CSV (and the SVG plots when gnuplot is there), and nothing else appears."""
     cwd = empty_dir(tmp, "default")
     res = bmi_perf(["--methods", "tcp", "--baselines", "none", "--modes", "latency", "--max",
-                    "1K", "--iters", "5", "--plot", "svg" if plots else "none", "--no-idle"],
-                   cwd=cwd)
+                    "1K", "--iters", "5", "--plot", "svg" if plots else "none"], cwd=cwd)
     if res.returncode != 0:
         fail(f"default directory run: {res.returncode} {res.stderr}")
     entries = os.listdir(cwd)
@@ -172,15 +220,51 @@ def check_default_dir(tmp, plots):
         fail(f"svg run: no SVG plot in {out}: {os.listdir(out)}")
 
 
+def check_installed_runner(tmp):
+    """bmi-perf from its installed files alone (meson introspect --installed), none of the
+    studies among them: latency and rate mode against raw TCP, tables, CSV."""
+    build = os.environ["BMI_BUILD_ROOT"]
+    meson = shutil.which("meson")
+    if meson is None:
+        print("meson not on PATH: the installed runner is not checked")
+        return
+    res = subprocess.run([meson, "introspect", "--installed", build], capture_output=True,
+                         text=True, timeout=60)
+    if res.returncode != 0:
+        fail(f"meson introspect --installed: {res.stderr}")
+    installed = json.loads(res.stdout)
+    studies_files = [d for s, d in installed.items() if "studies" in s or "targets" in d]
+    if studies_files:
+        fail(f"the studies are installed: {studies_files}")
+    root = empty_dir(tmp, "installed")
+    for source, dest in installed.items():
+        if dest.endswith("/bin/bmi-perf") or ("/libexec/bmi/" in dest and dest.endswith(".py")):
+            shutil.copy(source, os.path.join(root, os.path.basename(dest)))
+    out_dir = os.path.join(root, "out")
+    res = bmi_perf(["--methods", "tcp", "--baselines", "raw-tcp", "--modes", "latency,rate",
+                    "--max", "64", "--iters", "10", "--plot", "none", "--out-dir", out_dir,
+                    "--bindir", os.path.join(build, "benchmark")],
+                   exe=os.path.join(root, "bmi-perf"))
+    if res.returncode != 0:
+        fail(f"installed bmi-perf: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    if "== rate: message rate (messages/s)" not in res.stdout:
+        fail(f"installed bmi-perf: no rate table:\n{res.stdout}")
+    with open(os.path.join(out_dir, "bmi-perf.csv")) as f:
+        series = {(r["series"], r["mode"]) for r in csv.DictReader(f)}
+    want = {(n, m) for n in ("bmi tcp", "raw tcp") for m in ("latency", "rate")}
+    if not want <= series:
+        fail(f"installed bmi-perf: CSV lacks {sorted(want - series)}")
+
+
 def expected_placements():
-    """The placements peers and posted mode measure here (bmi_perf_runs.Runner
-    .three_placements): two cores only where this process may use two."""
+    """The placements peers and posted studies measure here (studies/study.py
+    three_placements): two cores only where this process may use two."""
     two = ["two cores"] if len(os.sched_getaffinity(0)) >= 2 else []
     return two + ["one core", "unpinned"]
 
 
 def check_placed_table(stdout, title, placement, count, what):
-    """A table of peers or posted mode on stdout: rows for 0 and count, each with a positive
+    """A table of the peers or posted study on stdout: rows for 0 and count, each with a positive
     time, the first with ratio 1 except unpinned (judged against the slower placed run)."""
     table = stdout.split(f"== {title}, {placement}, median of 3 turns", 1)
     if len(table) != 2:
@@ -193,42 +277,42 @@ def check_placed_table(stdout, title, placement, count, what):
 
 
 def check_peers(tmp, method):
-    """peers mode: a ping-pong of method (tcp or shm) beside 0 and 40 idle clients that
+    """The peers study: a ping-pong of method (tcp or shm) beside 0 and 40 idle clients that
     idle_peers holds, in 3 turns each and in every placement, judged against the target in
     the tables and the report."""
     md = os.path.join(tmp, f"PEERS-{method}.md")
-    res = bmi_perf(["--modes", "peers", "--peers", "40,0", "--methods", method, "--baselines",
-                    "none", "--iters", "20", "--no-idle", "--plot", "none", "--out-dir",
-                    empty_dir(tmp, f"peers-{method}"), "--markdown", md])
+    res = studies(["--studies", "peers", "--modes", "none", "--peers", "40,0", "--methods",
+                   method, "--baselines", "none", "--iters", "20", "--plot", "none",
+                   "--out-dir", empty_dir(tmp, f"peers-{method}"), "--markdown", md])
     if res.returncode != 0:
-        fail(f"peers mode ({method}): exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+        fail(f"peers study ({method}): exit {res.returncode}\n{res.stdout}\n{res.stderr}")
     text = open(md).read()
-    if f"## {method} beside idle peers (peers mode)" not in text:
-        fail(f"peers mode ({method}): the report lacks its section:\n{text}")
+    if f"## {method} beside idle peers (peers study)" not in text:
+        fail(f"peers study ({method}): the report lacks its section:\n{text}")
     for placement in expected_placements():
         check_placed_table(res.stdout, f"{method} ping-pong beside idle peers", placement, 40,
-                           f"peers mode ({method}, {placement})")
+                           f"peers study ({method}, {placement})")
         if not re.search(rf"^\| {placement} \| 40 \| [\d.]+ \| [\d.]+ \| "
                          rf"(met|\*\*not met\*\*) \|$", text, re.M):
-            fail(f"peers mode ({method}): the report lacks the {placement} row of 40 idle "
+            fail(f"peers study ({method}): the report lacks the {placement} row of 40 idle "
                  f"peers:\n{text}")
 
 
 def check_neighbour(tmp, methods):
-    """neighbour mode runs end to end in a short window: a row per method and size with the
+    """The neighbour study runs end to end in a short window: a row per method and size with the
     loop's rate alone, its losses beside both clients and their latencies, in the table and
     the report. No verdict is checked: a loaded machine decides those, not the code."""
     md = os.path.join(tmp, "NEIGHBOUR.md")
-    res = bmi_perf(["--modes", "neighbour", "--neighbour-seconds", "0.05", "--methods",
-                    ",".join(methods), "--baselines", "none", "--no-idle", "--plot", "none",
-                    "--out-dir", empty_dir(tmp, "neighbour"), "--markdown", md])
+    res = studies(["--studies", "neighbour", "--modes", "none", "--neighbour-seconds", "0.05",
+                   "--methods", ",".join(methods), "--baselines", "none", "--plot", "none",
+                   "--out-dir", empty_dir(tmp, "neighbour"), "--markdown", md])
     if res.returncode != 0:
-        fail(f"neighbour mode: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+        fail(f"neighbour study: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
     table = res.stdout.split("== a neighbour's fair share", 1)
     if len(table) != 2:
-        fail(f"neighbour mode: no table on stdout:\n{res.stdout}")
+        fail(f"neighbour study: no table on stdout:\n{res.stdout}")
     if "failed" in res.stderr:
-        fail(f"neighbour mode: a run failed:\n{res.stderr}")
+        fail(f"neighbour study: a run failed:\n{res.stderr}")
     # method, bytes, alone rate, 2 losses, their difference, 2 latencies, 2 client CPU
     # shares, turns, verdict
     cell = r" +([-+]?[\d.]+)( %)?"
@@ -237,54 +321,54 @@ def check_neighbour(tmp, methods):
     got = [(r[0], int(r[1])) for r in rows]
     want = [(m, size) for m in methods for size in (8, 131072)]
     if got != want:
-        fail(f"neighbour mode: want rows {want}, got {got}:\n{table[1]}")
+        fail(f"neighbour study: want rows {want}, got {got}:\n{table[1]}")
     for r in rows:
         values = [float(v) for v in re.findall(r"[-+]?[\d.]+", r[2])]
         if not (values[0] > 0 and values[4] > 0 and values[5] > 0):
-            fail(f"neighbour mode: a rate or latency is not positive: {r}")
+            fail(f"neighbour study: a rate or latency is not positive: {r}")
     text = open(md).read()
-    if "## A neighbour's fair share (neighbour mode)" not in text or \
+    if "## A neighbour's fair share (neighbour study)" not in text or \
             len(re.findall(r"^\| (tcp|shm) \| (8|131072) \| .* \| 3 \| (met|\*\*not met\*\*) \|$",
                            text, re.M)) != len(want):
-        fail(f"neighbour mode: the report lacks its section or a row:\n{text}")
+        fail(f"neighbour study: the report lacks its section or a row:\n{text}")
 
 
 def check_posted(tmp, methods):
-    """posted mode: tcp and shm ping-pongs beside 0 and 300 receives the server keeps posted,
+    """The posted study: tcp and shm ping-pongs beside 0 and 300 receives the server keeps posted,
     in 3 turns each and in every placement, judged against the target in the tables and the
     report."""
     md = os.path.join(tmp, "POSTED.md")
-    res = bmi_perf(["--modes", "posted", "--posted", "300,0", "--methods", ",".join(methods),
-                    "--baselines", "none", "--iters", "20", "--no-idle", "--plot", "none",
-                    "--out-dir", empty_dir(tmp, "posted"), "--markdown", md])
+    res = studies(["--studies", "posted", "--modes", "none", "--posted", "300,0", "--methods",
+                   ",".join(methods), "--baselines", "none", "--iters", "20", "--plot", "none",
+                   "--out-dir", empty_dir(tmp, "posted"), "--markdown", md])
     if res.returncode != 0:
-        fail(f"posted mode: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+        fail(f"posted study: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
     text = open(md).read()
     for m in methods:
         for placement in expected_placements():
             check_placed_table(res.stdout, f"{m} ping-pong beside posted receives", placement,
-                               300, f"posted mode ({m}, {placement})")
+                               300, f"posted study ({m}, {placement})")
             if not re.search(rf"^\| {m} \| {placement} \| 300 \| [\d.]+ \| [\d.]+ \| "
                              rf"(met|\*\*not met\*\*) \|$", text, re.M):
-                fail(f"posted mode: the report lacks the {m} {placement} row of 300 posted:"
+                fail(f"posted study: the report lacks the {m} {placement} row of 300 posted:"
                      f"\n{text}")
 
 
 def check_placement(tmp, methods):
-    """placement mode: an 8-byte ping-pong per method on two cores, one core and unpinned,
+    """The placement studies: an 8-byte ping-pong per method on two cores, one core and unpinned,
     each against its reference, in turns: a row per method and placement with both times, the
     ratio and the target, on stdout and in the report. mpirun is left out (shm's two-core row,
     against vader, is then missing); no verdict is checked, the machine's load decides those."""
     md = os.path.join(tmp, "PLACEMENT.md")
-    res = bmi_perf(["--modes", "placement", "--methods", ",".join(methods), "--baselines",
-                    "raw-tcp,eventfd,memcpy", "--iters", "20", "--max", "1M", "--no-idle",
-                    "--plot", "none",
-                    "--out-dir", empty_dir(tmp, "placement"), "--markdown", md])
+    res = studies(["--studies", "placement,placement-bw", "--modes", "none", "--methods",
+                   ",".join(methods), "--baselines", "raw-tcp,eventfd,memcpy", "--iters", "20",
+                   "--max", "1M", "--plot", "none",
+                   "--out-dir", empty_dir(tmp, "placement"), "--markdown", md])
     if res.returncode != 0 or "failed" in res.stderr:
-        fail(f"placement mode: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+        fail(f"placement study: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
     table = res.stdout.split("== 8 B ping-pong in three placements", 1)
     if len(table) != 2:
-        fail(f"placement mode: no table on stdout:\n{res.stdout}")
+        fail(f"placement study: no table on stdout:\n{res.stdout}")
     rows = re.findall(r"^(tcp|shm) +(two cores|one core|unpinned) +([\d.]+) +(.+?) +([\d.]+) +"
                       r"([\d.]+) +([\d.]+)$", table[1], re.M)
     want = {"tcp": ["two cores", "one core", "unpinned"], "shm": ["one core", "unpinned"]}
@@ -292,15 +376,15 @@ def check_placement(tmp, methods):
         want = {m: [p for p in ps if p != "two cores"] for m, ps in want.items()}
     got = [(r[0], r[1]) for r in rows]
     if got != [(m, p) for m in methods for p in want[m]]:
-        fail(f"placement mode: want rows {want} for {methods}, got {got}:\n{table[1]}")
+        fail(f"placement study: want rows {want} for {methods}, got {got}:\n{table[1]}")
     for r in rows:
         if not (float(r[2]) > 0 and float(r[4]) > 0 and float(r[5]) > 0):
-            fail(f"placement mode: a time or ratio is not positive: {r}")
+            fail(f"placement study: a time or ratio is not positive: {r}")
     text = open(md).read()
-    if "## Small messages in three placements (placement mode)" not in text or \
+    if "## Small messages in three placements (placement study)" not in text or \
             len(re.findall(r"^\| (tcp|shm) \| (two cores|one core|unpinned) \| .* \| "
                            r"(met|\*\*not met\*\*) \|$", text, re.M)) != len(rows):
-        fail(f"placement mode: the report lacks its section or a row:\n{text}")
+        fail(f"placement study: the report lacks its section or a row:\n{text}")
     # The bandwidth half: tcp from 64 KiB against raw tcp, both ways; shm at 1 MiB against
     # memcpy; every placement, a ratio per size.
     places = want["tcp"]
@@ -312,31 +396,31 @@ def check_placement(tmp, methods):
                 sizes = "64 KiB .*1 MiB [\d.]+" if m == "tcp" else "1 MiB [\d.]+"
                 if not re.search(rf"^{re.escape(title)}, {p} \(>= [\d.]+\): {sizes}$",
                                  res.stdout, re.M):
-                    fail(f"placement mode: no {title!r} line for {p}:\n{res.stdout}")
+                    fail(f"placement study: no {title!r} line for {p}:\n{res.stdout}")
                 if not re.search(rf"^\| {re.escape(title)} \| {p} \| .* \| "
                                  r"(met|\*\*not met\*\*) \|$", text, re.M):
-                    fail(f"placement mode: the report lacks {title!r} for {p}:\n{text}")
+                    fail(f"placement study: the report lacks {title!r} for {p}:\n{text}")
     # The framed twin: a ratio per size, and no verdict.
     framed = "tcp ping-pong vs raw tcp with bmi_tcp's framing (no target)"
     for p in places if "tcp" in methods else ():
         line = rf"^{re.escape(framed)}, {p} \(no target\): 64 KiB [\d.]+.*1 MiB [\d.]+$"
         if not re.search(line, res.stdout, re.M):
-            fail(f"placement mode: no framed-twin line for {p}:\n{res.stdout}")
+            fail(f"placement study: no framed-twin line for {p}:\n{res.stdout}")
         if not re.search(rf"^\| {re.escape(framed)} \| {p} \| n/a \| .* \| no target \|$",
                          text, re.M):
-            fail(f"placement mode: the report lacks the framed-twin row for {p}:\n{text}")
+            fail(f"placement study: the report lacks the framed-twin row for {p}:\n{text}")
 
 
 def check_encryption(tmp):
     """Encrypted libbmi tcp beside unencrypted tcp and TLS 1.3 at the same sizes in one run, and
-    the encryption mode's ciphers and handshakes, in the tables and the report."""
+    the encryption study's ciphers and handshakes, in the tables and the report."""
     md = os.path.join(tmp, "ENC.md")
     out_dir = empty_dir(tmp, "encryption")
     args = ["--methods", "tcp,tcp-encrypted", "--baselines", "tls,raw-tcp",
-            "--modes", "latency,bandwidth,encryption", "--max", "64K", "--iters", "10",
-            "--window", "4", "--check", "--no-idle", "--plot", "none", "--out-dir", out_dir,
+            "--modes", "latency,bandwidth", "--studies", "encryption", "--max", "64K", "--iters",
+            "10", "--window", "4", "--check", "--plot", "none", "--out-dir", out_dir,
             "--markdown", md]
-    res = bmi_perf(args)
+    res = studies(args)
     if res.returncode != 0:
         fail(f"encryption run: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
     with open(os.path.join(out_dir, "bmi-perf.csv")) as f:
@@ -373,16 +457,19 @@ def main():
         methods.append("tcp-legacy")  # against tcp: the legacy duel
     with tempfile.TemporaryDirectory(prefix="bmi-perf-test-") as tmp:
         check_help_and_bad_args()
+        check_targets(tmp)
         check_unreachable(tmp)
         check_run(tmp, methods, plots)
         if "tcp" in methods:
             check_encryption(tmp)
         check_default_dir(tmp, plots)
+        if "tcp" in methods:
+            check_installed_runner(tmp)
         for method in ("tcp", "shm"):
             if method in methods:
                 check_peers(tmp, method)
         # neighbour and posted are studies in turns too: under ThreadSanitizer the neighbour
-        # mode alone outran the 240 s bound, so like the duels they run in the plain build.
+        # study alone outran the 240 s bound, so like the duels they run in the plain build.
         fair = [m for m in ("tcp", "shm") if m in methods] if duels else []
         if fair and len(os.sched_getaffinity(0)) >= 2:  # its server needs a core of its own
             check_neighbour(tmp, fair)

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""bmi-perf's placement mode: the small-message targets of issue 18 in the three placements
+"""The placement study: the small-message targets of issue 18 in the three placements
 users meet, each judged against its own reference in runs taken in turns.
 
 - two cores (server and client pinned one per core): tcp against a raw TCP ping-pong that
-  polls (`raw_tcp_pingpong --poll`), at most 1.15x; shm against Open MPI vader (mpirun binds
-  its ranks one per core), at most 1.0x.
+  polls (`raw_tcp_pingpong --poll`); shm against Open MPI vader (mpirun binds its ranks one
+  per core).
 - one core (both pinned to the same core): tcp against a raw TCP ping-pong that sleeps in
-  read(), shm against the eventfd ping-pong, at most 1.1x each. With no spare core, waiting
-  must not spin, so the reference is the best a sleeping process does.
+  read(), shm against the eventfd ping-pong. With no spare core, waiting must not spin, so
+  the reference is the best a sleeping process does.
 - unpinned (left to the scheduler): at most the slower of the same turn's two placed figures
   of libbmi itself.
 
@@ -18,31 +18,54 @@ so a machine that drifts during a turn favours nobody.
 """
 import statistics
 
-from bmi_perf_runs import MPI_NAMES, UNPINNED, one_way_us
+from bmi_perf_runs import MPI_NAMES, Step, one_way_us
+from study import UNPINNED, Study, in_turns, three_placements
 
 ROUNDS = 5
 SIZE = 8
 METHODS = ("tcp", "shm")
 PLACED = ("two cores", "one core")
-# (method, placement) -> (reference name, target ratio)
+# (method, placement) -> (reference name, its row in targets.tsv)
 REFERENCES = {
-    ("tcp", "two cores"): ("raw tcp, polling", 1.15),
-    ("tcp", "one core"): ("raw tcp, blocking", 1.1),
-    ("shm", "two cores"): (MPI_NAMES["mpi-shm"], 1.0),
-    ("shm", "one core"): ("eventfd", 1.1),
+    ("tcp", "two cores"): ("raw tcp, polling", "tcp-two-cores"),
+    ("tcp", "one core"): ("raw tcp, blocking", "tcp-one-core"),
+    ("shm", "two cores"): (MPI_NAMES["mpi-shm"], "shm-two-cores"),
+    ("shm", "one core"): ("eventfd", "shm-one-core"),
 }
 UNPINNED_REFERENCE = "the slower placed figure"
 
 
-def methods_of(a):
-    return [m for m in METHODS if m in a.methods]
+class Placement(Study):
+    name = "placement"
+    targets = tuple(t for _, t in REFERENCES.values()) + ("unpinned",)
 
+    def wanted(self, a):
+        return any(m in a.methods for m in METHODS)
 
-def planned_runs(a):
-    """Three libbmi runs per method and turn, and its references that --baselines names."""
-    refs = {"tcp": 2 * ("raw-tcp" in a.baselines),
-            "shm": ("mpi-shm" in a.baselines) + ("eventfd" in a.baselines)}
-    return ROUNDS * sum(3 + refs[m] for m in methods_of(a))
+    def plan(self, runner):
+        """Per turn and method: libbmi in the three placements and its references."""
+        plan = ["--min", str(SIZE), "--max", str(SIZE), "--iters", str(runner.args.iters * 10)]
+        return [Step((m, turn, name, placement), thunk) for turn in range(ROUNDS)
+                for m in METHODS if m in runner.args.methods
+                for name, placement, thunk in in_turns(turn, runs_for(runner, m, plan))]
+
+    def fold(self, got):
+        """{method: [{(name, placement): one-way us}]} one dict per turn; a run that failed is
+        missing from its turn."""
+        turns = {}
+        for (m, turn, name, placement), s in got:
+            per = turns.setdefault(m, [])
+            while len(per) <= turn:
+                per.append({})
+            if s.status == "ok" and s.at(SIZE):
+                per[turn][(name, placement)] = one_way_us(s.at(SIZE))
+        return turns
+
+    def print_summary(self, result, out):
+        print_summary(summary(result, self.target), out)
+
+    def markdown(self, result, report):
+        return markdown(result, summary(result, self.target), report.fmt)
 
 
 def runs_for(runner, method, plan):
@@ -50,7 +73,7 @@ def runs_for(runner, method, plan):
     cpus, baselines = dict(runner.placements()), runner.args.baselines
     two, one = cpus.get("two cores"), cpus["one core"]
     runs = [(f"bmi {method}", p, (lambda c=c: runner.bmi(method, "placement", plan, c)))
-            for p, c in runner.three_placements()]
+            for p, c in three_placements(runner)]
     if method == "tcp" and "raw-tcp" in baselines:
         if two:
             runs.append(("raw tcp, polling", "two cores", lambda: runner.pair(
@@ -67,24 +90,6 @@ def runs_for(runner, method, plan):
     return runs
 
 
-def run(runner, methods, rounds=ROUNDS):
-    """{method: [{(name, placement): one-way us}]} one dict per turn; a run that failed is
-    missing from its turn."""
-    plan = ["--min", str(SIZE), "--max", str(SIZE), "--iters", str(runner.args.iters * 10)]
-    turns = {m: [] for m in methods}
-    for turn in range(rounds):
-        for m in methods:
-            runs = runs_for(runner, m, plan)
-            got = {}
-            for name, placement, thunk in (runs if turn % 2 == 0 else reversed(runs)):
-                s = thunk()
-                runner.series.remove(s)  # a study's runs are no table series
-                if s.status == "ok" and s.at(SIZE):
-                    got[(name, placement)] = one_way_us(s.at(SIZE))
-            turns[m].append(got)
-    return turns
-
-
 def reference_us(turn, method, placement):
     """The reference's one-way us in one turn (unpinned: libbmi's slower placed figure), or
     None where a run is missing."""
@@ -94,14 +99,15 @@ def reference_us(turn, method, placement):
     return max(placed) if all(placed) else None
 
 
-def summary(turns):
-    """[(method, placement, reference, target, median bmi us, median ref us, median ratio,
-    turns)] for every (method, placement) measured."""
+def summary(turns, targets):
+    """[(method, placement, reference, Target, median bmi us, median ref us, median ratio,
+    turns)] for every (method, placement) measured; targets: the study's."""
     rows = []
     for m, per in turns.items():
         for placement in PLACED + (UNPINNED,):
             ref_name, target = (REFERENCES[(m, placement)] if placement != UNPINNED
-                                else (UNPINNED_REFERENCE, 1.0))
+                                else (UNPINNED_REFERENCE, "unpinned"))
+            target = targets[target]
             mine = [t.get((f"bmi {m}", placement)) for t in per]
             refs = [reference_us(t, m, placement) for t in per]
             both = [(a, b) for a, b in zip(mine, refs) if a and b]
@@ -114,11 +120,10 @@ def summary(turns):
 
 
 def verdict(ratio, target):
-    return "met" if ratio <= target else "**not met**"
+    return "met" if target.met(ratio) else "**not met**"
 
 
-def print_summary(turns, out):
-    rows = summary(turns)
+def print_summary(rows, out):
     out.write(f"\n== {SIZE} B ping-pong in three placements, runs in turns (one-way us; "
               "ratio bmi / reference, median of the per-turn ratios)\n")
     if not rows:
@@ -128,13 +133,12 @@ def print_summary(turns, out):
               f"{'ratio':>6} {'target':>6}\n")
     for m, p, ref, target, mine, theirs, ratio, _ in rows:
         out.write(f"{m:<6} {p:<10} {mine:>9.3f} {ref:<26} {theirs:>9.3f} {ratio:>6.2f} "
-                  f"{target:>6.2f}\n")
+                  f"{target.limit:>6.2f}\n")
 
 
-def markdown(turns, fmt):
-    rows = summary(turns)
+def markdown(turns, rows, fmt):
     rounds = max((len(t) for t in turns.values()), default=0)
-    out = ["## Small messages in three placements (placement mode)", "",
+    out = ["## Small messages in three placements (placement study)", "",
            f"An {SIZE}-byte ping-pong (default settings) in each placement, against the "
            f"reference of that placement, {rounds} turns (the order of the runs reversed every "
            f"other turn). Two cores: server and client pinned one per core; tcp against a raw "
@@ -150,5 +154,5 @@ def markdown(turns, fmt):
             "| turns | |", "|---|---|---:|---|---:|---:|---:|---:|---|"]
     for m, p, ref, target, mine, theirs, ratio, n in rows:
         out.append(f"| {m} | {p} | {fmt(mine)} | {ref} | {fmt(theirs)} | {fmt(ratio)} | "
-                   f"<= {target:g} | {n} | {verdict(ratio, target)} |")
+                   f"{target} | {n} | {verdict(ratio, target)} |")
     return out + [""]

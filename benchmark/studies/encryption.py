@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""bmi-perf's encryption mode (issue 39): what encrypted libbmi tcp costs besides its ping-pong
+"""The encryption study (issue 39): what encrypted libbmi tcp costs besides its ping-pong
 tables (method tcp-encrypted, baseline tls). Two runs:
 - cipher_speed: bytes per second one core seals and opens with each record cipher, through
   libbmi's own RecordCipher (64 KiB records), so the cipher's ceiling sits beside the link's;
@@ -8,13 +8,12 @@ tables (method tcp-encrypted, baseline tls). Two runs:
 """
 import time
 
-from bmi_perf_runs import Failure
+from bmi_perf_runs import Failure, Step
+from study import Study
 
 HANDSHAKES = 500
-
-
-def planned_runs(a):
-    return 2
+RUNS = (("cipher", ["cipher_speed", "--seconds", "1"]),
+        ("handshakes", ["handshake_rate", "--method", "tcp", "--handshakes", str(HANDSHAKES)]))
 
 
 def rows_of(text):
@@ -22,55 +21,69 @@ def rows_of(text):
     return [line.split() for line in text.splitlines() if line.strip() and line[0] != "#"]
 
 
-def one_run(runner, name, argv):
-    """Runs argv to its end within --timeout; (its rows, the command, None) or (None, the
-    command, why it failed)."""
+def one_run(runner, argv):
+    """Runs argv to its end within --timeout: its rows; Failure says why not."""
     exe = runner.tool(argv[0])
-    command = " ".join(argv)
-    runner.total = max(runner.total, runner.done + 1)
-    started = time.monotonic()
-    rows, why = None, None
     if exe is None:
-        why = f"{argv[0]} not found (see --bindir)"
-    else:
-        proc, err = runner.spawn([exe] + argv[1:], None, name)
+        raise Failure(f"{argv[0]} not found (see --bindir)")
+    started = time.monotonic()
+    proc, err = runner.spawn([exe] + argv[1:], None, argv[0])
+    try:
+        text = runner.follow(proc, argv[0], started + runner.args.timeout)
+        code = runner.finish([proc], started + runner.args.timeout)[0]
+        if code != 0:
+            raise Failure(f"exit {code}: {runner.stderr_tail(err)}")
+        return rows_of(text)
+    finally:
+        runner.finish([proc] if proc.poll() is None else [], 0)
+
+
+def measure(runner, argv):
+    """(rows or None, why it failed or None) as one counted run."""
+    why = []
+
+    def run():
         try:
-            text = runner.follow(proc, name, started + runner.args.timeout)
-            code = runner.finish([proc], started + runner.args.timeout)[0]
-            if code != 0:
-                why = f"exit {code}: {runner.stderr_tail(err)}"
-            else:
-                rows = rows_of(text)
+            return one_run(runner, argv)
         except Failure as e:
-            why = str(e)
-        finally:
-            runner.finish([proc] if proc.poll() is None else [], 0)
-    runner.done += 1
-    runner.progress(f"[{runner.done}/{runner.total}] {name}: {why or 'ok'} "
-                    f"({time.monotonic() - started:.1f} s)", final=True)
-    return rows, command, why
+            why.append(str(e))
+            raise
+    rows = runner.attempt(argv[0], run)
+    return rows, (why or [None])[0]
 
 
-def run(runner):
-    """{"cipher": [(cipher, seal MB/s or None, open MB/s or None)],
-        "handshakes": [(setting, handshakes/s, 8 B one-way us)], "commands": [...],
-        "failed": [why, ...]}"""
-    out = {"cipher": [], "handshakes": [], "commands": [], "failed": []}
-    rows, command, why = one_run(runner, "cipher speed", ["cipher_speed", "--seconds", "1"])
-    out["commands"].append(command)
-    if why:
-        out["failed"].append(f"cipher_speed: {why}")
-    for r in rows or []:
-        out["cipher"].append((r[0], None if r[1] == "n/a" else float(r[1]),
-                              None if r[2] == "n/a" else float(r[2])))
-    rows, command, why = one_run(runner, "handshakes", [
-        "handshake_rate", "--method", "tcp", "--handshakes", str(HANDSHAKES)])
-    out["commands"].append(command)
-    if why:
-        out["failed"].append(f"handshake_rate: {why}")
-    for r in rows or []:
-        out["handshakes"].append((r[0], float(r[1]), float(r[2])))
-    return out
+class Encryption(Study):
+    name = "encryption"
+
+    def wanted(self, a):
+        return "tcp" in a.methods
+
+    def plan(self, runner):
+        return [Step((name, " ".join(argv)), lambda argv=argv: measure(runner, argv))
+                for name, argv in RUNS]
+
+    def fold(self, got):
+        """{"cipher": [(cipher, seal MB/s or None, open MB/s or None)],
+            "handshakes": [(setting, handshakes/s, 8 B one-way us)], "commands": [...],
+            "failed": [why, ...]}"""
+        out = {"cipher": [], "handshakes": [], "commands": [], "failed": []}
+        for (name, command), (rows, why) in got:
+            out["commands"].append(command)
+            if why:
+                out["failed"].append(f"{command.split()[0]}: {why}")
+            for r in rows or []:
+                if name == "cipher":
+                    out["cipher"].append((r[0], None if r[1] == "n/a" else float(r[1]),
+                                          None if r[2] == "n/a" else float(r[2])))
+                else:
+                    out["handshakes"].append((r[0], float(r[1]), float(r[2])))
+        return out
+
+    def print_summary(self, result, out):
+        print_summary(result, out)
+
+    def markdown(self, result, report):
+        return markdown(result, report.fmt)
 
 
 def print_summary(result, out):
@@ -83,7 +96,7 @@ def print_summary(result, out):
     for setting, rate, latency in result["handshakes"]:
         out.write(f"{setting}: {rate:.0f} handshakes/s, {latency:.2f} us\n")
     for why in result["failed"]:
-        out.write(f"encryption mode: {why}\n")
+        out.write(f"encryption study: {why}\n")
 
 
 def markdown(result, fmt):

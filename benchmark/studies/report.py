@@ -1,25 +1,24 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""bmi-perf --markdown: the report doc/PERFORMANCE.md is made of, from one run's series."""
+"""The report doc/PERFORMANCE.md is made of (bmi-perf-studies --markdown): the tables of the
+modes and every study's section, from one run."""
 import math
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import time
 
-import bmi_perf_encryption
-import bmi_perf_legacy
-import bmi_perf_neighbour
-import bmi_perf_peers
-import bmi_perf_placement
-import bmi_perf_placement_bw
-import bmi_perf_posted
-import bmi_perf_rate
 from bmi_perf_output import MODE_TITLES, fmt, fmt_rate, message_rate
 
-# The modes whose module writes its own section (bmi_perf.STUDY_MODES): no tables, no plots.
-STUDY_MODES = ("peers", "neighbour", "posted", "placement", "encryption")
+
+class Context:
+    """What a study's section may read besides its own result: the table runs' series and
+    the number format of the report."""
+
+    def __init__(self, series):
+        self.series, self.fmt = series, fmt
+
+
 # Each libbmi series and the peers it is compared with.
 PEERS = {"bmi tcp": ["raw tcp", "netpipe", "mpi tcp"],
          "bmi tcp-legacy": ["bmi tcp", "raw tcp", "netpipe", "mpi tcp"],
@@ -118,100 +117,6 @@ def summary(out, series, modes):
     out.append("")
 
 
-def bandwidth_ratios(series, turns, mine_name="bmi shm"):
-    """{bytes: ratio} of mine_name (bmi shm) against the better Open MPI setting and against
-    memcpy, and how they were taken: the median per size over the bandwidth duel's turns
-    (each ratio from one turn, runs that saw the same machine), or else from the single
-    table run, taken as the only turn."""
-    if not turns:
-        tables = {}
-        for name in ("bmi shm", "mpi vader", "mpi vader nocopy", "memcpy"):
-            s = find(series, name, "latency")
-            tables[name] = {r[0]: r[3] for r in s.rows} if s else {}
-        turns = [{size: {n: t[size] for n, t in tables.items() if size in t}
-                  for size in tables["bmi shm"]}]
-        how = "this table run"
-    else:
-        how = f"median of {len(turns)} runs taken in turns"
-    vs_mpi, vs_mem = {}, {}
-    for size in sorted({size for turn in turns for size in turn if size >= LARGE}):
-        to_mpi, to_mem = [], []
-        for turn in turns:
-            row = turn.get(size, {})
-            mine = row.get(mine_name)
-            best = max([row[n] for n in ("mpi vader", "mpi vader nocopy") if n in row] or [0])
-            if mine and best > 0:
-                to_mpi.append(mine / best)
-            if mine and row.get("memcpy"):
-                to_mem.append(mine / row["memcpy"])
-        if to_mpi:
-            vs_mpi[size] = statistics.median(to_mpi)
-        if to_mem:
-            vs_mem[size] = statistics.median(to_mem)
-    return vs_mpi, vs_mem, how
-
-
-def targets(out, series, idle, duel):
-    """The shm targets of the shm issue, judged from this run."""
-    shm, block = find(series, "bmi shm", "latency"), find(series, "bmi shm-blocking", "latency")
-    vader = find(series, "mpi vader", "latency")
-    evfd = find(series, "eventfd", "latency")
-    rows = []
-
-    def judge(name, value, ok, target):
-        rows.append(f"| {name} | {target} | {value} | "
-                    f"{'n/a' if ok is None else 'met' if ok else '**not met**'} |")
-
-    def judge_duel(name, pairs, limit):
-        # Runs taken in turns (Runner.duel): the median of their ratios.
-        r = statistics.median(b / e for b, e in pairs)
-        runs = ", ".join(f"{b:g}/{e:g}" for b, e in pairs)
-        judge(f"{name} (median of {len(pairs)} runs taken in turns; us: {runs})", fmt(r),
-              r <= limit, f"ratio <= {limit:g}")
-
-    if duel.get("latency"):
-        judge_duel("8 B latency, shm default vs Open MPI vader, one core each",
-                   duel["latency"], 1)
-    else:
-        r = ratio(shm.at(8) if shm else None, vader.at(8) if vader else None, 2)
-        judge("8 B latency, shm default vs Open MPI vader", fmt(r), None if r is None else r <= 1,
-              "ratio <= 1")
-    blocking = [(k, v) for k, v in duel.items() if k.startswith("blocking") and v]
-    for name, pairs in blocking:
-        judge_duel(f"8 B latency, shm BMI_SHM_SPIN_US=0 vs eventfd ping-pong, both processes "
-                   f"on {name.removeprefix('blocking, ')}", pairs, 1.2)
-    if not blocking:
-        r = ratio(block.at(8) if block else None, evfd.at(8) if evfd else None, 2)
-        judge("8 B latency, shm BMI_SHM_SPIN_US=0 vs eventfd ping-pong", fmt(r),
-              None if r is None else r <= 1.2, "ratio <= 1.2")
-    # bmi shm's ping-pong buffers come from BMI_memalloc, which shm shares with the peer;
-    # shm-malloc (only in the duel) shows what a buffer from malloc gets.
-    variants = [("bmi shm", "shm ping-pong bandwidth"),
-                ("bmi shm-malloc", "shm ping-pong bandwidth, buffers not from BMI_memalloc "
-                                   "(BMI_SHM_SHARED_BUFFERS=0; Open MPI's are not either)")]
-    for mine_name, title in variants:
-        if mine_name != "bmi shm" and not duel.get("bandwidth"):
-            continue
-        vs_mpi, vs_mem, how = bandwidth_ratios(series, duel.get("bandwidth"), mine_name)
-        for what, got, want in (("the better Open MPI setting per size", vs_mpi, 1.2),
-                                ("memcpy", vs_mem, 0.6)):
-            values = list(got.values())
-            sizes = ", ".join(f"{size >> 20} MiB {fmt(v)}" for size, v in sorted(got.items()))
-            judge(f"{title} from {LARGE >> 20} MiB up vs {what} ({how}; range of ratios; "
-                  f"per size: {sizes or 'n/a'})",
-                  f"{fmt(min(values))}-{fmt(max(values))}" if values else "n/a",
-                  min(values) >= want if values else None, f">= {want} at every size")
-    for m, v in idle.items():
-        judge(f"CPU of an idle bmi {m} server (client connected, silent; 3 s from "
-              "/proc/PID/task/*/schedstat)",
-              "n/a" if v is None else f"{v:.3f} %", None if v is None else v < 0.1,
-              "0 % (< 0.1 %: wake-ups only)")
-    out.append("## shm targets\n")
-    out.append("| target | wanted | this run | |")
-    out.append("|---|---|---:|---|")
-    out += rows + [""]
-
-
 def source_version():
     try:
         res = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
@@ -237,13 +142,14 @@ def machine():
     return cpu, mpi
 
 
-def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, argv):
+def write(path, series, sections, plots, a, load_before, load_after, seconds, argv):
+    """sections: the studies' sections, lines in registry order."""
     cpu, mpi = machine()
     out = ["# libbmi performance", "",
-           "Generated by one `bmi-perf` run; every number and ratio below comes from that run. "
+           "Generated by one `bmi-perf-studies` run; every number and ratio below comes from that run. "
            "Regenerate on an idle machine from the top of the repository after "
            "`./scripts/demo.sh` (release build in `build/`):", "", "```sh",
-           "build/benchmark/bmi-perf " + " ".join(argv), "```", "",
+           "build/benchmark/studies/bmi-perf-studies " + " ".join(argv), "```", "",
            f"- Machine: {cpu}, {os.cpu_count()} CPUs, {platform.platform()}",
            f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, run time "
            f"{seconds:.0f} s",
@@ -300,23 +206,9 @@ def write(path, series, idle, duel, plots, a, load_before, load_after, seconds, 
            "turns, in both placements.",
            ""]
     summary(out, series, a.modes)
-    if any(s.name.startswith("bmi shm") for s in series):
-        targets(out, series, idle, duel)
-    # Each study's section, in this order (peers: one per method).
-    for name, study in (("legacy", bmi_perf_legacy), ("peers", bmi_perf_peers),
-                        ("rate", bmi_perf_rate), ("neighbour", bmi_perf_neighbour),
-                        ("posted", bmi_perf_posted), ("placement", bmi_perf_placement),
-                        ("placement bandwidth", bmi_perf_placement_bw),
-                        ("encryption", bmi_perf_encryption)):
-        if name not in duel:
-            continue
-        if name == "peers":
-            for method, turns in duel["peers"].items():
-                out += study.markdown(turns, fmt, method)
-        else:
-            out += study.markdown(duel[name], fmt)
+    out += sections
     base = os.path.dirname(os.path.abspath(path))
-    for mode in (m for m in a.modes if m not in STUDY_MODES):
+    for mode in a.modes:
         out.append(f"## {MODE_TITLES[mode]} ({mode} mode)\n")
         for m, kind, f in plots:
             if m == mode:

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""bmi-perf's peers mode: a ping-pong with one client while the server holds many other,
+"""The peers study: a ping-pong with one client while the server holds many other,
 idle clients (issue 18: "flat as connections grow"). The idle clients are sessions held by
 idle_peers processes: each connected, finished its handshake and left one byte the server
-keeps as early data, as quiet clients of a real server do. The target: the ping-pong with
-N idle peers costs at most 1.10x the one without, for every N.
+keeps as early data, as quiet clients of a real server do. The target (targets.tsv): the
+ping-pong with N idle peers costs at most a set ratio of the one without, for every N.
 
 Counts are measured in turns (1, 64, ... then again), each turn a fresh server, and the
 table shows medians: single tcp runs on a shared VM scatter by more than the 10 % judged.
@@ -17,12 +17,11 @@ import statistics
 import subprocess
 import time
 
-from bmi_perf_runs import UNPINNED, Failure, Series, one_way_us, parse_table
+from bmi_perf_runs import Failure, Series, Step, one_way_us, parse_table
+from study import UNPINNED, Study, in_turns, three_placements
 
-COUNTS = (0, 64, 1024, 10000)
 METHODS = ("tcp", "shm")
 ROUNDS = 3
-TARGET = 1.10  # one-way time with N idle peers / without, at most
 # Sessions per idle_peers process: each holds a few descriptors (an shm one about eight:
 # epoll set, eventfd, sweep timer, doorbell, socket, the control layer's own).
 PER_HOLDER = {"tcp": 3000, "shm": 1000}
@@ -103,42 +102,70 @@ def measure(runner, count, cpus, method="tcp", placement="two cores"):
                 h.stdin.close()  # idle_peers leaves when its input closes
             runner.finish([h for h, _ in holders], time.monotonic() + 30)
             runner.finish([p for p in procs if p.poll() is None], 0)
-    s = runner.record(s, time.monotonic(), run)
-    runner.series.remove(s)
-    return s
+    return runner.record(s, time.monotonic(), run)
 
 
-def run(runner, counts=COUNTS, rounds=ROUNDS, method="tcp"):
-    """{placement: [{count: {bytes: one-way us}}]} one dict per turn; the order of the counts
-    alternates from turn to turn."""
+def counts_within_limit(runner, method, counts):
+    """The counts this machine's descriptor limit allows the server; a count left out is
+    said, not hidden."""
     def fds(n):
         return SERVER_FDS[method] * n + 64
 
     limit = take_descriptor_limit(fds(max(counts)))
-    # What this machine's limit allows the server; a count left out is said, not hidden.
     for n in counts:
         if fds(n) > limit:
             runner.progress(f"peers: {n} idle {method} peers need {fds(n)} descriptors, over "
                             f"the limit of {limit}: left out", final=True)
-    counts = [n for n in counts if fds(n) <= limit]
-    places = runner.three_placements()
-    turns = {name: [] for name, _ in places}
-    for turn in range(rounds):
-        for name, cpus in places:
-            turns[name].append(one_turn(
-                counts, turn, lambda count: measure(runner, count, cpus, method, name)))
-    return turns
+    return [n for n in counts if fds(n) <= limit]
 
 
-def one_turn(counts, turn, measure_count):
-    """{count: {bytes: one-way us}} of one turn and placement, for the counts whose run
-    succeeded; the order of the counts alternates from turn to turn."""
-    got = {}
-    for count in (counts if turn % 2 == 0 else list(reversed(counts))):
-        s = measure_count(count)
+def count_steps(runner, method, counts, measure):
+    """Every count in each of the three placements per turn, the order of the counts
+    reversing every other turn: Steps keyed (method, placement, turn, count)."""
+    return [Step((method, name, turn, count),
+                 lambda count=count, cpus=cpus, name=name: measure(count, cpus, name))
+            for turn in range(ROUNDS) for name, cpus in three_placements(runner)
+            for count in in_turns(turn, counts)]
+
+
+def fold_counts(got):
+    """{method: {placement: [{count: {bytes: one-way us}}]}} one dict per turn, holding the
+    counts whose run succeeded."""
+    out = {}
+    for (method, placement, turn, count), s in got:
+        turns = out.setdefault(method, {}).setdefault(placement, [])
+        while len(turns) <= turn:
+            turns.append({})
         if s.status == "ok":
-            got[count] = {r[0]: one_way_us(r) for r in s.rows}
-    return got
+            turns[turn][count] = {r[0]: one_way_us(r) for r in s.rows}
+    return out
+
+
+class Peers(Study):
+    name, targets = "peers", ("with-vs-without",)
+
+    def wanted(self, a):
+        return any(m in a.methods for m in METHODS)
+
+    def plan(self, runner):
+        steps = []
+        for m in (m for m in METHODS if m in runner.args.methods):
+            counts = counts_within_limit(runner, m, runner.args.peers)
+            steps += count_steps(runner, m, counts, lambda count, cpus, name, m=m: measure(
+                runner, count, cpus, m, name))
+        return steps
+
+    def fold(self, got):
+        return fold_counts(got)
+
+    def print_summary(self, result, out):
+        for method, placements in result.items():
+            print_summary(placements, out, self.target["with-vs-without"], method)
+
+    def markdown(self, result, report):
+        return [line for method, placements in result.items()
+                for line in markdown(placements, report.fmt, self.target["with-vs-without"],
+                                     method)]
 
 
 def judged_against(placement, absent):
@@ -150,7 +177,7 @@ def judged_against(placement, absent):
 def baselines(placements):
     """{placement: [{bytes: us}] per turn}: what each turn's runs of that placement are
     divided by. A placed run: the same placement's run without idle peers. Unpinned: the
-    slower of the same turn's two placed runs without idle peers, as placement mode judges an
+    slower of the same turn's two placed runs without idle peers, as the placement study judges an
     unpinned run. Left to the scheduler, a ping-pong settles either on two cores (spinning,
     0.3 us over shm) or on one (taking turns, 3-5 us) and stays there, whatever else runs:
     the ratio to another unpinned run measures that draw, not the idle peers."""
@@ -189,15 +216,14 @@ def summary(turns, refs=None):
     return rows
 
 
-def print_summary(placements, out, method="tcp"):
+def print_summary(placements, out, target, method):
     """placements: run()'s result; a table per placement."""
     refs = baselines(placements)
     for placement, turns in placements.items():
         rows = summary(turns, refs[placement])
         out.write(f"\n== {method} ping-pong beside idle peers, {placement}, median of "
                   f"{len(turns)} turns (one-way us; ratio to "
-                  f"{judged_against(placement, 'without idle peers')}, target <= "
-                  f"{TARGET:g})\n")
+                  f"{judged_against(placement, 'without idle peers')}, target {target})\n")
         sizes = sorted({b for _, per in rows for b in per})
         out.write(f"{'idle peers':>10}" +
                   "".join(f" {f'{b} B':>10} {'ratio':>6}" for b in sizes) + "\n")
@@ -207,10 +233,10 @@ def print_summary(placements, out, method="tcp"):
                 for b in sizes) + "\n")
 
 
-def markdown(placements, fmt, method="tcp"):
+def markdown(placements, fmt, target, method):
     """A section per method: a row per placement and count."""
     rounds = max((len(t) for t in placements.values()), default=0)
-    out = [f"## {method} beside idle peers (peers mode)", "",
+    out = [f"## {method} beside idle peers (peers study)", "",
            f"A ping-pong between the server and one client while the server holds N other "
            f"clients, each connected with its handshake done and idle (`idle_peers`), "
            f"{rounds} turns over all N, a fresh server each run, in three placements: server "
@@ -220,7 +246,7 @@ def markdown(placements, fmt, method="tcp"):
            f"run without idle peers in the same placement, and for unpinned runs to the "
            f"slower of the two placed runs without idle peers of the same turn (left to the "
            f"scheduler, a ping-pong settles on two cores or on one and stays there: a ratio "
-           f"to another unpinned run would measure that draw). Target: at most {TARGET:g} in "
+           f"to another unpinned run would measure that draw). Target: {target} in "
            f"each placement.", ""]
     refs = baselines(placements)
     sizes = sorted({b for p, turns in placements.items() for _, per in summary(turns, refs[p])
@@ -232,6 +258,6 @@ def markdown(placements, fmt, method="tcp"):
             worst = max((per[b][1] for b in per), default=0)
             cells = " | ".join(f"{fmt(per[b][0])} | {fmt(per[b][1])}" if b in per else "- | -"
                                for b in sizes)
-            verdict = "met" if per and worst <= TARGET else "**not met**"
+            verdict = "met" if per and target.met(worst) else "**not met**"
             out.append(f"| {placement} | {n} | {cells} | {verdict} |")
     return out + [""]

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""bmi-perf's placement mode, large messages: issue 18's bandwidth targets in the three
-placements (two cores, one core, unpinned), each judged on runs taken in turns.
+"""The placement-bw study, large messages: issue 18's bandwidth targets in the three
+placements (two cores, one core, unpinned), each judged on runs taken in turns against
+the limits of targets.tsv.
 
-- tcp ping-pong and streaming: at least 1.0x raw TCP (the same ping-pong or stream over plain
-  sockets) at every size from 64 KiB; ping-pong at least 1.0x NetPIPE from 1 MiB.
-- shm with buffers from malloc (BMI_SHM_SHARED_BUFFERS=0, as a user's own buffers): at least
-  0.6x memcpy and 1.2x the better Open MPI shared-memory setting, from 1 MiB.
+- tcp ping-pong and streaming against raw TCP (the same ping-pong or stream over plain
+  sockets) at every size from 64 KiB; ping-pong against NetPIPE from 1 MiB.
+- shm with buffers from malloc (BMI_SHM_SHARED_BUFFERS=0, as a user's own buffers) against
+  memcpy and the better Open MPI shared-memory setting, from 1 MiB.
 
 One more row has no target: tcp ping-pong against raw TCP carrying bmi_tcp's 32-byte header
 (`raw_tcp_pingpong --framed`), which shows how much of the gap to raw TCP is libbmi's own
@@ -18,30 +19,28 @@ per turn. A turn runs every placement once, the order of the runs reversing ever
 """
 import statistics
 
-from bmi_perf_placement import UNPINNED
-from bmi_perf_runs import MPI_NAMES
+from bmi_perf_runs import MPI_NAMES, Step
+from study import UNPINNED, Study, in_turns
 
 ROUNDS = 3
 TCP_SMALLEST = 64 << 10
 LARGE = 1 << 20
 LARGEST = 64 << 20
 MPI_SHM = ("mpi-shm", "mpi-shm-nocopy")
-# (title, mine, peers, target, smallest): the ratio is mine / the best of peers per size; a
-# target of None marks a row shown for insight, with no verdict.
-TARGETS = (
-    ("tcp ping-pong vs raw tcp", "bmi tcp", ("raw tcp",), 1.0, TCP_SMALLEST),
+# (title, mine, peers, its row in targets.tsv, smallest): the ratio is mine / the best of
+# peers per size; a row of None is shown for insight, with no verdict.
+ROWS = (
+    ("tcp ping-pong vs raw tcp", "bmi tcp", ("raw tcp",), "tcp-vs-raw-tcp", TCP_SMALLEST),
     ("tcp ping-pong vs raw tcp with bmi_tcp's framing (no target)", "bmi tcp",
      ("raw tcp framed",), None, TCP_SMALLEST),
-    ("tcp ping-pong vs NetPIPE", "bmi tcp", ("netpipe",), 1.0, LARGE),
-    ("tcp streaming vs raw tcp", "bmi tcp stream", ("raw tcp stream",), 1.0, TCP_SMALLEST),
-    ("shm, malloc'd buffers, vs memcpy", "bmi shm-malloc", ("memcpy",), 0.6, LARGE),
+    ("tcp ping-pong vs NetPIPE", "bmi tcp", ("netpipe",), "tcp-vs-netpipe", LARGE),
+    ("tcp streaming vs raw tcp", "bmi tcp stream", ("raw tcp stream",), "tcp-stream-vs-raw-tcp",
+     TCP_SMALLEST),
+    ("shm, malloc'd buffers, vs memcpy", "bmi shm-malloc", ("memcpy",), "shm-malloc-vs-memcpy",
+     LARGE),
     ("shm, malloc'd buffers, vs the better Open MPI setting", "bmi shm-malloc",
-     tuple(MPI_NAMES[b] for b in MPI_SHM), 1.2, LARGE),
+     tuple(MPI_NAMES[b] for b in MPI_SHM), "shm-malloc-vs-mpi", LARGE),
 )
-
-
-def wanted(a):
-    return a.max >= TCP_SMALLEST and ("tcp" in a.methods or "shm" in a.methods)
 
 
 def placements(runner):
@@ -52,12 +51,46 @@ def placements(runner):
     return out + [("one core", one, one[0]), (UNPINNED, None, None)]
 
 
-def planned_runs(a):
-    if not wanted(a):
-        return 0
-    tcp = ("tcp" in a.methods) * (2 + 3 * ("raw-tcp" in a.baselines) + ("netpipe" in a.baselines))
-    shm = ("shm" in a.methods) * (1 + sum(b in a.baselines for b in MPI_SHM))
-    return ROUNDS * (3 * (tcp + shm) + (shm > 0 and "memcpy" in a.baselines))
+class PlacementBandwidth(Study):
+    name = "placement-bw"
+    targets = tuple(t for _, _, _, t, _ in ROWS if t)
+
+    def wanted(self, a):
+        return a.max >= TCP_SMALLEST and ("tcp" in a.methods or "shm" in a.methods)
+
+    def plan(self, runner):
+        """Per turn, every placement's runs, then memcpy (one process: no placement)."""
+        a, steps = runner.args, []
+        top = min(a.max, LARGEST)
+        for turn in range(ROUNDS):
+            for name, cpus, mpi_cpu in placements(runner):
+                steps += [Step((turn, name, label), thunk) for label, thunk in
+                          in_turns(turn, runs_for(runner, cpus, mpi_cpu))]
+            if "shm" in a.methods and "memcpy" in a.baselines and top >= LARGE:
+                steps.append(Step((turn, None, "memcpy"), lambda: runner.command(
+                    "memcpy", "placement", [runner.tool("memcpy_bw"), "--min", str(LARGE),
+                                            "--max", str(top)])))
+        return steps
+
+    def fold(self, got):
+        """[{placement: {name: {bytes: MB/s}}}] one per turn; memcpy's figures are in every
+        placement of its turn. A failed run is missing from its turn."""
+        turns = []
+        for (turn, placement, label), s in got:
+            while len(turns) <= turn:
+                turns.append({})
+            rows = {r[0]: r[3] for r in s.rows} if s.status == "ok" else None
+            for p in [placement] if placement else list(turns[turn]):
+                per = turns[turn].setdefault(p, {})
+                if rows is not None:
+                    per[label] = rows
+        return turns
+
+    def print_summary(self, result, out):
+        print_summary(result, out, self.target)
+
+    def markdown(self, result, report):
+        return markdown(result, report.fmt, self.target)
 
 
 def runs_for(runner, cpus, mpi_cpu):
@@ -88,33 +121,6 @@ def runs_for(runner, cpus, mpi_cpu):
     return runs
 
 
-def run(runner, rounds=ROUNDS):
-    """[{placement: {name: {bytes: MB/s}}}] one per turn; memcpy's figures are in every
-    placement of its turn. A failed run is missing from its turn."""
-    a = runner.args
-    turns = []
-    for turn in range(rounds):
-        got = {}
-        for name, cpus, mpi_cpu in placements(runner):
-            runs = runs_for(runner, cpus, mpi_cpu)
-            got[name] = {}
-            for label, thunk in (runs if turn % 2 == 0 else list(reversed(runs))):
-                s = thunk()
-                runner.series.remove(s)
-                if s.status == "ok":
-                    got[name][label] = {r[0]: r[3] for r in s.rows}
-        if "shm" in a.methods and "memcpy" in a.baselines and min(a.max, LARGEST) >= LARGE:
-            s = runner.command("memcpy", "placement", [
-                runner.tool("memcpy_bw"), "--min", str(LARGE), "--max",
-                str(min(a.max, LARGEST))])
-            runner.series.remove(s)
-            if s.status == "ok":
-                for per in got.values():
-                    per["memcpy"] = {r[0]: r[3] for r in s.rows}
-        turns.append(got)
-    return turns
-
-
 def ratios(turns, placement, mine, peers, smallest):
     """{bytes: median over the turns of mine / the best of peers}."""
     per_size = {}
@@ -127,15 +133,15 @@ def ratios(turns, placement, mine, peers, smallest):
     return {size: statistics.median(v) for size, v in sorted(per_size.items())}
 
 
-def summary(turns):
-    """[(title, placement, target, {bytes: ratio})] for every target measured."""
+def summary(turns, targets):
+    """[(title, placement, Target or None, {bytes: ratio})] for every row measured."""
     names = [p for p in ("two cores", "one core", UNPINNED) if any(p in t for t in turns)]
     rows = []
-    for title, mine, peers, target, smallest in TARGETS:
+    for title, mine, peers, target, smallest in ROWS:
         for p in names:
             got = ratios(turns, p, mine, peers, smallest)
             if got:
-                rows.append((title, p, target, got))
+                rows.append((title, p, targets[target] if target else None, got))
     return rows
 
 
@@ -143,18 +149,18 @@ def size_name(size):
     return f"{size >> 20} MiB" if size >= LARGE else f"{size >> 10} KiB"
 
 
-def print_summary(turns, out):
+def print_summary(turns, out, targets):
     out.write(f"\n== bandwidth in three placements, median of {len(turns)} turns "
               "(ratio per size; target)\n")
-    for title, p, target, got in summary(turns):
-        wanted = "no target" if target is None else f">= {target:g}"
+    for title, p, target, got in summary(turns, targets):
+        wanted = "no target" if target is None else str(target)
         out.write(f"{title}, {p} ({wanted}): " +
                   ", ".join(f"{size_name(s)} {r:.2f}" for s, r in got.items()) + "\n")
 
 
-def markdown(turns, fmt):
-    rows = summary(turns)
-    out = ["## Bandwidth in three placements (placement mode)", "",
+def markdown(turns, fmt, targets):
+    rows = summary(turns, targets)
+    out = ["## Bandwidth in three placements (placement-bw study)", "",
            f"Ping-pong and streaming from 64 KiB (tcp) or 1 MiB (shm) to 64 MiB, each peer in "
            f"the placement it is judged in, {len(turns)} turns (the order of the runs reversed "
            f"every other turn). Ratios are libbmi's MB/s over the peer's (the better of the two "
@@ -171,8 +177,8 @@ def markdown(turns, fmt):
         if target is None:
             verdict, wanted = "no target", "n/a"
         else:
-            verdict = "met" if got[worst] >= target else "**not met**"
-            wanted = f">= {target:g}"
+            verdict = "met" if target.met(got[worst]) else "**not met**"
+            wanted = str(target)
         out.append(f"| {title} | {p} | {wanted} | {size_name(worst)} | "
                    f"{fmt(got[worst])} | {sizes} | {verdict} |")
     return out + [""]

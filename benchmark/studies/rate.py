@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""bmi-perf's message-rate duel (issue 18, "message rate"): windows of 64 small messages
+"""The rate study (issue 18, "message rate"): windows of 64 small messages
 (8 B-4 KiB), each window acknowledged, through bmi_tcp, against a raw TCP stream that makes
 one write() per message (raw_tcp_pingpong --mode bandwidth) and against Open MPI's tcp BTL.
 Target: bmi tcp's rate at least each peer's, at every size, in every placement.
@@ -11,20 +11,15 @@ binds its ranks one per core itself, so MPI is measured on two cores only.
 """
 import statistics
 
-from bmi_perf_runs import MPI_NAMES, one_way_us
+from bmi_perf_runs import MPI_NAMES, Step, one_way_us
+from study import Study, in_turns, three_placements
 
 ROUNDS = 3
 WINDOW = 64
 SIZES = (8, 64, 512, 4096)
-TARGET = 1.0  # bmi rate / peer rate, at least
 
 
-def placements(runner):
-    """[(name, cpus)]: the runner's pinned placements, then the scheduler's (None)."""
-    return runner.placements() + [("unpinned", None)]
-
-
-def plan(runner):
+def plan_args(runner):
     return ["--min", str(SIZES[0]), "--max", str(SIZES[-1]), "--iters",
             str(runner.args.iters * 4), "--mode", "bandwidth", "--window", str(WINDOW)]
 
@@ -37,28 +32,45 @@ def rates(series):
     return {r[0]: 1e6 / one_way_us(r) for r in series.rows if r[0] in SIZES}
 
 
-def run(runner, rounds=ROUNDS, with_mpi=True):
-    """{placement: [{name: {bytes: messages/s}}] one per turn}."""
-    p = plan(runner)
-    out = {}
-    for name, cpus in placements(runner):
-        runs = [("bmi tcp", lambda cpus=cpus: runner.bmi("tcp", "rate", p, cpus)),
-                ("raw tcp", lambda cpus=cpus: runner.pair(
-                    "raw tcp", "rate", "raw_tcp_pingpong", [], "tcp://127.0.0.1:0",
-                    plan=p, cpus=cpus))]
-        if with_mpi and name == "two cores":
-            runs.append((MPI_NAMES["mpi-tcp"], lambda: runner.mpi("mpi-tcp", "rate", p)))
-        turns = []
-        for turn in range(rounds):
-            got = {}
-            # The order alternates, so a machine that slows down during a turn favours nobody.
-            for label, measure in (runs if turn % 2 == 0 else list(reversed(runs))):
-                s = measure()
-                runner.series.remove(s)  # a duel's runs are no table series
-                got[label] = rates(s)
-            turns.append(got)
-        out[name] = turns
-    return out
+class Rate(Study):
+    name, by_default, targets = "rate", True, ("bmi-vs-peer",)
+
+    def wanted(self, a):
+        # Judged against a raw TCP stream; a --server run has no local peers.
+        return "tcp" in a.methods and "raw-tcp" in a.baselines and "bandwidth" in a.modes
+
+    def plan(self, runner):
+        """Per placement (pinned ones, then the scheduler's), bmi, raw and, on two cores, MPI
+        in turns."""
+        p, with_mpi = plan_args(runner), "mpi-tcp" in runner.args.baselines
+        steps = []
+        for name, cpus in three_placements(runner):
+            runs = [("bmi tcp", lambda cpus=cpus: runner.bmi("tcp", "rate duel", p, cpus)),
+                    ("raw tcp", lambda cpus=cpus: runner.pair(
+                        "raw tcp", "rate duel", "raw_tcp_pingpong", [], "tcp://127.0.0.1:0",
+                        plan=p, cpus=cpus))]
+            if with_mpi and name == "two cores":
+                runs.append((MPI_NAMES["mpi-tcp"],
+                             lambda: runner.mpi("mpi-tcp", "rate duel", p)))
+            steps += [Step((name, turn, label), measure) for turn in range(ROUNDS)
+                      for label, measure in in_turns(turn, runs)]
+        return steps
+
+    def fold(self, got):
+        """{placement: [{name: {bytes: messages/s}}] one per turn}."""
+        out = {}
+        for (placement, turn, label), s in got:
+            turns = out.setdefault(placement, [])
+            if turn == len(turns):
+                turns.append({})
+            turns[turn][label] = rates(s)
+        return out
+
+    def print_summary(self, result, out):
+        print_summary(result, out, self.target["bmi-vs-peer"])
+
+    def markdown(self, result, report):
+        return markdown(result, report.fmt, self.target["bmi-vs-peer"])
 
 
 def summary(turns):
@@ -86,12 +98,12 @@ def peers_of(rows):
     return sorted({n for _, _, ratios in rows for n in ratios})
 
 
-def print_summary(by_placement, out):
+def print_summary(by_placement, out, target):
     for placement, turns in by_placement.items():
         rows = summary(turns)
         peers = peers_of(rows)
         out.write(f"\n== tcp message rate, window {WINDOW}, {placement}, median of "
-                  f"{len(turns)} turns (messages/s; ratio bmi / peer, target >= {TARGET:g})\n")
+                  f"{len(turns)} turns (messages/s; ratio bmi / peer, target {target})\n")
         out.write(f"{'bytes':>8} {'bmi tcp':>10}" +
                   "".join(f" {p:>10} {'ratio':>6}" for p in peers) + "\n")
         for size, medians, ratios in rows:
@@ -100,7 +112,7 @@ def print_summary(by_placement, out):
                 else f" {'-':>10} {'-':>6}" for p in peers) + "\n")
 
 
-def markdown(by_placement, fmt):
+def markdown(by_placement, fmt, target):
     """The report's section, as a list of lines."""
     out = ["## tcp message rate (rate duel)", "",
            f"Windows of {WINDOW} messages, each window acknowledged by the receiver, through "
@@ -108,7 +120,7 @@ def markdown(by_placement, fmt):
            f"making one `write()` per message (`raw_tcp_pingpong --mode bandwidth`) and, on "
            f"two cores, Open MPI's tcp BTL (mpirun binds its ranks itself). Runs taken in "
            f"turns; messages/s are medians over the turns, ratios the medians of the per-turn "
-           f"ratios bmi / peer. Target: at least {TARGET:g} against every peer, at every size, "
+           f"ratios bmi / peer. Target: {target} against every peer, at every size, "
            f"in every placement.", ""]
     for placement, turns in by_placement.items():
         rows = summary(turns)
@@ -122,6 +134,6 @@ def markdown(by_placement, fmt):
             cells = " | ".join(f"{medians[p]:,.0f} | {fmt(ratios[p])}" if p in ratios
                                else "- | -" for p in peers)
             out.append(f"| {size} | {medians.get('bmi tcp', 0):,.0f} | {cells} | "
-                       f"{'met' if worst >= TARGET else '**not met**'} |")
+                       f"{'met' if target.met(worst) else '**not met**'} |")
         out.append("")
     return out

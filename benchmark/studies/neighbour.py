@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""bmi-perf's neighbour mode (issue 18, a neighbour's fair share): how much of its core a
+"""The neighbour study (issue 18, a neighbour's fair share): how much of its core a
 CPU-bound loop (cpu_neighbour) keeps beside a libbmi client that waits for its replies.
 
 The server runs on one core; the client and the loop share the other. The loop's rate is
@@ -26,12 +26,12 @@ import signal
 import statistics
 import time
 
-from bmi_perf_runs import Failure, cpu_seconds, one_way_us, parse_table
+from bmi_perf_runs import Failure, Step, one_way_us, parse_table
+from study import Study, cpu_seconds
 
 SIZES = (8, 128 << 10)
 ROUNDS = 3
 SECONDS = 1.0  # default window of one run (--neighbour-seconds)
-MARGIN = 0.10  # loss(default) - loss(blocking), at most
 STATES = ("alone", "blocking", "default")
 SPIN = {"tcp": "BMI_TCP_SPIN_US", "shm": "BMI_SHM_SPIN_US"}
 PILOT_ITERS = 100  # --iters of a state's first pilot
@@ -40,15 +40,6 @@ PILOT_ITERS = 100  # --iters of a state's first pilot
 # by the first to a quarter of the window, comes closer; every run then resizes the next.
 PILOTS = 2
 GROWTH = 100  # at most this factor between the --iters of two runs: a pilot's window is short
-
-
-def methods_of(a):
-    return [m for m in ("tcp", "shm") if m in a.methods]
-
-
-def planned_runs(a, rounds=ROUNDS):
-    """Runs of the mode: per method and size the pilots of both client states, the turns."""
-    return len(methods_of(a)) * len(SIZES) * (PILOTS * 2 + rounds * len(STATES))
 
 
 def state_env(method, state):
@@ -148,55 +139,76 @@ def beside_client(runner, method, size, state, iters, cpus):
         runner.finish([p for p in procs if p.poll() is None], 0)
 
 
-def attempt(runner, label, measure):
-    """measure() as one counted run with its progress line; None if it failed."""
-    started = time.monotonic()
-    try:
-        got, status = measure(), "ok"
-    except Failure as e:
-        got, status = None, f"failed: {e}"
-    runner.done += 1
-    runner.total = max(runner.total, runner.done)
-    runner.progress(f"[{runner.done}/{runner.total}] neighbour {label}: {status} "
-                    f"({time.monotonic() - started:.1f} s)", final=True)
-    return got
+def steps_of(runner, method, size, cpus, seconds):
+    """Two pilots per client state, then the turns (alone, blocking, default); keys
+    ("pilot", ...) or (method, size, turn, state)."""
+    iters = {state: PILOT_ITERS for state in STATES[1:]}
+
+    def beside(state, label, after=lambda: None):
+        def measure():
+            got = runner.attempt(f"neighbour {method} {size} B {state}{label}",
+                                 lambda: beside_client(runner, method, size, state,
+                                                       iters[state], cpus))
+            if got:
+                iters[state] = resized(iters[state], got["window"], seconds)
+            after()
+            return got
+        return measure
+
+    def quarter(state):
+        iters[state] = max(20, iters[state] // 4)
+
+    steps = []
+    for state in STATES[1:]:
+        steps += [Step(("pilot", state, 1), beside(state, ", pilot", lambda s=state: quarter(s))),
+                  Step(("pilot", state, 2), beside(state, ", pilot"))]
+    for turn in range(ROUNDS):
+        steps.append(Step((method, size, turn, "alone"), lambda: runner.attempt(
+            f"neighbour {method} {size} B alone", lambda: alone(runner, cpus, seconds))))
+        steps += [Step((method, size, turn, state), beside(state, "")) for state in STATES[1:]]
+    return steps
 
 
-def run(runner, seconds=SECONDS, rounds=ROUNDS):
-    """{(method, bytes): [{state: loop_result, beside a client with "us" and "cpu"}] one per
-    turn}; {} where this process may use only one CPU (the server needs a core of its own)."""
-    # The loop and the client on the first CPU (CPU 0), the server on the second.
-    cpus = runner.one_per_core()
-    if cpus is None:
-        runner.progress("neighbour: not measured, it needs two CPUs", final=True)
-        return {}
-    results = {}
-    for method in methods_of(runner.args):
-        for size in SIZES:
-            iters = {state: PILOT_ITERS for state in STATES[1:]}
+class Neighbour(Study):
+    name, targets = "neighbour", ("default-minus-blocking",)
 
-            def beside(state, label):
-                got = attempt(runner, f"{method} {size} B {state}{label}",
-                              lambda: beside_client(runner, method, size, state,
-                                                    iters[state], cpus))
-                if got:
-                    iters[state] = resized(iters[state], got["window"], seconds)
-                return got
-            for state in STATES[1:]:
-                beside(state, ", pilot")
-                iters[state] = max(20, iters[state] // 4)
-                beside(state, ", pilot")
-            turns = []
-            for _ in range(rounds):
-                turn = {"alone": attempt(runner, f"{method} {size} B alone",
-                                         lambda: alone(runner, cpus, seconds))}
-                turn.update((state, beside(state, "")) for state in STATES[1:])
-                turns.append({state: got for state, got in turn.items() if got})
-            results[(method, size)] = turns
-    return results
+    def wanted(self, a):
+        return "tcp" in a.methods or "shm" in a.methods
+
+    def plan(self, runner):
+        """Nothing where this process may use only one CPU: the server needs a core of its
+        own (the loop and the client share the first CPU, the server the second)."""
+        cpus = runner.one_per_core()
+        if cpus is None:
+            runner.progress("neighbour: not measured, it needs two CPUs", final=True)
+            return []
+        return [step for method in ("tcp", "shm") if method in runner.args.methods
+                for size in SIZES
+                for step in steps_of(runner, method, size, cpus, runner.args.neighbour_seconds)]
+
+    def fold(self, got):
+        """{(method, bytes): [{state: loop_result, beside a client with "us" and "cpu"}] one
+        per turn}, each turn holding the states whose run succeeded."""
+        results = {}
+        for key, value in got:
+            if key[0] == "pilot":
+                continue
+            method, size, turn, state = key
+            turns = results.setdefault((method, size), [])
+            while len(turns) <= turn:
+                turns.append({})
+            if value:
+                turns[turn][state] = value
+        return results
+
+    def print_summary(self, result, out):
+        print_summary(result, out, self.target["default-minus-blocking"].limit)
+
+    def markdown(self, result, report):
+        return markdown(result, report.fmt, self.target["default-minus-blocking"].limit)
 
 
-def summary(results):
+def summary(results, margin):
     """[(method, bytes, None or {"alone": rate, "loss": {state: median}, "gap": median of
     loss(default) - loss(blocking),
     "us": {state: median}, "cpu": {state: median}, "turns": n, "met": bool})] from the turns
@@ -219,7 +231,7 @@ def summary(results):
             "us": {s: statistics.median(t[s]["us"] for t in full) for s in clients},
             "cpu": {s: statistics.median(t[s]["cpu"] for t in full) for s in clients},
             "turns": len(full),
-            "met": gap <= MARGIN}))
+            "met": gap <= margin}))
     return rows
 
 
@@ -236,11 +248,11 @@ HEAD = ["alone (M it/s)", "loss, spin 0", "loss, default", "default - spin 0 (po
         "one-way us, spin 0", "one-way us, default", "client CPU, spin 0", "client CPU, default"]
 
 
-def print_summary(results, out):
+def print_summary(results, out, margin):
     out.write("\n== a neighbour's fair share: a CPU-bound loop on the client's core "
               "(server on the other), medians of turns\n"
               "   loss = 1 - loop rate / rate alone; target: loss beside the default client "
-              f"<= loss beside a blocking one (spin 0) + {MARGIN * 100:g} points (median of "
+              f"<= loss beside a blocking one (spin 0) + {margin * 100:g} points (median of "
               "the turns' differences)\n")
     if not results:
         out.write("   not measured: needs two CPUs (or --methods without tcp and shm)\n")
@@ -248,7 +260,7 @@ def print_summary(results, out):
     widths = [max(len(h), 8) for h in HEAD]
     out.write(f"{'method':>6} {'bytes':>7} " + " ".join(f"{h:>{w}}" for h, w in zip(HEAD, widths))
               + f" {'turns':>5}  verdict\n")
-    for method, size, row in summary(results):
+    for method, size, row in summary(results, margin):
         if row is None:
             out.write(f"{method:>6} {size:>7} (no turn with all three runs)\n")
             continue
@@ -264,8 +276,8 @@ def print_summary(results, out):
                                if s in t else "-" for s in STATES) for t in turns) + "\n")
 
 
-def markdown(results, fmt):
-    out = ["## A neighbour's fair share (neighbour mode)", "",
+def markdown(results, fmt, margin):
+    out = ["## A neighbour's fair share (neighbour study)", "",
            "A CPU-bound loop (`cpu_neighbour`) pinned to the core of a ping-pong client, the "
            "server pinned to the other core. The loop's rate is taken alone, beside a client "
            "that sleeps at once (`BMI_TCP_SPIN_US=0` / `BMI_SHM_SPIN_US=0` on both ends) and "
@@ -275,13 +287,13 @@ def markdown(results, fmt):
            "client's one-way time (the price of each choice) and the client's CPU time over "
            "the window (what it took from the core, which other load on the machine does not "
            "move). Target: the loss beside the default client at most "
-           f"{MARGIN * 100:g} points above the loss beside the blocking one (points of the "
+           f"{margin * 100:g} points above the loss beside the blocking one (points of the "
            "loop's throughput alone), judged on the median of the turns' differences.", ""]
     if not results:
         return out + ["Not measured: it needs two CPUs, and tcp or shm in `--methods`.", ""]
     out += ["| method | bytes | " + " | ".join(HEAD) + " | turns | |",
             "|---|" + "---:|" * (len(HEAD) + 2) + "---|"]
-    for method, size, row in summary(results):
+    for method, size, row in summary(results, margin):
         if row is None:
             out.append(f"| {method} | {size} | " + " | ".join(["n/a"] * len(HEAD)) +
                        " | 0 | not measured |")
