@@ -20,6 +20,10 @@
 
 namespace bmi::method::tcp {
 
+// Sends below this size posted between two progress calls leave together in one sendmsg
+// (post_send); a larger one is written as soon as its connection is idle.
+inline constexpr bmi_size_t burst_message_limit = 32 * 1024;
+
 enum class OutKind : std::uint8_t {
     control,     // CTS, NAK, GRANT, HELLO, HELLO_ACK: bytes only
     message,     // eager, unexpected or legacy rendezvous: the op completes when written

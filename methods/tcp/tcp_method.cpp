@@ -191,9 +191,12 @@ int TcpMethod::post_send(Operation& op) {
     c->writer.small_queue.push_back(op);
     place(op, Place::send_queued);
     // An idle connection gets a direct write, so a lone small send usually completes inside
-    // post(). A second send before the next progress call waits for that call instead (EPOLLOUT
-    // brings it): a burst of sends then leaves in one sendmsg, not one system call each.
-    if (idle && c->writer.direct_write_epoch != progress_epoch_) {
+    // post(). A second small send before the next progress call waits for that call instead
+    // (EPOLLOUT brings it): a burst of sends then leaves in one sendmsg, not one system call
+    // each. A large one is a sendmsg of its own either way, and waiting would only make the
+    // thread asleep in the wait point (a server's, while its I/O thread posts) wake to write it.
+    const bool coalesces = op.total_size < burst_message_limit;
+    if (idle && (!coalesces || c->writer.direct_write_epoch != progress_epoch_)) {
         c->writer.direct_write_epoch = progress_epoch_;
         flush(*c);
     } else {

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Sends posted in a burst (no progress call between them) leave coalesced, several frames to a
-// sendmsg: the first goes at once, the rest wait for the next progress call. These tests check
+// Small sends posted in a burst (no progress call between them) leave coalesced, several frames
+// to a sendmsg: the first goes at once, the rest wait for the next progress call. These tests check
 // what coalescing must never change: order, payloads, list I/O with more segments than one
 // sendmsg takes, rendezvous frames in the middle of a burst, and cancel of a queued send.
 #include <catch2/catch.hpp>
 
 #include <cstring>
 
+#include "methods/tcp/tcp_frame_writer.hpp"
 #include "tcp_test_harness.hpp"
 
 using namespace bmi::method;
@@ -123,4 +124,27 @@ TEST_CASE("tcp sends separated by progress calls are written inside post", "[tcp
         CHECK(post(*p.client, *s) == 1);
         p.client->progress();
     }
+}
+
+TEST_CASE("tcp a large send after a direct write in the same pass is written inside post",
+          "[tcp][burst]") {
+    // A server's I/O thread posts its replies while another thread sleeps in the wait point:
+    // a large one queued for the next progress call would cost that thread a wake-up.
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    auto small = pattern(8, 2);
+    auto large = pattern(std::size_t(tcp::burst_message_limit) + 1000, 3);
+    auto first = make_op(OpKind::send, p.to_server, 7, small.data(), 8);
+    CHECK(post(*p.client, *first) == 1);
+    auto second = make_op(OpKind::send, p.to_server, 7, large.data(), bmi_size_t(large.size()));
+    CHECK(post(*p.client, *second) == 1);
+    std::vector<std::uint8_t> in(large.size()), small_in(8);
+    auto r1 = make_op(OpKind::recv, p.to_client, 7, small_in.data(), 8);
+    auto r2 = make_op(OpKind::recv, p.to_client, 7, in.data(), bmi_size_t(in.size()));
+    post(*p.server, *r1);
+    post(*p.server, *r2);
+    REQUIRE(p.run([&] { return r1->completed && r2->completed; }, 20.0));
+    CHECK(r2->error == 0);
+    CHECK(std::memcmp(in.data(), large.data(), large.size()) == 0);
 }
