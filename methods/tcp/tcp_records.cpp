@@ -190,7 +190,7 @@ void RecordLayer::begin_direct(std::uint8_t* to, std::size_t room) {
     plain_pos_ = plain_end_ = 0;
 }
 
-ssize_t RecordLayer::fill(int fd, bool wait, bool& drained) {
+ssize_t RecordLayer::fill(int fd, bool wait) {
     if (direct_.to != nullptr) {
         // The rest of the plaintext into the receive, the tag aside, and the next record's
         // length: the next call knows whether that record can go direct as well.
@@ -200,8 +200,6 @@ ssize_t RecordLayer::fill(int fd, bool wait, bool& drained) {
             {in_.get(), record_header_size}};
         const ssize_t n = receive_vector(fd, pieces, 3, wait);
         if (n <= 0) return n;
-        drained = static_cast<std::size_t>(n) <
-                  pieces[0].iov_len + pieces[1].iov_len + pieces[2].iov_len;
         std::size_t left = static_cast<std::size_t>(n);
         const std::size_t body = std::min(left, direct_.length - direct_.body);
         direct_.body += body;
@@ -231,7 +229,6 @@ ssize_t RecordLayer::fill(int fd, bool wait, bool& drained) {
     if (n > 0) {
         in_end_ += static_cast<std::size_t>(n);
         ++socket_reads_;
-        drained = static_cast<std::size_t>(n) < space.iov_len;
     }
     return n;
 }
@@ -264,7 +261,6 @@ ssize_t RecordLayer::read(int fd, const iovec* iov, int count, bool wait, int& e
     std::size_t got = 0;
     std::size_t at_iov = 0;
     std::size_t at_byte = 0;
-    bool drained = false;  // a read in this call took less than it asked for
     const auto skip_full = [&] {
         while (at_iov < pieces && at_byte == iov[at_iov].iov_len) {
             ++at_iov;
@@ -296,13 +292,7 @@ ssize_t RecordLayer::read(int fd, const iovec* iov, int count, bool wait, int& e
             // reads next (the rest of a receive may go through its read-ahead buffer instead).
             begin_direct(target, room);
         }
-        if (drained) {
-            // The last read found the socket empty: another would only say so (EAGAIN).
-            if (got > 0) return static_cast<ssize_t>(got);
-            errno = EAGAIN;
-            return -1;
-        }
-        const ssize_t n = fill(fd, wait && got == 0, drained);
+        const ssize_t n = fill(fd, wait && got == 0);
         wait = false;
         if (n > 0) {
             if (direct_.to != nullptr && direct_.body == direct_.length &&

@@ -106,9 +106,7 @@ private:
     bool open_next(int& error);
     std::size_t serve(const iovec* iov, int count, std::size_t& at_iov, std::size_t& at_byte);
     void begin_direct(std::uint8_t* to, std::size_t room);
-    // One read from the socket into the input buffer or the direct record; `drained`: it
-    // took less than it asked for, so the socket is empty for now.
-    ssize_t fill(int fd, bool wait, bool& drained);
+    ssize_t fill(int fd, bool wait);
     bool finish_direct(int& error);
     void fail_input(int error_code, int& error);
 
