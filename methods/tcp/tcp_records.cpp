@@ -190,7 +190,7 @@ void RecordLayer::begin_direct(std::uint8_t* to, std::size_t room) {
     plain_pos_ = plain_end_ = 0;
 }
 
-ssize_t RecordLayer::fill(int fd, bool wait) {
+ssize_t RecordLayer::fill(int fd, bool wait, bool& drained) {
     if (direct_.to != nullptr) {
         // The rest of the plaintext into the receive, the tag aside, and the next record's
         // length: the next call knows whether that record can go direct as well.
@@ -229,6 +229,7 @@ ssize_t RecordLayer::fill(int fd, bool wait) {
     if (n > 0) {
         in_end_ += static_cast<std::size_t>(n);
         ++socket_reads_;
+        drained = static_cast<std::size_t>(n) < space.iov_len;
     }
     return n;
 }
@@ -261,6 +262,7 @@ ssize_t RecordLayer::read(int fd, const iovec* iov, int count, bool wait, int& e
     std::size_t got = 0;
     std::size_t at_iov = 0;
     std::size_t at_byte = 0;
+    bool drained = false;
     const auto skip_full = [&] {
         while (at_iov < pieces && at_byte == iov[at_iov].iov_len) {
             ++at_iov;
@@ -292,7 +294,11 @@ ssize_t RecordLayer::read(int fd, const iovec* iov, int count, bool wait, int& e
             // reads next (the rest of a receive may go through its read-ahead buffer instead).
             begin_direct(target, room);
         }
-        const ssize_t n = fill(fd, wait && got == 0);
+        // The last read into the input buffer found the socket empty and ended on a record's
+        // end: another would only say EAGAIN (a small message costs it on each side). Inside
+        // a record, the rest may be arriving as we read, and is tried for.
+        if (drained && got > 0 && in_pos_ == in_end_) return static_cast<ssize_t>(got);
+        const ssize_t n = fill(fd, wait && got == 0, drained);
         wait = false;
         if (n > 0) {
             if (direct_.to != nullptr && direct_.body == direct_.length &&

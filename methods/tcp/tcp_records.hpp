@@ -106,7 +106,9 @@ private:
     bool open_next(int& error);
     std::size_t serve(const iovec* iov, int count, std::size_t& at_iov, std::size_t& at_byte);
     void begin_direct(std::uint8_t* to, std::size_t room);
-    ssize_t fill(int fd, bool wait);
+    // One read from the socket into the direct record or the input buffer; `drained`: one
+    // into the input buffer took less than it asked for (the socket is empty for now).
+    ssize_t fill(int fd, bool wait, bool& drained);
     bool finish_direct(int& error);
     void fail_input(int error_code, int& error);
 
