@@ -48,7 +48,13 @@ std::size_t RecordLayer::seal_record(const iovec* iov, int count, int& at, std::
     };
     std::uint8_t* head = out_.get() + out_end_;
     std::uint8_t* data = head + record_header_size;
-    std::size_t len = std::min(iov[at].iov_len - at_byte, record_plain_limit);
+    // A piece of over half a record and up to two goes as two halves: the peer opens the
+    // first while we seal the second. Smaller pieces gain less than a record's own cost.
+    const std::size_t piece = iov[at].iov_len;
+    const std::size_t unit = piece > record_plain_limit / 2 && piece <= 2 * record_plain_limit
+                                 ? (piece + 1) / 2
+                                 : record_plain_limit;
+    std::size_t len = std::min(iov[at].iov_len - at_byte, unit);
     if (len >= record_gather_limit) {
         // One pass: from the caller's buffer, encrypted, into the record.
         put_length(head, static_cast<std::uint32_t>(len));
