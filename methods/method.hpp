@@ -103,9 +103,15 @@ public:
     // Fast path for a send (kind send or send_unexpected) of one buffer or a list of at most
     // send_now_segments, that can leave during the call, tried before the control layer builds an
     // Operation: 1 if the message is sent, <0 (-BMI_E*) if it must be refused (what post() would
-    // say), 0 to go the usual way through post(). The default always says 0. The control layer
-    // calls it while it holds its own state lock (that is what keeps `peer` alive without a
-    // reference count), so send_now must not call the Sink, and must not block.
+    // say), 0 to go the usual way through post(), send_now_started if part of it left and the
+    // method holds the rest. The default always says 0. The control layer calls it while it
+    // holds its own state lock (that is what keeps `peer` alive without a reference count), so
+    // send_now must not call the Sink, and must not block.
+    // send_now_started: the control layer posts that same send next, holding the method's
+    // lock throughout, and post() adopts what was started: the operation completes once the
+    // socket has taken the rest, as a queued send does, since nothing but a later call into
+    // BMI would move that rest, and a caller whose send is done need not make one.
+    static constexpr int send_now_started = 2;
     virtual int send_now(Peer& /*peer*/, OpKind /*kind*/, bmi_msg_tag_t /*tag*/,
                          std::span<const Segment> /*segments*/) {
         return 0;

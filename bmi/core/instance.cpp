@@ -65,6 +65,34 @@ int offer_send_now(method::Method& m, method::Peer& peer, const PostRequest& req
     return m.send_now(peer, request.kind, request.tag, {segments.data(), count});
 }
 
+// Offers a send to send_now if the method's lock is free (progress takes it before the state
+// lock, so it is only tried). With send_now_started the lock stays held, for PostLock.
+int try_send_now(MethodSlot& slot, method::Peer& peer, const PostRequest& request,
+                 bool is_list) BMI_NO_THREAD_SAFETY_ANALYSIS {
+    if (!slot.lock.try_lock()) return 0;
+    const int rc = offer_send_now(*slot.method, peer, request, is_list);
+    if (rc != method::Method::send_now_started) slot.lock.unlock();
+    return rc;
+}
+
+void release_started(MethodSlot& slot) BMI_NO_THREAD_SAFETY_ANALYSIS { slot.lock.unlock(); }
+
+// The method's lock around post(): taken here, or still held since send_now started the send,
+// so that no other call into the method comes between the two.
+class BMI_SCOPED_CAPABILITY PostLock {
+public:
+    PostLock(support::Mutex& mutex, bool held) BMI_ACQUIRE(mutex) BMI_NO_THREAD_SAFETY_ANALYSIS
+        : mutex_(mutex) {
+        if (!held) mutex_.lock();
+    }
+    ~PostLock() BMI_RELEASE() { mutex_.unlock(); }
+    PostLock(const PostLock&) = delete;
+    PostLock& operator=(const PostLock&) = delete;
+
+private:
+    support::Mutex& mutex_;
+};
+
 }  // namespace
 
 // What a method reports goes to the part it concerns; whatever a waiter may want wakes it.
@@ -156,6 +184,8 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     // Read the id only where nobody else can have the op yet: once it completed and was
     // queued, another thread's testcontext may reap and free it at any moment.
     bmi_op_id_t new_id = 0;
+    // send_now started the message: the method's lock stays held until post() adopts it.
+    bool started = false;
     // The fast path carries no class: a classed unexpected send goes through post(). OrangeFS
     // sends every request and reply as a list, mostly of one or two buffers.
     const bool try_now = !is_recv && request.msg_class == 0 &&
@@ -174,14 +204,12 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
             // state lock the address entry keeps the peer alive, so the peer is not copied;
             // the method lock is only tried (progress takes it before the state lock), and
             // a busy method sends the usual way.
-            MethodSlot& slot = methods_.slot(method_index);
-            if (slot.lock.try_lock()) {
-                const int rc = offer_send_now(*slot.method, *entry->peer, request, is_list);
-                slot.lock.unlock();
-                if (rc != 0) {
-                    if (rc == 1) id = 0;
-                    return rc;
-                }
+            const int rc =
+                try_send_now(methods_.slot(method_index), *entry->peer, request, is_list);
+            started = rc == method::Method::send_now_started;
+            if (rc != 0 && !started) {
+                if (rc == 1) id = 0;
+                return rc;
             }
         }
         peer = entry->peer;
@@ -207,7 +235,7 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     // itself finds id 0 and is queued here instead (OpTable::complete).
     bool completed_early = false, orphan = false;
     if (rc == 0) {
-        support::MutexLock method_lock(slot.lock);
+        PostLock method_lock(slot.lock, started);
         rc = slot.method->post(*raw);
         if (rc == 0 && !is_recv) {
             support::MutexLock lock(state_mutex_);
@@ -216,6 +244,8 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
             orphan = !ops_.add_posted_locked(*raw);
             new_id = raw->id;
         }
+    } else if (started) {
+        release_started(slot);  // the method completes what it started without an operation
     }
     if (rc == 0) {
         id = new_id;

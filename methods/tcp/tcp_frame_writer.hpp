@@ -50,6 +50,8 @@ struct OutFrame {
     bmi_size_t offset = 0;  // payload range inside op
     bmi_size_t length = 0;
     std::size_t done = 0;  // bytes of head + body + payload already written
+    // Begun by send_now, which left the rest to us: post() gives it its op (adopt_started).
+    bool started = false;
 
     std::size_t total() const {
         return head_length + body.size() + static_cast<std::size_t>(length);

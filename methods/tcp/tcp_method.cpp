@@ -177,6 +177,8 @@ int TcpMethod::post(Operation& op) {
 
 int TcpMethod::post_send(Operation& op) {
     auto peer = peers_.adopt(op);
+    if (started_send_)
+        if (const auto adopted = adopt_started(op)) return *adopted;
     if (op.kind == OpKind::send_unexpected && op.total_size > unexpected_limit_)
         return -BMI_EMSGSIZE;
     if (peer->legacy && op.total_size > legacy_message_limit) return -BMI_EMSGSIZE;

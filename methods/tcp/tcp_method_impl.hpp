@@ -109,6 +109,8 @@ private:
 
     // tcp_method.cpp
     int post_send(Operation& op);
+    // tcp_send_now.cpp: the op post() was given after send_now_started; 0 if it took it over.
+    std::optional<int> adopt_started(Operation& op);
     void finish(Operation& op, int error);
     void place(Operation& op, Place where) {
         if (op.method_state == 0) ++pending_ops_;
@@ -361,6 +363,15 @@ private:
     support::AdaptiveSpin spin_;
     // Counts progress calls; a connection's direct_write_epoch compares with it (post_send).
     std::uint64_t progress_epoch_ = 1;
+    // The send send_now started (Method::send_now_started), until the post() that follows
+    // adopts it: its connection's last OutFrame marked `started`.
+    struct StartedSend {
+        std::uint64_t connection = 0;
+        OpKind kind = OpKind::send;
+        bmi_msg_tag_t tag = 0;
+        bmi_size_t size = 0;
+    };
+    std::optional<StartedSend> started_send_;
     // The connection whose data the last poll found, and how many spin polls went since the
     // last epoll_wait (poll_once).
     std::uint64_t hot_connection_ = 0;

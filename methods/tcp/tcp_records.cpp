@@ -39,51 +39,48 @@ void RecordLayer::queue_raw(const std::uint8_t* data, std::size_t size) {
     out_end_ += size;
 }
 
-std::size_t RecordLayer::seal(const iovec* iov, int count) {
-    if (!out_) out_ = std::make_unique_for_overwrite<std::uint8_t[]>(record_out_limit);
-    if (out_done_ == out_end_) out_done_ = out_end_ = 0;
-    std::size_t taken = 0;
-    int at = 0;
-    std::size_t at_byte = 0;
+std::size_t RecordLayer::seal_record(const iovec* iov, int count, int& at, std::size_t& at_byte) {
     const auto skip_done = [&] {
         while (at < count && at_byte == iov[at].iov_len) {
             ++at;
             at_byte = 0;
         }
     };
-    while (out_end_ + record_wire_limit <= record_out_limit) {
-        skip_done();
-        if (at == count) break;
-        std::uint8_t* head = out_.get() + out_end_;
-        std::uint8_t* data = head + record_header_size;
-        std::size_t len = std::min(iov[at].iov_len - at_byte, record_plain_limit);
-        if (len >= record_gather_limit) {
-            // One pass: from the caller's buffer, encrypted, into the record.
-            put_length(head, static_cast<std::uint32_t>(len));
-            sealer_.seal({head, record_header_size},
-                         {static_cast<const std::uint8_t*>(iov[at].iov_base) + at_byte, len}, data,
-                         std::span<std::uint8_t, record_tag_size>(data + len, record_tag_size));
-            at_byte += len;
-        } else {
-            len = 0;
-            while (at < count && len < record_plain_limit) {
-                const std::size_t rest = iov[at].iov_len - at_byte;
-                if (rest >= record_gather_limit) break;  // gets records of its own
-                const std::size_t chunk = std::min(rest, record_plain_limit - len);
-                std::memcpy(data + len,
-                            static_cast<const std::uint8_t*>(iov[at].iov_base) + at_byte, chunk);
-                len += chunk;
-                at_byte += chunk;
-                skip_done();
-            }
-            put_length(head, static_cast<std::uint32_t>(len));
-            sealer_.seal({head, record_header_size}, {data, len},
-                         std::span<std::uint8_t, record_tag_size>(data + len, record_tag_size));
+    std::uint8_t* head = out_.get() + out_end_;
+    std::uint8_t* data = head + record_header_size;
+    // A piece of over half a record and up to two goes as two halves: the peer opens the
+    // first while we seal the second. Smaller pieces gain less than a record's own cost.
+    const std::size_t piece = iov[at].iov_len;
+    const std::size_t unit = piece > record_plain_limit / 2 && piece <= 2 * record_plain_limit
+                                 ? (piece + 1) / 2
+                                 : record_plain_limit;
+    std::size_t len = std::min(iov[at].iov_len - at_byte, unit);
+    if (len >= record_gather_limit) {
+        // One pass: from the caller's buffer, encrypted, into the record.
+        put_length(head, static_cast<std::uint32_t>(len));
+        sealer_.seal({head, record_header_size},
+                     {static_cast<const std::uint8_t*>(iov[at].iov_base) + at_byte, len}, data,
+                     std::span<std::uint8_t, record_tag_size>(data + len, record_tag_size));
+        at_byte += len;
+    } else {
+        len = 0;
+        while (at < count && len < record_plain_limit) {
+            const std::size_t rest = iov[at].iov_len - at_byte;
+            if (rest >= record_gather_limit) break;  // gets records of its own
+            const std::size_t chunk = std::min(rest, record_plain_limit - len);
+            std::memcpy(data + len, static_cast<const std::uint8_t*>(iov[at].iov_base) + at_byte,
+                        chunk);
+            len += chunk;
+            at_byte += chunk;
+            skip_done();
         }
-        out_end_ += record_header_size + len + record_tag_size;
-        taken += len;
+        put_length(head, static_cast<std::uint32_t>(len));
+        sealer_.seal({head, record_header_size}, {data, len},
+                     std::span<std::uint8_t, record_tag_size>(data + len, record_tag_size));
     }
-    return taken;
+    out_end_ += record_header_size + len + record_tag_size;
+    skip_done();
+    return len;
 }
 
 int RecordLayer::flush(int fd) {
@@ -101,7 +98,22 @@ ssize_t RecordLayer::write(int fd, const iovec* iov, int count) {
         if (rc > 0) errno = EAGAIN;
         return -1;
     }
-    const std::size_t taken = seal(iov, count);
+    if (!out_) out_ = std::make_unique_for_overwrite<std::uint8_t[]>(record_out_limit);
+    out_done_ = out_end_ = 0;
+    std::size_t taken = 0;
+    int at = 0;
+    std::size_t at_byte = 0;
+    while (at < count && at_byte == iov[at].iov_len) ++at;  // empty pieces
+    while (at < count && out_end_ + record_wire_limit <= record_out_limit) {
+        taken += seal_record(iov, count, at, at_byte);
+        if (out_end_ - out_done_ < record_send_size) continue;
+        // Out at once, so the peer opens this record while we seal the next, and the buffer,
+        // written, takes the next record where this one was (still in cache).
+        const int rc = flush(fd);
+        if (rc < 0) return -1;
+        if (rc > 0) break;  // the socket is full: what is sealed waits, nothing more is
+        out_done_ = out_end_ = 0;
+    }
     // The records are sealed and counted: whatever the socket does not take now goes first
     // on the next call, so the plaintext counts as written either way.
     if (taken > 0 && flush(fd) < 0) return -1;
@@ -184,7 +196,7 @@ void RecordLayer::begin_direct(std::uint8_t* to, std::size_t room) {
     plain_pos_ = plain_end_ = 0;
 }
 
-ssize_t RecordLayer::fill(int fd, bool wait) {
+ssize_t RecordLayer::fill(int fd, bool wait, bool& drained) {
     if (direct_.to != nullptr) {
         // The rest of the plaintext into the receive, the tag aside, and the next record's
         // length: the next call knows whether that record can go direct as well.
@@ -223,6 +235,7 @@ ssize_t RecordLayer::fill(int fd, bool wait) {
     if (n > 0) {
         in_end_ += static_cast<std::size_t>(n);
         ++socket_reads_;
+        drained = static_cast<std::size_t>(n) < space.iov_len;
     }
     return n;
 }
@@ -255,6 +268,7 @@ ssize_t RecordLayer::read(int fd, const iovec* iov, int count, bool wait, int& e
     std::size_t got = 0;
     std::size_t at_iov = 0;
     std::size_t at_byte = 0;
+    bool drained = false;
     const auto skip_full = [&] {
         while (at_iov < pieces && at_byte == iov[at_iov].iov_len) {
             ++at_iov;
@@ -286,7 +300,11 @@ ssize_t RecordLayer::read(int fd, const iovec* iov, int count, bool wait, int& e
             // reads next (the rest of a receive may go through its read-ahead buffer instead).
             begin_direct(target, room);
         }
-        const ssize_t n = fill(fd, wait && got == 0);
+        // The last read into the input buffer found the socket empty and ended on a record's
+        // end: another would only say EAGAIN (a small message costs it on each side). Inside
+        // a record, the rest may be arriving as we read, and is tried for.
+        if (drained && got > 0 && in_pos_ == in_end_) return static_cast<ssize_t>(got);
+        const ssize_t n = fill(fd, wait && got == 0, drained);
         wait = false;
         if (n > 0) {
             if (direct_.to != nullptr && direct_.body == direct_.length &&

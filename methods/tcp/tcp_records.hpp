@@ -22,9 +22,12 @@ inline constexpr std::size_t record_header_size = 4;
 inline constexpr std::size_t record_plain_limit = 64 * 1024;
 inline constexpr std::size_t record_wire_limit = record_header_size + record_plain_limit +
                                                  support::keys::record_tag_size;
-// What one write seals before it must be written out: four full records. With the input
-// buffer (two records) this bounds a connection's record buffers (doc/RELIABILITY.md).
+// Sealed bytes that wait for the socket at most: four full records. With the input buffer
+// (two records) this bounds a connection's record buffers (doc/RELIABILITY.md).
 inline constexpr std::size_t record_out_limit = 4 * record_wire_limit;
+// A write hands its records to the socket as soon as this much is sealed, and seals the next
+// ones only while the socket takes them: the peer opens one record while we seal the next.
+inline constexpr std::size_t record_send_size = 16 * 1024;
 inline constexpr std::size_t record_in_limit = 2 * record_wire_limit;
 // Pieces shorter than this are copied together into one record; a longer one is sealed
 // straight from the caller's buffer into records of its own, and a record this long that a
@@ -45,9 +48,10 @@ public:
     // initiator's handshake: the acceptor reads it before it has keys).
     void queue_raw(const std::uint8_t* data, std::size_t size);
 
-    // As send_vector: seals what iov holds (up to record_out_limit of records) and writes what
-    // the socket takes; returns the plaintext bytes taken (the rest of their records goes out
-    // on a later call), or -1 with errno (EAGAIN: sealed records still wait for the socket).
+    // As send_vector: seals what iov holds, record by record while the socket takes them (up
+    // to record_out_limit of records it has not taken), and writes them; returns the plaintext
+    // bytes taken (the rest of their records goes out on a later call), or -1 with errno
+    // (EAGAIN: sealed records still wait for the socket).
     ssize_t write(int fd, const iovec* iov, int count);
     // Writes sealed bytes still waiting; 0 when none is left, 1 if the socket is full, -1 with
     // errno on an error.
@@ -95,12 +99,16 @@ private:
         std::size_t tag_have = 0;
     };
 
-    std::size_t seal(const iovec* iov, int count);
+    // Seals one record from iov at [at, at_byte] to the end of out_, moves past what it took
+    // and returns that many plaintext bytes; out_ has room for a full record.
+    std::size_t seal_record(const iovec* iov, int count, int& at, std::size_t& at_byte);
     bool whole_record_buffered() const;
     bool open_next(int& error);
     std::size_t serve(const iovec* iov, int count, std::size_t& at_iov, std::size_t& at_byte);
     void begin_direct(std::uint8_t* to, std::size_t room);
-    ssize_t fill(int fd, bool wait);
+    // One read from the socket into the direct record or the input buffer; `drained`: one
+    // into the input buffer took less than it asked for (the socket is empty for now).
+    ssize_t fill(int fd, bool wait, bool& drained);
     bool finish_direct(int& error);
     void fail_input(int error_code, int& error);
 

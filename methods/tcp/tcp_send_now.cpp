@@ -6,6 +6,7 @@
 // costs (doc/perf/code-figures.md, "send_now").
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "methods/tcp/tcp_method_impl.hpp"
 
@@ -71,29 +72,59 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
 
     const ssize_t written = write_vector(*c, iov, n);
     const std::size_t total = head_length + static_cast<std::size_t>(size);
-    if (written >= 0 && static_cast<std::size_t>(written) == total) {
-        // Sealed whole; what of its record the socket did not take waits in the record layer.
-        if (c->records && c->records->pending_out()) {
-            c->note_write_end();
-            update_interest(*c);
-        }
-        return 1;
-    }
+    const bool all_taken = written >= 0 && static_cast<std::size_t>(written) == total;
+    if (all_taken && !(c->records && c->records->pending_out())) return 1;
     // Nothing went (a full socket, or an error the usual path will report with the op).
     if (written <= 0) return 0;
-    // Part of the frame is in the socket and cannot be taken back: the rest is copied and
-    // written ahead of anything else, so the caller's buffer is free and the send complete.
+    // The socket did not take all of it, and what it took cannot be taken back. The rest waits
+    // with us, so the send is not complete: its op, which post() is given next, completes when
+    // the rest is written (Method::send_now_started).
     OutFrame frame;
-    frame.kind = OutKind::control;  // no op behind it: nothing completes when it is written
-    frame.head = head;
-    frame.head_length = head_length;
-    frame.body.resize(static_cast<std::size_t>(size));
-    copy_segments(segments, frame.body.data());
-    frame.done = static_cast<std::size_t>(written);
-    c->writer.out.push_back(std::move(frame));
+    frame.kind = OutKind::message;
+    frame.started = true;
+    if (all_taken) {
+        // Sealed whole: what of its records the socket did not take waits in the record layer.
+        c->writer.sealed.push_back(std::move(frame));
+    } else {
+        // The rest is copied and written ahead of anything else: the caller's buffer is free.
+        frame.head = head;
+        frame.head_length = head_length;
+        frame.body.resize(static_cast<std::size_t>(size));
+        copy_segments(segments, frame.body.data());
+        frame.done = static_cast<std::size_t>(written);
+        c->writer.out.push_back(std::move(frame));
+    }
+    started_send_ = StartedSend{c->id, kind, tag, size};
     c->note_write_end();
     update_interest(*c);
-    return 1;
+    return send_now_started;
+}
+
+std::optional<int> TcpMethod::adopt_started(Operation& op) {
+    const StartedSend started = *std::exchange(started_send_, std::nullopt);
+    Connection* c = find_connection(started.connection);
+    OutFrame* frame = nullptr;
+    if (c != nullptr && !c->closed) {
+        for (auto* queue : {&c->writer.sealed, &c->writer.out})
+            if (!queue->empty() && queue->back().started) frame = &queue->back();
+    }
+    if (frame == nullptr) {
+        // Written meanwhile, or its connection failed: then the op fails the usual way.
+        if (c == nullptr || c->closed) return std::nullopt;
+        op.actual_size = op.total_size;
+        return 1;
+    }
+    frame->started = false;
+    // The control layer posts the send it offered, so this holds; if it did not, the frame
+    // completes with no op and this one goes the usual way.
+    if (op.kind != started.kind || op.tag != started.tag || op.total_size != started.size)
+        return std::nullopt;
+    frame->op = &op;
+    op.transferred = 0;
+    op.actual_size = 0;
+    slots(op).connection = c;
+    place(op, Place::send_writing);
+    return 0;
 }
 
 }  // namespace bmi::method::tcp
