@@ -23,9 +23,11 @@ DEFAULT_MODES = ("latency", "bandwidth", "many")
 # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1;
 # tcp-encrypted: bmi_tcp with a key and BMI_ENCRYPTION=require
 METHODS = ("tcp", "tcp-legacy", "tcp-encrypted", "shm", "shm-blocking")
-# tls: TLS 1.3 (AES-256-GCM) over the same loopback, what encrypted libbmi is judged against
+# tls: TLS 1.3 (AES-256-GCM) over the same loopback, what encrypted libbmi is judged against;
+# handoff: one copy by one CPU of a buffer another CPU has just written, the real ceiling of a
+# one-copy transport between two processes (memcpy's warm copy on one CPU is above it)
 BASELINES = ("raw-tcp", "tls", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd",
-             "memcpy")
+             "memcpy", "handoff")
 EPILOG = ("Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
           "acknowledged; rate = the same windows from --min to 4 KiB, as messages per second; "
           "many = --clients clients stream to one server at once.")
@@ -127,7 +129,7 @@ def parse_args(argv):
 # The programs a baseline needs, besides the drivers' directory (tool) or on PATH (which).
 BASELINE_NEEDS = {"raw-tcp": ("raw_tcp_pingpong",), "tls": ("tls_pingpong",),
                   "netpipe": ("which:NPtcp",), "eventfd": ("eventfd_pingpong",),
-                  "memcpy": ("memcpy_bw",)}
+                  "memcpy": ("memcpy_bw",), "handoff": ("handoff_copy_bw",)}
 BASELINE_NEEDS.update((b, ("mpi_pingpong", "which:mpirun"))
                       for b in BASELINES if b.startswith("mpi-"))
 
@@ -184,6 +186,9 @@ def plan(r, a):
             # One copy, the ceiling of shared memory: no messages, so no rate and no clients.
             add(lambda mode=mode: r.command("memcpy", mode, [
                 r.tool("memcpy_bw"), "--min", str(a.min), "--max", str(a.max)]))
+        if mode in ("latency", "bandwidth") and "handoff" in a.baselines:
+            # One copy between two cores, as the pairs are pinned.
+            add(lambda mode=mode: r.handoff(mode, r.one_per_core()))
     return steps
 
 

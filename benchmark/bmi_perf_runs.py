@@ -268,6 +268,14 @@ class Runner:
         pin = ["--cpus", f"{cpus[0]},{cpus[1]}"] if cpus else []
         return self.command("eventfd", mode, [self.tool("eventfd_pingpong")] + pin + plan)
 
+    def handoff(self, mode, cpus, smallest=None, largest=None):
+        """handoff_copy_bw from --min (or smallest) to --max (or largest), its writer and copier
+        pinned to cpus (a pair, or None: left to the scheduler)."""
+        a = self.args
+        pin = ["--cpus", f"{cpus[0]},{cpus[1]}"] if cpus else []
+        return self.command("handoff", mode, [self.tool("handoff_copy_bw")] + pin + [
+            "--min", str(smallest or a.min), "--max", str(largest or a.max)])
+
     def pair(self, name, mode, tool, common, listen, env=None, plan=None, cpus=None):
         """One server and its client(s), or only clients when --server names a server; cpus:
         (server CPU, client CPU) to pin them to, or None."""

@@ -48,9 +48,9 @@ int main(int argc, char **argv)
     static const char *const prefix[] = {"--client", "memcpy", NULL};
     struct pp_options o;
     unsigned char *src, *dst;
-    double best_bw = 0, best_bw_size = 0;
+    struct pp_copy_table table = {0, 0, 0};
     uint64_t size;
-    int rc, rows = 0;
+    int rc;
 
     rc = pp_parse_posing(argc, argv, prefix, NULL, 0, &o);
     if (rc != 0)
@@ -74,27 +74,18 @@ int main(int argc, char **argv)
     /* The size walk of pp_cursor_next: doubling from --min while it stays within --max. */
     for (size = o.plan.min_size;; size *= 2) {
         uint64_t reps = calibrate(dst, src, size);
-        double best = 0, lat, bw;
+        double best = 0;
         int b;
         for (b = 0; b < BATCHES; b++) {
             double t = time_batch(dst, src, size, reps);
             if (b == 0 || t < best)
                 best = t;
         }
-        lat = best / (double)reps;
-        bw = lat > 0 ? (double)size / lat : 0.0;
-        /* More decimals than pingpong: a small copy takes nanoseconds. */
-        printf("  %12" PRIu64 " %8" PRIu64 " %14.4f %14.4f\n", size, reps * BATCHES, lat, bw);
-        fflush(stdout);
-        if (bw > best_bw) {
-            best_bw = bw;
-            best_bw_size = (double)size;
-        }
-        rows++;
+        pp_copy_row(&table, size, reps * BATCHES, best / (double)reps);
         if (size > o.plan.max_size / 2)
             break;
     }
-    printf("# done: %d sizes, max bandwidth %.2f MB/s at %.0f B\n", rows, best_bw, best_bw_size);
+    pp_copy_done(&table);
     free(dst);
     free(src);
     return 0;

@@ -360,6 +360,24 @@ double pp_now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+void pp_copy_row(struct pp_copy_table *t, uint64_t size, uint64_t iters, double latency_us)
+{
+    double bw = latency_us > 0 ? (double)size / latency_us : 0.0;
+    printf("  %12" PRIu64 " %8" PRIu64 " %14.4f %14.4f\n", size, iters, latency_us, bw);
+    fflush(stdout);
+    if (bw > t->best_bw) {
+        t->best_bw = bw;
+        t->best_bw_size = (double)size;
+    }
+    t->rows++;
+}
+
+void pp_copy_done(const struct pp_copy_table *t)
+{
+    printf("# done: %d sizes, max bandwidth %.2f MB/s at %.0f B\n", t->rows, t->best_bw,
+           t->best_bw_size);
+}
+
 static struct
 {
     int rows;

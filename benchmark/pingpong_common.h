@@ -95,6 +95,16 @@ int pp_verify(const void *buf, uint64_t size, uint64_t seed);
 
 double pp_now_us(void);
 
+/* The table of a copy tool (memcpy_bw, handoff_copy_bw): a row per size, in pingpong's
+ * columns with more decimals (a small copy takes nanoseconds), and the "# done" line. */
+struct pp_copy_table
+{
+    int rows;
+    double best_bw, best_bw_size;
+};
+void pp_copy_row(struct pp_copy_table *t, uint64_t size, uint64_t iters, double latency_us);
+void pp_copy_done(const struct pp_copy_table *t);
+
 /* For the one-client baselines over a byte stream (raw TCP, TLS): whether the plan the client
  * sent is one they run (latency or bandwidth, sizes and window within bounds). */
 int pp_stream_plan_ok(const struct pp_plan *plan);

@@ -4,7 +4,13 @@
  * offered is TLS_AES_256_GCM_SHA384, the cipher libbmi prefers. The server makes a P-256 key
  * and a self-signed certificate in memory at start; the client does not check it, because what
  * is measured is the record layer after the handshake, not who the server is. Session tickets
- * are off, so nothing but the plan's messages follows the handshake. */
+ * are off, so nothing but the plan's messages follows the handshake.
+ *
+ * Built with KERNEL_TLS (ktls_pingpong), OpenSSL hands the record layer to the kernel's `tls`
+ * module after the handshake (doc/perf/kernel-tls.md asks whether that is faster than records in
+ * user space). OpenSSL 3.0 passes TLS 1.3 receive keys to no kernel, so that build speaks TLS 1.2
+ * with the same AES-256-GCM record cipher, and refuses to run (exit 77) unless the kernel took
+ * both directions. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <signal.h>
@@ -21,8 +27,17 @@
 #include "pingpong_common.h"
 #include "pp_socket.h"
 
+#ifdef KERNEL_TLS
+#define TOOL "ktls_pingpong"
+#define SERIES "ktls"
+#define SUITE "ECDHE-ECDSA-AES256-GCM-SHA384"
+#define PROTOCOL TLS1_2_VERSION
+#else
 #define TOOL "tls_pingpong"
+#define SERIES "tls"
 #define SUITE "TLS_AES_256_GCM_SHA384"
+#define PROTOCOL TLS1_3_VERSION
+#endif
 
 /* Prints what OpenSSL says went wrong after what, and clears its error queue. */
 static void tls_error(const char *what)
@@ -100,13 +115,19 @@ static int add_certificate(SSL_CTX *ctx)
     return ok ? 0 : -1;
 }
 
-/* A TLS 1.3-only context with the one suite; the server's with its certificate. */
+/* A context of one protocol version with the one suite; the server's with its certificate. */
 static SSL_CTX *make_context(int server)
 {
     SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
-    if (ctx == NULL || SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
-        SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) != 1 ||
-        SSL_CTX_set_ciphersuites(ctx, SUITE) != 1 || SSL_CTX_set_num_tickets(ctx, 0) != 1 ||
+#ifdef KERNEL_TLS
+    int suite_ok = ctx != NULL && SSL_CTX_set_cipher_list(ctx, SUITE) == 1;
+    if (ctx != NULL)
+        SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
+#else
+    int suite_ok = ctx != NULL && SSL_CTX_set_ciphersuites(ctx, SUITE) == 1;
+#endif
+    if (!suite_ok || SSL_CTX_set_min_proto_version(ctx, PROTOCOL) != 1 ||
+        SSL_CTX_set_max_proto_version(ctx, PROTOCOL) != 1 || SSL_CTX_set_num_tickets(ctx, 0) != 1 ||
         (server && add_certificate(ctx) != 0)) {
         tls_error("context");
         SSL_CTX_free(ctx);
@@ -132,14 +153,39 @@ static SSL *start_tls(SSL_CTX *ctx, int fd, int server)
         SSL_free(ssl);
         return NULL;
     }
-    if (strcmp(SSL_get_cipher_name(ssl), SUITE) != 0 || SSL_version(ssl) != TLS1_3_VERSION) {
-        fprintf(stderr, TOOL ": negotiated %s %s, not TLS 1.3 " SUITE "\n", SSL_get_version(ssl),
+    if (strcmp(SSL_get_cipher_name(ssl), SUITE) != 0 || SSL_version(ssl) != PROTOCOL) {
+        fprintf(stderr, TOOL ": negotiated %s %s, not " SUITE "\n", SSL_get_version(ssl),
                 SSL_get_cipher_name(ssl));
         SSL_free(ssl);
         return NULL;
     }
+#ifdef KERNEL_TLS
+    if (!BIO_get_ktls_send(SSL_get_wbio(ssl)) || !BIO_get_ktls_recv(SSL_get_rbio(ssl))) {
+        fprintf(stderr, TOOL ": the kernel took the records of %s (is the tls module loaded?)\n",
+                BIO_get_ktls_send(SSL_get_wbio(ssl))   ? "sending only"
+                : BIO_get_ktls_recv(SSL_get_rbio(ssl)) ? "receiving only"
+                                                       : "neither direction");
+        SSL_free(ssl);
+        return NULL;
+    }
+#endif
     return ssl;
 }
+
+#ifdef KERNEL_TLS
+/* Whether the kernel offers the `tls` upper layer protocol (its module is loaded). */
+static int kernel_has_tls(void)
+{
+    char list[256] = "";
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "r");
+    int found = 0;
+    if (f != NULL) {
+        found = fgets(list, sizeof(list), f) != NULL && strstr(list, "tls") != NULL;
+        fclose(f);
+    }
+    return found;
+}
+#endif
 
 struct tls_server
 {
@@ -223,7 +269,7 @@ static int run_client(SSL *ssl, const struct pp_options *o)
         fprintf(stderr, TOOL ": out of memory\n");
     else if (tls_full(ssl, (void *)&o->plan, sizeof(o->plan), 1) == 0 &&
              tls_full(ssl, &ready, sizeof(ready), 0) == 0)
-        rc = pp_run_client(o, "tls", out, in, ping, stream, ssl);
+        rc = pp_run_client(o, SERIES, out, in, ping, stream, ssl);
     free(out);
     free(in);
     return rc;
@@ -262,6 +308,12 @@ int main(int argc, char **argv)
         fprintf(stderr, TOOL ": --mode many has no TLS twin\n");
         return 2;
     }
+#ifdef KERNEL_TLS
+    if (!kernel_has_tls()) {
+        fprintf(stderr, TOOL ": this kernel has no tls module loaded; nothing to measure\n");
+        return 77;
+    }
+#endif
     /* A vanished peer must show up as a write error, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
     ctx = make_context(o.server);

@@ -6,7 +6,8 @@ the limits of targets.tsv.
 - tcp ping-pong and streaming against raw TCP (the same ping-pong or stream over plain
   sockets) at every size from 64 KiB; ping-pong against NetPIPE from 1 MiB.
 - shm with buffers from malloc (BMI_SHM_SHARED_BUFFERS=0, as a user's own buffers) against
-  memcpy and the better Open MPI shared-memory setting, from 1 MiB.
+  one copy between the placement's CPUs (handoff_copy_bw: the real ceiling of a one-copy
+  transport), memcpy and the better Open MPI shared-memory setting, from 1 MiB.
 
 One more row has no target: tcp ping-pong against raw TCP carrying bmi_tcp's 32-byte header
 (`raw_tcp_pingpong --framed`), which shows how much of the gap to raw TCP is libbmi's own
@@ -14,8 +15,8 @@ path and how much any framing costs (doc/perf/placement.md).
 
 Every peer runs in the placement it is judged in: raw TCP and the BMI pairs through the
 runner's pinning, NetPIPE's two processes pinned the same way, mpirun's ranks bound one per
-core, both to one CPU, or not at all. memcpy is one process and has no placement; it runs once
-per turn. A turn runs every placement once, the order of the runs reversing every other turn.
+core, both to one CPU, or not at all, handoff's writer and copier as the pair. memcpy is one
+process and has no placement; it runs once per turn. A turn runs every placement once, the order of the runs reversing every other turn.
 """
 import statistics
 
@@ -36,6 +37,8 @@ ROWS = (
     ("tcp ping-pong vs NetPIPE", "bmi tcp", ("netpipe",), "tcp-vs-netpipe", LARGE),
     ("tcp streaming vs raw tcp", "bmi tcp stream", ("raw tcp stream",), "tcp-stream-vs-raw-tcp",
      TCP_SMALLEST),
+    ("shm, malloc'd buffers, vs one copy between the CPUs", "bmi shm-malloc", ("handoff",),
+     "shm-malloc-vs-handoff", LARGE),
     ("shm, malloc'd buffers, vs memcpy", "bmi shm-malloc", ("memcpy",), "shm-malloc-vs-memcpy",
      LARGE),
     ("shm, malloc'd buffers, vs the better Open MPI setting", "bmi shm-malloc",
@@ -118,6 +121,8 @@ def runs_for(runner, cpus, mpi_cpu):
                                                           cpus)))
         runs += [(MPI_NAMES[b], lambda b=b: runner.mpi(b, "placement", shm, mpi_cpu))
                  for b in MPI_SHM if b in a.baselines]
+        if "handoff" in a.baselines:
+            runs.append(("handoff", lambda: runner.handoff("placement", cpus, LARGE, top)))
     return runs
 
 

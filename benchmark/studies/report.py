@@ -23,8 +23,10 @@ class Context:
 PEERS = {"bmi tcp": ["raw tcp", "netpipe", "mpi tcp"],
          "bmi tcp-legacy": ["bmi tcp", "raw tcp", "netpipe", "mpi tcp"],
          "bmi tcp-encrypted": ["tls", "bmi tcp", "raw tcp"],
-         "bmi shm": ["mpi vader", "mpi vader nocopy", "memcpy"],
-         "bmi shm-blocking": ["eventfd", "mpi vader", "mpi vader nocopy", "memcpy"]}
+         "bmi shm": ["mpi vader", "mpi vader nocopy", "memcpy", "handoff"],
+         "bmi shm-blocking": ["eventfd", "mpi vader", "mpi vader nocopy", "memcpy", "handoff"]}
+# Copies, not messages: their times bound bandwidth only.
+COPIES = ("memcpy", "handoff")
 SMALL = 4096     # "small message" latency: sizes up to this
 LARGE = 1 << 20  # "large message" bandwidth: sizes from this
 
@@ -101,8 +103,8 @@ def summary(out, series, modes):
         for mine in (s for s in series if s.mode == mode and s.rows and s.name.startswith("bmi")):
             for peer in (s for s in series if s.mode == mode and s.rows
                          and s.name in PEERS.get(mine.name, [])):
-                # A copy's time is no message latency: memcpy only bounds bandwidth.
-                lat = verdict(mine, peer, 2) if mode == "latency" and peer.name != "memcpy" \
+                # A copy's time is no message latency: copies only bound bandwidth.
+                lat = verdict(mine, peer, 2) if mode == "latency" and peer.name not in COPIES \
                     else None
                 bw = verdict(mine, peer, 3)
                 if lat is None and bw is None:
@@ -158,8 +160,8 @@ def write(path, series, sections, plots, a, load_before, load_after, seconds, ar
            f"- Source: {source_version()}",
            f"- Peers: {mpi} (`--mca pml ob1`, so the chosen BTL is the one measured); NetPIPE "
            "`NPtcp` from Debian's netpipe-tcp; `raw_tcp_pingpong`, `tls_pingpong` (TLS 1.3 "
-           "over OpenSSL), `eventfd_pingpong` and "
-           "`memcpy_bw` from benchmark/",
+           "over OpenSSL), `eventfd_pingpong`, "
+           "`memcpy_bw` and `handoff_copy_bw` from benchmark/",
            f"- Plan: sizes {a.min}..{a.max} B, {a.iters} timed rounds per size up to 64 KiB "
            f"(fewer above, at least 16), a tenth of that (at least 10) as warm-up, "
            f"window {a.window}, {a.clients} clients in many mode, "
@@ -192,8 +194,10 @@ def write(path, series, sections, plots, a, load_before, load_after, seconds, ar
            "(doc/methods/shm.md, shared buffers). The MPI ping-pongs use malloc. The bandwidth "
            "targets below also show bmi shm with `BMI_SHM_SHARED_BUFFERS=0` (shm-malloc), "
            "whose buffers take the paths a malloc'd buffer takes.",
-           "- memcpy: one copy between two warm buffers, best of 10 batches: the ceiling for "
-           "any shared-memory transport. eventfd: two processes waking each other through "
+           "- memcpy: one copy between two warm buffers, best of 10 batches: a ceiling no "
+           "transport between two processes reaches. handoff: one CPU copies a buffer another "
+           "CPU has just written into a buffer it then reads, pinned as the pairs are: the "
+           "real ceiling of a transport that copies once. eventfd: two processes waking each other through "
            "eventfds with blocking reads: the floor for a sleeping shared-memory transport.",
            "- NetPIPE (`NPtcp`) times each size in several trials of its repetitions and "
            "reports the fastest trial; every other driver here reports the mean over all its "
@@ -216,8 +220,8 @@ def write(path, series, sections, plots, a, load_before, load_after, seconds, ar
         out.append("")
         for mine_name, peer_names in PEERS.items():
             mine = find(series, mine_name, mode)
-            # memcpy has no many mode: its single-copy table is the ceiling there too.
-            peers = [find(series, n, mode) or (find(series, n, "latency") if n == "memcpy"
+            # Copies have no many mode: their single-copy tables are the ceilings there too.
+            peers = [find(series, n, mode) or (find(series, n, "latency") if n in COPIES
                                                else None) for n in peer_names]
             if n_ok := [p for p in peers if p]:
                 table(out, f"{mine_name}, {mode}: latency", mine, n_ok, 2)

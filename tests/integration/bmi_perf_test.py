@@ -108,7 +108,7 @@ def check_unreachable(tmp):
 
 
 def check_run(tmp, methods, plots):
-    baselines = ["raw-tcp", "eventfd", "memcpy"]
+    baselines = ["raw-tcp", "eventfd", "memcpy", "handoff"]
     if shutil.which("NPtcp"):
         baselines.append("netpipe")
     if shutil.which("mpirun") and os.environ.get("BMI_HAVE_MPI") == "1" and \
@@ -140,7 +140,8 @@ def check_run(tmp, methods, plots):
         rows = list(csv.DictReader(f))
     series = {(r["series"], r["mode"]) for r in rows}
     want = {(f"bmi {m}", mode) for m in methods for mode in ("latency", "bandwidth", "many")}
-    want |= {("raw tcp", "latency"), ("eventfd", "latency"), ("memcpy", "latency")}
+    want |= {("raw tcp", "latency"), ("eventfd", "latency"), ("memcpy", "latency"),
+             ("handoff", "latency"), ("handoff", "bandwidth")}
     if "mpi-tcp" in baselines:
         want |= {("mpi tcp", mode) for mode in ("latency", "bandwidth", "many")}
     if not want <= series:

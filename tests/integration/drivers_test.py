@@ -155,9 +155,9 @@ def test_mpi():
 
 
 def test_help():
-    for var in ("BMI_PINGPONG", "BMI_EVENTFD_PINGPONG", "BMI_MEMCPY_BW", "BMI_RAW_TCP_PINGPONG",
-                "BMI_TLS_PINGPONG"):
-        if not os.environ.get(var):  # tls_pingpong is not built without OpenSSL
+    for var in ("BMI_PINGPONG", "BMI_EVENTFD_PINGPONG", "BMI_MEMCPY_BW", "BMI_HANDOFF_COPY_BW",
+                "BMI_RAW_TCP_PINGPONG", "BMI_TLS_PINGPONG", "BMI_KTLS_PINGPONG"):
+        if not os.environ.get(var):  # the TLS drivers are not built without OpenSSL
             continue
         res = subprocess.run([os.environ[var], "--help"], capture_output=True, text=True,
                              timeout=TIMEOUT)
@@ -196,6 +196,58 @@ def test_wait_primitives():
             fail(f"wait_primitives {bad}: exit {res.returncode}, {res.stderr!r}")
 
 
+def test_handoff():
+    """One copy between two CPUs: a positive table pinned on one CPU, on two where this process
+    may use two, and unpinned; CPUs it may not use are refused with exit 2."""
+    exe = os.environ["BMI_HANDOFF_COPY_BW"]
+    cpus = sorted(os.sched_getaffinity(0))
+    for pin in ([f"{cpus[0]},{cpus[0]}"], [f"{cpus[0]},{cpus[-1]}"], None):
+        args = [exe] + (["--cpus"] + pin if pin else []) + ["--min", "4K", "--max", "1M"]
+        table(run(args), 4096, 1 << 20, f"handoff_copy_bw {pin}")
+    for bad in ("1", "x,y", f"{cpus[0]},{os.cpu_count() + 64}"):
+        res = subprocess.run([exe, "--cpus", bad, "--max", "64K"], capture_output=True,
+                             text=True, timeout=TIMEOUT)
+        if res.returncode != 2 or "--cpus wants two CPUs" not in res.stderr:
+            fail(f"handoff_copy_bw --cpus {bad}: exit {res.returncode}, {res.stderr!r}")
+
+
+def kernel_has_tls():
+    with open("/proc/sys/net/ipv4/tcp_available_ulp") as f:
+        return "tls" in f.read().split()
+
+
+def test_ktls():
+    """The kernel-TLS twin of tls_pingpong: without the kernel's tls module it says so and
+    exits 77 at once (the CI machines); with it, tables with every message verified."""
+    exe = os.environ.get("BMI_KTLS_PINGPONG", "")
+    if not exe:
+        print("ktls_pingpong not built (no OpenSSL headers): not checked")
+        return
+    if not kernel_has_tls():
+        res = subprocess.run([exe, "--server", "tcp://127.0.0.1:0"], capture_output=True,
+                             text=True, timeout=TIMEOUT)
+        if res.returncode != 77 or "no tls module" not in res.stderr:
+            fail(f"ktls_pingpong without kernel TLS: exit {res.returncode}, {res.stderr!r}")
+        print("ktls_pingpong: no kernel TLS here, refused with 77")
+        return
+    check_tls_tables(exe, "ktls")
+    print("ktls latency and bandwidth tables ok")
+
+
+def check_tls_tables(exe, name):
+    """Both modes of a TLS driver, every message verified, its header naming it."""
+    for plan, lo, hi in ((["--max", "64K", "--iters", "10", "--check"], 1, 65536),
+                         (["--mode", "bandwidth", "--window", "4", "--min", "64", "--max", "1M",
+                           "--iters", "8", "--check"], 64, 1 << 20)):
+        client, server_rc = tls_pair(exe, plan)
+        if client.returncode != 0 or server_rc != 0:
+            fail(f"{name} {plan}: client {client.returncode}, server {server_rc}: "
+                 f"{client.stderr}")
+        if f"# {name}" not in client.stdout:
+            fail(f"{name} {plan}: header does not name the tool: {client.stdout}")
+        table(client.stdout, lo, hi, f"{name} {plan}")
+
+
 def tls_pair(exe, plan, client_exe=None):
     """A tls_pingpong server and one client (client_exe instead, when given); returns the
     client's CompletedProcess-like (returncode, stdout, stderr), the server reaped."""
@@ -223,15 +275,7 @@ def test_tls():
     if not exe:
         print("tls_pingpong not built (no OpenSSL headers): not checked")
         return
-    for plan, lo, hi in ((["--max", "64K", "--iters", "10", "--check"], 1, 65536),
-                         (["--mode", "bandwidth", "--window", "4", "--min", "64", "--max", "1M",
-                           "--iters", "8", "--check"], 64, 1 << 20)):
-        client, server_rc = tls_pair(exe, plan)
-        if client.returncode != 0 or server_rc != 0:
-            fail(f"tls {plan}: client {client.returncode}, server {server_rc}: {client.stderr}")
-        if "# tls" not in client.stdout:
-            fail(f"tls {plan}: header does not name the tool: {client.stdout}")
-        table(client.stdout, lo, hi, f"tls {plan}")
+    check_tls_tables(exe, "tls")
     res = subprocess.run([exe, "--client", "tcp://127.0.0.1:1", "--mode", "many"],
                          capture_output=True, text=True, timeout=TIMEOUT)
     if res.returncode != 2 or "no TLS twin" not in res.stderr:
@@ -278,6 +322,8 @@ def test_baselines():
     test_cipher_speed()
     test_handshake_rate()
     test_eventfd_pinning()
+    test_handoff()
+    test_ktls()
     test_wait_primitives()
     evfd = run([os.environ["BMI_EVENTFD_PINGPONG"], "--iters", "200"])
     table(evfd, 8, 8, "eventfd")

@@ -51,7 +51,7 @@ CALL_PATTERNS = [
     re.compile(r"find_program\(\s*'([^'/]+)'"),
 ]
 # Argument lists whose first element is a program the build makes, not a command.
-BUILT = re.compile(r"^(bmi-|pingpong|pvfs_|raw_tcp|eventfd|memcpy|netem_|killed_peer)")
+BUILT = re.compile(r"^(bmi-|pingpong|pvfs_|raw_tcp|eventfd|memcpy|handoff|netem_|killed_peer)")
 
 failures = []
 

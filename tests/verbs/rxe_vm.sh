@@ -52,7 +52,10 @@ tty=1
 # Guest modules in load order; their dependencies come along through modules.dep.
 # crc32_generic: rxe needs the crc32 shash when rxe0 is created. rdma_ucm: for librdmacm.
 # veth, bridge, sch_netem: the netem suite's namespaces, their links and the faults on them.
-modules=(virtio_pci 9pnet_virtio 9p dummy crc32_generic rdma_rxe rdma_ucm veth bridge sch_netem)
+# tls and the AES-GCM modules: kernel TLS, measured against libbmi's own records
+# (doc/perf/kernel-tls.md); the kernel loads no crypto module the initramfs lacks.
+modules=(virtio_pci 9pnet_virtio 9p dummy crc32_generic rdma_rxe rdma_ucm veth bridge sch_netem
+    aesni-intel ghash-clmulni-intel gcm ghash-generic tls)
 # BMI_GUEST_PACKAGES, the host's packages this needs, are listed with all the others.
 source "$here/../../scripts/lib.sh"
 
