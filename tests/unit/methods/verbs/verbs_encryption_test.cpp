@@ -256,6 +256,38 @@ TEST_CASE("verbs: encrypted messages of every kind arrive intact", "[verbs][encr
     CHECK(server_stats.sealed_bytes > 0);
 }
 
+TEST_CASE("verbs: large encrypted sends wait for staging within its bound", "[verbs][encryption]") {
+    KeyFiles files;
+    // The smallest bound: each sealed copy of these sends is larger, so one goes at a time.
+    Pair pair = make_peers("verbs", key_option(files.key("k", 1)) +
+                                        ",encryption=require,verbs_staging_peer_bytes=64K");
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    const BMI_addr_t client_addr = introduce(pair);
+    constexpr int count = 4;
+    constexpr bmi_size_t size = 200'000;
+    std::vector<std::vector<char>> out(count), in(count);
+    std::vector<bmi_op_id_t> sends(count), recvs(count);
+    for (int i = 0; i < count; ++i) {
+        out[i].resize(size);
+        in[i].resize(size);
+        fill_pattern(out[i].data(), out[i].size(), 200 + i);
+        REQUIRE(pair.client.instance->post(
+                    send_request(pair.client, pair.server_addr, out[i].data(), size, 60 + i),
+                    sends[i], nullptr) == 0);
+    }
+    for (int i = 0; i < count; ++i)
+        REQUIRE(pair.server.instance->post(
+                    recv_request(pair.server, client_addr, in[i].data(), size, 60 + i), recvs[i],
+                    nullptr) == 0);
+    for (int i = 0; i < count; ++i) {
+        CHECK(wait_op(pair.client, sends[i], 60000).error == 0);
+        CHECK(wait_op(pair.server, recvs[i], 60000).error == 0);
+        CHECK(check_pattern(in[i].data(), in[i].size(), 200 + i));
+    }
+    CHECK(stats_of(pair.client, pair.server_addr).staging_waits > 0);
+}
+
 TEST_CASE("verbs: the fabric carries no readable pattern with encryption, and does without",
           "[verbs][encryption]") {
     KeyFiles files;
