@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -365,6 +366,62 @@ TEST_CASE("verbs: a changed record closes its connection alone and delivers noth
     CHECK(send_first(pair, 30000) == 0);
     REQUIRE(verbs::receive_unexpected(*pair.server.instance, got) == 1);
     pair.server.instance->unexpected_free(got.buffer);
+}
+
+TEST_CASE("verbs: a changed chunk of rendezvous data fails the receive and delivers nothing",
+          "[verbs][encryption]") {
+    KeyFiles files;
+    const std::string key_path = files.key("k", 1);
+    const bool damage = GENERATE(false, true);
+    INFO((damage ? "one bit of the sealed data flipped" : "sealed data as made"));
+    Pair pair = make_peers("verbs", key_option(key_path) + ",encryption=require");
+    Pump server_pump(*pair.server.instance);
+    WatchingPeer peer(key_path, kit::Encryption::require);
+    peer.connect(pair.server.instance->listen_addresses());
+    REQUIRE(peer.encrypted());
+    const char hello[] = "hi";
+    REQUIRE(peer.send(unexpected_header(sizeof hello), hello, sizeof hello));
+    core::UnexpectedMessage got;
+    REQUIRE(verbs::receive_unexpected(*pair.server.instance, got) == 1);
+    const BMI_addr_t peer_addr = got.addr;
+    pair.server.instance->unexpected_free(got.buffer);
+
+    constexpr std::uint64_t size = 100'000, cookie = 77;
+    std::vector<char> sink(size, 0);
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.server.instance->post(
+                recv_request(pair.server, peer_addr, sink.data(), static_cast<bmi_size_t>(size), 9),
+                rid, nullptr) == 0);
+    // What our RTS offers: the data sealed as the method seals it, maybe changed afterwards.
+    const auto data = patterned(size);
+    const std::span<const std::uint8_t> piece(reinterpret_cast<const std::uint8_t*>(data.data()),
+                                              data.size());
+    std::vector<std::uint8_t> sealed(method::verbs::sealed_size(size));
+    method::verbs::seal_bulk(peer.records()->cipher(), peer.records()->send_bulk_key(cookie),
+                             cookie, {&piece, 1}, size, sealed.data());
+    if (damage) sealed[70'000] ^= 1;  // inside the second chunk
+    ibv_mr* mr = peer.raw().register_for_read(sealed.data(), sealed.size());
+    REQUIRE(mr != nullptr);
+    MsgHeader rts{};
+    rts.type = static_cast<std::uint8_t>(MsgType::rts);
+    rts.tag = 9;
+    rts.size = size;
+    rts.cookie = cookie;
+    rts.seg_count = 1;
+    const method::verbs::RemoteSegment segment{reinterpret_cast<std::uintptr_t>(sealed.data()),
+                                               sealed.size(), mr->rkey, 0};
+    REQUIRE(peer.send(rts, &segment, sizeof segment));
+    const auto done = wait_op(pair.server, rid, 30000);
+    if (damage) {
+        CHECK(done.error == -BMI_EPROTO);
+        CHECK(std::all_of(sink.begin(), sink.end(), [](char c) { return c == 0; }));
+        CHECK(peer.raw().closed_by_server(10000));
+    } else {
+        CHECK(done.error == 0);
+        CHECK(std::equal(sink.begin(), sink.end(), data.begin()));
+        CHECK_FALSE(peer.raw().closed_by_server(500));
+    }
+    ibv_dereg_mr(mr);
 }
 
 TEST_CASE("verbs: encryption=require refuses a peer that cannot encrypt", "[verbs][encryption]") {
