@@ -212,6 +212,18 @@ MsgHeader unexpected_header(std::uint64_t size) {
     return h;
 }
 
+// The peer connects to the server and sends it one unexpected message: the server's address
+// for the peer.
+BMI_addr_t introduce(Pair& pair, WatchingPeer& peer) {
+    peer.connect(pair.server.instance->listen_addresses());
+    const char hello[] = "hi";
+    REQUIRE(peer.send(unexpected_header(sizeof hello), hello, sizeof hello));
+    core::UnexpectedMessage got;
+    REQUIRE(verbs::receive_unexpected(*pair.server.instance, got) == 1);
+    pair.server.instance->unexpected_free(got.buffer);
+    return got.addr;
+}
+
 }  // namespace
 
 TEST_CASE("verbs: encrypted messages of every kind arrive intact", "[verbs][encryption]") {
@@ -298,14 +310,8 @@ TEST_CASE("verbs: the fabric carries no readable pattern with encryption, and do
     Pair pair = make_peers("verbs", key_option(key_path) + (encrypt ? ",encryption=prefer" : ""));
     Pump server_pump(*pair.server.instance);
     WatchingPeer peer(key_path, kit::Encryption::prefer);
-    peer.connect(pair.server.instance->listen_addresses());
+    const BMI_addr_t peer_addr = introduce(pair, peer);
     REQUIRE(peer.encrypted() == encrypt);
-    const char hello[] = "hi";
-    REQUIRE(peer.send(unexpected_header(sizeof hello), hello, sizeof hello));
-    core::UnexpectedMessage got;
-    REQUIRE(verbs::receive_unexpected(*pair.server.instance, got) == 1);
-    const BMI_addr_t peer_addr = got.addr;
-    pair.server.instance->unexpected_free(got.buffer);
 
     // An eager message and a rendezvous one, both all pattern.
     const auto small = patterned(4000);
@@ -377,14 +383,8 @@ TEST_CASE("verbs: a changed chunk of rendezvous data fails the receive and deliv
     Pair pair = make_peers("verbs", key_option(key_path) + ",encryption=require");
     Pump server_pump(*pair.server.instance);
     WatchingPeer peer(key_path, kit::Encryption::require);
-    peer.connect(pair.server.instance->listen_addresses());
+    const BMI_addr_t peer_addr = introduce(pair, peer);
     REQUIRE(peer.encrypted());
-    const char hello[] = "hi";
-    REQUIRE(peer.send(unexpected_header(sizeof hello), hello, sizeof hello));
-    core::UnexpectedMessage got;
-    REQUIRE(verbs::receive_unexpected(*pair.server.instance, got) == 1);
-    const BMI_addr_t peer_addr = got.addr;
-    pair.server.instance->unexpected_free(got.buffer);
 
     constexpr std::uint64_t size = 100'000, cookie = 77;
     std::vector<char> sink(size, 0);
