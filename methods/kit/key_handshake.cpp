@@ -5,8 +5,10 @@
 
 #include <bit>
 
+#include "bmi-types.h"
 #include "support/keys/key_proof.hpp"
 #include "support/logging/log.hpp"
+#include "support/settings/settings.hpp"
 
 namespace bmi::method::kit {
 
@@ -55,6 +57,20 @@ std::string_view reason(Refusal why) {
 bool tell_initiator(Refusal why) {
     return why == Refusal::offers_no_proof || why == Refusal::first_handshake ||
            why == Refusal::reflected_nonce || why == Refusal::needs_encryption;
+}
+
+int KeyGate::load_encryption(const support::Settings& settings) {
+    // The settings' choices follow Encryption's order.
+    const auto policy = static_cast<Encryption>(settings.number(support::SettingId::encryption));
+    if (policy != Encryption::off && !keyed()) {
+        BMI_WARN("%s: encryption=%s needs a security key (key_file); none is given",
+                 method_.c_str(), settings.shown(support::SettingId::encryption).c_str());
+        return -BMI_EINVAL;
+    }
+    encryption_ = policy;
+    rekey_records_ =
+        static_cast<std::uint64_t>(settings.number(support::SettingId::encryption_rekey_records));
+    return 0;
 }
 
 void KeyGate::log_refusal(const std::string& source, std::string_view who, Refusal why) {

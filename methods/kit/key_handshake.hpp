@@ -16,9 +16,14 @@
 #include <string_view>
 
 #include "methods/kit/key_exchange.hpp"
+#include "support/keys/record_cipher.hpp"
 #include "support/keys/refusal_log.hpp"
 #include "support/keys/secret_key.hpp"
 #include "support/keys/traffic_keys.hpp"
+
+namespace bmi::support {
+class Settings;
+}
 
 namespace bmi::method::kit {
 
@@ -86,6 +91,10 @@ public:
     void use(support::keys::SharedKey key) { key_ = std::move(key); }
     // Encryption of keyed connections from now on (off without a key: nothing to derive from).
     void set_encryption(Encryption policy) { encryption_ = policy; }
+    // After use(): the instance's encryption settings (policy, rekey interval). -BMI_EINVAL,
+    // with a warning naming the setting, for prefer or require without a key.
+    int load_encryption(const support::Settings& settings);
+    std::uint64_t rekey_records() const { return rekey_records_; }
     Encryption encryption() const { return keyed() ? encryption_ : Encryption::off; }
     // The cipher bits our hellos offer and our answers choose from: none while off.
     std::uint8_t cipher_offer() const {
@@ -105,6 +114,7 @@ private:
     std::string method_;  // also what a proof is for: a proof for one method fails on another
     support::keys::SharedKey key_;
     Encryption encryption_ = Encryption::off;
+    std::uint64_t rekey_records_ = support::keys::default_rekey_interval;  // per traffic key
     NoncesInFlight nonces_;
     support::keys::RefusalLog log_;
 };

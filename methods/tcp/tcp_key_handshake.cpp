@@ -27,18 +27,6 @@ std::uint64_t feature_bits(kit::KeyFeatures offered) {
     return offered.proof ? feature_key_proof | feature_key_binding | feature_key_ciphers : 0;
 }
 
-const char* cipher_name(support::keys::Cipher cipher) {
-    switch (cipher) {
-        case support::keys::Cipher::aes256gcm:
-            return "AES-256-GCM";
-        case support::keys::Cipher::chacha20poly1305:
-            return "ChaCha20-Poly1305";
-        case support::keys::Cipher::none:
-            break;
-    }
-    return "none";
-}
-
 }  // namespace
 
 Hello TcpMethod::hello_to_send(Connection& c) {
@@ -103,11 +91,12 @@ bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
 
 void TcpMethod::start_records(Connection& c, std::span<const std::uint8_t> raw) {
     const std::optional<support::keys::TrafficKeys> keys = c.key_handshake.take_traffic_keys();
-    c.records = std::make_unique<RecordLayer>(*keys, c.outbound, rekey_records_);
+    c.records = std::make_unique<RecordLayer>(*keys, c.outbound, keys_.rekey_records());
     if (!raw.empty()) c.records->queue_raw(raw.data(), raw.size());
     BMI_LOG(tcp, "tcp: connection %llu with %s encrypted with %s (new key every %llu records)",
             static_cast<unsigned long long>(c.id), describe(c.remote).c_str(),
-            cipher_name(c.records->cipher()), static_cast<unsigned long long>(rekey_records_));
+            support::keys::cipher_name(c.records->cipher()),
+            static_cast<unsigned long long>(keys_.rekey_records()));
 }
 
 void TcpMethod::log_plain(const Connection& c) const {

@@ -74,17 +74,7 @@ int TcpMethod::start(const Config& config) {
     support::keys::SharedKey key;
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     keys_.use(std::move(key));
-    // The settings' choices follow kit::Encryption's order.
-    const auto policy =
-        static_cast<kit::Encryption>(config.settings.number(support::SettingId::encryption));
-    if (policy != kit::Encryption::off && !keys_.keyed()) {
-        BMI_WARN("tcp: encryption=%s needs a security key (key_file); none is given",
-                 config.settings.shown(support::SettingId::encryption).c_str());
-        return -BMI_EINVAL;
-    }
-    keys_.set_encryption(policy);
-    rekey_records_ = static_cast<std::uint64_t>(
-        config.settings.number(support::SettingId::encryption_rekey_records));
+    if (int rc = keys_.load_encryption(config.settings); rc < 0) return rc;
     if (keys_.keyed())
         BMI_LOG(tcp,
                 "tcp: a security key is in force; only peers that prove it get in; "

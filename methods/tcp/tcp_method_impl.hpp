@@ -344,7 +344,6 @@ private:
     // Keyless: every peer admitted as in OrangeFS. Declared before connections_, whose
     // handshakes hold nonces in it.
     kit::KeyGate keys_{"tcp"};
-    std::uint64_t rekey_records_ = support::keys::default_rekey_interval;  // per traffic key
     // BMI_TRUSTED_CONNECTION: connections from other sources are closed at accept.
     std::optional<support::keys::TrustedSources> trusted_;
     support::keys::RefusalLog untrusted_refusals_;

@@ -335,6 +335,18 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
         if (n < 0) return;
         c.in.insert(c.in.end(), scratch, scratch + n);
         if (c.state == State::hello_sent || c.state == State::awaiting_hello) {
+            // HELLOs of other versions differ in size too: refuse one before waiting for ours.
+            if (c.in.size() >= hello_version_end && !hello_speaks_our_protocol(c.in)) {
+                std::uint16_t version = 0;
+                std::memcpy(&version, c.in.data() + offsetof(Hello, version), sizeof version);
+                BMI_LOG(error,
+                        "verbs: connection %llu: the peer speaks verbs protocol version %u, we "
+                        "%u (a libbmi of another release); closed",
+                        static_cast<unsigned long long>(c.id), static_cast<unsigned>(version),
+                        static_cast<unsigned>(protocol_version));
+                fail_connection(c, -BMI_EPROTO);
+                return;
+            }
             if (c.in.size() < sizeof(Hello)) continue;
             Hello remote;
             std::memcpy(&remote, c.in.data(), sizeof remote);

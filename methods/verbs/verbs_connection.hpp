@@ -21,7 +21,9 @@
 #include "methods/kit/key_handshake.hpp"
 #include "methods/method.hpp"
 #include "methods/verbs/verbs_memory.hpp"
+#include "methods/verbs/verbs_records.hpp"
 #include "methods/verbs/verbs_wire.hpp"
+#include "support/budget/budget.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/op_queue/op_queue.hpp"
 
@@ -54,8 +56,32 @@ public:
     // Connections naming it that have not failed (attach_peer, mark_failed): peer_gone asks
     // this instead of walking every connection on every failure.
     std::size_t live_connections = 0;
-    ArrivalsByTag<Arrival> arrivals;  // messages waiting for a receive, by tag
-    EarlyBudget::Account early;       // what arrivals hold against VerbsEarlyArrivals
+    ArrivalsByTag<Arrival> arrivals;   // messages waiting for a receive, by tag
+    EarlyBudget::Account early;        // what arrivals hold against VerbsEarlyArrivals
+    support::Budget::Account staging;  // sealed rendezvous data of ours it may READ
+};
+
+// Sealed rendezvous data held for a peer's READs, charged to the staging budget while it lives.
+class Staging {
+public:
+    Staging(support::Budget& budget, std::shared_ptr<VerbsPeer> peer, std::uint64_t bytes)
+        : budget_(budget),
+          peer_(std::move(peer)),
+          bytes_(static_cast<std::int64_t>(bytes)),
+          data_(new std::uint8_t[bytes]) {
+        budget_.charge(peer_->staging, bytes_);
+    }
+    ~Staging() { budget_.release(peer_->staging, bytes_); }
+    Staging(const Staging&) = delete;
+    Staging& operator=(const Staging&) = delete;
+    std::uint8_t* data() const { return data_.get(); }
+    std::uint64_t size() const { return static_cast<std::uint64_t>(bytes_); }
+
+private:
+    support::Budget& budget_;
+    std::shared_ptr<VerbsPeer> peer_;
+    std::int64_t bytes_;
+    std::unique_ptr<std::uint8_t[]> data_;
 };
 
 // The address a peer answers to: the one looked up, or its socket's for a nameless one.
@@ -69,6 +95,8 @@ struct SendTransfer {
     Connection* connection = nullptr;
     std::vector<RegCache::Handle> handles;
     std::unique_ptr<std::uint8_t[]> packed;  // send lists longer than an RTS can describe
+    std::unique_ptr<Staging> staging;        // with encryption: what the peer READs instead
+    std::uint64_t cookie = 0;                // with staging: names the data's key
     // The op fails then unless the FIN came (verbs_deadlines.cpp).
     std::chrono::steady_clock::time_point deadline{};
 };
@@ -83,6 +111,9 @@ struct RecvTransfer {
     std::vector<RegCache::Handle> handles;          // one per local segment (none for empty ones)
     std::size_t remote_index = 0, local_index = 0;  // where the next READ starts
     std::uint64_t remote_offset = 0, local_offset = 0;
+    // With encryption: the sealed data is READ here, opened, and only then copied to the op.
+    std::unique_ptr<std::uint8_t[]> sealed;
+    Segment sealed_segment;
     int outstanding = 0;  // READs posted and not yet completed
     int error = 0;
     bool issued_all = false;
@@ -122,6 +153,8 @@ struct Connection {
     // What each side's HELLO says of it (endpoint_text) is what it states.
     kit::KeyHandshake key_handshake;
     Hello remote_hello;  // server: the client's HELLO, for its QP once the proof checks
+    // Set once a keyed handshake chose a cipher: every SEND after it, both ways, is a record.
+    std::unique_ptr<VerbsRecords> records;
 
     // Bootstrap bytes in each direction.
     std::vector<std::uint8_t> in;

@@ -38,18 +38,34 @@ std::string endpoint_text(const Hello& h) {
 
 namespace {
 
-kit::KeyFeatures key_features(std::uint32_t features) {
-    return {(features & feature_key_proof) != 0, (features & feature_key_binding) != 0,
-            (features & feature_key_required) != 0};
+// A keyed peer without feature_key_ciphers proves a transcript without the cipher fields: it
+// counts as one of an older handshake (Refusal::first_handshake), refused before any proof.
+kit::KeyFeatures key_features(const Hello& h) {
+    const std::uint32_t features = h.features;
+    return {(features & feature_key_proof) != 0,
+            (features & feature_key_binding) != 0 && (features & feature_key_ciphers) != 0,
+            (features & feature_key_required) != 0, h.ciphers};
 }
+
+kit::PublicKey public_key_of(const Hello& h) {
+    kit::PublicKey key;
+    std::memcpy(key.data(), h.public_key, key.size());
+    return key;
+}
+
+constexpr std::uint32_t keyed_features = feature_key_proof | feature_key_binding |
+                                         feature_key_ciphers;
 
 }  // namespace
 
 void VerbsMethod::offer_key(Connection& c, Hello& hello) {
     if (!c.key_handshake.keyed()) return;
-    hello.features |= feature_key_proof | feature_key_binding;
+    hello.features |= keyed_features;
     const kit::Nonce& nonce = c.key_handshake.offer(keys_, c.fd, endpoint_text(hello));
     std::memcpy(hello.nonce, nonce.data(), key_field);
+    hello.ciphers = c.key_handshake.hello_ciphers();
+    if (hello.ciphers != 0)
+        std::memcpy(hello.public_key, c.key_handshake.hello_public_key().data(), key_field);
 }
 
 void VerbsMethod::send_refusal(Connection& c) {
@@ -62,7 +78,7 @@ void VerbsMethod::send_refusal(Connection& c) {
 }
 
 bool VerbsMethod::check_keyed_hello(Connection& c, const Hello& remote) {
-    const kit::Refusal why = c.key_handshake.check_hello(keys_, key_features(remote.features));
+    const kit::Refusal why = c.key_handshake.check_hello(keys_, key_features(remote));
     if (why == kit::Refusal::none) return true;
     refuse(c, why, true);
     return false;
@@ -71,9 +87,10 @@ bool VerbsMethod::check_keyed_hello(Connection& c, const Hello& remote) {
 void VerbsMethod::answer_keyed_hello(Connection& c, const Hello& remote) {
     Hello h;
     fill_hello(c, h);
-    h.features = feature_key_proof | feature_key_binding;
+    h.features = keyed_features;
     const auto step = c.key_handshake.answer(keys_, c.fd, kit::nonce_from(remote.nonce),
-                                             endpoint_text(remote), endpoint_text(h));
+                                             endpoint_text(remote), endpoint_text(h),
+                                             key_features(remote), public_key_of(remote));
     if (step.refused()) {
         refuse(c, step.refusal, true);
         return;
@@ -81,6 +98,8 @@ void VerbsMethod::answer_keyed_hello(Connection& c, const Hello& remote) {
     c.remote_hello = remote;
     std::memcpy(h.nonce, step.nonce.data(), key_field);
     std::memcpy(h.proof, step.proof.data(), key_field);
+    h.ciphers = step.cipher_choice;
+    if (h.ciphers != 0) std::memcpy(h.public_key, step.public_key.data(), key_field);
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(&h);
     c.out.assign(bytes, bytes + sizeof h);
     c.state = Connection::State::awaiting_proof;
@@ -88,13 +107,14 @@ void VerbsMethod::answer_keyed_hello(Connection& c, const Hello& remote) {
 }
 
 std::optional<kit::Proof> VerbsMethod::check_answer(Connection& c, const Hello& remote) {
-    const auto step = c.key_handshake.check_answer(keys_, key_features(remote.features),
-                                                   kit::nonce_from(remote.nonce),
-                                                   endpoint_text(remote), remote.proof);
+    const auto step =
+        c.key_handshake.check_answer(keys_, key_features(remote), kit::nonce_from(remote.nonce),
+                                     endpoint_text(remote), remote.proof, public_key_of(remote));
     if (step.refused()) {
         refuse(c, step.refusal);
         return std::nullopt;
     }
+    if (c.key_handshake.keyed()) start_records(c);
     return step.proof;
 }
 
@@ -116,6 +136,7 @@ void VerbsMethod::on_client_proof(Connection& c) {
         return;
     }
     c.in.erase(c.in.begin(), c.in.begin() + sizeof(KeyProof));
+    start_records(c);
     if (int rc = connect_qp(c, c.remote_hello); rc < 0) {
         fail_connection(c, rc);
         return;
@@ -136,6 +157,22 @@ void VerbsMethod::on_go(Connection& c) {
     became_ready(c);
     // As without a key: the server counts us ready on our first SEND.
     queue_control(c, MsgType::credit, 0, FinStatus::ok);
+}
+
+void VerbsMethod::start_records(Connection& c) {
+    if (c.key_handshake.cipher() == support::keys::Cipher::none) {
+        BMI_LOG(verbs, "verbs: connection %llu not encrypted (%s)",
+                static_cast<unsigned long long>(c.id),
+                keys_.encryption() == kit::Encryption::off ? "encryption is off here"
+                                                           : "the peer offers or chose no cipher");
+        return;
+    }
+    const std::optional<support::keys::TrafficKeys> keys = c.key_handshake.take_traffic_keys();
+    c.records = std::make_unique<VerbsRecords>(*keys, c.outbound, keys_.rekey_records());
+    ++stats_.encrypted_connections;
+    BMI_LOG(verbs, "verbs: connection %llu encrypted with %s (new key every %llu records)",
+            static_cast<unsigned long long>(c.id), support::keys::cipher_name(c.records->cipher()),
+            static_cast<unsigned long long>(keys_.rekey_records()));
 }
 
 void VerbsMethod::refuse(Connection& c, kit::Refusal why, bool answering) {

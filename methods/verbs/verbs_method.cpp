@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -159,19 +160,20 @@ void VerbsMethod::drain_sends() {
 }
 
 int VerbsMethod::start(const Config& config) {
-    // verbs has no record layer yet (doc/security.md): an instance told to encrypt every
-    // connection must not start a method that would carry plaintext.
-    if (config.settings.number(support::SettingId::encryption) == 2) {
-        BMI_WARN("verbs: encryption=require, and verbs does not encrypt yet; not started "
-                 "(use tcp, or encryption=prefer)");
-        return -BMI_ENOSYS;
-    }
     if (int rc = load_choice(config.settings, choice_); rc < 0) return rc;
     support::keys::SharedKey key;
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     keys_.use(std::move(key));
+    if (int rc = keys_.load_encryption(config.settings); rc < 0) return rc;
+    staging_.set_limits({config.settings.number(SettingId::staging_peer_bytes),
+                         std::numeric_limits<std::int64_t>::max(),
+                         config.settings.number(SettingId::staging_total_bytes)});
     if (keys_.keyed())
-        BMI_LOG(verbs, "verbs: a security key is in force; only peers that prove it get in");
+        BMI_LOG(verbs,
+                "verbs: a security key is in force; only peers that prove it get in; "
+                "encryption %s (ciphers offered 0x%x)",
+                config.settings.shown(support::SettingId::encryption).c_str(),
+                static_cast<unsigned>(keys_.cipher_offer()));
     std::optional<VerbsAddress> listen;
     if (!config.listen_address.empty()) {
         listen = parse_address(config.listen_address);

@@ -46,6 +46,9 @@ struct Stats {
     // Sleeps of the control layer on our own epoll set whose events it handed to us
     // (the single-method direct wait, Method::accept_wake_fd).
     std::uint64_t handed_wakeups = 0;
+    std::uint64_t encrypted_connections = 0;  // connections whose handshake chose a cipher
+    std::uint64_t sealed_bytes = 0;           // rendezvous data we sealed for a peer to READ
+    std::uint64_t staging_waits = 0;          // times a send waited for the staging budget
 };
 
 // Test hooks; both need the peer's address. get_info: the ibv_qp* of the connection carrying

@@ -126,6 +126,8 @@ private:
     // once per remote host a minute, never the key. `answering` a hello, first tells the
     // initiator where the kit says so.
     void refuse(Connection& c, kit::Refusal why, bool answering = false);
+    // The handshake is proven: with a cipher chosen, c's SENDs are records from now on.
+    void start_records(Connection& c);
 
     // verbs_send.cpp
     int post_send(Operation& op);
@@ -138,6 +140,10 @@ private:
     bool post_buffer(Connection& c, std::uint32_t buffer, std::uint32_t length);
     void fill_header(Connection& c, MsgHeader& h, MsgType type);
     bool post_reads(Connection& c, RecvTransfer& t);
+    // With encryption: whether op may take staging now (else it waits for a FIN to free some).
+    bool staging_allows(Connection& c, const Operation& op);
+    // Staging was freed: the connections waiting for it try again.
+    void wake_staging_waiters();
     void queue_control(Connection& c, MsgType type, std::uint64_t cookie, FinStatus status);
 
     // verbs_recv.cpp
@@ -155,6 +161,8 @@ private:
     void start_read(Operation& op, Connection& c, std::uint64_t cookie, bmi_size_t size,
                     std::vector<RemoteSegment> segments);
     void read_done(RecvTransfer& t);
+    // With encryption: opens t's sealed data into its op; false if it fails to open.
+    bool open_sealed(RecvTransfer& t);
     // True if it took at least one parked message.
     bool retry_parked();
 
@@ -220,6 +228,8 @@ private:
     // Keyless: every peer admitted as before. Declared before connections_, whose handshakes
     // hold nonces in it.
     kit::KeyGate keys_{"verbs"};
+    support::Budget staging_;  // verbs_staging_*_bytes: sealed data our peers may READ
+    std::vector<std::uint64_t> staging_waiters_;  // connections whose sends wait for staging
     std::string listen_address_;
     bmi_size_t unexpected_limit_;
     VerbsEarlyArrivals arrivals_;  // arrivals of every peer, within verbs_early_*_bytes

@@ -5,6 +5,7 @@
 // they are tested and fuzzed (tests/fuzz/) without a device.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -13,6 +14,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "methods/verbs/verbs_records.hpp"
 #include "methods/verbs/verbs_wire.hpp"
 
 namespace bmi::method::verbs {
@@ -20,6 +22,17 @@ namespace bmi::method::verbs {
 // Same magic and protocol version: only then is anything else in the HELLO meaningful.
 inline bool hello_speaks_our_protocol(const Hello& h) {
     return h.magic == hello_magic && h.version == protocol_version;
+}
+
+// The same from a HELLO's first hello_version_end bytes (false with fewer): a HELLO of
+// another version has another size, so the rest may never come.
+inline bool hello_speaks_our_protocol(std::span<const std::uint8_t> start) {
+    if (start.size() < hello_version_end) return false;
+    std::uint32_t magic = 0;
+    std::uint16_t version = 0;
+    std::memcpy(&magic, start.data() + offsetof(Hello, magic), sizeof magic);
+    std::memcpy(&version, start.data() + offsetof(Hello, version), sizeof version);
+    return magic == hello_magic && version == protocol_version;
 }
 
 // A HELLO whose numbers we can build a queue pair from: a credit window of 1-4096, our eager
@@ -63,16 +76,18 @@ inline std::optional<std::uint64_t> rts_total(std::span<const RemoteSegment> seg
 
 // An EAGER or UNEXPECTED body is exactly the size its header claims; an RTS body is 1 to
 // max_rts_segments segments whose lengths sum to that size (at most `limit`), copied to segs.
+// `sealed`: the connection is encrypted, so an RTS offers one segment, the sealed copy.
 inline bool data_message_well_formed(const MsgHeader& h, std::span<const std::uint8_t> body,
-                                     std::uint64_t limit, std::vector<RemoteSegment>& segs) {
+                                     std::uint64_t limit, std::vector<RemoteSegment>& segs,
+                                     bool sealed = false) {
     if (static_cast<MsgType>(h.type) != MsgType::rts) return body.size() == h.size;
-    if (h.seg_count < 1 || h.seg_count > max_rts_segments ||
-        body.size() != h.seg_count * sizeof(RemoteSegment))
+    if (h.seg_count < 1 || h.seg_count > (sealed ? 1 : max_rts_segments) ||
+        body.size() != h.seg_count * sizeof(RemoteSegment) || h.size > limit)
         return false;
     segs.resize(h.seg_count);
     std::memcpy(segs.data(), body.data(), body.size());
-    auto total = rts_total(segs, limit);
-    return total && *total == h.size;
+    auto total = rts_total(segs, sealed ? sealed_size(limit) : limit);
+    return total && *total == (sealed ? sealed_size(h.size) : h.size);
 }
 
 }  // namespace bmi::method::verbs

@@ -169,6 +169,21 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
                 fail_connection(*c, wc_error(wc.status));
             return;
         }
+        // Opened in completion order, which is the queue pair's order: the record counter.
+        // Nothing of a message, its header included, counts before it opens.
+        std::uint32_t length = wc.byte_len;
+        if (c->records) {
+            const std::optional<std::uint32_t> plain =
+                c->records->open(device_->recv_pool.at(buffer), length);
+            if (!plain) {
+                BMI_LOG(verbs, "verbs: connection %llu: a record failed authentication",
+                        static_cast<unsigned long long>(c->id));
+                device_->post_recv(buffer);
+                fail_connection(*c, -BMI_EPROTO);
+                return;
+            }
+            length = *plain;
+        }
         // Counted on arrival, parked or not: a peer past its credits holds SRQ buffers that
         // every other peer needs. Only CREDIT is free.
         const bool costs = costs_credit(buffer);
@@ -179,13 +194,13 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
             fail_connection(*c, -BMI_EPROTO);
             return;
         }
-        if (!c->parked.empty() && !take_credits(*c, buffer, wc.byte_len)) {
+        if (!c->parked.empty() && !take_credits(*c, buffer, length)) {
             device_->post_recv(buffer);
             return;
         }
-        if (!c->parked.empty() || !on_message(*c, buffer, wc.byte_len)) {
+        if (!c->parked.empty() || !on_message(*c, buffer, length)) {
             if (c->parked.empty()) with_parked_.push_back(c->id);
-            c->parked.emplace_back(buffer, wc.byte_len);
+            c->parked.emplace_back(buffer, length);
             ++stats_.parked;
             return;
         }
@@ -253,6 +268,7 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
         it = sends_.erase(it);
         if (op != nullptr) ops_.finish(*op, error);
     }
+    wake_staging_waiters();
     // Receives reading through this QP finish when their last READ has flushed.
     c.reads.clear();
     std::vector<RecvTransfer*> idle;

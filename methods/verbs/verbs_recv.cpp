@@ -85,13 +85,24 @@ void VerbsMethod::start_read(Operation& op, Connection& c, std::uint64_t cookie,
     t->read_id = next_read_id_++;
     t->remote = std::move(segments);
     int error = 0;
-    for (int i = 0; i < op.segment_count; ++i) {
+    if (c.records) {
+        // Ciphertext lands here, never in the op's memory, until it opens.
+        const std::uint64_t sealed = sealed_size(static_cast<std::uint64_t>(size));
+        t->sealed.reset(new std::uint8_t[sealed]);
+        t->sealed_segment = {t->sealed.get(), static_cast<bmi_size_t>(sealed)};
         RegCache::Handle hd;
-        if (error == 0 && op.segments[i].size > 0)
-            error = reg_->acquire(op.segments[i].data,
-                                  static_cast<std::size_t>(op.segments[i].size),
-                                  RegCache::Use::local_write, hd);
+        if (sealed > 0)
+            error = reg_->acquire(t->sealed.get(), sealed, RegCache::Use::local_write, hd);
         t->handles.push_back(hd);
+    } else {
+        for (int i = 0; i < op.segment_count; ++i) {
+            RegCache::Handle hd;
+            if (error == 0 && op.segments[i].size > 0)
+                error = reg_->acquire(op.segments[i].data,
+                                      static_cast<std::size_t>(op.segments[i].size),
+                                      RegCache::Use::local_write, hd);
+            t->handles.push_back(hd);
+        }
     }
     if (error != 0) {
         for (auto& hd : t->handles) reg_->release(hd);
@@ -112,13 +123,50 @@ void VerbsMethod::read_done(RecvTransfer& t) {
     for (auto& hd : t.handles) reg_->release(hd);
     Connection& c = *t.connection;
     std::erase(c.reads, &t);  // a cancelled transfer may still be queued for more READs
-    if (c.state == Connection::State::ready)
+    const bool damaged = t.sealed && t.error == 0 && !open_sealed(t);
+    if (damaged) t.error = -BMI_EPROTO;
+    if (c.state == Connection::State::ready && !damaged)
         queue_control(c, MsgType::fin, t.cookie,
                       t.error == 0 || t.error == -BMI_ECANCEL ? FinStatus::ok : FinStatus::failed);
     Operation& op = *t.op;
     const int error = t.error;
     reads_.erase(t.read_id);
     ops_.finish(op, error);
+    if (damaged) {
+        BMI_LOG(verbs, "verbs: connection %llu: rendezvous data failed authentication",
+                static_cast<unsigned long long>(c.id));
+        fail_connection(c, -BMI_EPROTO);
+    }
+}
+
+bool VerbsMethod::open_sealed(RecvTransfer& t) {
+    Operation& op = *t.op;
+    const auto total = static_cast<std::uint64_t>(op.actual_size);
+    if (!open_bulk(t.connection->records->cipher(), t.connection->records->recv_bulk_key(t.cookie),
+                   t.cookie, t.sealed.get(), total))
+        return false;
+    // Chunk by chunk into the op's segments, leaving each tag behind.
+    int segment = 0;
+    std::uint64_t in_segment = 0;
+    for (std::uint64_t done = 0, index = 0; done < total; ++index) {
+        const std::uint64_t n = std::min(bulk_chunk, total - done);
+        const std::uint8_t* chunk = t.sealed.get() + index * (bulk_chunk + record_tag_size);
+        for (std::uint64_t got = 0; got < n;) {
+            const Segment& s = op.segments[segment];
+            const std::uint64_t take =
+                std::min<std::uint64_t>(static_cast<std::uint64_t>(s.size) - in_segment, n - got);
+            if (take > 0)
+                std::memcpy(static_cast<std::uint8_t*>(s.data) + in_segment, chunk + got, take);
+            got += take;
+            in_segment += take;
+            if (in_segment == static_cast<std::uint64_t>(s.size)) {
+                ++segment;
+                in_segment = 0;
+            }
+        }
+        done += n;
+    }
+    return true;
 }
 
 // A CREDIT costs its sender no credit, so we owe none back for it: returning one would hand
@@ -187,7 +235,7 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
     const auto size = static_cast<bmi_size_t>(h.size);
     std::vector<RemoteSegment> segs;
     if (!data_message_well_formed(h, {body, length}, static_cast<std::uint64_t>(max_message_size()),
-                                  segs)) {
+                                  segs, c.records != nullptr)) {
         fail_connection(c, -BMI_EPROTO);
         return true;
     }
@@ -237,7 +285,9 @@ void VerbsMethod::on_fin(Connection& c, const MsgHeader& h) {
     SendTransfer& t = *it->second;
     for (auto& hd : t.handles) reg_->release(hd);
     Operation* op = t.op;
+    const bool staged = t.staging != nullptr;
     sends_.erase(it);
+    if (staged) wake_staging_waiters();
     ++stats_.fins;
     if (op != nullptr) ops_.finish(*op, fin_error(static_cast<FinStatus>(h.status)));
 }

@@ -3,6 +3,9 @@
 // messages (FIN, CANCEL, CREDIT), and the RDMA READs of a receive in progress.
 #include <algorithm>
 #include <cstring>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "methods/verbs/verbs_method_impl.hpp"
 #include "support/logging/log.hpp"
@@ -63,6 +66,7 @@ void VerbsMethod::pump(Connection& c) {
             return;
         }
         Operation& op = c.sends.front();
+        if (!staging_allows(c, op)) break;
         c.sends.pop_front();
         if (!send_op(c, op)) return;
     }
@@ -88,6 +92,8 @@ void VerbsMethod::fill_header(Connection& c, MsgHeader& h, MsgType type) {
 
 bool VerbsMethod::post_buffer(Connection& c, std::uint32_t buffer, std::uint32_t length) {
     auto& pool = device_->send_pool;
+    // Sealed in the order the queue pair carries them: the receiver's counter follows it.
+    if (c.records) length = c.records->seal(pool.at(buffer), length);
     ibv_sge sge{};
     sge.addr = reinterpret_cast<std::uintptr_t>(pool.at(buffer));
     sge.length = length;
@@ -157,6 +163,25 @@ bool VerbsMethod::send_eager(Connection& c, Operation& op, std::uint32_t buffer)
     return true;
 }
 
+bool VerbsMethod::staging_allows(Connection& c, const Operation& op) {
+    if (!c.records || op.kind == OpKind::send_unexpected ||
+        op.total_size <= static_cast<bmi_size_t>(eager_payload))
+        return true;
+    const auto bytes =
+        static_cast<std::int64_t>(sealed_size(static_cast<std::uint64_t>(op.total_size)));
+    // One send alone always goes, or a message larger than the budget would never leave.
+    if (staging_.fits(c.peer->staging, bytes) || staging_.total() == 0) return true;
+    ++stats_.staging_waits;
+    if (std::find(staging_waiters_.begin(), staging_waiters_.end(), c.id) == staging_waiters_.end())
+        staging_waiters_.push_back(c.id);
+    return false;
+}
+
+void VerbsMethod::wake_staging_waiters() {
+    for (std::uint64_t id : std::exchange(staging_waiters_, {}))
+        if (auto it = connections_.find(id); it != connections_.end()) schedule(*it->second);
+}
+
 bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
     auto t = std::make_unique<SendTransfer>();
     t->op = &op;
@@ -172,7 +197,20 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
     };
     int pieces = 0;
     for (int i = 0; i < op.segment_count; ++i) pieces += op.segments[i].size > 0 ? 1 : 0;
-    if (pieces > static_cast<int>(max_rts_segments)) {
+    if (c.records) {
+        // The peer must READ ciphertext only: seal a copy and offer that alone.
+        const auto total = static_cast<std::uint64_t>(op.total_size);
+        std::vector<std::span<const std::uint8_t>> plain;
+        for (int i = 0; i < op.segment_count; ++i)
+            plain.emplace_back(static_cast<const std::uint8_t*>(op.segments[i].data),
+                               static_cast<std::size_t>(op.segments[i].size));
+        t->staging = std::make_unique<Staging>(staging_, c.peer, sealed_size(total));
+        t->cookie = next_cookie_++;
+        seal_bulk(c.records->cipher(), c.records->send_bulk_key(t->cookie), t->cookie, plain, total,
+                  t->staging->data());
+        stats_.sealed_bytes += total;
+        offer(t->staging->data(), t->staging->size());
+    } else if (pieces > static_cast<int>(max_rts_segments)) {
         // More pieces than an RTS can describe: pack them (the fallback beyond native lists).
         t->packed.reset(new std::uint8_t[static_cast<std::size_t>(op.total_size)]);
         std::size_t at = 0;
@@ -193,7 +231,7 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
         ops_.finish(op, error);
         return true;  // the connection is fine; go on with the next op
     }
-    const std::uint64_t cookie = next_cookie_++;
+    const std::uint64_t cookie = t->staging ? t->cookie : next_cookie_++;
     MsgHeader h{};
     fill_header(c, h, MsgType::rts);
     h.tag = op.tag;
@@ -216,6 +254,7 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
 // segment and at most max_read_sge local pieces, so no list is ever packed on this side.
 bool VerbsMethod::post_reads(Connection& c, RecvTransfer& t) {
     Operation& op = *t.op;
+    const Segment* local = t.sealed ? &t.sealed_segment : op.segments;
     while (c.sq_free > 0 && t.error == 0 && t.remote_index < t.remote.size()) {
         const RemoteSegment& r = t.remote[t.remote_index];
         std::uint64_t want = std::min<std::uint64_t>(r.length - t.remote_offset, device_->max_msg);
@@ -223,7 +262,7 @@ bool VerbsMethod::post_reads(Connection& c, RecvTransfer& t) {
         int n = 0;
         std::uint64_t got = 0;
         while (got < want && n < device_->max_read_sge && t.local_index < t.handles.size()) {
-            const Segment& s = op.segments[t.local_index];
+            const Segment& s = local[t.local_index];
             if (s.size == 0) {
                 ++t.local_index;
                 continue;

@@ -50,8 +50,15 @@ constexpr support::SettingSpec rows[] = {
         "BMI_VERBS_RENDEZVOUS_TIMEOUT_MS",
         "a large send whose RTS the receiver does not finish with its FIN fails after this long "
         "(its registration is kept until the FIN or the connection's end)"),
+    {I::staging_peer_bytes, "verbs_staging_peer_bytes", "BMI_VERBS_STAGING_PEER_BYTES", T::size,
+     "64M", "bytes", 64 * KiB, TiB, "",
+     "with encryption: sealed rendezvous data held for one peer to READ; further large sends "
+     "to it wait for a FIN (one send alone may exceed it)"},
+    {I::staging_total_bytes, "verbs_staging_total_bytes", "BMI_VERBS_STAGING_TOTAL_BYTES", T::size,
+     "256M", "bytes", 64 * KiB, TiB, "",
+     "with encryption: sealed rendezvous data held for all peers together"},
 };
-constexpr support::OwnedRows owned{rows, I::rendezvous_timeout};
+constexpr support::OwnedRows owned{rows, I::staging_total_bytes};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

@@ -27,6 +27,8 @@ enum class SettingId : std::uint8_t {
     early_total_bytes,
     send_timeout,
     rendezvous_timeout,
+    staging_peer_bytes,
+    staging_total_bytes,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

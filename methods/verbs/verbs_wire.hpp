@@ -17,7 +17,9 @@ inline constexpr std::uint32_t hello_magic = 0x42564231;  // "BVB1", also a byte
 // 3: HELLO carries a features word, a nonce and a proof for the security key (issue 16).
 // 4: UNEXPECTED carries its message class in the header. A version-3 peer would ignore the
 // byte and hand every class out as 0, so the versions refuse each other.
-inline constexpr std::uint16_t protocol_version = 4;
+// 5: HELLO carries the cipher offer or choice and an ephemeral public key (issue 39), and with
+// a cipher chosen every SEND is a record (verbs_records.hpp).
+inline constexpr std::uint16_t protocol_version = 5;
 // Payload bytes of one eager buffer; the unexpected limit is capped at this, so an unexpected
 // message is always a single SEND.
 inline constexpr std::uint32_t eager_payload = 16 * 1024;
@@ -32,7 +34,10 @@ inline constexpr std::uint32_t feature_key_required = 2;  // server: a keyless c
 // With feature_key_proof: proofs bind the bootstrap socket's server end as each side sees it
 // (methods/kit/key_exchange.hpp). A keyed peer without it speaks the first key handshake.
 inline constexpr std::uint32_t feature_key_binding = 4;
-inline constexpr std::size_t key_field = 32;  // bytes of a nonce or a proof
+// With feature_key_proof: the proofs cover `ciphers` and `public_key` (doc/security.md). A
+// keyed peer without it proves another transcript and is refused as an older handshake.
+inline constexpr std::uint32_t feature_key_ciphers = 8;
+inline constexpr std::size_t key_field = 32;  // bytes of a nonce, a proof or a public key
 
 // Sent once in each direction on the bootstrap socket. The client sends first; the server
 // answers after its QP is in RTR, and the client then sends one ready byte after reaching RTS,
@@ -56,7 +61,15 @@ struct Hello {
     std::uint32_t features = 0;
     std::uint8_t nonce[key_field] = {};  // the sender's fresh nonce, with feature_key_proof
     std::uint8_t proof[key_field] = {};  // server only: its proof (support/keys/key_proof.hpp)
+    // With feature_key_ciphers: the client's offer or the server's choice (cipher bits,
+    // support/keys/traffic_keys.hpp) and, with any, the sender's ephemeral X25519 key.
+    std::uint8_t ciphers = 0;
+    std::uint8_t reserved_after_ciphers[3] = {};
+    std::uint8_t public_key[key_field] = {};
 };
+// A HELLO's magic and version come first, so a peer of another version is told apart before
+// the rest of its (differently sized) HELLO arrives.
+inline constexpr std::size_t hello_version_end = 6;
 inline constexpr char ready_byte = 'R';
 
 // With a key both sides hold, the bootstrap runs (doc/security.md):
@@ -103,7 +116,8 @@ struct RemoteSegment {
 };
 static_assert(sizeof(RemoteSegment) == 24);
 
-inline constexpr std::uint32_t buffer_size = sizeof(MsgHeader) + eager_payload;
+// With encryption a SEND also carries its record's 16-byte tag.
+inline constexpr std::uint32_t buffer_size = sizeof(MsgHeader) + eager_payload + 16;
 // Segments an RTS can carry in one eager buffer; longer send lists are packed (verbs_send.cpp).
 inline constexpr std::uint32_t max_rts_segments = 64;
 

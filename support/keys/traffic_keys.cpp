@@ -121,4 +121,27 @@ DirectionKey next_key(const DirectionKey& current) {
     return next;
 }
 
+const char* cipher_name(Cipher cipher) {
+    switch (cipher) {
+        case Cipher::aes256gcm:
+            return "AES-256-GCM";
+        case Cipher::chacha20poly1305:
+            return "ChaCha20-Poly1305";
+        case Cipher::none:
+            break;
+    }
+    return "none";
+}
+
+DirectionKey subkey(const DirectionKey& from, std::string_view purpose, std::uint64_t number) {
+    std::array<std::uint8_t, 8> le{};
+    for (std::size_t i = 0; i < le.size(); ++i)
+        le[i] = static_cast<std::uint8_t>(number >> (8 * i));
+    std::array<std::uint8_t, 64> derived;
+    keyed_hash(derived, from.key, {bytes_of("subkey"), from.iv, bytes_of(purpose), le});
+    DirectionKey out = direction_from(derived);
+    sodium_memzero(derived.data(), derived.size());
+    return out;
+}
+
 }  // namespace bmi::support::keys

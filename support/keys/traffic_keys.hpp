@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "support/keys/secret_key.hpp"
 
@@ -32,6 +33,8 @@ inline constexpr std::uint8_t cipher_bit(Cipher cipher) {
     return static_cast<std::uint8_t>(1u << static_cast<unsigned>(cipher));
 }
 
+// The cipher's name for logs and bmi-info ("none" for plain traffic).
+const char* cipher_name(Cipher cipher);
 // Whether this process can run the cipher (libsodium's AES-GCM needs the CPU's instructions).
 bool cipher_available(Cipher cipher);
 // The bits of every cipher this process can run.
@@ -82,5 +85,10 @@ TrafficKeys derive_traffic_keys(const SecretKey& psk, std::span<const std::uint8
 // The key after `current`: both sides step a direction at the same record count, so no message
 // announces it, and the old key cannot be computed from the new one.
 DirectionKey next_key(const DirectionKey& current);
+
+// A key of its own for one use of a direction (`purpose`, e.g. one message's bulk data, named
+// by `number`): records sealed under it never share a nonce with the direction's own records
+// or with another number's, and it cannot be turned back into `from`.
+DirectionKey subkey(const DirectionKey& from, std::string_view purpose, std::uint64_t number);
 
 }  // namespace bmi::support::keys

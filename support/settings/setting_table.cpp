@@ -46,11 +46,13 @@ constexpr SettingSpec rows[] = {
      "it; a launcher without a loadable libpmix is an error; empty = none"},
     {I::encryption, "encryption", "BMI_ENCRYPTION", T::choice, "off", "", 0, 0,
      "off|prefer|require",
-     "encrypt keyed tcp connections (doc/security.md): off; prefer = with every peer that can; "
+     "encrypt keyed tcp and verbs connections (doc/security.md): off; prefer = with every peer "
+     "that can; "
      "require = refuse every peer that cannot; prefer and require need a key"},
     {I::encryption_rekey_records, "encryption_rekey_records", "BMI_ENCRYPTION_REKEY_RECORDS",
      T::count, "1048576", "records", 1, std::int64_t{1} << 32, "",
-     "records of up to 64 KiB sealed under one traffic key before both sides step to the next"},
+     "records (tcp: up to 64 KiB; verbs: one message each) sealed under one traffic key before "
+     "both sides step to the next"},
 };
 constexpr OwnedRows owned{rows, I::encryption_rekey_records};
 

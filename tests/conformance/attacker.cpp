@@ -95,7 +95,8 @@ public:
     bool connected() const override { return dialled_; }
     bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
         method::verbs::Hello mine = peer_.own_hello(announced);
-        mine.features = method::verbs::feature_key_proof | method::verbs::feature_key_binding;
+        mine.features = method::verbs::feature_key_proof | method::verbs::feature_key_binding |
+                        method::verbs::feature_key_ciphers;
         const support::keys::Nonce nonce = support::keys::fresh_nonce();
         std::memcpy(mine.nonce, nonce.data(), sizeof mine.nonce);
         method::verbs::Hello answer;

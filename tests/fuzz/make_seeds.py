@@ -88,12 +88,17 @@ seed("shm_offers", "overlap",
      b"\2\1" + struct.pack("<QQ", 0x10f00, 0x200))
 
 # --- verbs (verbs_wire.hpp)
-def verbs_hello(credits, name, features=0, mtu=3):
-    return struct.pack("<IHHIIHBBII16s256sI32s32s", 0x42564231, 4, len(name), 77, 1234, 1, mtu,
-                       0, credits, 16384, bytes(16), name, features, bytes(32), bytes(32))
+def verbs_hello(credits, name, features=0, mtu=3, ciphers=0, version=5):
+    data = struct.pack("<IHHIIHBBII16s256sI32s32s", 0x42564231, version, len(name), 77, 1234, 1,
+                       mtu, 0, credits, 16384, bytes(16), name, features, bytes(32), bytes(32))
+    if version >= 5:
+        data += struct.pack("<B3s32s", ciphers, bytes(3), bytes(range(32)))
+    return data
 seed("verbs_bootstrap", "client", verbs_hello(16, b"verbs://10.0.0.1:5000"))
 seed("verbs_bootstrap", "server-keyed", verbs_hello(4096, b"", 1))
 seed("verbs_bootstrap", "required", verbs_hello(16, b"", 2))
+seed("verbs_bootstrap", "client-ciphers", verbs_hello(16, b"", 1 | 4 | 8, ciphers=6))
+seed("verbs_bootstrap", "older-version", verbs_hello(16, b"", 1 | 4, version=4))
 seed("verbs_bootstrap", "zero-credits", verbs_hello(0, b"x"))
 
 def msg(type_, credits, seg_count, tag, size, cookie, body=b"", msg_class=0):
@@ -106,6 +111,9 @@ seed("verbs_control", "unexpected-credit",
 seed("verbs_control", "rts",
      b"\x0f\x08\x04" + msg(3, 0, 2, 1, 3000, 9, struct.pack("<QQIIQQII", 0x1000, 1000, 5, 0,
                                                             0x9000, 2000, 5, 0)))
+# Encrypted (first byte's bit 6): one segment of the sealed size (70000 + 2 tags of 16).
+seed("verbs_control", "rts-sealed",
+     b"\x4f\x08\x04" + msg(3, 0, 1, 1, 70000, 9, struct.pack("<QQII", 0x1000, 70032, 5, 0)))
 seed("verbs_control", "fin-cancel", b"\x0f\x08\x04" + msg(4, 0, 0, 0, 0, 9) + msg(5, 0, 0, 0, 0, 9))
 
 # --- text

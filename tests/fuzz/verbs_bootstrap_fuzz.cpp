@@ -3,7 +3,8 @@
 // pair exists: the bytes are the Hello struct.
 // Properties: an accepted HELLO has a credit window the credit checks can hold (1-4096), our
 // eager size, a known MTU and a name inside its field; the name the server logs stays within
-// the struct; a HELLO of another protocol version is never taken for ours.
+// the struct; a HELLO of another protocol version is never taken for ours, whether told by its
+// first bytes (as the bootstrap does before a HELLO of another size is whole) or by the whole.
 #include <string_view>
 
 #include "methods/verbs/verbs_peer_checks.hpp"
@@ -12,11 +13,15 @@
 using namespace bmi::method::verbs;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    // The bootstrap waits for a whole struct before it looks at any field.
+    // From hello_version_end bytes on, the bootstrap refuses another version; it waits for a
+    // whole struct before it looks at any other field.
+    const bool start_ours = hello_speaks_our_protocol(std::span<const std::uint8_t>(data, size));
+    FUZZ_CHECK(size >= hello_version_end || !start_ours);
     if (size != sizeof(Hello)) return 0;
     Hello hello;
     std::memcpy(&hello, data, sizeof hello);
     const bool ours = hello_speaks_our_protocol(hello);
+    FUZZ_CHECK(ours == start_ours);
     if (!hello_well_formed(hello)) return 0;
     FUZZ_CHECK(ours && hello.version == protocol_version);
     FUZZ_CHECK(hello.credits >= 1 && hello.credits <= 4096);

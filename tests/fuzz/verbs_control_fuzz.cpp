@@ -5,7 +5,9 @@
 // buffer), checked in order on one connection until one breaks the protocol.
 // Properties: the credits we hold never leave 0..window; the peer never spends more than we
 // granted; a data message is accepted only if its body is the size it claims, and an RTS only
-// if its segments sum exactly to its size, without wrapping, within the message limit.
+// if its segments sum exactly to its size, without wrapping, within the message limit; on an
+// encrypted connection (the first byte's bit 6) an RTS offers one segment, exactly the sealed
+// size of the message.
 #include <vector>
 
 #include "methods/verbs/verbs_peer_checks.hpp"
@@ -23,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::uint8_t first = in.byte();
     const int window = 1 + first % 32;  // the peer's HELLO window (small, so it is reached)
     const std::uint64_t limit = limits[first >> 7];
+    const bool sealed = (first & 0x40) != 0;
     int send_credits = in.byte() % (window + 1);
     int granted = 1 + in.byte() % 16;  // what we granted the peer
     std::vector<RemoteSegment> segs;
@@ -43,8 +46,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (type != MsgType::fin && type != MsgType::cancel) return 0;
             continue;
         }
-        if (!data_message_well_formed(h, body, limit, segs)) return 0;
-        if (type == MsgType::rts) {
+        if (!data_message_well_formed(h, body, limit, segs, sealed)) return 0;
+        if (type == MsgType::rts && sealed) {
+            FUZZ_CHECK(segs.size() == 1 && h.size <= limit);
+            FUZZ_CHECK(segs[0].length == sealed_size(h.size));
+        } else if (type == MsgType::rts) {
             FUZZ_CHECK(segs.size() == h.seg_count && h.seg_count <= max_rts_segments);
             std::uint64_t sum = 0;
             for (const auto& s : segs) {

@@ -36,7 +36,8 @@ namespace {
 
 // What a keyed HELLO of today announces.
 constexpr std::uint32_t keyed_features = method::verbs::feature_key_proof |
-                                         method::verbs::feature_key_binding;
+                                         method::verbs::feature_key_binding |
+                                         method::verbs::feature_key_ciphers;
 [[maybe_unused]] const bool device_present = verbs::skip_without_device();
 
 // True if the server's application sees no unexpected message within `ms`.

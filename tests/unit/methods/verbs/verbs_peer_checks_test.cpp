@@ -70,3 +70,19 @@ TEST_CASE("verbs choice: the rows hold the defaults, DeviceChoice none of its ow
     CHECK(choice.credits == row_default(SettingId::credits));
     CHECK(choice.pending_per_source == row_default(SettingId::pending_per_source));
 }
+
+TEST_CASE("verbs checks: a HELLO of another version is told apart by its first bytes", "[verbs]") {
+    Hello ours;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&ours);
+    REQUIRE(hello_speaks_our_protocol(std::span<const std::uint8_t>(bytes, hello_version_end)));
+    REQUIRE_FALSE(
+        hello_speaks_our_protocol(std::span<const std::uint8_t>(bytes, hello_version_end - 1)));
+    Hello older;
+    older.version = protocol_version - 1;
+    REQUIRE_FALSE(hello_speaks_our_protocol(std::span<const std::uint8_t>(
+        reinterpret_cast<const std::uint8_t*>(&older), hello_version_end)));
+    Hello alien;
+    alien.magic = 0x12345678;
+    REQUIRE_FALSE(hello_speaks_our_protocol(std::span<const std::uint8_t>(
+        reinterpret_cast<const std::uint8_t*>(&alien), hello_version_end)));
+}

@@ -185,6 +185,12 @@ public:
         return ibv_post_send(qp_, &wr, &bad) == 0;
     }
 
+    // Registers memory of ours the server may READ (an RTS of ours offers it); the caller
+    // deregisters it.
+    ibv_mr* register_for_read(void* data, std::size_t size) {
+        return ibv_reg_mr(device_.pd, data, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    }
+
     bool closed_by_server(int deadline_ms) { return closed_within(fd_, deadline_ms); }
     int bootstrap_fd() const { return fd_; }
 
