@@ -46,6 +46,9 @@ constexpr MethodNotes method_notes[] = {
     {"verbs", "verbs://127.0.0.1:0",
      "eager SENDs into the shared receive queue up to 16 KiB, credit-based (16 per peer); "
      "larger messages by RDMA READ of the sender's registered buffers (RTS, READ, FIN)"},
+    {"ofi", "ofi+tcp://127.0.0.1:0",
+     "one tagged send up to ofi_eager_bytes (8 KiB); larger messages announced (RTS) and "
+     "sent in tagged chunks of ofi_chunk_bytes once the receiver has posted them (CTS)"},
 };
 
 const MethodNotes* notes_for(std::string_view scheme) {
@@ -160,7 +163,7 @@ void print_encryption(std::ostream& out, std::string_view scheme, const std::str
     out << "  encrypt:  ";
     if (scheme == "shm") {
         out << "never (one user, one node: the kernel protects the rings)\n";
-    } else if (scheme == "verbs") {
+    } else if (scheme == "verbs" || scheme == "ofi") {
         out << "not yet; with encryption=require it refuses to start (policy here: " << policy
             << ")\n";
     } else if (scheme == "tcp") {
@@ -189,6 +192,9 @@ void print_method(std::ostream& out, const bmi::method::Descriptor& d, const std
     } else if (d.scheme == "shm") {
         out << "  listen:   shm://NAME, one node only (an abstract Unix socket rendezvous, "
                "nothing in /dev/shm)\n";
+    } else if (d.scheme == "ofi") {
+        out << "  listen:   ofi+PROVIDER://ADDRESS: ofi+tcp://HOST:PORT (tcp;ofi_rxm), one "
+               "provider per instance\n";
     }
     out << "  eager:    " << (n ? n->eager : "see doc/methods/") << "\n";
     print_encryption(out, d.scheme, options);

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The ofi method's entry in the static method table: libfabric's reliable datagram endpoints,
+// over whichever provider the address names ("ofi+tcp://host:port", "ofi+shm://name").
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "methods/method.hpp"
+
+namespace bmi::method::ofi {
+
+// Creates an ofi instance; with a listen address it binds there. -BMI_ENODEV when libfabric
+// or the provider cannot be opened, -BMI_EINVAL for a malformed address.
+int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
+
+inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create};
+
+}  // namespace bmi::method::ofi
