@@ -27,18 +27,25 @@ std::string Fabric::error_text(int code) { return support::fi().strerror(code < 
 
 int bmi_error(int fi_code) {
     switch (fi_code < 0 ? -fi_code : fi_code) {
-        case FI_ECANCELED: return -BMI_ECANCEL;
+        case FI_ECANCELED:
+            return -BMI_ECANCEL;
         case FI_ETRUNC:
-        case FI_EMSGSIZE: return -BMI_EMSGSIZE;
-        case FI_ENOMEM: return -BMI_ENOMEM;
-        case FI_ETIMEDOUT: return -BMI_ETIMEDOUT;
-        case FI_ECONNREFUSED: return -BMI_ECONNREFUSED;
-        case FI_EHOSTUNREACH: return -BMI_EHOSTUNREACH;
-        default: return -BMI_ECONNRESET;
+        case FI_EMSGSIZE:
+            return -BMI_EMSGSIZE;
+        case FI_ENOMEM:
+            return -BMI_ENOMEM;
+        case FI_ETIMEDOUT:
+            return -BMI_ETIMEDOUT;
+        case FI_ECONNREFUSED:
+            return -BMI_ECONNREFUSED;
+        case FI_EHOSTUNREACH:
+            return -BMI_EHOSTUNREACH;
+        default:
+            return -BMI_ECONNRESET;
     }
 }
 
-int Fabric::open(const OfiAddress& address, bool listen, std::size_t cq_size,
+int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
                  std::size_t inject_bytes, std::string& why) {
     const support::Libfabric& lib = support::fi();
     fi_info* hints = lib.dupinfo(nullptr);
@@ -54,9 +61,9 @@ int Fabric::open(const OfiAddress& address, bool listen, std::size_t cq_size,
     hints->tx_attr->msg_order = FI_ORDER_SAS;
     hints->rx_attr->msg_order = FI_ORDER_SAS;
     if (address.has_port()) hints->addr_format = FI_SOCKADDR_IN;
-    const char* node = listen ? address.node.c_str() : nullptr;
-    const char* service = listen && address.has_port() ? address.service.c_str() : nullptr;
-    const std::uint64_t flags = listen ? FI_SOURCE : 0;
+    const char* node = bind ? address.node.c_str() : nullptr;
+    const char* service = bind && address.has_port() ? address.service.c_str() : nullptr;
+    const std::uint64_t flags = bind ? FI_SOURCE : 0;
     // A small message the provider copies at once needs no completion (rxm's default is 64
     // bytes); a provider that cannot copy that much is asked again for its own size.
     hints->tx_attr->inject_size = inject_bytes;

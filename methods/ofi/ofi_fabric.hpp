@@ -25,11 +25,11 @@ public:
     Fabric(const Fabric&) = delete;
     Fabric& operator=(const Fabric&) = delete;
 
-    // Opens everything for `address`'s provider: bound to its node and service when `listen`,
-    // anywhere otherwise; asks for sends up to inject_bytes to be copied at once. 0, or
-    // -BMI_E* with `why` saying what failed.
-    int open(const OfiAddress& address, bool listen, std::size_t cq_size,
-             std::size_t inject_bytes, std::string& why);
+    // Opens everything for `address`'s provider: bound to its node and service when `bind`,
+    // where the provider likes otherwise; asks for sends up to inject_bytes to be copied at once.
+    // 0, or -BMI_E* with `why` saying what failed.
+    int open(const OfiAddress& address, bool bind, std::size_t cq_size, std::size_t inject_bytes,
+             std::string& why);
 
     fid_ep* ep() const { return ep_; }
     fid_cq* cq() const { return cq_; }

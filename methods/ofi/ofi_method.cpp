@@ -14,6 +14,7 @@
 #include "methods/kit/posted_recvs.hpp"
 #include "methods/ofi/ofi_method_impl.hpp"
 #include "methods/ofi/ofi_settings.hpp"
+#include "support/keys/secret_key.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
 #include "support/optional_library/libfabric.hpp"
@@ -53,14 +54,20 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
         return -BMI_ENODEV;
     }
     auto method = std::make_unique<OfiMethod>(config, sink);
-    if (method->wait_fd() < 0) return -BMI_ENOMEM;
-    if (!config.listen_address.empty()) {
-        auto address = parse_address(config.listen_address);
-        if (!address) return -BMI_EINVAL;
-        if (int rc = method->open(*address, true); rc != 0) return rc;
-    }
+    if (int rc = method->start(config); rc != 0) return rc;
     out = std::move(method);
     return 0;
+}
+
+int OfiMethod::start(const Config& config) {
+    if (epoll_fd_ < 0) return -BMI_ENOMEM;
+    support::keys::SharedKey key;
+    if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
+    gate_.use(std::move(key));
+    if (config.listen_address.empty()) return 0;  // a client opens its fabric at its first lookup
+    auto address = parse_address(config.listen_address);
+    if (!address) return -BMI_EINVAL;
+    return open(*address, true);
 }
 
 OfiMethod::OfiMethod(const Config& config, Sink& sink)
@@ -79,7 +86,17 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     std::string why;
     // Every buffer and every in-flight send can complete at once.
     const std::size_t cq_size = std::max<std::size_t>(1024, buffer_count_ * 4);
-    if (int rc = fabric_.open(address, listen, cq_size, eager_bytes_, why); rc != 0) {
+    // A client's endpoint listens too (rxm connects both ways): one that first reaches a
+    // loopback address stays on loopback rather than open a port on every interface.
+    OfiAddress bind_to = address;
+    sockaddr_in target{};
+    const bool loopback = !listen && address.has_port() && resolve_ipv4(address.node, target) &&
+                          (ntohl(target.sin_addr.s_addr) >> 24) == 127;
+    if (loopback) {
+        bind_to.node = "127.0.0.1";
+        bind_to.service = "0";
+    }
+    if (int rc = fabric_.open(bind_to, listen || loopback, cq_size, eager_bytes_, why); rc != 0) {
         BMI_WARN("bmi_ofi: %s: %s", address.provider_hint().c_str(), why.c_str());
         return rc;
     }
@@ -153,6 +170,7 @@ int OfiMethod::lookup(std::string_view text, std::shared_ptr<Peer>& out) {
     auto peer = std::make_shared<OfiPeer>();
     peer->fi_addr = addr;
     peer->address = std::string(text);
+    peer->endpoint = address_of_name(name);
     peer->host = address->node;
     peers_.emplace(addr, peer);
     out = std::move(peer);
@@ -167,10 +185,9 @@ std::string OfiMethod::address_of_name(const std::vector<std::byte>& name) const
         inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
         return format_address(provider_, support::format_host_port(text, ntohs(in.sin_port)));
     }
-    return format_address(provider_, std::string(reinterpret_cast<const char*>(name.data()),
-                                                  strnlen(reinterpret_cast<const char*>(
-                                                              name.data()),
-                                                          name.size())));
+    return format_address(
+        provider_, std::string(reinterpret_cast<const char*>(name.data()),
+                               strnlen(reinterpret_cast<const char*>(name.data()), name.size())));
 }
 
 void OfiMethod::finish(Operation& op, int error) {
@@ -241,8 +258,7 @@ bmi_size_t OfiMethod::max_message_size() const {
 int OfiMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
 
 int OfiMethod::get_info(Peer*, int option, void* arg) {
-    if (option != info_listen_port || listen_address_.empty() || arg == nullptr)
-        return -BMI_ENOSYS;
+    if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;
     auto address = parse_address(listen_address_);
     if (!address || !address->has_port()) return -BMI_ENOSYS;
     *static_cast<int*>(arg) = std::stoi(address->service);

@@ -15,6 +15,7 @@
 
 #include "methods/arrivals_by_tag.hpp"
 #include "methods/completion_router.hpp"
+#include "methods/kit/key_handshake.hpp"
 #include "methods/method.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_wire.hpp"
@@ -34,12 +35,14 @@ struct OfiPeer final : Peer {
     enum class State : std::uint8_t {
         fresh,     // looked up, nothing sent yet
         greeting,  // our hello left; sends wait for the answer
-        ready,     // it knows our address: traffic flows both ways
+        answered,  // acceptor, keyed: our answer left; only its proof is taken from it
+        ready,     // it knows our address (and proved the key): traffic flows both ways
         departed,  // it said bye
     };
     fi_addr_t fi_addr = FI_ADDR_NOTAVAIL;
     std::string address;  // what describe_peer says: the looked-up or announced address
     std::string host;
+    std::string endpoint;  // the provider address we reach it at, as the handshake binds it
     State state = State::fresh;
     // It said hello to us and we know no listen address of it: once departed, unreachable.
     bool reached_us = false;
@@ -85,6 +88,8 @@ class OfiMethod final : public Method {
 public:
     OfiMethod(const Config& config, Sink& sink);
     ~OfiMethod() override;
+    // The key, and a server's fabric; 0 or -BMI_E*.
+    int start(const Config& config);
     // Opens the fabric of `address`'s provider and posts the receive buffers: a server's at
     // creation, a client's at its first lookup. One provider per instance. 0 or -BMI_E*.
     int open(const OfiAddress& address, bool listen);
@@ -133,7 +138,13 @@ private:
     int post_recv(Operation& op, OfiPeer& peer);
     void take_arrival(Operation& op, OfiPeer& peer, Arrival& arrival);
     void on_message(Request& buffer, fi_addr_t source);
+
+    // ofi_keys.cpp
     void on_hello(Request& buffer);
+    void on_answer(OfiPeer& peer, std::span<const std::byte> body);
+    void on_proof(OfiPeer& peer, std::span<const std::byte> body);
+    void refuse(const std::shared_ptr<OfiPeer>& peer, kit::Refusal why);
+
     bool deliver_unexpected(Request& buffer, OfiPeer& peer);
     void on_abort(OfiPeer& peer, const Abort& abort);
     void depart(OfiPeer& peer);
@@ -155,6 +166,7 @@ private:
     Sink& sink_;
     CompletionRouter router_;
     std::string provider_;  // "" until open()
+    kit::KeyGate gate_{"bmi_ofi"};
     int epoll_fd_ = -1;
     std::string listen_address_;
     bmi_size_t unexpected_limit_ = 0;
@@ -164,6 +176,9 @@ private:
     std::size_t buffer_bytes_ = 0;
     std::size_t inject_bytes_ = 0;
     std::unordered_map<fi_addr_t, std::shared_ptr<OfiPeer>> peers_;
+    // Handshakes under way, by peer: the method's, not the peer's, since a peer may outlive
+    // the method and a handshake holds a nonce of gate_.
+    std::unordered_map<fi_addr_t, kit::KeyHandshake> handshakes_;
     std::unordered_map<Request*, std::unique_ptr<Request>> requests_;
     std::deque<Request*> backlog_;  // posts the provider said -FI_EAGAIN to, in order
     std::deque<Request*> parked_;   // buffers holding an unexpected message until quota frees

@@ -25,8 +25,8 @@ void OfiMethod::release(Request& request) { requests_.erase(&request); }
 
 int OfiMethod::try_post(Request& r) {
     if (r.is_recv)
-        return static_cast<int>(fi_trecv(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag,
-                                         r.ignore, &r.context));
+        return static_cast<int>(
+            fi_trecv(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, r.ignore, &r.context));
     return static_cast<int>(
         fi_tsend(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, &r.context));
 }
@@ -84,8 +84,7 @@ bool OfiMethod::read_completions() {
     }
 }
 
-void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry,
-                              fi_addr_t source) {
+void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry, fi_addr_t source) {
     if (request.role != Request::Role::buffer) {
         end_request(request, 0);
         return;
@@ -110,7 +109,8 @@ void OfiMethod::on_error(Request& request, int error) {
                 }
             release(request);
             return;
-        default: end_request(request, error);
+        default:
+            end_request(request, error);
     }
 }
 

@@ -30,7 +30,8 @@ void OfiMethod::take_arrival(Operation& op, OfiPeer& peer, Arrival& arrival) {
     }
     op.actual_size = arrival.size;
     if (!arrival.announced) {
-        if (!arrival.body.empty()) std::memcpy(op.segments[0].data, arrival.body.data(), arrival.body.size());
+        if (!arrival.body.empty())
+            std::memcpy(op.segments[0].data, arrival.body.data(), arrival.body.size());
         finish(op, 0);
         return;
     }
@@ -48,19 +49,20 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         repost_buffer(buffer);
         return;
     }
-    // Nothing from a source that has not said hello reaches anyone.
+    // Nothing from a source that has not said hello, or not proved the key, reaches anyone.
     auto peer = peer_at(source);
-    if (!kind || !peer) {
+    const bool handshake = kind == Kind::answer || kind == Kind::proof;
+    if (!kind || !peer || (peer->state != OfiPeer::State::ready && !handshake)) {
         repost_buffer(buffer);
         return;
     }
     const bmi_msg_tag_t tag = static_cast<bmi_msg_tag_t>(bmi_tag_of(buffer.tag));
     switch (*kind) {
         case Kind::answer:
-            if (peer->state != OfiPeer::State::ready) {
-                peer->state = OfiPeer::State::ready;
-                flush_waiting(*peer, 0);
-            }
+            on_answer(*peer, body);
+            break;
+        case Kind::proof:
+            on_proof(*peer, body);
             break;
         case Kind::unexpected:
             if (!deliver_unexpected(buffer, *peer)) {
@@ -94,34 +96,13 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         case Kind::abort:
             if (auto abort = decode<Abort>(body)) on_abort(*peer, *abort);
             break;
-        case Kind::bye: depart(*peer); break;
-        case Kind::hello: break;
+        case Kind::bye:
+            depart(*peer);
+            break;
+        case Kind::hello:
+            break;
     }
     repost_buffer(buffer);
-}
-
-void OfiMethod::on_hello(Request& buffer) {
-    std::vector<std::byte> name(buffer.bytes.begin(),
-                                buffer.bytes.begin() + static_cast<std::ptrdiff_t>(buffer.length));
-    fi_addr_t addr = FI_ADDR_NOTAVAIL;
-    if (name.empty() || fi_av_insert(fabric_.av(), name.data(), 1, &addr, 0, nullptr) != 1) return;
-    auto peer = peer_at(addr);
-    if (!peer || peer_gone(*peer)) {
-        // A departed peer back at its old address is a new peer to the application.
-        peer = std::make_shared<OfiPeer>();
-        peer->fi_addr = addr;
-        peer->address = address_of_name(name);
-        peer->reached_us = true;
-        auto parsed = parse_address(peer->address);
-        peer->host = parsed ? parsed->node : peer->address;
-        peers_.insert_or_assign(addr, peer);
-    }
-    sink_.register_peer(peer);
-    send_control(*peer, Kind::answer, 0, nullptr, 0);
-    if (peer->state != OfiPeer::State::ready) {
-        peer->state = OfiPeer::State::ready;
-        flush_waiting(*peer, 0);
-    }
 }
 
 bool OfiMethod::deliver_unexpected(Request& buffer, OfiPeer& peer) {
@@ -189,7 +170,8 @@ void OfiMethod::cancel(Operation& op) {
             slots.error = -BMI_ECANCEL;
             cancel_data_recvs(op);
             return;
-        default: return;  // an eager send in the provider ends by itself
+        default:
+            return;  // an eager send in the provider ends by itself
     }
 }
 

@@ -97,8 +97,8 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     slots.transfer = next_transfer_;
     slots.phase = OpSlots::announced;
     awaiting_cts_[slots.transfer] = &op;
-    const Rts rts{op.total_size > 0 ? static_cast<std::uint64_t>(op.total_size) : 0,
-                  slots.transfer, 0};
+    const Rts rts{op.total_size > 0 ? static_cast<std::uint64_t>(op.total_size) : 0, slots.transfer,
+                  0};
     send_control(peer, Kind::rts, op.tag, &rts, sizeof rts);
 }
 
@@ -143,11 +143,6 @@ void OfiMethod::send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, co
     request.addr = peer.fi_addr;
     request.tag = control_tag(kind, bmi_tag);
     submit(request);
-}
-
-void OfiMethod::greet(OfiPeer& peer) {
-    peer.state = OfiPeer::State::greeting;
-    send_control(peer, Kind::hello, 0, fabric_.name().data(), fabric_.name().size());
 }
 
 void OfiMethod::flush_waiting(OfiPeer& peer, int error) {

@@ -19,16 +19,17 @@
 namespace bmi::method::ofi {
 
 enum class Kind : std::uint8_t {
-    hello = 1,       // body: the initiator's endpoint name
-    answer = 2,      // empty: the acceptor knows the initiator's address now
+    hello = 1,       // body: ofi_handshake.hpp's Hello (the initiator's endpoint name, ...)
+    answer = 2,      // body: Answer; the acceptor knows the initiator's address now
     eager = 3,       // body: an expected message
     unexpected = 4,  // body: an unexpected message
     rts = 5,         // body: Rts
     cts = 6,         // body: Cts
     abort = 7,       // body: Abort; the sender cancelled a large send before its data left
     bye = 8,         // empty: the sender's instance is closing
+    proof = 9,       // body: the initiator's proof of the key, before anything else it sends
 };
-inline constexpr Kind last_kind = Kind::bye;
+inline constexpr Kind last_kind = Kind::proof;
 
 inline constexpr std::uint64_t data_bit = std::uint64_t{1} << 63;
 // What a posted receive buffer ignores: everything but bit 63.
