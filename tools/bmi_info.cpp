@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // bmi-info: which methods this libbmi has, whether each works here, its limits, the addresses
-// a server would listen on, the RDMA devices, the planes and the settings every method reads.
+// a server would listen on, the RDMA devices, libfabric's providers, the planes and the settings
+// every method reads.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -17,6 +18,7 @@
 #include "methods/method_table.hpp"
 #include "support/keys/traffic_keys.hpp"
 #include "support/settings/settings.hpp"
+#include "tools/bmi_info_fabric.hpp"
 #include "tools/bmi_info_planes.hpp"
 #include "tools/bmi_info_rdma.hpp"
 #include "tools/bmi_info_settings.hpp"
@@ -61,7 +63,8 @@ int usage(std::ostream& out, int code) {
     out << "usage: bmi-info [--method NAME] [--options OPTIONS] [--markdown]\n"
            "  Lists the methods compiled into libbmi and whether each can start here, their\n"
            "  limits (eager, unexpected, maximum message size), the addresses a server would\n"
-           "  listen on, RDMA devices and ports, the planes (discovered, and named in\n"
+           "  listen on, RDMA devices and ports, libfabric's providers, the planes (discovered, "
+           "and named in\n"
            "  BMI_INVENTORY's file), and every setting with the value in force\n"
            "  and where it came from. --method bmi_tcp (or tcp) shows one method only.\n"
            "  --options gives BMI_initialize's option string (\"shm_ring_slots=128,...\") to\n"
@@ -234,6 +237,8 @@ int main(int argc, char** argv) {
         if (one == nullptr || one == &d) print_method(std::cout, d, options, any_usable);
     std::cout << "\nRDMA devices:\n";
     bmi::info::print_rdma_devices(std::cout);
+    std::cout << "\nlibfabric providers (fi_getinfo):\n";
+    bmi::info::print_fabric_providers(std::cout);
     std::cout << "\n";
     const bool planes_ok = bmi::info::print_planes(std::cout, options);
     std::cout << "\n";

@@ -9,7 +9,8 @@
 namespace bmi::method::ofi {
 
 void OfiMethod::greet(OfiPeer& peer) {
-    kit::KeyHandshake& handshake = handshakes_.insert_or_assign(peer.fi_addr, kit::KeyHandshake(gate_)).first->second;
+    kit::KeyHandshake& handshake =
+        handshakes_.insert_or_assign(peer.fi_addr, kit::KeyHandshake(gate_)).first->second;
     Hello hello;
     hello.features = gate_.offered();
     hello.name = fabric_.name();
@@ -75,11 +76,11 @@ void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
     if (!answer) return;
     kit::KeyHandshake handshake = std::move(it->second);
     handshakes_.erase(it);
-    const std::span<const std::uint8_t> proof =
-        answer->features.proof ? std::span<const std::uint8_t>(answer->proof)
-                               : std::span<const std::uint8_t>();
-    auto step = handshake.check_answer(gate_, answer->features, answer->nonce,
-                                            answer->stated, proof);
+    const std::span<const std::uint8_t> proof = answer->features.proof
+                                                    ? std::span<const std::uint8_t>(answer->proof)
+                                                    : std::span<const std::uint8_t>();
+    auto step =
+        handshake.check_answer(gate_, answer->features, answer->nonce, answer->stated, proof);
     if (step.refused()) {
         gate_.log_refusal(peer.host, peer.address, step.refusal);
         // The next send greets again: a peer given the key since may take it.

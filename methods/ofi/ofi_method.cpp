@@ -51,7 +51,7 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
     std::string why;
     if (support::load_libfabric(&why) == nullptr) {
         BMI_WARN("bmi_ofi: %s", why.c_str());
-        return -BMI_ENODEV;
+        return -BMI_ENOSYS;  // as for the other optional libraries (doc/architecture.md)
     }
     auto method = std::make_unique<OfiMethod>(config, sink);
     if (int rc = method->start(config); rc != 0) return rc;

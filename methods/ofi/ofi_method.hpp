@@ -10,8 +10,9 @@
 
 namespace bmi::method::ofi {
 
-// Creates an ofi instance; with a listen address it binds there. -BMI_ENODEV when libfabric
-// or the provider cannot be opened, -BMI_EINVAL for a malformed address.
+// Creates an ofi instance; with a listen address it binds there. -BMI_ENOSYS without
+// libfabric, -BMI_ENOPROTOOPT or -BMI_ENODEV when the provider cannot be opened, -BMI_EINVAL
+// for a malformed address.
 int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
 
 inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create};
