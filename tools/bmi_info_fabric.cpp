@@ -17,10 +17,14 @@ namespace bmi::info {
 namespace {
 std::string_view endpoint_type(fi_ep_type type) {
     switch (type) {
-        case FI_EP_MSG: return "msg";
-        case FI_EP_RDM: return "rdm";
-        case FI_EP_DGRAM: return "dgram";
-        default: return "other";
+        case FI_EP_MSG:
+            return "msg";
+        case FI_EP_RDM:
+            return "rdm";
+        case FI_EP_DGRAM:
+            return "dgram";
+        default:
+            return "other";
     }
 }
 }  // namespace
