@@ -27,15 +27,32 @@ namespace {
 constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
 constexpr int goodbye_reads = 16;
 
-// The IPv4 address of a "host" text, resolved; false if it has none.
-bool resolve_ipv4(const std::string& host, sockaddr_in& out) {
+// What a lookup resolved before the method's lock was taken: the peer's address as the
+// provider writes it, for its address vector.
+struct ProviderName final : LookupHint {
+    std::vector<std::byte> bytes;
+};
+
+// The provider address of `address`: host:port resolved to a sockaddr_in (name resolution may
+// block: called with no lock held), or shm's name with its terminating zero.
+int provider_name(const OfiAddress& address, std::vector<std::byte>& out) {
+    if (!address.has_port()) {
+        const auto* bytes = reinterpret_cast<const std::byte*>(address.node.data());
+        out.assign(bytes, bytes + address.node.size() + 1);
+        return 0;
+    }
     addrinfo hints{};
     hints.ai_family = AF_INET;
     addrinfo* found = nullptr;
-    if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return false;
-    std::memcpy(&out, found->ai_addr, sizeof out);
+    if (getaddrinfo(address.node.c_str(), nullptr, &hints, &found) != 0 || found == nullptr)
+        return -BMI_EHOSTUNREACH;
+    sockaddr_in in{};
+    std::memcpy(&in, found->ai_addr, sizeof in);
     freeaddrinfo(found);
-    return true;
+    in.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.service)));
+    out.resize(sizeof in);
+    std::memcpy(out.data(), &in, sizeof in);
+    return 0;
 }
 }  // namespace
 
@@ -88,10 +105,12 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     const std::size_t cq_size = std::max<std::size_t>(1024, buffer_count_ * 4);
     // A client's endpoint listens too (rxm connects both ways): one that first reaches a
     // loopback address stays on loopback rather than open a port on every interface.
+    // Only a numeric host is looked at: no resolver runs under the method's lock.
     OfiAddress bind_to = address;
-    sockaddr_in target{};
-    const bool loopback = !listen && address.has_port() && resolve_ipv4(address.node, target) &&
-                          (ntohl(target.sin_addr.s_addr) >> 24) == 127;
+    in_addr target{};
+    const bool loopback = !listen && address.has_port() &&
+                          inet_pton(AF_INET, address.node.c_str(), &target) == 1 &&
+                          (ntohl(target.s_addr) >> 24) == 127;
     if (loopback) {
         bind_to.node = "127.0.0.1";
         bind_to.service = "0";
@@ -142,24 +161,30 @@ std::shared_ptr<OfiPeer> OfiMethod::peer_at(fi_addr_t addr) const {
     return it == peers_.end() ? nullptr : it->second;
 }
 
-int OfiMethod::lookup(std::string_view text, std::shared_ptr<Peer>& out) {
+int prepare_lookup(std::string_view text, std::unique_ptr<LookupHint>& out) {
     auto address = parse_address(text);
     if (!address) return -BMI_EINVAL;
+    auto hint = std::make_unique<ProviderName>();
+    if (int rc = provider_name(*address, hint->bytes); rc != 0) return rc;
+    out = std::move(hint);
+    return 0;
+}
+
+int OfiMethod::lookup(std::string_view text, std::shared_ptr<Peer>& out) {
+    std::unique_ptr<LookupHint> hint;
+    if (int rc = prepare_lookup(text, hint); rc != 0) return rc;
+    return lookup_prepared(text, *hint, out);
+}
+
+int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
+                               std::shared_ptr<Peer>& out) {
+    auto address = parse_address(text);
+    if (!address) return -BMI_EINVAL;
+    const std::vector<std::byte>& name = static_cast<const ProviderName&>(hint).bytes;
     if (provider_.empty()) {
         if (int rc = open(*address, false); rc != 0) return rc;
     } else if (address->provider != provider_) {
         return -BMI_EPROTONOSUPPORT;  // one provider per instance
-    }
-    std::vector<std::byte> name;
-    if (address->has_port()) {
-        sockaddr_in in{};
-        if (!resolve_ipv4(address->node, in)) return -BMI_EHOSTUNREACH;
-        in.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address->service)));
-        name.resize(sizeof in);
-        std::memcpy(name.data(), &in, sizeof in);
-    } else {
-        const auto* bytes = reinterpret_cast<const std::byte*>(address->node.data());
-        name.assign(bytes, bytes + address->node.size() + 1);
     }
     fi_addr_t addr = FI_ADDR_NOTAVAIL;
     if (fi_av_insert(fabric_.av(), name.data(), 1, &addr, 0, nullptr) != 1) return -BMI_EINVAL;

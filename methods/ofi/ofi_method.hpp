@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "methods/method.hpp"
 
@@ -15,6 +16,10 @@ namespace bmi::method::ofi {
 // for a malformed address.
 int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
 
-inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create};
+// Resolves an address's host (it may block in getaddrinfo); called without any lock, before
+// the method's lookup_prepared.
+int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out);
+
+inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create, &prepare_lookup};
 
 }  // namespace bmi::method::ofi

@@ -97,6 +97,8 @@ public:
     std::string_view name() const override { return "bmi_ofi"; }
     std::string_view scheme() const override { return "ofi"; }
     int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
+    int lookup_prepared(std::string_view address, const LookupHint& hint,
+                        std::shared_ptr<Peer>& out) override;
     int post(Operation& op) override;
     int send_now(Peer& peer, OpKind kind, bmi_msg_tag_t tag,
                  std::span<const Segment> segments) override;
