@@ -21,8 +21,9 @@ from bmi_perf_runs import Failure, Runner, Step
 MODES = ("latency", "bandwidth", "rate", "many")
 DEFAULT_MODES = ("latency", "bandwidth", "many")
 # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1;
-# tcp-encrypted: bmi_tcp with a key and BMI_ENCRYPTION=require
-METHODS = ("tcp", "tcp-legacy", "tcp-encrypted", "shm", "shm-blocking")
+# tcp-encrypted: bmi_tcp with a key and BMI_ENCRYPTION=require; ofi-tcp: bmi_ofi over
+# libfabric's tcp;ofi_rxm (built when libfabric is)
+METHODS = ("tcp", "tcp-legacy", "tcp-encrypted", "shm", "shm-blocking", "ofi-tcp")
 # tls: TLS 1.3 (AES-256-GCM) over the same loopback, what encrypted libbmi is judged against;
 # handoff: one copy by one CPU of a buffer another CPU has just written, the real ceiling of a
 # one-copy transport between two processes (memcpy's warm copy on one CPU is above it)
@@ -56,7 +57,8 @@ def add_options(p, server=True):
     p.add_argument("--methods", type=parse_list(METHODS), default=["tcp", "shm"],
                    help="libbmi methods: tcp, tcp-legacy (BMI_TCP_LEGACY=1: OrangeFS framing), "
                         "tcp-encrypted (a fresh key and BMI_ENCRYPTION=require), "
-                        "shm, shm-blocking (BMI_SHM_SPIN_US=0), all "
+                        "shm, shm-blocking (BMI_SHM_SPIN_US=0), ofi-tcp (bmi_ofi over "
+                        "libfabric's tcp;ofi_rxm), all "
                         "(default tcp,shm)")
     p.add_argument("--baselines", type=parse_list(BASELINES), default=None,
                    help=f"peers to measure: {', '.join(BASELINES)}, all or none (default: "

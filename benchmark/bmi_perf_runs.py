@@ -35,8 +35,18 @@ RATE_MAX = 4 << 10
 
 def scheme_of(method):
     """The address scheme of a bmi series: its variants (tcp-legacy, shm-blocking, ...) are
-    settings of the same method."""
-    return "shm" if method.startswith("shm") else "tcp"
+    settings of the same method; ofi-PROVIDER is bmi_ofi over that provider."""
+    return method.split("-")[0] if method.startswith(("shm", "ofi")) else "tcp"
+
+
+def listen_address(method, name):
+    """Where a bmi series' server listens; name makes a named (shm) address unique."""
+    scheme = scheme_of(method)
+    if scheme == "shm":
+        return f"shm://{name}"
+    if scheme == "ofi":
+        return f"ofi+{method.split('-', 1)[1]}://127.0.0.1:0"
+    return "tcp://127.0.0.1:0"
 
 
 MPI_NAMES = {"mpi-tcp": "mpi tcp", "mpi-shm": "mpi vader", "mpi-shm-nocopy": "mpi vader nocopy"}
@@ -239,8 +249,7 @@ class Runner:
         env = self.method_env(method)
         if plan is None and method == "tcp-legacy":
             plan = self.plan(mode, largest=LEGACY_MAX)
-        listen = (f"shm://bmi-perf-{os.getpid()}-{len(self.series)}" if scheme == "shm"
-                  else "tcp://127.0.0.1:0")
+        listen = listen_address(method, f"bmi-perf-{os.getpid()}-{len(self.series)}")
         return self.pair(f"bmi {method}", mode, "pingpong",
                          ["--method-list", f"bmi_{scheme}"] + list(extra), listen, env, plan,
                          cpus)

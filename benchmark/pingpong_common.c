@@ -212,9 +212,13 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *o)
     if (o->addr == NULL)
         o->addr = "tcp://127.0.0.1:0";
     if ((flags & PP_OPT_METHODS) && o->methods == NULL) {
-        /* The method the address names, so "--server shm://x" needs no --method-list. */
+        /* The method the address names, so "--server shm://x" needs no --method-list; in
+         * "ofi+tcp://x" the method is ofi, tcp its provider. */
         const char *end = strstr(o->addr, "://");
         size_t n = end != NULL ? (size_t)(end - o->addr) : 0;
+        const char *plus = memchr(o->addr, '+', n);
+        if (plus != NULL)
+            n = (size_t)(plus - o->addr);
         if (n == 0 || n + 5 > sizeof(o->address_method)) {
             fprintf(stderr, "%s: %s names no method (scheme://...)\n", argv[0], o->addr);
             return usage(stderr, argv[0], flags);

@@ -42,11 +42,12 @@ T must(bmi::Result<T> result, const char* doing, const std::string& address = {}
     return std::move(result.value());
 }
 
-// "bmi_tcp" for "tcp://host:port": the one method an address needs.
+// "bmi_tcp" for "tcp://host:port", "bmi_ofi" for "ofi+tcp://host:port" (tcp is ofi's
+// provider): the one method an address needs.
 std::string method_of(const std::string& address) {
     const auto scheme = address.find("://");
     if (scheme == std::string::npos) return "bmi_tcp";  // the lookup then says what is wrong
-    return "bmi_" + address.substr(0, scheme);
+    return "bmi_" + address.substr(0, std::min(scheme, address.find('+')));
 }
 
 std::span<const std::byte> bytes_of(std::string_view text) {

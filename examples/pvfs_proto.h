@@ -44,12 +44,18 @@ struct pvfs_response
     uint64_t size; /* total bytes of this response */
 };
 
-/* The method an address needs, "bmi_" and its scheme ("shm://x" -> "bmi_shm"), into out; falls
- * back to bmi_tcp for a string without "://", which BMI_addr_lookup then rejects clearly. */
+/* The method an address needs, "bmi_" and its scheme ("shm://x" -> "bmi_shm", "ofi+tcp://x" ->
+ * "bmi_ofi": tcp is ofi's provider), into out; falls back to bmi_tcp for a string without
+ * "://", which BMI_addr_lookup then rejects clearly. */
 static inline const char *pvfs_method_for(const char *addr, char *out, size_t size)
 {
     const char *end = addr != NULL ? strstr(addr, "://") : NULL;
-    if (end == NULL || (size_t)(end - addr) + 5 > size)
+    if (end == NULL)
+        return "bmi_tcp";
+    const char *plus = (const char *)memchr(addr, '+', (size_t)(end - addr));
+    if (plus != NULL)
+        end = plus;
+    if ((size_t)(end - addr) + 5 > size)
         return "bmi_tcp";
     memcpy(out, "bmi_", 4);
     memcpy(out + 4, addr, (size_t)(end - addr));

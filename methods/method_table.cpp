@@ -6,6 +6,7 @@
 #include <array>
 
 #include "methods/method_config.hpp"
+#include "methods/ofi/ofi_settings.hpp"
 #include "methods/shm/shm_settings.hpp"
 #include "methods/tcp/tcp_settings.hpp"
 #include "methods/verbs/verbs_settings.hpp"
@@ -18,6 +19,9 @@
 #endif
 #if BMI_METHOD_VERBS
 #include "methods/verbs/verbs_method.hpp"
+#endif
+#if BMI_METHOD_OFI
+#include "methods/ofi/ofi_method.hpp"
 #endif
 
 namespace bmi::method {
@@ -33,6 +37,9 @@ constexpr Descriptor table[] = {
 #if BMI_METHOD_VERBS
     verbs::descriptor,
 #endif
+#if BMI_METHOD_OFI
+    ofi::descriptor,
+#endif
     // A zero-length array is not C++; this sentinel is skipped below.
     Descriptor{"", "", nullptr},
 };
@@ -43,7 +50,8 @@ constexpr Descriptor table[] = {
 // that tunes a method this build lacks still initializes.
 const support::SettingTable& all_settings() {
     static const support::SettingTable table{support::general_setting_rows(), tcp::setting_rows(),
-                                             shm::setting_rows(), verbs::setting_rows()};
+                                             shm::setting_rows(), verbs::setting_rows(),
+                                             ofi::setting_rows()};
     return table;
 }
 

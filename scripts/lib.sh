@@ -11,6 +11,7 @@ BMI_JOBS=${BMI_JOBS:-2}
 # clang-14, libclang-rt-14-dev: the libFuzzer targets (scripts/fuzz.sh); the runtime package
 # holds libFuzzer and the sanitizers clang links. clang-format-14: scripts/format.sh.
 BMI_CORE_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev catch2 libibverbs-dev
+                   libfabric-dev libfabric-bin
                    rdma-core libsodium-dev libssl-dev libpmix-dev iproute2 clang-14
                    libclang-rt-14-dev clang-format-14)
 # The benchmarks' peers and bmi-perf's plots: the build finds them optionally (the core builds

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // bmi-info: which methods this libbmi has, whether each works here, its limits, the addresses
-// a server would listen on, the RDMA devices, the planes and the settings every method reads.
+// a server would listen on, the RDMA devices, libfabric's providers, the planes and the settings
+// every method reads.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -17,6 +18,7 @@
 #include "methods/method_table.hpp"
 #include "support/keys/traffic_keys.hpp"
 #include "support/settings/settings.hpp"
+#include "tools/bmi_info_fabric.hpp"
 #include "tools/bmi_info_planes.hpp"
 #include "tools/bmi_info_rdma.hpp"
 #include "tools/bmi_info_settings.hpp"
@@ -46,6 +48,9 @@ constexpr MethodNotes method_notes[] = {
     {"verbs", "verbs://127.0.0.1:0",
      "eager SENDs into the shared receive queue up to 16 KiB, credit-based (16 per peer); "
      "larger messages by RDMA READ of the sender's registered buffers (RTS, READ, FIN)"},
+    {"ofi", "ofi+tcp://127.0.0.1:0",
+     "one tagged send up to ofi_eager_bytes (8 KiB); larger messages announced (RTS) and "
+     "sent in tagged chunks of ofi_chunk_bytes once the receiver has posted them (CTS)"},
 };
 
 const MethodNotes* notes_for(std::string_view scheme) {
@@ -58,7 +63,8 @@ int usage(std::ostream& out, int code) {
     out << "usage: bmi-info [--method NAME] [--options OPTIONS] [--markdown]\n"
            "  Lists the methods compiled into libbmi and whether each can start here, their\n"
            "  limits (eager, unexpected, maximum message size), the addresses a server would\n"
-           "  listen on, RDMA devices and ports, the planes (discovered, and named in\n"
+           "  listen on, RDMA devices and ports, libfabric's providers, the planes (discovered, "
+           "and named in\n"
            "  BMI_INVENTORY's file), and every setting with the value in force\n"
            "  and where it came from. --method bmi_tcp (or tcp) shows one method only.\n"
            "  --options gives BMI_initialize's option string (\"shm_ring_slots=128,...\") to\n"
@@ -160,6 +166,9 @@ void print_encryption(std::ostream& out, std::string_view scheme, const std::str
     out << "  encrypt:  ";
     if (scheme == "shm") {
         out << "never (one user, one node: the kernel protects the rings)\n";
+    } else if (scheme == "ofi") {
+        out << "not yet; with encryption=require it refuses to start (policy here: " << policy
+            << ")\n";
     } else if (scheme == "tcp" || scheme == "verbs") {
         const std::uint8_t ours = bmi::support::keys::ciphers_available();
         const Cipher best = bmi::support::keys::choose_cipher(ours, ours);
@@ -188,6 +197,9 @@ void print_method(std::ostream& out, const bmi::method::Descriptor& d, const std
     } else if (d.scheme == "shm") {
         out << "  listen:   shm://NAME, one node only (an abstract Unix socket rendezvous, "
                "nothing in /dev/shm)\n";
+    } else if (d.scheme == "ofi") {
+        out << "  listen:   ofi+PROVIDER://ADDRESS: ofi+tcp://HOST:PORT (tcp;ofi_rxm), one "
+               "provider per instance\n";
     }
     out << "  eager:    " << (n ? n->eager : "see doc/methods/") << "\n";
     print_encryption(out, d.scheme, options);
@@ -227,6 +239,8 @@ int main(int argc, char** argv) {
         if (one == nullptr || one == &d) print_method(std::cout, d, options, any_usable);
     std::cout << "\nRDMA devices:\n";
     bmi::info::print_rdma_devices(std::cout);
+    std::cout << "\nlibfabric providers (fi_getinfo):\n";
+    bmi::info::print_fabric_providers(std::cout);
     std::cout << "\n";
     const bool planes_ok = bmi::info::print_planes(std::cout, options);
     std::cout << "\n";

@@ -86,6 +86,11 @@ void KeyGate::log_refusal(const std::string& source, std::string_view who, Refus
 KeyHandshake::~KeyHandshake() { sodium_memzero(shared_.data(), shared_.size()); }
 
 const Nonce& KeyHandshake::offer(KeyGate& gate, int fd, std::string our_stated) {
+    return offer(gate, acceptor_endpoint(fd, Role::initiator), std::move(our_stated));
+}
+
+const Nonce& KeyHandshake::offer(KeyGate& gate, std::string acceptor_endpoint,
+                                 std::string our_stated) {
     if (const std::uint8_t ciphers = gate.cipher_offer(); ciphers != 0) {
         ephemeral_ = std::make_unique<support::keys::EphemeralKey>();
         exchange_.initiator_public = ephemeral_->public_key();
@@ -93,7 +98,7 @@ const Nonce& KeyHandshake::offer(KeyGate& gate, int fd, std::string our_stated) 
     }
     claim_ = gate.nonces_.claim();
     exchange_.initiator_nonce = claim_.nonce();
-    exchange_.acceptor_endpoint = acceptor_endpoint(fd, Role::initiator);
+    exchange_.acceptor_endpoint = std::move(acceptor_endpoint);
     exchange_.initiator_stated = std::move(our_stated);
     stage_ = Stage::offered;
     return exchange_.initiator_nonce;
@@ -160,6 +165,14 @@ Refusal KeyHandshake::check_hello(const KeyGate& gate, KeyFeatures features) con
 KeyHandshake::Step KeyHandshake::answer(KeyGate& gate, int fd, const Nonce& initiator_nonce,
                                         std::string initiator_stated, std::string our_stated,
                                         KeyFeatures offer, const PublicKey& public_key) {
+    return answer(gate, acceptor_endpoint(fd, Role::acceptor), initiator_nonce,
+                  std::move(initiator_stated), std::move(our_stated), offer, public_key);
+}
+
+KeyHandshake::Step KeyHandshake::answer(KeyGate& gate, std::string our_endpoint,
+                                        const Nonce& initiator_nonce, std::string initiator_stated,
+                                        std::string our_stated, KeyFeatures offer,
+                                        const PublicKey& public_key) {
     Step step;
     if (!gate.keyed() || stage_ != Stage::unproven) {
         step.refusal = Refusal::wrong_initiator_proof;
@@ -171,7 +184,7 @@ KeyHandshake::Step KeyHandshake::answer(KeyGate& gate, int fd, const Nonce& init
     }
     exchange_.initiator_nonce = initiator_nonce;
     exchange_.acceptor_nonce = support::keys::fresh_nonce();
-    exchange_.acceptor_endpoint = acceptor_endpoint(fd, Role::acceptor);
+    exchange_.acceptor_endpoint = std::move(our_endpoint);
     exchange_.initiator_stated = std::move(initiator_stated);
     exchange_.acceptor_stated = std::move(our_stated);
     // What the hello offered is bound whether or not we take it up: the initiator's proof

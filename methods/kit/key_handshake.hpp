@@ -159,6 +159,9 @@ public:
     // fd the connected socket (the acceptor's endpoint is read from it first-hand). With
     // encryption on, the hello also carries hello_ciphers() and hello_public_key().
     const Nonce& offer(KeyGate& gate, int fd, std::string our_stated);
+    // The same where no socket exists (libfabric's endpoints): the acceptor's endpoint as the
+    // address we sent the hello to, the text the acceptor's answer() is given for itself.
+    const Nonce& offer(KeyGate& gate, std::string acceptor_endpoint, std::string our_stated);
     std::uint8_t hello_ciphers() const { return exchange_.cipher_offer; }
     const PublicKey& hello_public_key() const { return exchange_.initiator_public; }
     // Initiator: the acceptor's answer. Keyless, only a refusal that requires a key refuses.
@@ -174,6 +177,10 @@ public:
     // offered any; the step says what our answer adds (Step::cipher_choice, Step::public_key).
     Step answer(KeyGate& gate, int fd, const Nonce& initiator_nonce, std::string initiator_stated,
                 std::string our_stated, KeyFeatures offer = {}, const PublicKey& public_key = {});
+    // The same with our endpoint as text, where no socket exists (see offer).
+    Step answer(KeyGate& gate, std::string our_endpoint, const Nonce& initiator_nonce,
+                std::string initiator_stated, std::string our_stated, KeyFeatures offer = {},
+                const PublicKey& public_key = {});
     // Acceptor: the initiator's proof. Nothing of the connection may reach the application
     // before this passes.
     Refusal check_proof(const KeyGate& gate, std::span<const std::uint8_t> proof);

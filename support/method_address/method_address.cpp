@@ -27,9 +27,16 @@ std::optional<SchemeAndRest> split_scheme(std::string_view address) {
     auto sep = address.find("://");
     if (sep == std::string_view::npos || sep == 0) return std::nullopt;
     std::string_view scheme = address.substr(0, sep);
-    for (char c : scheme)
-        if (!is_scheme_char(c)) return std::nullopt;
-    return SchemeAndRest{scheme, address.substr(sep + 3)};
+    std::string_view variant;
+    if (auto plus = scheme.find('+'); plus != std::string_view::npos) {
+        variant = scheme.substr(plus + 1);
+        scheme = scheme.substr(0, plus);
+        if (scheme.empty() || variant.empty()) return std::nullopt;
+    }
+    for (std::string_view word : {scheme, variant})
+        for (char c : word)
+            if (!is_scheme_char(c)) return std::nullopt;
+    return SchemeAndRest{scheme, address.substr(sep + 3), variant};
 }
 
 std::optional<HostPort> parse_host_port(std::string_view text) {

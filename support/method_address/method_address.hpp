@@ -12,12 +12,14 @@
 namespace bmi::support {
 
 struct SchemeAndRest {
-    std::string_view scheme;  // "tcp"
-    std::string_view rest;    // "host:port"
+    std::string_view scheme;   // "tcp"; "ofi" for "ofi+tcp://"
+    std::string_view rest;     // "host:port"
+    std::string_view variant;  // "tcp" for "ofi+tcp://": what the method reaches through; often ""
 };
 
-// "tcp://h:1" -> {"tcp", "h:1"}; nullopt without "://", with an empty scheme or a scheme that
-// is not [a-z0-9_]+.
+// "tcp://h:1" -> {"tcp", "h:1"}, "ofi+tcp://h:1" -> {"ofi", "h:1", "tcp"}; nullopt without
+// "://", or when the scheme or the variant is empty or not [a-z0-9_]+. The variant is the
+// method's to read: the control layer picks the method by the scheme alone.
 std::optional<SchemeAndRest> split_scheme(std::string_view address);
 
 struct HostPort {

@@ -117,6 +117,10 @@ const std::array adapters{
                   "the sender cannot see the receiver's RDMA READs (its device serves them "
                   "without its process), so a transfer the receiver started and stopped ends "
                   "at the rendezvous deadline (no FIN), not the stall deadline"},
+    // Over ofi only the key rules run yet (conformance_ofi's filter): the raw libfabric
+    // attacker, the setup and transfer deadlines and the early-data bound are issue 40's
+    // next steps (doc/methods/ofi.md).
+    MethodAdapter{"ofi", false, true, false, "", "", ""},
 };
 
 }  // namespace

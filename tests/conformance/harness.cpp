@@ -23,12 +23,13 @@ namespace bmi::test {
 
 namespace {
 // BMI_CONFORMANCE_SCHEMES=verbs,tcp picks the methods to test. Unset: every compiled method
-// except verbs, which needs an RDMA device and runs as its own test (suite verbs).
+// except verbs, which needs an RDMA device and runs as its own test (suite verbs), and ofi,
+// which runs as its own tests, one per provider (suite ofi).
 const char* selected_schemes() { return std::getenv("BMI_CONFORMANCE_SCHEMES"); }
 
 bool scheme_selected(std::string_view scheme) {
     const char* list = selected_schemes();
-    if (list == nullptr || *list == '\0') return scheme != "verbs";
+    if (list == nullptr || *list == '\0') return scheme != "verbs" && scheme != "ofi";
     std::string_view rest = list;
     while (!rest.empty()) {
         auto comma = rest.find(',');
@@ -68,6 +69,7 @@ std::string test_listen_address(const std::string& scheme) {
     static std::atomic<int> counter{0};
     if (scheme == "tcp") return "tcp://127.0.0.1:0";
     if (scheme == "verbs") return "verbs://127.0.0.1:0";
+    if (scheme == "ofi") return "ofi+tcp://127.0.0.1:0";
     if (scheme == "shm")
         return "shm://conf-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
     return scheme + "://unknown";

@@ -11,6 +11,7 @@
 #include "bmi.h"
 #include "harness.hpp"
 #include "methods/method_table.hpp"
+#include "methods/ofi/ofi_settings.hpp"
 #include "methods/shm/shm_settings.hpp"
 #include "methods/tcp/tcp_settings.hpp"
 #include "methods/verbs/verbs_settings.hpp"
@@ -36,8 +37,9 @@ TEST_CASE("the table gathers support's rows, then each method's, in method-table
           "[settings]") {
     const support::SettingTable& table = method::all_settings();
     std::vector<const support::SettingSpec*> expected;
-    for (auto block : {support::general_setting_rows(), method::tcp::setting_rows(),
-                       method::shm::setting_rows(), method::verbs::setting_rows()})
+    for (auto block :
+         {support::general_setting_rows(), method::tcp::setting_rows(), method::shm::setting_rows(),
+          method::verbs::setting_rows(), method::ofi::setting_rows()})
         for (const auto& row : block) expected.push_back(&row);
     REQUIRE(table.size() == expected.size());
     std::set<std::string_view> keys;

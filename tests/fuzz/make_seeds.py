@@ -152,3 +152,15 @@ seed("tcp_records", "bad-length", records(1, 4, 8000, struct.pack("<I", 0xFFFFFF
 seed("tcp_records", "cut-record", records(0, 5, 1, struct.pack("<I", 100) + bytes(10)))
 seed("tcp_records", "forged-after-valid",
      records(2, 5, 8000, struct.pack("<I", 4096) + bytes(4096 + 16)))
+
+
+def ofi_hello(features, name, nonce=b"", stated=b""):
+    return b"\0" + bytes([features]) + struct.pack("<H", len(name)) + name + nonce + stated
+
+
+seed("ofi_handshake", "keyless-hello", ofi_hello(0, bytes(16)))
+seed("ofi_handshake", "keyed-hello",
+     ofi_hello(3, bytes(16), bytes(range(32)), b"ofi+tcp://127.0.0.1:3334"))
+seed("ofi_handshake", "keyed-answer", b"\1\3" + bytes(range(64)) + b"ofi+tcp://127.0.0.1:3334")
+seed("ofi_handshake", "refusal", b"\1\4")
+seed("ofi_handshake", "name-too-long", ofi_hello(0, bytes(300)))

@@ -77,9 +77,13 @@ if "tcp" in methods and "127.0.0.1" not in out:
     fail("tcp: loopback not among the listen addresses")
 if "shm" in methods and "BMI_SHM_SPIN_US" not in out:
     fail("shm: settings do not name BMI_SHM_SPIN_US")
-for words in ("RDMA devices:", "settings (default < environment BMI_X < BMI_initialize option"):
+for words in ("RDMA devices:", "libfabric providers (fi_getinfo):",
+              "settings (default < environment BMI_X < BMI_initialize option"):
     if words not in out:
         fail(f"output lacks {words!r}")
+# With ofi built, the provider its tests run on is listed as fit for it.
+if "ofi" in methods and not re.search(r"^  tcp;ofi_rxm \(rdm\) tagged[^(]*$", out, re.M):
+    fail("ofi: tcp;ofi_rxm not listed as a tagged rdm provider")
 for env_name, value in (("BMI_DEBUG", '""'), ("BMI_UNEXPECTED_QUOTA", "64M"),
                         ("BMI_TCP_STALL_TIMEOUT_MS", "10s"), ("BMI_SHM_SPLIT_COPY", "auto")):
     if setting_row(out, env_name) != (value, "default"):

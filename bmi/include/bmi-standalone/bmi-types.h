@@ -77,8 +77,8 @@ enum
     BMI_OPTIMISTIC_BUFFER_REG = 14,
     BMI_TCP_CHECK_UNEXPECTED = 15,
     BMI_ZOID_POST_TIMEOUT = 16,  /* no zoid method: -BMI_ENOSYS */
-    /* get_info(0, .., char **out): *out = malloc'd "tcp,shm,verbs,ib," (the caller frees
-     * it); returns the number of names. */
+    /* get_info(0, .., char **out): *out = malloc'd list of the compiled methods, such as
+     * "tcp,shm,verbs,ib,ofi," (the caller frees it); returns the number of names. */
     BMI_TRANSPORT_METHODS_STRING = 17,
     /* get_info(0, .., int *port): the port a server listens on (tcp's, or the PORT of a
      * listening "shm://NAME:PORT" or "verbs://HOST:PORT") */

@@ -27,12 +27,21 @@ TEST_CASE("split_scheme", "[method_address]") {
     CHECK(verbs->scheme == "verbs");
     CHECK(verbs->rest == "mlx5_0:1/host:80");
 
+    CHECK(verbs->variant.empty());
+
+    auto ofi = split_scheme("ofi+tcp://host:80");
+    REQUIRE(ofi);
+    CHECK(ofi->scheme == "ofi");
+    CHECK(ofi->variant == "tcp");
+    CHECK(ofi->rest == "host:80");
+
     auto empty_rest = split_scheme("tcp://");
     REQUIRE(empty_rest);
     CHECK(empty_rest->rest.empty());
 
-    for (std::string_view bad : {""sv, "tcp"sv, "tcp:/h:1"sv, "://h:1"sv, "TCP://h:1"sv,
-                                 "t cp://h:1"sv, "tcp-x://h:1"sv, "host:80"sv}) {
+    for (std::string_view bad :
+         {""sv, "tcp"sv, "tcp:/h:1"sv, "://h:1"sv, "TCP://h:1"sv, "t cp://h:1"sv, "tcp-x://h:1"sv,
+          "host:80"sv, "ofi+://h:1"sv, "+tcp://h:1"sv, "ofi+t+x://h:1"sv}) {
         CAPTURE(bad);
         CHECK_FALSE(split_scheme(bad));
     }

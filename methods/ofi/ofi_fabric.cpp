@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "methods/ofi/ofi_fabric.hpp"
+
+#include <rdma/fi_errno.h>
+
+#include <cstring>
+
+#include "bmi-types.h"
+#include "support/optional_library/libfabric.hpp"
+
+namespace bmi::method::ofi {
+
+namespace {
+// 1.17 is Debian 12's; 2.x still answers a 1.x request with the 1.x interfaces it kept.
+constexpr std::uint32_t api_version = FI_VERSION(1, 17);
+
+char* copy_text(const std::string& text) { return strdup(text.c_str()); }
+
+template <class Fid>
+void close_fid(Fid*& object) {
+    if (object != nullptr) fi_close(&object->fid);
+    object = nullptr;
+}
+}  // namespace
+
+std::string Fabric::error_text(int code) { return support::fi().strerror(code < 0 ? -code : code); }
+
+int bmi_error(int fi_code) {
+    switch (fi_code < 0 ? -fi_code : fi_code) {
+        case FI_ECANCELED:
+            return -BMI_ECANCEL;
+        case FI_ETRUNC:
+        case FI_EMSGSIZE:
+            return -BMI_EMSGSIZE;
+        case FI_ENOMEM:
+            return -BMI_ENOMEM;
+        case FI_ETIMEDOUT:
+            return -BMI_ETIMEDOUT;
+        case FI_ECONNREFUSED:
+            return -BMI_ECONNREFUSED;
+        case FI_EHOSTUNREACH:
+            return -BMI_EHOSTUNREACH;
+        default:
+            return -BMI_ECONNRESET;
+    }
+}
+
+int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
+                 std::size_t inject_bytes, std::string& why) {
+    const support::Libfabric& lib = support::fi();
+    fi_info* hints = lib.dupinfo(nullptr);
+    if (hints == nullptr) return -BMI_ENOMEM;
+    hints->fabric_attr->prov_name = copy_text(address.provider_hint());
+    hints->ep_attr->type = FI_EP_RDM;
+    // FI_SOURCE: every arrival names its sender, so a peer cannot speak for another.
+    hints->caps = FI_TAGGED | FI_MSG | FI_SOURCE | FI_DIRECTED_RECV;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->domain_attr->av_type = FI_AV_TABLE;
+    hints->tx_attr->msg_order = FI_ORDER_SAS;
+    hints->rx_attr->msg_order = FI_ORDER_SAS;
+    if (address.has_port()) hints->addr_format = FI_SOCKADDR_IN;
+    const char* node = bind ? address.node.c_str() : nullptr;
+    const char* service = bind && address.has_port() ? address.service.c_str() : nullptr;
+    const std::uint64_t flags = bind ? FI_SOURCE : 0;
+    // A small message the provider copies at once needs no completion (rxm's default is 64
+    // bytes); a provider that cannot copy that much is asked again for its own size.
+    hints->tx_attr->inject_size = inject_bytes;
+    int rc = lib.getinfo(api_version, node, service, flags, hints, &info_);
+    if (rc == -FI_ENODATA) {
+        hints->tx_attr->inject_size = 0;
+        rc = lib.getinfo(api_version, node, service, flags, hints, &info_);
+    }
+    lib.freeinfo(hints);
+    if (rc != 0) {
+        why = "fi_getinfo(" + address.provider_hint() + "): " + error_text(rc);
+        return -BMI_ENOPROTOOPT;
+    }
+    auto fail = [&](const char* step, int code) {
+        why = std::string(step) + ": " + error_text(code);
+        return code == -FI_EADDRINUSE ? -BMI_EADDRINUSE : -BMI_ENODEV;
+    };
+    if ((rc = lib.fabric(info_->fabric_attr, &fabric_, nullptr)) != 0) return fail("fi_fabric", rc);
+    if ((rc = fi_domain(fabric_, info_, &domain_, nullptr)) != 0) return fail("fi_domain", rc);
+    fi_av_attr av_attr{};
+    av_attr.type = FI_AV_TABLE;
+    if ((rc = fi_av_open(domain_, &av_attr, &av_, nullptr)) != 0) return fail("fi_av_open", rc);
+    fi_cq_attr cq_attr{};
+    cq_attr.format = FI_CQ_FORMAT_TAGGED;
+    cq_attr.size = cq_size;
+    cq_attr.wait_obj = FI_WAIT_FD;
+    if (fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
+        // Providers without a wait descriptor (shm) are polled: the spin policy.
+        cq_attr.wait_obj = FI_WAIT_NONE;
+        if ((rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr)) != 0) return fail("fi_cq_open", rc);
+    } else if (fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) {
+        wait_fd_ = -1;
+    }
+    if ((rc = fi_endpoint(domain_, info_, &ep_, nullptr)) != 0) return fail("fi_endpoint", rc);
+    if ((rc = fi_ep_bind(ep_, &av_->fid, 0)) != 0) return fail("fi_ep_bind(av)", rc);
+    if ((rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV)) != 0)
+        return fail("fi_ep_bind(cq)", rc);
+    if ((rc = fi_enable(ep_)) != 0) return fail("fi_enable", rc);
+    std::size_t length = 0;
+    fi_getname(&ep_->fid, nullptr, &length);
+    name_.resize(length);
+    if ((rc = fi_getname(&ep_->fid, name_.data(), &length)) != 0) return fail("fi_getname", rc);
+    name_.resize(length);
+    return 0;
+}
+
+bool Fabric::can_sleep() const {
+    fid* object = &cq_->fid;
+    fid_fabric* fabric = fabric_;
+    return fi_trywait(fabric, &object, 1) == FI_SUCCESS;
+}
+
+Fabric::~Fabric() {
+    close_fid(ep_);
+    close_fid(cq_);
+    close_fid(av_);
+    close_fid(domain_);
+    close_fid(fabric_);
+    if (info_ != nullptr) support::fi().freeinfo(info_);
+}
+
+}  // namespace bmi::method::ofi

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// One instance's libfabric objects: fabric, domain, address vector, completion queue and one
+// reliable-datagram endpoint, opened together and closed in the reverse order.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_tagged.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "methods/ofi/ofi_address.hpp"
+
+namespace bmi::method::ofi {
+
+class Fabric {
+public:
+    Fabric() = default;
+    ~Fabric();
+    Fabric(const Fabric&) = delete;
+    Fabric& operator=(const Fabric&) = delete;
+
+    // Opens everything for `address`'s provider: bound to its node and service when `bind`,
+    // where the provider likes otherwise; asks for sends up to inject_bytes to be copied at once.
+    // 0, or -BMI_E* with `why` saying what failed.
+    int open(const OfiAddress& address, bool bind, std::size_t cq_size, std::size_t inject_bytes,
+             std::string& why);
+
+    fid_ep* ep() const { return ep_; }
+    fid_cq* cq() const { return cq_; }
+    fid_av* av() const { return av_; }
+    const fi_info& info() const { return *info_; }
+    // The endpoint's own address as the provider writes it (what a peer inserts).
+    const std::vector<std::byte>& name() const { return name_; }
+    // The completion queue's wait descriptor, or -1 where the provider has none.
+    int wait_fd() const { return wait_fd_; }
+    // fi_trywait on the completion queue: true if a sleep on wait_fd() will see new work.
+    bool can_sleep() const;
+
+    // fi_strerror's text for a negative libfabric code.
+    static std::string error_text(int code);
+
+private:
+    fi_info* info_ = nullptr;
+    fid_fabric* fabric_ = nullptr;
+    fid_domain* domain_ = nullptr;
+    fid_av* av_ = nullptr;
+    fid_cq* cq_ = nullptr;
+    fid_ep* ep_ = nullptr;
+    int wait_fd_ = -1;
+    std::vector<std::byte> name_;
+};
+
+// A libfabric code as the BMI error an operation ends with.
+int bmi_error(int fi_code);
+
+}  // namespace bmi::method::ofi

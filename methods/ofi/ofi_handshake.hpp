@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The kit's key handshake (methods/kit/key_handshake.hpp) on the ofi wire: the hello, answer
+// and proof bodies as a pure codec. Every field a peer sends is checked here, before the
+// method looks at it.
+//   hello   features(1) name_length(2) name [nonce(32)] stated...
+//   answer  features(1) [nonce(32) proof(32)] stated...
+//   proof   proof(32)
+// features: 1 proof, 2 binding, 4 required (kit::KeyFeatures); nonce and proof only with 1.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "methods/kit/key_handshake.hpp"
+#include "support/keys/key_proof.hpp"
+
+namespace bmi::method::ofi {
+
+// The longest endpoint name and stated address a hello or answer may carry.
+inline constexpr std::size_t max_name_bytes = 256;
+inline constexpr std::size_t max_stated_bytes = 256;
+
+struct Hello {
+    kit::KeyFeatures features;
+    std::vector<std::byte> name;  // the initiator's endpoint, for the acceptor's address vector
+    support::keys::Nonce nonce{};
+    std::string stated;  // the initiator's listen address, or ""
+};
+
+struct Answer {
+    kit::KeyFeatures features;
+    support::keys::Nonce nonce{};
+    support::keys::Proof proof{};
+    std::string stated;  // the acceptor's listen address
+};
+
+std::vector<std::byte> encode(const Hello& hello);
+std::vector<std::byte> encode(const Answer& answer);
+std::optional<Hello> decode_hello(std::span<const std::byte> body);
+std::optional<Answer> decode_answer(std::span<const std::byte> body);
+
+}  // namespace bmi::method::ofi

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The ofi method's side of the kit's key handshake: hello, answer and proof as the first
+// messages between two endpoints, in the order the kit's state machine asks for.
+#include "methods/kit/key_handshake.hpp"
+#include "methods/kit/posted_recvs.hpp"
+#include "methods/ofi/ofi_handshake.hpp"
+#include "methods/ofi/ofi_method_impl.hpp"
+
+namespace bmi::method::ofi {
+
+void OfiMethod::greet(OfiPeer& peer) {
+    kit::KeyHandshake& handshake =
+        handshakes_.insert_or_assign(peer.fi_addr, kit::KeyHandshake(gate_)).first->second;
+    Hello hello;
+    hello.features = gate_.offered();
+    hello.name = fabric_.name();
+    hello.stated = listen_address_;
+    if (handshake.keyed()) hello.nonce = handshake.offer(gate_, peer.endpoint, hello.stated);
+    peer.state = OfiPeer::State::greeting;
+    const auto body = encode(hello);
+    send_control(peer, Kind::hello, 0, body.data(), body.size());
+}
+
+void OfiMethod::on_hello(Request& buffer) {
+    auto hello = decode_hello({buffer.bytes.data(), buffer.length});
+    if (!hello) return;
+    fi_addr_t addr = FI_ADDR_NOTAVAIL;
+    if (fi_av_insert(fabric_.av(), hello->name.data(), 1, &addr, 0, nullptr) != 1) return;
+    auto peer = peer_at(addr);
+    if (!peer || peer_gone(*peer)) {
+        // A departed peer back at its old address is a new peer to the application. What a
+        // hello states of its sender is not taken as its name (doc/methods/ofi.md).
+        peer = std::make_shared<OfiPeer>();
+        peer->fi_addr = addr;
+        peer->endpoint = address_of_name(hello->name);
+        peer->address = peer->endpoint;
+        peer->reached_us = true;
+        auto parsed = parse_address(peer->endpoint);
+        peer->host = parsed ? parsed->node : peer->endpoint;
+        peers_.insert_or_assign(addr, peer);
+    }
+    kit::KeyHandshake handshake(gate_);
+    if (auto why = handshake.check_hello(gate_, hello->features); why != kit::Refusal::none) {
+        refuse(peer, why);
+        return;
+    }
+    Answer answer;
+    answer.stated = listen_address_;
+    if (handshake.keyed()) {
+        auto step = handshake.answer(gate_, address_of_name(fabric_.name()), hello->nonce,
+                                     hello->stated, answer.stated);
+        if (step.refused()) {
+            refuse(peer, step.refusal);
+            return;
+        }
+        answer.features = gate_.offered();
+        answer.nonce = step.nonce;
+        answer.proof = step.proof;
+    }
+    const auto body = encode(answer);
+    send_control(*peer, Kind::answer, 0, body.data(), body.size());
+    if (handshake.keyed()) {
+        handshakes_.insert_or_assign(addr, std::move(handshake));
+        peer->state = OfiPeer::State::answered;
+        return;
+    }
+    sink_.register_peer(peer);
+    peer->state = OfiPeer::State::ready;
+    flush_waiting(*peer, 0);
+}
+
+void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
+    auto it = handshakes_.find(peer.fi_addr);
+    if (peer.state != OfiPeer::State::greeting || it == handshakes_.end()) return;
+    auto answer = decode_answer(body);
+    if (!answer) return;
+    kit::KeyHandshake handshake = std::move(it->second);
+    handshakes_.erase(it);
+    const std::span<const std::uint8_t> proof = answer->features.proof
+                                                    ? std::span<const std::uint8_t>(answer->proof)
+                                                    : std::span<const std::uint8_t>();
+    auto step =
+        handshake.check_answer(gate_, answer->features, answer->nonce, answer->stated, proof);
+    if (step.refused()) {
+        gate_.log_refusal(peer.host, peer.address, step.refusal);
+        // The next send greets again: a peer given the key since may take it.
+        peer.state = OfiPeer::State::fresh;
+        flush_waiting(peer, -BMI_EACCES);
+        return;
+    }
+    // The proof first: the acceptor takes nothing else from us before it.
+    if (handshake.keyed()) send_control(peer, Kind::proof, 0, step.proof.data(), step.proof.size());
+    peer.state = OfiPeer::State::ready;
+    flush_waiting(peer, 0);
+}
+
+void OfiMethod::on_proof(OfiPeer& peer, std::span<const std::byte> body) {
+    auto it = handshakes_.find(peer.fi_addr);
+    if (peer.state != OfiPeer::State::answered || it == handshakes_.end()) return;
+    kit::KeyHandshake handshake = std::move(it->second);
+    handshakes_.erase(it);
+    const std::span<const std::uint8_t> proof(reinterpret_cast<const std::uint8_t*>(body.data()),
+                                              body.size());
+    if (auto why = handshake.check_proof(gate_, proof); why != kit::Refusal::none) {
+        refuse(peer_at(peer.fi_addr), why);
+        return;
+    }
+    peer.state = OfiPeer::State::ready;
+    sink_.register_peer(peer_at(peer.fi_addr));
+    flush_waiting(peer, 0);
+}
+
+void OfiMethod::refuse(const std::shared_ptr<OfiPeer>& peer, kit::Refusal why) {
+    gate_.log_refusal(peer->host, peer->endpoint, why);
+    if (kit::tell_initiator(why)) {
+        Answer refusal;
+        refusal.features.required = true;
+        const auto body = encode(refusal);
+        send_control(*peer, Kind::answer, 0, body.data(), body.size());
+    }
+    // Unproven, it holds nothing the application posted: it goes entirely.
+    peer->state = OfiPeer::State::fresh;
+    handshakes_.erase(peer->fi_addr);
+    if (peer->addr() == 0 && peer->posted_recvs.empty() && peer->waiting.empty())
+        peers_.erase(peer->fi_addr);
+}
+
+}  // namespace bmi::method::ofi

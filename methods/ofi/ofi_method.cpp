@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The ofi method's life and its address book: creation, lookup, the peers' names.
+#include "methods/ofi/ofi_method.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "methods/kit/posted_recvs.hpp"
+#include "methods/ofi/ofi_method_impl.hpp"
+#include "methods/ofi/ofi_settings.hpp"
+#include "support/keys/secret_key.hpp"
+#include "support/logging/log.hpp"
+#include "support/method_address/method_address.hpp"
+#include "support/optional_library/libfabric.hpp"
+#include "support/planes/cidr.hpp"
+
+namespace bmi::method::ofi {
+
+namespace {
+// The unexpected limit the others use too (16 KiB), within a receive buffer.
+constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
+constexpr int goodbye_reads = 16;
+
+// What a lookup resolved before the method's lock was taken: the peer's address as the
+// provider writes it, for its address vector.
+struct ProviderName final : LookupHint {
+    std::vector<std::byte> bytes;
+};
+
+// The provider address of `address`: host:port resolved to a sockaddr_in (name resolution may
+// block: called with no lock held), or shm's name with its terminating zero.
+int provider_name(const OfiAddress& address, std::vector<std::byte>& out) {
+    if (!address.has_port()) {
+        const auto* bytes = reinterpret_cast<const std::byte*>(address.node.data());
+        out.assign(bytes, bytes + address.node.size() + 1);
+        return 0;
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(address.node.c_str(), nullptr, &hints, &found) != 0 || found == nullptr)
+        return -BMI_EHOSTUNREACH;
+    sockaddr_in in{};
+    std::memcpy(&in, found->ai_addr, sizeof in);
+    freeaddrinfo(found);
+    in.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.service)));
+    out.resize(sizeof in);
+    std::memcpy(out.data(), &in, sizeof in);
+    return 0;
+}
+}  // namespace
+
+int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
+    // No record layer over libfabric yet (doc/security.md): an instance told to encrypt every
+    // connection must not start a method that would carry plaintext.
+    constexpr std::int64_t encryption_require = 2;
+    if (config.settings.number(support::SettingId::encryption) == encryption_require) {
+        BMI_WARN("bmi_ofi: encryption=require, and ofi does not encrypt yet; not started (use "
+                 "tcp, or encryption=prefer)");
+        return -BMI_ENOSYS;
+    }
+    std::string why;
+    if (support::load_libfabric(&why) == nullptr) {
+        BMI_WARN("bmi_ofi: %s", why.c_str());
+        return -BMI_ENOSYS;  // as for the other optional libraries (doc/architecture.md)
+    }
+    auto method = std::make_unique<OfiMethod>(config, sink);
+    if (int rc = method->start(config); rc != 0) return rc;
+    out = std::move(method);
+    return 0;
+}
+
+int OfiMethod::start(const Config& config) {
+    if (epoll_fd_ < 0) return -BMI_ENOMEM;
+    support::keys::SharedKey key;
+    if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
+    gate_.use(std::move(key));
+    if (config.listen_address.empty()) return 0;  // a client opens its fabric at its first lookup
+    auto address = parse_address(config.listen_address);
+    if (!address) return -BMI_EINVAL;
+    return open(*address, true);
+}
+
+OfiMethod::OfiMethod(const Config& config, Sink& sink)
+    : sink_(sink),
+      router_(sink),
+      epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
+      unexpected_limit_(config.unexpected_limit > 0 ? config.unexpected_limit
+                                                    : default_unexpected_limit),
+      eager_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::eager_bytes))),
+      chunk_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::chunk_bytes))),
+      buffer_count_(static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers))) {
+    buffer_bytes_ = std::max(eager_bytes_, static_cast<std::size_t>(unexpected_limit_));
+}
+
+int OfiMethod::open(const OfiAddress& address, bool listen) {
+    std::string why;
+    // Every buffer and every in-flight send can complete at once.
+    const std::size_t cq_size = std::max<std::size_t>(1024, buffer_count_ * 4);
+    // A client's endpoint listens too (rxm connects both ways): one that first reaches a
+    // loopback address stays on loopback rather than open a port on every interface.
+    // Only a numeric host is looked at: no resolver runs under the method's lock.
+    OfiAddress bind_to = address;
+    in_addr target{};
+    const bool loopback = !listen && address.has_port() &&
+                          inet_pton(AF_INET, address.node.c_str(), &target) == 1 &&
+                          (ntohl(target.s_addr) >> 24) == 127;
+    if (loopback) {
+        // Whole new strings: gcc 12 -O3 misreads assigning a literal here (-Wrestrict).
+        bind_to.node = std::string("127.0.0.1");
+        bind_to.service = std::string("0");
+    }
+    if (int rc = fabric_.open(bind_to, listen || loopback, cq_size, eager_bytes_, why); rc != 0) {
+        BMI_WARN("bmi_ofi: %s: %s", address.provider_hint().c_str(), why.c_str());
+        return rc;
+    }
+    provider_ = address.provider;
+    inject_bytes_ = fabric_.info().tx_attr->inject_size;
+    if (fabric_.wait_fd() >= 0) {
+        epoll_event event{};
+        event.events = EPOLLIN;
+        if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fabric_.wait_fd(), &event) != 0) return -BMI_ENOMEM;
+    }
+    if (listen) {
+        std::string rest = address.rest;
+        if (address.has_port() && fabric_.name().size() >= sizeof(sockaddr_in)) {
+            // Port 0 asked the provider to pick one: report the one it bound.
+            sockaddr_in bound{};
+            std::memcpy(&bound, fabric_.name().data(), sizeof bound);
+            rest = support::format_host_port(address.node, ntohs(bound.sin_port));
+        }
+        listen_address_ = format_address(provider_, rest);
+    }
+    for (std::size_t i = 0; i < buffer_count_; ++i) {
+        Request& buffer = new_request(Request::Role::buffer, nullptr);
+        buffer.bytes.resize(buffer_bytes_);
+        repost_buffer(buffer);
+    }
+    return 0;
+}
+
+OfiMethod::~OfiMethod() {
+    // Peers learn we left from a bye; a few reads of the queue let manual progress send it.
+    if (!provider_.empty()) {
+        for (auto& [addr, peer] : peers_)
+            if (peer->state == OfiPeer::State::ready)
+                (void)fi_tinject(fabric_.ep(), nullptr, 0, addr, control_tag(Kind::bye, 0));
+        fi_cq_tagged_entry entry{};
+        for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
+    }
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+std::shared_ptr<OfiPeer> OfiMethod::peer_at(fi_addr_t addr) const {
+    auto it = peers_.find(addr);
+    return it == peers_.end() ? nullptr : it->second;
+}
+
+int prepare_lookup(std::string_view text, std::unique_ptr<LookupHint>& out) {
+    auto address = parse_address(text);
+    if (!address) return -BMI_EINVAL;
+    auto hint = std::make_unique<ProviderName>();
+    if (int rc = provider_name(*address, hint->bytes); rc != 0) return rc;
+    out = std::move(hint);
+    return 0;
+}
+
+int OfiMethod::lookup(std::string_view text, std::shared_ptr<Peer>& out) {
+    std::unique_ptr<LookupHint> hint;
+    if (int rc = prepare_lookup(text, hint); rc != 0) return rc;
+    return lookup_prepared(text, *hint, out);
+}
+
+int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
+                               std::shared_ptr<Peer>& out) {
+    auto address = parse_address(text);
+    if (!address) return -BMI_EINVAL;
+    const std::vector<std::byte>& name = static_cast<const ProviderName&>(hint).bytes;
+    if (provider_.empty()) {
+        if (int rc = open(*address, false); rc != 0) return rc;
+    } else if (address->provider != provider_) {
+        return -BMI_EPROTONOSUPPORT;  // one provider per instance
+    }
+    fi_addr_t addr = FI_ADDR_NOTAVAIL;
+    if (fi_av_insert(fabric_.av(), name.data(), 1, &addr, 0, nullptr) != 1) return -BMI_EINVAL;
+    if (auto known = peer_at(addr)) {
+        out = known;
+        return 0;
+    }
+    auto peer = std::make_shared<OfiPeer>();
+    peer->fi_addr = addr;
+    peer->address = std::string(text);
+    peer->endpoint = address_of_name(name);
+    peer->host = address->node;
+    peers_.emplace(addr, peer);
+    out = std::move(peer);
+    return 0;
+}
+
+std::string OfiMethod::address_of_name(const std::vector<std::byte>& name) const {
+    if (provider_ != "shm" && name.size() >= sizeof(sockaddr_in)) {
+        sockaddr_in in{};
+        std::memcpy(&in, name.data(), sizeof in);
+        char text[INET_ADDRSTRLEN] = {};
+        inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
+        return format_address(provider_, support::format_host_port(text, ntohs(in.sin_port)));
+    }
+    return format_address(
+        provider_, std::string(reinterpret_cast<const char*>(name.data()),
+                               strnlen(reinterpret_cast<const char*>(name.data()), name.size())));
+}
+
+void OfiMethod::finish(Operation& op, int error) {
+    method_slots<OpSlots>(op).phase = OpSlots::none;
+    router_.complete(op, error);
+}
+
+void OfiMethod::forget_peer(Peer& base) {
+    auto& peer = static_cast<OfiPeer&>(base);
+    kit::fail_posted_recvs(peer, -BMI_ECANCEL, [this](Operation& op, int e) { finish(op, e); });
+    flush_waiting(peer, -BMI_ECANCEL);
+    if (peer_gone(peer)) peers_.erase(peer.fi_addr);
+}
+
+bool OfiMethod::peer_gone(const Peer& base) const {
+    const auto& peer = static_cast<const OfiPeer&>(base);
+    return peer.reached_us && peer.state == OfiPeer::State::departed;
+}
+
+void OfiMethod::depart(OfiPeer& peer) {
+    peer.state = OfiPeer::State::departed;
+    const auto finish_op = [this](Operation& op, int e) { finish(op, e); };
+    kit::fail_posted_recvs(peer, -BMI_ECONNRESET, finish_op);
+    flush_waiting(peer, -BMI_ECONNRESET);
+    peer.arrivals.clear();
+    std::erase_if(awaiting_cts_, [&](const auto& entry) {
+        if (entry.second->peer != &peer) return false;
+        finish(*entry.second, -BMI_ECONNRESET);
+        return true;
+    });
+    if (peer_gone(peer) && peer.addr() != 0) sink_.peer_gone(peer);
+}
+
+std::string OfiMethod::describe_peer(const Peer& peer) const {
+    return static_cast<const OfiPeer&>(peer).address;
+}
+
+std::string OfiMethod::peer_host(const Peer& peer) const {
+    return static_cast<const OfiPeer&>(peer).host;
+}
+
+int OfiMethod::query_range(const Peer& base, std::string_view id_string, int netmask) const {
+    const auto& peer = static_cast<const OfiPeer&>(base);
+    auto parts = support::split_scheme(id_string);
+    if (!parts || parts->scheme != "ofi") return -BMI_EINVAL;
+    std::string want(parts->rest);
+    if (auto colon = want.rfind(':'); colon != std::string::npos) want.resize(colon);
+    if (want == "*") return 1;
+    sockaddr_in mine{}, theirs{};
+    if (inet_pton(AF_INET, want.c_str(), &theirs.sin_addr) != 1 ||
+        inet_pton(AF_INET, peer.host.c_str(), &mine.sin_addr) != 1)
+        return want == peer.host ? 1 : 0;
+    if (netmask < 0 || netmask > 32) return -BMI_EINVAL;
+    mine.sin_family = theirs.sin_family = AF_INET;
+    auto subnet = support::planes::host_cidr(reinterpret_cast<const sockaddr*>(&theirs));
+    subnet.prefix = static_cast<unsigned>(netmask);
+    support::planes::clear_host_bits(subnet);
+    return subnet.contains(support::planes::host_cidr(reinterpret_cast<const sockaddr*>(&mine)))
+               ? 1
+               : 0;
+}
+
+bmi_size_t OfiMethod::max_message_size() const {
+    // Chunks carry a large message; its size travels in 64 bits.
+    return bmi_size_t{1} << 40;
+}
+
+int OfiMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
+
+int OfiMethod::get_info(Peer*, int option, void* arg) {
+    if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;
+    auto address = parse_address(listen_address_);
+    if (!address || !address->has_port()) return -BMI_ENOSYS;
+    *static_cast<int*>(arg) = std::stoi(address->service);
+    return 0;
+}
+
+}  // namespace bmi::method::ofi

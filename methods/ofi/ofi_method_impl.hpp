@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The ofi method's state, shared by its .cpp files (doc/methods/ofi.md has the design).
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "methods/arrivals_by_tag.hpp"
+#include "methods/completion_router.hpp"
+#include "methods/kit/key_handshake.hpp"
+#include "methods/method.hpp"
+#include "methods/ofi/ofi_fabric.hpp"
+#include "methods/ofi/ofi_wire.hpp"
+
+namespace bmi::method::ofi {
+
+// A message that came before its receive: an eager body, or a large message's announcement.
+struct Arrival {
+    bmi_msg_tag_t tag = 0;
+    bool announced = false;  // an Rts: the data waits at the sender
+    bmi_size_t size = 0;
+    std::uint32_t transfer = 0;
+    std::vector<std::byte> body;
+};
+
+struct OfiPeer final : Peer {
+    enum class State : std::uint8_t {
+        fresh,     // looked up, nothing sent yet
+        greeting,  // our hello left; sends wait for the answer
+        answered,  // acceptor, keyed: our answer left; only its proof is taken from it
+        ready,     // it knows our address (and proved the key): traffic flows both ways
+        departed,  // it said bye
+    };
+    fi_addr_t fi_addr = FI_ADDR_NOTAVAIL;
+    std::string address;  // what describe_peer says: the looked-up or announced address
+    std::string host;
+    std::string endpoint;  // the provider address we reach it at, as the handshake binds it
+    State state = State::fresh;
+    // It said hello to us and we know no listen address of it: once departed, unreachable.
+    bool reached_us = false;
+    std::deque<Operation*> waiting;  // sends held until the answer
+    ArrivalsByTag<Arrival> arrivals;
+};
+
+// One libfabric operation in flight. libfabric hands back &context, the first member.
+struct Request {
+    static Request& of(void* context) { return *static_cast<Request*>(context); }
+
+    enum class Role : std::uint8_t {
+        buffer,     // a posted receive buffer for control and small messages
+        control,    // a control message of our own, body in `bytes`
+        send,       // an eager message from the op's buffer
+        data_send,  // one chunk of a large message
+        data_recv,  // one chunk of a large message, into the op's buffer
+    };
+    fi_context2 context{};
+    Role role = Role::buffer;
+    bool is_recv = false;
+    Operation* op = nullptr;
+    std::vector<std::byte> bytes;
+    // What was posted, kept for a repost after -FI_EAGAIN; for a filled buffer, what came.
+    void* data = nullptr;
+    std::size_t length = 0;
+    fi_addr_t addr = FI_ADDR_UNSPEC;
+    std::uint64_t tag = 0;
+    std::uint64_t ignore = 0;
+};
+static_assert(std::is_standard_layout_v<Request>, "Request::of needs &context == this");
+
+// What the method keeps in an Operation (method_slots).
+struct OpSlots {
+    enum Phase : std::uint8_t { none, held, in_flight, announced, moving, posted };
+    std::uint32_t transfer = 0;
+    std::uint32_t pending = 0;  // libfabric operations of this op not yet completed
+    std::int32_t error = 0;     // what the op ends with once pending is 0
+    Phase phase = none;
+};
+
+class OfiMethod final : public Method {
+public:
+    OfiMethod(const Config& config, Sink& sink);
+    ~OfiMethod() override;
+    // The key, and a server's fabric; 0 or -BMI_E*.
+    int start(const Config& config);
+    // Opens the fabric of `address`'s provider and posts the receive buffers: a server's at
+    // creation, a client's at its first lookup. One provider per instance. 0 or -BMI_E*.
+    int open(const OfiAddress& address, bool listen);
+
+    std::string_view name() const override { return "bmi_ofi"; }
+    std::string_view scheme() const override { return "ofi"; }
+    int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
+    int lookup_prepared(std::string_view address, const LookupHint& hint,
+                        std::shared_ptr<Peer>& out) override;
+    int post(Operation& op) override;
+    int send_now(Peer& peer, OpKind kind, bmi_msg_tag_t tag,
+                 std::span<const Segment> segments) override;
+    void progress() override;
+    int wait_fd() const override { return epoll_fd_; }
+    bool before_sleep() override;
+    void cancel(Operation& op) override;
+    void forget_peer(Peer& peer) override;
+    bool peer_gone(const Peer& peer) const override;
+    std::string describe_peer(const Peer& peer) const override;
+    std::string peer_host(const Peer& peer) const override;
+    int query_range(const Peer& peer, std::string_view id_string, int netmask) const override;
+    bool native_lists() const override { return false; }
+    bmi_size_t unexpected_limit() const override { return unexpected_limit_; }
+    bmi_size_t max_message_size() const override;
+    std::string listen_address() const override { return listen_address_; }
+    int set_info(Peer* peer, int option, void* arg) override;
+    int get_info(Peer* peer, int option, void* arg) override;
+
+private:
+    // ofi_method.cpp
+    std::shared_ptr<OfiPeer> peer_at(fi_addr_t addr) const;
+    std::string address_of_name(const std::vector<std::byte>& name) const;
+    void finish(Operation& op, int error);
+
+    // ofi_send.cpp
+    int post_send(Operation& op, OfiPeer& peer);
+    void start_send(Operation& op, OfiPeer& peer);
+    void greet(OfiPeer& peer);
+    void flush_waiting(OfiPeer& peer, int error);
+    void send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, const void* body,
+                      std::size_t size);
+    void on_cts(OfiPeer& peer, const Cts& cts);
+    // A large message's data as tagged operations of at most chunk_bytes_ each.
+    void post_chunks(Operation& op, OfiPeer& peer, Request::Role role, std::uint32_t transfer,
+                     std::size_t size);
+
+    // ofi_recv.cpp
+    int post_recv(Operation& op, OfiPeer& peer);
+    void take_arrival(Operation& op, OfiPeer& peer, Arrival& arrival);
+    void on_message(Request& buffer, fi_addr_t source);
+
+    // ofi_keys.cpp
+    void on_hello(Request& buffer);
+    void on_answer(OfiPeer& peer, std::span<const std::byte> body);
+    void on_proof(OfiPeer& peer, std::span<const std::byte> body);
+    void refuse(const std::shared_ptr<OfiPeer>& peer, kit::Refusal why);
+
+    bool deliver_unexpected(Request& buffer, OfiPeer& peer);
+    void on_abort(OfiPeer& peer, const Abort& abort);
+    void depart(OfiPeer& peer);
+
+    // ofi_progress.cpp
+    Request& new_request(Request::Role role, Operation* op);
+    void submit(Request& request);
+    int try_post(Request& request);
+    void repost_buffer(Request& buffer);
+    void drain_backlog();
+    bool retry_parked();
+    bool read_completions();
+    void cancel_data_recvs(const Operation& op);
+    void on_completion(Request& request, const fi_cq_tagged_entry& entry, fi_addr_t source);
+    void on_error(Request& request, int error);
+    void end_request(Request& request, int error);
+    void release(Request& request);
+
+    Sink& sink_;
+    CompletionRouter router_;
+    std::string provider_;  // "" until open()
+    kit::KeyGate gate_{"bmi_ofi"};
+    int epoll_fd_ = -1;
+    std::string listen_address_;
+    bmi_size_t unexpected_limit_ = 0;
+    const std::size_t eager_bytes_;
+    const std::size_t chunk_bytes_;
+    const std::size_t buffer_count_;
+    std::size_t buffer_bytes_ = 0;
+    std::size_t inject_bytes_ = 0;
+    std::unordered_map<fi_addr_t, std::shared_ptr<OfiPeer>> peers_;
+    // Handshakes under way, by peer: the method's, not the peer's, since a peer may outlive
+    // the method and a handshake holds a nonce of gate_.
+    std::unordered_map<fi_addr_t, kit::KeyHandshake> handshakes_;
+    std::unordered_map<Request*, std::unique_ptr<Request>> requests_;
+    std::deque<Request*> backlog_;  // posts the provider said -FI_EAGAIN to, in order
+    std::deque<Request*> parked_;   // buffers holding an unexpected message until quota frees
+    std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
+    std::uint32_t next_transfer_ = 1;
+    std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
+    // Last, so it closes first: closing the endpoint ends every operation in it, and only then
+    // may the requests' memory go.
+    Fabric fabric_;
+};
+
+}  // namespace bmi::method::ofi

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The ofi method's libfabric operations: posting them (with a backlog for -FI_EAGAIN), reading
+// the completion queue, and the sleep protocol over its wait descriptor.
+#include <rdma/fi_errno.h>
+
+#include "methods/ofi/ofi_method_impl.hpp"
+
+namespace bmi::method::ofi {
+
+namespace {
+constexpr int completions_per_read = 16;
+}
+
+Request& OfiMethod::new_request(Request::Role role, Operation* op) {
+    auto owned = std::make_unique<Request>();
+    Request& request = *owned;
+    request.role = role;
+    request.op = op;
+    request.is_recv = role == Request::Role::buffer || role == Request::Role::data_recv;
+    requests_.emplace(&request, std::move(owned));
+    return request;
+}
+
+void OfiMethod::release(Request& request) { requests_.erase(&request); }
+
+int OfiMethod::try_post(Request& r) {
+    if (r.is_recv)
+        return static_cast<int>(
+            fi_trecv(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, r.ignore, &r.context));
+    return static_cast<int>(
+        fi_tsend(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, &r.context));
+}
+
+void OfiMethod::submit(Request& request) {
+    // Behind a backlog a post would overtake what waits there.
+    if (backlog_.empty()) {
+        const int rc = try_post(request);
+        if (rc == 0) return;
+        if (rc != -FI_EAGAIN) {
+            on_error(request, bmi_error(rc));
+            return;
+        }
+    }
+    backlog_.push_back(&request);
+}
+
+void OfiMethod::drain_backlog() {
+    while (!backlog_.empty()) {
+        Request& request = *backlog_.front();
+        const int rc = try_post(request);
+        if (rc == -FI_EAGAIN) return;
+        backlog_.pop_front();
+        if (rc != 0) on_error(request, bmi_error(rc));
+    }
+}
+
+void OfiMethod::repost_buffer(Request& buffer) {
+    buffer.data = buffer.bytes.data();
+    buffer.length = buffer.bytes.size();
+    buffer.addr = FI_ADDR_UNSPEC;
+    buffer.tag = 0;
+    buffer.ignore = control_ignore;
+    submit(buffer);
+}
+
+bool OfiMethod::read_completions() {
+    bool moved = false;
+    fi_cq_tagged_entry entries[completions_per_read];
+    fi_addr_t sources[completions_per_read];
+    for (;;) {
+        const auto n = fi_cq_readfrom(fabric_.cq(), entries, completions_per_read, sources);
+        if (n == -FI_EAVAIL) {
+            fi_cq_err_entry error{};
+            if (fi_cq_readerr(fabric_.cq(), &error, 0) != 1) return moved;
+            on_error(Request::of(error.op_context), bmi_error(error.err));
+            moved = true;
+            continue;
+        }
+        if (n <= 0) return moved;
+        for (decltype(+n) i = 0; i < n; ++i)
+            on_completion(Request::of(entries[i].op_context), entries[i], sources[i]);
+        moved = true;
+        if (n < completions_per_read) return moved;
+    }
+}
+
+void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry, fi_addr_t source) {
+    if (request.role != Request::Role::buffer) {
+        end_request(request, 0);
+        return;
+    }
+    request.length = entry.len;
+    request.tag = entry.tag;
+    request.addr = source;
+    on_message(request, source);
+}
+
+void OfiMethod::on_error(Request& request, int error) {
+    switch (request.role) {
+        case Request::Role::buffer:
+            // A message too large for a buffer is no message of ours: dropped.
+            repost_buffer(request);
+            return;
+        case Request::Role::control:
+            if (kind_of(request.tag) == Kind::hello)
+                if (auto peer = peer_at(request.addr)) {
+                    peer->state = OfiPeer::State::fresh;
+                    flush_waiting(*peer, error);
+                }
+            release(request);
+            return;
+        default:
+            end_request(request, error);
+    }
+}
+
+void OfiMethod::end_request(Request& request, int error) {
+    Operation* op = request.op;
+    release(request);
+    if (op == nullptr) return;
+    auto& slots = method_slots<OpSlots>(*op);
+    if (error != 0 && slots.error == 0) slots.error = error;
+    if (--slots.pending == 0) finish(*op, slots.error);
+}
+
+void OfiMethod::cancel_data_recvs(const Operation& op) {
+    for (auto& [request, owned] : requests_)
+        if (request->op == &op && request->role == Request::Role::data_recv)
+            fi_cancel(&fabric_.ep()->fid, &request->context);
+}
+
+void OfiMethod::progress() {
+    if (provider_.empty()) return;
+    read_completions();
+    drain_backlog();
+    retry_parked();
+}
+
+bool OfiMethod::before_sleep() {
+    if (provider_.empty()) return false;
+    bool moved = read_completions();
+    drain_backlog();
+    moved = retry_parked() || moved;
+    if (moved || !backlog_.empty()) return true;
+    // Without a wait descriptor nothing would wake us: the caller polls again.
+    if (fabric_.wait_fd() < 0) return true;
+    return !fabric_.can_sleep();
+}
+
+}  // namespace bmi::method::ofi

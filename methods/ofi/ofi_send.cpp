@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The ofi method's sends: the greeting that makes us known to a peer, eager messages in one
+// tagged send, and large ones announced (Rts) and sent in chunks once the receiver is ready.
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "methods/ofi/ofi_method_impl.hpp"
+
+namespace bmi::method::ofi {
+
+int OfiMethod::post(Operation& op) {
+    router_.begin_post(op);
+    method_slots<OpSlots>(op) = OpSlots{};
+    auto& peer = static_cast<OfiPeer&>(*op.peer);
+    const int rc = op.kind == OpKind::recv ? post_recv(op, peer) : post_send(op, peer);
+    return router_.end_post(rc);
+}
+
+int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
+                        std::span<const Segment> segments) {
+    auto& peer = static_cast<OfiPeer&>(base);
+    if (peer.state != OfiPeer::State::ready || !backlog_.empty()) return 0;
+    std::size_t size = 0;
+    for (const Segment& segment : segments) size += static_cast<std::size_t>(segment.size);
+    if (kind == OpKind::send_unexpected && size > static_cast<std::size_t>(unexpected_limit_))
+        return -BMI_EMSGSIZE;
+    if (size > inject_bytes_ || (kind == OpKind::send && size > eager_bytes_)) return 0;
+    const void* data = segments.empty() ? nullptr : segments[0].data;
+    if (segments.size() > 1) {
+        // The provider copies an injected message before the call returns: one gather buffer
+        // serves every list.
+        gather_.resize(size);
+        std::size_t at = 0;
+        for (const Segment& segment : segments) {
+            const auto length = static_cast<std::size_t>(segment.size);
+            if (length > 0) std::memcpy(gather_.data() + at, segment.data, length);
+            at += length;
+        }
+        data = gather_.data();
+    }
+    const Kind wire = kind == OpKind::send ? Kind::eager : Kind::unexpected;
+    return fi_tinject(fabric_.ep(), data, size, peer.fi_addr, control_tag(wire, tag)) == 0 ? 1 : 0;
+}
+
+int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
+    if (op.kind == OpKind::send_unexpected && op.total_size > unexpected_limit_)
+        return -BMI_EMSGSIZE;
+    if (op.total_size > max_message_size()) return -BMI_EMSGSIZE;
+    auto& slots = method_slots<OpSlots>(op);
+    if (peer.state == OfiPeer::State::departed) {
+        if (peer.reached_us) return -BMI_ECONNRESET;
+        peer.state = OfiPeer::State::fresh;  // a server we know the address of may be back
+    }
+    if (peer.state != OfiPeer::State::ready) {
+        slots.phase = OpSlots::held;
+        peer.waiting.push_back(&op);
+        if (peer.state == OfiPeer::State::fresh) greet(peer);
+        return 0;
+    }
+    const auto size = static_cast<std::size_t>(op.total_size);
+    const bool eager = op.kind == OpKind::send_unexpected || size <= eager_bytes_;
+    if (eager && size <= inject_bytes_ && backlog_.empty()) {
+        // The provider copies it now: done without a completion.
+        const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
+        const int rc =
+            static_cast<int>(fi_tinject(fabric_.ep(), op.segments[0].data, size, peer.fi_addr,
+                                        control_tag(kind, op.tag, op.msg_class)));
+        if (rc == 0) {
+            op.actual_size = op.total_size;
+            return 1;
+        }
+        if (rc != -FI_EAGAIN) return bmi_error(rc);
+    }
+    start_send(op, peer);
+    return 0;
+}
+
+void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
+    auto& slots = method_slots<OpSlots>(op);
+    const auto size = static_cast<std::size_t>(op.total_size);
+    op.actual_size = op.total_size;
+    if (op.kind == OpKind::send_unexpected || size <= eager_bytes_) {
+        const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
+        Request& request = new_request(Request::Role::send, &op);
+        request.data = op.segments[0].data;
+        request.length = size;
+        request.addr = peer.fi_addr;
+        request.tag = control_tag(kind, op.tag, op.msg_class);
+        slots.phase = OpSlots::in_flight;
+        slots.pending = 1;
+        submit(request);
+        return;
+    }
+    if (++next_transfer_ == 0) next_transfer_ = 1;
+    slots.transfer = next_transfer_;
+    slots.phase = OpSlots::announced;
+    awaiting_cts_[slots.transfer] = &op;
+    const Rts rts{op.total_size > 0 ? static_cast<std::uint64_t>(op.total_size) : 0, slots.transfer,
+                  0};
+    send_control(peer, Kind::rts, op.tag, &rts, sizeof rts);
+}
+
+void OfiMethod::on_cts(OfiPeer& peer, const Cts& cts) {
+    auto it = awaiting_cts_.find(cts.transfer);
+    if (it == awaiting_cts_.end() || it->second->peer != &peer) return;  // cancelled, or forged
+    Operation& op = *it->second;
+    awaiting_cts_.erase(it);
+    if (cts.status != 0) {
+        finish(op, -BMI_EMSGSIZE);
+        return;
+    }
+    post_chunks(op, peer, Request::Role::data_send, cts.transfer,
+                static_cast<std::size_t>(op.total_size));
+}
+
+void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
+                            std::uint32_t transfer, std::size_t size) {
+    auto& slots = method_slots<OpSlots>(op);
+    auto* base = static_cast<std::byte*>(op.segments[0].data);
+    slots.phase = OpSlots::moving;
+    slots.transfer = transfer;
+    // Counted first: a chunk the provider refuses at once ends before the others are posted.
+    slots.pending = static_cast<std::uint32_t>((size + chunk_bytes_ - 1) / chunk_bytes_);
+    for (std::size_t offset = 0; offset < size; offset += chunk_bytes_) {
+        Request& request = new_request(role, &op);
+        request.data = base + offset;
+        request.length = std::min(chunk_bytes_, size - offset);
+        request.addr = peer.fi_addr;
+        request.tag = data_tag(transfer);
+        submit(request);
+    }
+}
+
+void OfiMethod::send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, const void* body,
+                             std::size_t size) {
+    Request& request = new_request(Request::Role::control, nullptr);
+    const auto* bytes = static_cast<const std::byte*>(body);
+    request.bytes.assign(bytes, bytes + size);
+    request.data = request.bytes.data();
+    request.length = size;
+    request.addr = peer.fi_addr;
+    request.tag = control_tag(kind, bmi_tag);
+    submit(request);
+}
+
+void OfiMethod::flush_waiting(OfiPeer& peer, int error) {
+    while (!peer.waiting.empty()) {
+        Operation& op = *peer.waiting.front();
+        peer.waiting.pop_front();
+        if (error != 0)
+            finish(op, error);
+        else
+            start_send(op, peer);
+    }
+}
+
+}  // namespace bmi::method::ofi

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What the ofi method puts in a 64-bit libfabric tag, and the few control messages' bodies.
+//
+//   bit 63      0: a control or small message, taken by the posted receive buffers
+//               1: a large message's data, taken only by the receive its clear-to-send named
+//   bits 56-62  kind (control messages), below
+//   bits 32-39  message class (unexpected messages)
+//   bits 0-31   the BMI tag; for data, the sender's transfer id
+//
+// Bits 40-55 are zero: a receive buffer takes any tag with bit 63 clear, and a kind this
+// version does not know is dropped.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+
+namespace bmi::method::ofi {
+
+enum class Kind : std::uint8_t {
+    hello = 1,       // body: ofi_handshake.hpp's Hello (the initiator's endpoint name, ...)
+    answer = 2,      // body: Answer; the acceptor knows the initiator's address now
+    eager = 3,       // body: an expected message
+    unexpected = 4,  // body: an unexpected message
+    rts = 5,         // body: Rts
+    cts = 6,         // body: Cts
+    abort = 7,       // body: Abort; the sender cancelled a large send before its data left
+    bye = 8,         // empty: the sender's instance is closing
+    proof = 9,       // body: the initiator's proof of the key, before anything else it sends
+};
+inline constexpr Kind last_kind = Kind::proof;
+
+inline constexpr std::uint64_t data_bit = std::uint64_t{1} << 63;
+// What a posted receive buffer ignores: everything but bit 63.
+inline constexpr std::uint64_t control_ignore = ~data_bit;
+
+constexpr std::uint64_t control_tag(Kind kind, std::uint32_t bmi_tag, std::uint8_t msg_class = 0) {
+    return (std::uint64_t{static_cast<std::uint8_t>(kind)} << 56) |
+           (std::uint64_t{msg_class} << 32) | bmi_tag;
+}
+constexpr std::uint64_t data_tag(std::uint32_t transfer) { return data_bit | transfer; }
+
+constexpr std::optional<Kind> kind_of(std::uint64_t tag) {
+    if ((tag & data_bit) != 0) return std::nullopt;
+    const auto k = static_cast<std::uint8_t>((tag >> 56) & 0x7f);
+    if (k == 0 || k > static_cast<std::uint8_t>(last_kind)) return std::nullopt;
+    return static_cast<Kind>(k);
+}
+constexpr std::uint32_t bmi_tag_of(std::uint64_t tag) { return static_cast<std::uint32_t>(tag); }
+constexpr std::uint8_t class_of(std::uint64_t tag) { return static_cast<std::uint8_t>(tag >> 32); }
+
+// A large message announced: its size and the transfer id its data will carry.
+struct Rts {
+    std::uint64_t size;
+    std::uint32_t transfer;
+    std::uint32_t reserved;
+};
+// The receiver's reply to an Rts: status 0, its data receives are posted; else the BMI error
+// (negated) the receive ended with, and the sender fails with -BMI_EMSGSIZE.
+struct Cts {
+    std::uint32_t transfer;
+    std::int32_t status;
+};
+struct Abort {
+    std::uint32_t transfer;
+    std::uint32_t reserved;
+};
+
+// Bodies are host-endian: both ends of a libfabric endpoint pair run the same provider on
+// one kind of machine. A body of the wrong size decodes to nothing.
+template <class Body>
+std::optional<Body> decode(std::span<const std::byte> bytes) {
+    if (bytes.size() != sizeof(Body)) return std::nullopt;
+    Body body;
+    std::memcpy(&body, bytes.data(), sizeof body);
+    return body;
+}
+
+}  // namespace bmi::method::ofi

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// ofi address strings: the provider word, its default, and what each provider's rest must be.
+#include <catch2/catch.hpp>
+
+#include "methods/ofi/ofi_address.hpp"
+
+using bmi::method::ofi::parse_address;
+
+TEST_CASE("an ofi address names its provider, or gets tcp") {
+    auto tcp = parse_address("ofi+tcp://127.0.0.1:3334");
+    REQUIRE(tcp);
+    CHECK(tcp->provider == "tcp");
+    CHECK(tcp->provider_hint() == "tcp;ofi_rxm");
+    CHECK(tcp->node == "127.0.0.1");
+    CHECK(tcp->service == "3334");
+
+    auto bare = parse_address("ofi://127.0.0.1:3334");
+    REQUIRE(bare);
+    CHECK(bare->provider == "tcp");
+    CHECK(bare->provider_hint() == "tcp;ofi_rxm");
+    CHECK(bare->service == "3334");
+
+    auto shm = parse_address("ofi+shm://name");
+    REQUIRE(shm);
+    CHECK(shm->provider == "shm");
+    CHECK_FALSE(shm->has_port());
+}
+
+TEST_CASE("a malformed ofi address is refused") {
+    CHECK_FALSE(parse_address("tcp://127.0.0.1:3334"));
+    CHECK_FALSE(parse_address("ofi://"));
+    CHECK_FALSE(parse_address("ofi://no-port"));
+    CHECK_FALSE(parse_address("ofi+shm://a:b"));
+    CHECK_FALSE(parse_address("ofi+shm://"));
+}
