@@ -83,6 +83,12 @@ int OfiMethod::start(const Config& config) {
     gate_.use(std::move(key));
     if (config.listen_address.empty()) return 0;  // a client opens its fabric at its first lookup
     auto address = parse_address(config.listen_address);
+    // The standalone dialect gives a listen address without a port a free one, as on tcp
+    // (Mercury's na_bmi listens on "ofi://HOST" so).
+    if (auto parts = support::split_scheme(config.listen_address);
+        !address && config.dialect == ApiDialect::standalone && parts &&
+        !support::names_port(parts->rest))
+        address = parse_address(config.listen_address + ":0");
     if (!address) return -BMI_EINVAL;
     return open(*address, true);
 }

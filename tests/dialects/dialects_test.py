@@ -6,7 +6,8 @@ node can share (tcp, shm): a C99 program written only against the standalone hea
 pvfs_server, and two standalone peers exchange requests and class-7 notes, which must arrive
 only under their own class. A standalone server listens without a port and reports the port it
 got through BMI_TCP_GET_PORT, on shm as on tcp, and Mercury's na_bmi finds each protocol in
-BMI_TRANSPORT_METHODS_STRING."""
+BMI_TRANSPORT_METHODS_STRING. Where ofi is built, na_bmi's way (`ofi://HOST`, no provider, no
+port) serves requests over it too."""
 import os
 import subprocess
 import sys
@@ -131,6 +132,9 @@ def main():
                      standalone_pair_with_classes, mercury_style_servers):
             case(method)
             print(f"ok {method}: {case.__name__}")
+    if "ofi" in os.environ.get("BMI_ENABLED_METHODS", "").split():
+        mercury_style_servers("ofi")
+        print("ok ofi: mercury_style_servers")
 
 
 if __name__ == "__main__":
