@@ -98,6 +98,14 @@ static void copy_round(struct handoff *h, int timed)
     atomic_store_explicit(&h->turn, WRITER, memory_order_release);
 }
 
+/* Frees both buffers and passes rc on: every way out of main goes through it. */
+static int release(struct handoff *h, int rc)
+{
+    free(h->dst);
+    free(h->src);
+    return rc;
+}
+
 static int parse_cpus(int *argc, char ***argv, int *a, int *b)
 {
     if (*argc > 2 && strcmp((*argv)[1], "--cpus") == 0) {
@@ -133,20 +141,20 @@ int main(int argc, char **argv)
     h.dst = malloc((size_t)o.plan.max_size);
     if (h.src == NULL || h.dst == NULL) {
         fprintf(stderr, TOOL ": cannot allocate 2 x %" PRIu64 " bytes\n", o.plan.max_size);
-        return 1;
+        return release(&h, 1);
     }
     memset(h.dst, 0, (size_t)o.plan.max_size);
     atomic_init(&h.turn, COPIER); /* no size yet: the writer waits for the first hand-back */
     if (pthread_create(&thread, NULL, writer, &h) != 0) {
         perror(TOOL ": pthread_create");
-        return 1;
+        return release(&h, 1);
     }
     /* Both pinned before the first round, so a CPU we may not use ends the run here. */
     if (pin(thread, writer_cpu) != 0 || pin(pthread_self(), copier_cpu) != 0) {
         atomic_store_explicit(&h.turn, DONE, memory_order_release);
         pthread_join(thread, NULL);
         fprintf(stderr, TOOL ": --cpus wants two CPUs this process may use, A,B\n");
-        return 2;
+        return release(&h, 2);
     }
 
     printf("# handoff copy: sizes %" PRIu64 "..%" PRIu64 " B, writer on CPU %d, copier on CPU "
@@ -179,7 +187,5 @@ int main(int argc, char **argv)
     atomic_store_explicit(&h.turn, DONE, memory_order_release);
     pthread_join(thread, NULL);
     pp_copy_done(&table);
-    free(h.dst);
-    free(h.src);
-    return 0;
+    return release(&h, 0);
 }
