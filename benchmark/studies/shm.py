@@ -38,9 +38,10 @@ class Shm(Study):
             # mpirun binds its two ranks one per core: so is bmi's pair.
             plan = ["--min", "8", "--max", "8", "--iters", str(a.iters * 200)]
             cpus = runner.one_per_core()
+            # Bound now: plan and cpus are rebound below, before these run.
             steps += duel_steps("latency", (
-                lambda: runner.bmi("shm", "duel", plan, cpus),
-                lambda: runner.mpi("mpi-shm", "duel", plan)))
+                lambda plan=plan, cpus=cpus: runner.bmi("shm", "duel", plan, cpus),
+                lambda plan=plan: runner.mpi("mpi-shm", "duel", plan)))
         if "shm-blocking" in a.methods and "eventfd" in a.baselines and "latency" in a.modes:
             plan = ["--min", "8", "--max", "8", "--iters", str(a.iters * 10)]
             for name, cpus in runner.placements():
