@@ -79,15 +79,9 @@ int main(int argc, char **argv)
     int rc, status = 0;
     int parent_cpu = -1, child_cpu = -1;
 
-    if (argc > 2 && strcmp(argv[1], "--cpus") == 0) {
-        if (sscanf(argv[2], "%d,%d", &parent_cpu, &child_cpu) != 2 || parent_cpu < 0 ||
-            child_cpu < 0) {
-            return bad_cpus();
-        }
-        argv[2] = argv[0];
-        argc -= 2;
-        argv += 2;
-    }
+    rc = pp_take_cpus(&argc, &argv, "eventfd_pingpong", &parent_cpu, &child_cpu);
+    if (rc != 0)
+        return rc;
     rc = pp_parse_posing(argc, argv, prefix, suffix, 0, &o);
     if (rc != 0)
         return rc;

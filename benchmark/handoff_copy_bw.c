@@ -106,20 +106,6 @@ static int release(struct handoff *h, int rc)
     return rc;
 }
 
-static int parse_cpus(int *argc, char ***argv, int *a, int *b)
-{
-    if (*argc > 2 && strcmp((*argv)[1], "--cpus") == 0) {
-        if (sscanf((*argv)[2], "%d,%d", a, b) != 2 || *a < 0 || *b < 0) {
-            fprintf(stderr, TOOL ": --cpus wants two CPUs this process may use, A,B\n");
-            return 2;
-        }
-        (*argv)[2] = (*argv)[0];
-        *argc -= 2;
-        *argv += 2;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     /* pingpong's option parser, posing as a client, so --min/--max and their defaults and
@@ -131,7 +117,7 @@ int main(int argc, char **argv)
     struct pp_copy_table table = {0, 0, 0};
     int rc, writer_cpu = -1, copier_cpu = -1;
 
-    rc = parse_cpus(&argc, &argv, &writer_cpu, &copier_cpu);
+    rc = pp_take_cpus(&argc, &argv, TOOL, &writer_cpu, &copier_cpu);
     if (rc == 0)
         rc = pp_parse_posing(argc, argv, prefix, NULL, 0, &o);
     if (rc != 0)

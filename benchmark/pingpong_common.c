@@ -364,6 +364,20 @@ double pp_now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+int pp_take_cpus(int *argc, char ***argv, const char *tool, int *a, int *b)
+{
+    if (*argc > 2 && strcmp((*argv)[1], "--cpus") == 0) {
+        if (sscanf((*argv)[2], "%d,%d", a, b) != 2 || *a < 0 || *b < 0) {
+            fprintf(stderr, "%s: --cpus wants two CPUs this process may use, A,B\n", tool);
+            return 2;
+        }
+        (*argv)[2] = (*argv)[0];
+        *argc -= 2;
+        *argv += 2;
+    }
+    return 0;
+}
+
 void pp_copy_row(struct pp_copy_table *t, uint64_t size, uint64_t iters, double latency_us)
 {
     double bw = latency_us > 0 ? (double)size / latency_us : 0.0;

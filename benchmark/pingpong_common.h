@@ -79,6 +79,9 @@ int pp_parse_options(int argc, char **argv, int flags, struct pp_options *out);
  * pp_parse_options would, so defaults, size suffixes and limits stay pingpong's. Same result. */
 int pp_parse_posing(int argc, char **argv, const char *const *prefix, const char *const *suffix,
                     int flags, struct pp_options *out);
+/* A leading "--cpus A,B" (two CPU numbers): stored in *a and *b and taken off argv (argv[0]
+ * kept); 0, or exit status 2 after a message naming tool. Without it *a and *b stay as given. */
+int pp_take_cpus(int *argc, char ***argv, const char *tool, int *a, int *b);
 /* Processes a plan needs under mpirun: the server and one per client. */
 int pp_ranks_needed(const struct pp_plan *plan);
 
