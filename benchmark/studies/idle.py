@@ -6,7 +6,7 @@ sleep: only wake-ups may cost anything.
 import os
 import time
 
-from bmi_perf_runs import Failure, Step, scheme_of
+from bmi_perf_runs import Failure, Step, listen_address, scheme_of
 from study import Study, cpu_seconds
 
 SECONDS = 3.0
@@ -17,7 +17,7 @@ def idle_cpu(runner, method, seconds=SECONDS):
     exe, scheme = runner.tool("pingpong"), scheme_of(method)
     if exe is None:
         raise Failure("pingpong not found (see --bindir)")
-    listen = f"shm://bmi-perf-idle-{os.getpid()}" if scheme == "shm" else "tcp://127.0.0.1:0"
+    listen = listen_address(method, f"bmi-perf-idle-{os.getpid()}")
     env = runner.method_env(method)
     common = ["--method-list", f"bmi_{scheme}"]
     procs = []
