@@ -28,7 +28,7 @@ METHODS = ("tcp", "tcp-legacy", "tcp-encrypted", "shm", "shm-blocking", "ofi-tcp
 # handoff: one copy by one CPU of a buffer another CPU has just written, the real ceiling of a
 # one-copy transport between two processes (memcpy's warm copy on one CPU is above it)
 BASELINES = ("raw-tcp", "tls", "netpipe", "mpi-tcp", "mpi-shm", "mpi-shm-nocopy", "eventfd",
-             "memcpy", "handoff")
+             "memcpy", "handoff", "fi-pingpong")
 EPILOG = ("Modes: latency = ping-pong; bandwidth = windows of --window messages, each "
           "acknowledged; rate = the same windows from --min to 4 KiB, as messages per second; "
           "many = --clients clients stream to one server at once.")
@@ -131,7 +131,8 @@ def parse_args(argv):
 # The programs a baseline needs, besides the drivers' directory (tool) or on PATH (which).
 BASELINE_NEEDS = {"raw-tcp": ("raw_tcp_pingpong",), "tls": ("tls_pingpong",),
                   "netpipe": ("which:NPtcp",), "eventfd": ("eventfd_pingpong",),
-                  "memcpy": ("memcpy_bw",), "handoff": ("handoff_copy_bw",)}
+                  "memcpy": ("memcpy_bw",), "handoff": ("handoff_copy_bw",),
+                  "fi-pingpong": ("which:fi_pingpong",)}
 BASELINE_NEEDS.update((b, ("mpi_pingpong", "which:mpirun"))
                       for b in BASELINES if b.startswith("mpi-"))
 
@@ -179,6 +180,10 @@ def plan(r, a):
             add(lambda mode=mode: r.pair("tls", mode, "tls_pingpong", [], "tcp://127.0.0.1:0"))
         if mode == "latency" and "netpipe" in a.baselines:
             add(r.netpipe)
+        if mode == "latency" and "fi-pingpong" in a.baselines:
+            # The floor of each provider an ofi series runs on, pinned as the pairs are.
+            for provider in sorted({fi_provider(m) for m in a.methods if m.startswith("ofi")}):
+                add(lambda p=provider: r.fi_pingpong(p, r.one_per_core()))
         if mode == "latency" and "eventfd" in a.baselines:
             # Pinned one process per core, as every pair here.
             add(lambda: r.eventfd("latency", ["--iters", str(a.iters * 10)], r.one_per_core()))
@@ -192,6 +197,13 @@ def plan(r, a):
             # One copy between two cores, as the pairs are pinned.
             add(lambda mode=mode: r.handoff(mode, r.one_per_core()))
     return steps
+
+
+def fi_provider(method):
+    """libfabric's provider string for an ofi-WORD series, as bmi_ofi asks fi_getinfo for it
+    (doc/methods/ofi.md): tcp and verbs through ofi_rxm, any other word as it is."""
+    word = method.split("-", 1)[1]
+    return f"{word};ofi_rxm" if word in ("tcp", "verbs") else word
 
 
 def checked(r, a, s):

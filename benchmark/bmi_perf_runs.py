@@ -65,6 +65,29 @@ def one_way_us(row):
     return round(size / bw, 4) if bw > 0 and size > 0 else latency
 
 
+def parse_fi_pingpong(text):
+    """[(bytes, iterations, one-way us)] from fi_pingpong's table, whose sizes and counts
+    carry k/m/g suffixes (powers of 1024 for sizes) and whose usec/xfer is one way."""
+    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+    def number(word, base):
+        word = word.lstrip("=").lower()
+        unit = word[-1] if word and word[-1] in "kmg" else ""
+        return int(float(word[:len(word) - len(unit)]) * (units[unit] if base == 1024 else
+                                                           {"": 1, "k": 1e3, "m": 1e6,
+                                                            "g": 1e9}[unit]))
+    rows = []
+    for line in text.splitlines():
+        w = line.split()
+        if len(w) < 8 or not w[0][0].isdigit():
+            continue
+        try:
+            rows.append((number(w[0], 1024), number(w[1], 1000), float(w[6])))
+        except (ValueError, KeyError):
+            continue
+    return rows
+
+
 class Failure(Exception):
     """A run that could not produce its table; the message says why, for the user."""
 
@@ -387,6 +410,60 @@ class Runner:
                     ["--mca", "mpi_yield_when_idle", "1"] + argv[1:])
         return self.command(MPI_NAMES[baseline], mode, argv, env)
 
+    def server_then_client(self, server, client, cpus, env=None, capture=False):
+        """A third-party pair that listens on a fixed port: the server pinned to cpus[0], the
+        client (cpus[1]) retried until the server listens. The client's CompletedProcess; the
+        server is ended either way. cpus: a pair, or None: left to the scheduler."""
+        def pin(which):
+            return None if cpus is None else (lambda: os.sched_setaffinity(0, {cpus[which]}))
+
+        deadline = time.monotonic() + self.args.timeout
+        srv = subprocess.Popen(server, cwd=self.tmp, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, preexec_fn=pin(0))
+        cli = None
+        try:
+            for _ in range(50):
+                time.sleep(0.1)
+                cli = subprocess.run(client, cwd=self.tmp, env=env, preexec_fn=pin(1),
+                                     capture_output=True, text=capture,
+                                     timeout=max(1, deadline - time.monotonic()))
+                if cli.returncode == 0 or srv.poll() is not None:
+                    break
+        except subprocess.TimeoutExpired:
+            raise Failure(f"no result within {self.args.timeout} s")
+        finally:
+            self.finish([srv], time.monotonic() + 5)
+        return cli
+
+    def fi_pingpong(self, provider, cpus=None, smallest=None, largest=None):
+        """libfabric's own ping-pong (fi_pingpong, libfabric-bin) on an RDM endpoint with
+        tagged messages over provider (as bmi_ofi uses it): the floor that provider allows.
+        Its own size list; the power-of-two sizes in range are kept. cpus: (server CPU,
+        client CPU), or None: left to the scheduler."""
+        a, fpp = self.args, shutil.which("fi_pingpong")
+        lo, hi = smallest or a.min, largest or a.max
+        opts = ["-p", provider, "-e", "rdm", "-m", "tagged", "-I", str(a.iters), "-S", "all"]
+        s = Series("fi pingpong", "latency", f"fi_pingpong {' '.join(opts)}")
+        # The data endpoint on loopback too, not the first interface the provider finds.
+        env = dict(os.environ, FI_TCP_IFACE="lo")
+
+        def run():
+            if fpp is None:
+                raise Failure("fi_pingpong not installed (Debian: libfabric-bin)")
+            port = str(20000 + (os.getpid() + len(self.series)) % 20000)
+            cli = self.server_then_client([fpp] + opts + ["-B", port],
+                                          [fpp] + opts + ["-P", port, "127.0.0.1"], cpus, env,
+                                          capture=True)
+            if cli is None or cli.returncode != 0:
+                tail = (cli.stderr or cli.stdout).strip().splitlines()[-1:] if cli else []
+                raise Failure(f"fi_pingpong failed: {tail[0] if tail else 'no output'}")
+            rows = []
+            for size, iters, us in parse_fi_pingpong(cli.stdout):
+                if lo <= size <= hi and size & (size - 1) == 0 and us > 0:
+                    rows.append((size, iters, us, size / us))
+            return rows
+        return self.record(s, time.monotonic(), run)
+
     def netpipe(self, mode="latency", cpus=None, smallest=None, largest=None):
         """NPtcp's own plan; the power-of-two sizes are kept, recomputed into our units.
         cpus: (receiver CPU, sender CPU), or None: left to the scheduler."""
@@ -394,31 +471,15 @@ class Runner:
         lo, hi = smallest or a.min, largest or a.max
         s = Series("netpipe", mode, f"NPtcp -p 0 -l {lo} -u {hi}")
 
-        def pin(which):
-            return None if cpus is None else (lambda: os.sched_setaffinity(0, {cpus[which]}))
-
         def run():
             if npt is None:
                 raise Failure("NPtcp not installed (Debian: netpipe-tcp)")
             port = str(20000 + os.getpid() % 20000)
             opts = ["-P", port, "-p", "0", "-l", str(lo), "-u", str(hi)]
-            deadline = time.monotonic() + a.timeout
-            srv = subprocess.Popen([npt] + opts, cwd=self.tmp, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, preexec_fn=pin(0))
             out = os.path.join(self.tmp, "np.out")
-            try:
-                for _ in range(50):  # the receiver must listen before the sender connects
-                    time.sleep(0.1)
-                    cli = subprocess.run([npt, "-h", "127.0.0.1", "-o", out] + opts, cwd=self.tmp,
-                                         preexec_fn=pin(1),
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         timeout=max(1, deadline - time.monotonic()))
-                    if cli.returncode == 0 or srv.poll() is not None:
-                        break
-            except subprocess.TimeoutExpired:
-                raise Failure(f"no result within {a.timeout} s")
-            finally:
-                self.finish([srv], time.monotonic() + 5)
+            # The receiver listens; the sender connects and writes the table.
+            self.server_then_client([npt] + opts, [npt, "-h", "127.0.0.1", "-o", out] + opts,
+                                    cpus)
             rows = []
             for line in open(out) if os.path.exists(out) else []:
                 w = line.split()

@@ -24,7 +24,8 @@ PEERS = {"bmi tcp": ["raw tcp", "netpipe", "mpi tcp"],
          "bmi tcp-legacy": ["bmi tcp", "raw tcp", "netpipe", "mpi tcp"],
          "bmi tcp-encrypted": ["tls", "bmi tcp", "raw tcp"],
          "bmi shm": ["mpi vader", "mpi vader nocopy", "memcpy", "handoff"],
-         "bmi shm-blocking": ["eventfd", "mpi vader", "mpi vader nocopy", "memcpy", "handoff"]}
+         "bmi shm-blocking": ["eventfd", "mpi vader", "mpi vader nocopy", "memcpy", "handoff"],
+         "bmi ofi-tcp": ["fi pingpong", "bmi tcp", "raw tcp"]}
 # Copies, not messages: their times bound bandwidth only.
 COPIES = ("memcpy", "handoff")
 SMALL = 4096     # "small message" latency: sizes up to this
@@ -159,7 +160,8 @@ def write(path, series, sections, plots, a, load_before, load_after, seconds, ar
            f"run's own load): {' '.join(load_after)}",
            f"- Source: {source_version()}",
            f"- Peers: {mpi} (`--mca pml ob1`, so the chosen BTL is the one measured); NetPIPE "
-           "`NPtcp` from Debian's netpipe-tcp; `raw_tcp_pingpong`, `tls_pingpong` (TLS 1.3 "
+           "`NPtcp` from Debian's netpipe-tcp; `fi_pingpong` from Debian's libfabric-bin (an "
+           "RDM endpoint, tagged messages, the ofi series' provider); `raw_tcp_pingpong`, `tls_pingpong` (TLS 1.3 "
            "over OpenSSL), `eventfd_pingpong`, "
            "`memcpy_bw` and `handoff_copy_bw` from benchmark/",
            f"- Plan: sizes {a.min}..{a.max} B, {a.iters} timed rounds per size up to 64 KiB "

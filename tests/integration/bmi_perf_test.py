@@ -444,6 +444,26 @@ def check_encryption(tmp):
             fail(f"Markdown report lacks {words!r}")
 
 
+def check_fi_pingpong(tmp):
+    """libfabric's own ping-pong runs beside an ofi series, on that series' provider, and its
+    table lands in the CSV in our units (fi_pingpong prints 1k, 1m and one-way usec/xfer)."""
+    out = empty_dir(tmp, "fi")
+    res = bmi_perf(["--methods", "ofi-tcp", "--baselines", "fi-pingpong", "--modes", "latency",
+                    "--max", "4K", "--iters", "20", "--plot", "none", "--out-dir", out],
+                   timeout=120)
+    if res.returncode != 0:
+        fail(f"bmi-perf with fi-pingpong: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    with open(os.path.join(out, "bmi-perf.csv")) as f:
+        rows = [r for r in csv.DictReader(f) if r["series"] == "fi pingpong"]
+    sizes = [int(r["bytes"]) for r in rows]
+    if sizes != [1 << i for i in range(13)]:
+        fail(f"fi pingpong: want every power of two 1..4096, got {sizes}:\n{res.stderr}")
+    for r in rows:
+        us, mbps = float(r["latency_us"]), float(r["bandwidth_MBps"])
+        if us <= 0 or abs(int(r["bytes"]) / us - mbps) > 0.01 * mbps:
+            fail(f"fi pingpong row not one-way time and its bandwidth: {r}")
+
+
 def main():
     plots = shutil.which("gnuplot") is not None
     if not plots:
@@ -463,6 +483,9 @@ def main():
         check_run(tmp, methods, plots)
         if "tcp" in methods:
             check_encryption(tmp)
+        if "ofi" in os.environ.get("BMI_ENABLED_METHODS", "").split() and duels and \
+                shutil.which("fi_pingpong"):
+            check_fi_pingpong(tmp)
         check_default_dir(tmp, plots)
         if "tcp" in methods:
             check_installed_runner(tmp)
