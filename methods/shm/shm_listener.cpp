@@ -55,6 +55,11 @@ void log_holder(std::string_view name, const sockaddr_un& address, socklen_t len
                 "another process (not accepting, so its owner is unknown)",
                 static_cast<int>(name.size()), name.data(), address.sun_path + 1);
 }
+
+void log_refusal(std::string_view name, int error) {
+    BMI_LOG(error, "shm: cannot listen on '%.*s': %s", static_cast<int>(name.size()), name.data(),
+            std::strerror(error));
+}
 }  // namespace
 
 namespace {
@@ -76,7 +81,10 @@ int listen_on(std::string_view name, int& fd) {
     sockaddr_un address;
     socklen_t length = abstract_address(name, address);
     int e = bind_and_listen(address, length, fd);
-    if (e == EADDRINUSE) log_holder(name, address, length);
+    if (e == EADDRINUSE)
+        log_holder(name, address, length);
+    else if (e != 0)
+        log_refusal(name, e);
     return e == 0 ? 0 : support::bmi_error_from_errno(e);
 }
 
@@ -96,7 +104,10 @@ int listen_on_free_port(std::string_view base, int& fd, std::string& chosen) {
             chosen = std::move(name);
             return 0;
         }
-        if (e != EADDRINUSE) return support::bmi_error_from_errno(e);
+        if (e != EADDRINUSE) {
+            log_refusal(name, e);
+            return support::bmi_error_from_errno(e);
+        }
     }
     BMI_LOG(error, "shm: no free port for '%.*s'", static_cast<int>(base.size()), base.data());
     return -BMI_EADDRINUSE;

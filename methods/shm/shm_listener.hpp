@@ -14,8 +14,9 @@
 namespace bmi::method::shm {
 
 // Binds and listens on "\0libbmi-shm.<uid>.<name>". 0 and fd set, -BMI_EADDRINUSE if another
-// live instance holds the name, other -BMI_E* otherwise. No filesystem object is created, so a
-// crashed listener leaves nothing behind and a restarted one binds again.
+// live instance holds the name, other -BMI_E* otherwise; a failure is logged here, with its
+// cause. No filesystem object is created, so a crashed listener leaves nothing behind and a
+// restarted one binds again.
 int listen_on(std::string_view name, int& fd);
 // Listens on "BASE:PORT" for a free PORT: 0 with fd and the name taken, -BMI_EADDRINUSE when
 // every port is held. For a listen address that asks for any port ("shm://host:0").

@@ -43,10 +43,7 @@ int ShmSetup::start(const std::string& listen_name, bool any_port, int epoll_fd)
     std::string name = listen_name;
     int rc = any_port ? listen_on_free_port(listen_name, listen_fd_, name)
                       : listen_on(listen_name, listen_fd_);
-    if (rc != 0) {
-        BMI_LOG(error, "shm: cannot listen on '%s' (%d)", listen_name.c_str(), rc);
-        return rc;
-    }
+    if (rc != 0) return rc;  // listen_on and listen_on_free_port said why
     hellos_.listen_as(name);
     acceptor_.keep_reserve();  // to refuse a client when the table fills (shm_descriptors.cpp)
     BMI_LOG(shm, "listening on shm://%s", name.c_str());

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <span>
 
+#include "support/settings/settings.hpp"
+
 namespace bmi::support::planes {
 
 namespace {
@@ -147,8 +149,11 @@ Allocation parse_allocation(std::string_view line) {
         a.key_file = std::string(f->value);
     }
     if (const Field* f = fields.find("encryption")) {
-        if (f->value != "off" && f->value != "prefer" && f->value != "require")
-            throw FieldError{"encryption", quoted(f->value) + " is not off, prefer or require"};
+        // The setting's own choices, so the allocation and the settings table never disagree.
+        const SettingSpec& spec = setting_spec(SettingId::encryption);
+        if (!parse_setting(spec, f->value))
+            throw FieldError{"encryption",
+                             quoted(f->value) + " is not one of " + std::string(spec.choices)};
         a.encryption = std::string(f->value);
     }
     if (const Field* f = fields.find("degraded")) {
