@@ -93,21 +93,33 @@ TEST_CASE("pvfs_server stops after --max-requests and a late client fails cleanl
     CHECK(late.unread_output().rfind("FAIL 0/1", 0) == 0);
 }
 
-TEST_CASE("hello (C++ API) server answers a client and stops on bye", "[integration]") {
+namespace {
+
+// The C++ hello pair: a server listening where `listen` says ("" = its default), a client of
+// `greetings` greetings, and the server done after the client's bye.
+void run_hello_pair(const std::string& listen, int greetings) {
     const std::string exe = program_from_env("BMI_HELLO");
-    Process server = Process::spawn({exe, "server"});
+    std::vector<std::string> server_args{exe, "server"};
+    if (!listen.empty()) server_args.push_back(listen);
+    Process server = Process::spawn(server_args);
     auto addr = server.read_address(10s);
     REQUIRE(addr);
 
-    Process client = Process::spawn({exe, "client", *addr, "50"});
+    Process client = Process::spawn({exe, "client", *addr, std::to_string(greetings)});
     auto status = client.wait(30s);
     REQUIRE(status);
     CHECK(*status == 0);
-    CHECK(client.unread_output() == "OK 50 greetings answered\n");
+    CHECK(client.unread_output() == "OK " + std::to_string(greetings) + " greetings answered\n");
     auto server_status = server.wait(20s);
     REQUIRE(server_status);
     CHECK(*server_status == 0);
     CHECK(server.unread_output() == "DONE\n");
+}
+
+}  // namespace
+
+TEST_CASE("hello (C++ API) server answers a client and stops on bye", "[integration]") {
+    run_hello_pair("", 50);
 }
 
 TEST_CASE("the examples pick the method their address names", "[integration]") {
@@ -131,6 +143,37 @@ TEST_CASE("the examples pick the method their address names", "[integration]") {
     auto server_status = server.wait(20s);
     REQUIRE(server_status);
     CHECK(*server_status == 0);
+}
+
+TEST_CASE("the examples run over ofi with an ofi+tcp address alone", "[integration]") {
+    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
+    if (enabled.find("ofi") == std::string::npos) return;
+    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
+    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+    Process server = Process::spawn({server_exe, "ofi+tcp://127.0.0.1:0"});
+    auto addr = server.read_address(10s);
+    REQUIRE(addr);
+    CHECK(addr->rfind("ofi+tcp://127.0.0.1:", 0) == 0);
+    // An eager size and a rendezvous size, from two clients at once; then one that stops the
+    // server, once both are done (a server stopped under a client fails that client).
+    Process small = Process::spawn({client_exe, "--iterations", "30", "--size", "4096", *addr});
+    Process large = Process::spawn({client_exe, "--iterations", "10", "--size", "1048576", *addr});
+    for (Process* client : {&small, &large}) {
+        auto status = client->wait(60s);
+        REQUIRE(status);
+        CHECK(*status == 0);
+        CHECK(client->unread_output().rfind("OK ", 0) == 0);
+    }
+    Process last =
+        Process::spawn({client_exe, "--iterations", "1", "--size", "24", "--shutdown", *addr});
+    auto last_status = last.wait(30s);
+    REQUIRE(last_status);
+    CHECK(*last_status == 0);
+    auto server_status = server.wait(20s);
+    REQUIRE(server_status);
+    CHECK(*server_status == 0);
+
+    run_hello_pair("ofi+tcp://127.0.0.1:0", 20);
 }
 
 namespace {
