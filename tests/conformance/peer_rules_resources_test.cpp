@@ -289,3 +289,43 @@ TEST_CASE("peer rules: unproven hellos from one host are held only up to the per
     // A key holder of the same host proves itself and is served.
     CHECK(send_first(pair, 10000) == 0);
 }
+
+// Unproven hellos over all sources. Past the total bound a new hello is dropped unanswered;
+// at the setup deadline the unproven ones are forgotten and new hellos are answered again.
+
+TEST_CASE("peer rules: unproven hellos over all sources are held only up to the total bound",
+          "[rules][per_source]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    constexpr int total = 2;
+    constexpr int deadline_ms = 400;
+    KeyFiles files;
+    Side server = listening(scheme, key_option(files.key("k", 1)));
+    if (!adapter.unproven_held(*server.instance)) {
+        WARN("SKIP (hellos hold connections: the descriptors case covers them) " << scheme);
+        return;
+    }
+    server = listening(scheme, joined(joined(key_option(files.key("k", 1)),
+                                             adapter.scheme_option("pending_total", total)),
+                                      adapter.setup_deadline_option(deadline_ms)));
+    Pump pump(*server.instance);
+    std::vector<std::unique_ptr<RawAttacker>> attackers;
+    for (int i = 0; i < total; ++i) {
+        attackers.push_back(adapter.attack(server.instance->listen_addresses()));
+        REQUIRE(attackers.back()->connected());
+        CHECK(attackers.back()->send_keyed_hello(5000));
+    }
+    auto over = adapter.attack(server.instance->listen_addresses());
+    REQUIRE(over->connected());
+    CHECK_FALSE(over->send_keyed_hello(deadline_ms / 4));
+    CHECK(*adapter.unproven_held(*server.instance) == total);
+    // The deadline frees their places: a hello is answered again.
+    const auto until = Clock::now() + std::chrono::milliseconds(deadline_ms + 3000);
+    while (*adapter.unproven_held(*server.instance) > 0 && Clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(*adapter.unproven_held(*server.instance) == 0);
+    auto later = adapter.attack(server.instance->listen_addresses());
+    REQUIRE(later->connected());
+    CHECK(later->send_keyed_hello(5000));
+}
