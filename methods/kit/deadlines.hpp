@@ -65,6 +65,9 @@ public:
     void cancel_all(std::uint64_t id);
     std::optional<Clock::time_point> when(DeadlineKey key) const;
     std::size_t size() const { return live_.size(); }
+    // When the timerfd goes off (max: not set). An owner that is not woken per descriptor
+    // reads the timerfd only once this has passed.
+    Clock::time_point armed_at() const { return armed_at_; }
 
     // fd() was readable: consumes the expiry and calls due(key, now) for each deadline that
     // has come, earliest first, each removed before its call. due may schedule and cancel; a

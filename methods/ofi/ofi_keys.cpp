@@ -17,6 +17,8 @@ void OfiMethod::greet(OfiPeer& peer) {
     hello.stated = listen_address_;
     if (handshake.keyed()) hello.nonce = handshake.offer(gate_, peer.endpoint, hello.stated);
     peer.state = OfiPeer::State::greeting;
+    timers_.schedule({peer.fi_addr, kit::DeadlineKind::setup},
+                     kit::Deadlines::Clock::now() + limits_.setup);
     const auto body = encode(hello);
     send_control(peer, Kind::hello, 0, body.data(), body.size());
 }
@@ -46,6 +48,12 @@ void OfiMethod::on_hello(Request& buffer) {
     }
     Answer answer;
     answer.stated = listen_address_;
+    // Each keyed hello holds an address-vector entry and a nonce until its proof comes.
+    if (handshake.keyed() && peer->state == OfiPeer::State::fresh && !admission_.holds(addr) &&
+        !admit_hello(*peer)) {
+        drop_unproven(peer);
+        return;
+    }
     if (handshake.keyed()) {
         auto step = handshake.answer(gate_, address_of_name(fabric_.name()), hello->nonce,
                                      hello->stated, answer.stated);
@@ -76,6 +84,7 @@ void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
     if (!answer) return;
     kit::KeyHandshake handshake = std::move(it->second);
     handshakes_.erase(it);
+    timers_.cancel({peer.fi_addr, kit::DeadlineKind::setup});
     const std::span<const std::uint8_t> proof = answer->features.proof
                                                     ? std::span<const std::uint8_t>(answer->proof)
                                                     : std::span<const std::uint8_t>();
@@ -99,6 +108,7 @@ void OfiMethod::on_proof(OfiPeer& peer, std::span<const std::byte> body) {
     if (peer.state != OfiPeer::State::answered || it == handshakes_.end()) return;
     kit::KeyHandshake handshake = std::move(it->second);
     handshakes_.erase(it);
+    release_ticket(peer.fi_addr);
     const std::span<const std::uint8_t> proof(reinterpret_cast<const std::uint8_t*>(body.data()),
                                               body.size());
     if (auto why = handshake.check_proof(gate_, proof); why != kit::Refusal::none) {
@@ -121,6 +131,7 @@ void OfiMethod::refuse(const std::shared_ptr<OfiPeer>& peer, kit::Refusal why) {
     // Unproven, it holds nothing the application posted: it goes entirely.
     peer->state = OfiPeer::State::fresh;
     handshakes_.erase(peer->fi_addr);
+    release_ticket(peer->fi_addr);
     if (peer->addr() == 0 && peer->posted_recvs.empty() && peer->waiting.empty())
         peers_.erase(peer->fi_addr);
 }

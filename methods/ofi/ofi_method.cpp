@@ -78,6 +78,12 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 
 int OfiMethod::start(const Config& config) {
     if (epoll_fd_ < 0) return -BMI_ENOMEM;
+    load_limits(config);
+    if (int rc = timers_.open(); rc != 0) return rc;
+    epoll_event timer{};
+    timer.events = EPOLLIN;
+    timer.data.u64 = 1;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), &timer) != 0) return -BMI_ENOMEM;
     support::keys::SharedKey key;
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     gate_.use(std::move(key));
@@ -195,7 +201,7 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
     }
     fi_addr_t addr = FI_ADDR_NOTAVAIL;
     if (fi_av_insert(fabric_.av(), name.data(), 1, &addr, 0, nullptr) != 1) return -BMI_EINVAL;
-    if (auto known = peer_at(addr)) {
+    if (auto known = peer_at(addr); known && !peer_gone(*known)) {
         out = known;
         return 0;
     }
@@ -204,7 +210,8 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
     peer->address = std::string(text);
     peer->endpoint = address_of_name(name);
     peer->host = address->node;
-    peers_.emplace(addr, peer);
+    timers_.cancel_all(addr);  // a gone peer's, if it was there
+    peers_.insert_or_assign(addr, peer);
     out = std::move(peer);
     return 0;
 }
@@ -231,25 +238,18 @@ void OfiMethod::forget_peer(Peer& base) {
     auto& peer = static_cast<OfiPeer&>(base);
     kit::fail_posted_recvs(peer, -BMI_ECANCEL, [this](Operation& op, int e) { finish(op, e); });
     flush_waiting(peer, -BMI_ECANCEL);
-    if (peer_gone(peer)) peers_.erase(peer.fi_addr);
+    if (!peer_gone(peer) || peer_at(peer.fi_addr).get() != &peer) return;
+    timers_.cancel_all(peer.fi_addr);
+    peers_.erase(peer.fi_addr);
 }
 
 bool OfiMethod::peer_gone(const Peer& base) const {
     const auto& peer = static_cast<const OfiPeer&>(base);
-    return peer.reached_us && peer.state == OfiPeer::State::departed;
+    return peer.lost || (peer.reached_us && peer.state == OfiPeer::State::departed);
 }
 
 void OfiMethod::depart(OfiPeer& peer) {
-    peer.state = OfiPeer::State::departed;
-    const auto finish_op = [this](Operation& op, int e) { finish(op, e); };
-    kit::fail_posted_recvs(peer, -BMI_ECONNRESET, finish_op);
-    flush_waiting(peer, -BMI_ECONNRESET);
-    peer.arrivals.clear();
-    std::erase_if(awaiting_cts_, [&](const auto& entry) {
-        if (entry.second->peer != &peer) return false;
-        finish(*entry.second, -BMI_ECONNRESET);
-        return true;
-    });
+    fail_peer(peer, -BMI_ECONNRESET);
     if (peer_gone(peer) && peer.addr() != 0) sink_.peer_gone(peer);
 }
 
@@ -290,6 +290,14 @@ bmi_size_t OfiMethod::max_message_size() const {
 int OfiMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
 
 int OfiMethod::get_info(Peer*, int option, void* arg) {
+    if (option == get_stats_option && arg != nullptr) {
+        auto& stats = *static_cast<Stats*>(arg);
+        stats.early_bytes = static_cast<std::uint64_t>(early_.total());
+        stats.unproven = unproven_;
+        stats.handshakes = handshakes_.size();
+        stats.peers = peers_.size();
+        return 0;
+    }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;
     auto address = parse_address(listen_address_);
     if (!address || !address->has_port()) return -BMI_ENOSYS;

@@ -4,6 +4,7 @@
 
 #include <rdma/fabric.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -15,7 +16,10 @@
 
 #include "methods/arrivals_by_tag.hpp"
 #include "methods/completion_router.hpp"
+#include "methods/early_budget.hpp"
+#include "methods/kit/deadlines.hpp"
 #include "methods/kit/key_handshake.hpp"
+#include "methods/kit/source_admission.hpp"
 #include "methods/method.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_wire.hpp"
@@ -28,8 +32,23 @@ struct Arrival {
     bool announced = false;  // an Rts: the data waits at the sender
     bmi_size_t size = 0;
     std::uint32_t transfer = 0;
+    std::int64_t cost = 0;  // what it holds of the early budget
     std::vector<std::byte> body;
 };
+
+// What a peer can make us hold and how long we wait on it (doc/RELIABILITY.md); the settings
+// in ofi_settings.cpp say each one's default and range.
+struct Limits {
+    EarlyBudget::Limits early;
+    std::chrono::milliseconds setup{};       // a handshake, from our hello or our answer
+    std::chrono::milliseconds stall{};       // a large message's data, between chunks
+    std::chrono::milliseconds send{};        // the provider completing any send to the peer
+    std::chrono::milliseconds rendezvous{};  // a CTS (or refusal) for our RTS
+    std::size_t pending_per_source = 0;      // keyed hellos not yet proven, per host
+    std::size_t pending_total = 0;           // the same, all hosts
+};
+// The bookkeeping an arrival costs beyond its payload: it bounds the count of empty ones.
+inline constexpr std::int64_t arrival_overhead = 256;
 
 struct OfiPeer final : Peer {
     enum class State : std::uint8_t {
@@ -46,8 +65,20 @@ struct OfiPeer final : Peer {
     State state = State::fresh;
     // It said hello to us and we know no listen address of it: once departed, unreachable.
     bool reached_us = false;
+    // Taken as gone past a deadline (as after a bye): the control layer drops it.
+    bool lost = false;
     std::deque<Operation*> waiting;  // sends held until the answer
     ArrivalsByTag<Arrival> arrivals;
+    EarlyBudget::Account early;
+    std::uint32_t parked = 0;  // its messages waiting in receive buffers (OfiMethod::parked_)
+    // Sends (and data receives) of ours to it in the provider or the backlog, and how many
+    // ended: the send and stall deadlines watch the count move while any are out.
+    std::uint32_t sends_out = 0;
+    std::uint32_t data_recvs_out = 0;
+    std::uint64_t sends_done = 0;
+    std::uint64_t chunks_done = 0;
+    kit::ProgressDeadline send_clock;
+    kit::ProgressDeadline stall_clock;
 };
 
 // One libfabric operation in flight. libfabric hands back &context, the first member.
@@ -72,6 +103,7 @@ struct Request {
     fi_addr_t addr = FI_ADDR_UNSPEC;
     std::uint64_t tag = 0;
     std::uint64_t ignore = 0;
+    bool counted = false;  // in its peer's sends_out or data_recvs_out
 };
 static_assert(std::is_standard_layout_v<Request>, "Request::of needs &context == this");
 
@@ -82,6 +114,7 @@ struct OpSlots {
     std::uint32_t pending = 0;  // libfabric operations of this op not yet completed
     std::int32_t error = 0;     // what the op ends with once pending is 0
     Phase phase = none;
+    kit::Deadlines::Clock::time_point rts_due{};  // announced: when its CTS is late
 };
 
 class OfiMethod final : public Method {
@@ -150,6 +183,37 @@ private:
     bool deliver_unexpected(Request& buffer, OfiPeer& peer);
     void on_abort(OfiPeer& peer, const Abort& abort);
     void depart(OfiPeer& peer);
+    // Fails everything the peer holds of ours with `error` and forgets what it sent.
+    void fail_peer(OfiPeer& peer, int error);
+    // An eager, RTS or unexpected message taken out of its buffer: false if it must wait
+    // there (the early budget or the unexpected quota is full).
+    bool take_message(Request& buffer, OfiPeer& peer, Kind kind);
+    void park(Request& buffer, OfiPeer& peer);
+    void drop_parked(fi_addr_t addr);
+    void release_early(OfiPeer& peer, const Arrival& arrival);
+
+    // ofi_deadlines.cpp
+    void load_limits(const Config& config);
+    void on_deadline(kit::DeadlineKey key, kit::Deadlines::Clock::time_point now);
+    // The deadlines due, if the timer can have gone off; true if any was.
+    bool run_deadlines();
+    // A peer past a deadline: taken as gone, as after a bye.
+    void lose(OfiPeer& peer);
+    // A send or stall clock's wake-up: the peer is lost if it owes progress and made none.
+    void lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool owed, std::uint64_t count,
+                      kit::DeadlineKey key, kit::Deadlines::Clock::time_point now,
+                      std::chrono::milliseconds limit, const char* what);
+    void late_handshake(OfiPeer& peer);
+    void fail_unanswered_rts(OfiPeer& peer, kit::Deadlines::Clock::time_point now);
+    // A keyed hello of a new peer, admitted within the bounds on unproven ones (its host's
+    // oldest is dropped to make room); false if all hosts together hold their bound.
+    bool admit_hello(OfiPeer& peer);
+    void release_ticket(fi_addr_t addr);
+    // An unproven peer given up: forgotten with its address-vector entry.
+    void drop_unproven(const std::shared_ptr<OfiPeer>& peer);
+    // A request toward a peer enters or leaves its sends_out / data_recvs_out.
+    void track(Request& request);
+    void untrack(Request& request);
 
     // ofi_progress.cpp
     Request& new_request(Request::Role role, Operation* op);
@@ -157,6 +221,7 @@ private:
     int try_post(Request& request);
     void repost_buffer(Request& buffer);
     void drain_backlog();
+    bool backlog_empty(fi_addr_t addr) const;
     bool retry_parked();
     bool read_completions();
     void cancel_data_recvs(const Operation& op);
@@ -182,8 +247,17 @@ private:
     // the method and a handshake holds a nonce of gate_.
     std::unordered_map<fi_addr_t, kit::KeyHandshake> handshakes_;
     std::unordered_map<Request*, std::unique_ptr<Request>> requests_;
-    std::deque<Request*> backlog_;  // posts the provider said -FI_EAGAIN to, in order
-    std::deque<Request*> parked_;   // buffers holding an unexpected message until quota frees
+    // Posts the provider said -FI_EAGAIN to, in order per peer (buffers under FI_ADDR_UNSPEC):
+    // a peer that takes nothing holds up no other.
+    std::unordered_map<fi_addr_t, std::deque<Request*>> backlog_;
+    // Buffers holding a message until the early budget or the unexpected quota has room, in
+    // arrival order; a peer's later messages wait behind its first.
+    std::deque<Request*> parked_;
+    Limits limits_;
+    EarlyBudget early_;
+    kit::SourceAdmission admission_;  // keyed hellos not yet proven, by host
+    std::size_t unproven_ = 0;        // tickets admission_ holds
+    kit::Deadlines timers_;           // setup, send, stall and rendezvous, by fi_addr
     std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
     std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider

@@ -21,7 +21,10 @@ Request& OfiMethod::new_request(Request::Role role, Operation* op) {
     return request;
 }
 
-void OfiMethod::release(Request& request) { requests_.erase(&request); }
+void OfiMethod::release(Request& request) {
+    untrack(request);
+    requests_.erase(&request);
+}
 
 int OfiMethod::try_post(Request& r) {
     if (r.is_recv)
@@ -32,25 +35,43 @@ int OfiMethod::try_post(Request& r) {
 }
 
 void OfiMethod::submit(Request& request) {
-    // Behind a backlog a post would overtake what waits there.
-    if (backlog_.empty()) {
+    track(request);
+    // Behind its peer's backlog a post would overtake what waits there.
+    auto it = backlog_.find(request.addr);
+    if (it == backlog_.end()) {
         const int rc = try_post(request);
         if (rc == 0) return;
         if (rc != -FI_EAGAIN) {
             on_error(request, bmi_error(rc));
             return;
         }
+        it = backlog_.try_emplace(request.addr).first;
     }
-    backlog_.push_back(&request);
+    it->second.push_back(&request);
 }
 
+bool OfiMethod::backlog_empty(fi_addr_t addr) const { return backlog_.count(addr) == 0; }
+
 void OfiMethod::drain_backlog() {
-    while (!backlog_.empty()) {
-        Request& request = *backlog_.front();
-        const int rc = try_post(request);
-        if (rc == -FI_EAGAIN) return;
-        backlog_.pop_front();
-        if (rc != 0) on_error(request, bmi_error(rc));
+    if (backlog_.empty()) return;
+    // By key, found again each time: an error a post meets may post more (and rehash).
+    std::vector<fi_addr_t> addrs;
+    addrs.reserve(backlog_.size());
+    for (const auto& entry : backlog_) addrs.push_back(entry.first);
+    for (fi_addr_t addr : addrs) {
+        for (;;) {
+            auto it = backlog_.find(addr);
+            if (it == backlog_.end()) break;
+            if (it->second.empty()) {
+                backlog_.erase(it);
+                break;
+            }
+            Request& request = *it->second.front();
+            const int rc = try_post(request);
+            if (rc == -FI_EAGAIN) break;
+            it->second.pop_front();
+            if (rc != 0) on_error(request, bmi_error(rc));
+        }
     }
 }
 
@@ -134,6 +155,7 @@ void OfiMethod::progress() {
     read_completions();
     drain_backlog();
     retry_parked();
+    run_deadlines();
 }
 
 bool OfiMethod::before_sleep() {
@@ -141,6 +163,7 @@ bool OfiMethod::before_sleep() {
     bool moved = read_completions();
     drain_backlog();
     moved = retry_parked() || moved;
+    moved = run_deadlines() || moved;
     if (moved || !backlog_.empty()) return true;
     // Without a wait descriptor nothing would wake us: the caller polls again.
     if (fabric_.wait_fd() < 0) return true;

@@ -11,6 +11,7 @@ namespace bmi::method::ofi {
 int OfiMethod::post_recv(Operation& op, OfiPeer& peer) {
     if (peer_gone(peer)) return -BMI_ECONNRESET;
     if (auto arrival = peer.arrivals.take(op.tag)) {
+        release_early(peer, *arrival);
         take_arrival(op, peer, *arrival);
         return 0;
     }
@@ -56,7 +57,6 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         repost_buffer(buffer);
         return;
     }
-    const bmi_msg_tag_t tag = static_cast<bmi_msg_tag_t>(bmi_tag_of(buffer.tag));
     switch (*kind) {
         case Kind::answer:
             on_answer(*peer, body);
@@ -65,31 +65,14 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
             on_proof(*peer, body);
             break;
         case Kind::unexpected:
-            if (!deliver_unexpected(buffer, *peer)) {
-                parked_.push_back(&buffer);
+        case Kind::eager:
+        case Kind::rts:
+            // Behind a message of its that waits, so that none overtakes it.
+            if (peer->parked > 0 || !take_message(buffer, *peer, *kind)) {
+                park(buffer, *peer);
                 return;
             }
             break;
-        case Kind::eager:
-        case Kind::rts: {
-            Arrival arrival;
-            arrival.tag = tag;
-            if (*kind == Kind::eager) {
-                arrival.size = static_cast<bmi_size_t>(body.size());
-                arrival.body.assign(body.begin(), body.end());
-            } else {
-                auto rts = decode<Rts>(body);
-                if (!rts || rts->size > static_cast<std::uint64_t>(max_message_size())) break;
-                arrival.announced = true;
-                arrival.size = static_cast<bmi_size_t>(rts->size);
-                arrival.transfer = rts->transfer;
-            }
-            if (Operation* op = peer->posted_recvs.take_first(tag))
-                take_arrival(*op, *peer, arrival);
-            else
-                peer->arrivals.push(std::move(arrival));
-            break;
-        }
         case Kind::cts:
             if (auto cts = decode<Cts>(body)) on_cts(*peer, *cts);
             break;
@@ -103,6 +86,53 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
             break;
     }
     repost_buffer(buffer);
+}
+
+bool OfiMethod::take_message(Request& buffer, OfiPeer& peer, Kind kind) {
+    if (kind == Kind::unexpected) return deliver_unexpected(buffer, peer);
+    const std::span<const std::byte> body(buffer.bytes.data(), buffer.length);
+    Arrival arrival;
+    arrival.tag = static_cast<bmi_msg_tag_t>(bmi_tag_of(buffer.tag));
+    if (kind == Kind::eager) {
+        arrival.size = static_cast<bmi_size_t>(body.size());
+    } else {
+        auto rts = decode<Rts>(body);
+        if (!rts || rts->size > static_cast<std::uint64_t>(max_message_size())) return true;
+        arrival.announced = true;
+        arrival.size = static_cast<bmi_size_t>(rts->size);
+        arrival.transfer = rts->transfer;
+    }
+    if (Operation* op = peer.posted_recvs.take_first(arrival.tag)) {
+        if (!arrival.announced) arrival.body.assign(body.begin(), body.end());
+        take_arrival(*op, peer, arrival);
+        return true;
+    }
+    // Kept until a receive claims it, within the early budget; else it waits in its buffer.
+    arrival.cost = (arrival.announced ? 0 : static_cast<std::int64_t>(body.size())) +
+                   arrival_overhead;
+    if (!early_.fits(peer.early, arrival.cost)) return false;
+    early_.charge(peer.early, arrival.cost);
+    if (!arrival.announced) arrival.body.assign(body.begin(), body.end());
+    peer.arrivals.push(std::move(arrival));
+    return true;
+}
+
+void OfiMethod::release_early(OfiPeer& peer, const Arrival& arrival) {
+    if (arrival.cost != 0) early_.release(peer.early, arrival.cost);
+}
+
+void OfiMethod::park(Request& buffer, OfiPeer& peer) {
+    ++peer.parked;
+    parked_.push_back(&buffer);
+}
+
+void OfiMethod::drop_parked(fi_addr_t addr) {
+    std::erase_if(parked_, [&](Request* buffer) {
+        if (buffer->addr != addr) return false;
+        repost_buffer(*buffer);
+        return true;
+    });
+    if (auto peer = peer_at(addr)) peer->parked = 0;
 }
 
 bool OfiMethod::deliver_unexpected(Request& buffer, OfiPeer& peer) {
@@ -119,11 +149,26 @@ bool OfiMethod::deliver_unexpected(Request& buffer, OfiPeer& peer) {
 
 bool OfiMethod::retry_parked() {
     bool moved = false;
-    while (!parked_.empty()) {
-        Request& buffer = *parked_.front();
+    // A peer whose first waiting message still waits keeps its later ones waiting too; other
+    // peers' go on.
+    std::vector<fi_addr_t> blocked;
+    for (auto it = parked_.begin(); it != parked_.end();) {
+        Request& buffer = **it;
+        if (std::find(blocked.begin(), blocked.end(), buffer.addr) != blocked.end()) {
+            ++it;
+            continue;
+        }
         auto peer = peer_at(buffer.addr);
-        if (peer && !deliver_unexpected(buffer, *peer)) return moved;
-        parked_.pop_front();
+        if (peer) {
+            const auto kind = kind_of(buffer.tag);
+            if (!take_message(buffer, *peer, kind.value_or(Kind::eager))) {
+                blocked.push_back(buffer.addr);
+                ++it;
+                continue;
+            }
+            if (peer->parked > 0) --peer->parked;
+        }
+        it = parked_.erase(it);
         repost_buffer(buffer);
         moved = true;
     }
@@ -133,7 +178,7 @@ bool OfiMethod::retry_parked() {
 void OfiMethod::on_abort(OfiPeer& peer, const Abort& abort) {
     peer.arrivals.remove_if(
         [&](const Arrival& a) { return a.announced && a.transfer == abort.transfer; },
-        [](const Arrival&) {});
+        [&](const Arrival& a) { release_early(peer, a); });
     // A receive already moving: its data will not come.
     for (auto& [request, owned] : requests_) {
         Operation* op = request->op;

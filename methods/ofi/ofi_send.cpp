@@ -21,7 +21,7 @@ int OfiMethod::post(Operation& op) {
 int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
                         std::span<const Segment> segments) {
     auto& peer = static_cast<OfiPeer&>(base);
-    if (peer.state != OfiPeer::State::ready || !backlog_.empty()) return 0;
+    if (peer.state != OfiPeer::State::ready || !backlog_empty(peer.fi_addr)) return 0;
     std::size_t size = 0;
     for (const Segment& segment : segments) size += static_cast<std::size_t>(segment.size);
     if (kind == OpKind::send_unexpected && size > static_cast<std::size_t>(unexpected_limit_))
@@ -49,6 +49,7 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
         return -BMI_EMSGSIZE;
     if (op.total_size > max_message_size()) return -BMI_EMSGSIZE;
     auto& slots = method_slots<OpSlots>(op);
+    if (peer.lost) return -BMI_ECONNRESET;
     if (peer.state == OfiPeer::State::departed) {
         if (peer.reached_us) return -BMI_ECONNRESET;
         peer.state = OfiPeer::State::fresh;  // a server we know the address of may be back
@@ -61,7 +62,7 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
     }
     const auto size = static_cast<std::size_t>(op.total_size);
     const bool eager = op.kind == OpKind::send_unexpected || size <= eager_bytes_;
-    if (eager && size <= inject_bytes_ && backlog_.empty()) {
+    if (eager && size <= inject_bytes_ && backlog_empty(peer.fi_addr)) {
         // The provider copies it now: done without a completion.
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
         const int rc =
@@ -96,6 +97,8 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     if (++next_transfer_ == 0) next_transfer_ = 1;
     slots.transfer = next_transfer_;
     slots.phase = OpSlots::announced;
+    slots.rts_due = kit::Deadlines::Clock::now() + limits_.rendezvous;
+    timers_.schedule_by({peer.fi_addr, kit::DeadlineKind::rendezvous}, slots.rts_due);
     awaiting_cts_[slots.transfer] = &op;
     const Rts rts{op.total_size > 0 ? static_cast<std::uint64_t>(op.total_size) : 0, slots.transfer,
                   0};

@@ -6,6 +6,7 @@ namespace bmi::method::ofi {
 namespace {
 using T = support::SettingType;
 using I = SettingId;
+using D = support::PeerDeadline;
 using namespace support::setting_units;
 
 // Keys and environment names follow the rule of support's rows (setting_table.cpp).
@@ -19,8 +20,36 @@ constexpr support::SettingSpec rows[] = {
     {I::recv_buffers, "ofi_recv_buffers", "BMI_OFI_RECV_BUFFERS", T::count, "64", "buffers", 4,
      4096, "",
      "receive buffers kept posted for small and control messages from every peer together"},
+    {I::early_peer_bytes, "ofi_early_peer_bytes", "BMI_OFI_EARLY_PEER_BYTES", T::size, "8M",
+     "bytes", 64 * KiB, TiB, "",
+     "early data (unclaimed eager payloads and announcements) kept for one peer; beyond it "
+     "its messages wait in their receive buffers"},
+    {I::early_total_bytes, "ofi_early_total_bytes", "BMI_OFI_EARLY_TOTAL_BYTES", T::size, "256M",
+     "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
+    support::peer_deadline_row(
+        D::setup, I::setup_timeout, "ofi_setup_timeout_ms", "BMI_OFI_SETUP_TIMEOUT_MS",
+        "a handshake not finished by then is dropped: an acceptor forgets the peer and removes "
+        "its address-vector entry, an initiator's waiting sends fail with -BMI_ETIMEDOUT"),
+    support::peer_deadline_row(
+        D::stall, I::stall_timeout, "ofi_stall_timeout_ms", "BMI_OFI_STALL_TIMEOUT_MS",
+        "a large message whose data stops arriving for this long fails with -BMI_ETIMEDOUT, and "
+        "its sender is taken as gone"),
+    support::peer_deadline_row(
+        D::send, I::send_timeout, "ofi_send_timeout_ms", "BMI_OFI_SEND_TIMEOUT_MS",
+        "a peer whose sends the provider completes none of for this long is taken as gone, and "
+        "its operations fail with -BMI_ETIMEDOUT"),
+    support::peer_deadline_row(
+        D::rendezvous, I::rendezvous_timeout, "ofi_rendezvous_timeout_ms",
+        "BMI_OFI_RENDEZVOUS_TIMEOUT_MS",
+        "a large send whose RTS the receiver neither clears nor refuses fails after this long"),
+    support::pending_per_source_row(I::pending_per_source, "ofi_pending_per_source",
+                                    "BMI_OFI_PENDING_PER_SOURCE", "16"),
+    {I::pending_total, "ofi_pending_total", "BMI_OFI_PENDING_TOTAL", T::count, "1024", "handshakes",
+     1, 1 << 20, "",
+     "keyed hellos not yet proven (each an address-vector entry) from all sources together; a "
+     "new one beyond it is dropped with its entry"},
 };
-constexpr support::OwnedRows owned{rows, I::recv_buffers};
+constexpr support::OwnedRows owned{rows, I::pending_total};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

@@ -15,6 +15,14 @@ enum class SettingId : std::uint8_t {
     eager_bytes,
     chunk_bytes,
     recv_buffers,
+    early_peer_bytes,
+    early_total_bytes,
+    setup_timeout,
+    stall_timeout,
+    send_timeout,
+    rendezvous_timeout,
+    pending_per_source,
+    pending_total,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

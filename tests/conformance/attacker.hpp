@@ -82,6 +82,10 @@ struct MethodAdapter {
     // The early data `server` holds now, where the method reports it through the instance
     // (verbs' statistics); nullopt where only its own tests can see it.
     std::optional<std::uint64_t> early_bytes_held(core::Instance& server, BMI_addr_t any) const;
+    // Keyed handshakes `server` holds unproven now, where the method reports them through the
+    // instance (ofi, whose provider keeps the connection beneath: no close to see); nullopt
+    // where the attacker's connection shows it (closed_within).
+    std::optional<std::uint64_t> unproven_held(core::Instance& server) const;
     // A keyless initiator's eager send may complete before the refusal: shm's once it is in
     // the peer's ring, tcp's first one once written with the upgrade offer (doc/security.md;
     // tcp_keys checks that the sends after it fail); elsewhere a refused handshake fails it.
@@ -103,6 +107,16 @@ struct MethodAdapter {
     // A transfer the receiver starts and stops fails at the stall deadline. Empty: it does;
     // else why not (a known gap of issue 37, printed as a skip).
     std::string stall_gap;
+    // A connection that says nothing is closed at the setup deadline. Empty: it is; else why
+    // it means nothing for the method (printed as a skip).
+    std::string silent_gap;
+    // Past the early budget the sender is held back (its sends wait). Empty: it is; else why
+    // not (a known gap, printed; the budget itself is still checked).
+    std::string early_backpressure_gap;
+    // Its peers are known by the provider address their messages come from, which for a
+    // listening peer is its listen address: a lookup of that address finds the peer that came
+    // in, keyed or not (nothing announced is taken).
+    bool endpoint_is_name = false;
     // A connection to listen_address that says nothing, made without waiting on a full
     // backlog: its descriptor, or -1.
     int idle_connection(const std::string& listen_address) const;

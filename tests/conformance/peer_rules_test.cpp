@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../unit/key_files.hpp"
@@ -70,6 +71,10 @@ TEST_CASE("peer rules: a handshake not finished by the setup deadline is closed 
     const bool keyed = GENERATE(false, true);
     INFO("method " << scheme << (keyed ? ", keyed hello and no proof" : ", silent connection"));
     const MethodAdapter& adapter = adapter_for(scheme);
+    if (!keyed && !adapter.silent_gap.empty()) {
+        WARN("SKIP (not applicable) " << scheme << ": " << adapter.silent_gap);
+        return;
+    }
     constexpr int deadline_ms = 400;
     KeyFiles files;
     const std::string options = joined(adapter.setup_deadline_option(deadline_ms),
@@ -81,7 +86,18 @@ TEST_CASE("peer rules: a handshake not finished by the setup deadline is closed 
         REQUIRE(attacker->connected());
         const auto start = Clock::now();
         if (keyed) REQUIRE(attacker->send_keyed_hello(5000));
-        CHECK(attacker->closed_within(deadline_ms + 3000));
+        if (auto held = adapter.unproven_held(*pair.server.instance)) {
+            // The provider keeps the connection beneath: the listener's own state is what goes.
+            CHECK(*held > 0);
+            const auto until = start + std::chrono::milliseconds(deadline_ms + 3000);
+            while (*held > 0 && Clock::now() < until) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                held = adapter.unproven_held(*pair.server.instance);
+            }
+            CHECK(*held == 0);
+        } else {
+            CHECK(attacker->closed_within(deadline_ms + 3000));
+        }
         CHECK(Clock::now() - start >= std::chrono::milliseconds(deadline_ms * 3 / 4));
         // A client through its handshake is not on that clock.
         CHECK(send_first(pair, 10000) == 0);
@@ -206,7 +222,7 @@ TEST_CASE("peer rules: a peer that proved the key answers to the address it anno
     server.instance->unexpected_free(got.buffer);
     BMI_addr_t looked_up = 0;
     REQUIRE(server.instance->addr_lookup(client.instance->listen_addresses(), looked_up) == 0);
-    if (keyed)
+    if (keyed || adapter_for(scheme).endpoint_is_name)
         CHECK(looked_up == got.addr);
     else
         CHECK(looked_up != got.addr);

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What the ofi method waits for and how long (kit::Deadlines on a timerfd in its epoll set),
+// and what an unproven peer may hold: the peer rules of SPEC §6 on libfabric endpoints.
+#include <rdma/fi_domain.h>
+
+#include <algorithm>
+
+#include "methods/kit/posted_recvs.hpp"
+#include "methods/ofi/ofi_method_impl.hpp"
+#include "methods/ofi/ofi_settings.hpp"
+#include "support/logging/log.hpp"
+
+namespace bmi::method::ofi {
+
+namespace {
+using Clock = kit::Deadlines::Clock;
+
+long long ms(std::chrono::milliseconds d) { return static_cast<long long>(d.count()); }
+}  // namespace
+
+void OfiMethod::load_limits(const Config& config) {
+    const auto& s = config.settings;
+    limits_.early.peer_bytes = s.number(SettingId::early_peer_bytes);
+    limits_.early.total_bytes = s.number(SettingId::early_total_bytes);
+    limits_.setup = s.duration(SettingId::setup_timeout);
+    limits_.stall = s.duration(SettingId::stall_timeout);
+    limits_.send = s.duration(SettingId::send_timeout);
+    limits_.rendezvous = s.duration(SettingId::rendezvous_timeout);
+    limits_.pending_per_source = static_cast<std::size_t>(s.number(SettingId::pending_per_source));
+    limits_.pending_total = static_cast<std::size_t>(s.number(SettingId::pending_total));
+    early_.set_limits(limits_.early);
+    admission_.set_limit(limits_.pending_per_source);
+}
+
+bool OfiMethod::run_deadlines() {
+    // progress() is not told which descriptor woke the caller: the clock says whether the
+    // timer can have gone off, so a pass before it costs no system call.
+    if (timers_.armed_at() > Clock::now()) return false;
+    return timers_.expire(
+               [this](kit::DeadlineKey key, Clock::time_point now) { on_deadline(key, now); }) > 0;
+}
+
+void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {
+    auto peer = peer_at(key.id);
+    if (!peer) return;
+    switch (key.kind) {
+        case kit::DeadlineKind::setup:
+            late_handshake(*peer);
+            return;
+        case kit::DeadlineKind::send:
+            lose_if_late(*peer, peer->send_clock, peer->sends_out > 0, peer->sends_done, key, now,
+                         limits_.send, "completed none of our sends");
+            return;
+        case kit::DeadlineKind::stall:
+            lose_if_late(*peer, peer->stall_clock, peer->data_recvs_out > 0, peer->chunks_done, key,
+                         now, limits_.stall, "sent no data of a large message");
+            return;
+        case kit::DeadlineKind::rendezvous:
+            fail_unanswered_rts(*peer, now);
+            return;
+        default:
+            return;
+    }
+}
+
+void OfiMethod::lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool owed,
+                             std::uint64_t count, kit::DeadlineKey key, Clock::time_point now,
+                             std::chrono::milliseconds limit, const char* what) {
+    if (!clock.expired_if_owed(owed, timers_, key, count, now, limit)) return;
+    BMI_LOG(error, "bmi_ofi: %s %s in %lld ms; taken as gone", peer.address.c_str(), what,
+            ms(limit));
+    lose(peer);
+}
+
+void OfiMethod::lose(OfiPeer& peer) {
+    peer.lost = true;
+    fail_peer(peer, -BMI_ETIMEDOUT);
+    if (peer.addr() != 0)
+        sink_.peer_gone(peer);
+    else
+        peers_.erase(peer.fi_addr);  // never handed out: nothing else refers to it
+}
+
+void OfiMethod::late_handshake(OfiPeer& peer) {
+    if (peer.state == OfiPeer::State::greeting) {
+        BMI_LOG(error, "bmi_ofi: %s did not answer our hello in %lld ms", peer.address.c_str(),
+                ms(limits_.setup));
+        handshakes_.erase(peer.fi_addr);
+        // The next send greets again, as after a refusal.
+        peer.state = OfiPeer::State::fresh;
+        flush_waiting(peer, -BMI_ETIMEDOUT);
+    } else if (peer.state == OfiPeer::State::answered) {
+        BMI_LOG(error, "bmi_ofi: %s did not prove the key in %lld ms; dropped",
+                peer.endpoint.c_str(), ms(limits_.setup));
+        drop_unproven(peer_at(peer.fi_addr));
+    }
+}
+
+void OfiMethod::fail_unanswered_rts(OfiPeer& peer, Clock::time_point now) {
+    const auto due = kit::take_due(timers_, {peer.fi_addr, kit::DeadlineKind::rendezvous}, now,
+                                   awaiting_cts_, [&peer](const Operation* op) {
+                                       return op->peer == &peer ? method_slots<OpSlots>(*op).rts_due
+                                                                : Clock::time_point{};
+                                   });
+    for (std::uint32_t transfer : due) {
+        Operation& op = *awaiting_cts_.at(transfer);
+        awaiting_cts_.erase(transfer);
+        BMI_LOG(error, "bmi_ofi: %s did not answer an RTS in %lld ms; failing the send",
+                peer.address.c_str(), ms(limits_.rendezvous));
+        // As a cancel: the receiver drops the announcement if it still comes to it.
+        const Abort abort{transfer, 0};
+        send_control(peer, Kind::abort, op.tag, &abort, sizeof abort);
+        finish(op, -BMI_ETIMEDOUT);
+    }
+}
+
+bool OfiMethod::admit_hello(OfiPeer& peer) {
+    // A host at its bound loses its oldest unproven hello, as tcp closes a source's oldest
+    // connection: a key holder's handshake, done in a round trip, is not locked out by
+    // endpoints that never finish theirs.
+    if (!admission_.has_room(peer.host))
+        if (auto oldest = admission_.oldest(peer.host)) {
+            BMI_LOG(error, "bmi_ofi: %s holds %zu unproven hellos; its oldest is dropped",
+                    peer.host.c_str(), admission_.held(peer.host));
+            if (auto old = peer_at(oldest->ticket))
+                drop_unproven(old);
+            else
+                release_ticket(oldest->ticket);
+        }
+    if (unproven_ >= limits_.pending_total) {
+        BMI_LOG(error, "bmi_ofi: %s: %zu unproven hellos in all; dropped", peer.endpoint.c_str(),
+                unproven_);
+        return false;
+    }
+    admission_.admit(peer.host, peer.fi_addr, Clock::now());
+    ++unproven_;
+    timers_.schedule({peer.fi_addr, kit::DeadlineKind::setup}, Clock::now() + limits_.setup);
+    return true;
+}
+
+void OfiMethod::release_ticket(fi_addr_t addr) {
+    if (admission_.release(addr)) --unproven_;
+    timers_.cancel({addr, kit::DeadlineKind::setup});
+}
+
+void OfiMethod::drop_unproven(const std::shared_ptr<OfiPeer>& peer) {
+    const fi_addr_t addr = peer->fi_addr;
+    handshakes_.erase(addr);
+    release_ticket(addr);
+    peer->state = OfiPeer::State::fresh;
+    if (peer->addr() != 0 || !peer->posted_recvs.empty() || !peer->waiting.empty()) return;
+    timers_.cancel_all(addr);
+    drop_parked(addr);
+    peers_.erase(addr);
+    // The entry its hello made: an endpoint that never proves the key keeps none.
+    fi_addr_t entry = addr;
+    (void)fi_av_remove(fabric_.av(), &entry, 1, 0);
+}
+
+void OfiMethod::track(Request& r) {
+    if (r.counted || r.role == Request::Role::buffer) return;
+    auto peer = peer_at(r.addr);
+    if (!peer) return;
+    r.counted = true;
+    if (r.role == Request::Role::data_recv) {
+        ++peer->data_recvs_out;
+        peer->stall_clock.start(timers_, {r.addr, kit::DeadlineKind::stall}, peer->chunks_done,
+                                limits_.stall);
+    } else {
+        ++peer->sends_out;
+        peer->send_clock.start(timers_, {r.addr, kit::DeadlineKind::send}, peer->sends_done,
+                               limits_.send);
+    }
+}
+
+void OfiMethod::untrack(Request& r) {
+    if (!r.counted) return;
+    r.counted = false;
+    auto peer = peer_at(r.addr);
+    if (!peer) return;
+    if (r.role == Request::Role::data_recv) {
+        if (peer->data_recvs_out > 0) --peer->data_recvs_out;
+        ++peer->chunks_done;
+    } else {
+        if (peer->sends_out > 0) --peer->sends_out;
+        ++peer->sends_done;
+    }
+}
+
+void OfiMethod::fail_peer(OfiPeer& peer, int error) {
+    peer.state = OfiPeer::State::departed;
+    const fi_addr_t addr = peer.fi_addr;
+    const auto finish_op = [this](Operation& op, int e) { finish(op, e); };
+    kit::fail_posted_recvs(peer, error, finish_op);
+    flush_waiting(peer, error);
+    peer.arrivals.remove_if([](const Arrival&) { return true; },
+                            [&](const Arrival& a) { release_early(peer, a); });
+    drop_parked(addr);
+    std::erase_if(awaiting_cts_, [&](const auto& entry) {
+        if (entry.second->peer != &peer) return false;
+        finish(*entry.second, error);
+        return true;
+    });
+    // Its posts the provider never took end now.
+    if (auto it = backlog_.find(addr); it != backlog_.end()) {
+        const std::deque<Request*> unposted = std::move(it->second);
+        backlog_.erase(it);
+        for (Request* request : unposted) end_request(*request, error);
+    }
+    // In the provider: data receives are cancelled (they write the user's buffer), sends are
+    // let go of (they only read it, and end when the endpoint closes).
+    std::vector<Operation*> let_go;
+    for (auto& [request, owned] : requests_) {
+        Operation* op = request->op;
+        if (op == nullptr || op->peer != &peer) continue;
+        if (request->role == Request::Role::data_recv) {
+            method_slots<OpSlots>(*op).error = error;
+            fi_cancel(&fabric_.ep()->fid, &request->context);
+            continue;
+        }
+        request->op = nullptr;
+        if (std::find(let_go.begin(), let_go.end(), op) == let_go.end()) let_go.push_back(op);
+    }
+    for (Operation* op : let_go) finish(*op, error);
+    handshakes_.erase(addr);
+    release_ticket(addr);
+    timers_.cancel_all(addr);
+    peer.send_clock.timed = false;
+    peer.stall_clock.timed = false;
+}
+
+}  // namespace bmi::method::ofi

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Shared peer rules (peer_rules_test.cpp) on a peer whose process ends mid-transfer without
+// a goodbye: what the server had pending with it fails within the deadlines, and another
+// client is served meanwhile.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "attacker.hpp"
+#include "harness.hpp"
+#include "peer_rules.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int bound_ms = 500;
+constexpr int late_ms = 3000;
+constexpr std::size_t large = std::size_t{256} << 20;  // no transfer of it ends in a few ms
+constexpr bmi_msg_tag_t to_server = 21, to_client = 22;
+
+// The vanishing client: announces a large send, says where it is with an unexpected message,
+// moves bytes for a moment and ends without finalizing (no goodbye, nothing closed cleanly).
+[[noreturn]] void vanish(const std::string& address) {
+    Side client;
+    if (core::Instance::create({}, client.instance) != 0 ||
+        client.instance->open_context(client.context) != 0)
+        std::_Exit(3);
+    BMI_addr_t server = 0;
+    if (client.instance->addr_lookup(address, server) != 0) std::_Exit(4);
+    std::vector<char> out(large, 'v');
+    bmi_op_id_t id = 0;
+    if (client.instance->post(
+            send_request(client, server, out.data(), static_cast<bmi_size_t>(large), to_server), id,
+            nullptr) < 0)
+        std::_Exit(5);
+    const char here[] = "here";
+    auto request = send_request(client, server, here, sizeof here, 1);
+    request.kind = method::OpKind::send_unexpected;
+    if (client.instance->post(request, id, nullptr) < 0) std::_Exit(6);
+    const auto until = Clock::now() + std::chrono::milliseconds(200);
+    while (Clock::now() < until) {
+        core::Completion c[4];
+        int done = 0;
+        client.instance->testcontext(client.context, 5, done, c);
+    }
+    std::_Exit(0);
+}
+
+}  // namespace
+
+TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it in time",
+          "[rules][vanish]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    // The child starts before any instance or thread of ours exists.
+    int address_pipe[2];
+    REQUIRE(pipe(address_pipe) == 0);
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        close(address_pipe[1]);
+        std::string address;
+        char ch;
+        while (read(address_pipe[0], &ch, 1) == 1 && ch != '\n') address += ch;
+        vanish(address);
+    }
+    close(address_pipe[0]);
+    const std::string options =
+        joined(joined(adapter.scheme_option("send_timeout_ms", bound_ms),
+                      adapter.scheme_option("rendezvous_timeout_ms", bound_ms)),
+               adapter.stall_gap.empty() ? adapter.scheme_option("stall_timeout_ms", bound_ms)
+                                         : std::string());
+    Pair pair = make_peers(scheme, options);
+    const std::string address = pair.server.instance->listen_addresses() + "\n";
+    REQUIRE(write(address_pipe[1], address.data(), address.size()) ==
+            static_cast<ssize_t>(address.size()));
+    close(address_pipe[1]);
+
+    const core::UnexpectedMessage here = wait_unexpected(pair.server, 10000);
+    pair.server.instance->unexpected_free(here.buffer);
+    std::vector<char> in(large), out(std::size_t{16} << 20, 's');
+    bmi_op_id_t recv_id = 0, send_id = 0;
+    const auto start = Clock::now();
+    REQUIRE(pair.server.instance->post(recv_request(pair.server, here.addr, in.data(),
+                                                    static_cast<bmi_size_t>(large), to_server),
+                                       recv_id, nullptr) >= 0);
+    REQUIRE(pair.server.instance->post(send_request(pair.server, here.addr, out.data(),
+                                                    static_cast<bmi_size_t>(out.size()), to_client),
+                                       send_id, nullptr) >= 0);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+
+    // Both fail (the peer is gone or late), each well before the vanished peer could matter.
+    std::vector<bmi_op_id_t> pending{recv_id, send_id};
+    int served = 0;
+    while (!pending.empty() &&
+           Clock::now() < start + std::chrono::milliseconds(bound_ms + 200 + late_ms)) {
+        core::Completion c[4];
+        int done = 0;
+        REQUIRE(pair.server.instance->testcontext(pair.server.context, 10, done, c) == 0);
+        for (int i = 0; i < done; ++i) {
+            if (std::erase(pending, c[i].id) == 0) continue;
+            CHECK(c[i].error != 0);
+        }
+        // A client of its own is served while the server waits on the vanished one.
+        if (served < 3) {
+            Pump pump(*pair.server.instance);
+            const char text[] = "still served";
+            auto request = send_request(pair.client, pair.server_addr, text, sizeof text, 2);
+            request.kind = method::OpKind::send_unexpected;
+            CHECK(post_and_wait(pair.client, request, 5000).error == 0);
+            ++served;
+        }
+    }
+    INFO(pending.size() << " of the server's operations toward the vanished peer still wait");
+    CHECK(pending.empty());
+    // The unexpected messages the served client sent reached the application.
+    for (int i = 0; i < served; ++i) {
+        const auto got = wait_unexpected(pair.server, 5000);
+        pair.server.instance->unexpected_free(got.buffer);
+    }
+}
