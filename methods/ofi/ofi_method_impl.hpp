@@ -220,8 +220,11 @@ private:
     void submit(Request& request);
     int try_post(Request& request);
     void repost_buffer(Request& buffer);
-    void drain_backlog();
+    // True if it posted anything.
+    bool drain_backlog();
     bool backlog_empty(fi_addr_t addr) const;
+    // Arms the next retry of a backlog the provider refused, each pause twice the last.
+    void pause_backlog();
     bool retry_parked();
     bool read_completions();
     void cancel_data_recvs(const Operation& op);
@@ -258,6 +261,8 @@ private:
     kit::SourceAdmission admission_;  // keyed hellos not yet proven, by host
     std::size_t unproven_ = 0;        // tickets admission_ holds
     kit::Deadlines timers_;           // setup, send, stall and rendezvous, by fi_addr
+    // How long the backlog waits before its next retry; zero while it moves.
+    kit::Deadlines::Clock::duration backlog_pause_{};
     std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
     std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider

@@ -52,8 +52,9 @@ void OfiMethod::submit(Request& request) {
 
 bool OfiMethod::backlog_empty(fi_addr_t addr) const { return backlog_.count(addr) == 0; }
 
-void OfiMethod::drain_backlog() {
-    if (backlog_.empty()) return;
+bool OfiMethod::drain_backlog() {
+    if (backlog_.empty()) return false;
+    bool posted = false;
     // By key, found again each time: an error a post meets may post more (and rehash).
     std::vector<fi_addr_t> addrs;
     addrs.reserve(backlog_.size());
@@ -70,9 +71,11 @@ void OfiMethod::drain_backlog() {
             const int rc = try_post(request);
             if (rc == -FI_EAGAIN) break;
             it->second.pop_front();
+            posted = true;
             if (rc != 0) on_error(request, bmi_error(rc));
         }
     }
+    return posted;
 }
 
 void OfiMethod::repost_buffer(Request& buffer) {
@@ -158,13 +161,27 @@ void OfiMethod::progress() {
     run_deadlines();
 }
 
+void OfiMethod::pause_backlog() {
+    // rxm answers -FI_EAGAIN for as long as it dials a peer, and a peer that is gone is dialled
+    // until its setup deadline: retrying at once would spin a core all that time. The
+    // provider's descriptor wakes us when it moves; the timer is for when it does not.
+    using Duration = kit::Deadlines::Clock::duration;
+    constexpr Duration first = std::chrono::microseconds(50),
+                       longest = std::chrono::milliseconds(50);
+    backlog_pause_ = backlog_pause_ == Duration{} ? first : std::min(2 * backlog_pause_, longest);
+    timers_.schedule({0, kit::DeadlineKind::connect_retry},
+                     kit::Deadlines::Clock::now() + backlog_pause_);
+}
+
 bool OfiMethod::before_sleep() {
     if (provider_.empty()) return false;
     bool moved = read_completions();
-    drain_backlog();
+    moved = drain_backlog() || moved;
     moved = retry_parked() || moved;
     moved = run_deadlines() || moved;
-    if (moved || !backlog_.empty()) return true;
+    if (backlog_.empty() || moved) backlog_pause_ = {};
+    if (moved) return true;
+    if (!backlog_.empty()) pause_backlog();
     // Without a wait descriptor nothing would wake us: the caller polls again.
     if (fabric_.wait_fd() < 0) return true;
     return !fabric_.can_sleep();

@@ -277,6 +277,22 @@ SilentListener::~SilentListener() {
     if (listener_ >= 0) close(listener_);
 }
 
+ClosedAddress::ClosedAddress(const std::string& scheme) {
+    if (scheme == "shm") {
+        address_ = "shm://closed-" + std::to_string(getpid()) + "-" +
+                   std::to_string(reinterpret_cast<std::uintptr_t>(this));
+        return;
+    }
+    std::uint16_t port = 0;
+    socket_ = bind_on_loopback(port, 0, false);
+    REQUIRE(socket_ >= 0);
+    address_ = scheme + "://127.0.0.1:" + std::to_string(port);
+}
+
+ClosedAddress::~ClosedAddress() {
+    if (socket_ >= 0) close(socket_);
+}
+
 Relay::Relay(const std::string& scheme, const std::string& target) : target_(target) {
     listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in at{};

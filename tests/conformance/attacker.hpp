@@ -71,6 +71,21 @@ private:
     std::string address_;
 };
 
+// An address of `scheme` where nothing listens: a port of 127.0.0.1 held bound but never
+// listening, so every connection attempt is reset, or an shm name nobody holds.
+class ClosedAddress {
+public:
+    explicit ClosedAddress(const std::string& scheme);
+    ~ClosedAddress();
+    ClosedAddress(const ClosedAddress&) = delete;
+    ClosedAddress& operator=(const ClosedAddress&) = delete;
+    const std::string& address() const { return address_; }
+
+private:
+    int socket_ = -1;
+    std::string address_;
+};
+
 struct MethodAdapter {
     std::string scheme;
     // The option string that sets the listener's handshake deadline to `ms` milliseconds.

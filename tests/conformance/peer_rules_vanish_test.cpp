@@ -15,6 +15,7 @@
 #include "attacker.hpp"
 #include "harness.hpp"
 #include "peer_rules.hpp"
+#include "process_cpu.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -132,4 +133,43 @@ TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it
         const auto got = wait_unexpected(pair.server, 5000);
         pair.server.instance->unexpected_free(got.buffer);
     }
+}
+
+// A peer that is gone before it ever answered: its address refuses every connection. Sends to
+// it fail by the initiator's setup deadline at the latest, and the wait sleeps, as any wait on
+// a peer must (a provider that keeps answering "try again" while it redials is no reason to
+// spin).
+TEST_CASE("peer rules: sends to an address nothing listens on fail in time, without spinning",
+          "[rules][vanish]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    constexpr int deadline_ms = 1500;
+    ClosedAddress closed(scheme);
+    Side client;
+    core::InitParams params;
+    params.options = adapter.setup_deadline_option(deadline_ms);
+    params.dialect = selected_dialect();
+    REQUIRE(core::Instance::create(params, client.instance) == 0);
+    REQUIRE(client.instance->open_context(client.context) == 0);
+    BMI_addr_t addr = 0;
+    if (client.instance->addr_lookup(closed.address(), addr) != 0) return;  // refused at once
+
+    std::vector<char> data(1024, 'x');
+    const auto start = Clock::now();
+    const double cpu_start = process_cpu_seconds();
+    std::vector<bmi_op_id_t> ids;
+    for (int i = 0; i < 2; ++i) {
+        bmi_op_id_t id = 0;
+        const int rc = client.instance->post(
+            send_request(client, addr, data.data(), static_cast<bmi_size_t>(data.size()), 7), id,
+            nullptr);
+        if (rc == 0) ids.push_back(id);  // < 0: refused at once; 1: written (legacy, keyless)
+    }
+    for (bmi_op_id_t id : ids) CHECK(wait_op(client, id, deadline_ms + 3000).error != 0);
+    const auto elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    CHECK(elapsed <= (deadline_ms + 3000) / 1000.0);
+    const double cpu = process_cpu_seconds() - cpu_start;
+    INFO("the wait took " << elapsed << " s and " << cpu << " s of CPU");
+    CHECK(cpu <= 0.3 * elapsed + 0.05);
 }

@@ -19,22 +19,28 @@
 
 namespace bmi::test {
 
-// A TCP listener on 127.0.0.1 at a port the kernel picks, stored in `port`; or -1. `flags`
-// join socket()'s type (SOCK_NONBLOCK for a listener that an Acceptor drains).
-inline int listen_on_loopback(std::uint16_t& port, int flags = 0) {
+// A TCP socket bound to 127.0.0.1 at a port the kernel picks, stored in `port`, and listening
+// unless `listening` is false (then every connection to it is reset); or -1. `flags` join
+// socket()'s type (SOCK_NONBLOCK for a listener that an Acceptor drains).
+inline int bind_on_loopback(std::uint16_t& port, int flags = 0, bool listening = true) {
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
     if (fd < 0) return -1;
     sockaddr_in at{};
     at.sin_family = AF_INET;
     at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t length = sizeof at;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 || listen(fd, 64) != 0 ||
+    if (bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 ||
+        (listening && listen(fd, 64) != 0) ||
         getsockname(fd, reinterpret_cast<sockaddr*>(&at), &length) != 0) {
         close(fd);
         return -1;
     }
     port = ntohs(at.sin_port);
     return fd;
+}
+
+inline int listen_on_loopback(std::uint16_t& port, int flags = 0) {
+    return bind_on_loopback(port, flags);
 }
 
 // A blocking TCP socket connected to host:port of "scheme://host:port", or -1.

@@ -31,6 +31,7 @@ COMMANDS = {
     "ip": "iproute2", "tc": "iproute2", "ss": "iproute2", "nsenter": REQUIRED,
     "unshare": REQUIRED, "mount": REQUIRED, "taskset": REQUIRED, "setarch": REQUIRED,
     "mpirun": "openmpi-bin", "NPtcp": "netpipe-tcp", "gnuplot": "gnuplot-nox",
+    "fi_pingpong": "libfabric-bin",
     "clang-14": "clang-14", "clang++-14": "clang-14", "clang-format-14": "clang-format-14",
     "git": OPTIONAL,
     "sh": REQUIRED, "bash": REQUIRED, "timeout": REQUIRED, "awk": REQUIRED, "tar": REQUIRED,

@@ -12,6 +12,7 @@
 
 #include "full_table.hpp"
 #include "methods/tcp/tcp_method_impl.hpp"
+#include "process_cpu.hpp"
 #include "tcp_raw_peer.hpp"
 
 using namespace bmi::method;
@@ -370,12 +371,6 @@ int open_descriptors() {
     return n;
 }
 
-double cpu_seconds() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
 }  // namespace
 
 TEST_CASE("out of descriptors, the server sheds new connections and keeps serving",
@@ -411,10 +406,10 @@ TEST_CASE("out of descriptors, the server sheds new connections and keeps servin
     char c = 0;
     close(release[0]);
     REQUIRE(read(ready[0], &c, 1) == 1);
-    const double before = cpu_seconds();
+    const double before = bmi::test::process_cpu_seconds();
     drive(
         {p.server.get()}, [] { return false; }, 0.5);
-    const double spent = cpu_seconds() - before;
+    const double spent = bmi::test::process_cpu_seconds() - before;
     CHECK(spent < 0.25);  // a server spinning on EMFILE burns the whole 0.5 s
 
     // The client served before the flood still is, both ways.
@@ -449,10 +444,11 @@ TEST_CASE("out of descriptors before its first accept, the server sheds and late
     const int waiting = raw_connect(port_from(p.server->listen_address()));
     {
         bmi::test::FullTable full(0);
-        const double before = cpu_seconds();
+        const double before = bmi::test::process_cpu_seconds();
         drive(
             {p.server.get()}, [] { return false; }, 0.5);
-        CHECK(cpu_seconds() - before < 0.25);  // spinning on EMFILE burns the whole 0.5 s
+        CHECK(bmi::test::process_cpu_seconds() - before <
+              0.25);  // spinning on EMFILE burns the whole 0.5 s
     }
     // Shed: accepted and closed at once, so the client reads the end of the stream (or a
     // reset), not silence until some timeout of its own.
