@@ -11,6 +11,7 @@
 #include <rdma/fi_tagged.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,19 @@ public:
     // fi_trywait on the completion queue: true if a sleep on wait_fd() will see new work.
     bool can_sleep() const;
 
+    // Control and eager messages, and the buffers they land in. They are tagged messages, but
+    // on shm they go untagged with the tag as remote CQ data: libfabric 1.17's shm matches a
+    // tagged message that waited for its receive by the mask of an earlier receive, so a
+    // buffer that takes any tag misses most of them.
+    ssize_t post_buffer(void* data, std::size_t length, std::uint64_t ignore, void* context);
+    ssize_t send_small(const void* data, std::size_t length, fi_addr_t to, std::uint64_t tag,
+                       void* context);
+    ssize_t inject_small(const void* data, std::size_t length, fi_addr_t to, std::uint64_t tag);
+    // The tag of a filled buffer's message.
+    std::uint64_t tag_of(const fi_cq_tagged_entry& entry) const {
+        return tags_in_data_ ? entry.data : entry.tag;
+    }
+
     // fi_strerror's text for a negative libfabric code.
     static std::string error_text(int code);
 
@@ -53,6 +67,7 @@ private:
     fid_cq* cq_ = nullptr;
     fid_ep* ep_ = nullptr;
     int wait_fd_ = -1;
+    bool tags_in_data_ = false;
     std::vector<std::byte> name_;
 };
 

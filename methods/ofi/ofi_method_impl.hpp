@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -18,6 +19,7 @@
 #include "methods/kit/key_handshake.hpp"
 #include "methods/method.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
+#include "methods/ofi/ofi_polling.hpp"
 #include "methods/ofi/ofi_wire.hpp"
 
 namespace bmi::method::ofi {
@@ -46,6 +48,8 @@ struct OfiPeer final : Peer {
     State state = State::fresh;
     // It said hello to us and we know no listen address of it: once departed, unreachable.
     bool reached_us = false;
+    // shm: whether its endpoint is one of this process's (ofi_shm.hpp), once looked at.
+    std::optional<bool> in_process;
     std::deque<Operation*> waiting;  // sends held until the answer
     ArrivalsByTag<Arrival> arrivals;
 };
@@ -123,6 +127,10 @@ private:
     std::shared_ptr<OfiPeer> peer_at(fi_addr_t addr) const;
     std::string address_of_name(const std::vector<std::byte>& name) const;
     void finish(Operation& op, int error);
+    // shm: the peer's endpoint was this process's and has closed (ofi_shm.hpp); nothing may
+    // be sent to it.
+    bool closed_in_process(OfiPeer& peer) const;
+    bool closed_in_process(fi_addr_t addr) const;
 
     // ofi_send.cpp
     int post_send(Operation& op, OfiPeer& peer);
@@ -167,7 +175,8 @@ private:
 
     Sink& sink_;
     CompletionRouter router_;
-    std::string provider_;  // "" until open()
+    std::string provider_;     // "" until open()
+    std::string shm_address_;  // shm: our endpoint's address, listed in ofi_shm.hpp
     kit::KeyGate gate_{"bmi_ofi"};
     int epoll_fd_ = -1;
     std::string listen_address_;
@@ -187,6 +196,7 @@ private:
     std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
     std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
+    Polling polling_;                // the wait when the provider has no wait descriptor
     // Last, so it closes first: closing the endpoint ends every operation in it, and only then
     // may the requests' memory go.
     Fabric fabric_;

@@ -24,9 +24,14 @@ Request& OfiMethod::new_request(Request::Role role, Operation* op) {
 void OfiMethod::release(Request& request) { requests_.erase(&request); }
 
 int OfiMethod::try_post(Request& r) {
+    if (r.role == Request::Role::buffer)
+        return static_cast<int>(fabric_.post_buffer(r.data, r.length, r.ignore, &r.context));
     if (r.is_recv)
         return static_cast<int>(
             fi_trecv(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, r.ignore, &r.context));
+    if (closed_in_process(r.addr)) return -FI_ECONNRESET;
+    if (r.role != Request::Role::data_send)
+        return static_cast<int>(fabric_.send_small(r.data, r.length, r.addr, r.tag, &r.context));
     return static_cast<int>(
         fi_tsend(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, &r.context));
 }
@@ -90,7 +95,7 @@ void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry,
         return;
     }
     request.length = entry.len;
-    request.tag = entry.tag;
+    request.tag = fabric_.tag_of(entry);
     request.addr = source;
     on_message(request, source);
 }
@@ -131,7 +136,12 @@ void OfiMethod::cancel_data_recvs(const Operation& op) {
 
 void OfiMethod::progress() {
     if (provider_.empty()) return;
-    read_completions();
+    if (polling_.started()) {
+        polling_.clear();
+        if (read_completions()) polling_.traffic();
+    } else {
+        read_completions();
+    }
     drain_backlog();
     retry_parked();
 }
@@ -141,9 +151,12 @@ bool OfiMethod::before_sleep() {
     bool moved = read_completions();
     drain_backlog();
     moved = retry_parked() || moved;
-    if (moved || !backlog_.empty()) return true;
-    // Without a wait descriptor nothing would wake us: the caller polls again.
-    if (fabric_.wait_fd() < 0) return true;
+    if (moved || !backlog_.empty()) {
+        if (moved && polling_.started()) polling_.traffic();
+        return true;
+    }
+    if (polling_.started())
+        return polling_.before_sleep([this] { return read_completions() || retry_parked(); });
     return !fabric_.can_sleep();
 }
 

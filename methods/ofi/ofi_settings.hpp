@@ -15,6 +15,8 @@ enum class SettingId : std::uint8_t {
     eager_bytes,
     chunk_bytes,
     recv_buffers,
+    spin_us,
+    nap_us,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

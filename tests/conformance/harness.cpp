@@ -69,7 +69,14 @@ std::string test_listen_address(const std::string& scheme) {
     static std::atomic<int> counter{0};
     if (scheme == "tcp") return "tcp://127.0.0.1:0";
     if (scheme == "verbs") return "verbs://127.0.0.1:0";
-    if (scheme == "ofi") return "ofi+tcp://127.0.0.1:0";
+    if (scheme == "ofi") {
+        // BMI_CONFORMANCE_OFI_PROVIDER=shm runs ofi over libfabric's shm; unset: tcp.
+        const char* provider = std::getenv("BMI_CONFORMANCE_OFI_PROVIDER");
+        if (provider != nullptr && std::string_view(provider) == "shm")
+            return "ofi+shm://conf-ofi-" + std::to_string(getpid()) + "-" +
+                   std::to_string(counter++);
+        return "ofi+tcp://127.0.0.1:0";
+    }
     if (scheme == "shm")
         return "shm://conf-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
     return scheme + "://unknown";
