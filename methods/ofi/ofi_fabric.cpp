@@ -55,7 +55,8 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     // FI_SOURCE: every arrival names its sender, so a peer cannot speak for another.
     hints->caps = FI_TAGGED | FI_MSG | FI_SOURCE | FI_DIRECTED_RECV;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
-    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    // FI_MR_LOCAL: we can register what we post, for the providers that need it (verbs).
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->domain_attr->av_type = FI_AV_TABLE;
     tags_in_data_ = !address.has_port();
@@ -118,16 +119,19 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     return 0;
 }
 
-ssize_t Fabric::post_buffer(void* data, std::size_t length, std::uint64_t ignore, void* context) {
-    if (tags_in_data_) return fi_recv(ep_, data, length, nullptr, FI_ADDR_UNSPEC, context);
-    return fi_trecv(ep_, data, length, nullptr, FI_ADDR_UNSPEC, 0, ignore, context);
+ssize_t Fabric::post_buffer(void* data, std::size_t length, void* desc, std::uint64_t ignore,
+                            void* context) {
+    if (tags_in_data_) return fi_recv(ep_, data, length, desc, FI_ADDR_UNSPEC, context);
+    return fi_trecv(ep_, data, length, desc, FI_ADDR_UNSPEC, 0, ignore, context);
 }
 
-ssize_t Fabric::send_small(const void* data, std::size_t length, fi_addr_t to, std::uint64_t tag,
-                           void* context) {
-    if (tags_in_data_) return fi_senddata(ep_, data, length, nullptr, tag, to, context);
-    return fi_tsend(ep_, data, length, nullptr, to, tag, context);
+ssize_t Fabric::send_small(const void* data, std::size_t length, void* desc, fi_addr_t to,
+                           std::uint64_t tag, void* context) {
+    if (tags_in_data_) return fi_senddata(ep_, data, length, desc, tag, to, context);
+    return fi_tsend(ep_, data, length, desc, to, tag, context);
 }
+
+void Fabric::close_endpoint() { close_fid(ep_); }
 
 ssize_t Fabric::inject_small(const void* data, std::size_t length, fi_addr_t to,
                              std::uint64_t tag) {

@@ -145,6 +145,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         note_shm_endpoint(shm_address_, true);
     }
     inject_bytes_ = fabric_.info().tx_attr->inject_size;
+    if (fabric_.needs_local_mr()) registrations_.use(fabric_.domain());
     if (fabric_.wait_fd() >= 0) {
         epoll_event event{};
         event.events = EPOLLIN;
@@ -179,6 +180,10 @@ OfiMethod::~OfiMethod() {
                 (void)fabric_.inject_small(nullptr, 0, addr, control_tag(Kind::bye, 0));
         fi_cq_tagged_entry entry{};
         for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
+        // Registrations go after the endpoint that may use them and before the domain.
+        fabric_.close_endpoint();
+        for (auto& [request, owned] : requests_) Registrations::release(request->own_mr);
+        registrations_.clear();
     }
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
@@ -324,6 +329,12 @@ bmi_size_t OfiMethod::max_message_size() const {
     // Chunks carry a large message; its size travels in 64 bits.
     return bmi_size_t{1} << 40;
 }
+
+void* OfiMethod::mem_alloc(bmi_size_t size) {
+    return size > 0 ? registrations_.allocate(static_cast<std::size_t>(size)) : nullptr;
+}
+
+bool OfiMethod::mem_free(void* buffer) { return registrations_.free(buffer); }
 
 int OfiMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
 

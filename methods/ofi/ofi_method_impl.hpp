@@ -19,6 +19,7 @@
 #include "methods/kit/key_handshake.hpp"
 #include "methods/method.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
+#include "methods/ofi/ofi_memory.hpp"
 #include "methods/ofi/ofi_polling.hpp"
 #include "methods/ofi/ofi_wire.hpp"
 
@@ -70,6 +71,10 @@ struct Request {
     bool is_recv = false;
     Operation* op = nullptr;
     std::vector<std::byte> bytes;
+    // Where the provider needs local registration: the descriptor of `data`, and the
+    // registration made for this operation alone (null for BMI_memalloc memory).
+    void* desc = nullptr;
+    fid_mr* own_mr = nullptr;
     // What was posted, kept for a repost after -FI_EAGAIN; for a filled buffer, what came.
     void* data = nullptr;
     std::size_t length = 0;
@@ -119,6 +124,8 @@ public:
     bmi_size_t unexpected_limit() const override { return unexpected_limit_; }
     bmi_size_t max_message_size() const override;
     std::string listen_address() const override { return listen_address_; }
+    void* mem_alloc(bmi_size_t size) override;
+    bool mem_free(void* buffer) override;
     int set_info(Peer* peer, int option, void* arg) override;
     int get_info(Peer* peer, int option, void* arg) override;
 
@@ -164,6 +171,8 @@ private:
     void submit(Request& request);
     int try_post(Request& request);
     void repost_buffer(Request& buffer);
+    // The descriptor (and own registration) of r's memory, where the provider needs them.
+    int register_memory(Request& r);
     void drain_backlog();
     bool retry_parked();
     bool read_completions();
@@ -197,6 +206,7 @@ private:
     std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
     Polling polling_;                // the wait when the provider has no wait descriptor
+    Registrations registrations_;    // where the provider needs local registration
     // Last, so it closes first: closing the endpoint ends every operation in it, and only then
     // may the requests' memory go.
     Fabric fabric_;

@@ -21,22 +21,37 @@ Request& OfiMethod::new_request(Request::Role role, Operation* op) {
     return request;
 }
 
-void OfiMethod::release(Request& request) { requests_.erase(&request); }
+void OfiMethod::release(Request& request) {
+    Registrations::release(request.own_mr);
+    requests_.erase(&request);
+}
 
 int OfiMethod::try_post(Request& r) {
     if (r.role == Request::Role::buffer)
-        return static_cast<int>(fabric_.post_buffer(r.data, r.length, r.ignore, &r.context));
+        return static_cast<int>(
+            fabric_.post_buffer(r.data, r.length, r.desc, r.ignore, &r.context));
     if (r.is_recv)
         return static_cast<int>(
-            fi_trecv(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, r.ignore, &r.context));
+            fi_trecv(fabric_.ep(), r.data, r.length, r.desc, r.addr, r.tag, r.ignore, &r.context));
     if (closed_in_process(r.addr)) return -FI_ECONNRESET;
     if (r.role != Request::Role::data_send)
-        return static_cast<int>(fabric_.send_small(r.data, r.length, r.addr, r.tag, &r.context));
+        return static_cast<int>(
+            fabric_.send_small(r.data, r.length, r.desc, r.addr, r.tag, &r.context));
     return static_cast<int>(
-        fi_tsend(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, &r.context));
+        fi_tsend(fabric_.ep(), r.data, r.length, r.desc, r.addr, r.tag, &r.context));
 }
 
 void OfiMethod::submit(Request& request) {
+    // Registered once: a buffer keeps its registration through every repost.
+    if (registrations_.active() && request.desc == nullptr && request.own_mr == nullptr)
+        if (int rc = register_memory(request); rc != 0) {
+            // A buffer would only fail again at its repost: it goes.
+            if (request.role == Request::Role::buffer)
+                release(request);
+            else
+                on_error(request, rc);
+            return;
+        }
     // Behind a backlog a post would overtake what waits there.
     if (backlog_.empty()) {
         const int rc = try_post(request);
@@ -47,6 +62,19 @@ void OfiMethod::submit(Request& request) {
         }
     }
     backlog_.push_back(&request);
+}
+
+int OfiMethod::register_memory(Request& r) {
+    const bool send = !r.is_recv;
+    int rc = registrations_.acquire(r.data, r.length, send, r.desc, r.own_mr);
+    // Memory the provider will not register (read-only data, say) is copied when small.
+    if (rc != 0 && r.role == Request::Role::send && r.length <= eager_bytes_) {
+        const auto* from = static_cast<const std::byte*>(r.data);
+        r.bytes.assign(from, from + r.length);
+        r.data = r.bytes.data();
+        rc = registrations_.acquire(r.data, r.length, send, r.desc, r.own_mr);
+    }
+    return rc;
 }
 
 void OfiMethod::drain_backlog() {
