@@ -198,8 +198,9 @@ void print_method(std::ostream& out, const bmi::method::Descriptor& d, const std
         out << "  listen:   shm://NAME, one node only (an abstract Unix socket rendezvous, "
                "nothing in /dev/shm)\n";
     } else if (d.scheme == "ofi") {
-        out << "  listen:   ofi+PROVIDER://ADDRESS: ofi+tcp://HOST:PORT (tcp;ofi_rxm), one "
-               "provider per instance\n";
+        out << "  listen:   ofi+PROVIDER://ADDRESS, one provider per instance: "
+               "ofi+tcp://HOST:PORT (tcp;ofi_rxm), ofi+verbs://HOST:PORT (verbs;ofi_rxm), "
+               "ofi+shm://NAME (shm, one node: /dev/shm/NAME; polled, no wait descriptor)\n";
     }
     out << "  eager:    " << (n ? n->eager : "see doc/methods/") << "\n";
     print_encryption(out, d.scheme, options);

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "methods/ofi/ofi_address.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
+
 #include "support/method_address/method_address.hpp"
 
 namespace bmi::method::ofi {
@@ -31,6 +35,15 @@ std::optional<OfiAddress> parse_address(std::string_view text) {
     out.node = host_port->host;
     out.service = std::to_string(host_port->port);
     return out;
+}
+
+std::string shm_endpoint_name(std::string_view name) {
+    return std::string(shm_name_prefix) + std::string(name);
+}
+
+std::string shm_client_name() {
+    static std::atomic<unsigned> next{0};
+    return "bmi-" + std::to_string(getpid()) + "-" + std::to_string(next++);
 }
 
 std::string format_address(std::string_view provider, std::string_view rest) {

@@ -22,6 +22,13 @@ struct OfiAddress {
     bool has_port() const { return !service.empty(); }
 };
 
+// shm endpoint names as libfabric takes them: "fi_ns://NAME" is used as given, where a bare
+// name would get the user id and an endpoint index appended.
+inline constexpr std::string_view shm_name_prefix = "fi_ns://";
+std::string shm_endpoint_name(std::string_view name);
+// A fresh endpoint name for a client of shm, unique on this host while the process lives.
+std::string shm_client_name();
+
 // The provider of an address that names none ("ofi://HOST:PORT").
 inline constexpr std::string_view default_provider = "tcp";
 

@@ -55,13 +55,21 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     // FI_SOURCE: every arrival names its sender, so a peer cannot speak for another.
     hints->caps = FI_TAGGED | FI_MSG | FI_SOURCE | FI_DIRECTED_RECV;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
-    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    // FI_MR_LOCAL: we can register what we post, for the providers that need it (verbs).
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->domain_attr->av_type = FI_AV_TABLE;
+    tags_in_data_ = !address.has_port();
+    if (tags_in_data_) hints->domain_attr->cq_data_size = sizeof(std::uint64_t);
     hints->tx_attr->msg_order = FI_ORDER_SAS;
     hints->rx_attr->msg_order = FI_ORDER_SAS;
-    if (address.has_port()) hints->addr_format = FI_SOCKADDR_IN;
-    const char* node = bind ? address.node.c_str() : nullptr;
+    // shm is addressed by name (an endpoint's name is its region in /dev/shm), the others by
+    // host and port.
+    hints->addr_format = address.has_port() ? FI_SOCKADDR_IN : FI_ADDR_STR;
+    const std::string shm_name = address.has_port() ? "" : shm_endpoint_name(address.node);
+    const char* node = !bind                ? nullptr
+                       : address.has_port() ? address.node.c_str()
+                                            : shm_name.c_str();
     const char* service = bind && address.has_port() ? address.service.c_str() : nullptr;
     const std::uint64_t flags = bind ? FI_SOURCE : 0;
     // A small message the provider copies at once needs no completion (rxm's default is 64
@@ -79,7 +87,8 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     }
     auto fail = [&](const char* step, int code) {
         why = std::string(step) + ": " + error_text(code);
-        return code == -FI_EADDRINUSE ? -BMI_EADDRINUSE : -BMI_ENODEV;
+        // shm's name of a live endpoint is -FI_EBUSY.
+        return code == -FI_EADDRINUSE || code == -FI_EBUSY ? -BMI_EADDRINUSE : -BMI_ENODEV;
     };
     if ((rc = lib.fabric(info_->fabric_attr, &fabric_, nullptr)) != 0) return fail("fi_fabric", rc);
     if ((rc = fi_domain(fabric_, info_, &domain_, nullptr)) != 0) return fail("fi_domain", rc);
@@ -108,6 +117,26 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     if ((rc = fi_getname(&ep_->fid, name_.data(), &length)) != 0) return fail("fi_getname", rc);
     name_.resize(length);
     return 0;
+}
+
+ssize_t Fabric::post_buffer(void* data, std::size_t length, void* desc, std::uint64_t ignore,
+                            void* context) {
+    if (tags_in_data_) return fi_recv(ep_, data, length, desc, FI_ADDR_UNSPEC, context);
+    return fi_trecv(ep_, data, length, desc, FI_ADDR_UNSPEC, 0, ignore, context);
+}
+
+ssize_t Fabric::send_small(const void* data, std::size_t length, void* desc, fi_addr_t to,
+                           std::uint64_t tag, void* context) {
+    if (tags_in_data_) return fi_senddata(ep_, data, length, desc, tag, to, context);
+    return fi_tsend(ep_, data, length, desc, to, tag, context);
+}
+
+void Fabric::close_endpoint() { close_fid(ep_); }
+
+ssize_t Fabric::inject_small(const void* data, std::size_t length, fi_addr_t to,
+                             std::uint64_t tag) {
+    if (tags_in_data_) return fi_injectdata(ep_, data, length, tag, to);
+    return fi_tinject(ep_, data, length, to, tag);
 }
 
 bool Fabric::can_sleep() const {

@@ -11,6 +11,7 @@
 #include <rdma/fi_tagged.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ public:
     fid_ep* ep() const { return ep_; }
     fid_cq* cq() const { return cq_; }
     fid_av* av() const { return av_; }
+    fid_domain* domain() const { return domain_; }
+    // The provider needs memory registered for local access (FI_MR_LOCAL: verbs).
+    bool needs_local_mr() const { return (info_->domain_attr->mr_mode & FI_MR_LOCAL) != 0; }
+    // Closes the endpoint alone, ending every operation in it: registrations of memory posted
+    // to it may go after this, and must go before the domain closes (the destructor).
+    void close_endpoint();
     const fi_info& info() const { return *info_; }
     // The endpoint's own address as the provider writes it (what a peer inserts).
     const std::vector<std::byte>& name() const { return name_; }
@@ -41,6 +48,20 @@ public:
     int wait_fd() const { return wait_fd_; }
     // fi_trywait on the completion queue: true if a sleep on wait_fd() will see new work.
     bool can_sleep() const;
+
+    // Control and eager messages, and the buffers they land in. They are tagged messages, but
+    // on shm they go untagged with the tag as remote CQ data: libfabric 1.17's shm matches a
+    // tagged message that waited for its receive by the mask of an earlier receive, so a
+    // buffer that takes any tag misses most of them.
+    ssize_t post_buffer(void* data, std::size_t length, void* desc, std::uint64_t ignore,
+                        void* context);
+    ssize_t send_small(const void* data, std::size_t length, void* desc, fi_addr_t to,
+                       std::uint64_t tag, void* context);
+    ssize_t inject_small(const void* data, std::size_t length, fi_addr_t to, std::uint64_t tag);
+    // The tag of a filled buffer's message.
+    std::uint64_t tag_of(const fi_cq_tagged_entry& entry) const {
+        return tags_in_data_ ? entry.data : entry.tag;
+    }
 
     // fi_strerror's text for a negative libfabric code.
     static std::string error_text(int code);
@@ -53,6 +74,7 @@ private:
     fid_cq* cq_ = nullptr;
     fid_ep* ep_ = nullptr;
     int wait_fd_ = -1;
+    bool tags_in_data_ = false;
     std::vector<std::byte> name_;
 };
 

@@ -14,6 +14,7 @@
 #include "methods/kit/posted_recvs.hpp"
 #include "methods/ofi/ofi_method_impl.hpp"
 #include "methods/ofi/ofi_settings.hpp"
+#include "methods/ofi/ofi_shm.hpp"
 #include "support/keys/secret_key.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -34,11 +35,12 @@ struct ProviderName final : LookupHint {
 };
 
 // The provider address of `address`: host:port resolved to a sockaddr_in (name resolution may
-// block: called with no lock held), or shm's name with its terminating zero.
+// block: called with no lock held), or shm's endpoint name with its terminating zero.
 int provider_name(const OfiAddress& address, std::vector<std::byte>& out) {
     if (!address.has_port()) {
-        const auto* bytes = reinterpret_cast<const std::byte*>(address.node.data());
-        out.assign(bytes, bytes + address.node.size() + 1);
+        const std::string name = shm_endpoint_name(address.node);
+        const auto* bytes = reinterpret_cast<const std::byte*>(name.c_str());
+        out.assign(bytes, bytes + name.size() + 1);
         return 0;
     }
     addrinfo hints{};
@@ -107,7 +109,9 @@ OfiMethod::OfiMethod(const Config& config, Sink& sink)
                                                     : default_unexpected_limit),
       eager_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::eager_bytes))),
       chunk_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::chunk_bytes))),
-      buffer_count_(static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers))) {
+      buffer_count_(static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers))),
+      polling_(static_cast<int>(config.settings.number(SettingId::spin_us)),
+               static_cast<int>(config.settings.number(SettingId::nap_us))) {
     buffer_bytes_ = std::max(eager_bytes_, static_cast<std::size_t>(unexpected_limit_));
 }
 
@@ -128,16 +132,32 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         bind_to.node = std::string("127.0.0.1");
         bind_to.service = std::string("0");
     }
-    if (int rc = fabric_.open(bind_to, listen || loopback, cq_size, eager_bytes_, why); rc != 0) {
+    // An shm client names itself: libfabric's default name holds a colon-separated user id
+    // and index that would not read back as an address.
+    const bool shm_client = !listen && !address.has_port();
+    if (shm_client) bind_to.node = shm_client_name();
+    if (!address.has_port()) note_cma_permission();
+    if (listen && !address.has_port())
+        if (int rc = check_shm_name(address.node); rc != 0) return rc;
+    if (int rc =
+            fabric_.open(bind_to, listen || loopback || shm_client, cq_size, eager_bytes_, why);
+        rc != 0) {
         BMI_WARN("bmi_ofi: %s: %s", address.provider_hint().c_str(), why.c_str());
         return rc;
     }
     provider_ = address.provider;
+    if (!address.has_port()) {
+        shm_address_ = address_of_name(fabric_.name());
+        note_shm_endpoint(shm_address_, true);
+    }
     inject_bytes_ = fabric_.info().tx_attr->inject_size;
+    if (fabric_.needs_local_mr()) registrations_.use(fabric_.domain());
     if (fabric_.wait_fd() >= 0) {
         epoll_event event{};
         event.events = EPOLLIN;
         if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fabric_.wait_fd(), &event) != 0) return -BMI_ENOMEM;
+    } else if (int rc = polling_.start(epoll_fd_); rc != 0) {
+        return rc;
     }
     if (listen) {
         std::string rest = address.rest;
@@ -160,13 +180,30 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
 OfiMethod::~OfiMethod() {
     // Peers learn we left from a bye; a few reads of the queue let manual progress send it.
     if (!provider_.empty()) {
+        if (!shm_address_.empty()) note_shm_endpoint(shm_address_, false);
         for (auto& [addr, peer] : peers_)
-            if (peer->state == OfiPeer::State::ready)
-                (void)fi_tinject(fabric_.ep(), nullptr, 0, addr, control_tag(Kind::bye, 0));
+            if (peer->state == OfiPeer::State::ready && !closed_in_process(*peer))
+                (void)fabric_.inject_small(nullptr, 0, addr, control_tag(Kind::bye, 0));
         fi_cq_tagged_entry entry{};
         for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
+        // Registrations go after the endpoint that may use them and before the domain.
+        fabric_.close_endpoint();
+        for (auto& [request, owned] : requests_) Registrations::release(request->own_mr);
+        registrations_.clear();
     }
     if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+bool OfiMethod::closed_in_process(OfiPeer& peer) const {
+    if (shm_address_.empty()) return false;
+    if (!peer.in_process) peer.in_process = shm_endpoint(peer.endpoint) != ShmEndpoint::elsewhere;
+    return *peer.in_process && shm_endpoint(peer.endpoint) == ShmEndpoint::closed_here;
+}
+
+bool OfiMethod::closed_in_process(fi_addr_t addr) const {
+    if (shm_address_.empty()) return false;
+    auto peer = peer_at(addr);
+    return peer != nullptr && closed_in_process(*peer);
 }
 
 std::shared_ptr<OfiPeer> OfiMethod::peer_at(fi_addr_t addr) const {
@@ -217,7 +254,13 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
 }
 
 std::string OfiMethod::address_of_name(const std::vector<std::byte>& name) const {
-    if (provider_ != "shm" && name.size() >= sizeof(sockaddr_in)) {
+    if (provider_ == "shm") {
+        std::string_view text(reinterpret_cast<const char*>(name.data()),
+                              strnlen(reinterpret_cast<const char*>(name.data()), name.size()));
+        if (text.starts_with(shm_name_prefix)) text.remove_prefix(shm_name_prefix.size());
+        return format_address(provider_, text);
+    }
+    if (name.size() >= sizeof(sockaddr_in)) {
         sockaddr_in in{};
         std::memcpy(&in, name.data(), sizeof in);
         char text[INET_ADDRSTRLEN] = {};
@@ -286,6 +329,12 @@ bmi_size_t OfiMethod::max_message_size() const {
     // Chunks carry a large message; its size travels in 64 bits.
     return bmi_size_t{1} << 40;
 }
+
+void* OfiMethod::mem_alloc(bmi_size_t size) {
+    return size > 0 ? registrations_.allocate(static_cast<std::size_t>(size)) : nullptr;
+}
+
+bool OfiMethod::mem_free(void* buffer) { return registrations_.free(buffer); }
 
 int OfiMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -22,6 +23,8 @@
 #include "methods/kit/source_admission.hpp"
 #include "methods/method.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
+#include "methods/ofi/ofi_memory.hpp"
+#include "methods/ofi/ofi_polling.hpp"
 #include "methods/ofi/ofi_wire.hpp"
 
 namespace bmi::method::ofi {
@@ -67,6 +70,8 @@ struct OfiPeer final : Peer {
     bool reached_us = false;
     // Taken as gone past a deadline (as after a bye): the control layer drops it.
     bool lost = false;
+    // shm: whether its endpoint is one of this process's (ofi_shm.hpp), once looked at.
+    std::optional<bool> in_process;
     std::deque<Operation*> waiting;  // sends held until the answer
     ArrivalsByTag<Arrival> arrivals;
     EarlyBudget::Account early;
@@ -97,6 +102,10 @@ struct Request {
     bool is_recv = false;
     Operation* op = nullptr;
     std::vector<std::byte> bytes;
+    // Where the provider needs local registration: the descriptor of `data`, and the
+    // registration made for this operation alone (null for BMI_memalloc memory).
+    void* desc = nullptr;
+    fid_mr* own_mr = nullptr;
     // What was posted, kept for a repost after -FI_EAGAIN; for a filled buffer, what came.
     void* data = nullptr;
     std::size_t length = 0;
@@ -148,6 +157,8 @@ public:
     bmi_size_t unexpected_limit() const override { return unexpected_limit_; }
     bmi_size_t max_message_size() const override;
     std::string listen_address() const override { return listen_address_; }
+    void* mem_alloc(bmi_size_t size) override;
+    bool mem_free(void* buffer) override;
     int set_info(Peer* peer, int option, void* arg) override;
     int get_info(Peer* peer, int option, void* arg) override;
 
@@ -156,6 +167,10 @@ private:
     std::shared_ptr<OfiPeer> peer_at(fi_addr_t addr) const;
     std::string address_of_name(const std::vector<std::byte>& name) const;
     void finish(Operation& op, int error);
+    // shm: the peer's endpoint was this process's and has closed (ofi_shm.hpp); nothing may
+    // be sent to it.
+    bool closed_in_process(OfiPeer& peer) const;
+    bool closed_in_process(fi_addr_t addr) const;
 
     // ofi_send.cpp
     int post_send(Operation& op, OfiPeer& peer);
@@ -225,6 +240,8 @@ private:
     bool backlog_empty(fi_addr_t addr) const;
     // Arms the next retry of a backlog the provider refused, each pause twice the last.
     void pause_backlog();
+    // The descriptor (and own registration) of r's memory, where the provider needs them.
+    int register_memory(Request& r);
     bool retry_parked();
     bool read_completions();
     void cancel_data_recvs(const Operation& op);
@@ -235,7 +252,8 @@ private:
 
     Sink& sink_;
     CompletionRouter router_;
-    std::string provider_;  // "" until open()
+    std::string provider_;     // "" until open()
+    std::string shm_address_;  // shm: our endpoint's address, listed in ofi_shm.hpp
     kit::KeyGate gate_{"bmi_ofi"};
     int epoll_fd_ = -1;
     std::string listen_address_;
@@ -266,6 +284,8 @@ private:
     std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
     std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
+    Polling polling_;                // the wait when the provider has no wait descriptor
+    Registrations registrations_;    // where the provider needs local registration
     // Last, so it closes first: closing the endpoint ends every operation in it, and only then
     // may the requests' memory go.
     Fabric fabric_;

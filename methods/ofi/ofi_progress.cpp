@@ -23,18 +23,36 @@ Request& OfiMethod::new_request(Request::Role role, Operation* op) {
 
 void OfiMethod::release(Request& request) {
     untrack(request);
+    Registrations::release(request.own_mr);
     requests_.erase(&request);
 }
 
 int OfiMethod::try_post(Request& r) {
+    if (r.role == Request::Role::buffer)
+        return static_cast<int>(
+            fabric_.post_buffer(r.data, r.length, r.desc, r.ignore, &r.context));
     if (r.is_recv)
         return static_cast<int>(
-            fi_trecv(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, r.ignore, &r.context));
+            fi_trecv(fabric_.ep(), r.data, r.length, r.desc, r.addr, r.tag, r.ignore, &r.context));
+    if (closed_in_process(r.addr)) return -FI_ECONNRESET;
+    if (r.role != Request::Role::data_send)
+        return static_cast<int>(
+            fabric_.send_small(r.data, r.length, r.desc, r.addr, r.tag, &r.context));
     return static_cast<int>(
-        fi_tsend(fabric_.ep(), r.data, r.length, nullptr, r.addr, r.tag, &r.context));
+        fi_tsend(fabric_.ep(), r.data, r.length, r.desc, r.addr, r.tag, &r.context));
 }
 
 void OfiMethod::submit(Request& request) {
+    // Registered once: a buffer keeps its registration through every repost.
+    if (registrations_.active() && request.desc == nullptr && request.own_mr == nullptr)
+        if (int rc = register_memory(request); rc != 0) {
+            // A buffer would only fail again at its repost: it goes.
+            if (request.role == Request::Role::buffer)
+                release(request);
+            else
+                on_error(request, rc);
+            return;
+        }
     track(request);
     // Behind its peer's backlog a post would overtake what waits there.
     auto it = backlog_.find(request.addr);
@@ -51,6 +69,19 @@ void OfiMethod::submit(Request& request) {
 }
 
 bool OfiMethod::backlog_empty(fi_addr_t addr) const { return backlog_.count(addr) == 0; }
+
+int OfiMethod::register_memory(Request& r) {
+    const bool send = !r.is_recv;
+    int rc = registrations_.acquire(r.data, r.length, send, r.desc, r.own_mr);
+    // Memory the provider will not register (read-only data, say) is copied when small.
+    if (rc != 0 && r.role == Request::Role::send && r.length <= eager_bytes_) {
+        const auto* from = static_cast<const std::byte*>(r.data);
+        r.bytes.assign(from, from + r.length);
+        r.data = r.bytes.data();
+        rc = registrations_.acquire(r.data, r.length, send, r.desc, r.own_mr);
+    }
+    return rc;
+}
 
 bool OfiMethod::drain_backlog() {
     if (backlog_.empty()) return false;
@@ -114,7 +145,7 @@ void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry,
         return;
     }
     request.length = entry.len;
-    request.tag = entry.tag;
+    request.tag = fabric_.tag_of(entry);
     request.addr = source;
     on_message(request, source);
 }
@@ -155,7 +186,12 @@ void OfiMethod::cancel_data_recvs(const Operation& op) {
 
 void OfiMethod::progress() {
     if (provider_.empty()) return;
-    read_completions();
+    if (polling_.started()) {
+        polling_.clear();
+        if (read_completions()) polling_.traffic();
+    } else {
+        read_completions();
+    }
     drain_backlog();
     retry_parked();
     run_deadlines();
@@ -180,10 +216,14 @@ bool OfiMethod::before_sleep() {
     moved = retry_parked() || moved;
     moved = run_deadlines() || moved;
     if (backlog_.empty() || moved) backlog_pause_ = {};
-    if (moved) return true;
+    if (moved) {
+        if (polling_.started()) polling_.traffic();
+        return true;
+    }
     if (!backlog_.empty()) pause_backlog();
-    // Without a wait descriptor nothing would wake us: the caller polls again.
-    if (fabric_.wait_fd() < 0) return true;
+    // Without a wait descriptor nothing would wake us: the polling wait naps instead.
+    if (polling_.started())
+        return polling_.before_sleep([this] { return read_completions() || retry_parked(); });
     return !fabric_.can_sleep();
 }
 

@@ -40,14 +40,20 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
         }
         data = gather_.data();
     }
+    if (closed_in_process(peer)) return 0;  // post() departs it: no Sink calls here
     const Kind wire = kind == OpKind::send ? Kind::eager : Kind::unexpected;
-    return fi_tinject(fabric_.ep(), data, size, peer.fi_addr, control_tag(wire, tag)) == 0 ? 1 : 0;
+    return fabric_.inject_small(data, size, peer.fi_addr, control_tag(wire, tag)) == 0 ? 1 : 0;
 }
 
 int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
     if (op.kind == OpKind::send_unexpected && op.total_size > unexpected_limit_)
         return -BMI_EMSGSIZE;
     if (op.total_size > max_message_size()) return -BMI_EMSGSIZE;
+    if (closed_in_process(peer)) {
+        // Gone as if its bye had come (it may still be on its way).
+        if (peer.state != OfiPeer::State::departed) depart(peer);
+        return -BMI_ECONNRESET;
+    }
     auto& slots = method_slots<OpSlots>(op);
     if (peer.lost) return -BMI_ECONNRESET;
     if (peer.state == OfiPeer::State::departed) {
@@ -65,9 +71,8 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
     if (eager && size <= inject_bytes_ && backlog_empty(peer.fi_addr)) {
         // The provider copies it now: done without a completion.
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
-        const int rc =
-            static_cast<int>(fi_tinject(fabric_.ep(), op.segments[0].data, size, peer.fi_addr,
-                                        control_tag(kind, op.tag, op.msg_class)));
+        const int rc = static_cast<int>(fabric_.inject_small(
+            op.segments[0].data, size, peer.fi_addr, control_tag(kind, op.tag, op.msg_class)));
         if (rc == 0) {
             op.actual_size = op.total_size;
             return 1;

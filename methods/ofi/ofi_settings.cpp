@@ -48,8 +48,14 @@ constexpr support::SettingSpec rows[] = {
      1, 1 << 20, "",
      "keyed hellos not yet proven (each an address-vector entry) from all sources together; a "
      "new one beyond it is dropped with its entry"},
+    {I::spin_us, "ofi_spin_us", "BMI_OFI_SPIN_US", T::count, "20", "us", 0, 10'000, "",
+     "a provider without a wait descriptor (shm): how long a test call polls before it naps; "
+     "0 = nap at once"},
+    {I::nap_us, "ofi_nap_us", "BMI_OFI_NAP_US", T::count, "1000", "us", 50, 1'000'000, "",
+     "a provider without a wait descriptor (shm): the longest nap between polls of an idle "
+     "instance (naps start at 50 us and double while nothing comes)"},
 };
-constexpr support::OwnedRows owned{rows, I::pending_total};
+constexpr support::OwnedRows owned{rows, I::nap_us};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

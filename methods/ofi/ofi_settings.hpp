@@ -23,6 +23,8 @@ enum class SettingId : std::uint8_t {
     rendezvous_timeout,
     pending_per_source,
     pending_total,
+    spin_us,
+    nap_us,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

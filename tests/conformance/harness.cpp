@@ -40,9 +40,17 @@ bool scheme_selected(std::string_view scheme) {
     return false;
 }
 
-// Runs before Catch: a verbs run on a host without an RDMA device is a skip (exit 77).
+// BMI_CONFORMANCE_OFI_PROVIDER: the libfabric provider the ofi runs use ("" for tcp).
+std::string_view ofi_provider() {
+    const char* provider = std::getenv("BMI_CONFORMANCE_OFI_PROVIDER");
+    return provider == nullptr ? "" : provider;
+}
+
+// Runs before Catch: a verbs run (libbmi's verbs, or ofi over libfabric's verbs) on a host
+// without an RDMA device is a skip (exit 77).
 [[maybe_unused]] const bool skip_check = [] {
-    if (!scheme_selected("verbs") || selected_schemes() == nullptr) return true;
+    const bool ofi_verbs = scheme_selected("ofi") && ofi_provider() == "verbs";
+    if (!ofi_verbs && (!scheme_selected("verbs") || selected_schemes() == nullptr)) return true;
 #if BMI_METHOD_VERBS
     std::string reason;
     if (method::verbs::device_available(&reason)) return true;
@@ -69,7 +77,19 @@ std::string test_listen_address(const std::string& scheme) {
     static std::atomic<int> counter{0};
     if (scheme == "tcp") return "tcp://127.0.0.1:0";
     if (scheme == "verbs") return "verbs://127.0.0.1:0";
-    if (scheme == "ofi") return "ofi+tcp://127.0.0.1:0";
+    if (scheme == "ofi") {
+        // BMI_CONFORMANCE_OFI_PROVIDER=shm or verbs runs ofi over that libfabric provider;
+        // unset: tcp. verbs needs the address of the RDMA device's interface (RXE_VM_IP in
+        // the soft-RoCE guest, tests/verbs/rxe_vm.sh).
+        if (ofi_provider() == "shm")
+            return "ofi+shm://conf-ofi-" + std::to_string(getpid()) + "-" +
+                   std::to_string(counter++);
+        if (ofi_provider() == "verbs") {
+            const char* ip = std::getenv("RXE_VM_IP");
+            return std::string("ofi+verbs://") + (ip != nullptr ? ip : "127.0.0.1") + ":0";
+        }
+        return "ofi+tcp://127.0.0.1:0";
+    }
     if (scheme == "shm")
         return "shm://conf-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
     return scheme + "://unknown";

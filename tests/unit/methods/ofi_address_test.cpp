@@ -5,6 +5,8 @@
 #include "methods/ofi/ofi_address.hpp"
 
 using bmi::method::ofi::parse_address;
+using bmi::method::ofi::shm_client_name;
+using bmi::method::ofi::shm_endpoint_name;
 
 TEST_CASE("an ofi address names its provider, or gets tcp") {
     auto tcp = parse_address("ofi+tcp://127.0.0.1:3334");
@@ -32,4 +34,15 @@ TEST_CASE("a malformed ofi address is refused") {
     CHECK_FALSE(parse_address("ofi://no-port"));
     CHECK_FALSE(parse_address("ofi+shm://a:b"));
     CHECK_FALSE(parse_address("ofi+shm://"));
+    CHECK_FALSE(parse_address("ofi+shm://dir/name"));  // shm_open takes no directories
+}
+
+TEST_CASE("shm names: libfabric's form, and clients' own names read back as addresses") {
+    CHECK(shm_endpoint_name("srv") == "fi_ns://srv");
+    const std::string first = shm_client_name();
+    const std::string second = shm_client_name();
+    CHECK(first != second);
+    auto parsed = parse_address("ofi+shm://" + first);
+    REQUIRE(parsed);
+    CHECK(parsed->node == first);
 }

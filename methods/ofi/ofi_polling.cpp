@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "methods/ofi/ofi_polling.hpp"
+
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "bmi-types.h"
+
+namespace bmi::method::ofi {
+
+Polling::Polling(int spin_us, int nap_us)
+    : spin_(spin_us), longest_(std::max(std::chrono::microseconds(nap_us), first_nap)) {}
+
+Polling::~Polling() {
+    if (timer_fd_ >= 0) close(timer_fd_);
+}
+
+int Polling::start(int epoll_fd) {
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (timer_fd_ < 0) return -BMI_ENOMEM;
+    epoll_event event{};
+    event.events = EPOLLIN;
+    if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, timer_fd_, &event) != 0) return -BMI_ENOMEM;
+    return 0;
+}
+
+void Polling::traffic() {
+    spin_.reward();
+    next_ = first_nap;
+}
+
+void Polling::clear() {
+    if (!armed_) return;
+    std::uint64_t expirations = 0;
+    if (read(timer_fd_, &expirations, sizeof expirations) == sizeof expirations) armed_ = false;
+}
+
+bool Polling::arm() {
+    itimerspec when{};
+    when.it_value.tv_sec = static_cast<time_t>(next_.count() / 1'000'000);
+    when.it_value.tv_nsec = static_cast<long>(next_.count() % 1'000'000 * 1000);
+    // Re-arming resets the timer's expiration count: a nap that ended unread is forgotten.
+    if (timerfd_settime(timer_fd_, 0, &when, nullptr) != 0) return false;
+    armed_ = true;
+    next_ = std::min(next_ * 2, longest_);
+    return true;
+}
+
+}  // namespace bmi::method::ofi

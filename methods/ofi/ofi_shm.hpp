@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What libfabric's shm provider does not check for us before an endpoint opens.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace bmi::method::ofi {
+
+// 0 if no endpoint holds shm name `name`, else -BMI_EADDRINUSE with a warning. libfabric 1.17
+// answers a second endpoint of a live name by unlinking the first one's region, so its clients
+// could no longer find it; a region a dead server left is refused too (its file is named).
+int check_shm_name(std::string_view name);
+
+// Once per process: warns when the kernel refuses cross-memory attach (CMA) between unrelated
+// processes (yama's ptrace_scope). libfabric's shm then copies large messages through its
+// shared segments (it tries CMA per peer and falls back by itself): it works, but slower.
+void note_cma_permission();
+
+// The shm endpoints of this process, by address ("ofi+shm://NAME"). libfabric 1.17 reaches a
+// peer in the same process through that peer's own mapping of its region, which the peer's
+// close unmaps: a send to it after that writes into unmapped memory. So sends to such a peer
+// ask first, and an instance marks its endpoint closed before it closes it.
+enum class ShmEndpoint : std::uint8_t { elsewhere, open_here, closed_here };
+void note_shm_endpoint(const std::string& address, bool open);
+ShmEndpoint shm_endpoint(const std::string& address);
+
+}  // namespace bmi::method::ofi
