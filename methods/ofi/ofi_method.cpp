@@ -110,7 +110,7 @@ OfiMethod::OfiMethod(const Config& config, Sink& sink)
       eager_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::eager_bytes))),
       chunk_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::chunk_bytes))),
       buffer_count_(static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers))),
-      polling_(static_cast<int>(config.settings.number(SettingId::spin_us)),
+      waiting_(static_cast<int>(config.settings.number(SettingId::spin_us)),
                static_cast<int>(config.settings.number(SettingId::nap_us))) {
     buffer_bytes_ = std::max(eager_bytes_, static_cast<std::size_t>(unexpected_limit_));
 }
@@ -156,7 +156,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         epoll_event event{};
         event.events = EPOLLIN;
         if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fabric_.wait_fd(), &event) != 0) return -BMI_ENOMEM;
-    } else if (int rc = polling_.start(epoll_fd_); rc != 0) {
+    } else if (int rc = waiting_.start_naps(epoll_fd_); rc != 0) {
         return rc;
     }
     if (listen) {
@@ -273,7 +273,12 @@ std::string OfiMethod::address_of_name(const std::vector<std::byte>& name) const
 }
 
 void OfiMethod::finish(Operation& op, int error) {
-    method_slots<OpSlots>(op).phase = OpSlots::none;
+    auto& slots = method_slots<OpSlots>(op);
+    slots.phase = OpSlots::none;
+    if (slots.counted) {
+        slots.counted = false;
+        --ops_waiting_;
+    }
     router_.complete(op, error);
 }
 

@@ -24,7 +24,7 @@
 #include "methods/method.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_memory.hpp"
-#include "methods/ofi/ofi_polling.hpp"
+#include "methods/ofi/ofi_waiting.hpp"
 #include "methods/ofi/ofi_wire.hpp"
 
 namespace bmi::method::ofi {
@@ -123,6 +123,7 @@ struct OpSlots {
     std::uint32_t pending = 0;  // libfabric operations of this op not yet completed
     std::int32_t error = 0;     // what the op ends with once pending is 0
     Phase phase = none;
+    bool counted = false;                         // in OfiMethod::ops_waiting_
     kit::Deadlines::Clock::time_point rts_due{};  // announced: when its CTS is late
 };
 
@@ -147,6 +148,7 @@ public:
     void progress() override;
     int wait_fd() const override { return epoll_fd_; }
     bool before_sleep() override;
+    void after_wake() override { waiting_.after_wake(); }
     void cancel(Operation& op) override;
     void forget_peer(Peer& peer) override;
     bool peer_gone(const Peer& peer) const override;
@@ -284,7 +286,8 @@ private:
     std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
     std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
-    Polling polling_;                // the wait when the provider has no wait descriptor
+    Waiting waiting_;                // spins, then naps or sleeps on the descriptor
+    std::size_t ops_waiting_ = 0;    // posted operations not yet finished
     Registrations registrations_;    // where the provider needs local registration
     // Last, so it closes first: closing the endpoint ends every operation in it, and only then
     // may the requests' memory go.

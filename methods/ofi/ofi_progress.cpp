@@ -186,12 +186,8 @@ void OfiMethod::cancel_data_recvs(const Operation& op) {
 
 void OfiMethod::progress() {
     if (provider_.empty()) return;
-    if (polling_.started()) {
-        polling_.clear();
-        if (read_completions()) polling_.traffic();
-    } else {
-        read_completions();
-    }
+    if (waiting_.naps()) waiting_.clear();
+    if (read_completions()) waiting_.traffic();
     drain_backlog();
     retry_parked();
     run_deadlines();
@@ -217,14 +213,14 @@ bool OfiMethod::before_sleep() {
     moved = run_deadlines() || moved;
     if (backlog_.empty() || moved) backlog_pause_ = {};
     if (moved) {
-        if (polling_.started()) polling_.traffic();
+        waiting_.traffic();
         return true;
     }
     if (!backlog_.empty()) pause_backlog();
-    // Without a wait descriptor nothing would wake us: the polling wait naps instead.
-    if (polling_.started())
-        return polling_.before_sleep([this] { return read_completions() || retry_parked(); });
-    return !fabric_.can_sleep();
+    if (waiting_.before_sleep(ops_waiting_ > 0,
+                              [this] { return read_completions() || retry_parked(); }))
+        return true;
+    return !waiting_.naps() && !fabric_.can_sleep();
 }
 
 }  // namespace bmi::method::ofi

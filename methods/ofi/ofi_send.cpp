@@ -14,8 +14,13 @@ int OfiMethod::post(Operation& op) {
     router_.begin_post(op);
     method_slots<OpSlots>(op) = OpSlots{};
     auto& peer = static_cast<OfiPeer&>(*op.peer);
-    const int rc = op.kind == OpKind::recv ? post_recv(op, peer) : post_send(op, peer);
-    return router_.end_post(rc);
+    const int rc =
+        router_.end_post(op.kind == OpKind::recv ? post_recv(op, peer) : post_send(op, peer));
+    if (rc == 0) {
+        method_slots<OpSlots>(op).counted = true;
+        ++ops_waiting_;
+    }
+    return rc;
 }
 
 int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,

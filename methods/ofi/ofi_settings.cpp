@@ -49,8 +49,8 @@ constexpr support::SettingSpec rows[] = {
      "keyed hellos not yet proven (each an address-vector entry) from all sources together; a "
      "new one beyond it is dropped with its entry"},
     {I::spin_us, "ofi_spin_us", "BMI_OFI_SPIN_US", T::count, "20", "us", 0, 10'000, "",
-     "a provider without a wait descriptor (shm): how long a test call polls before it naps; "
-     "0 = nap at once"},
+     "how long a test call polls the completion queue before it sleeps (or naps, on a provider "
+     "without a wait descriptor); 0 = at once"},
     {I::nap_us, "ofi_nap_us", "BMI_OFI_NAP_US", T::count, "1000", "us", 50, 1'000'000, "",
      "a provider without a wait descriptor (shm): the longest nap between polls of an idle "
      "instance (naps start at 50 us and double while nothing comes)"},

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-#include "methods/ofi/ofi_polling.hpp"
+#include "methods/ofi/ofi_waiting.hpp"
 
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -12,14 +12,16 @@
 
 namespace bmi::method::ofi {
 
-Polling::Polling(int spin_us, int nap_us)
-    : spin_(spin_us), longest_(std::max(std::chrono::microseconds(nap_us), first_nap)) {}
+Waiting::Waiting(int spin_us, int nap_us)
+    : spin_(spin_us),
+      spin_cap_(spin_us),
+      longest_(std::max(std::chrono::microseconds(nap_us), first_nap)) {}
 
-Polling::~Polling() {
+Waiting::~Waiting() {
     if (timer_fd_ >= 0) close(timer_fd_);
 }
 
-int Polling::start(int epoll_fd) {
+int Waiting::start_naps(int epoll_fd) {
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (timer_fd_ < 0) return -BMI_ENOMEM;
     epoll_event event{};
@@ -28,18 +30,26 @@ int Polling::start(int epoll_fd) {
     return 0;
 }
 
-void Polling::traffic() {
+void Waiting::after_wake() {
+    // "Soon" allows for the wake-up itself on both ends of a round trip, as tcp's does.
+    if (sleep_start_ != std::chrono::steady_clock::time_point{} &&
+        std::chrono::steady_clock::now() - sleep_start_ < 4 * spin_cap_)
+        spin_.reward();
+    sleep_start_ = {};
+}
+
+void Waiting::traffic() {
     spin_.reward();
     next_ = first_nap;
 }
 
-void Polling::clear() {
+void Waiting::clear() {
     if (!armed_) return;
     std::uint64_t expirations = 0;
     if (read(timer_fd_, &expirations, sizeof expirations) == sizeof expirations) armed_ = false;
 }
 
-bool Polling::arm() {
+bool Waiting::arm() {
     itimerspec when{};
     when.it_value.tv_sec = static_cast<time_t>(next_.count() / 1'000'000);
     when.it_value.tv_nsec = static_cast<long>(next_.count() % 1'000'000 * 1000);
