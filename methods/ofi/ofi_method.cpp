@@ -26,6 +26,9 @@ namespace bmi::method::ofi {
 namespace {
 // The unexpected limit the others use too (16 KiB), within a receive buffer.
 constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
+// What the provider is asked to copy at once (no completion): rxm over tcp copies up to about
+// its 16 KiB buffer and refuses a larger request, which would leave its 64-byte default.
+constexpr std::size_t largest_inject_request = 8 * 1024;
 constexpr int goodbye_reads = 16;
 
 // What a lookup resolved before the method's lock was taken: the peer's address as the
@@ -139,8 +142,8 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     if (!address.has_port()) note_cma_permission();
     if (listen && !address.has_port())
         if (int rc = check_shm_name(address.node); rc != 0) return rc;
-    if (int rc =
-            fabric_.open(bind_to, listen || loopback || shm_client, cq_size, eager_bytes_, why);
+    if (int rc = fabric_.open(bind_to, listen || loopback || shm_client, cq_size,
+                              std::min(eager_bytes_, largest_inject_request), why);
         rc != 0) {
         BMI_WARN("bmi_ofi: %s: %s", address.provider_hint().c_str(), why.c_str());
         return rc;

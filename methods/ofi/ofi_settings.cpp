@@ -11,7 +11,7 @@ using namespace support::setting_units;
 
 // Keys and environment names follow the rule of support's rows (setting_table.cpp).
 constexpr support::SettingSpec rows[] = {
-    {I::eager_bytes, "ofi_eager_bytes", "BMI_OFI_EAGER_BYTES", T::size, "8K", "bytes", 1 * KiB,
+    {I::eager_bytes, "ofi_eager_bytes", "BMI_OFI_EAGER_BYTES", T::size, "64K", "bytes", 1 * KiB,
      64 * KiB, "",
      "expected messages up to this size leave at once in one tagged message; larger ones wait "
      "for the receiver's clear-to-send"},
