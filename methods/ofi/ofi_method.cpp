@@ -114,6 +114,7 @@ OfiMethod::OfiMethod(const Config& config, Sink& sink)
       chunk_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::chunk_bytes))),
       buffer_count_(static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers))),
       waiting_(static_cast<int>(config.settings.number(SettingId::spin_us)),
+               static_cast<int>(config.settings.number(SettingId::transfer_spin_us)),
                static_cast<int>(config.settings.number(SettingId::nap_us))) {
     buffer_bytes_ = std::max(eager_bytes_, static_cast<std::size_t>(unexpected_limit_));
 }

@@ -97,6 +97,9 @@ struct Request {
         data_send,  // one chunk of a large message
         data_recv,  // one chunk of a large message, into the op's buffer
     };
+    static constexpr bool is_data(Role role) {
+        return role == Role::data_send || role == Role::data_recv;
+    }
     fi_context2 context{};
     Role role = Role::buffer;
     bool is_recv = false;
@@ -288,6 +291,7 @@ private:
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
     Waiting waiting_;                // spins, then naps or sleeps on the descriptor
     std::size_t ops_waiting_ = 0;    // posted operations not yet finished
+    std::size_t data_requests_ = 0;  // a large message's chunks in the provider
     Registrations registrations_;    // where the provider needs local registration
     // Last, so it closes first: closing the endpoint ends every operation in it, and only then
     // may the requests' memory go.

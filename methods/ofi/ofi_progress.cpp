@@ -17,11 +17,13 @@ Request& OfiMethod::new_request(Request::Role role, Operation* op) {
     request.role = role;
     request.op = op;
     request.is_recv = role == Request::Role::buffer || role == Request::Role::data_recv;
+    if (Request::is_data(role)) ++data_requests_;
     requests_.emplace(&request, std::move(owned));
     return request;
 }
 
 void OfiMethod::release(Request& request) {
+    if (Request::is_data(request.role)) --data_requests_;
     untrack(request);
     Registrations::release(request.own_mr);
     requests_.erase(&request);
@@ -217,8 +219,11 @@ bool OfiMethod::before_sleep() {
         return true;
     }
     if (!backlog_.empty()) pause_backlog();
-    if (waiting_.before_sleep(ops_waiting_ > 0,
-                              [this] { return read_completions() || retry_parked(); }))
+    using Load = Waiting::Load;
+    const Load load = data_requests_ > 0 ? Load::transfer
+                      : ops_waiting_ > 0 ? Load::operations
+                                         : Load::idle;
+    if (waiting_.before_sleep(load, [this] { return read_completions() || retry_parked(); }))
         return true;
     return !waiting_.naps() && !fabric_.can_sleep();
 }

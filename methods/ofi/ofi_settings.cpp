@@ -51,6 +51,10 @@ constexpr support::SettingSpec rows[] = {
     {I::spin_us, "ofi_spin_us", "BMI_OFI_SPIN_US", T::count, "20", "us", 0, 10'000, "",
      "how long a test call polls the completion queue before it sleeps (or naps, on a provider "
      "without a wait descriptor); 0 = at once"},
+    {I::transfer_spin_us, "ofi_transfer_spin_us", "BMI_OFI_TRANSFER_SPIN_US", T::count, "500", "us",
+     0, 10'000, "",
+     "the same while a message above ofi_eager_bytes moves: the provider moves its data only "
+     "when this process polls, so a sleep stalls the peer too; 0 = use ofi_spin_us"},
     {I::nap_us, "ofi_nap_us", "BMI_OFI_NAP_US", T::count, "1000", "us", 50, 1'000'000, "",
      "a provider without a wait descriptor (shm): the longest nap between polls of an idle "
      "instance (naps start at 50 us and double while nothing comes)"},

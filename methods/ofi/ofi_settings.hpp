@@ -24,6 +24,7 @@ enum class SettingId : std::uint8_t {
     pending_per_source,
     pending_total,
     spin_us,
+    transfer_spin_us,
     nap_us,
 };
 std::span<const support::SettingSpec> setting_rows();

@@ -12,9 +12,9 @@
 
 namespace bmi::method::ofi {
 
-Waiting::Waiting(int spin_us, int nap_us)
-    : spin_(spin_us),
-      spin_cap_(spin_us),
+Waiting::Waiting(int spin_us, int transfer_spin_us, int nap_us)
+    : short_(spin_us),
+      transfer_(transfer_spin_us > 0 ? transfer_spin_us : spin_us),
       longest_(std::max(std::chrono::microseconds(nap_us), first_nap)) {}
 
 Waiting::~Waiting() {
@@ -33,13 +33,13 @@ int Waiting::start_naps(int epoll_fd) {
 void Waiting::after_wake() {
     // "Soon" allows for the wake-up itself on both ends of a round trip, as tcp's does.
     if (sleep_start_ != std::chrono::steady_clock::time_point{} &&
-        std::chrono::steady_clock::now() - sleep_start_ < 4 * spin_cap_)
-        spin_.reward();
+        std::chrono::steady_clock::now() - sleep_start_ < 4 * last_->cap)
+        last_->spin.reward();
     sleep_start_ = {};
 }
 
 void Waiting::traffic() {
-    spin_.reward();
+    last_->spin.reward();
     next_ = first_nap;
 }
 

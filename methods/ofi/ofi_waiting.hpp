@@ -2,7 +2,9 @@
 // How an instance waits for its provider. A sleeping process takes far longer to wake than a
 // reply takes to come back over a fast path, so while operations wait for the network a test
 // call first spins on the completion queue for a bounded, adaptive time
-// (support/spin/adaptive_spin.hpp, as tcp and shm spin). Then:
+// (support/spin/adaptive_spin.hpp, as tcp and shm spin); longer while a large message moves,
+// since the provider moves its data (rxm's rendezvous steps on both ends) only when this
+// process polls, and a sleep here stalls the peer too. Then:
 // - with a wait descriptor (tcp, verbs) the caller asks fi_trywait and sleeps in the epoll set;
 //   a sleep that ended soon lets the next spin run longer, as tcp's does;
 // - without one (shm) nothing would wake a sleep, so it naps on a timerfd in the method's epoll
@@ -13,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 #include "support/spin/adaptive_spin.hpp"
 
@@ -20,7 +23,7 @@ namespace bmi::method::ofi {
 
 class Waiting {
 public:
-    Waiting(int spin_us, int nap_us);
+    Waiting(int spin_us, int transfer_spin_us, int nap_us);
     ~Waiting();
     Waiting(const Waiting&) = delete;
     Waiting& operator=(const Waiting&) = delete;
@@ -30,18 +33,22 @@ public:
     int start_naps(int epoll_fd);
     bool naps() const { return timer_fd_ >= 0; }
 
-    // Before a sleep, with nothing else to do: spins on poll() while `ops_waiting` (always when
-    // it naps). True if the spin moved something, or if a nap could not be armed: the caller
-    // polls again. False: the caller may sleep (after fi_trywait, where it has a descriptor).
+    enum class Load : std::uint8_t { idle, operations, transfer };
+    // Before a sleep, with nothing else to do: spins on poll() while operations wait (always
+    // when it naps), the longer spin while a transfer moves. True if the spin moved something,
+    // or if a nap could not be armed: the caller polls again. False: the caller may sleep
+    // (after fi_trywait, where it has a descriptor).
     template <class Poll>
-    bool before_sleep(bool ops_waiting, Poll&& poll) {
-        if ((ops_waiting || naps()) && spin_.run(poll)) {
+    bool before_sleep(Load load, Poll&& poll) {
+        Spin& spin = load == Load::transfer ? transfer_ : short_;
+        last_ = &spin;
+        if ((load != Load::idle || naps()) && spin.spin.run(poll)) {
             traffic();
             return true;
         }
         if (naps()) return !arm();
-        sleep_start_ = spin_.rewardable() ? std::chrono::steady_clock::now()
-                                          : std::chrono::steady_clock::time_point{};
+        sleep_start_ = spin.spin.rewardable() ? std::chrono::steady_clock::now()
+                                              : std::chrono::steady_clock::time_point{};
         return false;
     }
     // The sleep ended: if soon, traffic flows and the next spin may be longer.
@@ -57,8 +64,14 @@ private:
     // False if the timer could not be set: the caller must poll again rather than sleep.
     bool arm();
 
-    support::AdaptiveSpin spin_;
-    const std::chrono::microseconds spin_cap_;
+    struct Spin {
+        explicit Spin(int cap_us) : spin(cap_us), cap(cap_us) {}
+        support::AdaptiveSpin spin;
+        const std::chrono::microseconds cap;
+    };
+    Spin short_;
+    Spin transfer_;
+    Spin* last_ = &short_;  // the spin the last sleep followed
     const std::chrono::microseconds longest_;
     std::chrono::microseconds next_ = first_nap;
     std::chrono::steady_clock::time_point sleep_start_{};
