@@ -9,6 +9,7 @@ every series is a list of rows (bytes, iters, latency_us, bw_MBps).
 import os
 import select
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -87,6 +88,13 @@ def parse_fi_pingpong(text):
             continue
     return rows
 
+
+
+def free_loopback_port():
+    """A TCP port of 127.0.0.1 the kernel has free now (a program we start binds it later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 class Failure(Exception):
     """A run that could not produce its table; the message says why, for the user."""
@@ -410,29 +418,36 @@ class Runner:
                     ["--mca", "mpi_yield_when_idle", "1"] + argv[1:])
         return self.command(MPI_NAMES[baseline], mode, argv, env)
 
-    def server_then_client(self, server, client, cpus, env=None, capture=False):
-        """A third-party pair that listens on a fixed port: the server pinned to cpus[0], the
-        client (cpus[1]) retried until the server listens. The client's CompletedProcess; the
-        server is ended either way. cpus: a pair, or None: left to the scheduler."""
+    def server_then_client(self, pair_for_port, cpus, env=None, capture=False):
+        """A third-party pair that listens on a TCP port we name: pair_for_port(port) gives the
+        (server, client) command lines. The server is pinned to cpus[0], the client (cpus[1])
+        retried until the server listens. A server that exits before any client succeeds lost
+        its port to someone else between our probe and its bind: the pair starts again on
+        another, at most three times. The client's CompletedProcess; the server is ended either
+        way. cpus: a pair, or None: left to the scheduler."""
         def pin(which):
             return None if cpus is None else (lambda: os.sched_setaffinity(0, {cpus[which]}))
 
         deadline = time.monotonic() + self.args.timeout
-        srv = subprocess.Popen(server, cwd=self.tmp, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, preexec_fn=pin(0))
         cli = None
-        try:
-            for _ in range(50):
-                time.sleep(0.1)
-                cli = subprocess.run(client, cwd=self.tmp, env=env, preexec_fn=pin(1),
-                                     capture_output=True, text=capture,
-                                     timeout=max(1, deadline - time.monotonic()))
-                if cli.returncode == 0 or srv.poll() is not None:
-                    break
-        except subprocess.TimeoutExpired:
-            raise Failure(f"no result within {self.args.timeout} s")
-        finally:
-            self.finish([srv], time.monotonic() + 5)
+        for _attempt in range(3):
+            server, client = pair_for_port(str(free_loopback_port()))
+            srv = subprocess.Popen(server, cwd=self.tmp, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, preexec_fn=pin(0))
+            try:
+                for _ in range(50):
+                    time.sleep(0.1)
+                    cli = subprocess.run(client, cwd=self.tmp, env=env, preexec_fn=pin(1),
+                                         capture_output=True, text=capture,
+                                         timeout=max(1, deadline - time.monotonic()))
+                    if cli.returncode == 0 or srv.poll() is not None:
+                        break
+            except subprocess.TimeoutExpired:
+                raise Failure(f"no result within {self.args.timeout} s")
+            finally:
+                self.finish([srv], time.monotonic() + 5)
+            if cli.returncode == 0 or srv.returncode == 0:
+                break
         return cli
 
     def fi_pingpong(self, provider, cpus=None, smallest=None, largest=None):
@@ -450,10 +465,9 @@ class Runner:
         def run():
             if fpp is None:
                 raise Failure("fi_pingpong not installed (Debian: libfabric-bin)")
-            port = str(20000 + (os.getpid() + len(self.series)) % 20000)
-            cli = self.server_then_client([fpp] + opts + ["-B", port],
-                                          [fpp] + opts + ["-P", port, "127.0.0.1"], cpus, env,
-                                          capture=True)
+            cli = self.server_then_client(
+                lambda port: ([fpp] + opts + ["-B", port],
+                              [fpp] + opts + ["-P", port, "127.0.0.1"]), cpus, env, capture=True)
             if cli is None or cli.returncode != 0:
                 tail = (cli.stderr or cli.stdout).strip().splitlines()[-1:] if cli else []
                 raise Failure(f"fi_pingpong failed: {tail[0] if tail else 'no output'}")
@@ -474,12 +488,13 @@ class Runner:
         def run():
             if npt is None:
                 raise Failure("NPtcp not installed (Debian: netpipe-tcp)")
-            port = str(20000 + os.getpid() % 20000)
-            opts = ["-P", port, "-p", "0", "-l", str(lo), "-u", str(hi)]
             out = os.path.join(self.tmp, "np.out")
-            # The receiver listens; the sender connects and writes the table.
-            self.server_then_client([npt] + opts, [npt, "-h", "127.0.0.1", "-o", out] + opts,
-                                    cpus)
+
+            def pair(port):
+                # The receiver listens; the sender connects and writes the table.
+                opts = ["-P", port, "-p", "0", "-l", str(lo), "-u", str(hi)]
+                return [npt] + opts, [npt, "-h", "127.0.0.1", "-o", out] + opts
+            self.server_then_client(pair, cpus)
             rows = []
             for line in open(out) if os.path.exists(out) else []:
                 w = line.split()
