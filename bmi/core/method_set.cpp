@@ -100,9 +100,19 @@ int MethodSet::start_allocated_methods() {
         }
         if (!(flags_ & BMI_INIT_SERVER) || slot->active.load()) continue;
         // A server listens where its allocation says: tcp on the planes' addresses and ports
-        // (the method reads its planes), shm under the allocation's id.
+        // (the method reads its planes), shm (and ofi's shm) under the allocation's id.
         std::string listen;
         if (plane.type == support::planes::PlaneType::shm) listen = "shm://" + plane.allocation_id;
+        if (plane.type == support::planes::PlaneType::ofi) {
+            if (plane.ofi_provider != "shm") {
+                BMI_WARN("allocation %s: an ofi+%s server needs a listen address "
+                         "(ofi+%s://host:port); the plane names only the provider",
+                         plane.allocation_id.c_str(), plane.ofi_provider.c_str(),
+                         plane.ofi_provider.c_str());
+                return -BMI_EINVAL;
+            }
+            listen = "ofi+shm://" + plane.allocation_id;
+        }
         if (plane.type == support::planes::PlaneType::verbs) {
             BMI_WARN("allocation %s: a verbs server needs a listen address for its bootstrap "
                      "(verbs://%s:%d/host:port); the plane names only the device",

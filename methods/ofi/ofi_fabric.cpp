@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "bmi-types.h"
+#include "support/logging/log.hpp"
 #include "support/optional_library/libfabric.hpp"
 
 namespace bmi::method::ofi {
@@ -46,7 +47,7 @@ int bmi_error(int fi_code) {
 }
 
 int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
-                 std::size_t inject_bytes, std::string& why) {
+                 std::size_t inject_bytes, const FabricChoice& choice, std::string& why) {
     const support::Libfabric& lib = support::fi();
     fi_info* hints = lib.dupinfo(nullptr);
     if (hints == nullptr) return -BMI_ENOMEM;
@@ -58,6 +59,8 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     // FI_MR_LOCAL: we can register what we post, for the providers that need it (verbs).
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    if (!choice.domain.empty()) hints->domain_attr->name = copy_text(choice.domain);
+    if (choice.tclass != 0) hints->tx_attr->tclass = choice.tclass;
     hints->domain_attr->av_type = FI_AV_TABLE;
     tags_in_data_ = !address.has_port();
     if (tags_in_data_) hints->domain_attr->cq_data_size = sizeof(std::uint64_t);
@@ -74,17 +77,30 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     const std::uint64_t flags = bind ? FI_SOURCE : 0;
     // A small message the provider copies at once needs no completion (rxm's default is 64
     // bytes); a provider that cannot copy that much is asked again for its own size.
-    hints->tx_attr->inject_size = inject_bytes;
-    int rc = lib.getinfo(api_version, node, service, flags, hints, &info_);
-    if (rc == -FI_ENODATA) {
-        hints->tx_attr->inject_size = 0;
-        rc = lib.getinfo(api_version, node, service, flags, hints, &info_);
+    auto ask = [&] {
+        hints->tx_attr->inject_size = inject_bytes;
+        int found = lib.getinfo(api_version, node, service, flags, hints, &info_);
+        if (found == -FI_ENODATA) {
+            hints->tx_attr->inject_size = 0;
+            found = lib.getinfo(api_version, node, service, flags, hints, &info_);
+        }
+        return found;
+    };
+    int rc = ask();
+    if (rc == -FI_ENODATA && choice.tclass != 0) {
+        // The class is the allocation's wish, not a condition of reaching the plane.
+        BMI_WARN("bmi_ofi: %s takes no traffic class 0x%x; the plane's qos is not enforced",
+                 address.provider_hint().c_str(), choice.tclass);
+        hints->tx_attr->tclass = 0;
+        rc = ask();
     }
     lib.freeinfo(hints);
     if (rc != 0) {
         why = "fi_getinfo(" + address.provider_hint() + "): " + error_text(rc);
         return -BMI_ENOPROTOOPT;
     }
+    if (!choice.domain.empty())
+        if (int chosen = keep_domain(choice.domain, why); chosen != 0) return chosen;
     auto fail = [&](const char* step, int code) {
         why = std::string(step) + ": " + error_text(code);
         // shm's name of a live endpoint is -FI_EBUSY.
@@ -117,6 +133,28 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     if ((rc = fi_getname(&ep_->fid, name_.data(), &length)) != 0) return fail("fi_getname", rc);
     name_.resize(length);
     return 0;
+}
+
+int Fabric::keep_domain(const std::string& domain, std::string& why) {
+    // rxm passes a domain name on to its core provider without filtering by it, so the entry
+    // is picked here, and a domain the node lacks is an error rather than the first one found.
+    const support::Libfabric& lib = support::fi();
+    std::string found;
+    for (const fi_info* entry = info_; entry != nullptr; entry = entry->next) {
+        const char* name = entry->domain_attr != nullptr ? entry->domain_attr->name : nullptr;
+        if (name == nullptr) continue;
+        if (domain == name) {
+            fi_info* kept = lib.dupinfo(entry);
+            if (kept == nullptr) return -BMI_ENOMEM;
+            lib.freeinfo(info_);
+            info_ = kept;
+            return 0;
+        }
+        if (found.find(name) == std::string::npos)
+            found += std::string(found.empty() ? "" : ", ") + name;
+    }
+    why = "no domain " + domain + " (this node has: " + (found.empty() ? "none" : found) + ")";
+    return -BMI_EADDRNOTAVAIL;
 }
 
 ssize_t Fabric::post_buffer(void* data, std::size_t length, void* desc, std::uint64_t ignore,

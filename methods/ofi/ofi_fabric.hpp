@@ -19,6 +19,12 @@
 
 namespace bmi::method::ofi {
 
+// What an allocated plane (doc/planes.md) asks of the provider's endpoint.
+struct FabricChoice {
+    std::string domain;        // "" = the provider's first
+    std::uint32_t tclass = 0;  // libfabric traffic class; 0 = unspecified
+};
+
 class Fabric {
 public:
     Fabric() = default;
@@ -30,7 +36,7 @@ public:
     // where the provider likes otherwise; asks for sends up to inject_bytes to be copied at once.
     // 0, or -BMI_E* with `why` saying what failed.
     int open(const OfiAddress& address, bool bind, std::size_t cq_size, std::size_t inject_bytes,
-             std::string& why);
+             const FabricChoice& choice, std::string& why);
 
     fid_ep* ep() const { return ep_; }
     fid_cq* cq() const { return cq_; }
@@ -67,6 +73,8 @@ public:
     static std::string error_text(int code);
 
 private:
+    // Keeps only the fi_getinfo entry of `domain`: 0, or -BMI_EADDRNOTAVAIL with `why`.
+    int keep_domain(const std::string& domain, std::string& why);
     fi_info* info_ = nullptr;
     fid_fabric* fabric_ = nullptr;
     fid_domain* domain_ = nullptr;

@@ -107,6 +107,7 @@ int OfiMethod::start(const Config& config) {
 OfiMethod::OfiMethod(const Config& config, Sink& sink)
     : sink_(sink),
       router_(sink),
+      planes_(config.planes),
       epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
       unexpected_limit_(config.unexpected_limit > 0 ? config.unexpected_limit
                                                     : default_unexpected_limit),
@@ -117,6 +118,22 @@ OfiMethod::OfiMethod(const Config& config, Sink& sink)
                static_cast<int>(config.settings.number(SettingId::transfer_spin_us)),
                static_cast<int>(config.settings.number(SettingId::nap_us))) {
     buffer_bytes_ = std::max(eager_bytes_, static_cast<std::size_t>(unexpected_limit_));
+}
+
+int OfiMethod::allocated_choice(const OfiAddress& address, FabricChoice& out) const {
+    if (planes_.empty()) return 0;
+    for (const auto& plane : planes_) {
+        if (plane.ofi_provider != address.provider) continue;
+        out.domain = plane.ofi_domain;
+        if (plane.dscp && address.has_port())
+            out.tclass = fi_tc_dscp_set(static_cast<std::uint8_t>(*plane.dscp));
+        return 0;
+    }
+    std::string allocated;
+    for (const auto& plane : planes_) allocated += (allocated.empty() ? "" : ", ") + plane.plane;
+    BMI_WARN("bmi_ofi: %s is on none of this instance's allocated planes (ofi %s)",
+             format_address(address.provider, address.rest).c_str(), allocated.c_str());
+    return -BMI_EADDRNOTAVAIL;
 }
 
 int OfiMethod::open(const OfiAddress& address, bool listen) {
@@ -143,8 +160,10 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     if (!address.has_port()) note_cma_permission();
     if (listen && !address.has_port())
         if (int rc = check_shm_name(address.node); rc != 0) return rc;
+    FabricChoice choice;
+    if (int rc = allocated_choice(address, choice); rc != 0) return rc;
     if (int rc = fabric_.open(bind_to, listen || loopback || shm_client, cq_size,
-                              std::min(eager_bytes_, largest_inject_request), why);
+                              std::min(eager_bytes_, largest_inject_request), choice, why);
         rc != 0) {
         BMI_WARN("bmi_ofi: %s: %s", address.provider_hint().c_str(), why.c_str());
         return rc;

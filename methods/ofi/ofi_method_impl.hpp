@@ -255,8 +255,14 @@ private:
     void end_request(Request& request, int error);
     void release(Request& request);
 
+    // ofi_method.cpp: the fabric an open may use under an allocation; 0 or
+    // -BMI_EADDRNOTAVAIL when the address's provider is on none of the planes.
+    int allocated_choice(const OfiAddress& address, FabricChoice& out) const;
+
     Sink& sink_;
     CompletionRouter router_;
+    // The instance's allocated ofi planes (doc/planes.md); none: any provider.
+    std::vector<support::planes::PlaneBinding> planes_;
     std::string provider_;     // "" until open()
     std::string shm_address_;  // shm: our endpoint's address, listed in ofi_shm.hpp
     kit::KeyGate gate_{"bmi_ofi"};

@@ -16,12 +16,14 @@ std::string_view to_string(PlaneType type) {
             return "shm";
         case PlaneType::verbs:
             return "verbs";
+        case PlaneType::ofi:
+            return "ofi";
     }
     return "?";
 }
 
 std::optional<PlaneType> parse_plane_type(std::string_view text) {
-    for (PlaneType t : {PlaneType::tcp, PlaneType::shm, PlaneType::verbs})
+    for (PlaneType t : {PlaneType::tcp, PlaneType::shm, PlaneType::verbs, PlaneType::ofi})
         if (text == to_string(t)) return t;
     return std::nullopt;
 }
@@ -51,6 +53,26 @@ std::optional<std::string> verbs_identifier(std::string_view id, std::string& er
     }
     return std::string(id);
 }
+
+std::optional<std::string> ofi_identifier(std::string_view id, std::string& error) {
+    const std::size_t slash = id.find('/');
+    std::string provider(id.substr(0, slash));
+    for (char& c : provider)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    // A layered name ("tcp;ofi_rxm") is the method's choice, not the site's: planes name the
+    // core provider.
+    if (!is_name(provider) || provider.find('.') != std::string::npos) {
+        error = quoted(id.substr(0, slash)) + " is not a libfabric provider name";
+        return std::nullopt;
+    }
+    if (slash == std::string_view::npos) return provider;
+    const std::string_view domain = id.substr(slash + 1);
+    if (!is_name(domain)) {
+        error = quoted(domain) + " is not a libfabric domain name";
+        return std::nullopt;
+    }
+    return provider + "/" + std::string(domain);
+}
 }  // namespace
 
 std::optional<std::string> canonical_identifier(PlaneType type, std::string_view identifier,
@@ -69,6 +91,8 @@ std::optional<std::string> canonical_identifier(PlaneType type, std::string_view
                 return std::nullopt;
             }
             return std::string(identifier);
+        case PlaneType::ofi:
+            return ofi_identifier(identifier, error);
     }
     return std::nullopt;
 }

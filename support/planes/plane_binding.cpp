@@ -67,6 +67,12 @@ int bind_verbs(const Allocation& a, PlaneBinding& out, std::string& error) {
     return 0;
 }
 
+void bind_ofi(const Allocation& a, PlaneBinding& out) {
+    const std::size_t slash = a.plane.find('/');
+    out.ofi_provider = a.plane.substr(0, slash);
+    if (slash != std::string::npos) out.ofi_domain = a.plane.substr(slash + 1);
+}
+
 int bind_shm(const Allocation& a, std::string& error) {
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) != 0 || a.plane != host) {
@@ -113,6 +119,9 @@ int bind_allocation(const Allocation& allocation, std::uint32_t slice, PlaneBind
             return bind_verbs(allocation, out, error);
         case PlaneType::shm:
             return bind_shm(allocation, error);
+        case PlaneType::ofi:
+            bind_ofi(allocation, out);
+            return 0;
     }
     return -BMI_EINVAL;
 }
@@ -136,12 +145,19 @@ std::vector<EnforcementNote> enforcement_notes(const PlaneBinding& b) {
                           "qos %s: service level %d, traffic class 0x%02x on "
                           "every queue pair",
                           b.qos.c_str(), service_level(*b.dscp), tos_byte(*b.dscp));
+        else if (b.type == PlaneType::ofi && b.ofi_provider != "shm")
+            // libfabric takes the class as a hint: a provider that cannot mark its traffic
+            // ignores it and says nothing, so libbmi cannot claim it is enforced.
+            std::snprintf(line, sizeof line,
+                          "qos %s: traffic class DSCP %d (FI_TC_DSCP) asked of libfabric's %s "
+                          "on every endpoint; enforced only where the provider marks traffic",
+                          b.qos.c_str(), *b.dscp, b.ofi_provider.c_str());
         else
             std::snprintf(line, sizeof line,
                           "qos %s: shared memory has no network to mark; "
                           "not enforced",
                           b.qos.c_str());
-        notes.push_back({line, b.type != PlaneType::shm});
+        notes.push_back({line, b.type == PlaneType::tcp || b.type == PlaneType::verbs});
     }
     if (b.bandwidth_mbps > 0) {
         if (b.type == PlaneType::tcp)

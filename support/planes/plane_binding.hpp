@@ -29,6 +29,10 @@ struct PlaneBinding {
     std::string device;  // "rxe0"
     int device_port = 0;
 
+    // ofi: the provider the method must use, and its domain ("" = the provider's choice)
+    std::string ofi_provider;  // "tcp", "verbs", "cxi"
+    std::string ofi_domain;    // "mlx5_0", "cxi0"
+
     std::string qos;            // as allocated, "" for none
     std::optional<int> dscp;    // the code point the OS is asked for; nullopt: none or unknown
     double bandwidth_mbps = 0;  // 0: unpaced
@@ -42,6 +46,8 @@ struct PlaneBinding {
 //                       port is not here; the shm plane is another node;
 //   -BMI_EINVAL         the slice runs past the allocated ports; a verbs plane given as a GID
 //                       prefix (only device:port planes are bound).
+// Whether an ofi plane's provider and domain exist is the ofi method's to check when it opens
+// them (it is the one that loads libfabric).
 int bind_allocation(const Allocation& allocation, std::uint32_t slice, PlaneBinding& out,
                     std::string& error);
 

@@ -137,7 +137,7 @@ public:
         own.node = std::string("127.0.0.1");
         own.service = std::string("0");
         std::string why;
-        if (fabric_.open(own, true, 256, 0, why) != 0) return;
+        if (fabric_.open(own, true, 256, 0, {}, why) != 0) return;
         sockaddr_in in{};
         in.sin_family = AF_INET;
         in.sin_port = htons(static_cast<std::uint16_t>(port_));

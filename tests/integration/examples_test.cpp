@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <utility>
 
 #include <string>
@@ -25,6 +26,13 @@ namespace {
 // eager limits, and large rendezvous transfers.
 const std::vector<std::string> response_sizes = {"24",    "100",   "4096",   "16384",
                                                  "16385", "65536", "262144", "1048576"};
+
+// The process ends by itself within `timeout`, successfully.
+void expect_clean_exit(Process& process, std::chrono::seconds timeout) {
+    auto status = process.wait(timeout);
+    REQUIRE(status);
+    CHECK(*status == 0);
+}
 
 }  // namespace
 
@@ -174,6 +182,40 @@ TEST_CASE("the examples run over ofi with an ofi+tcp address alone", "[integrati
     CHECK(*server_status == 0);
 
     run_hello_pair("ofi+tcp://127.0.0.1:0", 20);
+}
+
+TEST_CASE("an ofi server opens only the provider and domain its allocation names",
+          "[integration]") {
+    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
+    if (enabled.find("ofi") == std::string::npos) return;
+    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
+    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+    struct AllocationEnv {
+        explicit AllocationEnv(const char* text) { setenv("BMI_ALLOCATION", text, 1); }
+        ~AllocationEnv() { unsetenv("BMI_ALLOCATION"); }
+    };
+    {
+        // On the plane: served, with the domain (loopback) and traffic class asked of rxm.
+        AllocationEnv allocation("id=bmi.fab type=ofi plane=tcp/lo endpts=1 qos=cs1");
+        Process server = Process::spawn({server_exe, "ofi+tcp://127.0.0.1:0"});
+        auto addr = server.read_address(10s);
+        REQUIRE(addr);
+        Process client = Process::spawn(
+            {client_exe, "--iterations", "5", "--size", "100000", "--shutdown", *addr});
+        expect_clean_exit(client, 30s);
+        expect_clean_exit(server, 20s);
+    }
+    for (const char* off_plane : {"id=bmi.fab type=ofi plane=shm endpts=1",
+                                  "id=bmi.fab type=ofi plane=tcp/no-such-domain endpts=1"}) {
+        // Another provider, or a domain this node has not: the server does not start.
+        INFO(off_plane);
+        AllocationEnv allocation(off_plane);
+        Process server = Process::spawn({server_exe, "ofi+tcp://127.0.0.1:0"});
+        auto status = server.wait(20s);
+        REQUIRE(status);
+        CHECK(*status != 0);
+        CHECK(server.unread_output().find("ofi+tcp://") == std::string::npos);
+    }
 }
 
 namespace {

@@ -116,6 +116,31 @@ TEST_CASE("a plane this node is not on, or cannot enforce, says so", "[planes][b
     CHECK(b.local_host == "0.0.0.0");
 }
 
+TEST_CASE("an ofi plane names the provider and domain, and asks for a traffic class",
+          "[planes][binding]") {
+    PlaneBinding b;
+    std::string why;
+    REQUIRE(bind_allocation(one("id=f type=ofi plane=verbs/mlx5_0 endpts=1 qos=cs1 bw=10"), 0, b,
+                            why) == 0);
+    CHECK(b.ofi_provider == "verbs");
+    CHECK(b.ofi_domain == "mlx5_0");
+    CHECK(describe(b) == "ofi verbs/mlx5_0 (f)");
+    auto notes = enforcement_notes(b);
+    REQUIRE(notes.size() == 2);
+    // libfabric takes a traffic class as a hint that a provider may ignore without a word.
+    CHECK_FALSE(notes[0].enforced);
+    CHECK(notes[0].text.find("DSCP 8 (FI_TC_DSCP) asked of libfabric's verbs") !=
+          std::string::npos);
+    CHECK_FALSE(notes[1].enforced);
+    CHECK(notes[1].text.find("ofi cannot pace") != std::string::npos);
+
+    REQUIRE(bind_allocation(one("id=g type=ofi plane=shm endpts=1 qos=cs1"), 0, b, why) == 0);
+    CHECK(b.ofi_domain.empty());
+    notes = enforcement_notes(b);
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0].text.find("shared memory has no network to mark") != std::string::npos);
+}
+
 TEST_CASE("an instance's allocation comes from one source, strictly read", "[planes][source]") {
     Settings settings(bmi::support::general_settings());
     InstanceAllocation out;

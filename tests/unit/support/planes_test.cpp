@@ -20,6 +20,9 @@ TEST_CASE("plane identifiers are checked and written one way", "[planes]") {
     CHECK(canonical_identifier(PlaneType::verbs, "mlx5_0", why) == "mlx5_0");
     CHECK(canonical_identifier(PlaneType::verbs, "fe80::/64", why) == "fe80::/64");
     CHECK(canonical_identifier(PlaneType::shm, "node7", why) == "node7");
+    CHECK(canonical_identifier(PlaneType::ofi, "tcp", why) == "tcp");
+    CHECK(canonical_identifier(PlaneType::ofi, "CXI/cxi0", why) == "cxi/cxi0");
+    CHECK(canonical_identifier(PlaneType::ofi, "verbs/mlx5_0", why) == "verbs/mlx5_0");
 
     CHECK_FALSE(canonical_identifier(PlaneType::tcp, "10.20.1.0/16", why));
     CHECK(why.find("host bits") != std::string::npos);
@@ -31,6 +34,12 @@ TEST_CASE("plane identifiers are checked and written one way", "[planes]") {
     CHECK_FALSE(canonical_identifier(PlaneType::verbs, "mlx5_0:x", why));
     CHECK_FALSE(canonical_identifier(PlaneType::verbs, "10.0.0.0/8", why));
     CHECK_FALSE(canonical_identifier(PlaneType::shm, "no de", why));
+    CHECK_FALSE(canonical_identifier(PlaneType::ofi, "tcp;ofi_rxm", why));
+    CHECK(why.find("not a libfabric provider name") != std::string::npos);
+    CHECK_FALSE(canonical_identifier(PlaneType::ofi, "verbs/", why));
+    CHECK_FALSE(canonical_identifier(PlaneType::ofi, "verbs/a/b", why));
+    CHECK(why.find("not a libfabric domain name") != std::string::npos);
+    CHECK_FALSE(canonical_identifier(PlaneType::ofi, "", why));
 }
 
 TEST_CASE("a subnet contains the addresses inside it", "[planes]") {
@@ -76,7 +85,7 @@ TEST_CASE("a malformed inventory line names the file, the line and the field",
         {"storage tcp 10.20.0.0/16", "", "expected 'name = type identifier"},
         {"storage = tcp", "", "expected"},
         {"st/rage = tcp 10.20.0.0/16", "name", "not a name"},
-        {"storage = udp 10.20.0.0/16", "type", "not tcp, shm or verbs"},
+        {"storage = udp 10.20.0.0/16", "type", "not tcp, shm, verbs or ofi"},
         {"storage = tcp 10.20.1.0/16", "identifier", "host bits"},
         {"storage = tcp 10.20.0.0/16 ports=70000", "ports", "not a port"},
         {"storage = tcp 10.20.0.0/16 ports=2-1", "ports", "backwards"},
