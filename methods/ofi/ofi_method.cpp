@@ -159,7 +159,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     if (shm_client) bind_to.node = shm_client_name();
     if (!address.has_port()) note_cma_permission();
     if (listen && !address.has_port())
-        if (int rc = check_shm_name(address.node); rc != 0) return rc;
+        if (int rc = shm_claim_.claim(address.node); rc != 0) return rc;
     FabricChoice choice;
     if (int rc = allocated_choice(address, choice); rc != 0) return rc;
     if (int rc = fabric_.open(bind_to, listen || loopback || shm_client, cq_size,

@@ -24,6 +24,7 @@
 #include "methods/method.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_memory.hpp"
+#include "methods/ofi/ofi_shm.hpp"
 #include "methods/ofi/ofi_waiting.hpp"
 #include "methods/ofi/ofi_wire.hpp"
 
@@ -265,6 +266,8 @@ private:
     std::vector<support::planes::PlaneBinding> planes_;
     std::string provider_;     // "" until open()
     std::string shm_address_;  // shm: our endpoint's address, listed in ofi_shm.hpp
+    // shm server: the claim on its name; declared before fabric_, so released after it.
+    ShmNameClaim shm_claim_;
     kit::KeyGate gate_{"bmi_ofi"};
     int epoll_fd_ = -1;
     std::string listen_address_;

@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "methods/ofi/ofi_shm.hpp"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -14,14 +21,38 @@
 
 namespace bmi::method::ofi {
 
-int check_shm_name(std::string_view name) {
+ShmNameClaim::~ShmNameClaim() {
+    if (fd_ >= 0) close(fd_);
+}
+
+int ShmNameClaim::claim(std::string_view name) {
+    int owner = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (owner < 0) return -BMI_ENOMEM;
+    sockaddr_un claim{};
+    claim.sun_family = AF_UNIX;
+    const std::string tag = "bmi-ofi-shm/" + std::string(name);
+    const std::size_t length = std::min(tag.size(), sizeof claim.sun_path - 1);
+    std::memcpy(claim.sun_path + 1, tag.data(), length);  // sun_path[0] == 0: abstract
+    const auto size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + length);
     const std::string path = "/dev/shm/" + std::string(name);
+    if (bind(owner, reinterpret_cast<const sockaddr*>(&claim), size) != 0) {
+        const int error = errno;
+        close(owner);
+        if (error != EADDRINUSE) return -BMI_ENOMEM;
+        BMI_WARN("bmi_ofi: ofi+shm://%s is taken by a running server", std::string(name).c_str());
+        return -BMI_EADDRINUSE;
+    }
     struct stat st {};
-    if (stat(path.c_str(), &st) != 0) return 0;
-    BMI_WARN("bmi_ofi: ofi+shm://%s is taken: %s exists (another server, or one that died: "
-             "then remove the file)",
-             std::string(name).c_str(), path.c_str());
-    return -BMI_EADDRINUSE;
+    if (stat(path.c_str(), &st) == 0) {
+        BMI_WARN("bmi_ofi: ofi+shm://%s: removing %s, which a server that died left behind",
+                 std::string(name).c_str(), path.c_str());
+        if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+            close(owner);
+            return -BMI_EADDRINUSE;
+        }
+    }
+    fd_ = owner;
+    return 0;
 }
 
 void note_cma_permission() {

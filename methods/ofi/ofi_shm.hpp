@@ -8,10 +8,25 @@
 
 namespace bmi::method::ofi {
 
-// 0 if no endpoint holds shm name `name`, else -BMI_EADDRINUSE with a warning. libfabric 1.17
-// answers a second endpoint of a live name by unlinking the first one's region, so its clients
-// could no longer find it; a region a dead server left is refused too (its file is named).
-int check_shm_name(std::string_view name);
+// A server's claim on its shm name, held while its endpoint lives: an abstract unix socket
+// named after it, which the kernel releases when the process dies, however it dies. So a
+// region file a dead server left (libfabric unlinks it only on a clean close) is removed, with
+// a warning, rather than refusing the name for good. libfabric 1.17 answers a second endpoint
+// of a live name by unlinking the first one's region, so its clients could no longer find it:
+// the claim comes before the endpoint, and goes after it (declare it before the Fabric).
+class ShmNameClaim {
+public:
+    ShmNameClaim() = default;
+    ~ShmNameClaim();
+    ShmNameClaim(const ShmNameClaim&) = delete;
+    ShmNameClaim& operator=(const ShmNameClaim&) = delete;
+
+    // 0, or -BMI_EADDRINUSE with a warning if a live server holds `name`.
+    int claim(std::string_view name);
+
+private:
+    int fd_ = -1;
+};
 
 // Once per process: warns when the kernel refuses cross-memory attach (CMA) between unrelated
 // processes (yama's ptrace_scope). libfabric's shm then copies large messages through its

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <utility>
 
@@ -182,6 +183,39 @@ TEST_CASE("the examples run over ofi with an ofi+tcp address alone", "[integrati
     CHECK(*server_status == 0);
 
     run_hello_pair("ofi+tcp://127.0.0.1:0", 20);
+}
+
+TEST_CASE("an ofi+shm name a killed server held can be listened on again", "[integration]") {
+    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
+    if (enabled.find("ofi") == std::string::npos) return;
+    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
+    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+    const std::string name = "bmi-killed-" + std::to_string(getpid());
+    const std::string address = "ofi+shm://" + name;
+    const std::string region = "/dev/shm/" + name;
+    {
+        Process first = Process::spawn({server_exe, address});
+        REQUIRE(first.read_address(10s));
+        REQUIRE(access(region.c_str(), F_OK) == 0);
+        // While it lives the name is taken.
+        Process second = Process::spawn({server_exe, address});
+        auto refused = second.wait(20s);
+        REQUIRE(refused);
+        CHECK(*refused != 0);
+        first.kill(SIGKILL);
+        REQUIRE(first.wait(10s));
+    }
+    // Its region is left behind; the next server takes the name and serves.
+    REQUIRE(access(region.c_str(), F_OK) == 0);
+    Process next = Process::spawn({server_exe, address});
+    auto addr = next.read_address(10s);
+    REQUIRE(addr);
+    Process client =
+        Process::spawn({client_exe, "--iterations", "5", "--size", "4096", "--shutdown", *addr});
+    expect_clean_exit(client, 30s);
+    expect_clean_exit(next, 20s);
+    // A clean close leaves nothing.
+    CHECK(access(region.c_str(), F_OK) != 0);
 }
 
 TEST_CASE("an ofi server opens only the provider and domain its allocation names",
