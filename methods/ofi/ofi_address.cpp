@@ -50,4 +50,8 @@ std::string format_address(std::string_view provider, std::string_view rest) {
     return "ofi+" + std::string(provider) + "://" + std::string(rest);
 }
 
+std::string host_of(const OfiAddress& address) {
+    return address.has_port() ? address.node : std::string("localhost");
+}
+
 }  // namespace bmi::method::ofi

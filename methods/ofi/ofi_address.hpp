@@ -38,4 +38,8 @@ std::optional<OfiAddress> parse_address(std::string_view text);
 
 std::string format_address(std::string_view provider, std::string_view rest);
 
+// The host an address's endpoint is on, as the per-source bounds count it: host of host:port;
+// for shm "localhost", since every shm endpoint is on this node, whatever name it chose.
+std::string host_of(const OfiAddress& address);
+
 }  // namespace bmi::method::ofi

@@ -38,7 +38,7 @@ void OfiMethod::on_hello(Request& buffer) {
         peer->address = peer->endpoint;
         peer->reached_us = true;
         auto parsed = parse_address(peer->endpoint);
-        peer->host = parsed ? parsed->node : peer->endpoint;
+        peer->host = parsed ? host_of(*parsed) : peer->endpoint;
         peers_.insert_or_assign(addr, peer);
     }
     kit::KeyHandshake handshake(gate_);

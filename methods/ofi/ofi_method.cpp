@@ -269,7 +269,7 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
     peer->fi_addr = addr;
     peer->address = std::string(text);
     peer->endpoint = address_of_name(name);
-    peer->host = address->node;
+    peer->host = host_of(*address);
     timers_.cancel_all(addr);  // a gone peer's, if it was there
     peers_.insert_or_assign(addr, peer);
     out = std::move(peer);

@@ -125,24 +125,23 @@ private:
 #endif
 
 #if BMI_METHOD_OFI
-// An endpoint of its own (tcp;ofi_rxm, through the method's Fabric) that speaks the ofi wire
-// by hand.
+// An endpoint of its own on the server's provider (tcp;ofi_rxm on 127.0.0.1, or shm under a
+// name of its own), through the method's Fabric, that speaks the ofi wire by hand.
 class OfiAttacker final : public RawAttacker {
 public:
     explicit OfiAttacker(const std::string& address) {
         auto target = method::ofi::parse_address(address);
-        if (!target || !target->has_port() || support::load_libfabric() == nullptr) return;
-        port_ = static_cast<unsigned>(std::stoul(target->service));
+        if (!target || support::load_libfabric() == nullptr) return;
         method::ofi::OfiAddress own = *target;
-        own.node = std::string("127.0.0.1");
-        own.service = std::string("0");
+        if (target->has_port()) {
+            own.node = std::string("127.0.0.1");
+            own.service = std::string("0");
+        } else {
+            own.node = method::ofi::shm_client_name();
+        }
         std::string why;
         if (fabric_.open(own, true, 256, 0, {}, why) != 0) return;
-        sockaddr_in in{};
-        in.sin_family = AF_INET;
-        in.sin_port = htons(static_cast<std::uint16_t>(port_));
-        if (inet_pton(AF_INET, target->node.c_str(), &in.sin_addr) != 1) return;
-        if (fi_av_insert(fabric_.av(), &in, 1, &server_, 0, nullptr) != 1) return;
+        if (!insert_server(*target)) return;
         for (auto& slot : slots_)
             if (!post(slot)) return;
         ready_ = true;
@@ -167,17 +166,28 @@ private:
         fi_context2 context{};
         std::array<std::byte, 16384> bytes{};
     };
+    bool insert_server(const method::ofi::OfiAddress& target) {
+        if (!target.has_port()) {
+            const std::string name = method::ofi::shm_endpoint_name(target.node);
+            return fi_av_insert(fabric_.av(), name.c_str(), 1, &server_, 0, nullptr) == 1;
+        }
+        sockaddr_in in{};
+        in.sin_family = AF_INET;
+        in.sin_port = htons(static_cast<std::uint16_t>(std::stoul(target.service)));
+        if (inet_pton(AF_INET, target.node.c_str(), &in.sin_addr) != 1) return false;
+        return fi_av_insert(fabric_.av(), &in, 1, &server_, 0, nullptr) == 1;
+    }
     bool post(Slot& slot) {
-        return fi_trecv(fabric_.ep(), slot.bytes.data(), slot.bytes.size(), nullptr, FI_ADDR_UNSPEC,
-                        0, method::ofi::control_ignore, &slot.context) == 0;
+        return fabric_.post_buffer(slot.bytes.data(), slot.bytes.size(), nullptr,
+                                   method::ofi::control_ignore, &slot.context) == 0;
     }
     bool send(method::ofi::Kind kind, const std::vector<std::byte>& body) {
         sent_.push_back(body);
         const auto& bytes = sent_.back();
         auto& context = send_contexts_.emplace_back();
         for (int tries = 0; tries < 1000; ++tries) {
-            const auto rc = fi_tsend(fabric_.ep(), bytes.data(), bytes.size(), nullptr, server_,
-                                     method::ofi::control_tag(kind, 0), &context);
+            const auto rc = fabric_.send_small(bytes.data(), bytes.size(), nullptr, server_,
+                                               method::ofi::control_tag(kind, 0), &context);
             if (rc == 0) return true;
             if (rc != -FI_EAGAIN) return false;
             drain(1);
@@ -205,7 +215,7 @@ private:
             if (n != 1) break;
             for (auto& slot : slots_)
                 if (entry.op_context == &slot.context) {
-                    if (auto kind = method::ofi::kind_of(entry.tag)) got = kind;
+                    if (auto kind = method::ofi::kind_of(fabric_.tag_of(entry))) got = kind;
                     post(slot);
                 }
         }
@@ -215,7 +225,6 @@ private:
 
     method::ofi::Fabric fabric_;
     fi_addr_t server_ = FI_ADDR_NOTAVAIL;
-    unsigned port_ = 0;
     std::array<Slot, 8> slots_{};
     std::deque<std::vector<std::byte>> sent_;  // bodies kept until the endpoint closes
     std::deque<fi_context2> send_contexts_;
