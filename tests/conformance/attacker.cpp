@@ -43,6 +43,7 @@
 
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_handshake.hpp"
+#include "methods/ofi/ofi_shm.hpp"
 #include "methods/ofi/ofi_wire.hpp"
 #include "support/optional_library/libfabric.hpp"
 #endif
@@ -141,11 +142,21 @@ public:
         }
         std::string why;
         if (fabric_.open(own, true, 256, 0, {}, why) != 0) return;
+        if (!target->has_port()) {
+            // In this process with the server: its sends to us ask first (ofi_shm.hpp).
+            shm_address_ = method::ofi::format_address("shm", own.node);
+            method::ofi::note_shm_endpoint(shm_address_, true);
+        }
         if (!insert_server(*target)) return;
         for (auto& slot : slots_)
             if (!post(slot)) return;
         ready_ = true;
     }
+    ~OfiAttacker() override {
+        if (!shm_address_.empty()) method::ofi::note_shm_endpoint(shm_address_, false);
+    }
+    OfiAttacker(const OfiAttacker&) = delete;
+    OfiAttacker& operator=(const OfiAttacker&) = delete;
     bool connected() const override { return ready_; }
     bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
         using namespace method::ofi;
@@ -225,6 +236,7 @@ private:
 
     method::ofi::Fabric fabric_;
     fi_addr_t server_ = FI_ADDR_NOTAVAIL;
+    std::string shm_address_;  // ours, on shm: listed as this process's (ofi_shm.hpp)
     std::array<Slot, 8> slots_{};
     std::deque<std::vector<std::byte>> sent_;  // bodies kept until the endpoint closes
     std::deque<fi_context2> send_contexts_;
