@@ -3,6 +3,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "bmi-types.h"
@@ -139,7 +140,7 @@ int Fabric::keep_domain(const std::string& domain, std::string& why) {
     // rxm passes a domain name on to its core provider without filtering by it, so the entry
     // is picked here, and a domain the node lacks is an error rather than the first one found.
     const support::Libfabric& lib = support::fi();
-    std::string found;
+    std::vector<std::string> found;
     for (const fi_info* entry = info_; entry != nullptr; entry = entry->next) {
         const char* name = entry->domain_attr != nullptr ? entry->domain_attr->name : nullptr;
         if (name == nullptr) continue;
@@ -150,10 +151,12 @@ int Fabric::keep_domain(const std::string& domain, std::string& why) {
             info_ = kept;
             return 0;
         }
-        if (found.find(name) == std::string::npos)
-            found += std::string(found.empty() ? "" : ", ") + name;
+        // Each domain once, however many entries (endpoint types, versions) it has.
+        if (std::find(found.begin(), found.end(), name) == found.end()) found.emplace_back(name);
     }
-    why = "no domain " + domain + " (this node has: " + (found.empty() ? "none" : found) + ")";
+    std::string names;
+    for (const auto& name : found) names += (names.empty() ? "" : ", ") + name;
+    why = "no domain " + domain + " (this node has: " + (names.empty() ? "none" : names) + ")";
     return -BMI_EADDRNOTAVAIL;
 }
 
