@@ -60,7 +60,7 @@ std::string parse_id(const Field& f) {
 
 PlaneType parse_type(const Field& f) {
     const auto t = parse_plane_type(f.value);
-    if (!t) throw FieldError{"type", quoted(f.value) + " is not tcp, shm, verbs or ofi"};
+    if (!t) throw FieldError{"type", quoted(f.value) + " is not " + plane_type_choices()};
     return *t;
 }
 

@@ -69,7 +69,7 @@ std::optional<Inventory> parse_inventory(std::string_view text, std::string_view
         if (inventory.find(words[0]) != nullptr)
             return fail("name", quoted(words[0]) + " is named twice");
         const auto type = parse_plane_type(words[2]);
-        if (!type) return fail("type", quoted(words[2]) + " is not tcp, shm, verbs or ofi");
+        if (!type) return fail("type", quoted(words[2]) + " is not " + plane_type_choices());
         std::string why;
         const auto id = canonical_identifier(*type, words[3], why);
         if (!id) return fail("identifier", why);

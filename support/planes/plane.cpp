@@ -3,6 +3,9 @@
 
 #include <sys/socket.h>
 
+#include <cstddef>
+#include <iterator>
+
 #include "support/planes/cidr.hpp"
 #include "support/planes/text_fields.hpp"
 
@@ -22,10 +25,24 @@ std::string_view to_string(PlaneType type) {
     return "?";
 }
 
+namespace {
+constexpr PlaneType all_types[] = {PlaneType::tcp, PlaneType::shm, PlaneType::verbs,
+                                   PlaneType::ofi};
+}  // namespace
+
 std::optional<PlaneType> parse_plane_type(std::string_view text) {
-    for (PlaneType t : {PlaneType::tcp, PlaneType::shm, PlaneType::verbs, PlaneType::ofi})
+    for (PlaneType t : all_types)
         if (text == to_string(t)) return t;
     return std::nullopt;
+}
+
+std::string plane_type_choices() {
+    std::string out;
+    for (std::size_t i = 0; i < std::size(all_types); ++i) {
+        if (i > 0) out += i + 1 == std::size(all_types) ? " or " : ", ";
+        out += to_string(all_types[i]);
+    }
+    return out;
 }
 
 namespace {

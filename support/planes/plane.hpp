@@ -16,6 +16,8 @@ enum class PlaneType : std::uint8_t { tcp, shm, verbs, ofi };
 
 std::string_view to_string(PlaneType type);
 std::optional<PlaneType> parse_plane_type(std::string_view text);
+// The types parse_plane_type takes, for error messages: "tcp, shm, verbs or ofi".
+std::string plane_type_choices();
 
 struct Plane {
     PlaneType type = PlaneType::tcp;
