@@ -19,14 +19,17 @@ total_failed=0
 total_skipped=0
 report=()
 built=()
+# Each step's wall time goes into the summary, so the slowest steps are visible in every CI log.
+step_started=$SECONDS
 
 # record NAME PASSED FAILED SKIPPED [NOTE]
 record() {
     total_passed=$((total_passed + $2))
     total_failed=$((total_failed + $3))
     total_skipped=$((total_skipped + $4))
-    report+=("$(printf '%-10s %4d passed, %4d failed, %4d skipped%s' "$1" "$2" "$3" "$4" \
-        "${5:+  ($5)}")")
+    report+=("$(printf '%-10s %4d passed, %4d failed, %4d skipped %5ds%s' "$1" "$2" "$3" "$4" \
+        $((SECONDS - step_started)) "${5:+  ($5)}")")
+    step_started=$SECONDS
 }
 
 # The number on meson test's last summary line "LABEL  N" (0 if absent).
@@ -198,6 +201,7 @@ run_packages() {
 }
 
 install_packages
+step_started=$SECONDS
 # -O3, as demo.sh's release build: some of gcc's warnings (-Wrestrict) appear only at that level,
 # and werror makes each one fail the build.
 run_suite plain build-test -Dwerror=true -Doptimization=3
