@@ -156,10 +156,13 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     // An shm client names itself: libfabric's default name holds a colon-separated user id
     // and index that would not read back as an address.
     const bool shm_client = !listen && !address.has_port();
-    if (shm_client) bind_to.node = shm_client_name();
-    if (!address.has_port()) note_cma_permission();
-    if (listen && !address.has_port())
-        if (int rc = shm_claim_.claim(address.node); rc != 0) return rc;
+    if (!address.has_port()) {
+        note_cma_permission();
+        remove_regions_of_dead_clients();
+        const int rc = shm_client ? shm_claim_.claim_client_name(bind_to.node)
+                                  : shm_claim_.claim(address.node);
+        if (rc != 0) return rc;
+    }
     FabricChoice choice;
     if (int rc = allocated_choice(address, choice); rc != 0) return rc;
     if (int rc = fabric_.open(bind_to, listen || loopback || shm_client, cq_size,

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "methods/ofi/ofi_shm.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstddef>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -17,6 +18,8 @@
 #include <unordered_map>
 
 #include "bmi-types.h"
+#include "methods/ofi/ofi_address.hpp"
+#include "support/local_socket/abstract_address.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::ofi {
@@ -25,34 +28,102 @@ ShmNameClaim::~ShmNameClaim() {
     if (fd_ >= 0) close(fd_);
 }
 
-int ShmNameClaim::claim(std::string_view name) {
-    int owner = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (owner < 0) return -BMI_ENOMEM;
-    sockaddr_un claim{};
-    claim.sun_family = AF_UNIX;
-    const std::string tag = "bmi-ofi-shm/" + std::string(name);
-    const std::size_t length = std::min(tag.size(), sizeof claim.sun_path - 1);
-    std::memcpy(claim.sun_path + 1, tag.data(), length);  // sun_path[0] == 0: abstract
-    const auto size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + length);
+namespace {
+constexpr std::string_view claim_prefix = "bmi-ofi-shm/";
+
+// Removes the region of `name` that a process which has died left behind.
+int remove_left_region(std::string_view name) {
     const std::string path = "/dev/shm/" + std::string(name);
-    if (bind(owner, reinterpret_cast<const sockaddr*>(&claim), size) != 0) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return 0;
+    BMI_WARN("bmi_ofi: ofi+shm://%s: removing %s, which a process that died left behind",
+             std::string(name).c_str(), path.c_str());
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) return -BMI_EADDRINUSE;
+    return 0;
+}
+
+// The pid in a name of shm_client_name's form ("bmi-PID-N"), or 0.
+pid_t client_name_pid(std::string_view name) {
+    constexpr std::string_view prefix = "bmi-";
+    if (!name.starts_with(prefix)) return 0;
+    name.remove_prefix(prefix.size());
+    long pid = 0;
+    unsigned index = 0;
+    auto [pid_end, pid_error] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (pid_error != std::errc() || pid <= 0 || pid_end == name.data() + name.size() ||
+        *pid_end != '-')
+        return 0;
+    const char* end = name.data() + name.size();
+    auto [index_end, index_error] = std::from_chars(pid_end + 1, end, index);
+    if (index_error != std::errc() || index_end != end) return 0;
+    return static_cast<pid_t>(pid);
+}
+}  // namespace
+
+int ShmNameClaim::hold(std::string_view name) {
+    const auto address = support::abstract_address(std::string(claim_prefix) + std::string(name));
+    if (!address) return ENAMETOOLONG;
+    int owner = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (owner < 0) return errno;
+    if (bind(owner, reinterpret_cast<const sockaddr*>(&address->address), address->length) != 0) {
         const int error = errno;
         close(owner);
-        if (error != EADDRINUSE) return -BMI_ENOMEM;
+        return error;
+    }
+    if (fd_ >= 0) close(fd_);
+    fd_ = owner;
+    return 0;
+}
+
+int ShmNameClaim::claim(std::string_view name) {
+    const int error = hold(name);
+    if (error == EADDRINUSE) {
         BMI_WARN("bmi_ofi: ofi+shm://%s is taken by a running server", std::string(name).c_str());
         return -BMI_EADDRINUSE;
     }
-    struct stat st {};
-    if (stat(path.c_str(), &st) == 0) {
-        BMI_WARN("bmi_ofi: ofi+shm://%s: removing %s, which a server that died left behind",
-                 std::string(name).c_str(), path.c_str());
-        if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-            close(owner);
-            return -BMI_EADDRINUSE;
-        }
+    if (error == ENAMETOOLONG) {
+        BMI_WARN("bmi_ofi: ofi+shm://%s: the name is too long", std::string(name).c_str());
+        return -BMI_EINVAL;
     }
-    fd_ = owner;
-    return 0;
+    if (error != 0) return -BMI_ENOMEM;
+    return remove_left_region(name);
+}
+
+int ShmNameClaim::claim_client_name(std::string& name) {
+    // A name is held by someone else only while a process of a reused pid ran here before, or
+    // while another process checks whether ours is left over: the next one is free.
+    for (int attempt = 0; attempt < 64; ++attempt) {
+        name = shm_client_name();
+        const int error = hold(name);
+        if (error == EADDRINUSE) continue;
+        if (error != 0) return -BMI_ENOMEM;
+        return remove_left_region(name);
+    }
+    return -BMI_EADDRINUSE;
+}
+
+void remove_regions_of_dead_clients() {
+    DIR* directory = opendir("/dev/shm");
+    if (directory == nullptr) return;
+    const uid_t self = geteuid();
+    while (const dirent* entry = readdir(directory)) {
+        const std::string_view name = entry->d_name;
+        const pid_t pid = client_name_pid(name);
+        // Alive, or not ours to ask (EPERM): its region may be in use.
+        if (pid == 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+        struct stat st {};
+        if (fstatat(dirfd(directory), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != self)
+            continue;
+        // The claim is free only if no live process (in any pid namespace) holds the name.
+        ShmNameClaim probe;
+        if (probe.hold(name) != 0) continue;
+        if (unlinkat(dirfd(directory), entry->d_name, 0) == 0)
+            BMI_WARN("bmi_ofi: removed /dev/shm/%s, which ofi+shm client %d left when it ended "
+                     "without closing its endpoint",
+                     entry->d_name, static_cast<int>(pid));
+    }
+    closedir(directory);
 }
 
 void note_cma_permission() {

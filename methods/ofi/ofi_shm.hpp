@@ -8,12 +8,13 @@
 
 namespace bmi::method::ofi {
 
-// A server's claim on its shm name, held while its endpoint lives: an abstract unix socket
-// named after it, which the kernel releases when the process dies, however it dies. So a
-// region file a dead server left (libfabric unlinks it only on a clean close) is removed, with
-// a warning, rather than refusing the name for good. libfabric 1.17 answers a second endpoint
-// of a live name by unlinking the first one's region, so its clients could no longer find it:
-// the claim comes before the endpoint, and goes after it (declare it before the Fabric).
+// A claim on an shm name, held while its endpoint lives: an abstract unix socket named after
+// it, which the kernel releases when the process dies, however it dies. So a region file that
+// a dead process left (libfabric unlinks it only on a clean close) is known for what it is and
+// removed, with a warning, rather than refusing the name for good or staying in /dev/shm.
+// libfabric 1.17 answers a second endpoint of a live name by unlinking the first one's region,
+// so its peers could no longer find it: the claim comes before the endpoint, and goes after it
+// (declare it before the Fabric).
 class ShmNameClaim {
 public:
     ShmNameClaim() = default;
@@ -21,12 +22,23 @@ public:
     ShmNameClaim(const ShmNameClaim&) = delete;
     ShmNameClaim& operator=(const ShmNameClaim&) = delete;
 
-    // 0, or -BMI_EADDRINUSE with a warning if a live server holds `name`.
+    // A server's name: 0, or -BMI_EADDRINUSE with a warning if a live process holds `name`.
     int claim(std::string_view name);
+    // A client's: the first name of shm_client_name's that no live process holds, in `name`.
+    int claim_client_name(std::string& name);
+    // Takes `name` without a word and without looking at its region: 0, or the errno of bind
+    // (EADDRINUSE: a live process holds it).
+    int hold(std::string_view name);
 
 private:
     int fd_ = -1;
 };
+
+// Removes the regions in /dev/shm that ofi+shm clients of this user left when they ended
+// without closing their endpoints (killed, or crashed): a client's name is never used again,
+// so nobody else would. Only names of shm_client_name's form, of processes that are gone and
+// whose claim nobody holds, are touched.
+void remove_regions_of_dead_clients();
 
 // Once per process: warns when the kernel refuses cross-memory attach (CMA) between unrelated
 // processes (yama's ptrace_scope). libfabric's shm then copies large messages through its

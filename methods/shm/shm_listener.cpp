@@ -3,7 +3,6 @@
 #include "methods/shm/shm_listener.hpp"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -15,21 +14,18 @@
 #include "bmi-types.h"
 #include "methods/shm/shm_wire.hpp"
 #include "support/error/error_map.hpp"
+#include "support/local_socket/abstract_address.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::shm {
 
 namespace {
-socklen_t abstract_address(std::string_view name, sockaddr_un& out) {
-    std::memset(&out, 0, sizeof out);
-    out.sun_family = AF_UNIX;
-    // sun_path[0] stays '\0': the abstract namespace. The uid keeps users apart by name (the
-    // credential check keeps them apart by fact).
-    int n = std::snprintf(out.sun_path + 1, sizeof out.sun_path - 1, "libbmi-shm.%u.%.*s",
-                          static_cast<unsigned>(getuid()), static_cast<int>(name.size()),
-                          name.data());
-    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
-                                  static_cast<std::size_t>(n));
+// "libbmi-shm.<uid>.<name>": the uid keeps users apart by name (the credential check keeps
+// them apart by fact). Names are at most max_name_length bytes, so the address always fits.
+support::AbstractAddress listener_address(std::string_view name) {
+    std::string full = "libbmi-shm." + std::to_string(getuid()) + ".";
+    full.append(name);
+    return support::abstract_address(full).value_or(support::AbstractAddress{});
 }
 
 int new_socket() { return socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
@@ -37,11 +33,13 @@ int new_socket() { return socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLO
 // Any local process may bind an abstract name first (there are no file permissions on it):
 // says who holds ours, as far as a connection can learn (SO_PEERCRED gives the credentials
 // the holder had when it called listen), so the user can find the squatter.
-void log_holder(std::string_view name, const sockaddr_un& address, socklen_t length) {
+void log_holder(std::string_view name, const support::AbstractAddress& at) {
+    const sockaddr_un& address = at.address;
     int s = new_socket();
     ucred holder{};
     socklen_t size = sizeof holder;
-    bool known = s >= 0 && connect(s, reinterpret_cast<const sockaddr*>(&address), length) == 0 &&
+    bool known = s >= 0 &&
+                 connect(s, reinterpret_cast<const sockaddr*>(&address), at.length) == 0 &&
                  getsockopt(s, SOL_SOCKET, SO_PEERCRED, &holder, &size) == 0;
     if (s >= 0) close(s);
     if (known)
@@ -64,10 +62,13 @@ void log_refusal(std::string_view name, int error) {
 
 namespace {
 // 0 and fd, or the errno of bind or listen.
-int bind_and_listen(const sockaddr_un& address, socklen_t length, int& fd) {
+int bind_and_listen(const support::AbstractAddress& at, int& fd) {
+    // A name too long to fit was refused by the wire rules before it came here.
+    if (at.length == 0) return ENAMETOOLONG;
     int s = new_socket();
     if (s < 0) return errno;
-    if (bind(s, reinterpret_cast<const sockaddr*>(&address), length) != 0 || listen(s, 128) != 0) {
+    if (bind(s, reinterpret_cast<const sockaddr*>(&at.address), at.length) != 0 ||
+        listen(s, 128) != 0) {
         int e = errno;
         close(s);
         return e;
@@ -78,11 +79,10 @@ int bind_and_listen(const sockaddr_un& address, socklen_t length, int& fd) {
 }  // namespace
 
 int listen_on(std::string_view name, int& fd) {
-    sockaddr_un address;
-    socklen_t length = abstract_address(name, address);
-    int e = bind_and_listen(address, length, fd);
+    const support::AbstractAddress address = listener_address(name);
+    int e = bind_and_listen(address, fd);
     if (e == EADDRINUSE)
-        log_holder(name, address, length);
+        log_holder(name, address);
     else if (e != 0)
         log_refusal(name, e);
     return e == 0 ? 0 : support::bmi_error_from_errno(e);
@@ -97,9 +97,7 @@ int listen_on_free_port(std::string_view base, int& fd, std::string& chosen) {
         std::string name(base);
         name += ':';
         name += std::to_string(first + (start + i) % count);
-        sockaddr_un address;
-        socklen_t length = abstract_address(name, address);
-        int e = bind_and_listen(address, length, fd);
+        int e = bind_and_listen(listener_address(name), fd);
         if (e == 0) {
             chosen = std::move(name);
             return 0;
@@ -114,12 +112,12 @@ int listen_on_free_port(std::string_view base, int& fd, std::string& chosen) {
 }
 
 int connect_to(std::string_view name, int& fd, ConnectStart& how) {
-    sockaddr_un address;
-    socklen_t length = abstract_address(name, address);
+    const support::AbstractAddress address = listener_address(name);
+    if (address.length == 0) return -BMI_EINVAL;
     int s = new_socket();
     if (s < 0) return support::bmi_error_from_errno(errno);
     how = ConnectStart::connected;
-    if (connect(s, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    if (connect(s, reinterpret_cast<const sockaddr*>(&address.address), address.length) != 0) {
         int e = errno;
         if (e == EINPROGRESS) {
             how = ConnectStart::in_progress;

@@ -218,6 +218,36 @@ TEST_CASE("an ofi+shm name a killed server held can be listened on again", "[int
     CHECK(access(region.c_str(), F_OK) != 0);
 }
 
+TEST_CASE("the region of a killed ofi+shm client is removed by the next process that opens one",
+          "[integration]") {
+    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
+    if (enabled.find("ofi") == std::string::npos) return;
+    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
+    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+    Process server =
+        Process::spawn({server_exe, "ofi+shm://bmi-sweep-" + std::to_string(getpid())});
+    auto addr = server.read_address(10s);
+    REQUIRE(addr);
+    // A client that runs until it is killed, its region (methods/ofi/ofi_address.hpp,
+    // shm_client_name) in /dev/shm meanwhile.
+    Process doomed =
+        Process::spawn({client_exe, "--iterations", "100000000", "--size", "64", *addr});
+    const std::string region = "/dev/shm/bmi-" + std::to_string(doomed.pid()) + "-0";
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (access(region.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < give_up)
+        usleep(10000);
+    REQUIRE(access(region.c_str(), F_OK) == 0);
+    doomed.kill(SIGKILL);
+    REQUIRE(doomed.wait(10s));
+    REQUIRE(access(region.c_str(), F_OK) == 0);
+    // The next client removes it before it opens its own, and is served.
+    Process client =
+        Process::spawn({client_exe, "--iterations", "5", "--size", "4096", "--shutdown", *addr});
+    expect_clean_exit(client, 30s);
+    expect_clean_exit(server, 20s);
+    CHECK(access(region.c_str(), F_OK) != 0);
+}
+
 TEST_CASE("an ofi server opens only the provider and domain its allocation names",
           "[integration]") {
     const std::string enabled = program_from_env("BMI_ENABLED_METHODS");

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Names in Linux's abstract unix socket namespace: no file to leave behind, released by the
+// kernel when the last descriptor of its holder closes, however that process ends.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <optional>
+#include <string_view>
+
+namespace bmi::support {
+
+struct AbstractAddress {
+    sockaddr_un address{};
+    socklen_t length = 0;  // what bind and connect take: the name's bytes, no terminator
+};
+
+// The address of `name` (without the leading '\0'), or nullopt when it does not fit in
+// sun_path: a cut name could collide with another one.
+std::optional<AbstractAddress> abstract_address(std::string_view name);
+
+}  // namespace bmi::support
