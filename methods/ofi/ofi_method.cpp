@@ -177,7 +177,12 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         note_shm_endpoint(shm_address_, true);
     }
     inject_bytes_ = fabric_.info().tx_attr->inject_size;
-    if (fabric_.needs_local_mr()) registrations_.use(fabric_.domain());
+    iov_limit_ = 1;
+    if (fabric_.needs_local_mr())
+        registrations_.use(fabric_.domain());
+    else
+        iov_limit_ = std::max<std::size_t>(
+            1, std::min(fabric_.info().tx_attr->iov_limit, fabric_.info().rx_attr->iov_limit));
     if (fabric_.wait_fd() >= 0) {
         epoll_event event{};
         event.events = EPOLLIN;

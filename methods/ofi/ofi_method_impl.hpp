@@ -3,6 +3,7 @@
 #pragma once
 
 #include <rdma/fabric.h>
+#include <sys/uio.h>
 
 #include <chrono>
 #include <cstdint>
@@ -117,6 +118,12 @@ struct Request {
     std::uint64_t tag = 0;
     std::uint64_t ignore = 0;
     bool counted = false;  // in its peer's sends_out or data_recvs_out
+    // A chunk of a list (OfiMethod::place_chunk): the iovecs the provider takes in one
+    // operation (empty: `data` alone), or `bounced` through `bytes` where it would take more;
+    // a bounced receive is scattered to the op's segments from `list_offset` once it is done.
+    bool bounced = false;
+    std::uint64_t list_offset = 0;
+    std::vector<iovec> iov;
 };
 static_assert(std::is_standard_layout_v<Request>, "Request::of needs &context == this");
 
@@ -159,7 +166,7 @@ public:
     std::string describe_peer(const Peer& peer) const override;
     std::string peer_host(const Peer& peer) const override;
     int query_range(const Peer& peer, std::string_view id_string, int netmask) const override;
-    bool native_lists() const override { return false; }
+    bool native_lists() const override { return true; }
     bmi_size_t unexpected_limit() const override { return unexpected_limit_; }
     bmi_size_t max_message_size() const override;
     std::string listen_address() const override { return listen_address_; }
@@ -189,6 +196,11 @@ private:
     // A large message's data as tagged operations of at most chunk_bytes_ each.
     void post_chunks(Operation& op, OfiPeer& peer, Request::Role role, std::uint32_t transfer,
                      std::size_t size);
+    // Points a chunk at [offset, offset + length) of its op's segments: their memory where one
+    // segment holds it, iovecs where the provider takes that many, else a bounce buffer.
+    void place_chunk(Request& request, std::uint64_t offset, std::size_t length) const;
+    // An eager send's bytes: the op's one buffer, or its list gathered into `gathered`.
+    static const void* eager_bytes(const Operation& op, std::vector<std::byte>& gathered);
 
     // ofi_recv.cpp
     int post_recv(Operation& op, OfiPeer& peer);
@@ -277,6 +289,9 @@ private:
     const std::size_t buffer_count_;
     std::size_t buffer_bytes_ = 0;
     std::size_t inject_bytes_ = 0;
+    // The most iovecs one tagged operation takes both ways (1 where memory must be registered:
+    // a registration per iovec would cost more than the copy).
+    std::size_t iov_limit_ = 1;
     std::unordered_map<fi_addr_t, std::shared_ptr<OfiPeer>> peers_;
     // Handshakes under way, by peer: the method's, not the peer's, since a peer may outlive
     // the method and a handshake holds a nonce of gate_.

@@ -2,8 +2,13 @@
 // The ofi method's libfabric operations: posting them (with a backlog for -FI_EAGAIN), reading
 // the completion queue, and the sleep protocol over its wait descriptor.
 #include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <algorithm>
+#include <span>
 
 #include "methods/ofi/ofi_method_impl.hpp"
+#include "methods/segment_pieces.hpp"
 
 namespace bmi::method::ofi {
 
@@ -33,6 +38,9 @@ int OfiMethod::try_post(Request& r) {
     if (r.role == Request::Role::buffer)
         return static_cast<int>(
             fabric_.post_buffer(r.data, r.length, r.desc, r.ignore, &r.context));
+    if (r.is_recv && !r.iov.empty())
+        return static_cast<int>(fi_trecvv(fabric_.ep(), r.iov.data(), nullptr, r.iov.size(), r.addr,
+                                          r.tag, r.ignore, &r.context));
     if (r.is_recv)
         return static_cast<int>(
             fi_trecv(fabric_.ep(), r.data, r.length, r.desc, r.addr, r.tag, r.ignore, &r.context));
@@ -40,6 +48,9 @@ int OfiMethod::try_post(Request& r) {
     if (r.role != Request::Role::data_send)
         return static_cast<int>(
             fabric_.send_small(r.data, r.length, r.desc, r.addr, r.tag, &r.context));
+    if (!r.iov.empty())
+        return static_cast<int>(fi_tsendv(fabric_.ep(), r.iov.data(), nullptr, r.iov.size(), r.addr,
+                                          r.tag, &r.context));
     return static_cast<int>(
         fi_tsend(fabric_.ep(), r.data, r.length, r.desc, r.addr, r.tag, &r.context));
 }
@@ -143,6 +154,9 @@ bool OfiMethod::read_completions() {
 
 void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry, fi_addr_t source) {
     if (request.role != Request::Role::buffer) {
+        if (request.bounced && request.is_recv)
+            scatter_pieces(std::span(request.bytes).first(std::min(entry.len, request.length)),
+                           segments_of(*request.op), request.list_offset);
         end_request(request, 0);
         return;
     }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "methods/ofi/ofi_method_impl.hpp"
+#include "methods/segment_pieces.hpp"
 
 namespace bmi::method::ofi {
 
@@ -31,8 +32,7 @@ void OfiMethod::take_arrival(Operation& op, OfiPeer& peer, Arrival& arrival) {
     }
     op.actual_size = arrival.size;
     if (!arrival.announced) {
-        if (!arrival.body.empty())
-            std::memcpy(op.segments[0].data, arrival.body.data(), arrival.body.size());
+        scatter_pieces(arrival.body, segments_of(op), 0);
         finish(op, 0);
         return;
     }

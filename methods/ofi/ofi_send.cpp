@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "methods/ofi/ofi_method_impl.hpp"
+#include "methods/segment_pieces.hpp"
 
 namespace bmi::method::ofi {
 
@@ -37,12 +38,7 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
         // The provider copies an injected message before the call returns: one gather buffer
         // serves every list.
         gather_.resize(size);
-        std::size_t at = 0;
-        for (const Segment& segment : segments) {
-            const auto length = static_cast<std::size_t>(segment.size);
-            if (length > 0) std::memcpy(gather_.data() + at, segment.data, length);
-            at += length;
-        }
+        gather_pieces(segments, 0, gather_);
         data = gather_.data();
     }
     if (closed_in_process(peer)) return 0;  // post() departs it: no Sink calls here
@@ -77,7 +73,7 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
         // The provider copies it now: done without a completion.
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
         const int rc = static_cast<int>(fabric_.inject_small(
-            op.segments[0].data, size, peer.fi_addr, control_tag(kind, op.tag, op.msg_class)));
+            eager_bytes(op, gather_), size, peer.fi_addr, control_tag(kind, op.tag, op.msg_class)));
         if (rc == 0) {
             op.actual_size = op.total_size;
             return 1;
@@ -95,7 +91,7 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     if (op.kind == OpKind::send_unexpected || size <= eager_bytes_) {
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
         Request& request = new_request(Request::Role::send, &op);
-        request.data = op.segments[0].data;
+        request.data = const_cast<void*>(eager_bytes(op, request.bytes));
         request.length = size;
         request.addr = peer.fi_addr;
         request.tag = control_tag(kind, op.tag, op.msg_class);
@@ -131,19 +127,45 @@ void OfiMethod::on_cts(OfiPeer& peer, const Cts& cts) {
 void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
                             std::uint32_t transfer, std::size_t size) {
     auto& slots = method_slots<OpSlots>(op);
-    auto* base = static_cast<std::byte*>(op.segments[0].data);
     slots.phase = OpSlots::moving;
     slots.transfer = transfer;
     // Counted first: a chunk the provider refuses at once ends before the others are posted.
     slots.pending = static_cast<std::uint32_t>((size + chunk_bytes_ - 1) / chunk_bytes_);
     for (std::size_t offset = 0; offset < size; offset += chunk_bytes_) {
         Request& request = new_request(role, &op);
-        request.data = base + offset;
-        request.length = std::min(chunk_bytes_, size - offset);
+        place_chunk(request, offset, std::min(chunk_bytes_, size - offset));
         request.addr = peer.fi_addr;
         request.tag = data_tag(transfer);
         submit(request);
     }
+}
+
+void OfiMethod::place_chunk(Request& request, std::uint64_t offset, std::size_t length) const {
+    const std::span<const Segment> segments = segments_of(*request.op);
+    request.length = length;
+    request.iov.clear();
+    for_each_piece(segments, offset, length, [&](std::byte* piece, std::size_t n) {
+        if (request.iov.size() <= iov_limit_) request.iov.push_back({piece, n});
+    });
+    if (request.iov.size() <= 1) {
+        request.data = request.iov.empty() ? nullptr : request.iov.front().iov_base;
+        request.iov.clear();
+        return;
+    }
+    if (request.iov.size() <= iov_limit_) return;
+    request.iov.clear();
+    request.bounced = true;
+    request.list_offset = offset;
+    request.bytes.resize(length);
+    if (!request.is_recv) gather_pieces(segments, offset, request.bytes);
+    request.data = request.bytes.data();
+}
+
+const void* OfiMethod::eager_bytes(const Operation& op, std::vector<std::byte>& gathered) {
+    if (op.segment_count == 1) return op.segments[0].data;
+    gathered.resize(static_cast<std::size_t>(op.total_size));
+    gather_pieces(segments_of(op), 0, gathered);
+    return gathered.data();
 }
 
 void OfiMethod::send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, const void* body,

@@ -10,30 +10,6 @@
 
 namespace bmi::method::shm {
 
-namespace {
-// Calls fn(pointer, length) for each contiguous piece of [offset, offset + length) of a list.
-// Works for both local segments and remote iovecs through the accessors.
-template <class List, class Base, class Size, class Fn>
-void for_each_piece(const List& list, Base base, Size size, std::uint64_t offset,
-                    std::size_t length, Fn&& fn) {
-    for (const auto& item : list) {
-        if (length == 0) return;
-        auto item_size = static_cast<std::uint64_t>(size(item));
-        if (offset >= item_size) {
-            offset -= item_size;
-            continue;
-        }
-        auto n = static_cast<std::size_t>(std::min<std::uint64_t>(item_size - offset, length));
-        fn(base(item) + offset, n);
-        length -= n;
-        offset = 0;
-    }
-}
-
-auto segment_base = [](const Segment& s) { return static_cast<std::byte*>(s.data); };
-auto segment_size = [](const Segment& s) { return s.size; };
-}  // namespace
-
 void gather_list(std::span<const Segment> segments, std::uint64_t from, const Window& window,
                  std::size_t window_offset, std::size_t length) {
     for_each_piece(segments, segment_base, segment_size, from, length,

@@ -10,15 +10,11 @@
 #include <span>
 
 #include "methods/method.hpp"
+#include "methods/segment_pieces.hpp"
 #include "methods/shm/shm_ring.hpp"
 #include "methods/shm/shm_wire.hpp"
 
 namespace bmi::method::shm {
-
-// The segment list an operation moves (one segment for a contiguous buffer).
-inline std::span<const Segment> segments_of(const Operation& op) {
-    return {op.segments, static_cast<std::size_t>(op.segment_count)};
-}
 
 // Copies `length` bytes starting at logical offset `from` of the segment list into the window
 // at `window_offset`.

@@ -2,10 +2,12 @@
 // Conformance: list I/O (native and emulated), cancel, ids, contexts, waiting, many threads.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <thread>
 #include <vector>
 
@@ -59,6 +61,64 @@ TEST_CASE("list I/O: lists of different shapes with equal totals", "[conformance
         bmi_op_id_t id = 0;
         REQUIRE(pair.client.instance->post(send, id, nullptr) == -BMI_EINVAL);
     }
+}
+
+TEST_CASE("list I/O: many short pieces into a longer receive list", "[conformance]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    auto total = GENERATE(as<bmi_size_t>{}, 40000, 2000000);
+    INFO("method " << scheme << " total " << total);
+    Pair pair = make_peers(scheme);
+    Pump server_pump(*pair.server.instance);
+    Pump client_pump(*pair.client.instance);
+    BMI_addr_t client_addr = introduce(pair);
+
+    // Pieces from a byte to several pages, empty ones among them, so that a method's chunk of
+    // a large message spans more pieces than one provider operation takes.
+    auto cut = [](bmi_size_t size, std::initializer_list<bmi_size_t> cycle) {
+        std::vector<bmi_size_t> sizes;
+        for (bmi_size_t at = 0; at < size;)
+            for (bmi_size_t piece : cycle) {
+                piece = std::min(piece, size - at);
+                sizes.push_back(piece);
+                at += piece;
+            }
+        return sizes;
+    };
+    std::vector<char> source(static_cast<std::size_t>(total));
+    fill_pattern(source.data(), source.size(), 33);
+    const std::vector<bmi_size_t> send_sizes = cut(total, {1, 7, 4093, 0, 600, 9000});
+    std::vector<const void*> send_list;
+    bmi_size_t at = 0;
+    for (bmi_size_t size : send_sizes) {
+        send_list.push_back(source.data() + at);
+        at += size;
+    }
+    // The receive holds more than comes: what came is reported, and lands in order.
+    const bmi_size_t capacity = total + 5000;
+    std::vector<char> sink(static_cast<std::size_t>(capacity), '\0');
+    const std::vector<bmi_size_t> recv_sizes = cut(capacity, {3000, 0, 17});
+    std::vector<const void*> recv_list;
+    at = 0;
+    for (bmi_size_t size : recv_sizes) {
+        recv_list.push_back(sink.data() + at);
+        at += size;
+    }
+
+    core::PostRequest recv = recv_request(pair.server, client_addr, nullptr, capacity, 12);
+    recv.list = recv_list.data();
+    recv.sizes = recv_sizes.data();
+    recv.list_count = static_cast<int>(recv_list.size());
+    bmi_op_id_t rid = 0;
+    REQUIRE(pair.server.instance->post(recv, rid, nullptr) == 0);
+    core::PostRequest send = send_request(pair.client, pair.server_addr, nullptr, total, 12);
+    send.list = send_list.data();
+    send.sizes = send_sizes.data();
+    send.list_count = static_cast<int>(send_list.size());
+    REQUIRE(post_and_wait(pair.client, send).error == 0);
+    auto got = wait_op(pair.server, rid);
+    REQUIRE(got.error == 0);
+    REQUIRE(got.actual_size == total);
+    REQUIRE(check_pattern(sink.data(), static_cast<std::size_t>(total), 33));
 }
 
 TEST_CASE("cancel completes a pending receive with BMI_ECANCEL", "[conformance]") {
