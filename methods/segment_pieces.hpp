@@ -32,7 +32,9 @@ void for_each_piece(const List& list, Base base, Size size, std::uint64_t offset
     }
 }
 
-inline constexpr auto segment_base = [](const Segment& s) { return static_cast<std::byte*>(s.data); };
+inline constexpr auto segment_base = [](const Segment& s) {
+    return static_cast<std::byte*>(s.data);
+};
 inline constexpr auto segment_size = [](const Segment& s) { return s.size; };
 
 // The segment list an operation moves (one segment for a contiguous buffer).

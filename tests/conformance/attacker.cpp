@@ -43,6 +43,7 @@
 
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_handshake.hpp"
+#include "methods/ofi/ofi_memory.hpp"
 #include "methods/ofi/ofi_shm.hpp"
 #include "methods/ofi/ofi_wire.hpp"
 #include "support/optional_library/libfabric.hpp"
@@ -126,8 +127,9 @@ private:
 #endif
 
 #if BMI_METHOD_OFI
-// An endpoint of its own on the server's provider (tcp;ofi_rxm on 127.0.0.1, or shm under a
-// name of its own), through the method's Fabric, that speaks the ofi wire by hand.
+// An endpoint of its own on the server's provider (tcp;ofi_rxm or verbs;ofi_rxm on the
+// server's host, or shm under a name of its own), through the method's Fabric, that speaks the
+// ofi wire by hand.
 class OfiAttacker final : public RawAttacker {
 public:
     explicit OfiAttacker(const std::string& address) {
@@ -135,13 +137,14 @@ public:
         if (!target || support::load_libfabric() == nullptr) return;
         method::ofi::OfiAddress own = *target;
         if (target->has_port()) {
-            own.node = std::string("127.0.0.1");
-            own.service = std::string("0");
+            own.service = std::string("0");  // on the server's host: the suite's are local
         } else {
             own.node = method::ofi::shm_client_name();
         }
         std::string why;
         if (fabric_.open(own, true, 256, 0, {}, why) != 0) return;
+        // verbs: every buffer the provider touches is registered (FI_MR_LOCAL).
+        if (fabric_.needs_local_mr()) registrations_.use(fabric_.domain());
         if (!target->has_port()) {
             // In this process with the server: its sends to us ask first (ofi_shm.hpp).
             shm_address_ = method::ofi::format_address("shm", own.node);
@@ -154,6 +157,10 @@ public:
     }
     ~OfiAttacker() override {
         if (!shm_address_.empty()) method::ofi::note_shm_endpoint(shm_address_, false);
+        // Registrations go after the endpoint that may still use them, before its domain.
+        fabric_.close_endpoint();
+        for (auto& slot : slots_) method::ofi::Registrations::release(slot.own_mr);
+        for (auto& own : sent_mrs_) method::ofi::Registrations::release(own);
     }
     OfiAttacker(const OfiAttacker&) = delete;
     OfiAttacker& operator=(const OfiAttacker&) = delete;
@@ -176,6 +183,8 @@ private:
     struct Slot {
         fi_context2 context{};
         std::array<std::byte, 16384> bytes{};
+        void* desc = nullptr;
+        fid_mr* own_mr = nullptr;
     };
     bool insert_server(const method::ofi::OfiAddress& target) {
         if (!target.has_port()) {
@@ -189,15 +198,23 @@ private:
         return fi_av_insert(fabric_.av(), &in, 1, &server_, 0, nullptr) == 1;
     }
     bool post(Slot& slot) {
-        return fabric_.post_buffer(slot.bytes.data(), slot.bytes.size(), nullptr,
+        if (registrations_.active() && slot.own_mr == nullptr &&
+            registrations_.acquire(slot.bytes.data(), slot.bytes.size(), false, slot.desc,
+                                   slot.own_mr) != 0)
+            return false;
+        return fabric_.post_buffer(slot.bytes.data(), slot.bytes.size(), slot.desc,
                                    method::ofi::control_ignore, &slot.context) == 0;
     }
     bool send(method::ofi::Kind kind, const std::vector<std::byte>& body) {
         sent_.push_back(body);
-        const auto& bytes = sent_.back();
+        auto& bytes = sent_.back();
         auto& context = send_contexts_.emplace_back();
+        void* desc = nullptr;
+        if (registrations_.active() && registrations_.acquire(bytes.data(), bytes.size(), true,
+                                                              desc, sent_mrs_.emplace_back()) != 0)
+            return false;
         for (int tries = 0; tries < 1000; ++tries) {
-            const auto rc = fabric_.send_small(bytes.data(), bytes.size(), nullptr, server_,
+            const auto rc = fabric_.send_small(bytes.data(), bytes.size(), desc, server_,
                                                method::ofi::control_tag(kind, 0), &context);
             if (rc == 0) return true;
             if (rc != -FI_EAGAIN) return false;
@@ -240,6 +257,8 @@ private:
     std::array<Slot, 8> slots_{};
     std::deque<std::vector<std::byte>> sent_;  // bodies kept until the endpoint closes
     std::deque<fi_context2> send_contexts_;
+    method::ofi::Registrations registrations_;
+    std::deque<fid_mr*> sent_mrs_;  // the bodies' registrations, where the provider needs them
     bool ready_ = false;
 };
 #endif
