@@ -16,6 +16,7 @@
 
 #include <bmi/bmi.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -129,8 +130,9 @@ int main(int argc, char** argv) {
     }
     // shm: a client whose connect waited in the listener's backlog sends its hello only when
     // it progresses, and each reads the reply (the server's doorbell) only then. So shm
-    // clients are progressed for a second before READY, and then every 200 ms while they
-    // idle (which costs the server nothing: they send nothing).
+    // clients are progressed for a while before READY (longer the more of them, up to a
+    // second), and then every 200 ms while they idle (which costs the server nothing: they
+    // send nothing).
     auto pump = [&]() -> int {
         for (Client& c : clients) {
             std::array<bmi::Completion, 1> out;
@@ -139,7 +141,8 @@ int main(int argc, char** argv) {
         }
         return 0;
     };
-    const auto settle = steady_clock::now() + milliseconds(shm ? 1000 : 0);
+    const long settle_ms = shm ? std::min(1000L, 200 + 2 * count) : 0;
+    const auto settle = steady_clock::now() + milliseconds(settle_ms);
     while (steady_clock::now() < settle)
         if (pump() != 0) return 1;
     std::printf("READY %ld\n", count);

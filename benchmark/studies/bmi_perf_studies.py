@@ -27,7 +27,7 @@ def parse_counts(text):
     return counts
 
 
-def parse_args(argv, modes, registry, neighbour):
+def parse_args(argv, modes, registry, neighbour, idle):
     p = argparse.ArgumentParser(
         prog=PROG,
         description="bmi-perf's modes and the studies, each judged against its targets "
@@ -52,6 +52,9 @@ def parse_args(argv, modes, registry, neighbour):
                    default=neighbour.SECONDS,
                    help="neighbour study: how long each run of the loop lasts, s (default "
                         f"{neighbour.SECONDS:g})")
+    p.add_argument("--idle-seconds", dest="idle_seconds", type=float, default=idle.SECONDS,
+                   help="idle study: how long each server's CPU is watched, s (default "
+                        f"{idle.SECONDS:g})")
     p.add_argument("--markdown", metavar="FILE", help="also write a Markdown report "
                    "(how doc/PERFORMANCE.md is made); plots are linked relative to it")
     p.add_argument("--include", metavar="FILE", action="append", default=[],
@@ -63,6 +66,8 @@ def parse_args(argv, modes, registry, neighbour):
             p.error(f"--include {f}: no such file")
     if not 0 < a.neighbour_seconds <= 60:
         p.error(f"--neighbour-seconds {a.neighbour_seconds:g}: want more than 0, at most 60")
+    if not 0 < a.idle_seconds <= 60:
+        p.error(f"--idle-seconds {a.idle_seconds:g}: want more than 0, at most 60")
     modes.check_options(p, a)
     return a
 
@@ -84,13 +89,14 @@ def main(argv):
     sys.path[:0] = [HERE, beside]
     tool_dirs = [d for d in (bindir_of(argv), beside) if d]
     import bmi_perf_modes as modes
+    import idle
     import neighbour
     import registry
     import report
     from bmi_perf_runs import Runner
     from targets import Table
 
-    a = parse_args(argv, modes, registry, neighbour)
+    a = parse_args(argv, modes, registry, neighbour, idle)
     try:
         studies = registry.studies(Table(a.targets), a.studies)
     except (OSError, ValueError) as e:

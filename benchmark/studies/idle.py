@@ -9,7 +9,7 @@ import time
 from bmi_perf_runs import Failure, Step, listen_address, scheme_of
 from study import Study, cpu_seconds
 
-SECONDS = 3.0
+SECONDS = 3.0  # default watch of one server (--idle-seconds)
 
 
 def idle_cpu(runner, method, seconds=SECONDS):
@@ -45,11 +45,12 @@ class Idle(Study):
     name, by_default, targets = "idle", True, ("cpu-percent",)
 
     def plan(self, runner):
+        self.seconds = runner.args.idle_seconds
         # tcp last, as it always was: its server's sleep is the reference users know.
         methods = [m for m in runner.args.methods if m != "tcp"] + \
             [m for m in runner.args.methods if m == "tcp"]
         return [Step(m, lambda m=m: runner.attempt(f"idle bmi {m} server",
-                                                   lambda: idle_cpu(runner, m)))
+                                                   lambda: idle_cpu(runner, m, self.seconds)))
                 for m in methods]
 
     def fold(self, got):
@@ -62,10 +63,11 @@ class Idle(Study):
                       + "\n")
 
     def markdown(self, idle, report):
+        seconds = getattr(self, "seconds", SECONDS)
         target = self.target["cpu-percent"]
         out = ["## Idle servers\n",
                f"The CPU of a bmi server whose client is connected and silent, over "
-               f"{SECONDS:g} s from /proc/PID/task/*/schedstat, in percent of one CPU. Target: "
+               f"{seconds:g} s from /proc/PID/task/*/schedstat, in percent of one CPU. Target: "
                f"{target} (wake-ups only).\n",
                "| method | CPU % | |", "|---|---:|---|"]
         for m, v in idle.items():
