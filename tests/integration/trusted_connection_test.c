@@ -128,13 +128,13 @@ static int serve_for(double ms)
 }
 
 /* Connects a raw socket from 127.0.0.1:source_port (0: any) and serves until the server closes
- * it: 1 if closed within 3 s (refused), 0 if still open (the server's handshake timeout is
- * 10 s), -1 if the connection could not be made. */
+ * it: 1 if closed within 1.5 s (refused: the server closes at accept), 0 if still open (the
+ * server's handshake timeout is 10 s), -1 if the connection could not be made. */
 static int refused_raw(int server_port, int source_port)
 {
     struct sockaddr_in to, from;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, result = 0;
-    double deadline = now_ms() + 3000;
+    double deadline = now_ms() + 1500;
     if (fd < 0)
         return -1;
     memset(&from, 0, sizeof from);
@@ -169,7 +169,15 @@ static int served_client(const char *self, const char *address)
     int status = -1, got;
     if (posix_spawn(&pid, self, NULL, NULL, argv, environ) != 0)
         return 0;
-    got = serve_for(10000);
+    /* Until its hello comes, or it has ended (refused) and what it sent before is read. */
+    got = 0;
+    for (double deadline = now_ms() + 10000; !got && now_ms() < deadline;) {
+        got = serve_for(50);
+        if (!got && waitpid(pid, &status, WNOHANG) == pid) {
+            got = serve_for(200);
+            return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        }
+    }
     /* Bounded: the client gives up after 10 s on its own; kill it if it has not. */
     for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; ++i)
         serve_for(50);
