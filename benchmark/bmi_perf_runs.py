@@ -66,28 +66,31 @@ def one_way_us(row):
     return round(size / bw, 4) if bw > 0 and size > 0 else latency
 
 
-def parse_fi_pingpong(text):
-    """[(bytes, iterations, one-way us)] from fi_pingpong's table, whose sizes and counts
-    carry k/m/g suffixes (powers of 1024 for sizes) and whose usec/xfer is one way."""
-    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+FI_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+FI_COUNT_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 
-    def number(word, base):
-        word = word.lstrip("=").lower()
-        unit = word[-1] if word and word[-1] in "kmg" else ""
-        return int(float(word[:len(word) - len(unit)]) * (units[unit] if base == 1024 else
-                                                           {"": 1, "k": 1e3, "m": 1e6,
-                                                            "g": 1e9}[unit]))
+
+def fi_number(word, units):
+    """fi_pingpong's "4k", "=1m", "512" as a number, with its suffix read in `units`."""
+    word = word.lstrip("=").lower()
+    unit = word[-1] if word[-1:] in ("k", "m", "g") else ""
+    return int(float(word[:len(word) - len(unit)]) * units[unit])
+
+
+def parse_fi_pingpong(text):
+    """[(bytes, iterations, one-way us)] from fi_pingpong's table: sizes in powers of 1024,
+    counts in powers of 1000, and usec/xfer (the seventh column) one way."""
     rows = []
     for line in text.splitlines():
         w = line.split()
         if len(w) < 8 or not w[0][0].isdigit():
             continue
         try:
-            rows.append((number(w[0], 1024), number(w[1], 1000), float(w[6])))
-        except (ValueError, KeyError):
+            rows.append((fi_number(w[0], FI_SIZE_UNITS), fi_number(w[1], FI_COUNT_UNITS),
+                         float(w[6])))
+        except ValueError:
             continue
     return rows
-
 
 
 def free_loopback_port():
