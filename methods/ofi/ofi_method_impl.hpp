@@ -204,7 +204,9 @@ private:
 
     // ofi_recv.cpp
     int post_recv(Operation& op, OfiPeer& peer);
-    void take_arrival(Operation& op, OfiPeer& peer, Arrival& arrival);
+    // An eager arrival's bytes are `body`: its own copy, or the receive buffer it is in.
+    void take_arrival(Operation& op, OfiPeer& peer, const Arrival& arrival,
+                      std::span<const std::byte> body);
     void on_message(Request& buffer, fi_addr_t source);
 
     // ofi_keys.cpp

@@ -13,7 +13,7 @@ int OfiMethod::post_recv(Operation& op, OfiPeer& peer) {
     if (peer_gone(peer)) return -BMI_ECONNRESET;
     if (auto arrival = peer.arrivals.take(op.tag)) {
         release_early(peer, *arrival);
-        take_arrival(op, peer, *arrival);
+        take_arrival(op, peer, *arrival, arrival->body);
         return 0;
     }
     method_slots<OpSlots>(op).phase = OpSlots::posted;
@@ -21,7 +21,8 @@ int OfiMethod::post_recv(Operation& op, OfiPeer& peer) {
     return 0;
 }
 
-void OfiMethod::take_arrival(Operation& op, OfiPeer& peer, Arrival& arrival) {
+void OfiMethod::take_arrival(Operation& op, OfiPeer& peer, const Arrival& arrival,
+                             std::span<const std::byte> body) {
     if (arrival.size > op.total_size) {
         if (arrival.announced) {
             const Cts refusal{arrival.transfer, -BMI_EMSGSIZE};
@@ -32,7 +33,7 @@ void OfiMethod::take_arrival(Operation& op, OfiPeer& peer, Arrival& arrival) {
     }
     op.actual_size = arrival.size;
     if (!arrival.announced) {
-        scatter_pieces(arrival.body, segments_of(op), 0);
+        scatter_pieces(body, segments_of(op), 0);
         finish(op, 0);
         return;
     }
@@ -103,8 +104,8 @@ bool OfiMethod::take_message(Request& buffer, OfiPeer& peer, Kind kind) {
         arrival.transfer = rts->transfer;
     }
     if (Operation* op = peer.posted_recvs.take_first(arrival.tag)) {
-        if (!arrival.announced) arrival.body.assign(body.begin(), body.end());
-        take_arrival(*op, peer, arrival);
+        // Straight from the receive buffer into the user's: no copy kept in between.
+        take_arrival(*op, peer, arrival, body);
         return true;
     }
     // Kept until a receive claims it, within the early budget; else it waits in its buffer.
