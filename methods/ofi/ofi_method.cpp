@@ -114,6 +114,7 @@ OfiMethod::OfiMethod(const Config& config, Sink& sink)
       eager_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::eager_bytes))),
       chunk_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::chunk_bytes))),
       buffer_count_(static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers))),
+      sweep_dead_clients_(config.settings.flag(SettingId::shm_sweep)),
       waiting_(static_cast<int>(config.settings.number(SettingId::spin_us)),
                static_cast<int>(config.settings.number(SettingId::transfer_spin_us)),
                static_cast<int>(config.settings.number(SettingId::nap_us))) {
@@ -158,7 +159,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     const bool shm_client = !listen && !address.has_port();
     if (!address.has_port()) {
         note_cma_permission();
-        remove_regions_of_dead_clients();
+        if (sweep_dead_clients_) remove_regions_of_dead_clients();
         const int rc = shm_client ? shm_claim_.claim_client_name(bind_to.node)
                                   : shm_claim_.claim(address.node);
         if (rc != 0) return rc;

@@ -289,6 +289,7 @@ private:
     const std::size_t eager_bytes_;
     const std::size_t chunk_bytes_;
     const std::size_t buffer_count_;
+    const bool sweep_dead_clients_;  // ofi_shm_sweep: remove_regions_of_dead_clients at open
     std::size_t buffer_bytes_ = 0;
     std::size_t inject_bytes_ = 0;
     // The most iovecs one tagged operation takes both ways (1 where memory must be registered:

@@ -58,8 +58,12 @@ constexpr support::SettingSpec rows[] = {
     {I::nap_us, "ofi_nap_us", "BMI_OFI_NAP_US", T::count, "1000", "us", 50, 1'000'000, "",
      "a provider without a wait descriptor (shm): the longest nap between polls of an idle "
      "instance (naps start at 50 us and double while nothing comes)"},
+    {I::shm_sweep, "ofi_shm_sweep", "BMI_OFI_SHM_SWEEP", T::flag, "1", "", 0, 0, "",
+     "an ofi+shm open removes the /dev/shm regions this user's killed ofi+shm clients left "
+     "(their PID gone, their name unclaimed); 0 where processes share /dev/shm without "
+     "sharing PID and network namespaces (doc/methods/ofi.md)"},
 };
-constexpr support::OwnedRows owned{rows, I::nap_us};
+constexpr support::OwnedRows owned{rows, I::shm_sweep};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

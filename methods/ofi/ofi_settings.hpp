@@ -26,6 +26,7 @@ enum class SettingId : std::uint8_t {
     spin_us,
     transfer_spin_us,
     nap_us,
+    shm_sweep,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

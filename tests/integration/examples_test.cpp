@@ -240,6 +240,14 @@ TEST_CASE("the region of a killed ofi+shm client is removed by the next process 
     doomed.kill(SIGKILL);
     REQUIRE(doomed.wait(10s));
     REQUIRE(access(region.c_str(), F_OK) == 0);
+    {
+        // With the sweep off (ofi_shm_sweep) a client leaves it.
+        setenv("BMI_OFI_SHM_SWEEP", "0", 1);
+        Process kept = Process::spawn({client_exe, "--iterations", "2", "--size", "64", *addr});
+        unsetenv("BMI_OFI_SHM_SWEEP");
+        expect_clean_exit(kept, 30s);
+        CHECK(access(region.c_str(), F_OK) == 0);
+    }
     // The next client removes it before it opens its own, and is served.
     Process client =
         Process::spawn({client_exe, "--iterations", "5", "--size", "4096", "--shutdown", *addr});
