@@ -144,6 +144,10 @@ void OfiMethod::place_chunk(Request& request, std::uint64_t offset, std::size_t 
     const std::span<const Segment> segments = segments_of(*request.op);
     request.length = length;
     request.iov.clear();
+    if (segments.size() == 1) {  // a contiguous buffer, the common case: no list to walk
+        request.data = static_cast<std::byte*>(segments[0].data) + offset;
+        return;
+    }
     for_each_piece(segments, offset, length, [&](std::byte* piece, std::size_t n) {
         if (request.iov.size() <= iov_limit_) request.iov.push_back({piece, n});
     });
