@@ -32,12 +32,13 @@ void OfiMethod::load_limits(const Config& config) {
     admission_.set_limit(limits_.pending_per_source);
 }
 
-bool OfiMethod::run_deadlines() {
+bool OfiMethod::run_deadlines(Clock::time_point now) {
     // progress() is not told which descriptor woke the caller: the clock says whether the
     // timer can have gone off, so a pass before it costs no system call.
-    if (timers_.armed_at() > Clock::now()) return false;
-    return timers_.expire(
-               [this](kit::DeadlineKey key, Clock::time_point now) { on_deadline(key, now); }) > 0;
+    if (timers_.armed_at() > now) return false;
+    return timers_.expire([this](kit::DeadlineKey key, Clock::time_point when) {
+        on_deadline(key, when);
+    }) > 0;
 }
 
 void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {

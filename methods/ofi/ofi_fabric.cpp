@@ -108,6 +108,8 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
         return code == -FI_EADDRINUSE || code == -FI_EBUSY ? -BMI_EADDRINUSE : -BMI_ENODEV;
     };
     if ((rc = lib.fabric(info_->fabric_attr, &fabric_, nullptr)) != 0) return fail("fi_fabric", rc);
+    const char* provider = info_->fabric_attr->prov_name;
+    keeps_unasked_ = provider != nullptr && std::strstr(provider, "ofi_rxm") != nullptr;
     if ((rc = fi_domain(fabric_, info_, &domain_, nullptr)) != 0) return fail("fi_domain", rc);
     fi_av_attr av_attr{};
     av_attr.type = FI_AV_TABLE;
@@ -173,6 +175,15 @@ ssize_t Fabric::send_small(const void* data, std::size_t length, void* desc, fi_
 }
 
 void Fabric::close_endpoint() { close_fid(ep_); }
+
+ssize_t Fabric::drop_unasked(std::uint64_t tag, std::uint64_t ignore, void* context) {
+    fi_msg_tagged msg{};
+    msg.addr = FI_ADDR_UNSPEC;
+    msg.tag = tag;
+    msg.ignore = ignore;
+    msg.context = context;
+    return fi_trecvmsg(ep_, &msg, FI_PEEK | FI_DISCARD);
+}
 
 ssize_t Fabric::inject_small(const void* data, std::size_t length, fi_addr_t to,
                              std::uint64_t tag) {

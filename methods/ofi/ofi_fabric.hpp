@@ -64,6 +64,12 @@ public:
     ssize_t send_small(const void* data, std::size_t length, void* desc, fi_addr_t to,
                        std::uint64_t tag, void* context);
     ssize_t inject_small(const void* data, std::size_t length, fi_addr_t to, std::uint64_t tag);
+    // Whether the provider keeps messages no receive matched in a queue of its own that it does
+    // not bound (rxm: tcp, verbs), which drop_unasked can empty.
+    bool keeps_unasked() const { return keeps_unasked_; }
+    // Drops the first message of tag/ignore waiting in that queue (FI_PEEK | FI_DISCARD): a
+    // completion to `context` if there was one, else an error completion -FI_ENOMSG.
+    ssize_t drop_unasked(std::uint64_t tag, std::uint64_t ignore, void* context);
     // The tag of a filled buffer's message.
     std::uint64_t tag_of(const fi_cq_tagged_entry& entry) const {
         return tags_in_data_ ? entry.data : entry.tag;
@@ -83,6 +89,7 @@ private:
     fid_ep* ep_ = nullptr;
     int wait_fd_ = -1;
     bool tags_in_data_ = false;
+    bool keeps_unasked_ = false;
     std::vector<std::byte> name_;
 };
 

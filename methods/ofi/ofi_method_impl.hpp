@@ -98,6 +98,7 @@ struct Request {
         send,       // an eager message from the op's buffer
         data_send,  // one chunk of a large message
         data_recv,  // one chunk of a large message, into the op's buffer
+        sweep,      // UnaskedSweep's peek
     };
     static constexpr bool is_data(Role role) {
         return role == Role::data_send || role == Role::data_recv;
@@ -126,6 +127,45 @@ struct Request {
     std::vector<iovec> iov;
 };
 static_assert(std::is_standard_layout_v<Request>, "Request::of needs &context == this");
+
+// Data no receive asked for. rxm keeps every message that matches no posted receive in a queue
+// of its own, without a bound; our data tags are taken only by the receive a clear-to-send
+// named, so data waiting there was never asked for (or its receive was cancelled). Rounds of
+// peeks drop it: one per interval while they find nothing, one per pass while they do
+// (doc/methods/ofi.md, "Unasked data").
+class UnaskedSweep {
+public:
+    using Clock = kit::Deadlines::Clock;
+    static constexpr Clock::duration interval = std::chrono::milliseconds(1);
+    static constexpr int most_per_round = 4096;
+
+    UnaskedSweep() { request_.role = Request::Role::sweep; }
+    // Starts a round if none runs and one is due: true if it posted a peek.
+    bool start(Fabric& fabric, Clock::time_point now) {
+        if (running_ || now < due_) return false;
+        due_ = now + interval;
+        round_ = 0;
+        return post(fabric);
+    }
+    // The peek's completion: one message dropped; the next peek is posted.
+    void on_found(Fabric& fabric);
+    // The peek's error completion (-FI_ENOMSG: nothing waits): the round is over. One that
+    // dropped anything may be under a flood: the next is due at once.
+    void on_end() {
+        running_ = false;
+        if (round_ > 0) due_ = {};
+    }
+    bool running() const { return running_; }
+    std::uint64_t dropped() const { return dropped_; }
+
+private:
+    bool post(Fabric& fabric);
+    Request request_;
+    bool running_ = false;
+    int round_ = 0;
+    Clock::time_point due_{};
+    std::uint64_t dropped_ = 0;
+};
 
 // What the method keeps in an Operation (method_slots).
 struct OpSlots {
@@ -230,8 +270,8 @@ private:
     // ofi_deadlines.cpp
     void load_limits(const Config& config);
     void on_deadline(kit::DeadlineKey key, kit::Deadlines::Clock::time_point now);
-    // The deadlines due, if the timer can have gone off; true if any was.
-    bool run_deadlines();
+    // The deadlines due, if the timer can have gone off by `now`; true if any was.
+    bool run_deadlines(kit::Deadlines::Clock::time_point now);
     // A peer past a deadline: taken as gone, as after a bye.
     void lose(OfiPeer& peer);
     // A send or stall clock's wake-up: the peer is lost if it owes progress and made none.
@@ -264,6 +304,9 @@ private:
     int register_memory(Request& r);
     bool retry_parked();
     bool read_completions();
+    // Drops data no receive asked for where the provider keeps it (UnaskedSweep), a round
+    // when one is due by `now`; true if it ran one.
+    bool sweep_unasked(kit::Deadlines::Clock::time_point now);
     void cancel_data_recvs(const Operation& op);
     void on_completion(Request& request, const fi_cq_tagged_entry& entry, fi_addr_t source);
     void on_error(Request& request, int error);
@@ -320,6 +363,7 @@ private:
     std::size_t ops_waiting_ = 0;    // posted operations not yet finished
     std::size_t data_requests_ = 0;  // a large message's chunks in the provider
     Registrations registrations_;    // where the provider needs local registration
+    UnaskedSweep sweep_;
     // Last, so it closes first: closing the endpoint ends every operation in it, and only then
     // may the requests' memory go.
     Fabric fabric_;

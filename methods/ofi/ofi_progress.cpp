@@ -153,6 +153,10 @@ bool OfiMethod::read_completions() {
 }
 
 void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry, fi_addr_t source) {
+    if (request.role == Request::Role::sweep) {
+        sweep_.on_found(fabric_);
+        return;
+    }
     if (request.role != Request::Role::buffer) {
         if (request.bounced && request.is_recv)
             scatter_pieces(std::span(request.bytes).first(std::min(entry.len, request.length)),
@@ -171,6 +175,9 @@ void OfiMethod::on_error(Request& request, int error) {
         case Request::Role::buffer:
             // A message too large for a buffer is no message of ours: dropped.
             repost_buffer(request);
+            return;
+        case Request::Role::sweep:
+            sweep_.on_end();
             return;
         case Request::Role::control:
             if (kind_of(request.tag) == Kind::hello)
@@ -194,6 +201,14 @@ void OfiMethod::end_request(Request& request, int error) {
     if (--slots.pending == 0) finish(*op, slots.error);
 }
 
+bool OfiMethod::sweep_unasked(kit::Deadlines::Clock::time_point now) {
+    if (!fabric_.keeps_unasked() || !sweep_.start(fabric_, now)) return false;
+    // Each peek's completion posts the next: the whole round now, while the queue yields them.
+    while (sweep_.running() && read_completions()) {
+    }
+    return true;
+}
+
 void OfiMethod::cancel_data_recvs(const Operation& op) {
     for (auto& [request, owned] : requests_)
         if (request->op == &op && request->role == Request::Role::data_recv)
@@ -204,9 +219,12 @@ void OfiMethod::progress() {
     if (provider_.empty()) return;
     if (waiting_.naps()) waiting_.clear();
     if (read_completions()) waiting_.traffic();
+    // One reading of the clock for the pass: it runs between every two polls of a spin.
+    const auto now = kit::Deadlines::Clock::now();
+    sweep_unasked(now);
     drain_backlog();
     retry_parked();
-    run_deadlines();
+    run_deadlines(now);
 }
 
 void OfiMethod::pause_backlog() {
@@ -224,9 +242,11 @@ void OfiMethod::pause_backlog() {
 bool OfiMethod::before_sleep() {
     if (provider_.empty()) return false;
     bool moved = read_completions();
+    const auto now = kit::Deadlines::Clock::now();
+    moved = sweep_unasked(now) || moved;
     moved = drain_backlog() || moved;
     moved = retry_parked() || moved;
-    moved = run_deadlines() || moved;
+    moved = run_deadlines(now) || moved;
     if (backlog_.empty() || moved) backlog_pause_ = {};
     if (moved) {
         waiting_.traffic();

@@ -30,6 +30,10 @@ public:
     // True once the listener closed the connection (end of file or reset) within
     // deadline_ms; whatever the listener sent meanwhile is read and dropped.
     virtual bool closed_within(int deadline_ms) = 0;
+    // Sends `count` messages of `bytes` each, framed as a large message's data that no receive
+    // asked for, without a handshake; true once all are handed to the transport. False where
+    // the method has no such frame to forge (MethodAdapter::unasked_dropped is nullopt there).
+    virtual bool send_unasked_data(int /*count*/, std::size_t /*bytes*/) { return false; }
 };
 
 // Listens on 127.0.0.1 and pipes the bytes of the first connection it takes, both ways, to a
@@ -101,6 +105,10 @@ struct MethodAdapter {
     // instance (ofi, whose provider keeps the connection beneath: no close to see); nullopt
     // where the attacker's connection shows it (closed_within).
     std::optional<std::uint64_t> unproven_held(core::Instance& server) const;
+    // Data messages no receive asked for that `server` has dropped, where something beneath
+    // the method would otherwise keep them (ofi over rxm: its unexpected queue); nullopt
+    // where nothing does, with the reason in `why`.
+    std::optional<std::uint64_t> unasked_dropped(core::Instance& server, std::string& why) const;
     // A keyless initiator's eager send may complete before the refusal: shm's once it is in
     // the peer's ring, tcp's first one once written with the upgrade offer (doc/security.md;
     // tcp_keys checks that the sends after it fail); elsewhere a refused handshake fails it.

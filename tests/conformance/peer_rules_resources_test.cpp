@@ -331,3 +331,37 @@ TEST_CASE("peer rules: unproven hellos over all sources are held only up to the 
     REQUIRE(later->connected());
     CHECK(later->send_keyed_hello(5000));
 }
+
+// Data no receive asked for. An endpoint without the key frames messages as a large message's
+// data for transfers nobody announced; where something beneath the method would keep them
+// (rxm's unexpected queue, without a bound), the instance drops them all, and a key holder is
+// served meanwhile.
+
+TEST_CASE("peer rules: data no receive asked for is dropped, not kept beneath the method",
+          "[rules][unasked]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    // More than rxm's buffers hold at once; each as large as its eager buffers.
+    constexpr int count = 2000;
+    constexpr std::size_t bytes = 16 * 1024;
+    KeyFiles files;
+    Pair pair = make_peers(scheme, key_option(files.key("k", 1)));
+    std::string why;
+    const auto before = adapter.unasked_dropped(*pair.server.instance, why);
+    if (!before) {
+        WARN("SKIP (" << why << ") " << scheme);
+        return;
+    }
+    Pump pump(*pair.server.instance);
+    auto attacker = adapter.attack(pair.server.instance->listen_addresses());
+    REQUIRE(attacker->connected());
+    REQUIRE(attacker->send_unasked_data(count, bytes));
+    const auto until = Clock::now() + std::chrono::seconds(20);
+    std::uint64_t dropped = 0;
+    while ((dropped = *adapter.unasked_dropped(*pair.server.instance, why) - *before) < count &&
+           Clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(dropped >= count);
+    CHECK(send_first(pair, 10000) == 0);
+}
