@@ -49,8 +49,9 @@ void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {
             late_handshake(*peer);
             return;
         case kit::DeadlineKind::send:
-            lose_if_late(*peer, peer->send_clock, peer->sends_out > 0, peer->sends_done, key, now,
-                         limits_.send, "completed none of our sends");
+            lose_if_late(*peer, peer->send_clock, peer->sends_out > 0 || peer->waits_for_credits(),
+                         peer->send_progress(), key, now, limits_.send,
+                         "completed none of our sends and gave no credits back");
             return;
         case kit::DeadlineKind::stall:
             lose_if_late(*peer, peer->stall_clock, peer->data_recvs_out > 0, peer->chunks_done, key,
@@ -73,9 +74,9 @@ void OfiMethod::lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool o
     lose(peer);
 }
 
-void OfiMethod::lose(OfiPeer& peer) {
+void OfiMethod::lose(OfiPeer& peer, int error) {
     peer.lost = true;
-    fail_peer(peer, -BMI_ETIMEDOUT);
+    fail_peer(peer, error);
     if (peer.addr() != 0)
         sink_.peer_gone(peer);
     else
@@ -169,7 +170,7 @@ void OfiMethod::track(Request& r) {
                                 limits_.stall);
     } else {
         ++peer->sends_out;
-        peer->send_clock.start(timers_, {r.addr, kit::DeadlineKind::send}, peer->sends_done,
+        peer->send_clock.start(timers_, {r.addr, kit::DeadlineKind::send}, peer->send_progress(),
                                limits_.send);
     }
 }

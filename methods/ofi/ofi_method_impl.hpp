@@ -5,6 +5,7 @@
 #include <rdma/fabric.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -74,7 +75,13 @@ struct OfiPeer final : Peer {
     bool lost = false;
     // shm: whether its endpoint is one of this process's (ofi_shm.hpp), once looked at.
     std::optional<bool> in_process;
-    std::deque<Operation*> waiting;  // sends held until the answer
+    std::deque<Operation*> waiting;  // sends held until the answer, or until credits come
+    // Credits (ofi_wire.hpp): how many more of our costly messages it takes; how many of its
+    // we hold that we have not given back, and of those how many left their buffers (owed).
+    std::uint32_t credits = peer_credits;
+    std::uint32_t in_hand = 0;
+    std::uint32_t owed = 0;
+    std::uint64_t credits_got = 0;  // all it gave back: progress for the send deadline
     ArrivalsByTag<Arrival> arrivals;
     EarlyBudget::Account early;
     std::uint32_t parked = 0;  // its messages waiting in receive buffers (OfiMethod::parked_)
@@ -85,6 +92,10 @@ struct OfiPeer final : Peer {
     std::uint64_t sends_done = 0;
     std::uint64_t chunks_done = 0;
     kit::ProgressDeadline send_clock;
+    // Sends wait for credits it owes us (it has stopped taking messages, or is slow to).
+    bool waits_for_credits() const { return state == State::ready && !waiting.empty(); }
+    // What the send deadline watches move: our sends it completed and credits it gave back.
+    std::uint64_t send_progress() const { return sends_done + credits_got; }
     kit::ProgressDeadline stall_clock;
 };
 
@@ -233,6 +244,14 @@ private:
     void send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, const void* body,
                       std::size_t size);
     void on_cts(OfiPeer& peer, const Cts& cts);
+    // Credits: a handshake starts both directions afresh; what a message of ours gives back
+    // (all it may of what we owe) and, once it left, the owing settled; what the peer gave.
+    static void reset_credits(OfiPeer& peer);
+    static std::uint32_t credits_to_give(const OfiPeer& peer) {
+        return std::min(peer.owed, most_credits_per_message);
+    }
+    static void gave(OfiPeer& peer, std::uint32_t credits);
+    void on_credits(OfiPeer& peer, std::uint32_t credits);
     // A large message's data as tagged operations of at most chunk_bytes_ each.
     void post_chunks(Operation& op, OfiPeer& peer, Request::Role role, std::uint32_t transfer,
                      std::size_t size);
@@ -248,6 +267,10 @@ private:
     void take_arrival(Operation& op, OfiPeer& peer, const Arrival& arrival,
                       std::span<const std::byte> body);
     void on_message(Request& buffer, fi_addr_t source);
+    // A costly message of the peer's took its buffer: false if it had no credit for it.
+    static bool admit_costly(OfiPeer& peer);
+    // One of them left its buffer: owed back, sent back alone once half of them are.
+    void took(OfiPeer& peer);
 
     // ofi_keys.cpp
     void on_hello(Request& buffer);
@@ -273,7 +296,7 @@ private:
     // The deadlines due, if the timer can have gone off by `now`; true if any was.
     bool run_deadlines(kit::Deadlines::Clock::time_point now);
     // A peer past a deadline: taken as gone, as after a bye.
-    void lose(OfiPeer& peer);
+    void lose(OfiPeer& peer, int error = -BMI_ETIMEDOUT);
     // A send or stall clock's wake-up: the peer is lost if it owes progress and made none.
     void lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool owed, std::uint64_t count,
                       kit::DeadlineKey key, kit::Deadlines::Clock::time_point now,
@@ -305,7 +328,7 @@ private:
     bool retry_parked();
     bool read_completions();
     // Drops data no receive asked for where the provider keeps it (UnaskedSweep), a round
-    // when one is due by `now`; true if it ran one.
+    // when one is due by `now`; true if it dropped any.
     bool sweep_unasked(kit::Deadlines::Clock::time_point now);
     void cancel_data_recvs(const Operation& op);
     void on_completion(Request& request, const fi_cq_tagged_entry& entry, fi_addr_t source);

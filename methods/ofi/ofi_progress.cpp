@@ -202,11 +202,14 @@ void OfiMethod::end_request(Request& request, int error) {
 }
 
 bool OfiMethod::sweep_unasked(kit::Deadlines::Clock::time_point now) {
-    if (!fabric_.keeps_unasked() || !sweep_.start(fabric_, now)) return false;
+    if (!fabric_.keeps_unasked()) return false;
+    const std::uint64_t before = sweep_.dropped();
+    if (!sweep_.start(fabric_, now)) return false;
     // Each peek's completion posts the next: the whole round now, while the queue yields them.
     while (sweep_.running() && read_completions()) {
     }
-    return true;
+    // A round that found nothing is no traffic: it must not keep a waiting caller spinning.
+    return sweep_.dropped() != before;
 }
 
 void OfiMethod::cancel_data_recvs(const Operation& op) {

@@ -6,6 +6,7 @@
 
 #include "methods/ofi/ofi_method_impl.hpp"
 #include "methods/segment_pieces.hpp"
+#include "support/logging/log.hpp"
 
 namespace bmi::method::ofi {
 
@@ -58,6 +59,16 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         repost_buffer(buffer);
         return;
     }
+    if (const std::uint32_t credits = credits_of(buffer.tag); credits != 0)
+        on_credits(*peer, credits);
+    if (costs_credit(*kind) && !admit_costly(*peer)) {
+        // More than its credits: no peer of ours sends that. Dropped, and the peer with it.
+        BMI_LOG(error, "bmi_ofi: %s sent past its %u credits; dropped", peer->address.c_str(),
+                peer_credits);
+        repost_buffer(buffer);
+        lose(*peer, -BMI_EPROTO);
+        return;
+    }
     switch (*kind) {
         case Kind::answer:
             on_answer(*peer, body);
@@ -73,6 +84,7 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
                 park(buffer, *peer);
                 return;
             }
+            took(*peer);
             break;
         case Kind::cts:
             if (auto cts = decode<Cts>(body)) on_cts(*peer, *cts);
@@ -84,9 +96,21 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
             depart(*peer);
             break;
         case Kind::hello:
+        case Kind::credit:  // its credits are taken above
             break;
     }
     repost_buffer(buffer);
+}
+
+bool OfiMethod::admit_costly(OfiPeer& peer) {
+    if (peer.in_hand >= peer_credits) return false;
+    ++peer.in_hand;
+    return true;
+}
+
+void OfiMethod::took(OfiPeer& peer) {
+    ++peer.owed;
+    if (peer.owed >= peer_credits / 2) send_control(peer, Kind::credit, 0, nullptr, 0);
 }
 
 bool OfiMethod::take_message(Request& buffer, OfiPeer& peer, Kind kind) {
@@ -168,6 +192,7 @@ bool OfiMethod::retry_parked() {
                 continue;
             }
             if (peer->parked > 0) --peer->parked;
+            took(*peer);
         }
         it = parked_.erase(it);
         repost_buffer(buffer);

@@ -27,7 +27,9 @@ int OfiMethod::post(Operation& op) {
 int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
                         std::span<const Segment> segments) {
     auto& peer = static_cast<OfiPeer&>(base);
-    if (peer.state != OfiPeer::State::ready || !backlog_empty(peer.fi_addr)) return 0;
+    if (peer.state != OfiPeer::State::ready || !backlog_empty(peer.fi_addr) ||
+        !peer.waiting.empty() || peer.credits == 0)
+        return 0;
     std::size_t size = 0;
     for (const Segment& segment : segments) size += static_cast<std::size_t>(segment.size);
     if (kind == OpKind::send_unexpected && size > static_cast<std::size_t>(unexpected_limit_))
@@ -43,7 +45,13 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     }
     if (closed_in_process(peer)) return 0;  // post() departs it: no Sink calls here
     const Kind wire = kind == OpKind::send ? Kind::eager : Kind::unexpected;
-    return fabric_.inject_small(data, size, peer.fi_addr, control_tag(wire, tag)) == 0 ? 1 : 0;
+    const std::uint32_t back = credits_to_give(peer);
+    if (fabric_.inject_small(data, size, peer.fi_addr,
+                             with_credits(control_tag(wire, tag), back)) != 0)
+        return 0;
+    --peer.credits;
+    gave(peer, back);
+    return 1;
 }
 
 int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
@@ -61,10 +69,14 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
         if (peer.reached_us) return -BMI_ECONNRESET;
         peer.state = OfiPeer::State::fresh;  // a server we know the address of may be back
     }
-    if (peer.state != OfiPeer::State::ready) {
+    // Behind the handshake, or behind sends that wait for credits.
+    if (peer.state != OfiPeer::State::ready || !peer.waiting.empty() || peer.credits == 0) {
         slots.phase = OpSlots::held;
         peer.waiting.push_back(&op);
         if (peer.state == OfiPeer::State::fresh) greet(peer);
+        if (peer.waits_for_credits())
+            peer.send_clock.start(timers_, {peer.fi_addr, kit::DeadlineKind::send},
+                                  peer.send_progress(), limits_.send);
         return 0;
     }
     const auto size = static_cast<std::size_t>(op.total_size);
@@ -72,9 +84,13 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
     if (eager && size <= inject_bytes_ && backlog_empty(peer.fi_addr)) {
         // The provider copies it now: done without a completion.
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
-        const int rc = static_cast<int>(fabric_.inject_small(
-            eager_bytes(op, gather_), size, peer.fi_addr, control_tag(kind, op.tag, op.msg_class)));
+        const std::uint32_t back = credits_to_give(peer);
+        const int rc = static_cast<int>(
+            fabric_.inject_small(eager_bytes(op, gather_), size, peer.fi_addr,
+                                 with_credits(control_tag(kind, op.tag, op.msg_class), back)));
         if (rc == 0) {
+            --peer.credits;
+            gave(peer, back);
             op.actual_size = op.total_size;
             return 1;
         }
@@ -88,13 +104,17 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     auto& slots = method_slots<OpSlots>(op);
     const auto size = static_cast<std::size_t>(op.total_size);
     op.actual_size = op.total_size;
+    --peer.credits;  // an eager message or an RTS: the callers saw one left
     if (op.kind == OpKind::send_unexpected || size <= eager_bytes_) {
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
         Request& request = new_request(Request::Role::send, &op);
         request.data = const_cast<void*>(eager_bytes(op, request.bytes));
         request.length = size;
         request.addr = peer.fi_addr;
-        request.tag = control_tag(kind, op.tag, op.msg_class);
+        // Given back as it is posted: a post the provider defers still goes, in order.
+        const std::uint32_t back = credits_to_give(peer);
+        request.tag = with_credits(control_tag(kind, op.tag, op.msg_class), back);
+        gave(peer, back);
         slots.phase = OpSlots::in_flight;
         slots.pending = 1;
         submit(request);
@@ -180,12 +200,32 @@ void OfiMethod::send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, co
     request.data = request.bytes.data();
     request.length = size;
     request.addr = peer.fi_addr;
-    request.tag = control_tag(kind, bmi_tag);
+    const std::uint32_t back = credits_to_give(peer);
+    request.tag = with_credits(control_tag(kind, bmi_tag), back);
+    gave(peer, back);
     submit(request);
 }
 
+void OfiMethod::reset_credits(OfiPeer& peer) {
+    peer.credits = peer_credits;
+    peer.in_hand = 0;
+    peer.owed = 0;
+}
+
+void OfiMethod::gave(OfiPeer& peer, std::uint32_t credits) {
+    peer.owed -= credits;
+    peer.in_hand -= credits;
+}
+
+void OfiMethod::on_credits(OfiPeer& peer, std::uint32_t credits) {
+    // More than it could owe (a handshake crossed its message) is not kept.
+    peer.credits = std::min(peer_credits, peer.credits + credits);
+    peer.credits_got += credits;
+    if (peer.state == OfiPeer::State::ready && !peer.waiting.empty()) flush_waiting(peer, 0);
+}
+
 void OfiMethod::flush_waiting(OfiPeer& peer, int error) {
-    while (!peer.waiting.empty()) {
+    while (!peer.waiting.empty() && (error != 0 || peer.credits > 0)) {
         Operation& op = *peer.waiting.front();
         peer.waiting.pop_front();
         if (error != 0)

@@ -4,10 +4,11 @@
 //   bit 63      0: a control or small message, taken by the posted receive buffers
 //               1: a large message's data, taken only by the receive its clear-to-send named
 //   bits 56-62  kind (control messages), below
+//   bits 40-47  credits the sender gives back (control messages; below)
 //   bits 32-39  message class (unexpected messages)
 //   bits 0-31   the BMI tag; for data, the sender's transfer id
 //
-// Bits 40-55 are zero: a receive buffer takes any tag with bit 63 clear, and a kind this
+// Bits 48-55 are zero: a receive buffer takes any tag with bit 63 clear, and a kind this
 // version does not know is dropped.
 #pragma once
 
@@ -28,8 +29,9 @@ enum class Kind : std::uint8_t {
     abort = 7,       // body: Abort; the sender cancelled a large send before its data left
     bye = 8,         // empty: the sender's instance is closing
     proof = 9,       // body: the initiator's proof of the key, before anything else it sends
+    credit = 10,     // empty: only gives credits back
 };
-inline constexpr Kind last_kind = Kind::proof;
+inline constexpr Kind last_kind = Kind::credit;
 
 inline constexpr std::uint64_t data_bit = std::uint64_t{1} << 63;
 // What a posted receive buffer ignores: everything but bit 63.
@@ -40,6 +42,22 @@ constexpr std::uint64_t control_tag(Kind kind, std::uint32_t bmi_tag, std::uint8
            (std::uint64_t{msg_class} << 32) | bmi_tag;
 }
 constexpr std::uint64_t data_tag(std::uint32_t transfer) { return data_bit | transfer; }
+
+// Credits: a peer may have this many eager, unexpected and RTS messages with us that we have
+// not yet taken out of our receive buffers and said so; each such message costs the sender
+// one, and every message it gets from us may give some back (bits 40-47). Both ends start
+// with all of them after each handshake.
+inline constexpr std::uint32_t peer_credits = 32;
+constexpr bool costs_credit(Kind kind) {
+    return kind == Kind::eager || kind == Kind::unexpected || kind == Kind::rts;
+}
+inline constexpr std::uint32_t most_credits_per_message = 255;
+constexpr std::uint64_t with_credits(std::uint64_t tag, std::uint32_t credits) {
+    return tag | (std::uint64_t{credits & 0xff} << 40);
+}
+constexpr std::uint32_t credits_of(std::uint64_t tag) {
+    return (tag & data_bit) != 0 ? 0 : static_cast<std::uint32_t>((tag >> 40) & 0xff);
+}
 
 constexpr std::optional<Kind> kind_of(std::uint64_t tag) {
     if ((tag & data_bit) != 0) return std::nullopt;

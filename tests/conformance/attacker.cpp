@@ -299,13 +299,13 @@ private:
 #endif
 
 const std::array adapters{
-    MethodAdapter{"tcp", true, true, true, "", "", "", "", "", false},
-    MethodAdapter{"shm", true, false, false, "", "", "", "", "", false},
+    MethodAdapter{"tcp", true, true, true, "", "", "", "", false},
+    MethodAdapter{"shm", true, false, false, "", "", "", "", false},
     MethodAdapter{"verbs", false, true, true, "", "",
                   "the sender cannot see the receiver's RDMA READs (its device serves them "
                   "without its process), so a transfer the receiver started and stopped ends "
                   "at the rendezvous deadline (no FIN), not the stall deadline",
-                  "", "", false},
+                  "", false},
     MethodAdapter{"ofi", false, true, false, "",
                   "rxm opens and keeps the connections beneath an endpoint itself; libbmi holds "
                   "no descriptor per peer to shed (each unproven hello costs an address-vector "
@@ -314,9 +314,6 @@ const std::array adapters{
                   "an endpoint sends nothing before its hello, and what rxm connects for a "
                   "message from an unknown source is the provider's: libbmi holds nothing of a "
                   "silent peer, so there is nothing to close at the setup deadline",
-                  "rxm takes every eager message off the wire into its own unexpected queue, "
-                  "whatever libbmi's budget: the sender's injected sends complete, so it is "
-                  "not held back (libbmi's own early data stays within the budget)",
                   true},
 };
 

@@ -133,9 +133,6 @@ struct MethodAdapter {
     // A connection that says nothing is closed at the setup deadline. Empty: it is; else why
     // it means nothing for the method (printed as a skip).
     std::string silent_gap;
-    // Past the early budget the sender is held back (its sends wait). Empty: it is; else why
-    // not (a known gap, printed; the budget itself is still checked).
-    std::string early_backpressure_gap;
     // Its peers are known by the provider address their messages come from, which for a
     // listening peer is its listen address: a lookup of that address finds the peer that came
     // in, keyed or not (nothing announced is taken).

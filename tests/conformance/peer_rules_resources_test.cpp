@@ -86,10 +86,7 @@ TEST_CASE("peer rules: early data is bounded per peer; the sender waits and lose
             }
         }
     }
-    if (adapter.early_backpressure_gap.empty())
-        CHECK(done < count);
-    else
-        WARN("known gap, " << scheme << ": " << adapter.early_backpressure_gap);
+    CHECK(done < count);
     // Receives posted now take every message, intact and in order.
     Pump client_pump(*pair.client.instance);
     std::vector<std::vector<char>> in(count, std::vector<char>(size));
