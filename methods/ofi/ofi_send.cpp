@@ -214,7 +214,8 @@ void OfiMethod::reset_credits(OfiPeer& peer) {
 
 void OfiMethod::gave(OfiPeer& peer, std::uint32_t credits) {
     peer.owed -= credits;
-    peer.in_hand -= credits;
+    // Messages that came before a new handshake reset in_hand are given back too.
+    peer.in_hand -= std::min(peer.in_hand, credits);
 }
 
 void OfiMethod::on_credits(OfiPeer& peer, std::uint32_t credits) {
