@@ -34,6 +34,10 @@ public:
     // asked for, without a handshake; true once all are handed to the transport. False where
     // the method has no such frame to forge (MethodAdapter::unasked_dropped is nullopt there).
     virtual bool send_unasked_data(int /*count*/, std::size_t /*bytes*/) { return false; }
+    // Completes a keyless handshake on its first call, then sends `count` eager messages of
+    // `bytes` each without waiting for a credit back; true once all are handed to the
+    // transport. False where the method has no credits (MethodAdapter::credits_gap says why).
+    virtual bool send_ignoring_credits(int /*count*/, std::size_t /*bytes*/) { return false; }
 };
 
 // Listens on 127.0.0.1 and pipes the bytes of the first connection it takes, both ways, to a
@@ -137,6 +141,9 @@ struct MethodAdapter {
     // listening peer is its listen address: a lookup of that address finds the peer that came
     // in, keyed or not (nothing announced is taken).
     bool endpoint_is_name = false;
+    // A peer that sends past the credits it was given is dropped with what it held. Empty: it
+    // is (send_ignoring_credits forges it); else why the rule means nothing here.
+    std::string credits_gap;
     // A connection to listen_address that says nothing, made without waiting on a full
     // backlog: its descriptor, or -1.
     int idle_connection(const std::string& listen_address) const;

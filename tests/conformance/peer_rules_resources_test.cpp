@@ -362,3 +362,44 @@ TEST_CASE("peer rules: data no receive asked for is dropped, not kept beneath th
     CHECK(dropped >= count);
     CHECK(send_first(pair, 10000) == 0);
 }
+
+// A peer that sends more messages than the credits it was given (ofi's flow control) is
+// dropped, and what its messages held is released: the early data kept for it and the
+// receive buffers its surplus messages wait in. Up to its credits it is kept; a key holder is
+// served after.
+TEST_CASE("peer rules: a peer that sends past its credits is dropped with what it held",
+          "[rules][credits]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    if (!adapter.credits_gap.empty()) {
+        WARN("SKIP (" << adapter.credits_gap << ") " << scheme);
+        return;
+    }
+    constexpr std::size_t bytes = 16 * 1024;
+    // Room for three such messages; those after them wait in their receive buffers.
+    constexpr std::size_t budget = 64 * 1024;
+    // ofi_wire.hpp's peer_credits: what a peer may send before a credit comes back.
+    constexpr int credits = 32;
+    Pair pair = make_peers(scheme, adapter.early_peer_option(budget));
+    Pump pump(*pair.server.instance);
+    auto attacker = adapter.attack(pair.server.instance->listen_addresses());
+    REQUIRE(attacker->connected());
+    const auto held = [&] { return *adapter.early_bytes_held(*pair.server.instance, 0); };
+
+    // Exactly its credits: kept, with its early data.
+    REQUIRE(attacker->send_ignoring_credits(credits, bytes));
+    auto until = Clock::now() + std::chrono::seconds(5);
+    while (held() < 3 * bytes && Clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(held() >= 3 * bytes);
+
+    // One more: dropped, and its early data with it.
+    REQUIRE(attacker->send_ignoring_credits(1, bytes));
+    until = Clock::now() + std::chrono::seconds(10);
+    while (held() != 0 && Clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(held() == 0);
+    CHECK(send_first(pair, 10000) == 0);
+}
