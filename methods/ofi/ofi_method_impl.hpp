@@ -251,6 +251,11 @@ private:
         return std::min(peer.owed, most_credits_per_message);
     }
     static void gave(OfiPeer& peer, std::uint32_t credits);
+    // An eager or unexpected message the provider copies before returning, costing one of our
+    // credits and carrying those we owe peer (given back only if it went).
+    ssize_t inject_costly(OfiPeer& peer, const void* data, std::size_t size, std::uint64_t tag);
+    // tag with the credits we owe peer, taken as given back: for a message about to be posted.
+    static std::uint64_t giving_credits(OfiPeer& peer, std::uint64_t tag);
     void on_credits(OfiPeer& peer, std::uint32_t credits);
     // A large message's data as tagged operations of at most chunk_bytes_ each.
     void post_chunks(Operation& op, OfiPeer& peer, Request::Role role, std::uint32_t transfer,

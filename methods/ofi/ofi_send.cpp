@@ -45,13 +45,7 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     }
     if (closed_in_process(peer)) return 0;  // post() departs it: no Sink calls here
     const Kind wire = kind == OpKind::send ? Kind::eager : Kind::unexpected;
-    const std::uint32_t back = credits_to_give(peer);
-    if (fabric_.inject_small(data, size, peer.fi_addr,
-                             with_credits(control_tag(wire, tag), back)) != 0)
-        return 0;
-    --peer.credits;
-    gave(peer, back);
-    return 1;
+    return inject_costly(peer, data, size, control_tag(wire, tag)) == 0 ? 1 : 0;
 }
 
 int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
@@ -84,13 +78,9 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
     if (eager && size <= inject_bytes_ && backlog_empty(peer.fi_addr)) {
         // The provider copies it now: done without a completion.
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
-        const std::uint32_t back = credits_to_give(peer);
-        const int rc = static_cast<int>(
-            fabric_.inject_small(eager_bytes(op, gather_), size, peer.fi_addr,
-                                 with_credits(control_tag(kind, op.tag, op.msg_class), back)));
+        const int rc = static_cast<int>(inject_costly(peer, eager_bytes(op, gather_), size,
+                                                      control_tag(kind, op.tag, op.msg_class)));
         if (rc == 0) {
-            --peer.credits;
-            gave(peer, back);
             op.actual_size = op.total_size;
             return 1;
         }
@@ -111,10 +101,7 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
         request.data = const_cast<void*>(eager_bytes(op, request.bytes));
         request.length = size;
         request.addr = peer.fi_addr;
-        // Given back as it is posted: a post the provider defers still goes, in order.
-        const std::uint32_t back = credits_to_give(peer);
-        request.tag = with_credits(control_tag(kind, op.tag, op.msg_class), back);
-        gave(peer, back);
+        request.tag = giving_credits(peer, control_tag(kind, op.tag, op.msg_class));
         slots.phase = OpSlots::in_flight;
         slots.pending = 1;
         submit(request);
@@ -200,10 +187,26 @@ void OfiMethod::send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, co
     request.data = request.bytes.data();
     request.length = size;
     request.addr = peer.fi_addr;
-    const std::uint32_t back = credits_to_give(peer);
-    request.tag = with_credits(control_tag(kind, bmi_tag), back);
-    gave(peer, back);
+    request.tag = giving_credits(peer, control_tag(kind, bmi_tag));
     submit(request);
+}
+
+ssize_t OfiMethod::inject_costly(OfiPeer& peer, const void* data, std::size_t size,
+                                 std::uint64_t tag) {
+    const std::uint32_t back = credits_to_give(peer);
+    const ssize_t rc = fabric_.inject_small(data, size, peer.fi_addr, with_credits(tag, back));
+    if (rc == 0) {
+        --peer.credits;
+        gave(peer, back);
+    }
+    return rc;
+}
+
+std::uint64_t OfiMethod::giving_credits(OfiPeer& peer, std::uint64_t tag) {
+    // Given back as it is posted: a post the provider defers still goes, in order.
+    const std::uint32_t back = credits_to_give(peer);
+    gave(peer, back);
+    return with_credits(tag, back);
 }
 
 void OfiMethod::reset_credits(OfiPeer& peer) {
