@@ -213,10 +213,13 @@ OfiMethod::~OfiMethod() {
     // Peers learn we left from a bye; a few reads of the queue let manual progress send it.
     if (!provider_.empty()) {
         if (!shm_address_.empty()) note_shm_endpoint(shm_address_, false);
+        // Disconnections rxm has not yet seen are taken in first: over verbs a send to a peer
+        // whose endpoint closed since our last progress crashes inside the provider.
+        fi_cq_tagged_entry entry{};
+        for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
         for (auto& [addr, peer] : peers_)
             if (peer->state == OfiPeer::State::ready && !closed_in_process(*peer))
                 (void)fabric_.inject_small(nullptr, 0, addr, control_tag(Kind::bye, 0));
-        fi_cq_tagged_entry entry{};
         for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
         // Registrations go after the endpoint that may use them and before the domain.
         fabric_.close_endpoint();
@@ -378,7 +381,8 @@ int OfiMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
 int OfiMethod::get_info(Peer*, int option, void* arg) {
     if (option == get_stats_option && arg != nullptr) {
         auto& stats = *static_cast<Stats*>(arg);
-        stats.early_bytes = static_cast<std::uint64_t>(early_.total());
+        stats.early_bytes = static_cast<std::uint64_t>(early_.total() - spares_.account.bytes);
+        stats.spare_buffers = spares_.count;
         stats.unproven = unproven_;
         stats.handshakes = handshakes_.size();
         stats.peers = peers_.size();

@@ -29,6 +29,7 @@ struct Stats {
     std::uint64_t handshakes = 0;       // handshakes under way, either side
     std::uint64_t peers = 0;            // peers known, each an address-vector entry
     std::uint64_t unasked_dropped = 0;  // data messages no receive asked for, dropped so far
+    std::uint64_t spare_buffers = 0;    // receive buffers posted in place of parked ones
 };
 
 inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create, &prepare_lookup};

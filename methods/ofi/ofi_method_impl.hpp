@@ -293,6 +293,8 @@ private:
     bool take_message(Request& buffer, OfiPeer& peer, Kind kind);
     void park(Request& buffer, OfiPeer& peer);
     void drop_parked(fi_addr_t addr);
+    // A parked buffer is free again: reposted, or let go if a spare stood in for it.
+    void unpark(Request& buffer);
     void release_early(OfiPeer& peer, const Arrival& arrival);
 
     // ofi_deadlines.cpp
@@ -379,6 +381,12 @@ private:
     std::deque<Request*> parked_;
     Limits limits_;
     EarlyBudget early_;
+    // Buffers posted in place of parked ones, so that peers which park cannot take every
+    // buffer from the others; charged to early_'s total (ofi_early_total_bytes).
+    struct Spares {
+        EarlyBudget::Account account;
+        std::size_t count = 0;
+    } spares_;
     kit::SourceAdmission admission_;  // keyed hellos not yet proven, by host
     std::size_t unproven_ = 0;        // tickets admission_ holds
     kit::Deadlines timers_;           // setup, send, stall and rendezvous, by fi_addr

@@ -149,12 +149,31 @@ void OfiMethod::release_early(OfiPeer& peer, const Arrival& arrival) {
 void OfiMethod::park(Request& buffer, OfiPeer& peer) {
     ++peer.parked;
     parked_.push_back(&buffer);
+    // A peer parks at most its credits' worth; past the total, parked buffers are not
+    // replaced and rxm keeps what comes until one is free.
+    const auto bytes = static_cast<std::int64_t>(buffer_bytes_);
+    if (!early_.fits_total(bytes)) return;
+    early_.charge(spares_.account, bytes);
+    ++spares_.count;
+    Request& spare = new_request(Request::Role::buffer, nullptr);
+    spare.bytes.resize(buffer_bytes_);
+    repost_buffer(spare);
+}
+
+void OfiMethod::unpark(Request& buffer) {
+    if (spares_.count == 0) {
+        repost_buffer(buffer);
+        return;
+    }
+    --spares_.count;
+    early_.release(spares_.account, static_cast<std::int64_t>(buffer_bytes_));
+    release(buffer);
 }
 
 void OfiMethod::drop_parked(fi_addr_t addr) {
     std::erase_if(parked_, [&](Request* buffer) {
         if (buffer->addr != addr) return false;
-        repost_buffer(*buffer);
+        unpark(*buffer);
         return true;
     });
     if (auto peer = peer_at(addr)) peer->parked = 0;
@@ -195,7 +214,7 @@ bool OfiMethod::retry_parked() {
             took(*peer);
         }
         it = parked_.erase(it);
-        repost_buffer(buffer);
+        unpark(buffer);
         moved = true;
     }
     return moved;

@@ -403,3 +403,28 @@ TEST_CASE("peer rules: a peer that sends past its credits is dropped with what i
     CHECK(held() == 0);
     CHECK(send_first(pair, 10000) == 0);
 }
+
+// Peers whose messages wait in our receive buffers (early data past their budget, each within
+// its credits) take no buffer from another peer: the method posts others in their place,
+// within the early total. Four such peers park more than every buffer the method posts.
+TEST_CASE("peer rules: peers whose messages wait in receive buffers starve no other",
+          "[rules][credits]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    if (!adapter.credits_gap.empty()) {
+        WARN("SKIP (" << adapter.credits_gap << ") " << scheme);
+        return;
+    }
+    constexpr std::size_t bytes = 16 * 1024;
+    constexpr int credits = 32;  // as above
+    Pair pair = make_peers(scheme, adapter.early_peer_option(64 * 1024));
+    Pump pump(*pair.server.instance);
+    std::vector<std::unique_ptr<RawAttacker>> parkers;
+    for (int i = 0; i < 4; ++i) {
+        parkers.push_back(adapter.attack(pair.server.instance->listen_addresses()));
+        REQUIRE(parkers.back()->connected());
+        REQUIRE(parkers.back()->send_ignoring_credits(credits, bytes));
+    }
+    CHECK(send_first(pair, 10000) == 0);
+}
