@@ -363,6 +363,27 @@ TEST_CASE("peer rules: data no receive asked for is dropped, not kept beneath th
     CHECK(send_first(pair, 10000) == 0);
 }
 
+namespace {
+
+// What the credit rules below share: the method's adapter, or nullptr (with the skip printed)
+// where it has no credits to forge; and a server whose early budget holds three messages of
+// credit_message_bytes, so that those after them wait in their receive buffers.
+constexpr std::size_t credit_message_bytes = 16 * 1024;
+constexpr int peer_credits = 32;  // ofi_wire.hpp's: what a peer may send before one comes back
+
+const MethodAdapter* credits_adapter(const std::string& scheme) {
+    const MethodAdapter& adapter = adapter_for(scheme);
+    if (adapter.credits_gap.empty()) return &adapter;
+    WARN("SKIP (" << adapter.credits_gap << ") " << scheme);
+    return nullptr;
+}
+
+Pair credits_server(const MethodAdapter& adapter) {
+    return make_peers(adapter.scheme, adapter.early_peer_option(64 * 1024));
+}
+
+}  // namespace
+
 // A peer that sends more messages than the credits it was given (ofi's flow control) is
 // dropped, and what its messages held is released: the early data kept for it and the
 // receive buffers its surplus messages wait in. Up to its credits it is kept; a key holder is
@@ -371,24 +392,17 @@ TEST_CASE("peer rules: a peer that sends past its credits is dropped with what i
           "[rules][credits]") {
     const std::string scheme = GENERATE(from_range(compiled_schemes()));
     INFO("method " << scheme);
-    const MethodAdapter& adapter = adapter_for(scheme);
-    if (!adapter.credits_gap.empty()) {
-        WARN("SKIP (" << adapter.credits_gap << ") " << scheme);
-        return;
-    }
-    constexpr std::size_t bytes = 16 * 1024;
-    // Room for three such messages; those after them wait in their receive buffers.
-    constexpr std::size_t budget = 64 * 1024;
-    // ofi_wire.hpp's peer_credits: what a peer may send before a credit comes back.
-    constexpr int credits = 32;
-    Pair pair = make_peers(scheme, adapter.early_peer_option(budget));
+    const MethodAdapter* adapter = credits_adapter(scheme);
+    if (adapter == nullptr) return;
+    constexpr std::size_t bytes = credit_message_bytes;
+    Pair pair = credits_server(*adapter);
     Pump pump(*pair.server.instance);
-    auto attacker = adapter.attack(pair.server.instance->listen_addresses());
+    auto attacker = adapter->attack(pair.server.instance->listen_addresses());
     REQUIRE(attacker->connected());
-    const auto held = [&] { return *adapter.early_bytes_held(*pair.server.instance, 0); };
+    const auto held = [&] { return *adapter->early_bytes_held(*pair.server.instance, 0); };
 
     // Exactly its credits: kept, with its early data.
-    REQUIRE(attacker->send_ignoring_credits(credits, bytes));
+    REQUIRE(attacker->send_ignoring_credits(peer_credits, bytes));
     auto until = Clock::now() + std::chrono::seconds(5);
     while (held() < 3 * bytes && Clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -411,20 +425,15 @@ TEST_CASE("peer rules: peers whose messages wait in receive buffers starve no ot
           "[rules][credits]") {
     const std::string scheme = GENERATE(from_range(compiled_schemes()));
     INFO("method " << scheme);
-    const MethodAdapter& adapter = adapter_for(scheme);
-    if (!adapter.credits_gap.empty()) {
-        WARN("SKIP (" << adapter.credits_gap << ") " << scheme);
-        return;
-    }
-    constexpr std::size_t bytes = 16 * 1024;
-    constexpr int credits = 32;  // as above
-    Pair pair = make_peers(scheme, adapter.early_peer_option(64 * 1024));
+    const MethodAdapter* adapter = credits_adapter(scheme);
+    if (adapter == nullptr) return;
+    Pair pair = credits_server(*adapter);
     Pump pump(*pair.server.instance);
     std::vector<std::unique_ptr<RawAttacker>> parkers;
     for (int i = 0; i < 4; ++i) {
-        parkers.push_back(adapter.attack(pair.server.instance->listen_addresses()));
+        parkers.push_back(adapter->attack(pair.server.instance->listen_addresses()));
         REQUIRE(parkers.back()->connected());
-        REQUIRE(parkers.back()->send_ignoring_credits(credits, bytes));
+        REQUIRE(parkers.back()->send_ignoring_credits(peer_credits, credit_message_bytes));
     }
     CHECK(send_first(pair, 10000) == 0);
 }
