@@ -480,6 +480,18 @@ std::optional<std::uint64_t> MethodAdapter::unproven_held(
     return std::nullopt;
 }
 
+std::optional<std::uint64_t> MethodAdapter::spare_buffers(
+    [[maybe_unused]] core::Instance& server) const {
+#if BMI_METHOD_OFI
+    if (scheme == "ofi") {
+        method::ofi::Stats stats;
+        REQUIRE(server.get_info(0, method::ofi::get_stats_option, &stats) == 0);
+        return stats.spare_buffers;
+    }
+#endif
+    return std::nullopt;
+}
+
 std::optional<std::uint64_t> MethodAdapter::unasked_dropped([[maybe_unused]] core::Instance& server,
                                                             std::string& why) const {
 #if BMI_METHOD_OFI

@@ -109,6 +109,9 @@ struct MethodAdapter {
     // instance (ofi, whose provider keeps the connection beneath: no close to see); nullopt
     // where the attacker's connection shows it (closed_within).
     std::optional<std::uint64_t> unproven_held(core::Instance& server) const;
+    // Receive buffers `server` posted in place of those its peers' messages wait in, where the
+    // method posts such spares (ofi); nullopt elsewhere.
+    std::optional<std::uint64_t> spare_buffers(core::Instance& server) const;
     // Data messages no receive asked for that `server` has dropped, where something beneath
     // the method would otherwise keep them (ofi over rxm: its unexpected queue); nullopt
     // where nothing does, with the reason in `why`.

@@ -367,7 +367,8 @@ namespace {
 
 // What the credit rules below share: the method's adapter, or nullptr (with the skip printed)
 // where it has no credits to forge; and a server whose early budget holds three messages of
-// credit_message_bytes, so that those after them wait in their receive buffers.
+// credit_message_bytes, so that those after them wait in their receive buffers, and whose
+// early total is total_bytes (0: the default).
 constexpr std::size_t credit_message_bytes = 16 * 1024;
 constexpr int peer_credits = 32;  // ofi_wire.hpp's: what a peer may send before one comes back
 
@@ -378,15 +379,19 @@ const MethodAdapter* credits_adapter(const std::string& scheme) {
     return nullptr;
 }
 
-Pair credits_server(const MethodAdapter& adapter) {
-    return make_peers(adapter.scheme, adapter.early_peer_option(64 * 1024));
+Pair credits_server(const MethodAdapter& adapter, std::size_t total_bytes = 0) {
+    const std::string peer = adapter.early_peer_option(64 * 1024);
+    if (total_bytes == 0) return make_peers(adapter.scheme, peer);
+    return make_peers(adapter.scheme,
+                      joined(peer, adapter.scheme_option("early_total_bytes", total_bytes)));
 }
 
 }  // namespace
 
 // A peer that sends more messages than the credits it was given (ofi's flow control) is
 // dropped, and what its messages held is released: the early data kept for it and the
-// receive buffers its surplus messages wait in. Up to its credits it is kept; a key holder is
+// receive buffers its surplus messages wait in, with the spares posted in their place (as
+// many as the early total leaves room for). Up to its credits it is kept; a key holder is
 // served after.
 TEST_CASE("peer rules: a peer that sends past its credits is dropped with what it held",
           "[rules][credits]") {
@@ -395,11 +400,14 @@ TEST_CASE("peer rules: a peer that sends past its credits is dropped with what i
     const MethodAdapter* adapter = credits_adapter(scheme);
     if (adapter == nullptr) return;
     constexpr std::size_t bytes = credit_message_bytes;
-    Pair pair = credits_server(*adapter);
+    // Three 64 KiB buffers' worth: the three messages kept leave room for two spares.
+    constexpr std::size_t total = 3 * 64 * 1024;
+    Pair pair = credits_server(*adapter, total);
     Pump pump(*pair.server.instance);
     auto attacker = adapter->attack(pair.server.instance->listen_addresses());
     REQUIRE(attacker->connected());
     const auto held = [&] { return *adapter->early_bytes_held(*pair.server.instance, 0); };
+    const auto spares = [&] { return adapter->spare_buffers(*pair.server.instance); };
 
     // Exactly its credits: kept, with its early data.
     REQUIRE(attacker->send_ignoring_credits(peer_credits, bytes));
@@ -408,6 +416,7 @@ TEST_CASE("peer rules: a peer that sends past its credits is dropped with what i
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     CHECK(held() >= 3 * bytes);
+    if (spares()) CHECK(*spares() == (total - held()) / (64 * 1024));
 
     // One more: dropped, and its early data with it.
     REQUIRE(attacker->send_ignoring_credits(1, bytes));
@@ -415,6 +424,7 @@ TEST_CASE("peer rules: a peer that sends past its credits is dropped with what i
     while (held() != 0 && Clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     CHECK(held() == 0);
+    if (spares()) CHECK(*spares() == 0);
     CHECK(send_first(pair, 10000) == 0);
 }
 
