@@ -449,6 +449,17 @@ std::string MethodAdapter::early_peer_option(std::size_t bytes) const {
     return scheme_option("early_peer_bytes", bytes);
 }
 
+#if BMI_METHOD_OFI
+namespace {
+// The ofi method's statistics, read through the instance as an application would.
+method::ofi::Stats ofi_stats(core::Instance& server, BMI_addr_t any = 0) {
+    method::ofi::Stats stats;
+    REQUIRE(server.get_info(any, method::ofi::get_stats_option, &stats) == 0);
+    return stats;
+}
+}  // namespace
+#endif
+
 std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
     [[maybe_unused]] core::Instance& server, [[maybe_unused]] BMI_addr_t any) const {
 #if BMI_METHOD_VERBS
@@ -459,11 +470,7 @@ std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
     }
 #endif
 #if BMI_METHOD_OFI
-    if (scheme == "ofi") {
-        method::ofi::Stats stats;
-        REQUIRE(server.get_info(any, method::ofi::get_stats_option, &stats) == 0);
-        return stats.early_bytes;
-    }
+    if (scheme == "ofi") return ofi_stats(server, any).early_bytes;
 #endif
     return std::nullopt;
 }
@@ -471,11 +478,7 @@ std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
 std::optional<std::uint64_t> MethodAdapter::unproven_held(
     [[maybe_unused]] core::Instance& server) const {
 #if BMI_METHOD_OFI
-    if (scheme == "ofi") {
-        method::ofi::Stats stats;
-        REQUIRE(server.get_info(0, method::ofi::get_stats_option, &stats) == 0);
-        return stats.unproven;
-    }
+    if (scheme == "ofi") return ofi_stats(server).unproven;
 #endif
     return std::nullopt;
 }
@@ -483,11 +486,7 @@ std::optional<std::uint64_t> MethodAdapter::unproven_held(
 std::optional<std::uint64_t> MethodAdapter::spare_buffers(
     [[maybe_unused]] core::Instance& server) const {
 #if BMI_METHOD_OFI
-    if (scheme == "ofi") {
-        method::ofi::Stats stats;
-        REQUIRE(server.get_info(0, method::ofi::get_stats_option, &stats) == 0);
-        return stats.spare_buffers;
-    }
+    if (scheme == "ofi") return ofi_stats(server).spare_buffers;
 #endif
     return std::nullopt;
 }
@@ -496,8 +495,7 @@ std::optional<std::uint64_t> MethodAdapter::unasked_dropped([[maybe_unused]] cor
                                                             std::string& why) const {
 #if BMI_METHOD_OFI
     if (scheme == "ofi") {
-        method::ofi::Stats stats;
-        REQUIRE(server.get_info(0, method::ofi::get_stats_option, &stats) == 0);
+        const method::ofi::Stats stats = ofi_stats(server);
         if (server.listen_addresses().rfind("ofi+shm:", 0) != 0) return stats.unasked_dropped;
         why = "its provider (shm) takes the entries of its unexpected queue from a fixed pool; "
               "past it a sender's messages wait in the sender's own queue";
