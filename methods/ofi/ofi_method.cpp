@@ -381,8 +381,8 @@ int OfiMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
 int OfiMethod::get_info(Peer*, int option, void* arg) {
     if (option == get_stats_option && arg != nullptr) {
         auto& stats = *static_cast<Stats*>(arg);
-        stats.early_bytes = static_cast<std::uint64_t>(early_.total() - spares_.account.bytes);
-        stats.spare_buffers = spares_.count;
+        stats.early_bytes = static_cast<std::uint64_t>(early_.total() - spares_.bytes);
+        stats.spare_buffers = static_cast<std::uint64_t>(spares_.count);
         stats.unproven = unproven_;
         stats.handshakes = handshakes_.size();
         stats.peers = peers_.size();

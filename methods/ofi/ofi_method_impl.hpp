@@ -382,11 +382,8 @@ private:
     Limits limits_;
     EarlyBudget early_;
     // Buffers posted in place of parked ones, so that peers which park cannot take every
-    // buffer from the others; charged to early_'s total (ofi_early_total_bytes).
-    struct Spares {
-        EarlyBudget::Account account;
-        std::size_t count = 0;
-    } spares_;
+    // buffer from the others; charged to early_'s total (ofi_early_total_bytes), one each.
+    EarlyBudget::Account spares_;
     kit::SourceAdmission admission_;  // keyed hellos not yet proven, by host
     std::size_t unproven_ = 0;        // tickets admission_ holds
     kit::Deadlines timers_;           // setup, send, stall and rendezvous, by fi_addr

@@ -153,8 +153,7 @@ void OfiMethod::park(Request& buffer, OfiPeer& peer) {
     // replaced and rxm keeps what comes until one is free.
     const auto bytes = static_cast<std::int64_t>(buffer_bytes_);
     if (!early_.fits_total(bytes)) return;
-    early_.charge(spares_.account, bytes);
-    ++spares_.count;
+    early_.charge(spares_, bytes);
     Request& spare = new_request(Request::Role::buffer, nullptr);
     spare.bytes.resize(buffer_bytes_);
     repost_buffer(spare);
@@ -165,8 +164,7 @@ void OfiMethod::unpark(Request& buffer) {
         repost_buffer(buffer);
         return;
     }
-    --spares_.count;
-    early_.release(spares_.account, static_cast<std::int64_t>(buffer_bytes_));
+    early_.release(spares_, static_cast<std::int64_t>(buffer_bytes_));
     release(buffer);
 }
 
