@@ -29,6 +29,12 @@ public:
         by_tag_.emplace(tag, std::move(message));
     }
 
+    // A message older than every other of its tag: it goes first.
+    void push_oldest(T message) {
+        const bmi_msg_tag_t tag = message.tag;
+        by_tag_.emplace_hint(by_tag_.lower_bound(tag), tag, std::move(message));
+    }
+
     // The oldest message of tag, removed; none if no message has that tag.
     std::optional<T> take(bmi_msg_tag_t tag) {
         auto it = by_tag_.find(tag);  // the first of equal keys: the oldest

@@ -59,6 +59,7 @@ void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {
             return;
         case kit::DeadlineKind::rendezvous:
             fail_unanswered_rts(*peer, now);
+            fail_unanswered_revokes(*peer, now);
             return;
         default:
             return;
@@ -101,8 +102,9 @@ void OfiMethod::late_handshake(OfiPeer& peer) {
 void OfiMethod::fail_unanswered_rts(OfiPeer& peer, Clock::time_point now) {
     const auto due = kit::take_due(timers_, {peer.fi_addr, kit::DeadlineKind::rendezvous}, now,
                                    awaiting_cts_, [&peer](const Operation* op) {
-                                       return op->peer == &peer ? method_slots<OpSlots>(*op).rts_due
-                                                                : Clock::time_point{};
+                                       return op->peer == &peer
+                                                  ? method_slots<OpSlots>(*op).answer_due
+                                                  : Clock::time_point{};
                                    });
     for (std::uint32_t transfer : due) {
         Operation& op = *awaiting_cts_.at(transfer);
@@ -160,7 +162,8 @@ void OfiMethod::drop_unproven(const std::shared_ptr<OfiPeer>& peer) {
 }
 
 void OfiMethod::track(Request& r) {
-    if (r.counted || r.role == Request::Role::buffer) return;
+    // A receive under our grant waits for the user's peer, as a posted receive does: untimed.
+    if (r.counted || r.role == Request::Role::buffer || r.role == Request::Role::grant_recv) return;
     auto peer = peer_at(r.addr);
     if (!peer) return;
     r.counted = true;
@@ -192,8 +195,7 @@ void OfiMethod::untrack(Request& r) {
 void OfiMethod::fail_peer(OfiPeer& peer, int error) {
     peer.state = OfiPeer::State::departed;
     const fi_addr_t addr = peer.fi_addr;
-    const auto finish_op = [this](Operation& op, int e) { finish(op, e); };
-    kit::fail_posted_recvs(peer, error, finish_op);
+    kit::fail_posted_recvs(peer, error, [this](Operation& op, int e) { end_posted_recv(op, e); });
     flush_waiting(peer, error);
     peer.arrivals.remove_if([](const Arrival&) { return true; },
                             [&](const Arrival& a) { release_early(peer, a); });
@@ -215,7 +217,8 @@ void OfiMethod::fail_peer(OfiPeer& peer, int error) {
     for (auto& [request, owned] : requests_) {
         Operation* op = request->op;
         if (op == nullptr || op->peer != &peer) continue;
-        if (request->role == Request::Role::data_recv) {
+        if (request->role == Request::Role::data_recv ||
+            request->role == Request::Role::grant_recv) {
             method_slots<OpSlots>(*op).error = error;
             fi_cancel(&fabric_.ep()->fid, &request->context);
             continue;

@@ -17,7 +17,7 @@ void OfiMethod::greet(OfiPeer& peer) {
     hello.stated = listen_address_;
     if (handshake.keyed()) hello.nonce = handshake.offer(gate_, peer.endpoint, hello.stated);
     peer.state = OfiPeer::State::greeting;
-    reset_credits(peer);
+    restart_flow(peer);
     timers_.schedule({peer.fi_addr, kit::DeadlineKind::setup},
                      kit::Deadlines::Clock::now() + limits_.setup);
     const auto body = encode(hello);
@@ -66,7 +66,7 @@ void OfiMethod::on_hello(Request& buffer) {
         answer.nonce = step.nonce;
         answer.proof = step.proof;
     }
-    reset_credits(*peer);
+    restart_flow(*peer);
     const auto body = encode(answer);
     send_control(*peer, Kind::answer, 0, body.data(), body.size());
     if (handshake.keyed()) {

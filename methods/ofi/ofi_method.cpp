@@ -115,6 +115,7 @@ OfiMethod::OfiMethod(const Config& config, Sink& sink)
       chunk_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::chunk_bytes))),
       buffer_count_(static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers))),
       sweep_dead_clients_(config.settings.flag(SettingId::shm_sweep)),
+      grants_on_(config.settings.flag(SettingId::grants)),
       waiting_(static_cast<int>(config.settings.number(SettingId::spin_us)),
                static_cast<int>(config.settings.number(SettingId::transfer_spin_us)),
                static_cast<int>(config.settings.number(SettingId::nap_us))) {
@@ -319,7 +320,8 @@ void OfiMethod::finish(Operation& op, int error) {
 
 void OfiMethod::forget_peer(Peer& base) {
     auto& peer = static_cast<OfiPeer&>(base);
-    kit::fail_posted_recvs(peer, -BMI_ECANCEL, [this](Operation& op, int e) { finish(op, e); });
+    kit::fail_posted_recvs(peer, -BMI_ECANCEL,
+                           [this](Operation& op, int e) { end_posted_recv(op, e); });
     flush_waiting(peer, -BMI_ECANCEL);
     if (!peer_gone(peer) || peer_at(peer.fi_addr).get() != &peer) return;
     timers_.cancel_all(peer.fi_addr);
@@ -383,6 +385,7 @@ int OfiMethod::get_info(Peer*, int option, void* arg) {
         auto& stats = *static_cast<Stats*>(arg);
         stats.early_bytes = static_cast<std::uint64_t>(early_.total() - spares_.bytes);
         stats.spare_buffers = static_cast<std::uint64_t>(spares_.count);
+        stats.sent_under_grant = sent_under_grant_;
         stats.unproven = unproven_;
         stats.handshakes = handshakes_.size();
         stats.peers = peers_.size();

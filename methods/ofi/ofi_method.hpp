@@ -24,12 +24,13 @@ int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out);
 // BMI_get_info(addr or 0, get_stats_option, Stats*): what peers make the instance hold now.
 inline constexpr int get_stats_option = 0x6f01;
 struct Stats {
-    std::uint64_t early_bytes = 0;      // early data kept, all peers (the early budget's total)
-    std::uint64_t unproven = 0;         // keyed hellos answered and not yet proven
-    std::uint64_t handshakes = 0;       // handshakes under way, either side
-    std::uint64_t peers = 0;            // peers known, each an address-vector entry
-    std::uint64_t unasked_dropped = 0;  // data messages no receive asked for, dropped so far
-    std::uint64_t spare_buffers = 0;    // receive buffers posted in place of parked ones
+    std::uint64_t early_bytes = 0;       // early data kept, all peers (the early budget's total)
+    std::uint64_t unproven = 0;          // keyed hellos answered and not yet proven
+    std::uint64_t handshakes = 0;        // handshakes under way, either side
+    std::uint64_t peers = 0;             // peers known, each an address-vector entry
+    std::uint64_t unasked_dropped = 0;   // data messages no receive asked for, dropped so far
+    std::uint64_t spare_buffers = 0;     // receive buffers posted in place of parked ones
+    std::uint64_t sent_under_grant = 0;  // large messages of ours that skipped RTS and CTS
 };
 
 inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create, &prepare_lookup};

@@ -82,6 +82,11 @@ struct OfiPeer final : Peer {
     std::uint32_t in_hand = 0;
     std::uint32_t owed = 0;
     std::uint64_t credits_got = 0;  // all it gave back: progress for the send deadline
+    // Grants (ofi_wire.hpp's Grant): the expected messages we sent it and took from it since
+    // the handshake, and its grants we may still use, by BMI tag.
+    std::uint64_t expected_sent = 0;
+    std::uint64_t expected_seen = 0;
+    std::unordered_map<bmi_msg_tag_t, Grant> grants;
     ArrivalsByTag<Arrival> arrivals;
     EarlyBudget::Account early;
     std::uint32_t parked = 0;  // its messages waiting in receive buffers (OfiMethod::parked_)
@@ -104,12 +109,13 @@ struct Request {
     static Request& of(void* context) { return *static_cast<Request*>(context); }
 
     enum class Role : std::uint8_t {
-        buffer,     // a posted receive buffer for control and small messages
-        control,    // a control message of our own, body in `bytes`
-        send,       // an eager message from the op's buffer
-        data_send,  // one chunk of a large message
-        data_recv,  // one chunk of a large message, into the op's buffer
-        sweep,      // UnaskedSweep's peek
+        buffer,      // a posted receive buffer for control and small messages
+        control,     // a control message of our own, body in `bytes`
+        send,        // an eager message from the op's buffer
+        data_send,   // one chunk of a large message
+        data_recv,   // one chunk of a large message, into the op's buffer
+        grant_recv,  // a large message under our grant, into the op's buffer (not timed)
+        sweep,       // UnaskedSweep's peek
     };
     static constexpr bool is_data(Role role) {
         return role == Role::data_send || role == Role::data_recv;
@@ -180,13 +186,27 @@ private:
 
 // What the method keeps in an Operation (method_slots).
 struct OpSlots {
-    enum Phase : std::uint8_t { none, held, in_flight, announced, moving, posted };
-    std::uint32_t transfer = 0;
-    std::uint32_t pending = 0;  // libfabric operations of this op not yet completed
-    std::int32_t error = 0;     // what the op ends with once pending is 0
+    // A receive with a grant out is `granted` (still among the peer's posted receives); one an
+    // eager or RTS message matched meanwhile is `withdrawing` until its grant's receive is
+    // cancelled; one the user cancelled is `revoking` until the sender answers.
+    enum Phase : std::uint8_t {
+        none,
+        held,
+        in_flight,
+        announced,
+        moving,
+        posted,
+        granted,
+        withdrawing,
+        revoking
+    };
+    std::uint32_t transfer = 0;  // the transfer or grant id
+    std::uint32_t pending = 0;   // libfabric operations of this op not yet completed
+    std::int32_t error = 0;      // what the op ends with once pending is 0
     Phase phase = none;
-    bool counted = false;                         // in OfiMethod::ops_waiting_
-    kit::Deadlines::Clock::time_point rts_due{};  // announced: when its CTS is late
+    bool counted = false;  // in OfiMethod::ops_waiting_
+    // announced: when its CTS is late; revoking: when the sender's answer is.
+    kit::Deadlines::Clock::time_point answer_due{};
 };
 
 class OfiMethod final : public Method {
@@ -244,9 +264,10 @@ private:
     void send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, const void* body,
                       std::size_t size);
     void on_cts(OfiPeer& peer, const Cts& cts);
-    // Credits: a handshake starts both directions afresh; what a message of ours gives back
-    // (all it may of what we owe) and, once it left, the owing settled; what the peer gave.
-    static void reset_credits(OfiPeer& peer);
+    // Credits and grants: a handshake starts both directions afresh; what a message of ours
+    // gives back (all it may of what we owe) and, once it left, the owing settled; what the
+    // peer gave.
+    static void restart_flow(OfiPeer& peer);
     static std::uint32_t credits_to_give(const OfiPeer& peer) {
         return std::min(peer.owed, most_credits_per_message);
     }
@@ -257,9 +278,16 @@ private:
     // tag with the credits we owe peer, taken as given back: for a message about to be posted.
     static std::uint64_t giving_credits(OfiPeer& peer, std::uint64_t tag);
     void on_credits(OfiPeer& peer, std::uint32_t credits);
-    // A large message's data as tagged operations of at most chunk_bytes_ each.
+    // Grants, the sender's side: an expected message sent (one under the tag's grant uses it,
+    // any other makes it void); a grant or a revoke of the peer's.
+    bool send_under_grant(Operation& op, OfiPeer& peer);
+    static void sent_expected(OfiPeer& peer, bmi_msg_tag_t tag);
+    void on_grant(OfiPeer& peer, bmi_msg_tag_t tag, const Grant& grant);
+    void on_revoke(OfiPeer& peer, const GrantId& revoke);
+    // A large message's data as tagged operations of at most chunk_bytes_ each, under
+    // data_tag(transfer) or, for `grant_recv` or under a grant, grant_tag(transfer).
     void post_chunks(Operation& op, OfiPeer& peer, Request::Role role, std::uint32_t transfer,
-                     std::size_t size);
+                     std::size_t size, bool granted = false);
     // Points a chunk at [offset, offset + length) of its op's segments: their memory where one
     // segment holds it, iovecs where the provider takes that many, else a bounce buffer.
     void place_chunk(Request& request, std::uint64_t offset, std::size_t length) const;
@@ -268,6 +296,21 @@ private:
 
     // ofi_recv.cpp
     int post_recv(Operation& op, OfiPeer& peer);
+    // Grants, the receiver's side (ofi_grants.cpp): a receive just posted told to its sender;
+    // an eager or RTS message that matched a granted receive, taken once the grant's receive
+    // is cancelled; a granted receive cancelled by the user, and the sender's answer.
+    void offer_grant(Operation& op, OfiPeer& peer);
+    void withdraw_grant(Operation& op, Arrival arrival);
+    void revoke_grant(Operation& op, OfiPeer& peer);
+    void on_unused(OfiPeer& peer, const GrantId& unused);
+    void on_grant_recv_end(Request& request, int error, std::size_t length);
+    // Whether a receive of the peer's for tag waits to learn if its grant was used; the tag's
+    // arrivals kept meanwhile, matched to the receives posted since.
+    bool withdrawing(const OfiPeer& peer, bmi_msg_tag_t tag) const;
+    void match_kept(OfiPeer& peer, bmi_msg_tag_t tag);
+    // A posted receive ended by its peer's going: at once, or once its grant's receive is.
+    void end_posted_recv(Operation& op, int error);
+    void fail_unanswered_revokes(OfiPeer& peer, kit::Deadlines::Clock::time_point now);
     // An eager arrival's bytes are `body`: its own copy, or the receive buffer it is in.
     void take_arrival(Operation& op, OfiPeer& peer, const Arrival& arrival,
                       std::span<const std::byte> body);
@@ -390,6 +433,11 @@ private:
     // How long the backlog waits before its next retry; zero while it moves.
     kit::Deadlines::Clock::duration backlog_pause_{};
     std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
+    const bool grants_on_;  // ofi_grants
+    // Withdrawing receives' arrivals, and revoking receives by grant id.
+    std::unordered_map<Operation*, Arrival> withdrawn_;
+    std::unordered_map<std::uint32_t, Operation*> revoking_;
+    std::uint64_t sent_under_grant_ = 0;  // Stats
     std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
     Waiting waiting_;                // spins, then naps or sleeps on the descriptor

@@ -21,7 +21,8 @@ Request& OfiMethod::new_request(Request::Role role, Operation* op) {
     Request& request = *owned;
     request.role = role;
     request.op = op;
-    request.is_recv = role == Request::Role::buffer || role == Request::Role::data_recv;
+    request.is_recv = role == Request::Role::buffer || role == Request::Role::data_recv ||
+                      role == Request::Role::grant_recv;
     if (Request::is_data(role)) ++data_requests_;
     requests_.emplace(&request, std::move(owned));
     return request;
@@ -161,7 +162,10 @@ void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry,
         if (request.bounced && request.is_recv)
             scatter_pieces(std::span(request.bytes).first(std::min(entry.len, request.length)),
                            segments_of(*request.op), request.list_offset);
-        end_request(request, 0);
+        if (request.role == Request::Role::grant_recv)
+            on_grant_recv_end(request, 0, entry.len);
+        else
+            end_request(request, 0);
         return;
     }
     request.length = entry.len;
@@ -178,6 +182,9 @@ void OfiMethod::on_error(Request& request, int error) {
             return;
         case Request::Role::sweep:
             sweep_.on_end();
+            return;
+        case Request::Role::grant_recv:
+            on_grant_recv_end(request, error, 0);
             return;
         case Request::Role::control:
             if (kind_of(request.tag) == Kind::hello)
@@ -214,7 +221,8 @@ bool OfiMethod::sweep_unasked(kit::Deadlines::Clock::time_point now) {
 
 void OfiMethod::cancel_data_recvs(const Operation& op) {
     for (auto& [request, owned] : requests_)
-        if (request->op == &op && request->role == Request::Role::data_recv)
+        if (request->op == &op && (request->role == Request::Role::data_recv ||
+                                   request->role == Request::Role::grant_recv))
             fi_cancel(&fabric_.ep()->fid, &request->context);
 }
 

@@ -12,13 +12,18 @@ namespace bmi::method::ofi {
 
 int OfiMethod::post_recv(Operation& op, OfiPeer& peer) {
     if (peer_gone(peer)) return -BMI_ECONNRESET;
-    if (auto arrival = peer.arrivals.take(op.tag)) {
+    // Behind a receive whose grant is being withdrawn, the tag's arrivals wait for it.
+    const bool behind = withdrawing(peer, op.tag);
+    if (auto arrival = behind ? std::nullopt : peer.arrivals.take(op.tag)) {
         release_early(peer, *arrival);
         take_arrival(op, peer, *arrival, arrival->body);
         return 0;
     }
+    // The only receive for its tag: no message of the peer's can match another first.
+    const bool alone = !behind && !peer.posted_recvs.contains(op.tag);
     method_slots<OpSlots>(op).phase = OpSlots::posted;
     peer.posted_recvs.push_back(op);
+    if (alone) offer_grant(op, peer);
     return 0;
 }
 
@@ -79,6 +84,7 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         case Kind::unexpected:
         case Kind::eager:
         case Kind::rts:
+            if (*kind != Kind::unexpected) ++peer->expected_seen;
             // Behind a message of its that waits, so that none overtakes it.
             if (peer->parked > 0 || !take_message(buffer, *peer, *kind)) {
                 park(buffer, *peer);
@@ -94,6 +100,15 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
             break;
         case Kind::bye:
             depart(*peer);
+            break;
+        case Kind::grant:
+            if (auto grant = decode<Grant>(body)) on_grant(*peer, bmi_tag_of(buffer.tag), *grant);
+            break;
+        case Kind::revoke:
+            if (auto revoke = decode<GrantId>(body)) on_revoke(*peer, *revoke);
+            break;
+        case Kind::unused:
+            if (auto unused = decode<GrantId>(body)) on_unused(*peer, *unused);
             break;
         case Kind::hello:
         case Kind::credit:  // its credits are taken above
@@ -127,7 +142,14 @@ bool OfiMethod::take_message(Request& buffer, OfiPeer& peer, Kind kind) {
         arrival.size = static_cast<bmi_size_t>(rts->size);
         arrival.transfer = rts->transfer;
     }
-    if (Operation* op = peer.posted_recvs.take_first(arrival.tag)) {
+    Operation* op = withdrawing(peer, arrival.tag) ? nullptr
+                                                   : peer.posted_recvs.take_first(arrival.tag);
+    if (op != nullptr) {
+        if (method_slots<OpSlots>(*op).phase == OpSlots::granted) {
+            if (!arrival.announced) arrival.body.assign(body.begin(), body.end());
+            withdraw_grant(*op, std::move(arrival));
+            return true;
+        }
         // Straight from the receive buffer into the user's: no copy kept in between.
         take_arrival(*op, peer, arrival, body);
         return true;
@@ -245,6 +267,9 @@ void OfiMethod::cancel(Operation& op) {
         case OpSlots::posted:
             peer.posted_recvs.erase(op);
             finish(op, -BMI_ECANCEL);
+            return;
+        case OpSlots::granted:
+            revoke_grant(op, peer);
             return;
         case OpSlots::announced: {
             awaiting_cts_.erase(slots.transfer);

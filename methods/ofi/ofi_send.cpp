@@ -45,7 +45,9 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     }
     if (closed_in_process(peer)) return 0;  // post() departs it: no Sink calls here
     const Kind wire = kind == OpKind::send ? Kind::eager : Kind::unexpected;
-    return inject_costly(peer, data, size, control_tag(wire, tag)) == 0 ? 1 : 0;
+    if (inject_costly(peer, data, size, control_tag(wire, tag)) != 0) return 0;
+    if (kind == OpKind::send) sent_expected(peer, tag);
+    return 1;
 }
 
 int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
@@ -82,6 +84,7 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
                                                       control_tag(kind, op.tag, op.msg_class)));
         if (rc == 0) {
             op.actual_size = op.total_size;
+            if (op.kind == OpKind::send) sent_expected(peer, op.tag);
             return 1;
         }
         if (rc != -FI_EAGAIN) return bmi_error(rc);
@@ -94,7 +97,9 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     auto& slots = method_slots<OpSlots>(op);
     const auto size = static_cast<std::size_t>(op.total_size);
     op.actual_size = op.total_size;
+    if (op.kind == OpKind::send && size > eager_bytes_ && send_under_grant(op, peer)) return;
     --peer.credits;  // an eager message or an RTS: the callers saw one left
+    if (op.kind == OpKind::send) sent_expected(peer, op.tag);
     if (op.kind == OpKind::send_unexpected || size <= eager_bytes_) {
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
         Request& request = new_request(Request::Role::send, &op);
@@ -110,8 +115,8 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     if (++next_transfer_ == 0) next_transfer_ = 1;
     slots.transfer = next_transfer_;
     slots.phase = OpSlots::announced;
-    slots.rts_due = kit::Deadlines::Clock::now() + limits_.rendezvous;
-    timers_.schedule_by({peer.fi_addr, kit::DeadlineKind::rendezvous}, slots.rts_due);
+    slots.answer_due = kit::Deadlines::Clock::now() + limits_.rendezvous;
+    timers_.schedule_by({peer.fi_addr, kit::DeadlineKind::rendezvous}, slots.answer_due);
     awaiting_cts_[slots.transfer] = &op;
     const Rts rts{op.total_size > 0 ? static_cast<std::uint64_t>(op.total_size) : 0, slots.transfer,
                   0};
@@ -132,17 +137,19 @@ void OfiMethod::on_cts(OfiPeer& peer, const Cts& cts) {
 }
 
 void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
-                            std::uint32_t transfer, std::size_t size) {
+                            std::uint32_t transfer, std::size_t size, bool granted) {
     auto& slots = method_slots<OpSlots>(op);
     slots.phase = OpSlots::moving;
     slots.transfer = transfer;
+    // A grant names one receive: its data is one operation, whatever our chunk size.
+    const std::size_t piece = granted ? std::max<std::size_t>(size, 1) : chunk_bytes_;
     // Counted first: a chunk the provider refuses at once ends before the others are posted.
-    slots.pending = static_cast<std::uint32_t>((size + chunk_bytes_ - 1) / chunk_bytes_);
-    for (std::size_t offset = 0; offset < size; offset += chunk_bytes_) {
+    slots.pending = static_cast<std::uint32_t>((size + piece - 1) / piece);
+    for (std::size_t offset = 0; offset < size; offset += piece) {
         Request& request = new_request(role, &op);
-        place_chunk(request, offset, std::min(chunk_bytes_, size - offset));
+        place_chunk(request, offset, std::min(piece, size - offset));
         request.addr = peer.fi_addr;
-        request.tag = data_tag(transfer);
+        request.tag = granted ? grant_tag(transfer) : data_tag(transfer);
         submit(request);
     }
 }
@@ -209,10 +216,13 @@ std::uint64_t OfiMethod::giving_credits(OfiPeer& peer, std::uint64_t tag) {
     return with_credits(tag, back);
 }
 
-void OfiMethod::reset_credits(OfiPeer& peer) {
+void OfiMethod::restart_flow(OfiPeer& peer) {
     peer.credits = peer_credits;
     peer.in_hand = 0;
     peer.owed = 0;
+    peer.expected_sent = 0;
+    peer.expected_seen = 0;
+    peer.grants.clear();
 }
 
 void OfiMethod::gave(OfiPeer& peer, std::uint32_t credits) {

@@ -62,8 +62,11 @@ constexpr support::SettingSpec rows[] = {
      "an ofi+shm open removes the /dev/shm regions this user's killed ofi+shm clients left "
      "(their PID gone, their name unclaimed); 0 where processes share /dev/shm without "
      "sharing PID and network namespaces (doc/methods/ofi.md)"},
+    {I::grants, "ofi_grants", "BMI_OFI_GRANTS", T::flag, "1", "", 0, 0, "",
+     "a receive above ofi_eager_bytes (up to ofi_chunk_bytes) posted for one peer and tag "
+     "tells that peer it waits, so that its message skips the RTS and CTS; 0 = always RTS"},
 };
-constexpr support::OwnedRows owned{rows, I::shm_sweep};
+constexpr support::OwnedRows owned{rows, I::grants};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

@@ -27,6 +27,7 @@ enum class SettingId : std::uint8_t {
     transfer_spin_us,
     nap_us,
     shm_sweep,
+    grants,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

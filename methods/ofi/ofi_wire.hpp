@@ -3,10 +3,11 @@
 //
 //   bit 63      0: a control or small message, taken by the posted receive buffers
 //               1: a large message's data, taken only by the receive its clear-to-send named
+//                  or, with bit 62 set, by the receive its grant named
 //   bits 56-62  kind (control messages), below
 //   bits 40-47  credits the sender gives back (control messages; below)
 //   bits 32-39  message class (unexpected messages)
-//   bits 0-31   the BMI tag; for data, the sender's transfer id
+//   bits 0-31   the BMI tag; for data, the sender's transfer id or the receiver's grant id
 //
 // Bits 48-55 are zero: a receive buffer takes any tag with bit 63 clear, and a kind this
 // version does not know is dropped.
@@ -30,8 +31,11 @@ enum class Kind : std::uint8_t {
     bye = 8,         // empty: the sender's instance is closing
     proof = 9,       // body: the initiator's proof of the key, before anything else it sends
     credit = 10,     // empty: only gives credits back
+    grant = 11,      // body: Grant; a receive for the tag waits: its data may come at once
+    revoke = 12,     // body: GrantId; the receive under that grant was cancelled
+    unused = 13,     // body: GrantId; the answer to revoke: no data comes under that grant
 };
-inline constexpr Kind last_kind = Kind::credit;
+inline constexpr Kind last_kind = Kind::unused;
 
 inline constexpr std::uint64_t data_bit = std::uint64_t{1} << 63;
 // What a posted receive buffer ignores: everything but bit 63.
@@ -42,6 +46,9 @@ constexpr std::uint64_t control_tag(Kind kind, std::uint32_t bmi_tag, std::uint8
            (std::uint64_t{msg_class} << 32) | bmi_tag;
 }
 constexpr std::uint64_t data_tag(std::uint32_t transfer) { return data_bit | transfer; }
+// Data under a grant: its own bit, so that a grant id never meets a sender's transfer id.
+inline constexpr std::uint64_t grant_bit = std::uint64_t{1} << 62;
+constexpr std::uint64_t grant_tag(std::uint32_t grant) { return data_bit | grant_bit | grant; }
 
 // Credits: a peer may have this many eager, unexpected and RTS messages with us that we have
 // not yet taken out of our receive buffers and said so; each such message costs the sender
@@ -84,6 +91,22 @@ struct Abort {
     std::uint32_t transfer;
     std::uint32_t reserved;
 };
+// A receive above the eager limit posted for the tag (in the control tag) is ready for up to
+// `size` bytes under grant_tag(id). `seen` counts the expected messages (eager, RTS and data
+// under grants) the receiver had taken from the sender: the sender uses the grant only if it
+// had sent no more, so that none of its messages can still match that receive first.
+struct Grant {
+    std::uint64_t size;
+    std::uint64_t seen;
+    std::uint32_t id;
+    std::uint32_t reserved;
+};
+struct GrantId {
+    std::uint32_t id;
+    std::uint32_t reserved;
+};
+// Grants a peer may have with us at once; more are not kept (their messages go by RTS).
+inline constexpr std::size_t most_grants_per_peer = 64;
 
 // Bodies are host-endian: both ends of a libfabric endpoint pair run the same provider on
 // one kind of machine. A body of the wrong size decodes to nothing.

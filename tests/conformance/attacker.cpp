@@ -319,17 +319,23 @@ private:
 const std::array adapters{
     MethodAdapter{"tcp", true, true, true, "", "", "", "", false,
                   "a peer's bytes wait in its socket until the method reads them: there are "
-                  "no credits to send past"},
+                  "no credits to send past",
+                  "a cancel of a transfer that moved part of a message closes its connection "
+                  "(OrangeFS's cancel mode, doc/methods/tcp.md)"},
     MethodAdapter{"shm", true, false, false, "", "", "", "", false,
                   "a peer writes only into the free slots of its ring: there are no credits "
-                  "to send past"},
+                  "to send past",
+                  "a cancel of a transfer in flight, other than a split receive, closes the "
+                  "connection (doc/methods/shm.md)"},
     MethodAdapter{"verbs", false, true, true, "", "",
                   "the sender cannot see the receiver's RDMA READs (its device serves them "
                   "without its process), so a transfer the receiver started and stopped ends "
                   "at the rendezvous deadline (no FIN), not the stall deadline",
                   "", false,
                   "checked by the verbs suite (verbs_hostile_test, \"sending past the granted "
-                  "credits\"), whose raw peer completes the handshake this attacker stops at"},
+                  "credits\"), whose raw peer completes the handshake this attacker stops at",
+                  "a receive whose READs are in flight ends cancelled once they are done, and "
+                  "its sender's send succeeds (doc/methods/verbs.md)"},
     MethodAdapter{"ofi", false, true, false, "",
                   "rxm opens and keeps the connections beneath an endpoint itself; libbmi holds "
                   "no descriptor per peer to shed (each unproven hello costs an address-vector "
@@ -338,7 +344,7 @@ const std::array adapters{
                   "an endpoint sends nothing before its hello, and what rxm connects for a "
                   "message from an unknown source is the provider's: libbmi holds nothing of a "
                   "silent peer, so there is nothing to close at the setup deadline",
-                  true, ""},
+                  true, "", ""},
 };
 
 }  // namespace
@@ -487,6 +493,14 @@ std::optional<std::uint64_t> MethodAdapter::spare_buffers(
     [[maybe_unused]] core::Instance& server) const {
 #if BMI_METHOD_OFI
     if (scheme == "ofi") return ofi_stats(server).spare_buffers;
+#endif
+    return std::nullopt;
+}
+
+std::optional<std::uint64_t> MethodAdapter::sent_under_grant(
+    [[maybe_unused]] core::Instance& client) const {
+#if BMI_METHOD_OFI
+    if (scheme == "ofi") return ofi_stats(client).sent_under_grant;
 #endif
     return std::nullopt;
 }

@@ -112,6 +112,9 @@ struct MethodAdapter {
     // Receive buffers `server` posted in place of those its peers' messages wait in, where the
     // method posts such spares (ofi); nullopt elsewhere.
     std::optional<std::uint64_t> spare_buffers(core::Instance& server) const;
+    // Large messages `client` sent under its receiver's grant, skipping RTS and CTS, where the
+    // method reports them through the instance (ofi); nullopt elsewhere (tcp_grants_test).
+    std::optional<std::uint64_t> sent_under_grant(core::Instance& client) const;
     // Data messages no receive asked for that `server` has dropped, where something beneath
     // the method would otherwise keep them (ofi over rxm: its unexpected queue); nullopt
     // where nothing does, with the reason in `why`.
@@ -147,6 +150,10 @@ struct MethodAdapter {
     // A peer that sends past the credits it was given is dropped with what it held. Empty: it
     // is (send_ignoring_credits forges it); else why the rule means nothing here.
     std::string credits_gap;
+    // A receive cancelled while its message is on the way ends once, the message goes to the
+    // tag's next receive and the connection stays. Empty: it does; else what the method does
+    // instead, by design (printed as a skip).
+    std::string cancel_in_flight;
     // A connection to listen_address that says nothing, made without waiting on a full
     // backlog: its descriptor, or -1.
     int idle_connection(const std::string& listen_address) const;
