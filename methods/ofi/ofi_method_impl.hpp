@@ -117,8 +117,9 @@ struct Request {
         grant_recv,  // a large message under our grant, into the op's buffer (not timed)
         sweep,       // UnaskedSweep's peek
     };
+    // A grant's receive too: its data moves only while this process polls, as a chunk's does.
     static constexpr bool is_data(Role role) {
-        return role == Role::data_send || role == Role::data_recv;
+        return role == Role::data_send || role == Role::data_recv || role == Role::grant_recv;
     }
     fi_context2 context{};
     Role role = Role::buffer;
