@@ -19,7 +19,7 @@ void OfiMethod::offer_grant(Operation& op, OfiPeer& peer) {
         return;
     if (++next_transfer_ == 0) next_transfer_ = 1;
     post_chunks(op, peer, Request::Role::grant_recv, next_transfer_, size, true);
-    method_slots<OpSlots>(op).phase = OpSlots::granted;
+    if (method_slots<OpSlots>(op).phase != OpSlots::granted) return;  // refused, and ended
     const Grant grant{size, peer.expected_seen, next_transfer_, 0};
     send_control(peer, Kind::grant, op.tag, &grant, sizeof grant);
 }

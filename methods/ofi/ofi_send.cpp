@@ -139,7 +139,9 @@ void OfiMethod::on_cts(OfiPeer& peer, const Cts& cts) {
 void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
                             std::uint32_t transfer, std::size_t size, bool granted) {
     auto& slots = method_slots<OpSlots>(op);
-    slots.phase = OpSlots::moving;
+    // A grant's receive stays among the posted receives: one its provider refuses at once
+    // leaves them as it ends (on_grant_recv_end).
+    slots.phase = role == Request::Role::grant_recv ? OpSlots::granted : OpSlots::moving;
     slots.transfer = transfer;
     // A grant names one receive: its data is one operation, whatever our chunk size.
     const std::size_t piece = granted ? std::max<std::size_t>(size, 1) : chunk_bytes_;

@@ -29,11 +29,11 @@ bmi_op_id_t post_recv(Side& side, BMI_addr_t from, std::vector<char>& into, bmi_
     return id;
 }
 
-bmi_op_id_t post_send(Side& side, BMI_addr_t to, const std::vector<char>& from,
-                      bmi_msg_tag_t tag) {
+bmi_op_id_t post_send(Side& side, BMI_addr_t to, const std::vector<char>& from, bmi_msg_tag_t tag) {
     bmi_op_id_t id = 0;
     const int rc = side.instance->post(
-        send_request(side, to, from.data(), static_cast<bmi_size_t>(from.size()), tag), id, nullptr);
+        send_request(side, to, from.data(), static_cast<bmi_size_t>(from.size()), tag), id,
+        nullptr);
     REQUIRE(rc >= 0);
     return rc == 1 ? 0 : id;
 }
@@ -75,7 +75,8 @@ TEST_CASE("a large receive posted first takes its message, under a grant where t
     REQUIRE(got.actual_size == large);
     REQUIRE(check_pattern(in.data(), in.size(), 11));
     if (sid != 0) REQUIRE(wait_op(ex.pair.client, sid).error == 0);
-    if (before) REQUIRE(*adapter_for(scheme).sent_under_grant(*ex.pair.client.instance) == *before + 1);
+    if (before)
+        REQUIRE(*adapter_for(scheme).sent_under_grant(*ex.pair.client.instance) == *before + 1);
 }
 
 TEST_CASE("a small message sent before a large one takes the large receive posted first",
