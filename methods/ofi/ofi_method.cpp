@@ -386,6 +386,8 @@ int OfiMethod::get_info(Peer*, int option, void* arg) {
         stats.early_bytes = static_cast<std::uint64_t>(early_.total() - spares_.bytes);
         stats.spare_buffers = static_cast<std::uint64_t>(spares_.count);
         stats.sent_under_grant = sent_under_grant_;
+        stats.grants_held = 0;
+        for (const auto& [addr, peer] : peers_) stats.grants_held += peer->grants.size();
         stats.unproven = unproven_;
         stats.handshakes = handshakes_.size();
         stats.peers = peers_.size();

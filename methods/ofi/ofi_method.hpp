@@ -31,6 +31,7 @@ struct Stats {
     std::uint64_t unasked_dropped = 0;   // data messages no receive asked for, dropped so far
     std::uint64_t spare_buffers = 0;     // receive buffers posted in place of parked ones
     std::uint64_t sent_under_grant = 0;  // large messages of ours that skipped RTS and CTS
+    std::uint64_t grants_held = 0;       // peers' grants we may still use, all peers
 };
 
 inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create, &prepare_lookup};

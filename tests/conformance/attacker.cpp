@@ -209,22 +209,43 @@ public:
     }
     bool send_ignoring_credits(int count, std::size_t bytes) override {
         using namespace method::ofi;
-        if (!greeted_) {
-            Hello hello;
-            hello.name = fabric_.name();
-            if (!send(Kind::hello, encode(hello)) || !await(Kind::answer, 5000)) return false;
-            greeted_ = true;
-        }
+        if (!greet()) return false;
         const std::uint64_t goal = sends_done_ + static_cast<std::uint64_t>(count);
         const std::vector<std::byte> body(bytes, std::byte{0x33});
         for (int i = 0; i < count; ++i)
             if (!send(Kind::eager, body, static_cast<std::uint32_t>(40 + i))) return false;
+        return sends_end(goal);
+    }
+    bool send_grants(int count) override {
+        using namespace method::ofi;
+        if (!greet()) return false;
+        const std::uint64_t goal = sends_done_ + static_cast<std::uint64_t>(count);
+        for (int i = 0; i < count; ++i) {
+            // seen 0: the listener has sent us nothing, so it may keep each one.
+            const Grant grant{std::uint64_t{1} << 20, 0, static_cast<std::uint32_t>(i + 1), 0};
+            const auto* bytes = reinterpret_cast<const std::byte*>(&grant);
+            if (!send(Kind::grant, std::vector<std::byte>(bytes, bytes + sizeof grant),
+                      static_cast<std::uint32_t>(100 + i)))
+                return false;
+        }
+        return sends_end(goal);
+    }
+
+private:
+    // A keyless hello, answered: the listener takes what we send after it as a peer's.
+    bool greet() {
+        using namespace method::ofi;
+        if (greeted_) return true;
+        Hello hello;
+        hello.name = fabric_.name();
+        greeted_ = send(Kind::hello, encode(hello)) && await(Kind::answer, 5000);
+        return greeted_;
+    }
+    bool sends_end(std::uint64_t goal) {
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         while (sends_done_ < goal && std::chrono::steady_clock::now() < until) drain(0);
         return sends_done_ >= goal;
     }
-
-private:
     struct Slot {
         fi_context2 context{};
         std::array<std::byte, 16384> bytes{};
@@ -501,6 +522,14 @@ std::optional<std::uint64_t> MethodAdapter::sent_under_grant(
     [[maybe_unused]] core::Instance& client) const {
 #if BMI_METHOD_OFI
     if (scheme == "ofi") return ofi_stats(client).sent_under_grant;
+#endif
+    return std::nullopt;
+}
+
+std::optional<std::uint64_t> MethodAdapter::grants_held(
+    [[maybe_unused]] core::Instance& server) const {
+#if BMI_METHOD_OFI
+    if (scheme == "ofi") return ofi_stats(server).grants_held;
 #endif
     return std::nullopt;
 }

@@ -38,6 +38,10 @@ public:
     // `bytes` each without waiting for a credit back; true once all are handed to the
     // transport. False where the method has no credits (MethodAdapter::credits_gap says why).
     virtual bool send_ignoring_credits(int /*count*/, std::size_t /*bytes*/) { return false; }
+    // Completes a keyless handshake on its first call, then grants the listener `count`
+    // receives of 1 MiB, each for a tag of its own; true once all are handed to the transport.
+    // False where the method takes no grants this way (MethodAdapter::grants_held is nullopt).
+    virtual bool send_grants(int /*count*/) { return false; }
 };
 
 // Listens on 127.0.0.1 and pipes the bytes of the first connection it takes, both ways, to a
@@ -115,6 +119,9 @@ struct MethodAdapter {
     // Large messages `client` sent under its receiver's grant, skipping RTS and CTS, where the
     // method reports them through the instance (ofi); nullopt elsewhere (tcp_grants_test).
     std::optional<std::uint64_t> sent_under_grant(core::Instance& client) const;
+    // The grants of its peers `server` keeps now, where the method reports them through the
+    // instance (ofi); nullopt elsewhere.
+    std::optional<std::uint64_t> grants_held(core::Instance& server) const;
     // Data messages no receive asked for that `server` has dropped, where something beneath
     // the method would otherwise keep them (ofi over rxm: its unexpected queue); nullopt
     // where nothing does, with the reason in `why`.

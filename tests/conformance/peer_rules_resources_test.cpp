@@ -447,3 +447,28 @@ TEST_CASE("peer rules: peers whose messages wait in receive buffers starve no ot
     }
     CHECK(send_first(pair, 10000) == 0);
 }
+
+// A peer's grants (ofi's receives a peer says wait for our message) are kept up to
+// most_grants_per_peer, one per tag; more change nothing we hold, and a key holder is served.
+TEST_CASE("peer rules: a peer's grants are kept only up to the bound", "[rules][grants]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    Pair pair = make_peers(scheme);
+    if (!adapter.grants_held(*pair.server.instance)) {
+        WARN("SKIP " << scheme << ": it keeps no grants of a raw peer's to count");
+        return;
+    }
+    Pump pump(*pair.server.instance);
+    auto attacker = adapter.attack(pair.server.instance->listen_addresses());
+    REQUIRE(attacker->connected());
+    constexpr std::uint64_t bound = 64;  // ofi_wire.hpp's most_grants_per_peer
+    REQUIRE(attacker->send_grants(static_cast<int>(bound) + 36));
+    const auto held = [&] { return *adapter.grants_held(*pair.server.instance); };
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (held() < bound && Clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(held() == bound);
+    CHECK(send_first(pair, 10000) == 0);
+}
