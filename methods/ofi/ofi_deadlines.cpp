@@ -217,8 +217,7 @@ void OfiMethod::fail_peer(OfiPeer& peer, int error) {
     for (auto& [request, owned] : requests_) {
         Operation* op = request->op;
         if (op == nullptr || op->peer != &peer) continue;
-        if (request->role == Request::Role::data_recv ||
-            request->role == Request::Role::grant_recv) {
+        if (Request::receives_data(request->role)) {
             method_slots<OpSlots>(*op).error = error;
             fi_cancel(&fabric_.ep()->fid, &request->context);
             continue;

@@ -103,12 +103,6 @@ void OfiMethod::on_grant_recv_end(Request& request, int error, std::size_t lengt
         // The data came under the grant: the message is the next receive's.
         peer.arrivals.push_oldest(std::move(node.mapped()));
         match_kept(peer, tag);
-        if (error == 0) {
-            op->actual_size = static_cast<bmi_size_t>(length);
-            ++peer.expected_seen;
-        }
-        end_request(request, error);
-        return;
     }
     if (error == 0) {
         op->actual_size = static_cast<bmi_size_t>(length);

@@ -121,6 +121,10 @@ struct Request {
     static constexpr bool is_data(Role role) {
         return role == Role::data_send || role == Role::data_recv || role == Role::grant_recv;
     }
+    // Writes into the op's buffer: cancelled, not let go of, when its op must end early.
+    static constexpr bool receives_data(Role role) {
+        return role == Role::data_recv || role == Role::grant_recv;
+    }
     fi_context2 context{};
     Role role = Role::buffer;
     bool is_recv = false;

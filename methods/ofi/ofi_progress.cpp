@@ -21,8 +21,7 @@ Request& OfiMethod::new_request(Request::Role role, Operation* op) {
     Request& request = *owned;
     request.role = role;
     request.op = op;
-    request.is_recv = role == Request::Role::buffer || role == Request::Role::data_recv ||
-                      role == Request::Role::grant_recv;
+    request.is_recv = role == Request::Role::buffer || Request::receives_data(role);
     if (Request::is_data(role)) ++data_requests_;
     requests_.emplace(&request, std::move(owned));
     return request;
@@ -221,8 +220,7 @@ bool OfiMethod::sweep_unasked(kit::Deadlines::Clock::time_point now) {
 
 void OfiMethod::cancel_data_recvs(const Operation& op) {
     for (auto& [request, owned] : requests_)
-        if (request->op == &op && (request->role == Request::Role::data_recv ||
-                                   request->role == Request::Role::grant_recv))
+        if (request->op == &op && Request::receives_data(request->role))
             fi_cancel(&fabric_.ep()->fid, &request->context);
 }
 
