@@ -44,6 +44,9 @@ struct DoorbellLayout {
     std::uint32_t magic;
     std::uint32_t version;
     alignas(64) std::atomic<std::uint32_t> sleeping;  // written by the owner only
+    // 1 + the CPU the owner last began a wait on (0: not known yet, or an older libbmi). In
+    // sleeping's line, so the summary words keep their offsets.
+    std::atomic<std::uint32_t> waiting_cpu;
     alignas(64) std::atomic<std::uint64_t> summary[doorbell_summary_words];
     alignas(64) std::atomic<std::uint64_t> bits[doorbell_words];
 };
@@ -114,6 +117,18 @@ public:
     void wake() {
         if (layout_->sleeping.load(std::memory_order_relaxed) != 0)
             layout_->sleeping.store(0, std::memory_order_relaxed);
+    }
+    // The owner's, as a wait begins: the CPU it waits on, for peers deciding whether to spin.
+    void note_waiting_cpu(int cpu) {
+        const auto value = static_cast<std::uint32_t>(cpu + 1);
+        if (layout_->waiting_cpu.load(std::memory_order_relaxed) != value)
+            layout_->waiting_cpu.store(value, std::memory_order_relaxed);
+    }
+    // A peer's: true if the owner last waited on cpu. A hint only: a wrong value (a migration
+    // since, or a peer that lies) costs one spin more or less, never a message.
+    bool owner_waits_on(int cpu) const {
+        return layout_->waiting_cpu.load(std::memory_order_relaxed) ==
+               static_cast<std::uint32_t>(cpu + 1);
     }
 
 private:

@@ -75,6 +75,11 @@ std::string ShmMethod::listen_address() const {
 }
 
 int ShmMethod::get_info(Peer*, int option, void* arg) {
+    if (option == get_stats_option && arg != nullptr) {
+        auto& stats = *static_cast<Stats*>(arg);
+        stats.futile_spins = futile_spins_;
+        return 0;
+    }
     if (option != info_listen_port) return -BMI_ENOSYS;
     const int port = name_port(setup_.hellos().listen_name());
     if (port < 0) return -BMI_ENOSYS;

@@ -138,6 +138,9 @@ private:
     // Tells the peer to look at this connection after a publication into tx: rings only if
     // the peer does not watch the ring (shm_watched.hpp).
     void announce(Connection& conn);
+    // Spinning cannot help while the peer we last announced to waits on our own CPU: it runs
+    // only once we stop. cpu: ours (-1: unknown).
+    bool spin_is_futile(int cpu);
     void take_reply_now(Connection& conn);  // announce: the hello's reply, if it is here
     void write_header(const Window& window, MsgType type, bmi_msg_tag_t tag, std::uint32_t slots,
                       std::int32_t aux, std::uint64_t size, std::uint64_t cookie);
@@ -176,8 +179,10 @@ private:
     Connections connections_;
     ShmVisits visits_;  // progress touches only connections with work
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
-    EarlyBudget early_;           // what every peer's arrivals hold, within Budgets
-    support::AdaptiveSpin spin_;  // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
+    EarlyBudget early_;                 // what every peer's arrivals hold, within Budgets
+    support::AdaptiveSpin spin_;        // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
+    std::uint64_t last_announced_ = 0;  // the connection announce() last told of a message
+    std::uint64_t futile_spins_ = 0;    // Stats
     Options options_;
     ShmPeerTable peers_;            // named and nameless peers, and the binding rule
     OutOfDescriptors descriptors_;  // refusals for want of descriptors, warned once a minute

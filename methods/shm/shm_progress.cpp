@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstring>
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -124,12 +125,24 @@ bool ShmMethod::before_sleep() {
         spin_.reward();
         return true;
     }
+    const int cpu = sched_getcpu();
+    if (cpu >= 0) visits_.note_waiting_cpu(cpu);
     // Spin only while operations wait: an idle instance sleeps at once. Each round only looks
     // (the doorbell's summary words and the busy connections), so a message is noticed within
     // a few nanoseconds.
-    if (ops_.pending() > 0 && spin_.run([this] { return visits_.anything_to_do() && poll_pass(); }))
-        return true;
+    if (ops_.pending() > 0) {
+        if (spin_is_futile(cpu))
+            ++futile_spins_;
+        else if (spin_.run([this] { return visits_.anything_to_do() && poll_pass(); }))
+            return true;
+    }
     return visits_.sleep();
+}
+
+bool ShmMethod::spin_is_futile(int cpu) {
+    if (cpu < 0 || last_announced_ == 0) return false;
+    const Connection* conn = find_connection(last_announced_);
+    return conn != nullptr && conn->peer_bell.mapped() && conn->peer_bell.owner_waits_on(cpu);
 }
 
 void ShmMethod::after_wake() { visits_.disarm(); }

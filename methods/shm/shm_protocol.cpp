@@ -46,6 +46,7 @@ void ShmMethod::write_header(const Window& window, MsgType type, bmi_msg_tag_t t
 }
 
 void ShmMethod::announce(Connection& conn) {
+    last_announced_ = conn.id;
     if (!conn.peer_bell.mapped()) {
         // Placed before we took the hello's reply. The acceptor sends its reply and only then
         // visits the ring once: if the reply is not here yet, that visit is still to come and

@@ -99,6 +99,8 @@ public:
     bool sleep();
     // Clears the sleeping flag: the peers need not write our eventfd.
     void disarm() { bell_.wake(); }
+    // Tells the peers which CPU we wait on (Doorbell::note_waiting_cpu).
+    void note_waiting_cpu(int cpu) { bell_.note_waiting_cpu(cpu); }
 
 private:
     Doorbell bell_;  // ours: peers ring it

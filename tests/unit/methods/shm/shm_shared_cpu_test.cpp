@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A wait whose peer waits on our own CPU sleeps at once instead of spinning: the peer can
+// answer only once we stop (Doorbell::note_waiting_cpu). Two threads pinned like the two
+// processes of a ping-pong, on one CPU and on two, count what their waits did (shm Stats).
+#include <catch2/catch.hpp>
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+#include "methods/shm/shm_doorbell.hpp"
+#include "methods/shm/shm_method.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+
+namespace {
+constexpr int rounds = 300;
+constexpr bmi_msg_tag_t ping_tag = 2;
+constexpr bmi_msg_tag_t pong_tag = 3;
+
+bool pin_to(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+// Finishes a post without Catch2 (it may run on the server thread); false on any failure.
+bool finish(Side& side, int posted, bmi_op_id_t id) {
+    if (posted == 1) return true;
+    if (posted != 0) return false;
+    for (int slice = 0; slice < 100; ++slice) {
+        int outcount = 0;
+        core::Completion done;
+        if (side.instance->test(id, side.context, 100, outcount, done) != 0) return false;
+        if (outcount == 1) return done.error == 0;
+    }
+    return false;
+}
+
+// The server's half: answers each ping with a pong, on its own thread pinned to cpu.
+bool serve(Side& server, BMI_addr_t to_client, int cpu) {
+    if (!pin_to(cpu)) return false;
+    for (int i = 0; i < rounds; ++i) {
+        int ping = -1;
+        bmi_op_id_t id = 0;
+        int rc = server.instance->post(recv_request(server, to_client, &ping, sizeof ping, ping_tag),
+                                       id, nullptr);
+        if (!finish(server, rc, id) || ping != i) return false;
+        const int pong = -i;
+        rc = server.instance->post(send_request(server, to_client, &pong, sizeof pong, pong_tag),
+                                   id, nullptr);
+        if (!finish(server, rc, id)) return false;
+    }
+    return true;
+}
+
+// The CPUs this process may run on.
+std::vector<int> allowed_cpus() {
+    cpu_set_t set;
+    REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    return cpus;
+}
+
+std::uint64_t futile_spins(Side& side) {
+    method::shm::Stats stats;
+    REQUIRE(side.instance->get_info(0, method::shm::get_stats_option, &stats) == 0);
+    return stats.futile_spins;
+}
+
+// rounds ping-pongs, client on client_cpu (this thread) and server on server_cpu; returns the
+// futile spins of (client, server).
+std::pair<std::uint64_t, std::uint64_t> ping_pong(int client_cpu, int server_cpu) {
+    cpu_set_t saved;
+    REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+    Pair pair = make_peers("shm");
+    const BMI_addr_t to_client = introduce(pair);
+    const auto before = std::make_pair(futile_spins(pair.client), futile_spins(pair.server));
+    std::atomic<bool> served{false};
+    std::thread server([&] { served = serve(pair.server, to_client, server_cpu); });
+    bool pinned = pin_to(client_cpu);
+    for (int i = 0; pinned && i < rounds; ++i) {
+        int pong = 1;
+        bmi_op_id_t recv_id = 0;
+        REQUIRE(pair.client.instance->post(
+                    recv_request(pair.client, pair.server_addr, &pong, sizeof pong, pong_tag),
+                    recv_id, nullptr) == 0);
+        post_and_wait(pair.client, send_request(pair.client, pair.server_addr, &i, sizeof i, ping_tag));
+        REQUIRE(wait_op(pair.client, recv_id).error == 0);
+        REQUIRE(pong == -i);
+    }
+    server.join();
+    REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+    REQUIRE(pinned);
+    REQUIRE(served);
+    return {futile_spins(pair.client) - before.first, futile_spins(pair.server) - before.second};
+}
+}  // namespace
+
+TEST_CASE("shm: the doorbell tells peers which CPU its owner waits on", "[shm][cpu]") {
+    method::shm::Doorbell owner, peer;
+    REQUIRE(owner.create() == 0);
+    REQUIRE(peer.attach(dup(owner.fd())) == 0);
+    REQUIRE_FALSE(peer.owner_waits_on(0));  // not known yet is not CPU 0
+    owner.note_waiting_cpu(3);
+    REQUIRE(peer.owner_waits_on(3));
+    REQUIRE_FALSE(peer.owner_waits_on(0));
+    owner.note_waiting_cpu(0);
+    REQUIRE(peer.owner_waits_on(0));
+    REQUIRE_FALSE(peer.owner_waits_on(3));
+}
+
+TEST_CASE("shm: waits sleep at once while the peer shares our CPU", "[shm][cpu]") {
+    const int cpu = allowed_cpus().front();
+    const auto [client, server] = ping_pong(cpu, cpu);
+    INFO("futile spins: client " << client << ", server " << server);
+    // The server waits for every ping after its pong, while the client it woke runs on its
+    // CPU; the client often finds its pong without waiting at all.
+    REQUIRE(client + server >= rounds / 2);
+}
+
+TEST_CASE("shm: waits spin as before while the peer has a CPU of its own", "[shm][cpu]") {
+    const auto cpus = allowed_cpus();
+    if (cpus.size() < 2) {
+        WARN("SKIP: this process may run on one CPU only");
+        return;
+    }
+    const auto [client, server] = ping_pong(cpus[0], cpus[1]);
+    INFO("futile spins: client " << client << ", server " << server);
+    // Only a stale hint: the server's first waits ran on the thread that set the pair up.
+    REQUIRE(client + server <= rounds / 20);
+}
