@@ -50,8 +50,8 @@ bool serve(Side& server, BMI_addr_t to_client, int cpu) {
     for (int i = 0; i < rounds; ++i) {
         int ping = -1;
         bmi_op_id_t id = 0;
-        int rc = server.instance->post(recv_request(server, to_client, &ping, sizeof ping, ping_tag),
-                                       id, nullptr);
+        int rc = server.instance->post(
+            recv_request(server, to_client, &ping, sizeof ping, ping_tag), id, nullptr);
         if (!finish(server, rc, id) || ping != i) return false;
         const int pong = -i;
         rc = server.instance->post(send_request(server, to_client, &pong, sizeof pong, pong_tag),
@@ -94,7 +94,8 @@ std::pair<std::uint64_t, std::uint64_t> ping_pong(int client_cpu, int server_cpu
         REQUIRE(pair.client.instance->post(
                     recv_request(pair.client, pair.server_addr, &pong, sizeof pong, pong_tag),
                     recv_id, nullptr) == 0);
-        post_and_wait(pair.client, send_request(pair.client, pair.server_addr, &i, sizeof i, ping_tag));
+        post_and_wait(pair.client,
+                      send_request(pair.client, pair.server_addr, &i, sizeof i, ping_tag));
         REQUIRE(wait_op(pair.client, recv_id).error == 0);
         REQUIRE(pong == -i);
     }
