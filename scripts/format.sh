@@ -43,10 +43,12 @@ done
 if ((${#files[@]} == 0)); then
     # safe.directory: the checkout may belong to another user than the one running the tests.
     if ! git -c safe.directory='*' rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-        echo "format.sh: not a git checkout, so no list of tracked files; name the files" >&2
+        echo "format.sh: not a git checkout, so no list of the tree's files; name the files" >&2
         exit 77
     fi
-    mapfile -t files < <(git -c safe.directory='*' ls-files '*.c' '*.h' '*.cpp' '*.hpp')
+    # Files not yet added count too: a new file must not pass here and fail once committed.
+    mapfile -t files < <(git -c safe.directory='*' ls-files --cached --others --exclude-standard \
+        '*.c' '*.h' '*.cpp' '*.hpp')
 fi
 
 mapfile -t ignored < <(grep -v -e '^#' -e '^[[:space:]]*$' .clang-format-ignore)
