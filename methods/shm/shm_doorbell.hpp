@@ -121,6 +121,7 @@ public:
     // The owner's, as a wait begins: the CPU it waits on, for peers deciding whether to spin.
     void note_waiting_cpu(int cpu) {
         const auto value = static_cast<std::uint32_t>(cpu + 1);
+        // Stored only when it changes: the peers read this line, and a store takes it from them.
         if (layout_->waiting_cpu.load(std::memory_order_relaxed) != value)
             layout_->waiting_cpu.store(value, std::memory_order_relaxed);
     }

@@ -131,7 +131,8 @@ bool ShmMethod::before_sleep() {
     // (the doorbell's summary words and the busy connections), so a message is noticed within
     // a few nanoseconds.
     if (ops_.pending() > 0) {
-        if (spin_is_futile(cpu))
+        // With the spin configured off there is nothing to leave out (and nothing to count).
+        if (options_.spin_us > 0 && spin_is_futile(cpu))
             ++futile_spins_;
         else if (spin_.run([this] { return visits_.anything_to_do() && poll_pass(); }))
             return true;
