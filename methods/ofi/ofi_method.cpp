@@ -392,6 +392,7 @@ int OfiMethod::get_info(Peer*, int option, void* arg) {
         stats.handshakes = handshakes_.size();
         stats.peers = peers_.size();
         stats.unasked_dropped = sweep_.dropped();
+        stats.handed_wakeups = handed_wakeups_;
         return 0;
     }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;

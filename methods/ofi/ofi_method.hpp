@@ -32,6 +32,7 @@ struct Stats {
     std::uint64_t spare_buffers = 0;     // receive buffers posted in place of parked ones
     std::uint64_t sent_under_grant = 0;  // large messages of ours that skipped RTS and CTS
     std::uint64_t grants_held = 0;       // peers' grants we may still use, all peers
+    std::uint64_t handed_wakeups = 0;    // sleeps the control layer took in our epoll set
 };
 
 inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create, &prepare_lookup};

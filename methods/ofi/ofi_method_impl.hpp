@@ -236,6 +236,8 @@ public:
     int wait_fd() const override { return epoll_fd_; }
     bool before_sleep() override;
     void after_wake() override { waiting_.after_wake(); }
+    bool accept_wake_fd(int fd, std::uint64_t tag) override;
+    void progress_events(std::span<const epoll_event> ready) override;
     void cancel(Operation& op) override;
     void forget_peer(Peer& peer) override;
     bool peer_gone(const Peer& peer) const override;
@@ -443,6 +445,7 @@ private:
     std::unordered_map<Operation*, Arrival> withdrawn_;
     std::unordered_map<std::uint32_t, Operation*> revoking_;
     std::uint64_t sent_under_grant_ = 0;  // Stats
+    std::uint64_t handed_wakeups_ = 0;    // Stats
     std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
     Waiting waiting_;                // spins, then naps or sleeps on the descriptor

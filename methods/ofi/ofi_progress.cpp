@@ -9,6 +9,7 @@
 
 #include "methods/ofi/ofi_method_impl.hpp"
 #include "methods/segment_pieces.hpp"
+#include "support/epoll/wake_fd.hpp"
 
 namespace bmi::method::ofi {
 
@@ -246,6 +247,20 @@ void OfiMethod::pause_backlog() {
     backlog_pause_ = backlog_pause_ == Duration{} ? first : std::min(2 * backlog_pause_, longest);
     timers_.schedule({0, kit::DeadlineKind::connect_retry},
                      kit::Deadlines::Clock::now() + backlog_pause_);
+}
+
+bool OfiMethod::accept_wake_fd(int fd, std::uint64_t tag) {
+    // Alone in an instance, the control layer sleeps in our epoll set and skips its polling
+    // pass before each sleep: before_sleep() reads the queue anyway, and each read of it is a
+    // pass through the provider's progress (a system call on tcp). Our own fds carry 0 and 1;
+    // progress() looks at no event, so the control layer's are never taken for ours.
+    return support::add_wake_fd(epoll_fd_, fd, tag);
+}
+
+void OfiMethod::progress_events(std::span<const epoll_event> /*ready*/) {
+    // What woke the sleep is not needed: a pass reads the queue, the timers and the naps alike.
+    ++handed_wakeups_;
+    progress();
 }
 
 bool OfiMethod::before_sleep() {
