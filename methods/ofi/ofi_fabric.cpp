@@ -4,7 +4,9 @@
 #include <rdma/fi_errno.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "bmi-types.h"
 #include "support/logging/log.hpp"
@@ -23,6 +25,21 @@ void close_fid(Fid*& object) {
     if (object != nullptr) fi_close(&object->fid);
     object = nullptr;
 }
+// rxm told to give its core provider's queues a poll set (FI_OFI_RXM_DEF_WAIT_OBJ, or
+// FI_OFI_RXM_DEF_TCP_WAIT_OBJ over tcp, set to pollfd) still hands out a descriptor for our
+// queue, but in libfabric 1.17 nothing signals it when a message arrives: a sleep there would
+// last the caller's whole idle time. Such a queue is polled and napped on, as shm's is.
+bool descriptor_unsignalled(const char* provider) {
+    const std::string_view name = provider != nullptr ? provider : "";
+    if (name.find("ofi_rxm") == std::string_view::npos) return false;
+    const char* wait_object = nullptr;
+    if (name.find("tcp") != std::string_view::npos)
+        wait_object = std::getenv("FI_OFI_RXM_DEF_TCP_WAIT_OBJ");
+    if (wait_object == nullptr || *wait_object == '\0')
+        wait_object = std::getenv("FI_OFI_RXM_DEF_WAIT_OBJ");
+    return wait_object != nullptr && std::strcmp(wait_object, "pollfd") == 0;
+}
+
 }  // namespace
 
 std::string Fabric::error_text(int code) { return support::fi().strerror(code < 0 ? -code : code); }
@@ -117,8 +134,8 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_TAGGED;
     cq_attr.size = cq_size;
-    cq_attr.wait_obj = FI_WAIT_FD;
-    if (fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
+    cq_attr.wait_obj = descriptor_unsignalled(provider) ? FI_WAIT_NONE : FI_WAIT_FD;
+    if (cq_attr.wait_obj == FI_WAIT_NONE || fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
         // Providers without a wait descriptor (shm) are polled: the spin policy.
         cq_attr.wait_obj = FI_WAIT_NONE;
         if ((rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr)) != 0) return fail("fi_cq_open", rc);
