@@ -25,6 +25,7 @@ void close_fid(Fid*& object) {
     if (object != nullptr) fi_close(&object->fid);
     object = nullptr;
 }
+
 // rxm told to give its core provider's queues a poll set (FI_OFI_RXM_DEF_WAIT_OBJ, or
 // FI_OFI_RXM_DEF_TCP_WAIT_OBJ over tcp, set to pollfd) still hands out a descriptor for our
 // queue, but in libfabric 1.17 nothing signals it when a message arrives: a sleep there would
@@ -134,9 +135,9 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_TAGGED;
     cq_attr.size = cq_size;
-    cq_attr.wait_obj = descriptor_unsignalled(provider) ? FI_WAIT_NONE : FI_WAIT_FD;
-    if (cq_attr.wait_obj == FI_WAIT_NONE || fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
-        // Providers without a wait descriptor (shm) are polled: the spin policy.
+    cq_attr.wait_obj = FI_WAIT_FD;
+    if (descriptor_unsignalled(provider) || fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
+        // Providers without a wait descriptor (shm), or with one never signalled, are polled.
         cq_attr.wait_obj = FI_WAIT_NONE;
         if ((rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr)) != 0) return fail("fi_cq_open", rc);
     } else if (fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) {
