@@ -29,8 +29,29 @@ LargePath PathChoice::faster(const SizeClass& c) {
                : LargePath::split;
 }
 
+bool PathChoice::warm(const SizeClass& c) {
+    return c.paths[0].samples >= warm_samples && c.paths[1].samples >= warm_samples;
+}
+
+bool PathChoice::neighbour_lean(std::size_t k, LargePath& lean) const {
+    for (std::size_t d = 1; d < classes_.size(); ++d) {
+        for (std::size_t n : {k - d, k + d}) {
+            if (n >= classes_.size() || !warm(classes_[n])) continue;
+            lean = faster(classes_[n]);
+            return true;
+        }
+    }
+    return false;
+}
+
 LargePath PathChoice::pick(bmi_size_t size) {
-    SizeClass& c = classes_[class_of(size)];
+    const std::size_t k = class_of(size);
+    SizeClass& c = classes_[k];
+    LargePath lean{};
+    if (!warm(c) && neighbour_lean(k, lean)) {
+        if (c.paths[index(lean)].samples < warm_samples) return lean;
+        return ++c.picks % explore_every == 0 ? other_path(lean) : lean;
+    }
     // Split first: it is what the receiver did before there was a choice, and it leaves the
     // receiver able to finish alone if the sender stops polling.
     for (LargePath path : {LargePath::split, LargePath::stream})
@@ -44,15 +65,14 @@ LargePath PathChoice::pick(bmi_size_t size) {
 bool PathChoice::record(LargePath path, bmi_size_t size, std::uint64_t nanoseconds) {
     if (size <= 0) return false;
     SizeClass& c = classes_[class_of(size)];
-    bool warm_before = c.paths[0].samples >= warm_samples && c.paths[1].samples >= warm_samples;
+    bool warm_before = warm(c);
     LargePath before = faster(c);
     Estimate& e = c.paths[index(path)];
     e.ns_per_byte[e.next] =
         static_cast<float>(static_cast<double>(nanoseconds) / static_cast<double>(size));
     e.next = (e.next + 1) % window;
     if (e.samples < window) ++e.samples;
-    bool warm_now = c.paths[0].samples >= warm_samples && c.paths[1].samples >= warm_samples;
-    return warm_now && (!warm_before || faster(c) != before);
+    return warm(c) && (!warm_before || faster(c) != before);
 }
 
 double PathChoice::cost(LargePath path, bmi_size_t size) const {

@@ -52,6 +52,11 @@ public:
     // start of the size, and would otherwise keep it out for a long time.
     static constexpr std::uint32_t explore_every = 16;
     static constexpr std::uint32_t explore_early = 4;
+    // A size class that has not timed both paths takes the one its nearest class that has
+    // (the lower on a tie) prefers, and tries the other only every explore_every-th message
+    // until that one is warm too: near sizes rarely disagree, and a run that walks up the
+    // sizes would otherwise send several messages of each new size down the path the last
+    // size already found slower.
 
     // The path for the next message of size bytes (size > 0).
     LargePath pick(bmi_size_t size);
@@ -76,6 +81,9 @@ private:
     };
     static std::size_t class_of(bmi_size_t size);
     static LargePath faster(const SizeClass& c);
+    static bool warm(const SizeClass& c);
+    // Sets lean to the path the nearest class that timed both prefers; false if none has.
+    bool neighbour_lean(std::size_t k, LargePath& lean) const;
 
     std::array<SizeClass, 64> classes_{};
 };

@@ -98,5 +98,43 @@ TEST_CASE("path choice: size classes learn apart", "[shm][path]") {
     REQUIRE(choice.preferred((64 << 10) + 1000) == LargePath::stream);  // same power of two
     REQUIRE(choice.preferred(64 * mib) == LargePath::split);
     REQUIRE(choice.cost(LargePath::split, 2 * mib) == 0.0);  // nothing timed at this size yet
-    REQUIRE(choice.pick(2 * mib) == LargePath::split);
+    // 2 MiB is nearer to 64 KiB (five classes) than to 64 MiB (five, the lower wins the tie)
+    REQUIRE(choice.pick(2 * mib) == LargePath::stream);
+}
+
+TEST_CASE("path choice: a new size starts on the path its neighbour found faster", "[shm][path]") {
+    PathChoice choice;
+    constexpr std::uint32_t warm = PathChoice::warm_samples;
+    feed(choice, LargePath::split, 4 * mib, 0.12, warm);
+    feed(choice, LargePath::stream, 4 * mib, 0.05, warm);
+    // 8 MiB has no timings, 4 MiB prefers streaming: no split copies to warm up first.
+    auto first = picks(choice, 8 * mib, warm);
+    REQUIRE(count(first, LargePath::stream) == warm);
+    feed(choice, LargePath::stream, 8 * mib, 0.05, warm);
+    // Split is still tried, at the steady rate, until it has enough timings of its own.
+    auto next = picks(choice, 8 * mib, 2 * PathChoice::explore_every);
+    REQUIRE(count(next, LargePath::split) == 2);
+    // Its own timings then decide, even against the neighbour.
+    feed(choice, LargePath::split, 8 * mib, 0.02, warm);
+    REQUIRE(choice.preferred(8 * mib) == LargePath::split);
+    REQUIRE(choice.pick(8 * mib) == LargePath::split);
+    // Sizes without timings of both paths lean like the nearest size that has them.
+    REQUIRE(choice.pick(2 * mib) == LargePath::stream);
+    REQUIRE(choice.pick(64 * mib) == LargePath::split);
+}
+
+TEST_CASE("path choice: a run up the sizes never warms the slower path first", "[shm][path]") {
+    PathChoice choice;
+    constexpr std::uint32_t warm = PathChoice::warm_samples;
+    std::uint32_t splits = 0;
+    // Streaming is faster everywhere; each size gets 16 messages, as pingpong sends from 4 MiB.
+    for (bmi_size_t size = mib; size <= 64 * mib; size *= 2) {
+        for (std::uint32_t i = 0; i < 16; ++i) {
+            LargePath path = choice.pick(size);
+            splits += path == LargePath::split;
+            feed(choice, path, size, path == LargePath::split ? 0.12 : 0.05);
+        }
+    }
+    // The first size times both; after it, only the steady exploration sends a split.
+    REQUIRE(splits <= warm + 16 / PathChoice::explore_early + 6 * (16 / PathChoice::explore_every));
 }
