@@ -18,10 +18,11 @@ import time
 # Open MPI would otherwise take the UCX pml and ignore it).
 # The environment of a bmi-perf method name: bmi_shm variants. shm-malloc keeps BMI_memalloc
 # from handing out buffers the peer maps (methods/shm/shm_region.hpp), so its large messages
-# go the ways a user's own malloc'd buffer would.
+# go the ways a user's own malloc'd buffer would, and prints which ways they went
+# (BMI_SHM_STATS, read back by shm_paths).
 # tcp-legacy forces OrangeFS framing on both ends (no HELLO), as against an OrangeFS peer.
 METHOD_ENV = {"shm-blocking": {"BMI_SHM_SPIN_US": "0"},
-              "shm-malloc": {"BMI_SHM_SHARED_BUFFERS": "0"},
+              "shm-malloc": {"BMI_SHM_SHARED_BUFFERS": "0", "BMI_SHM_STATS": "1"},
               "tcp-legacy": {"BMI_TCP_LEGACY": "1"}}
 # tcp-encrypted: bmi_tcp with a key and BMI_ENCRYPTION=require (doc/security.md); its key file
 # is made per run (Runner.method_env).
@@ -107,6 +108,7 @@ class Series:
     def __init__(self, name, mode, command):
         self.name, self.mode, self.command = name, mode, command
         self.rows = []  # (bytes, iters, latency_us, bw_MBps)
+        self.paths = {}  # shm's large receives: {size class's smallest bytes: {path: count}}
         self.status, self.wall = "not run", 0.0
 
     def at(self, size):
@@ -120,6 +122,28 @@ def parse_table(text):
         if len(words) == 4 and not line.startswith("#") and words[0].isdigit():
             rows.append((int(words[0]), int(words[1]), float(words[2]), float(words[3])))
     return rows
+
+
+SHM_STATS = "shm stats:"
+
+
+def shm_paths(errs):
+    """{smallest bytes of a size class: {path: receives}} summed over the "shm stats:" lines
+    the processes printed to the stderr files errs (BMI_SHM_STATS=1, doc/methods/shm.md)."""
+    out = {}
+    for err in errs:
+        err.seek(0)
+        for line in err.read().splitlines():
+            if not line.startswith(SHM_STATS) or "by size:" not in line:
+                continue
+            for item in line.split("by size:", 1)[1].split(","):
+                words = item.split()
+                if len(words) < 3 or not words[0].isdigit():
+                    continue
+                per = out.setdefault(int(words[0]), {})
+                for name, count in zip(words[1::2], words[2::2]):
+                    per[name] = per.get(name, 0) + int(count)
+    return out
 
 
 class Step:
@@ -274,7 +298,8 @@ class Runner:
 
     def stderr_tail(self, err):
         err.seek(0)
-        lines = [l.strip() for l in err.read().splitlines() if l.strip()]
+        lines = [l.strip() for l in err.read().splitlines()
+                 if l.strip() and not l.startswith(SHM_STATS)]
         return lines[-1] if lines else "no diagnostics"
 
     def bmi(self, method, mode, plan=None, cpus=None, extra=()):
@@ -359,6 +384,7 @@ class Runner:
                                       f"cannot reach server {addr}: {why}")
                 if server is not None and codes[0] != 0:
                     raise Failure(f"server exit {codes[0]}: {self.stderr_tail(serr)}")
+                s.paths = shm_paths(([serr] if serr else []) + [e for _, e in clients])
                 return parse_table(text)
             finally:
                 self.finish([p for p in procs if p.poll() is None], 0)

@@ -9,6 +9,9 @@ the limits of targets.tsv.
   one copy between the placement's CPUs (handoff_copy_bw: the real ceiling of a one-copy
   transport), memcpy and the better Open MPI shared-memory setting, from 1 MiB.
 
+The shm runs print which path each large receive took (BMI_SHM_STATS=1), and the report
+shows those counts per size and placement beside the ratios.
+
 One more row has no target: tcp ping-pong against raw TCP carrying bmi_tcp's 32-byte header
 (`raw_tcp_pingpong --framed`), which shows how much of the gap to raw TCP is libbmi's own
 path and how much any framing costs (doc/perf/placement.md).
@@ -28,6 +31,10 @@ TCP_SMALLEST = 64 << 10
 LARGE = 1 << 20
 LARGEST = 64 << 20
 MPI_SHM = ("mpi-shm", "mpi-shm-nocopy")
+# The key of a placement's turn under which the shm runs' large-receive paths are kept
+# ({label: {bytes: {path: receives}}}), beside the runs' figures.
+PATHS = "paths taken"
+SHM_MALLOC = "bmi shm-malloc"
 # (title, mine, peers, its row in targets.tsv, smallest): the ratio is mine / the best of
 # peers per size; a row of None is shown for insight, with no verdict.
 ROWS = (
@@ -87,6 +94,8 @@ class PlacementBandwidth(Study):
                 per = turns[turn].setdefault(p, {})
                 if rows is not None:
                     per[label] = rows
+                    if s.paths:
+                        per.setdefault(PATHS, {})[label] = s.paths
         return turns
 
     def print_summary(self, result, out):
@@ -150,6 +159,23 @@ def summary(turns, targets):
     return rows
 
 
+def taken_paths(turns, placement, label=SHM_MALLOC):
+    """{bytes: {path: receives}} of label's runs in placement, summed over the turns."""
+    total = {}
+    for turn in turns:
+        for size, paths in turn.get(placement, {}).get(PATHS, {}).get(label, {}).items():
+            per = total.setdefault(size, {})
+            for name, count in paths.items():
+                per[name] = per.get(name, 0) + count
+    return dict(sorted(total.items()))
+
+
+def paths_text(per_size):
+    return "; ".join(f"{size_name(size)} " + ", ".join(
+        f"{name} {count}" for name, count in sorted(paths.items(), key=lambda p: -p[1]))
+        for size, paths in per_size.items())
+
+
 def size_name(size):
     return f"{size >> 20} MiB" if size >= LARGE else f"{size >> 10} KiB"
 
@@ -161,6 +187,10 @@ def print_summary(turns, out, targets):
         wanted = "no target" if target is None else str(target)
         out.write(f"{title}, {p} ({wanted}): " +
                   ", ".join(f"{size_name(s)} {r:.2f}" for s, r in got.items()) + "\n")
+    for p in ("two cores", "one core", UNPINNED):
+        taken = taken_paths(turns, p)
+        if taken:
+            out.write(f"shm large receives by path, {p}: {paths_text(taken)}\n")
 
 
 def markdown(turns, fmt, targets):
@@ -173,7 +203,7 @@ def markdown(turns, fmt, targets):
            f"every size at or above the target. shm runs with `BMI_SHM_SHARED_BUFFERS=0`, so "
            f"its buffers take the paths a malloc'd buffer takes.", ""]
     if not rows:
-        return out + ["Nothing was measured by both sides.", ""]
+        return out + ["Nothing was measured by both sides.", ""] + paths_markdown(turns)
     out += ["| target | placement | wanted | worst size | worst ratio | per size | |",
             "|---|---|---:|---:|---:|---|---|"]
     for title, p, target, got in rows:
@@ -186,4 +216,18 @@ def markdown(turns, fmt, targets):
             wanted = str(target)
         out.append(f"| {title} | {p} | {wanted} | {size_name(worst)} | "
                    f"{fmt(got[worst])} | {sizes} | {verdict} |")
+    return out + [""] + paths_markdown(turns)
+
+
+def paths_markdown(turns):
+    """The table of the paths shm's large receives took, per placement; [] if none ran."""
+    taken = [(p, taken_paths(turns, p)) for p in ("two cores", "one core", UNPINNED)]
+    if not any(per_size for _, per_size in taken):
+        return []
+    out = ["The paths shm's large receives took in these runs (`BMI_SHM_STATS=1`; both "
+           "processes, every turn, warm-up rounds included; `split`: both processes copy "
+           "across, `single`: the receiver alone, `stream`: two copies through the ring; "
+           "doc/methods/shm.md):", "",
+           "| placement | receives per size and path |", "|---|---|"]
+    out += [f"| {p} | {paths_text(per_size)} |" for p, per_size in taken if per_size]
     return out + [""]

@@ -96,6 +96,10 @@ void ShmLargeCopies::start_transfer(Connection& conn, Operation& op, bmi_size_t 
     conn.controls.push_back(Control{MsgType::cts, cookie, 0, 0});
 }
 
+void ShmLargeCopies::took(TakenPath path, bmi_size_t size) {
+    ++taken_[PathChoice::class_of(size)][static_cast<std::size_t>(path)];
+}
+
 void ShmLargeCopies::timed(LargePath path, bmi_size_t size, std::uint64_t started_ns) {
     if (started_ns == 0) return;
     if (!paths_.record(path, size, monotonic_ns() - started_ns)) return;
@@ -122,6 +126,7 @@ int ShmLargeCopies::advance_pulls(Connection& conn, bool& moved) {
             op.transferred += n > 0 ? n : 0;
             if (op.transferred == pull.size) {
                 conn.controls.push_back(Control{MsgType::done, pull.cookie, 0, 0});
+                took(TakenPath::single, pull.size);
                 ops_.finish(op, 0);
             } else {
                 conn.pulls.push_back(std::move(pull));
@@ -281,6 +286,7 @@ int ShmLargeCopies::advance_splits(Connection& conn, bool& moved) {
         } else {
             op.actual_size = done.size;
             timed(LargePath::split, done.size, done.started_ns);
+            took(done.mapped_source.empty() ? TakenPath::split : TakenPath::shared, done.size);
             ops_.finish(op, 0);
             conn.controls.push_back(Control{MsgType::done, done.cookie, 0, 0});
         }

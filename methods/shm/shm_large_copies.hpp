@@ -7,10 +7,12 @@
 // it a matched announcement and the HELP the receiver sends.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "methods/shm/shm_connection.hpp"
+#include "methods/shm/shm_method.hpp"
 #include "methods/shm/shm_op_book.hpp"
 #include "methods/shm/shm_options.hpp"
 #include "methods/shm/shm_path_choice.hpp"
@@ -33,6 +35,11 @@ public:
     int advance_pulls(Connection& conn, bool& moved);
     // A large receive that took its path at started_ns (0: untimed) is complete.
     void timed(LargePath path, bmi_size_t size, std::uint64_t started_ns);
+    // A large receive of size bytes completed over path (Stats::large_receives).
+    void took(TakenPath path, bmi_size_t size);
+    const std::array<std::array<std::uint64_t, taken_paths>, size_classes>& taken() const {
+        return taken_;
+    }
 
     // Receiver: one bounded step of every split receive on conn; 0 or the error to close it
     // with.
@@ -66,6 +73,7 @@ private:
     const bmi_size_t single_copy_min_;
     const std::size_t pull_piece_;
     PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
+    std::array<std::array<std::uint64_t, taken_paths>, size_classes> taken_{};
     ShmOpBook& ops_;
     ShmSharedBuffers& buffers_;
 };

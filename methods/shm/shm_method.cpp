@@ -3,7 +3,9 @@
 #include "methods/shm/shm_method.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -54,7 +56,41 @@ ShmMethod::ShmMethod(Sink& sink, const Options& options)
             options_.slot_count, options_.slot_size, static_cast<long long>(options_.eager_limit));
 }
 
+const char* taken_path_name(TakenPath path) {
+    constexpr const char* names[taken_paths] = {"shared", "split", "single", "stream"};
+    auto index = static_cast<std::size_t>(path);
+    return index < taken_paths ? names[index] : "?";
+}
+
+// One line, so a tool reading stderr finds it whole: the counters, then for each size class
+// that had large receives, its lower bound in bytes and the count per path.
+void ShmMethod::print_stats() const {
+    std::string line = "shm stats: futile spins ";
+    line += std::to_string(futile_spins_);
+    line += "; large receives by size:";
+    const auto& taken = copies_.taken();
+    const char* separator = " ";
+    for (std::size_t k = 1; k < taken.size(); ++k) {
+        std::uint64_t total = 0;
+        for (std::uint64_t n : taken[k]) total += n;
+        if (total == 0) continue;
+        line += separator;
+        line += std::to_string(std::uint64_t{1} << (k - 1));
+        for (std::size_t p = 0; p < taken_paths; ++p) {
+            if (taken[k][p] == 0) continue;
+            line += ' ';
+            line += taken_path_name(static_cast<TakenPath>(p));
+            line += ' ';
+            line += std::to_string(taken[k][p]);
+        }
+        separator = ", ";
+    }
+    if (*separator == ' ') line += " none";
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 ShmMethod::~ShmMethod() {
+    if (options_.print_stats) print_stats();
     // The control layer cancelled every operation already; only kernel objects remain, and
     // senders that may still write chunks of a split receive into its buffer: wait for them.
     for (auto& [id, conn] : connections_) {
@@ -78,6 +114,7 @@ int ShmMethod::get_info(Peer*, int option, void* arg) {
     if (option == get_stats_option && arg != nullptr) {
         auto& stats = *static_cast<Stats*>(arg);
         stats.futile_spins = futile_spins_;
+        stats.large_receives = copies_.taken();
         return 0;
     }
     if (option != info_listen_port) return -BMI_ENOSYS;

@@ -84,6 +84,8 @@ public:
     bool mem_free(void* buffer) override;
     int set_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
     int get_info(Peer*, int option, void* arg) override;
+    // Stats to stderr (BMI_SHM_STATS=1), when finalized.
+    void print_stats() const;
 
     // Admits only peers that prove this key from now on (before start(); empty: keyless).
     void use_key(support::keys::SharedKey key) { setup_.hellos().use_key(std::move(key)); }

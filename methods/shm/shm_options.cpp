@@ -42,6 +42,7 @@ int load_options(const support::Settings& settings, bmi_size_t unexpected_overri
     out.slot_size = slot_size;
     out.spin_us = static_cast<int>(settings.number(SettingId::spin_us));
     out.single_copy = settings.flag(SettingId::single_copy);
+    out.print_stats = settings.flag(SettingId::stats);
     out.single_copy_min = settings.number(SettingId::single_copy_min);
     out.split_copy = split_mode(settings.number(SettingId::split_copy));
     out.shared_buffers = settings.flag(SettingId::shared_buffers);

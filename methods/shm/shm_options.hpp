@@ -40,6 +40,7 @@ struct Options {
     std::uint32_t slot_count = 0;  // BMI_SHM_RING_SLOTS, option shm_ring_slots
     std::uint32_t slot_size = 0;   // BMI_SHM_SLOT_SIZE, option shm_slot_size
     bool single_copy = false;      // BMI_SHM_SINGLE_COPY=0 forces the two-copy path
+    bool print_stats = false;      // BMI_SHM_STATS: Stats to stderr when finalized
     // Messages above the eager limit are either copied by both processes at once, each a
     // part of it, straight between the two buffers (split, shm_split.hpp), or streamed
     // through the ring (two copies, one by each process, pipelined). Which is faster depends

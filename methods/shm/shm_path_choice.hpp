@@ -67,6 +67,8 @@ public:
     double cost(LargePath path, bmi_size_t size) const;
     // The path the size class would take if it did not explore.
     LargePath preferred(bmi_size_t size) const;
+    // The size class of size: its bit width (64 classes cover any bmi_size_t).
+    static std::size_t class_of(bmi_size_t size);
 
 private:
     struct Estimate {
@@ -79,7 +81,6 @@ private:
         std::array<Estimate, 2> paths{};
         std::uint32_t picks = 0;
     };
-    static std::size_t class_of(bmi_size_t size);
     static LargePath faster(const SizeClass& c);
     static bool warm(const SizeClass& c);
     // Sets lean to the path the nearest class that timed both prefers; false if none has.

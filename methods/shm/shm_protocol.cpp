@@ -288,6 +288,7 @@ int ShmMethod::handle_reply(Connection& conn, const MsgHeader& header) {
         op.transferred += static_cast<bmi_size_t>(header.size);
         if (op.transferred == op.actual_size) {
             copies_.timed(LargePath::stream, op.actual_size, it->second.started_ns);
+            copies_.took(TakenPath::stream, op.actual_size);
             conn.receives.erase(it);
             ops_.finish(op, 0);
         }

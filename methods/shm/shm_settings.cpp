@@ -65,8 +65,11 @@ constexpr support::SettingSpec rows[] = {
         "BMI_SHM_RENDEZVOUS_TIMEOUT_MS",
         "a large send whose RTS the receiver neither answers nor refuses fails after this long "
         "(its connection closes: the RTS named our buffer)"),
+    {I::stats, "shm_stats", "BMI_SHM_STATS", T::flag, "0", "", 0, 0, "",
+     "print the method's counters (and the path of each large receive, by size) to stderr "
+     "when it is finalized"},
 };
-constexpr support::OwnedRows owned{rows, I::rendezvous_timeout};
+constexpr support::OwnedRows owned{rows, I::stats};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

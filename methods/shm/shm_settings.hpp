@@ -32,6 +32,7 @@ enum class SettingId : std::uint8_t {
     stall_timeout,
     send_timeout,
     rendezvous_timeout,
+    stats,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

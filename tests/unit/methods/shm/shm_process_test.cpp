@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -28,11 +29,21 @@
 
 #include "child_process.hpp"
 #include "harness.hpp"
+#include "methods/shm/shm_method.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
+using bmi::method::shm::TakenPath;
 
 namespace {
+
+// How many of side's large receives of size's class completed over path (shm Stats); in a
+// child, where Catch cannot report, a failed query reads as none.
+std::uint64_t taken(Side& side, std::size_t size, TakenPath path) {
+    method::shm::Stats stats;
+    if (side.instance->get_info(0, method::shm::get_stats_option, &stats) != 0) return 0;
+    return stats.large_receives[std::bit_width(size)][static_cast<std::size_t>(path)];
+}
 
 std::unique_ptr<core::Instance> make_server(const std::string& listen, int& rc) {
     core::InitParams params;
@@ -292,6 +303,7 @@ TEST_CASE("shm: a receiver refused process_vm_readv gets large messages by two c
                              check_pattern(in.data(), refused_size, seed);
                 report(to_parent, whole ? 'k' : 'x');
             }
+            report(to_parent, taken(me, refused_size, TakenPath::stream) == 2 ? 's' : 'n');
             return 0;
         });
     BMI_addr_t child_addr = await_hello(side);
@@ -307,6 +319,7 @@ TEST_CASE("shm: a receiver refused process_vm_readv gets large messages by two c
         REQUIRE(wait_op(side, sid, 30000).error == 0);
         REQUIRE(child.wait_report(30000) == 'k');
     }
+    REQUIRE(child.wait_report(30000) == 's');  // both came through the ring
 }
 
 // ... and a sender that may not write into the receiver's memory leaves the whole copy to the
@@ -349,6 +362,7 @@ TEST_CASE("shm: a sender refused process_vm_writev leaves the copy to the receiv
     REQUIRE(got.error == 0);
     REQUIRE(got.actual_size == static_cast<bmi_size_t>(refused_size));
     REQUIRE(check_pattern(in.data(), refused_size, 23));
+    REQUIRE(taken(side, refused_size, TakenPath::single) == 1);
     REQUIRE(child.wait_report(30000) == 'd');
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -16,11 +17,20 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "methods/shm/shm_method.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
+using bmi::method::shm::TakenPath;
 
 namespace {
+// How many of side's large receives of size's class completed over path (shm Stats).
+std::uint64_t taken(Side& side, std::size_t size, TakenPath path) {
+    method::shm::Stats stats;
+    REQUIRE(side.instance->get_info(0, method::shm::get_stats_option, &stats) == 0);
+    return stats.large_receives[std::bit_width(size)][static_cast<std::size_t>(path)];
+}
+
 // Sets an environment variable for the scope of one test; instances read it when created.
 class ScopedEnv {
 public:
@@ -49,8 +59,9 @@ struct PumpedPair {
 };
 
 // One large message client -> server, receive posted first, sent as a 3-piece list and
-// received into `pieces` segments of uneven length (1: a contiguous buffer).
-void exchange_large(std::size_t size, std::uint32_t seed, int pieces = 1) {
+// received into `pieces` segments of uneven length (1: a contiguous buffer); it must have
+// come over path.
+void exchange_large(TakenPath path, std::size_t size, std::uint32_t seed, int pieces = 1) {
     PumpedPair pumped;
     Pair& pair = pumped.pair;
     BMI_addr_t client_addr = pumped.client_addr;
@@ -91,6 +102,8 @@ void exchange_large(std::size_t size, std::uint32_t seed, int pieces = 1) {
     REQUIRE(got.actual_size == static_cast<bmi_size_t>(size));
     REQUIRE(check_pattern(in.data(), size, seed));
     REQUIRE(in[size] == 'x');
+    INFO("path " << method::shm::taken_path_name(path));
+    REQUIRE(taken(pair.server, size, path) == 1);
 }
 
 // Posts the server's receive of size bytes, then the client's send of them, both with tag.
@@ -111,8 +124,8 @@ TEST_CASE("shm: large messages by split copy, contiguous or lists on both sides"
     auto size = GENERATE(std::size_t{16385}, std::size_t{100000}, std::size_t{(1 << 20) + 3},
                          std::size_t{(8 << 20) + 5});
     auto pieces = GENERATE(1, 5);
-    exchange_large(size, static_cast<std::uint32_t>(size) + static_cast<std::uint32_t>(pieces),
-                   pieces);
+    exchange_large(TakenPath::split, size,
+                   static_cast<std::uint32_t>(size) + static_cast<std::uint32_t>(pieces), pieces);
 }
 
 // BMI_SHM_SPLIT_COPY=0 keeps the sender out: the receiver reads alone from the single-copy
@@ -120,32 +133,32 @@ TEST_CASE("shm: large messages by split copy, contiguous or lists on both sides"
 TEST_CASE("shm: large messages by a single copy the receiver makes alone", "[shm]") {
     ScopedEnv alone("BMI_SHM_SPLIT_COPY", "0");
     ScopedEnv all_single("BMI_SHM_SINGLE_COPY_MIN", "0");
-    exchange_large(8 << 20, 1);
+    exchange_large(TakenPath::single, 8 << 20, 1);
 }
 
 // ... and below it the message is pipelined through the ring.
 TEST_CASE("shm: large messages by two copies below the single-copy minimum", "[shm]") {
     ScopedEnv alone("BMI_SHM_SPLIT_COPY", "0");
-    exchange_large(1 << 20, 5);
+    exchange_large(TakenPath::stream, 1 << 20, 5);
 }
 
 TEST_CASE("shm: large messages by the two-copy fallback", "[shm]") {
     ScopedEnv force("BMI_SHM_SINGLE_COPY", "0");
-    exchange_large(8 << 20, 2);
+    exchange_large(TakenPath::stream, 8 << 20, 2);
 }
 
 TEST_CASE("shm: a 64 MiB message arrives intact on every path", "[shm]") {
     SECTION("split copy") {
         ScopedEnv split("BMI_SHM_SPLIT_COPY", "1");
-        exchange_large(64 << 20, 3);
+        exchange_large(TakenPath::split, 64 << 20, 3);
     }
     SECTION("single copy by the receiver") {
         ScopedEnv alone("BMI_SHM_SPLIT_COPY", "0");
-        exchange_large(64 << 20, 6);  // above the default single-copy minimum
+        exchange_large(TakenPath::single, 64 << 20, 6);  // above the default single-copy minimum
     }
     SECTION("two copies") {
         ScopedEnv force("BMI_SHM_SINGLE_COPY", "0");
-        exchange_large(64 << 20, 4);
+        exchange_large(TakenPath::stream, 64 << 20, 4);
     }
 }
 
@@ -242,9 +255,11 @@ TEST_CASE("shm: large messages between BMI_memalloc buffers, either or both shar
     auto seed = static_cast<std::uint32_t>(size) + static_cast<std::uint32_t>(pieces);
     SECTION("both shared") {
         exchange_from(pair, client_addr, out.data(), in.data(), size, seed, pieces);
+        REQUIRE(taken(pair.server, size, TakenPath::shared) == 1);
     }
     SECTION("sender's shared") {
         exchange_from(pair, client_addr, out.data(), plain_in.data(), size, seed, pieces);
+        REQUIRE(taken(pair.server, size, TakenPath::shared) == 1);
     }
     SECTION("receiver's shared") {
         exchange_from(pair, client_addr, plain_out.data(), in.data(), size, seed, pieces);
@@ -264,6 +279,7 @@ TEST_CASE("shm: shared buffers carry large messages without cross-memory attach"
     std::vector<char> plain_in(size + 64);
     exchange_from(pair, client_addr, out.data(), in.data(), size, 61, 1);
     exchange_from(pair, client_addr, out.data(), plain_in.data(), size, 62, 2);
+    REQUIRE(taken(pair.server, size, TakenPath::shared) == 2);
 }
 
 // Freed shared buffers are withdrawn from the peer before their memory can come back as a
