@@ -187,6 +187,11 @@ struct ProgressDeadline {
     }
 };
 
+// How take_due schedules its key for the earliest entry left: in place of the key's time (the
+// first or only scan under the key), or only earlier than it (a later scan under the same key,
+// which must not undo the time the first one set).
+enum class Reschedule : std::uint8_t { replace, earlier_only };
+
 // Waits that each have their own time under one deadline of their connection (the RTS of each
 // large send, DeadlineKind::rendezvous): the keys of the entries of `waiting` due by `now`,
 // deadline_of giving each value's time (time_point{}: it waits for nothing now, or is not this
@@ -195,7 +200,8 @@ struct ProgressDeadline {
 template <class Map, class DeadlineOf>
 std::vector<typename Map::key_type> take_due(Deadlines& engine, DeadlineKey key,
                                              Deadlines::Clock::time_point now, const Map& waiting,
-                                             DeadlineOf deadline_of) {
+                                             DeadlineOf deadline_of,
+                                             Reschedule how = Reschedule::replace) {
     using Clock = Deadlines::Clock;
     std::vector<typename Map::key_type> due;
     std::optional<Clock::time_point> next;
@@ -207,7 +213,8 @@ std::vector<typename Map::key_type> take_due(Deadlines& engine, DeadlineKey key,
         else if (!next || at < *next)
             next = at;
     }
-    if (next) engine.schedule(key, *next);
+    if (next && how == Reschedule::replace) engine.schedule(key, *next);
+    if (next && how == Reschedule::earlier_only) engine.schedule_by(key, *next);
     return due;
 }
 

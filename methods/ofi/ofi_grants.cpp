@@ -54,23 +54,22 @@ void OfiMethod::on_unused(OfiPeer& peer, const GrantId& unused) {
 }
 
 void OfiMethod::fail_unanswered_revokes(OfiPeer& peer, Clock::time_point now) {
-    std::optional<Clock::time_point> next;
-    for (auto it = revoking_.begin(); it != revoking_.end();) {
-        Operation& op = *it->second;
-        const Clock::time_point due = method_slots<OpSlots>(op).answer_due;
-        if (op.peer != &peer || due > now) {
-            if (op.peer == &peer && (!next || due < *next)) next = due;
-            ++it;
-            continue;
-        }
+    // The RTS scan under the same key (fail_unanswered_rts) ran first and set its time.
+    const auto due = kit::take_due(
+        timers_, {peer.fi_addr, kit::DeadlineKind::rendezvous}, now, revoking_,
+        [&peer](const Operation* op) {
+            return op->peer == &peer ? method_slots<OpSlots>(*op).answer_due : Clock::time_point{};
+        },
+        kit::Reschedule::earlier_only);
+    for (std::uint32_t transfer : due) {
+        Operation& op = *revoking_.at(transfer);
+        revoking_.erase(transfer);
         // Data that comes now is dropped with the unasked data, and its send stalls.
         BMI_LOG(error, "bmi_ofi: %s did not answer a revoked grant in %lld ms; cancelling",
                 peer.address.c_str(), static_cast<long long>(limits_.rendezvous.count()));
-        it = revoking_.erase(it);
         method_slots<OpSlots>(op).error = -BMI_ECANCEL;
         cancel_data_recvs(op);
     }
-    if (next) timers_.schedule_by({peer.fi_addr, kit::DeadlineKind::rendezvous}, *next);
 }
 
 void OfiMethod::on_grant_recv_end(Request& request, int error, std::size_t length) {

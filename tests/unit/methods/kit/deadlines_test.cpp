@@ -275,3 +275,28 @@ TEST_CASE("take_due gives the waits due and keeps one deadline for the earliest 
     CHECK(take_due(d, rts, t0 + 50ms, waiting, at).empty());
     CHECK_FALSE(d.when(rts).has_value());
 }
+
+TEST_CASE("a second take_due under the same key only moves its deadline earlier") {
+    Deadlines d;
+    const Clock::time_point t0 = Clock::now();
+    const DeadlineKey key_of_both = key(9, DeadlineKind::rendezvous);
+    auto at = [](Clock::time_point when) { return when; };
+    // Two kinds of wait share the connection's deadline: the first scan sets it...
+    std::unordered_map<std::uint64_t, Clock::time_point> first{{1, t0 + 20ms}};
+    CHECK(take_due(d, key_of_both, t0, first, at).empty());
+    REQUIRE(d.when(key_of_both).has_value());
+    CHECK(*d.when(key_of_both) == t0 + 20ms);
+    // ... and a second one whose earliest wait is later leaves it where it is,
+    std::unordered_map<std::uint64_t, Clock::time_point> later{{2, t0 + 50ms}};
+    CHECK(take_due(d, key_of_both, t0, later, at, Reschedule::earlier_only).empty());
+    CHECK(*d.when(key_of_both) == t0 + 20ms);
+    // while one whose earliest wait is sooner brings it forward.
+    std::unordered_map<std::uint64_t, Clock::time_point> sooner{{3, t0 + 5ms}, {4, t0 - 1ms}};
+    std::vector<std::uint64_t> due =
+        take_due(d, key_of_both, t0, sooner, at, Reschedule::earlier_only);
+    CHECK(due == std::vector<std::uint64_t>{4});
+    CHECK(*d.when(key_of_both) == t0 + 5ms);
+    // Replacing, as the first scan does, would have pushed it back to the later wait.
+    CHECK(take_due(d, key_of_both, t0, later, at).empty());
+    CHECK(*d.when(key_of_both) == t0 + 50ms);
+}
