@@ -31,6 +31,8 @@ TCP_SMALLEST = 64 << 10
 LARGE = 1 << 20
 LARGEST = 64 << 20
 MPI_SHM = ("mpi-shm", "mpi-shm-nocopy")
+# The placements in the order the report lists them.
+REPORT_ORDER = ("two cores", "one core", UNPINNED)
 # The key of a placement's turn under which the shm runs' large-receive paths are kept
 # ({label: {bytes: {path: receives}}}), beside the runs' figures.
 PATHS = "paths taken"
@@ -149,7 +151,7 @@ def ratios(turns, placement, mine, peers, smallest):
 
 def summary(turns, targets):
     """[(title, placement, Target or None, {bytes: ratio})] for every row measured."""
-    names = [p for p in ("two cores", "one core", UNPINNED) if any(p in t for t in turns)]
+    names = [p for p in REPORT_ORDER if any(p in t for t in turns)]
     rows = []
     for title, mine, peers, target, smallest in ROWS:
         for p in names:
@@ -187,7 +189,7 @@ def print_summary(turns, out, targets):
         wanted = "no target" if target is None else str(target)
         out.write(f"{title}, {p} ({wanted}): " +
                   ", ".join(f"{size_name(s)} {r:.2f}" for s, r in got.items()) + "\n")
-    for p in ("two cores", "one core", UNPINNED):
+    for p in REPORT_ORDER:
         taken = taken_paths(turns, p)
         if taken:
             out.write(f"shm large receives by path, {p}: {paths_text(taken)}\n")
@@ -221,7 +223,7 @@ def markdown(turns, fmt, targets):
 
 def paths_markdown(turns):
     """The table of the paths shm's large receives took, per placement; [] if none ran."""
-    taken = [(p, taken_paths(turns, p)) for p in ("two cores", "one core", UNPINNED)]
+    taken = [(p, taken_paths(turns, p)) for p in REPORT_ORDER]
     if not any(per_size for _, per_size in taken):
         return []
     out = ["The paths shm's large receives took in these runs (`BMI_SHM_STATS=1`; both "

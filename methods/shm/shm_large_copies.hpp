@@ -37,9 +37,7 @@ public:
     void timed(LargePath path, bmi_size_t size, std::uint64_t started_ns);
     // A large receive of size bytes completed over path (Stats::large_receives).
     void took(TakenPath path, bmi_size_t size);
-    const std::array<std::array<std::uint64_t, taken_paths>, size_classes>& taken() const {
-        return taken_;
-    }
+    const LargeReceiveCounts& taken() const { return taken_; }
 
     // Receiver: one bounded step of every split receive on conn; 0 or the error to close it
     // with.
@@ -73,7 +71,7 @@ private:
     const bmi_size_t single_copy_min_;
     const std::size_t pull_piece_;
     PathChoice paths_;  // split or stream, per size (BMI_SHM_SPLIT_COPY=auto)
-    std::array<std::array<std::uint64_t, taken_paths>, size_classes> taken_{};
+    LargeReceiveCounts taken_{};
     ShmOpBook& ops_;
     ShmSharedBuffers& buffers_;
 };

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "methods/method.hpp"
+#include "methods/shm/shm_path_choice.hpp"
 
 namespace bmi::method::shm {
 
@@ -20,17 +21,15 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
 enum class TakenPath : std::uint8_t { shared = 0, split = 1, single = 2, stream = 3 };
 inline constexpr std::size_t taken_paths = 4;
 const char* taken_path_name(TakenPath path);
-// Large receives are counted per power-of-two size class: class k holds sizes of bit width
-// k, [2^(k-1), 2^k).
-inline constexpr std::size_t size_classes = 64;
+// Completed large receives, [size class (size_classes, PathChoice::class_of)][TakenPath].
+using LargeReceiveCounts = std::array<std::array<std::uint64_t, taken_paths>, size_classes>;
 
 // BMI_get_info(addr or 0, get_stats_option, Stats*): how the instance's waits went, and the
 // paths its large receives took. BMI_SHM_STATS=1 also prints them when it is finalized.
 inline constexpr int get_stats_option = 0x7301;
 struct Stats {
     std::uint64_t futile_spins = 0;  // waits that slept at once: the peer waits on our CPU
-    // Completed large receives, [size class][TakenPath].
-    std::array<std::array<std::uint64_t, taken_paths>, size_classes> large_receives{};
+    LargeReceiveCounts large_receives{};
 };
 
 inline constexpr Descriptor descriptor{"bmi_shm", "shm", &create};

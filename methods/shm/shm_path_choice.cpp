@@ -14,8 +14,8 @@ constexpr std::size_t index(LargePath path) { return static_cast<std::size_t>(pa
 const char* path_name(LargePath path) { return path == LargePath::split ? "split" : "stream"; }
 
 std::size_t PathChoice::class_of(bmi_size_t size) {
-    // Messages of one power-of-two range share a class; 64 classes cover any bmi_size_t.
-    return static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(size)) & 63);
+    return static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(size))) &
+           (size_classes - 1);
 }
 
 double PathChoice::Estimate::best() const {

@@ -19,6 +19,10 @@ namespace bmi::method::shm {
 
 enum class LargePath : std::uint8_t { split = 0, stream = 1 };
 
+// Power-of-two size classes: class k holds the sizes of bit width k, [2^(k-1), 2^k); 64 cover
+// any bmi_size_t.
+inline constexpr std::size_t size_classes = 64;
+
 const char* path_name(LargePath path);
 constexpr LargePath other_path(LargePath path) {
     return path == LargePath::split ? LargePath::stream : LargePath::split;
@@ -67,7 +71,7 @@ public:
     double cost(LargePath path, bmi_size_t size) const;
     // The path the size class would take if it did not explore.
     LargePath preferred(bmi_size_t size) const;
-    // The size class of size: its bit width (64 classes cover any bmi_size_t).
+    // The size class of size (size_classes).
     static std::size_t class_of(bmi_size_t size);
 
 private:
@@ -86,7 +90,7 @@ private:
     // Sets lean to the path the nearest class that timed both prefers; false if none has.
     bool neighbour_lean(std::size_t k, LargePath& lean) const;
 
-    std::array<SizeClass, 64> classes_{};
+    std::array<SizeClass, size_classes> classes_{};
 };
 
 }  // namespace bmi::method::shm

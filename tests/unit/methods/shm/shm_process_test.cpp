@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -29,21 +28,13 @@
 
 #include "child_process.hpp"
 #include "harness.hpp"
-#include "methods/shm/shm_method.hpp"
+#include "shm_stats.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
 using bmi::method::shm::TakenPath;
 
 namespace {
-
-// How many of side's large receives of size's class completed over path (shm Stats); in a
-// child, where Catch cannot report, a failed query reads as none.
-std::uint64_t taken(Side& side, std::size_t size, TakenPath path) {
-    method::shm::Stats stats;
-    if (side.instance->get_info(0, method::shm::get_stats_option, &stats) != 0) return 0;
-    return stats.large_receives[std::bit_width(size)][static_cast<std::size_t>(path)];
-}
 
 std::unique_ptr<core::Instance> make_server(const std::string& listen, int& rc) {
     core::InitParams params;
@@ -303,7 +294,8 @@ TEST_CASE("shm: a receiver refused process_vm_readv gets large messages by two c
                              check_pattern(in.data(), refused_size, seed);
                 report(to_parent, whole ? 'k' : 'x');
             }
-            report(to_parent, taken(me, refused_size, TakenPath::stream) == 2 ? 's' : 'n');
+            report(to_parent,
+                   large_receives(me, refused_size, TakenPath::stream) == 2u ? 's' : 'n');
             return 0;
         });
     BMI_addr_t child_addr = await_hello(side);
@@ -362,7 +354,7 @@ TEST_CASE("shm: a sender refused process_vm_writev leaves the copy to the receiv
     REQUIRE(got.error == 0);
     REQUIRE(got.actual_size == static_cast<bmi_size_t>(refused_size));
     REQUIRE(check_pattern(in.data(), refused_size, 23));
-    REQUIRE(taken(side, refused_size, TakenPath::single) == 1);
+    REQUIRE(large_receives(side, refused_size, TakenPath::single) == 1u);
     REQUIRE(child.wait_report(30000) == 'd');
 }
 

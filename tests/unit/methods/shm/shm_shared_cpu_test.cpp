@@ -15,6 +15,7 @@
 #include "harness.hpp"
 #include "methods/shm/shm_doorbell.hpp"
 #include "methods/shm/shm_method.hpp"
+#include "shm_stats.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -72,9 +73,9 @@ std::vector<int> allowed_cpus() {
 }
 
 std::uint64_t futile_spins(Side& side) {
-    method::shm::Stats stats;
-    REQUIRE(side.instance->get_info(0, method::shm::get_stats_option, &stats) == 0);
-    return stats.futile_spins;
+    const auto stats = shm_stats(side);
+    REQUIRE(stats);
+    return stats->futile_spins;
 }
 
 // rounds ping-pongs, client on client_cpu (this thread) and server on server_cpu; returns the

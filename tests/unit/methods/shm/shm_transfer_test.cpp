@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -17,20 +16,13 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "methods/shm/shm_method.hpp"
+#include "shm_stats.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
 using bmi::method::shm::TakenPath;
 
 namespace {
-// How many of side's large receives of size's class completed over path (shm Stats).
-std::uint64_t taken(Side& side, std::size_t size, TakenPath path) {
-    method::shm::Stats stats;
-    REQUIRE(side.instance->get_info(0, method::shm::get_stats_option, &stats) == 0);
-    return stats.large_receives[std::bit_width(size)][static_cast<std::size_t>(path)];
-}
-
 // Sets an environment variable for the scope of one test; instances read it when created.
 class ScopedEnv {
 public:
@@ -103,7 +95,7 @@ void exchange_large(TakenPath path, std::size_t size, std::uint32_t seed, int pi
     REQUIRE(check_pattern(in.data(), size, seed));
     REQUIRE(in[size] == 'x');
     INFO("path " << method::shm::taken_path_name(path));
-    REQUIRE(taken(pair.server, size, path) == 1);
+    REQUIRE(large_receives(pair.server, size, path) == 1u);
 }
 
 // Posts the server's receive of size bytes, then the client's send of them, both with tag.
@@ -255,11 +247,11 @@ TEST_CASE("shm: large messages between BMI_memalloc buffers, either or both shar
     auto seed = static_cast<std::uint32_t>(size) + static_cast<std::uint32_t>(pieces);
     SECTION("both shared") {
         exchange_from(pair, client_addr, out.data(), in.data(), size, seed, pieces);
-        REQUIRE(taken(pair.server, size, TakenPath::shared) == 1);
+        REQUIRE(large_receives(pair.server, size, TakenPath::shared) == 1u);
     }
     SECTION("sender's shared") {
         exchange_from(pair, client_addr, out.data(), plain_in.data(), size, seed, pieces);
-        REQUIRE(taken(pair.server, size, TakenPath::shared) == 1);
+        REQUIRE(large_receives(pair.server, size, TakenPath::shared) == 1u);
     }
     SECTION("receiver's shared") {
         exchange_from(pair, client_addr, plain_out.data(), in.data(), size, seed, pieces);
@@ -279,7 +271,7 @@ TEST_CASE("shm: shared buffers carry large messages without cross-memory attach"
     std::vector<char> plain_in(size + 64);
     exchange_from(pair, client_addr, out.data(), in.data(), size, 61, 1);
     exchange_from(pair, client_addr, out.data(), plain_in.data(), size, 62, 2);
-    REQUIRE(taken(pair.server, size, TakenPath::shared) == 2);
+    REQUIRE(large_receives(pair.server, size, TakenPath::shared) == 2u);
 }
 
 // Freed shared buffers are withdrawn from the peer before their memory can come back as a
