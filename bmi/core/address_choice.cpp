@@ -26,6 +26,9 @@ struct Part {
     std::string_view scheme;
     std::optional<std::string> host;  // of a "host:port" part
     bool usable = false;
+    // Neither host:port nor shared memory: a fabric's own address (ofi+efa://0x...), which
+    // reaches its node from anywhere on the fabric.
+    bool anywhere = false;
 };
 
 }  // namespace
@@ -39,14 +42,17 @@ AddressChoice choose_address(std::string_view list,
         if (!split) return {{}, -BMI_EINVAL};
         Part part{item, split->scheme, std::nullopt, usable(split->scheme)};
         auto host_port = support::parse_host_port(split->rest);
-        if (host_port && part.scheme != "shm") part.host = host_port->host;
+        const bool node_local = part.scheme == "shm" ||
+                                (part.scheme == "ofi" && split->variant == "shm");
+        if (host_port && !node_local) part.host = host_port->host;
+        part.anywhere = !host_port && part.scheme == "ofi" && !node_local;
         parts.push_back(std::move(part));
     }
     if (parts.empty()) return {{}, -BMI_EINVAL};
     // Whether the peer is on this node costs a resolver call: asked only when it decides.
     std::optional<bool> hostless_allowed;
     auto allowed = [&](const Part& part) {
-        if (part.host) return true;
+        if (part.host || part.anywhere) return true;
         if (!hostless_allowed) {
             bool names_host = false, names_this_node = false;
             for (const Part& other : parts) {

@@ -21,7 +21,8 @@ struct AddressChoice {
 // usable(scheme): this process can reach peers of that scheme (compiled, allowed, reachable
 // under the allocation in force). on_this_node(host): host names this machine. A part whose
 // rest is not "host:port" (shm) is only chosen when the list also names a host of this node, or
-// names no host at all: a name like shm://orangefs may be another server on another node.
+// names no host at all: a name like shm://orangefs may be another server on another node. A
+// fabric's own address (ofi+efa://0x...) is chosen wherever the list says its server is.
 AddressChoice choose_address(std::string_view list,
                              const std::function<bool(std::string_view)>& usable,
                              const std::function<bool(std::string_view)>& on_this_node);

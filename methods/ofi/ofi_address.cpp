@@ -3,16 +3,54 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 
 #include "support/method_address/method_address.hpp"
 
 namespace bmi::method::ofi {
 
+namespace {
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// "0xHEX" with a whole number of bytes, at least one and at most max_raw_bytes.
+std::optional<std::vector<std::byte>> parse_raw(std::string_view rest) {
+    rest.remove_prefix(raw_prefix.size());
+    if (rest.empty() || rest.size() % 2 != 0 || rest.size() / 2 > max_raw_bytes)
+        return std::nullopt;
+    std::vector<std::byte> bytes(rest.size() / 2);
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+        const int high = hex_digit(rest[2 * i]);
+        const int low = hex_digit(rest[2 * i + 1]);
+        if (high < 0 || low < 0) return std::nullopt;
+        bytes[i] = static_cast<std::byte>(high * 16 + low);
+    }
+    return bytes;
+}
+
+// A domain is one word of a provider's domain names ("cxi0", "rdmap0s31-rdm", "mlx5_0").
+bool domain_word(std::string_view rest) {
+    return rest.find_first_of("/:, ") == std::string_view::npos;
+}
+}  // namespace
+
 std::string OfiAddress::provider_hint() const {
     // tcp and verbs give connected endpoints only; ofi_rxm makes them reliable datagrams.
     if (provider == "tcp" || provider == "verbs") return provider + ";ofi_rxm";
     return provider;
+}
+
+bool socket_addressed(std::string_view provider) {
+    constexpr std::array<std::string_view, 6> words = {"tcp", "verbs", "sockets",
+                                                       "udp", "net",   "usnic"};
+    for (auto word : words)
+        if (provider == word) return true;
+    return false;
 }
 
 std::optional<OfiAddress> parse_address(std::string_view text) {
@@ -27,6 +65,20 @@ std::optional<OfiAddress> parse_address(std::string_view text) {
     if (out.provider == "shm") {
         if (out.rest.empty() || out.rest.find_first_of("/: ") != std::string::npos)
             return std::nullopt;
+        out.form = AddressForm::shm_name;
+        out.node = out.rest;
+        return out;
+    }
+    if (parts->rest.starts_with(raw_prefix)) {
+        auto raw = parse_raw(parts->rest);
+        if (!raw) return std::nullopt;
+        out.form = AddressForm::raw;
+        out.raw = std::move(*raw);
+        return out;
+    }
+    if (!socket_addressed(out.provider)) {
+        if (!domain_word(out.rest)) return std::nullopt;
+        out.form = AddressForm::domain;
         out.node = out.rest;
         return out;
     }
@@ -50,8 +102,29 @@ std::string format_address(std::string_view provider, std::string_view rest) {
     return "ofi+" + std::string(provider) + "://" + std::string(rest);
 }
 
+std::string format_raw(const std::vector<std::byte>& bytes) {
+    constexpr std::string_view digits = "0123456789abcdef";
+    std::string out(raw_prefix);
+    out.reserve(raw_prefix.size() + 2 * bytes.size());
+    for (std::byte b : bytes) {
+        const auto value = std::to_integer<unsigned>(b);
+        out += digits[value >> 4];
+        out += digits[value & 15];
+    }
+    return out;
+}
+
 std::string host_of(const OfiAddress& address) {
-    return address.has_port() ? address.node : std::string("localhost");
+    switch (address.form) {
+        case AddressForm::host_port:
+            return address.node;
+        case AddressForm::shm_name:
+            return "localhost";
+        case AddressForm::raw:
+        case AddressForm::domain:
+            break;
+    }
+    return address.rest;
 }
 
 }  // namespace bmi::method::ofi

@@ -81,17 +81,20 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     if (!choice.domain.empty()) hints->domain_attr->name = copy_text(choice.domain);
     if (choice.tclass != 0) hints->tx_attr->tclass = choice.tclass;
     hints->domain_attr->av_type = FI_AV_TABLE;
-    tags_in_data_ = !address.has_port();
+    tags_in_data_ = address.is_shm();
     if (tags_in_data_) hints->domain_attr->cq_data_size = sizeof(std::uint64_t);
     hints->tx_attr->msg_order = FI_ORDER_SAS;
     hints->rx_attr->msg_order = FI_ORDER_SAS;
-    // shm is addressed by name (an endpoint's name is its region in /dev/shm), the others by
-    // host and port.
-    hints->addr_format = address.has_port() ? FI_SOCKADDR_IN : FI_ADDR_STR;
-    const std::string shm_name = address.has_port() ? "" : shm_endpoint_name(address.node);
+    // shm is addressed by name (an endpoint's name is its region in /dev/shm), the socket
+    // providers by host and port, the others in a format of their own.
+    hints->addr_format = address.is_shm()                     ? FI_ADDR_STR
+                         : socket_addressed(address.provider) ? FI_SOCKADDR_IN
+                                                              : FI_FORMAT_UNSPEC;
+    const std::string shm_name = address.is_shm() ? shm_endpoint_name(address.node) : "";
     const char* node = !bind                ? nullptr
                        : address.has_port() ? address.node.c_str()
-                                            : shm_name.c_str();
+                       : address.is_shm()   ? shm_name.c_str()
+                                            : nullptr;
     const char* service = bind && address.has_port() ? address.service.c_str() : nullptr;
     const std::uint64_t flags = bind ? FI_SOURCE : 0;
     // A small message the provider copies at once needs no completion (rxm's default is 64

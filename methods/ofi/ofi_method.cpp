@@ -38,13 +38,23 @@ struct ProviderName final : LookupHint {
 };
 
 // The provider address of `address`: host:port resolved to a sockaddr_in (name resolution may
-// block: called with no lock held), or shm's endpoint name with its terminating zero.
+// block: called with no lock held), shm's endpoint name with its terminating zero, or the raw
+// form's bytes. A domain names no peer.
 int provider_name(const OfiAddress& address, std::vector<std::byte>& out) {
-    if (!address.has_port()) {
-        const std::string name = shm_endpoint_name(address.node);
-        const auto* bytes = reinterpret_cast<const std::byte*>(name.c_str());
-        out.assign(bytes, bytes + name.size() + 1);
-        return 0;
+    switch (address.form) {
+        case AddressForm::shm_name: {
+            const std::string name = shm_endpoint_name(address.node);
+            const auto* bytes = reinterpret_cast<const std::byte*>(name.c_str());
+            out.assign(bytes, bytes + name.size() + 1);
+            return 0;
+        }
+        case AddressForm::raw:
+            out = address.raw;
+            return 0;
+        case AddressForm::domain:
+            return -BMI_EINVAL;
+        case AddressForm::host_port:
+            break;
     }
     addrinfo hints{};
     hints.ai_family = AF_INET;
@@ -58,6 +68,24 @@ int provider_name(const OfiAddress& address, std::vector<std::byte>& out) {
     out.resize(sizeof in);
     std::memcpy(out.data(), &in, sizeof in);
     return 0;
+}
+
+// Whether `address` is an IPv4 loopback endpoint: a numeric host:port, or a socket provider's
+// raw sockaddr_in.
+bool names_loopback(const OfiAddress& address) {
+    in_addr target{};
+    if (address.has_port()) {
+        if (inet_pton(AF_INET, address.node.c_str(), &target) != 1) return false;
+    } else if (address.form == AddressForm::raw && socket_addressed(address.provider) &&
+               address.raw.size() >= sizeof(sockaddr_in)) {
+        sockaddr_in in{};
+        std::memcpy(&in, address.raw.data(), sizeof in);
+        if (in.sin_family != AF_INET) return false;
+        target = in.sin_addr;
+    } else {
+        return false;
+    }
+    return (ntohl(target.s_addr) >> 24) == 127;
 }
 }  // namespace
 
@@ -101,6 +129,13 @@ int OfiMethod::start(const Config& config) {
         !support::names_port(parts->rest))
         address = parse_address(config.listen_address + ":0");
     if (!address) return -BMI_EINVAL;
+    if (address->form == AddressForm::raw) {
+        // Which bytes a provider takes as its source differs by provider; a raw address is
+        // what a server reports, not what it is told.
+        BMI_WARN("bmi_ofi: %s: listen on a host:port, a shm name or a domain, not a raw address",
+                 config.listen_address.c_str());
+        return -BMI_EINVAL;
+    }
     return open(*address, true);
 }
 
@@ -127,7 +162,7 @@ int OfiMethod::allocated_choice(const OfiAddress& address, FabricChoice& out) co
     for (const auto& plane : planes_) {
         if (plane.ofi_provider != address.provider) continue;
         out.domain = plane.ofi_domain;
-        if (plane.dscp && address.has_port())
+        if (plane.dscp && socket_addressed(address.provider))
             out.tclass = fi_tc_dscp_set(static_cast<std::uint8_t>(*plane.dscp));
         return 0;
     }
@@ -146,19 +181,17 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     // loopback address stays on loopback rather than open a port on every interface.
     // Only a numeric host is looked at: no resolver runs under the method's lock.
     OfiAddress bind_to = address;
-    in_addr target{};
-    const bool loopback = !listen && address.has_port() &&
-                          inet_pton(AF_INET, address.node.c_str(), &target) == 1 &&
-                          (ntohl(target.s_addr) >> 24) == 127;
+    const bool loopback = !listen && names_loopback(address);
     if (loopback) {
         // Whole new strings: gcc 12 -O3 misreads assigning a literal here (-Wrestrict).
+        bind_to.form = AddressForm::host_port;
         bind_to.node = std::string("127.0.0.1");
         bind_to.service = std::string("0");
     }
     // An shm client names itself: libfabric's default name holds a colon-separated user id
     // and index that would not read back as an address.
-    const bool shm_client = !listen && !address.has_port();
-    if (!address.has_port()) {
+    const bool shm_client = !listen && address.is_shm();
+    if (address.is_shm()) {
         note_cma_permission();
         if (sweep_dead_clients_) remove_regions_of_dead_clients();
         const int rc = shm_client ? shm_claim_.claim_client_name(bind_to.node)
@@ -167,6 +200,14 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     }
     FabricChoice choice;
     if (int rc = allocated_choice(address, choice); rc != 0) return rc;
+    if (address.form == AddressForm::domain && !address.node.empty()) {
+        if (!choice.domain.empty() && choice.domain != address.node) {
+            BMI_WARN("bmi_ofi: %s: domain %s is not the allocated plane's (%s)",
+                     address.rest.c_str(), address.node.c_str(), choice.domain.c_str());
+            return -BMI_EADDRNOTAVAIL;
+        }
+        choice.domain = address.node;
+    }
     if (int rc = fabric_.open(bind_to, listen || loopback || shm_client, cq_size,
                               std::min(eager_bytes_, largest_inject_request), choice, why);
         rc != 0) {
@@ -174,7 +215,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         return rc;
     }
     provider_ = address.provider;
-    if (!address.has_port()) {
+    if (address.is_shm()) {
         shm_address_ = address_of_name(fabric_.name());
         note_shm_endpoint(shm_address_, true);
     }
@@ -199,8 +240,12 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
             sockaddr_in bound{};
             std::memcpy(&bound, fabric_.name().data(), sizeof bound);
             rest = support::format_host_port(address.node, ntohs(bound.sin_port));
+            listen_address_ = format_address(provider_, rest);
+        } else if (address.is_shm()) {
+            listen_address_ = format_address(provider_, rest);
+        } else {
+            listen_address_ = address_of_name(fabric_.name());  // where the provider put it
         }
-        listen_address_ = format_address(provider_, rest);
     }
     for (std::size_t i = 0; i < buffer_count_; ++i) {
         Request& buffer = new_request(Request::Role::buffer, nullptr);
@@ -282,7 +327,10 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
     peer->fi_addr = addr;
     peer->address = std::string(text);
     peer->endpoint = address_of_name(name);
-    peer->host = host_of(*address);
+    // By the endpoint, as for a peer that reaches us: a raw lookup of a socket provider
+    // counts by its host.
+    auto endpoint = parse_address(peer->endpoint);
+    peer->host = endpoint ? host_of(*endpoint) : peer->endpoint;
     timers_.cancel_all(addr);  // a gone peer's, if it was there
     peers_.insert_or_assign(addr, peer);
     out = std::move(peer);
@@ -296,16 +344,14 @@ std::string OfiMethod::address_of_name(const std::vector<std::byte>& name) const
         if (text.starts_with(shm_name_prefix)) text.remove_prefix(shm_name_prefix.size());
         return format_address(provider_, text);
     }
-    if (name.size() >= sizeof(sockaddr_in)) {
+    if (fabric_.info().addr_format == FI_SOCKADDR_IN && name.size() >= sizeof(sockaddr_in)) {
         sockaddr_in in{};
         std::memcpy(&in, name.data(), sizeof in);
         char text[INET_ADDRSTRLEN] = {};
         inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
         return format_address(provider_, support::format_host_port(text, ntohs(in.sin_port)));
     }
-    return format_address(
-        provider_, std::string(reinterpret_cast<const char*>(name.data()),
-                               strnlen(reinterpret_cast<const char*>(name.data()), name.size())));
+    return format_address(provider_, format_raw(name));
 }
 
 void OfiMethod::finish(Operation& op, int error) {

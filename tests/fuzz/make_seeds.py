@@ -164,3 +164,8 @@ seed("ofi_handshake", "keyed-hello",
 seed("ofi_handshake", "keyed-answer", b"\1\3" + bytes(range(64)) + b"ofi+tcp://127.0.0.1:3334")
 seed("ofi_handshake", "refusal", b"\1\4")
 seed("ofi_handshake", "name-too-long", ofi_hello(0, bytes(300)))
+for name, text in [("tcp", "ofi+tcp://127.0.0.1:3334"), ("bare", "ofi://node1:3334"),
+                   ("shm", "ofi+shm://server.0"), ("raw", "ofi+efa://0x00fe10ab"),
+                   ("raw-sockaddr", "ofi+tcp://0x02000d057f000001"), ("domain", "ofi+cxi://cxi1"),
+                   ("any-domain", "ofi+psm3://")]:
+    seed("ofi_address", name, text)

@@ -71,3 +71,13 @@ TEST_CASE("address lists: the resolver is asked only when it decides", "[address
     CHECK(p.choose("tcp://node1:3334,tcp://node2:3334,shm://srv").part == "shm://srv");
     CHECK(p.resolved == std::vector<std::string>{"node1"});  // the first local host decides
 }
+
+TEST_CASE("address lists: a fabric's own address is not taken for shared memory", "[address]") {
+    Process p;
+    p.methods = {"ofi", "shm"};
+    // Another node's server: its ofi+efa part reaches it there; its shm name would not.
+    CHECK(p.choose("tcp://node2:3334,ofi+efa://0x0a0b,shm://srv").part == "ofi+efa://0x0a0b");
+    // ofi's shared memory is this node's, as shm is.
+    CHECK(p.choose("tcp://node2:3334,ofi+shm://srv").error == -BMI_ENOPROTOOPT);
+    CHECK(p.choose("tcp://node1:3334,ofi+shm://srv").part == "ofi+shm://srv");
+}

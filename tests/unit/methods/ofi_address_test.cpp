@@ -46,3 +46,42 @@ TEST_CASE("shm names: libfabric's form, and clients' own names read back as addr
     REQUIRE(parsed);
     CHECK(parsed->node == first);
 }
+
+TEST_CASE("providers with addresses of their own: raw bytes to look up, a domain to listen") {
+    using bmi::method::ofi::AddressForm;
+    auto raw = parse_address("ofi+efa://0x00fe10AB");
+    REQUIRE(raw);
+    CHECK(raw->form == AddressForm::raw);
+    CHECK(raw->provider_hint() == "efa");
+    CHECK(raw->raw == std::vector<std::byte>{std::byte{0x00}, std::byte{0xfe}, std::byte{0x10},
+                                             std::byte{0xab}});
+    CHECK(bmi::method::ofi::format_raw(raw->raw) == "0x00fe10ab");
+    CHECK(bmi::method::ofi::host_of(*raw) == "0x00fe10AB");  // each endpoint its own source
+
+    auto listen_any = parse_address("ofi+cxi://");
+    REQUIRE(listen_any);
+    CHECK(listen_any->form == AddressForm::domain);
+    CHECK(listen_any->node.empty());
+    auto listen_on = parse_address("ofi+cxi://cxi1");
+    REQUIRE(listen_on);
+    CHECK(listen_on->form == AddressForm::domain);
+    CHECK(listen_on->node == "cxi1");
+
+    // A socket provider's raw form is its sockaddr; a bare word is a host without a port.
+    auto tcp_raw = parse_address("ofi+tcp://0x02000d057f000001");
+    REQUIRE(tcp_raw);
+    CHECK(tcp_raw->form == AddressForm::raw);
+    CHECK_FALSE(parse_address("ofi+tcp://cxi1"));
+    CHECK_FALSE(parse_address("ofi+tcp://"));
+}
+
+TEST_CASE("a malformed raw address or domain is refused") {
+    CHECK_FALSE(parse_address("ofi+efa://0x"));
+    CHECK_FALSE(parse_address("ofi+efa://0x123"));   // half a byte
+    CHECK_FALSE(parse_address("ofi+efa://0x12zz"));  // not hex
+    CHECK_FALSE(parse_address("ofi+efa://0x" + std::string(2 * 257, 'a')));
+    CHECK(parse_address("ofi+efa://0x" + std::string(2 * 256, 'a')));
+    CHECK_FALSE(parse_address("ofi+efa://host:3334"));
+    CHECK_FALSE(parse_address("ofi+efa://a/b"));
+    CHECK_FALSE(parse_address("ofi+efa://a b"));
+}
