@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "methods/method_table.hpp"
+#include "methods/ofi/ofi_address.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
 #include "support/planes/plane.hpp"
@@ -104,14 +105,17 @@ int MethodSet::start_allocated_methods() {
         std::string listen;
         if (plane.type == support::planes::PlaneType::shm) listen = "shm://" + plane.allocation_id;
         if (plane.type == support::planes::PlaneType::ofi) {
-            if (plane.ofi_provider != "shm") {
+            if (method::ofi::socket_addressed(plane.ofi_provider)) {
                 BMI_WARN("allocation %s: an ofi+%s server needs a listen address "
                          "(ofi+%s://host:port); the plane names only the provider",
                          plane.allocation_id.c_str(), plane.ofi_provider.c_str(),
                          plane.ofi_provider.c_str());
                 return -BMI_EINVAL;
             }
-            listen = "ofi+shm://" + plane.allocation_id;
+            // The other providers put the endpoint where they like, in the plane's domain.
+            listen = plane.ofi_provider == "shm"
+                         ? "ofi+shm://" + plane.allocation_id
+                         : "ofi+" + plane.ofi_provider + "://" + plane.ofi_domain;
         }
         if (plane.type == support::planes::PlaneType::verbs) {
             BMI_WARN("allocation %s: a verbs server needs a listen address for its bootstrap "

@@ -3,7 +3,6 @@
 
 #include <unistd.h>
 
-#include <array>
 #include <atomic>
 
 #include "support/method_address/method_address.hpp"
@@ -43,14 +42,6 @@ std::string OfiAddress::provider_hint() const {
     // tcp and verbs give connected endpoints only; ofi_rxm makes them reliable datagrams.
     if (provider == "tcp" || provider == "verbs") return provider + ";ofi_rxm";
     return provider;
-}
-
-bool socket_addressed(std::string_view provider) {
-    constexpr std::array<std::string_view, 6> words = {"tcp", "verbs", "sockets",
-                                                       "udp", "net",   "usnic"};
-    for (auto word : words)
-        if (provider == word) return true;
-    return false;
 }
 
 std::optional<OfiAddress> parse_address(std::string_view text) {

@@ -14,6 +14,7 @@
 
 #include "harness.hpp"
 #include "methods/method_config.hpp"
+#include "tests/captured_stderr.hpp"
 
 #if BMI_METHOD_OFI
 #include "methods/ofi/ofi_address.hpp"
@@ -110,6 +111,25 @@ TEST_CASE("ofi: address forms that name no peer, or no provider here, are refuse
     BMI_addr_t addr = 0;
     CHECK(client.instance->addr_lookup("ofi+nosuchprovider://dom0", addr) == -BMI_EINVAL);
     CHECK(client.instance->addr_lookup("ofi+tcp://0x0200zz", addr) == -BMI_EINVAL);
+}
+
+TEST_CASE("ofi: a server on an allocated plane of such a provider listens in its domain",
+          "[conformance][ofi][raw]") {
+    if (!ofi_selected()) return;
+    // No provider of that name here: the listen the plane implies reaches fi_getinfo, which
+    // finds nothing, and the server does not start.
+    core::InitParams server = client_params();
+    server.flags = BMI_INIT_SERVER;
+    server.allocation = "id=bmi.fab type=ofi plane=nosuchprovider/dom0 endpts=1";
+    std::unique_ptr<core::Instance> refused;
+    CapturedStderr warnings;
+    CHECK(core::Instance::create(server, refused) == -BMI_ENOPROTOOPT);
+    // A socket provider's plane says no host or port: the server needs a listen address.
+    server.allocation = "id=bmi.fab type=ofi plane=tcp/lo endpts=1";
+    CHECK(core::Instance::create(server, refused) == -BMI_EINVAL);
+    const std::string said = warnings.stop();
+    CHECK(said.find("fi_getinfo(nosuchprovider)") != std::string::npos);
+    CHECK(said.find("an ofi+tcp server needs a listen address") != std::string::npos);
 }
 
 #endif
