@@ -135,6 +135,13 @@ if res.returncode != 2 or "name the same setting" not in res.stderr:
 # Planes: discovered ones with their interface, and the inventory's names and pins.
 if "  tcp 127.0.0.0/8  from interface lo\n" not in out or "from this node (shared memory)" not in out:
     fail(f"planes section: {out.split('Planes', 1)[-1][:400]!r}")
+# With the ofi method built, libfabric's providers and domains are planes too (core provider
+# names, shm without a domain), as an allocation names them.
+planes = out.split("Planes (doc/planes.md)", 1)[-1].split("\n\n", 1)[0]
+if "ofi" in os.environ.get("BMI_ENABLED_METHODS", "").split() and (
+        "  ofi tcp/lo  from libfabric (fi_getinfo)\n" not in planes or
+        "  ofi shm  from libfabric (fi_getinfo)\n" not in planes or "ofi_rxm" in planes):
+    fail(f"ofi planes: {planes!r}")
 with tempfile.TemporaryDirectory() as tmp:
     inventory = os.path.join(tmp, "planes")
     with open(inventory, "w", encoding="utf-8") as f:
