@@ -88,6 +88,8 @@ std::string test_listen_address(const std::string& scheme) {
             const char* ip = std::getenv("RXE_VM_IP");
             return std::string("ofi+verbs://") + (ip != nullptr ? ip : "127.0.0.1") + ":0";
         }
+        // Another socket provider of libfabric (sockets, udp): on loopback as tcp.
+        if (!ofi_provider().empty()) return "ofi+" + std::string(ofi_provider()) + "://127.0.0.1:0";
         return "ofi+tcp://127.0.0.1:0";
     }
     if (scheme == "shm")
