@@ -118,6 +118,11 @@ else
 fi
 pkg-config --exists "$LIBBMI_PKG" ||
     { echo "pkg-config finds no $LIBBMI_PKG: set LIBBMI_BUILD or PKG_CONFIG_PATH" >&2; exit 1; }
+# A reused build keeps the RUNPATH of the libbmi it was first linked to, which may be gone or,
+# worse, another libbmi; the loader looks in LD_LIBRARY_PATH first, so every run here uses
+# this one (the link row shows which).
+libbmi_dirs=$(pkg-config --libs-only-L "$LIBBMI_PKG" | sed -e 's/-L//g' -e 's/ *$//' -e 's/  */:/g')
+[[ -n $libbmi_dirs ]] && export LD_LIBRARY_PATH=$libbmi_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 WORK=$(mktemp -d /tmp/orangefs-libbmi.XXXXXX)
 SERVER_PID=
