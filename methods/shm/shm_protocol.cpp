@@ -106,6 +106,9 @@ ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     // offered first: the offer must be on the socket before the RTS is in the ring.
     int count = nonempty_segments(segments_of(op));
     auto max_iovs = static_cast<int>(eager / static_cast<bmi_size_t>(sizeof(RemoteIov)));
+    // Offers go only on an open connection: a hello reply already in is taken now, not at the
+    // next pass, so that a connection's first large message can be shared too.
+    if (conn.state == ConnState::await_reply && count <= max_iovs) take_reply_now(conn);
     bool shared = count <= max_iovs && buffers_.offer(conn, segments_of(op));
     if ((!copies_.single_copy() && !shared) || count > max_iovs) count = 0;
     std::uint32_t slots =
