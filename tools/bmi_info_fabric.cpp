@@ -8,6 +8,7 @@
 #if BMI_INFO_OFI
 #include <rdma/fabric.h>
 
+#include "methods/ofi/ofi_address.hpp"
 #include "support/optional_library/libfabric.hpp"
 #endif
 
@@ -26,6 +27,14 @@ std::string_view endpoint_type(fi_ep_type type) {
         default:
             return "other";
     }
+}
+
+// How bmi_ofi addresses the provider's endpoints (doc/methods/ofi.md, "Addresses").
+std::string address_form(std::string_view prov_name) {
+    const std::string core(prov_name.substr(0, prov_name.find(';')));
+    if (core == "shm") return "ofi+shm://NAME";
+    if (method::ofi::socket_addressed(core)) return "ofi+" + core + "://HOST:PORT";
+    return "ofi+" + core + "://0x... (listen on ofi+" + core + "://[DOMAIN])";
 }
 }  // namespace
 
@@ -52,7 +61,9 @@ int print_fabric_providers(std::ostream& out) {
             << ((info->caps & FI_TAGGED) != 0 ? " tagged" : "")
             << ((info->caps & FI_RMA) != 0 ? " rma" : "")
             << ((info->domain_attr->mr_mode & FI_MR_LOCAL) != 0 ? " mr-local" : "")
-            << (usable ? "" : "  (not for bmi_ofi, which needs tagged rdm)") << "\n";
+            << (usable ? "  as " + address_form(provider)
+                       : std::string("  (not for bmi_ofi, which needs tagged rdm)"))
+            << "\n";
     }
     lib->freeinfo(list);
     return static_cast<int>(seen.size());

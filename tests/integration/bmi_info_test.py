@@ -82,8 +82,11 @@ for words in ("RDMA devices:", "libfabric providers (fi_getinfo):",
     if words not in out:
         fail(f"output lacks {words!r}")
 # With ofi built, the provider its tests run on is listed as fit for it.
-if "ofi" in methods and not re.search(r"^  tcp;ofi_rxm \(rdm\) tagged[^(]*$", out, re.M):
-    fail("ofi: tcp;ofi_rxm not listed as a tagged rdm provider")
+if "ofi" in methods and not re.search(r"^  tcp;ofi_rxm \(rdm\) tagged[^(]*  as ofi\+tcp://HOST:PORT$",
+                                      out, re.M):
+    fail("ofi: tcp;ofi_rxm not listed as a tagged rdm provider addressed by host:port")
+if "ofi" in methods and not re.search(r"^  shm \(rdm\) tagged.*  as ofi\+shm://NAME$", out, re.M):
+    fail("ofi: shm not listed as a tagged rdm provider addressed by name")
 for env_name, value in (("BMI_DEBUG", '""'), ("BMI_UNEXPECTED_QUOTA", "64M"),
                         ("BMI_TCP_STALL_TIMEOUT_MS", "10s"), ("BMI_SHM_SPLIT_COPY", "auto")):
     if setting_row(out, env_name) != (value, "default"):
