@@ -330,11 +330,14 @@ class Runner:
         name, cpus = cls.placements()[0]
         return cpus if name == "two cores" else None
 
-    def eventfd(self, mode, plan, cpus):
+    def eventfd(self, mode, plan, cpus, epoll=False):
         """The eventfd ping-pong with plan, its two processes pinned to cpus (a pair, or None:
-        left to the scheduler)."""
+        left to the scheduler); epoll: each sleeps in epoll_wait, as libbmi's wait point does,
+        not in read()."""
         pin = ["--cpus", f"{cpus[0]},{cpus[1]}"] if cpus else []
-        return self.command("eventfd", mode, [self.tool("eventfd_pingpong")] + pin + plan)
+        return self.command("eventfd epoll" if epoll else "eventfd", mode,
+                            [self.tool("eventfd_pingpong")] + pin +
+                            (["--epoll"] if epoll else []) + plan)
 
     def handoff(self, mode, cpus, smallest=None, largest=None):
         """handoff_copy_bw from --min (or smallest) to --max (or largest), its writer and copier
