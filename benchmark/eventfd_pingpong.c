@@ -104,7 +104,6 @@ int main(int argc, char **argv)
     pid_t child;
     int rc, status = 0;
     int parent_cpu = -1, child_cpu = -1;
-
     int use_epoll = 0;
 
     rc = pp_take_cpus(&argc, &argv, "eventfd_pingpong", &parent_cpu, &child_cpu);

@@ -118,4 +118,9 @@ std::string host_of(const OfiAddress& address) {
     return address.rest;
 }
 
+std::string host_of_endpoint(const std::string& endpoint) {
+    auto parsed = parse_address(endpoint);
+    return parsed ? host_of(*parsed) : endpoint;
+}
+
 }  // namespace bmi::method::ofi

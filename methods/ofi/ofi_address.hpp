@@ -68,5 +68,8 @@ std::string format_raw(const std::vector<std::byte>& bytes);
 // for shm "localhost", since every shm endpoint is on this node, whatever name it chose; for a
 // raw address the whole address, since only the provider knows which bytes name the node.
 std::string host_of(const OfiAddress& address);
+// host_of for a peer known by the endpoint string address_of_name wrote; the whole string if
+// it does not parse.
+std::string host_of_endpoint(const std::string& endpoint);
 
 }  // namespace bmi::method::ofi

@@ -38,8 +38,7 @@ void OfiMethod::on_hello(Request& buffer) {
         peer->endpoint = address_of_name(hello->name);
         peer->address = peer->endpoint;
         peer->reached_us = true;
-        auto parsed = parse_address(peer->endpoint);
-        peer->host = parsed ? host_of(*parsed) : peer->endpoint;
+        peer->host = host_of_endpoint(peer->endpoint);
         peers_.insert_or_assign(addr, peer);
     }
     kit::KeyHandshake handshake(gate_);

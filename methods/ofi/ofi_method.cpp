@@ -334,8 +334,7 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
     peer->endpoint = address_of_name(name);
     // By the endpoint, as for a peer that reaches us: a raw lookup of a socket provider
     // counts by its host.
-    auto endpoint = parse_address(peer->endpoint);
-    peer->host = endpoint ? host_of(*endpoint) : peer->endpoint;
+    peer->host = host_of_endpoint(peer->endpoint);
     timers_.cancel_all(addr);  // a gone peer's, if it was there
     peers_.insert_or_assign(addr, peer);
     out = std::move(peer);

@@ -85,3 +85,11 @@ TEST_CASE("a malformed raw address or domain is refused") {
     CHECK_FALSE(parse_address("ofi+efa://a/b"));
     CHECK_FALSE(parse_address("ofi+efa://a b"));
 }
+
+TEST_CASE("a peer counts by the host of its endpoint, or by the whole endpoint") {
+    using bmi::method::ofi::host_of_endpoint;
+    CHECK(host_of_endpoint("ofi+tcp://127.0.0.1:3334") == "127.0.0.1");
+    CHECK(host_of_endpoint("ofi+shm://bmi-1-0") == "localhost");
+    CHECK(host_of_endpoint("ofi+efa://0x00fe") == "0x00fe");
+    CHECK(host_of_endpoint("not an address") == "not an address");
+}
