@@ -123,6 +123,16 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     }
     if (!choice.domain.empty())
         if (int chosen = keep_domain(choice.domain, why); chosen != 0) return chosen;
+    if (!choice.auth_key.empty()) {
+        // cxi of libfabric 1.x takes a key only in the info a domain is opened from, not in the
+        // hints; fi_freeinfo frees it with that info.
+        std::free(info_->domain_attr->auth_key);
+        info_->domain_attr->auth_key =
+            static_cast<std::uint8_t*>(std::malloc(choice.auth_key.size()));
+        if (info_->domain_attr->auth_key == nullptr) return -BMI_ENOMEM;
+        std::memcpy(info_->domain_attr->auth_key, choice.auth_key.data(), choice.auth_key.size());
+        info_->domain_attr->auth_key_size = choice.auth_key.size();
+    }
     auto fail = [&](const char* step, int code) {
         why = std::string(step) + ": " + error_text(code);
         // shm's name of a live endpoint is -FI_EBUSY.

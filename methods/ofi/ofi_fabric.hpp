@@ -21,8 +21,9 @@ namespace bmi::method::ofi {
 
 // What an allocated plane (doc/planes.md) asks of the provider's endpoint.
 struct FabricChoice {
-    std::string domain;        // "" = the provider's first
-    std::uint32_t tclass = 0;  // libfabric traffic class; 0 = unspecified
+    std::string domain;               // "" = the provider's first
+    std::uint32_t tclass = 0;         // libfabric traffic class; 0 = unspecified
+    std::vector<std::byte> auth_key;  // the domain's authorization key (ofi_auth_key); empty: none
 };
 
 class Fabric {

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "methods/kit/posted_recvs.hpp"
+#include "methods/ofi/ofi_auth_key.hpp"
 #include "methods/ofi/ofi_method_impl.hpp"
 #include "methods/ofi/ofi_settings.hpp"
 #include "methods/ofi/ofi_shm.hpp"
@@ -120,6 +121,12 @@ int OfiMethod::start(const Config& config) {
     support::keys::SharedKey key;
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     gate_.use(std::move(key));
+    if (std::string why;
+        parse_auth_key(config.settings.text(SettingId::auth_key), auth_key_, why) != 0) {
+        BMI_WARN("bmi_ofi: ofi_auth_key (BMI_OFI_AUTH_KEY) '%s': %s",
+                 config.settings.text(SettingId::auth_key).c_str(), why.c_str());
+        return -BMI_EINVAL;
+    }
     if (config.listen_address.empty()) return 0;  // a client opens its fabric at its first lookup
     auto address = parse_address(config.listen_address);
     // The standalone dialect gives a listen address without a port a free one, as on tcp
@@ -200,6 +207,13 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     }
     FabricChoice choice;
     if (int rc = allocated_choice(address, choice); rc != 0) return rc;
+    if (!auth_key_.empty() && !takes_auth_key(address.provider)) {
+        BMI_WARN("bmi_ofi: ofi+%s takes no authorization key; ofi_auth_key (BMI_OFI_AUTH_KEY) is "
+                 "for cxi",
+                 address.provider.c_str());
+        return -BMI_EINVAL;
+    }
+    choice.auth_key = auth_key_;
     if (address.form == AddressForm::domain && !address.node.empty()) {
         if (!choice.domain.empty() && choice.domain != address.node) {
             BMI_WARN("bmi_ofi: %s: domain %s is not the allocated plane's (%s)",

@@ -401,8 +401,9 @@ private:
     CompletionRouter router_;
     // The instance's allocated ofi planes (doc/planes.md); none: any provider.
     std::vector<support::planes::PlaneBinding> planes_;
-    std::string provider_;     // "" until open()
-    std::string shm_address_;  // shm: our endpoint's address, listed in ofi_shm.hpp
+    std::vector<std::byte> auth_key_;  // ofi_auth_key: asked of the provider with every open
+    std::string provider_;             // "" until open()
+    std::string shm_address_;          // shm: our endpoint's address, listed in ofi_shm.hpp
     // shm server: the claim on its name; declared before fabric_, so released after it.
     ShmNameClaim shm_claim_;
     kit::KeyGate gate_{"bmi_ofi"};

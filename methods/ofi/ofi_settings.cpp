@@ -65,8 +65,11 @@ constexpr support::SettingSpec rows[] = {
     {I::grants, "ofi_grants", "BMI_OFI_GRANTS", T::flag, "1", "", 0, 0, "",
      "a receive above ofi_eager_bytes (up to ofi_chunk_bytes) posted for one peer and tag "
      "tells that peer it waits, so that its message skips the RTS and CTS; 0 = always RTS"},
+    {I::auth_key, "ofi_auth_key", "BMI_OFI_AUTH_KEY", T::text, "", "", 0, 0, "",
+     "the authorization key of every ofi+cxi endpoint, SVC_ID:VNI (the CXI service and VNI "
+     "this process may use); any other provider refuses to start with one; empty = none"},
 };
-constexpr support::OwnedRows owned{rows, I::grants};
+constexpr support::OwnedRows owned{rows, I::auth_key};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

@@ -28,6 +28,7 @@ enum class SettingId : std::uint8_t {
     nap_us,
     shm_sweep,
     grants,
+    auth_key,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

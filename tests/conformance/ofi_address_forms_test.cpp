@@ -132,4 +132,35 @@ TEST_CASE("ofi: a server on an allocated plane of such a provider listens in its
     CHECK(said.find("an ofi+tcp server needs a listen address") != std::string::npos);
 }
 
+TEST_CASE("ofi: an authorization key is for cxi, and a malformed one is named",
+          "[conformance][ofi][auth_key]") {
+    if (!ofi_selected()) return;
+    core::InitParams server = client_params();
+    server.listen = "ofi+tcp://127.0.0.1:0";
+    server.flags = BMI_INIT_SERVER;
+    std::unique_ptr<core::Instance> refused;
+    CapturedStderr warnings;
+    // A key fences a job's traffic off: a provider that would drop it does not start.
+    server.options = "ofi_auth_key=7:1024";
+    CHECK(core::Instance::create(server, refused) == -BMI_EINVAL);
+    server.options = "ofi_auth_key=7:0";
+    CHECK(core::Instance::create(server, refused) == -BMI_EINVAL);
+    // A client is told at its first lookup.
+    core::InitParams keyed_client = client_params();
+    keyed_client.options = "ofi_auth_key=7:1024";
+    Side client;
+    REQUIRE(core::Instance::create(keyed_client, client.instance) == 0);
+    BMI_addr_t addr = 0;
+    CHECK(client.instance->addr_lookup("ofi+tcp://127.0.0.1:1", addr) < 0);
+    const std::string said = warnings.stop();
+    CHECK(said.find("ofi+tcp takes no authorization key; ofi_auth_key (BMI_OFI_AUTH_KEY) is for "
+                    "cxi") != std::string::npos);
+    CHECK(said.find("ofi_auth_key (BMI_OFI_AUTH_KEY) '7:0': expected SVC_ID:VNI") !=
+          std::string::npos);
+    // Without the key the same server starts: the key was the whole refusal.
+    server.options = "";
+    std::unique_ptr<core::Instance> started;
+    CHECK(core::Instance::create(server, started) == 0);
+}
+
 #endif
