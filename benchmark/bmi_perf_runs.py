@@ -167,15 +167,20 @@ class Runner:
 
     def method_env(self, method):
         """The environment of a bmi series. tcp-encrypted's key is a fresh random file in the
-        run's temporary directory, mode 0600 as libbmi demands, shared by server and client."""
+        run's temporary directory, mode 0600 as libbmi demands, shared by server and client.
+        Every tcp series keeps to tcp: both ends are on this node, where libbmi would otherwise
+        carry their messages over shm (same_node_shm)."""
+        env = dict(METHOD_ENV.get(method, {}))
+        if scheme_of(method) == "tcp":
+            env["BMI_SAME_NODE_SHM"] = "0"
         if method != ENCRYPTED:
-            return METHOD_ENV.get(method, {})
+            return env
         key = os.path.join(self.tmp, "encryption.key")
         if not os.path.exists(key):
             fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(os.urandom(32).hex() + "\n")
-        return {"BMI_KEY_FILE": key, "BMI_ENCRYPTION": "require"}
+        return dict(env, BMI_KEY_FILE=key, BMI_ENCRYPTION="require")
 
     def tool(self, name):
         for d in self.tool_dirs:

@@ -128,28 +128,35 @@ if ((compare)); then
     echo
 fi
 
-# Every method libbmi may have been built with, and a loopback listen address for it.
-for entry in "tcp tcp://127.0.0.1:0" "shm shm://bmi-pingpong-$$"; do
-    read -r method listen <<<"$entry"
+# Every method libbmi may have been built with, and a loopback listen address for it. Both ends
+# are on this node, where a tcp lookup would go over shm (same_node_shm): bmi_tcp is measured
+# with that off, and "same-node" is the same tcp address with it on.
+for entry in "tcp tcp://127.0.0.1:0 0" "shm shm://bmi-pingpong-$$ 0" "same-node tcp://127.0.0.1:0 1"; do
+    read -r name listen same_node <<<"$entry"
+    method=${listen%%://*}
     status=0
-    run_pair "$method" "$bin/pingpong" --method-list "bmi_$method" --server "$listen" -- \
-        "$bin/pingpong" --method-list "bmi_$method" || status=$?
+    BMI_SAME_NODE_SHM=$same_node run_pair "$name" "$bin/pingpong" --method-list "bmi_$method" \
+        --server "$listen" -- "$bin/pingpong" --method-list "bmi_$method" || status=$?
     if [[ $status == 77 ]]; then
         echo "== bmi_$method: not built, skipped =="
         echo
         continue
     fi
-    echo "== libbmi bmi_$method =="
+    if [[ $name == same-node ]]; then
+        echo "== libbmi bmi_tcp address, same node (carried over shm) =="
+    else
+        echo "== libbmi bmi_$method =="
+    fi
     if [[ $status != 0 ]]; then
         failures=$((failures + 1))
         echo
         continue
     fi
     ran=$((ran + 1))
-    cat "$tmp/$method.out"
+    cat "$tmp/$name.out"
     if ((compare)) && [[ -s $tmp/raw.out ]]; then
-        echo "-- bmi_$method / raw TCP (latency ratio < 1 and bandwidth ratio > 1 favour libbmi)"
-        print_ratios "$tmp/$method.out" "$tmp/raw.out"
+        echo "-- $name / raw TCP (latency ratio < 1 and bandwidth ratio > 1 favour libbmi)"
+        print_ratios "$tmp/$name.out" "$tmp/raw.out"
     fi
     echo
 done

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bmi-types.h"
+#include "methods/kit/same_node.hpp"
 #include "methods/operation.hpp"
 #include "methods/sink.hpp"
 #include "support/keys/secret_key.hpp"
@@ -41,6 +42,11 @@ namespace bmi::method {
 // slow resolver never stalls progress of other threads. Opaque to the control layer.
 struct LookupHint {
     virtual ~LookupHint() = default;
+};
+// The hint the control layer gives shm's lookup of a same-node server that a tcp address named
+// (methods/kit/same_node.hpp): how to reach it and ask it again.
+struct SameNodeLookup final : LookupHint {
+    kit::SameNodeRoute route;
 };
 
 // The BMI API an instance was created through (doc/dialects.md). It decides which legacy
@@ -72,6 +78,9 @@ struct Config {
     std::vector<support::planes::PlaneBinding> planes;
     bool allocated = false;  // an allocation is in force (planes may still be empty)
     ApiDialect dialect = ApiDialect::orangefs;
+    // A server's same-node offers (methods/kit/same_node.hpp), shared by its tcp method, which
+    // hands them out, and its shm method, whose listener takes their tickets; null: none.
+    std::shared_ptr<kit::SameNodeTickets> same_node;
 };
 
 // A network method. Every member is called with the method's mutex held (see top of file).
@@ -211,6 +220,9 @@ inline constexpr int info_listen_port = 0x1F01;
 // support::keys::TrustedSources (BMI_TRUSTED_CONNECTION). A method that accepts connections
 // refuses the others at accept; one that does not (or cannot tell) answers -BMI_ENOSYS.
 inline constexpr int info_trusted_sources = 0x1F02;
+// A set_info option of libbmi's own, for a running shm method: serve the same-node listener
+// reserved in a kit::SameNodeTickets (the argument). -BMI_EADDRINUSE if it listens already.
+inline constexpr int info_serve_same_node = 0x1F03;
 
 // How the static method table describes a compiled-in method.
 struct Descriptor {
@@ -225,6 +237,14 @@ struct Descriptor {
     // verbs: accepted in method lists and addresses, handed to the method as name and scheme.
     std::string_view alias_name = {};
     std::string_view alias_scheme = {};
+    // Optional: asks the server at `address`, on this node, for a same-node offer
+    // (methods/kit/same_node.hpp); called WITHOUT any lock, blocks up to the method's setup
+    // deadline. 0 and out set, or -BMI_E* (no offer: the lookup stays on this method).
+    int (*ask_same_node)(std::string_view address, const Config& config,
+                         kit::SameNodeOffer& out) = nullptr;
+    // Optional: binds and listens on the same-node listener `name` without starting the
+    // method, which adopts the socket later (Config::same_node). 0 and fd, or -BMI_E*.
+    int (*reserve_same_node)(std::string_view name, int& fd) = nullptr;
 };
 
 }  // namespace bmi::method

@@ -409,6 +409,11 @@ run_case() {
     CASE=$1
     echo "orangefs: case $1"
     if start_fs "$2" "$4"; then
+        if [[ ${5:-} == same-node ]]; then
+            # libbmi's tools and server on one node: the tcp address is carried over shm.
+            output_has "tools reach the tcp address over shm" "same-node offer from tcp://" \
+                env BMI_DEBUG=tcp "$3/src/apps/admin/pvfs2-ls" /pvfs || true
+        fi
         if [[ $4 == tcp,shm || $4 == tcp,ib ]]; then
             # The tools look the server's address list up and take its shm (ib) part.
             output_has "tools look the list up as ${4#tcp,}" "using ${4#tcp,}://" \
@@ -453,7 +458,10 @@ over_rdma() {
 }
 
 if ((BASIC)); then
-    run_case "libbmi tcp" "$LIBBMI_TREE" "$LIBBMI_TREE" tcp
+    # tcp itself, then the same file system as users get it: tcp addresses on one node, carried
+    # over shm once the server offers it (doc/architecture.md, "Same-node peers").
+    BMI_SAME_NODE_SHM=0 run_case "libbmi tcp" "$LIBBMI_TREE" "$LIBBMI_TREE" tcp
+    run_case "libbmi tcp, 1 node" "$LIBBMI_TREE" "$LIBBMI_TREE" tcp same-node
     run_case "libbmi shm" "$LIBBMI_TREE" "$LIBBMI_TREE" shm
     run_case "libbmi tcp+shm" "$LIBBMI_TREE" "$LIBBMI_TREE" tcp,shm
     if [[ -n $STOCK_TREE ]]; then
@@ -785,6 +793,8 @@ if [[ -n $STOCK_TREE ]] && ((SPEED_TURNS > 0)); then
         printf '%s\tidle server CPU\t%s\n' "$CASE" \
             "$(awk -v a="$ns" -v b="$(cpu_ns "$SERVER_PID")" 'BEGIN {printf "%.2f", (b - a) / 1e6 / 10}')" >>"$SPEED"
     }
+    # libbmi tcp is measured as tcp (same_node_shm off); "libbmi shm" covers what a same-node
+    # tcp address gets.
     configs=("stock tcp|$STOCK_TREE|tcp" "libbmi tcp|$LIBBMI_TREE|tcp" "libbmi shm (tcp,shm)|$LIBBMI_TREE|tcp,shm")
     for ((turn = 1; turn <= SPEED_TURNS; turn++)); do
         order=("${configs[@]}")
@@ -792,7 +802,10 @@ if [[ -n $STOCK_TREE ]] && ((SPEED_TURNS > 0)); then
         for config in "${order[@]}"; do
             IFS='|' read -r CASE tree methods <<<"$config"
             echo "orangefs: speed turn $turn, $CASE"
-            start_fs "$tree" "$methods" && measure "$tree"
+            same_node=1
+            [[ $CASE == "libbmi tcp" ]] && same_node=0
+            BMI_SAME_NODE_SHM=$same_node start_fs "$tree" "$methods" &&
+                BMI_SAME_NODE_SHM=$same_node measure "$tree"
             stop_server
         done
     done

@@ -48,21 +48,36 @@ int AddressBook::lookup(std::string_view id_string, BMI_addr_t& out) {
                 parts->scheme.data());
         return -BMI_ENETUNREACH;
     }
-    if (rc = methods_.start_client(*slot); rc != 0) return rc;
     // An alias (ib://) reaches the method under the method's own scheme.
     const std::string canonical = method::canonical_address(id_string);
     id_string = canonical;
+    // A server on this node that offers shm is reached there (same_node.cpp); the handle
+    // keeps the name looked up.
+    if (auto same_node = methods_.same_node_route(*slot, id_string)) {
+        rc = register_lookup(methods_.slot(same_node->shm_index),
+                             "shm://" + same_node->hint.route.offer.shm_name, &same_node->hint,
+                             looked_up, out);
+        if (rc == 0) return 0;
+    }
+    if (rc = methods_.start_client(*slot); rc != 0) return rc;
     // Name resolution may take as long as the resolver likes: do it before taking any lock.
     std::unique_ptr<method::LookupHint> hint;
     if (slot->descriptor->prepare_lookup != nullptr) {
         rc = slot->descriptor->prepare_lookup(id_string, hint);
         if (rc != 0) return rc;
     }
+    return register_lookup(*slot, id_string, hint.get(), looked_up, out);
+}
+
+int AddressBook::register_lookup(MethodSlot& slot, std::string_view address,
+                                 const method::LookupHint* hint, std::string_view looked_up,
+                                 BMI_addr_t& out) {
     std::shared_ptr<method::Peer> peer;
+    int rc = 0;
     {
-        support::MutexLock lock(slot->lock);
-        rc = hint ? slot->method->lookup_prepared(id_string, *hint, peer)
-                  : slot->method->lookup(id_string, peer);
+        support::MutexLock lock(slot.lock);
+        rc = hint != nullptr ? slot.method->lookup_prepared(address, *hint, peer)
+                             : slot.method->lookup(address, peer);
     }
     if (rc != 0) return rc;
     support::MutexLock lock(state_);
@@ -71,9 +86,10 @@ int AddressBook::lookup(std::string_view id_string, BMI_addr_t& out) {
         out = peer->addr();
         return 0;
     }
-    out = entries_.add(slot->index, std::move(peer), std::string(looked_up)).addr;
-    BMI_LOG(address, "lookup %.*s -> %lld", static_cast<int>(id_string.size()), id_string.data(),
-            static_cast<long long>(out));
+    out = entries_.add(slot.index, std::move(peer), std::string(looked_up)).addr;
+    BMI_LOG(address, "lookup %.*s -> %lld (%.*s)", static_cast<int>(looked_up.size()),
+            looked_up.data(), static_cast<long long>(out), static_cast<int>(address.size()),
+            address.data());
     return 0;
 }
 
@@ -100,18 +116,25 @@ const char* AddressBook::peer_string(BMI_addr_t addr,
 
 const char* AddressBook::rev_lookup(BMI_addr_t addr) {
     {
-        // A list, or an address under an alias scheme (ib://), is answered as looked up, as
-        // OrangeFS's BMI does: OrangeFS matches the answer against the Alias lines of its
-        // configuration.
+        // A list, an address under an alias scheme (ib://), or a tcp address a same-node
+        // server is reached at over shm, is answered as looked up, as OrangeFS's BMI does:
+        // OrangeFS matches the answer against the Alias lines of its configuration.
         support::MutexLock lock(state_);
         AddressEntry* entry = entries_.find(addr);
         if (entry != nullptr && (entry->id_string.find(',') != std::string::npos ||
-                                 method::canonical_address(entry->id_string) != entry->id_string)) {
+                                 method::canonical_address(entry->id_string) != entry->id_string ||
+                                 !names_own_method(*entry))) {
             if (entry->rev_string != entry->id_string) entry->rev_string = entry->id_string;
             return entry->rev_string.c_str();
         }
     }
     return peer_string(addr, &method::Method::describe_peer, &AddressEntry::rev_string);
+}
+
+bool AddressBook::names_own_method(const AddressEntry& entry) const {
+    const auto parts = support::split_scheme(entry.id_string);
+    // Peers that contacted us first are named by their method: nothing to compare.
+    return !parts || parts->scheme == methods_.slot(entry.method_index).descriptor->scheme;
 }
 
 const char* AddressBook::rev_lookup_unexpected(BMI_addr_t addr) {

@@ -64,6 +64,13 @@ public:
     void unexpected_reported_locked(BMI_addr_t addr, bool take_reference) BMI_REQUIRES(state_);
 
 private:
+    // False for a handle looked up by another method's address (a same-node tcp address
+    // reached over shm): its reverse lookup is the string looked up.
+    bool names_own_method(const AddressEntry& entry) const;
+    // The method's lookup of `address` (with hint, if any), registered under `looked_up`
+    // unless the peer has a handle already; 0 and out, or the method's -BMI_E*.
+    int register_lookup(MethodSlot& slot, std::string_view address, const method::LookupHint* hint,
+                        std::string_view looked_up, BMI_addr_t& out);
     // Asks the address's method for a string about the peer and keeps it in entry->*store,
     // whose c_str() is returned (nullptr for an unknown address).
     const char* peer_string(BMI_addr_t addr,

@@ -44,6 +44,8 @@ int MethodSet::start(const InitParams& params, const MakeSink& make_sink) {
         slots_[static_cast<std::size_t>(d - methods.data())]->allowed = true;
     }
 
+    if ((params.flags & BMI_INIT_SERVER) && same_node_allowed())
+        same_node_ = std::make_shared<method::kit::SameNodeTickets>();
     for (auto listen : support::split_address_list(params.listen)) {
         auto parts = support::split_scheme(listen);
         if (!parts) return -BMI_EINVAL;
@@ -59,6 +61,7 @@ int MethodSet::start(const InitParams& params, const MakeSink& make_sink) {
     if (int rc = start_allocated_methods(); rc != 0) return rc;
     if ((params.flags & BMI_INIT_SERVER) && params.listen.empty() && !allocation_.allocated())
         return -BMI_EINVAL;
+    if (same_node_) reserve_same_node_listener();
     return 0;
 }
 
@@ -85,6 +88,8 @@ method::Config MethodSet::method_config(const MethodSlot& slot, std::string_view
     for (const auto& plane : allocation_.planes())
         if (support::planes::to_string(plane.type) == slot.descriptor->scheme)
             config.planes.push_back(plane);
+    // The method that answers same-node questions hands out the offers.
+    if (!listen.empty() && slot.descriptor->ask_same_node != nullptr) config.same_node = same_node_;
     return config;
 }
 

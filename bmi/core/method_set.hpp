@@ -84,6 +84,20 @@ public:
     // (BMI_TRANSPORT_METHODS_STRING).
     const char* method_names();
 
+    // same_node.cpp (doc/architecture.md, "Same-node peers").
+    // A lookup of `address` through tcp_slot: if it names a libbmi server on this node that
+    // offers shm, the shm slot (started) and the hint for its lookup. Blocks for the tcp
+    // method's question; call without locks.
+    struct SameNodeChoice {
+        int shm_index = -1;
+        method::SameNodeLookup hint;
+    };
+    std::optional<SameNodeChoice> same_node_route(const MethodSlot& tcp_slot,
+                                                  std::string_view address);
+    // A server whose tcp side was asked for an offer starts its same-node listener here, on
+    // the next pass of a test call, outside every method lock. Cheap when nobody asked.
+    void serve_same_node_if_asked();
+
 private:
     int activate(int index, const method::Config& config);
     // The one place a method's Config is built, for a server's listen address and for a
@@ -92,6 +106,13 @@ private:
     // Checks every allocated plane has a method here, then starts each allocated method of a
     // server that its listen string did not already start.
     int start_allocated_methods();
+    // Whether same-node offers and lookups may happen at all: same_node_shm on, no
+    // allocation (planes decide where traffic goes), encryption not required, shm compiled.
+    bool same_node_allowed() const;
+    MethodSlot* shm_slot() const;
+    // At a server's start: the listening socket its tcp side's offers will name, bound now so
+    // that clients find it; without it the tcp side offers nothing.
+    void reserve_same_node_listener();
 
     WaitPoint& wait_point_;
     int flags_ = 0;
@@ -104,6 +125,9 @@ private:
     std::optional<support::keys::TrustedSources> trusted_ BMI_GUARDED_BY(activation_mutex_);
     std::atomic<int> direct_index_{-1};
     InstanceAllocation allocation_;
+    // A tcp server's same-node offers (methods/kit/same_node.hpp); null when it makes none.
+    std::shared_ptr<method::kit::SameNodeTickets> same_node_;
+    unsigned same_node_port_ = 0;  // the tcp port same_node_'s listener is reserved for
 
     support::Mutex records_mutex_;  // held only for the three records below
     std::string methods_string_ BMI_GUARDED_BY(records_mutex_);

@@ -69,6 +69,7 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
         // OrangeFS looks at its forget list in BMI_testunexpected only; every test call does
         // here, so a server that sleeps in testcontext frees departed clients as soon.
         addresses_.drop_gone_peers();
+        methods_.serve_same_node_if_asked();
         std::uint64_t seen = wait_point_.sequence();
         {
             support::MutexLock lock(state_mutex_);

@@ -50,13 +50,16 @@ std::string_view reason(Refusal why) {
             return "it chose a cipher we did not offer";
         case Refusal::bad_public_key:
             return "its ephemeral key yields no shared secret";
+        case Refusal::no_same_node_ticket:
+            return "it shows no ticket of ours to a same-node listener (none, or a forgotten one)";
     }
     return "unknown refusal";
 }
 
 bool tell_initiator(Refusal why) {
     return why == Refusal::offers_no_proof || why == Refusal::first_handshake ||
-           why == Refusal::reflected_nonce || why == Refusal::needs_encryption;
+           why == Refusal::reflected_nonce || why == Refusal::needs_encryption ||
+           why == Refusal::no_same_node_ticket;
 }
 
 int KeyGate::load_encryption(const support::Settings& settings) {

@@ -60,6 +60,7 @@ enum class Refusal : std::uint8_t {
     needs_encryption,       // we require encryption and the peer offers or chose none we run
     bad_cipher_choice,      // initiator: the acceptor chose a cipher we did not offer
     bad_public_key,         // its ephemeral key yields no shared secret (a low-order point)
+    no_same_node_ticket,    // acceptor: a same-node listener's hello without a ticket of ours
 };
 
 // The log's words for why.

@@ -54,6 +54,10 @@ int ShmHellos::send_hello(Connection& conn) {
     hello.nonce = nonce_;
     std::memcpy(hello.name, listen_name_.data(), listen_name_.size());
     hello.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
+    if (conn.peer && conn.peer->route) {
+        hello.features |= feature_same_node_ticket;
+        std::memcpy(hello.ticket, conn.peer->route->offer.ticket.data(), key_bytes);
+    }
     if (conn.key_handshake.keyed()) {
         const kit::Nonce& nonce = conn.key_handshake.offer(keys_, conn.fd, listen_name_);
         hello.features |= feature_key_proof | feature_key_binding;
@@ -74,6 +78,7 @@ bool ShmHellos::send_reply(const Connection& conn) {
     reply.version = protocol_version;
     reply.pid = static_cast<std::int32_t>(getpid());
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
+    reply.nonce = nonce_;
     int own_fds[2] = {event_fd_, bell_fd_};
     return send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2) ==
            static_cast<long>(sizeof reply);
@@ -88,6 +93,12 @@ int ShmHellos::refuse(const Connection& conn, Refusal why, bool answering) {
 }
 
 int ShmHellos::check_hello(Connection& conn, const Hello& hello) {
+    if (tickets_) {
+        kit::Ticket shown{};
+        std::memcpy(shown.data(), hello.ticket, key_bytes);
+        if ((hello.features & feature_same_node_ticket) == 0 || !tickets_->admits(shown))
+            return refuse(conn, Refusal::no_same_node_ticket, true);
+    }
     const Refusal why = conn.key_handshake.check_hello(keys_, key_features(hello.features));
     return why == Refusal::none ? 0 : refuse(conn, why, true);
 }
@@ -103,6 +114,7 @@ int ShmHellos::answer_keyed_hello(Connection& conn, const Hello& hello) {
     reply.version = protocol_version;
     reply.pid = static_cast<std::int32_t>(getpid());
     reply.features = feature_key_proof | feature_key_binding;
+    reply.nonce = nonce_;
     std::memcpy(reply.key_nonce, step.nonce.data(), key_bytes);
     std::memcpy(reply.key_proof, step.proof.data(), key_bytes);
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
@@ -114,6 +126,14 @@ int ShmHellos::answer_keyed_hello(Connection& conn, const Hello& hello) {
 }
 
 int ShmHellos::check_reply(Connection& conn, const HelloReply& reply) {
+    // A ticket's holder talks only to the instance that handed it out: a listener that took
+    // the name meanwhile is not the server the tcp lookup asked.
+    if (conn.peer && conn.peer->route && reply.status == 0 &&
+        reply.nonce != conn.peer->route->offer.listener_nonce) {
+        BMI_LOG(error, "shm: shm://%s is not the instance whose same-node offer we hold",
+                conn.peer->name.c_str());
+        return -BMI_EACCES;
+    }
     kit::KeyFeatures features = key_features(reply.features);
     features.required = reply.status == -BMI_EACCES;
     const auto step = conn.key_handshake.check_answer(

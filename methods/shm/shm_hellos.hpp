@@ -9,10 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "methods/kit/key_handshake.hpp"
+#include "methods/kit/same_node.hpp"
 #include "methods/shm/shm_connection.hpp"
 #include "methods/shm/shm_options.hpp"
 #include "methods/shm/shm_wire.hpp"
@@ -37,6 +39,14 @@ public:
     }
     void listen_as(const std::string& name) { listen_name_ = name; }
     const std::string& listen_name() const { return listen_name_; }
+    // A same-node listener (methods/kit/same_node.hpp): from now on only hellos that show one
+    // of these tickets get in, whatever else they prove.
+    void admit_tickets_only(std::shared_ptr<kit::SameNodeTickets> tickets) {
+        tickets_ = std::move(tickets);
+    }
+    bool tickets_only() const { return tickets_ != nullptr; }
+    // What our replies carry, and a ticket's holder checks against its offer.
+    std::uint64_t nonce() const { return nonce_; }
 
     // Initiator: sends the hello (with our key offer), the segment and our descriptors; the
     // connection then awaits the reply. 0 or the error to close it with.
@@ -70,6 +80,7 @@ private:
     int bell_fd_ = -1;
     // Keyless: any process of our uid gets in.
     kit::KeyGate keys_{"shm"};
+    std::shared_ptr<kit::SameNodeTickets> tickets_;  // a same-node listener's; null: none
 };
 
 }  // namespace bmi::method::shm

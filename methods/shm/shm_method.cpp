@@ -13,6 +13,7 @@
 
 #include "methods/shm/shm_checks.hpp"
 #include "methods/shm/shm_copy.hpp"
+#include "methods/shm/shm_listener.hpp"
 #include "methods/shm/shm_method_impl.hpp"
 #include "support/logging/log.hpp"
 #include "support/method_address/method_address.hpp"
@@ -41,6 +42,7 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
     if (rc != 0) return rc;
     method->use_key(std::move(key));
     rc = method->start(name, any_port);
+    if (rc == 0 && config.same_node) rc = method->serve_same_node(config.same_node);
     if (rc != 0) return rc;
     out = std::move(method);
     return 0;
@@ -107,7 +109,20 @@ ShmMethod::~ShmMethod() {
 
 std::string ShmMethod::listen_address() const {
     const std::string& name = setup_.hellos().listen_name();
-    return name.empty() ? std::string() : "shm://" + name;
+    // A same-node listener is for ticket holders only: it is nobody's address to look up.
+    if (name.empty() || setup_.hellos().tickets_only()) return {};
+    return "shm://" + name;
+}
+
+int ShmMethod::set_info(Peer*, int option, void* arg) {
+    if (option != info_serve_same_node) return -BMI_ENOSYS;
+    if (!setup_.hellos().listen_name().empty()) return -BMI_EADDRINUSE;
+    return serve_same_node(*static_cast<std::shared_ptr<kit::SameNodeTickets>*>(arg));
+}
+
+int reserve_same_node(std::string_view name, int& fd) {
+    if (!valid_name(name)) return -BMI_EINVAL;
+    return listen_on(name, fd);
 }
 
 int ShmMethod::get_info(Peer*, int option, void* arg) {
@@ -128,6 +143,27 @@ int ShmMethod::lookup(std::string_view address, std::shared_ptr<Peer>& out) {
     auto parts = support::split_scheme(address);
     if (!parts || parts->scheme != "shm" || !valid_name(parts->rest)) return -BMI_EINVAL;
     out = peers_.lookup(std::string(parts->rest));
+    return 0;
+}
+
+int ShmMethod::lookup_prepared(std::string_view address, const LookupHint& hint,
+                               std::shared_ptr<Peer>& out) {
+    const auto* same_node = dynamic_cast<const SameNodeLookup*>(&hint);
+    if (same_node == nullptr) return lookup(address, out);
+    if (int rc = lookup(address, out); rc != 0) return rc;
+    auto& peer = static_cast<ShmPeer&>(*out);
+    if (!peer.route) peer.route = same_node->route;
+    return 0;
+}
+
+int ShmMethod::serve_same_node(const std::shared_ptr<kit::SameNodeTickets>& tickets) {
+    std::string name;
+    const int fd = tickets->take_listener(name);
+    if (fd < 0) return -BMI_EINVAL;
+    if (int rc = setup_.adopt_listener(fd, name); rc != 0) return rc;
+    ShmHellos& hellos = setup_.hellos();
+    hellos.admit_tickets_only(tickets);
+    tickets->listener_ready(name, hellos.nonce());
     return 0;
 }
 

@@ -32,6 +32,9 @@ struct Stats {
     LargeReceiveCounts large_receives{};
 };
 
-inline constexpr Descriptor descriptor{"bmi_shm", "shm", &create};
+// shm_listener.cpp's listen_on: Descriptor::reserve_same_node.
+int reserve_same_node(std::string_view name, int& fd);
+inline constexpr Descriptor descriptor{
+    .name = "bmi_shm", .scheme = "shm", .create = &create, .reserve_same_node = &reserve_same_node};
 
 }  // namespace bmi::method::shm

@@ -60,6 +60,9 @@ public:
     std::string_view name() const override { return "bmi_shm"; }
     std::string_view scheme() const override { return "shm"; }
     int lookup(std::string_view address, std::shared_ptr<Peer>& out) override;
+    // A SameNodeLookup hint: the peer is the same-node server it names, reached with its route.
+    int lookup_prepared(std::string_view address, const LookupHint& hint,
+                        std::shared_ptr<Peer>& out) override;
     int send_now(Peer& peer, OpKind kind, bmi_msg_tag_t tag,
                  std::span<const Segment> segments) override;
     int post(Operation& op) override;
@@ -82,13 +85,16 @@ public:
     std::string listen_address() const override;
     void* mem_alloc(bmi_size_t size) override;
     bool mem_free(void* buffer) override;
-    int set_info(Peer*, int, void*) override { return -BMI_ENOSYS; }
+    int set_info(Peer* peer, int option, void* arg) override;
     int get_info(Peer*, int option, void* arg) override;
     // Stats to stderr (BMI_SHM_STATS=1), when finalized.
     void print_stats() const;
 
     // Admits only peers that prove this key from now on (before start(); empty: keyless).
     void use_key(support::keys::SharedKey key) { setup_.hellos().use_key(std::move(key)); }
+    // Serves the same-node listener the tickets reserved: only their holders get in, and the
+    // tickets learn our nonce. 0 or -BMI_E*.
+    int serve_same_node(const std::shared_ptr<kit::SameNodeTickets>& tickets);
 
 private:
     // too_large: an unexpected message beyond what one record on that connection may carry.

@@ -46,6 +46,11 @@ public:
     // a closing connection's successor) is then a load, not a walk over every connection,
     // which a server of thousands of clients would pay on every close.
     std::size_t links = 0;
+    // A same-node server reached by a tcp lookup (methods/kit/same_node.hpp): the ticket its
+    // hellos show, and how to ask for a new one. `route_used`: a connection showed the ticket
+    // already, so the next asks first (the server may have restarted and forgotten it).
+    std::optional<kit::SameNodeRoute> route;
+    bool route_used = false;
 };
 
 // The address a peer answers to: its listen name, or the "pid-N" form of a nameless one.

@@ -40,10 +40,19 @@ ShmSetup::~ShmSetup() {
 int ShmSetup::start(const std::string& listen_name, bool any_port, int epoll_fd) {
     epoll_fd_ = epoll_fd;
     if (listen_name.empty()) return 0;
+    return listen(listen_name, any_port);
+}
+
+int ShmSetup::listen(const std::string& listen_name, bool any_port) {
     std::string name = listen_name;
-    int rc = any_port ? listen_on_free_port(listen_name, listen_fd_, name)
-                      : listen_on(listen_name, listen_fd_);
+    int fd = -1;
+    int rc = any_port ? listen_on_free_port(listen_name, fd, name) : listen_on(listen_name, fd);
     if (rc != 0) return rc;  // listen_on and listen_on_free_port said why
+    return adopt_listener(fd, name);
+}
+
+int ShmSetup::adopt_listener(int fd, const std::string& name) {
+    listen_fd_ = fd;
     hellos_.listen_as(name);
     acceptor_.keep_reserve();  // to refuse a client when the table fills (shm_descriptors.cpp)
     BMI_LOG(shm, "listening on shm://%s", name.c_str());
@@ -148,6 +157,12 @@ int ShmSetup::ensure_connection(Operation& op, Connection*& out) {
 }
 
 int ShmSetup::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out) {
+    if (peer->route && peer->route_used && peer->route->renew) {
+        // An earlier connection showed this ticket; the server may have restarted since and
+        // forgotten it. Asking costs one loopback handshake per reconnect.
+        if (auto fresh = peer->route->renew()) peer->route->offer = std::move(*fresh);
+    }
+    if (peer->route) peer->route_used = true;
     auto conn = std::make_unique<Connection>();
     conn->id = next_connection_++;
     conn->key_handshake = hellos_.handshake();

@@ -58,6 +58,10 @@ public:
     const ShmHellos& hellos() const { return hellos_; }
     // Connections are watched in epoll_fd; a non-empty name listens there too. 0 or -BMI_E*.
     int start(const std::string& listen_name, bool any_port, int epoll_fd);
+    // Listens on listen_name (after start, once): 0 or -BMI_E*.
+    int listen(const std::string& listen_name, bool any_port = false);
+    // The same with a socket already listening on `name` (ours from now on).
+    int adopt_listener(int fd, const std::string& name);
     // Takes the connections waiting on the listener, a few at a time.
     void accept() { acceptor_.accept_all(listen_fd_, 0, 32); }
     bool listener_paused() const { return listener_paused_; }

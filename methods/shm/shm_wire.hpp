@@ -73,7 +73,9 @@ inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
 // 7: each ring's control block has a third line, consumer_watches (shm_watched.hpp): a
 // producer whose consumer polls the ring skips the doorbell. A version-6 peer would place the
 // rings' controls elsewhere.
-inline constexpr std::uint32_t protocol_version = 7;
+// 8: same-node tickets (methods/kit/same_node.hpp): the hello may show one, and the reply
+// carries the acceptor's instance nonce, which a ticket's holder checks.
+inline constexpr std::uint32_t protocol_version = 8;
 // Connections one instance can have at once (indices of its doorbell): 8 KiB of bits.
 inline constexpr std::uint32_t doorbell_capacity = 1u << 16;
 // Hello and HelloReply features: the sender holds a security key, and key_nonce is its nonce.
@@ -81,6 +83,9 @@ inline constexpr std::uint32_t feature_key_proof = 1u << 0;
 // With feature_key_proof: proofs bind the acceptor's socket as each side sees it
 // (methods/kit/key_exchange.hpp). A keyed peer without it speaks the first key handshake.
 inline constexpr std::uint32_t feature_key_binding = 1u << 1;
+// Hello: `ticket` is a same-node ticket the acceptor's tcp side handed out (a hello to a
+// same-node listener must show one).
+inline constexpr std::uint32_t feature_same_node_ticket = 1u << 2;
 inline constexpr std::size_t key_bytes = 32;  // nonces and proofs (support/keys)
 inline constexpr std::size_t max_name_length = 64;
 
@@ -98,6 +103,7 @@ struct Hello {
     std::uint32_t features;
     std::uint32_t doorbell_index;       // the acceptor rings this bit of our doorbell
     std::uint8_t key_nonce[key_bytes];  // with feature_key_proof, else zero
+    std::uint8_t ticket[key_bytes];     // with feature_same_node_ticket, else zero
 };
 
 // The acceptor's answer, with two descriptors: its eventfd, its doorbell memfd.
@@ -111,6 +117,7 @@ struct HelloReply {
     std::uint32_t doorbell_index;       // the initiator rings this bit of our doorbell
     std::uint8_t key_nonce[key_bytes];  // with feature_key_proof: the acceptor's nonce
     std::uint8_t key_proof[key_bytes];  // and its proof
+    std::uint64_t nonce;                // the acceptor's instance nonce (Hello::nonce)
 };
 
 // A keyed initiator's proof, the first thing on the socket after the reply. Until it checks the

@@ -5,29 +5,13 @@
 //   initiator -> HELLO_PROOF its proof
 // The acceptor creates no peer, so nothing from the connection can reach the application,
 // until the initiator's proof checks.
+#include "methods/tcp/tcp_key_features.hpp"
 #include "methods/tcp/tcp_method_impl.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::tcp {
 
 using kit::Refusal;
-
-namespace {
-
-// A keyed peer without feature_key_ciphers proves a transcript without the cipher fields: it
-// counts as one of an older handshake (Refusal::first_handshake), refused before any proof.
-kit::KeyFeatures key_features(const Hello& hello) {
-    const std::uint64_t features = hello.features;
-    return {(features & feature_key_proof) != 0,
-            (features & feature_key_binding) != 0 && (features & feature_key_ciphers) != 0,
-            (features & feature_key_required) != 0, hello.ciphers};
-}
-
-std::uint64_t feature_bits(kit::KeyFeatures offered) {
-    return offered.proof ? feature_key_proof | feature_key_binding | feature_key_ciphers : 0;
-}
-
-}  // namespace
 
 Hello TcpMethod::hello_to_send(Connection& c) {
     Hello hello{our_features | feature_bits(keys_.offered()), own_address(c)};
@@ -58,6 +42,12 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
     ack.proof = step.proof;
     ack.ciphers = step.cipher_choice;
     ack.public_key = step.public_key;
+    if ((hello.features & feature_same_node) != 0) {
+        // The offer rides on our proof, which tells the client it came from a key holder; its
+        // ticket is useless without the key, which our shm listener asks for too.
+        answer_same_node(c, std::move(ack));
+        return true;
+    }
     OutFrame reply;
     reply.body = encode_hello(ack, true, c.reader.header.magic);
     c.writer.control_queue.push_back(std::move(reply));

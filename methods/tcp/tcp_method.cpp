@@ -75,6 +75,7 @@ int TcpMethod::start(const Config& config) {
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     keys_.use(std::move(key));
     if (int rc = keys_.load_encryption(config.settings); rc < 0) return rc;
+    same_node_ = config.same_node;
     if (keys_.keyed())
         BMI_LOG(tcp,
                 "tcp: a security key is in force; only peers that prove it get in; "

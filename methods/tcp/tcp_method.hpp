@@ -14,6 +14,12 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
 // Parses and resolves a "tcp://host:port" string with no lock held (see Descriptor).
 int prepare_lookup(std::string_view address, std::unique_ptr<LookupHint>& out);
 
-inline constexpr Descriptor descriptor{"bmi_tcp", "tcp", &create, &prepare_lookup};
+// tcp_same_node.cpp: Descriptor::ask_same_node.
+int ask_same_node(std::string_view address, const Config& config, kit::SameNodeOffer& out);
+inline constexpr Descriptor descriptor{.name = "bmi_tcp",
+                                       .scheme = "tcp",
+                                       .create = &create,
+                                       .prepare_lookup = &prepare_lookup,
+                                       .ask_same_node = &ask_same_node};
 
 }  // namespace bmi::method::tcp

@@ -172,6 +172,9 @@ private:
     bool on_keyed_hello(Connection& c, const Hello& hello);
     bool on_keyed_ack(Connection& c, const Hello& ack);
     void on_hello_proof(Connection& c);
+    // tcp_same_node.cpp: a HELLO that asks for a same-node offer gets `ack` with ours, if we
+    // make any, and the connection closes: it never carries a message.
+    void answer_same_node(Connection& c, Hello ack);
     // The handshake chose a cipher: c's traffic is records from here on. `raw` goes out ahead
     // of the first record (the initiator's HELLO_PROOF).
     void start_records(Connection& c, std::span<const std::uint8_t> raw = {});
@@ -346,6 +349,7 @@ private:
     kit::KeyGate keys_{"tcp"};
     // BMI_TRUSTED_CONNECTION: connections from other sources are closed at accept.
     std::optional<support::keys::TrustedSources> trusted_;
+    std::shared_ptr<kit::SameNodeTickets> same_node_;  // a server's offers; null: none
     support::keys::RefusalLog untrusted_refusals_;
     Limits limits_;
     EarlyBudget early_;   // arrivals of every peer, within Limits

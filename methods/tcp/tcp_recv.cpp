@@ -338,6 +338,9 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
         BMI_LOG(tcp, "tcp: connection %llu upgraded to v2%s%s",
                 static_cast<unsigned long long>(c.id),
                 hello->address.empty() ? "" : ", announcing ", hello->address.c_str());
+    } else if ((hello->features & feature_same_node) != 0) {
+        answer_same_node(c, Hello{our_features, own_address(c)});
+        return;
     } else {
         bind_peer(c, hello->address, false);
         OutFrame reply;

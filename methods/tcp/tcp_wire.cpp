@@ -186,7 +186,8 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32
     const std::size_t addr_len = std::min<std::size_t>(hello.address.size(), BMI_MAX_ADDR_LEN);
     const std::size_t proof_len = hello.proof ? support::keys::proof_size : 0;
     const std::size_t cipher_len = (hello.features & feature_key_ciphers) ? hello_cipher_size : 0;
-    const std::size_t body = hello_fixed_size + addr_len + cipher_len + proof_len;
+    const std::size_t offer_len = hello.offer ? same_node_offer_size : 0;
+    const std::size_t body = hello_fixed_size + addr_len + cipher_len + proof_len + offer_len;
     std::vector<std::uint8_t> frame(legacy_header_size + body, 0);
     Header h;
     h.magic = magic;
@@ -206,7 +207,19 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32
         std::memcpy(rest + 1, hello.public_key.data(), hello.public_key.size());
         rest += cipher_len;
     }
-    if (hello.proof) std::memcpy(rest, hello.proof->data(), hello.proof->size());
+    if (hello.proof) {
+        std::memcpy(rest, hello.proof->data(), hello.proof->size());
+        rest += proof_len;
+    }
+    if (hello.offer) {
+        const std::string& name = hello.offer->shm_name;
+        const std::size_t name_len = std::min(name.size(), same_node_name_room);
+        rest[0] = static_cast<std::uint8_t>(name_len);
+        std::memcpy(rest + 1, name.data(), name_len);
+        put_u64(rest + 1 + same_node_name_room, hello.offer->listener_nonce);
+        std::memcpy(rest + 1 + same_node_name_room + 8, hello.offer->ticket.data(),
+                    kit::ticket_size);
+    }
     return frame;
 }
 
@@ -236,7 +249,16 @@ std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body) {
     const bool ciphered = (out.features & feature_key_ciphers) != 0;
     if (ciphered && !keyed) return std::nullopt;
     const std::size_t plain = hello_fixed_size + addr_len + (ciphered ? hello_cipher_size : 0);
-    if (body.size() != plain && !(keyed && body.size() == plain + support::keys::proof_size))
+    // After the plain part: a keyed sender's proof, then, with feature_same_node, an offer.
+    // The four sizes differ, so the size says which are there.
+    const std::size_t offer_len =
+        (out.features & feature_same_node) != 0 &&
+                (body.size() == plain + same_node_offer_size ||
+                 body.size() == plain + support::keys::proof_size + same_node_offer_size)
+            ? same_node_offer_size
+            : 0;
+    const std::size_t before_offer = body.size() - offer_len;
+    if (before_offer != plain && !(keyed && before_offer == plain + support::keys::proof_size))
         return std::nullopt;
     out.address.assign(reinterpret_cast<const char*>(body.data() + 10), addr_len);
     std::memcpy(out.nonce.data(), body.data() + 10 + addr_len, out.nonce.size());
@@ -245,9 +267,19 @@ std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body) {
         out.ciphers = fields[0];
         std::memcpy(out.public_key.data(), fields + 1, out.public_key.size());
     }
-    if (body.size() > plain) {
+    if (before_offer > plain) {
         out.proof.emplace();
         std::memcpy(out.proof->data(), body.data() + plain, out.proof->size());
+    }
+    if (offer_len != 0) {
+        const std::uint8_t* block = body.data() + before_offer;
+        const std::size_t name_len = block[0];
+        if (name_len == 0 || name_len > same_node_name_room) return std::nullopt;
+        kit::SameNodeOffer offer;
+        offer.shm_name.assign(reinterpret_cast<const char*>(block + 1), name_len);
+        offer.listener_nonce = get_u64(block + 1 + same_node_name_room);
+        std::memcpy(offer.ticket.data(), block + 1 + same_node_name_room + 8, kit::ticket_size);
+        out.offer = std::move(offer);
     }
     return out;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bmi-types.h"
+#include "methods/kit/same_node.hpp"
 #include "support/keys/key_proof.hpp"
 #include "support/keys/traffic_keys.hpp"
 
@@ -91,6 +92,15 @@ inline constexpr std::uint64_t feature_key_binding = 1u << 5;
 // HELLO_ACK's choice: one bit, or none for plain traffic) and a 32-byte ephemeral X25519 key
 // (zero when the byte is). A keyed peer without it proves an older transcript and is refused.
 inline constexpr std::uint64_t feature_key_ciphers = 1u << 6;
+// HELLO: the sender is on this node's side of a same-node lookup (methods/kit/same_node.hpp)
+// and asks for an offer; it closes after the answer and sends no message. HELLO_ACK: the offer
+// follows, last in the body (same_node_offer_size bytes). An acceptor with no offer to make
+// answers without the bit.
+inline constexpr std::uint64_t feature_same_node = 1u << 7;
+// The offer block: name length (u8), the shm listener name padded to 64 bytes, the listener's
+// instance nonce (u64), the ticket.
+inline constexpr std::size_t same_node_name_room = 64;
+inline constexpr std::size_t same_node_offer_size = 1 + same_node_name_room + 8 + kit::ticket_size;
 // What every HELLO and HELLO_ACK of ours announces (the key bits are added where they apply).
 inline constexpr std::uint64_t our_features = feature_rendezvous | feature_large_eager |
                                               feature_grants;
@@ -109,7 +119,8 @@ inline constexpr std::size_t hello_reserved_size = support::keys::nonce_size;
 inline constexpr std::size_t hello_fixed_size = 8 + 2 + hello_reserved_size;
 inline constexpr std::size_t hello_cipher_size = 1 + support::keys::public_key_size;
 inline constexpr std::size_t hello_max_body = hello_fixed_size + BMI_MAX_ADDR_LEN +
-                                              hello_cipher_size + support::keys::proof_size;
+                                              hello_cipher_size + support::keys::proof_size +
+                                              same_node_offer_size;
 
 // How the headers of one connection are laid out (doc/methods/tcp.md, "Legacy frames").
 enum class Framing : std::uint8_t {
@@ -197,6 +208,8 @@ struct Hello {
     // sender's ephemeral public key when that is not 0.
     std::uint8_t ciphers = 0;
     support::keys::PublicKey public_key{};
+    // HELLO_ACK with feature_same_node: the acceptor's offer.
+    std::optional<kit::SameNodeOffer> offer;
 };
 
 // A complete HELLO or HELLO_ACK frame: legacy-layout header plus body. magic is hello_magic,

@@ -53,8 +53,12 @@ constexpr SettingSpec rows[] = {
      T::count, "1048576", "records", 1, std::int64_t{1} << 32, "",
      "records (tcp: up to 64 KiB; verbs: one message each) sealed under one traffic key before "
      "both sides step to the next"},
+    {I::same_node_shm, "same_node_shm", "BMI_SAME_NODE_SHM", T::flag, "1", "", 0, 0, "",
+     "a tcp lookup of a libbmi server on this node, of this user and network namespace, "
+     "carries its messages over shm once the server's tcp side offers it (doc/architecture.md, "
+     "Same-node peers); 0 = stay on tcp, and a server makes no offers"},
 };
-constexpr OwnedRows owned{rows, I::encryption_rekey_records};
+constexpr OwnedRows owned{rows, I::same_node_shm};
 
 constexpr std::less<const SettingSpec*> before;
 }  // namespace

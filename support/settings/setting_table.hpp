@@ -208,6 +208,7 @@ enum class SettingId : std::uint8_t {
     allocation_id,
     encryption,  // choices off|prefer|require, in kit::Encryption's order
     encryption_rekey_records,
+    same_node_shm,
 };
 std::span<const SettingSpec> general_setting_rows();
 const SettingSpec& setting_spec(SettingId id);

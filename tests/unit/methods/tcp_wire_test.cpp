@@ -413,3 +413,47 @@ TEST_CASE("a listen address may leave out its port only where that is allowed", 
     CHECK_FALSE(parse_listen_address("shm://node1", true));
     CHECK_FALSE(parse_listen_address("tcp://", true));
 }
+
+TEST_CASE("a same-node offer rides last in HELLO_ACK, after a proof", "[tcp][wire][same_node]") {
+    bmi::method::kit::SameNodeOffer offer;
+    offer.shm_name = "same-node.tcp-3334";
+    offer.listener_nonce = 0x0102030405060708u;
+    offer.ticket.fill(0x77);
+    for (const bool keyed : {false, true}) {
+        INFO("keyed " << keyed);
+        Hello ack{feature_rendezvous | feature_same_node | (keyed ? feature_key_proof : 0),
+                  "tcp://node7:3334"};
+        if (keyed) {
+            ack.proof.emplace();
+            ack.proof->fill(0xa5);
+        }
+        ack.offer = offer;
+        auto frame = encode_hello(ack, true);
+        Header h = decode_header(frame.data(), Framing::orangefs);
+        CHECK(check_header(h, Dialect::await_ack, 4096) == 0);
+        auto back = decode_hello_body({frame.data() + legacy_header_size, h.size});
+        REQUIRE(back);
+        REQUIRE(back->offer);
+        CHECK(back->offer->shm_name == offer.shm_name);
+        CHECK(back->offer->listener_nonce == offer.listener_nonce);
+        CHECK(back->offer->ticket == offer.ticket);
+        CHECK(back->proof.has_value() == keyed);
+        if (keyed) CHECK(*back->proof == *ack.proof);
+        // The bit alone ("ask again") carries no block, and a block without the bit is not one.
+        ack.offer.reset();
+        const auto later_frame = encode_hello(ack, true);
+        auto later = decode_hello_body(
+            std::span<const std::uint8_t>(later_frame).subspan(legacy_header_size));
+        REQUIRE(later);
+        CHECK_FALSE(later->offer);
+        frame[legacy_header_size] &= static_cast<std::uint8_t>(~feature_same_node);
+        CHECK_FALSE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
+        // An empty or oversized name is refused.
+        frame[legacy_header_size] |= static_cast<std::uint8_t>(feature_same_node);
+        const std::size_t name_at = frame.size() - same_node_offer_size;
+        frame[name_at] = 0;
+        CHECK_FALSE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
+        frame[name_at] = same_node_name_room + 1;
+        CHECK_FALSE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
+    }
+}

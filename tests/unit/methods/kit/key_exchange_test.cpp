@@ -302,8 +302,8 @@ TEST_CASE("kit handshake: a proof counts once, and only after our answer", "[kit
 
 TEST_CASE("kit handshake: every refusal has its own words", "[kit]") {
     std::set<std::string_view> seen;
-    for (int r = static_cast<int>(Refusal::none); r <= static_cast<int>(Refusal::bad_public_key);
-         ++r) {
+    for (int r = static_cast<int>(Refusal::none);
+         r <= static_cast<int>(Refusal::no_same_node_ticket); ++r) {
         const std::string_view text = reason(static_cast<Refusal>(r));
         CHECK_FALSE(text.empty());
         CHECK(text != "unknown refusal");

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "methods/kit/same_node.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include "support/keys/key_proof.hpp"
+
+namespace bmi::method::kit {
+
+std::string same_node_listener_name(unsigned port) {
+    return "same-node.tcp-" + std::to_string(port);
+}
+
+bool same_node_listener_exists(std::string_view shm_name) {
+    // The shm method's abstract address (methods/shm/shm_listener.hpp), as /proc/net/unix
+    // writes abstract names: '@' for the leading zero byte, path last on the line.
+    const std::string wanted = "@libbmi-shm." + std::to_string(getuid()) + "." +
+                               std::string(shm_name);
+    std::ifstream table("/proc/net/unix");
+    std::string line;
+    while (std::getline(table, line)) {
+        if (line.size() < wanted.size()) continue;
+        const std::size_t at = line.size() - wanted.size();
+        if (line.compare(at, wanted.size(), wanted) == 0 && (at == 0 || line[at - 1] == ' '))
+            return true;
+    }
+    return false;
+}
+
+SameNodeTickets::~SameNodeTickets() {
+    support::MutexLock lock(mutex_);
+    if (listen_fd_ >= 0) close(listen_fd_);
+}
+
+void SameNodeTickets::reserve(unsigned port, std::string shm_name, int fd) {
+    support::MutexLock lock(mutex_);
+    port_ = port;
+    shm_name_ = std::move(shm_name);
+    listen_fd_ = fd;
+    state_ = State::idle;
+}
+
+int SameNodeTickets::take_listener(std::string& shm_name) {
+    support::MutexLock lock(mutex_);
+    shm_name = shm_name_;
+    return std::exchange(listen_fd_, -1);
+}
+
+SameNodeTickets::Answer SameNodeTickets::answer(unsigned port, SameNodeOffer& out) {
+    support::MutexLock lock(mutex_);
+    if (port != port_) return Answer::none;
+    switch (state_) {
+        case State::idle:
+            state_ = State::requested;
+            request_pending_.store(true, std::memory_order_release);
+            return Answer::later;
+        case State::requested:
+        case State::starting:
+            return Answer::later;
+        case State::unavailable:
+            return Answer::none;
+        case State::ready:
+            break;
+    }
+    out.shm_name = shm_name_;
+    out.listener_nonce = nonce_;
+    const support::keys::Nonce random = support::keys::fresh_nonce();
+    static_assert(sizeof random == ticket_size);
+    std::copy(random.begin(), random.end(), out.ticket.begin());
+    if (order_.size() == max_tickets) {
+        kept_.erase(order_.front());
+        order_.pop_front();
+    }
+    kept_.insert(out.ticket);
+    order_.push_back(out.ticket);
+    return Answer::offer;
+}
+
+bool SameNodeTickets::take_request() {
+    if (!request_pending_.load(std::memory_order_acquire)) return false;
+    support::MutexLock lock(mutex_);
+    request_pending_.store(false, std::memory_order_relaxed);
+    if (state_ != State::requested) return false;
+    state_ = State::starting;
+    return true;
+}
+
+void SameNodeTickets::listener_ready(std::string shm_name, std::uint64_t nonce) {
+    support::MutexLock lock(mutex_);
+    shm_name_ = std::move(shm_name);
+    nonce_ = nonce;
+    state_ = State::ready;
+}
+
+void SameNodeTickets::listener_unavailable() {
+    support::MutexLock lock(mutex_);
+    state_ = State::unavailable;
+    if (listen_fd_ >= 0) close(std::exchange(listen_fd_, -1));
+}
+
+bool SameNodeTickets::admits(const Ticket& ticket) const {
+    support::MutexLock lock(mutex_);
+    return kept_.count(ticket) != 0;
+}
+
+}  // namespace bmi::method::kit
