@@ -161,26 +161,25 @@ class Runner:
 
     def __init__(self, args, tmp, tool_dirs):
         self.args, self.tmp, self.tool_dirs = args, tmp, tool_dirs
+        # Every peer here is on this node, where libbmi would carry a tcp lookup over shm
+        # (same_node_shm): off for every process this run starts, studies and idle peers
+        # included, so that what is called tcp is tcp.
+        os.environ["BMI_SAME_NODE_SHM"] = "0"
         self.series, self.done, self.total = [], 0, 0
         self.unread = {}  # pid: stdout bytes read but not yet returned as lines
         self.tty = sys.stderr.isatty()
 
     def method_env(self, method):
         """The environment of a bmi series. tcp-encrypted's key is a fresh random file in the
-        run's temporary directory, mode 0600 as libbmi demands, shared by server and client.
-        Every tcp series keeps to tcp: both ends are on this node, where libbmi would otherwise
-        carry their messages over shm (same_node_shm)."""
-        env = dict(METHOD_ENV.get(method, {}))
-        if scheme_of(method) == "tcp":
-            env["BMI_SAME_NODE_SHM"] = "0"
+        run's temporary directory, mode 0600 as libbmi demands, shared by server and client."""
         if method != ENCRYPTED:
-            return env
+            return METHOD_ENV.get(method, {})
         key = os.path.join(self.tmp, "encryption.key")
         if not os.path.exists(key):
             fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(os.urandom(32).hex() + "\n")
-        return dict(env, BMI_KEY_FILE=key, BMI_ENCRYPTION="require")
+        return {"BMI_KEY_FILE": key, "BMI_ENCRYPTION": "require"}
 
     def tool(self, name):
         for d in self.tool_dirs:

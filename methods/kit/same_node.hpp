@@ -33,6 +33,7 @@ struct SameNodeOffer {
     std::string shm_name;
     std::uint64_t listener_nonce = 0;
     Ticket ticket{};
+    bool operator==(const SameNodeOffer&) const = default;
 };
 
 // The shm listener name of a server's same-node offers on tcp port `port`. The abstract

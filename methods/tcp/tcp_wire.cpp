@@ -275,6 +275,9 @@ std::optional<Hello> decode_hello_body(std::span<const std::uint8_t> body) {
         const std::uint8_t* block = body.data() + before_offer;
         const std::size_t name_len = block[0];
         if (name_len == 0 || name_len > same_node_name_room) return std::nullopt;
+        // The padding is zero, as encode_hello writes it: nothing rides in it.
+        for (std::size_t i = name_len; i < same_node_name_room; ++i)
+            if (block[1 + i] != 0) return std::nullopt;
         kit::SameNodeOffer offer;
         offer.shm_name.assign(reinterpret_cast<const char*>(block + 1), name_len);
         offer.listener_nonce = get_u64(block + 1 + same_node_name_room);

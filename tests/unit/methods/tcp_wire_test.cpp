@@ -455,5 +455,10 @@ TEST_CASE("a same-node offer rides last in HELLO_ACK, after a proof", "[tcp][wir
         CHECK_FALSE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
         frame[name_at] = same_node_name_room + 1;
         CHECK_FALSE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
+        // Bytes in the name's padding are not something encode_hello sends.
+        frame[name_at] = static_cast<std::uint8_t>(offer.shm_name.size());
+        REQUIRE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
+        frame[name_at + 1 + same_node_name_room - 1] = 'x';
+        CHECK_FALSE(decode_hello_body({frame.data() + legacy_header_size, h.size}));
     }
 }
