@@ -142,6 +142,11 @@ public:
     // EAGAIN as "nothing to do". Default: not supported.
     virtual bool accept_wake_fd(int /*fd*/, std::uint64_t /*tag*/) { return false; }
     virtual void progress_events(std::span<const epoll_event> /*ready*/) { progress(); }
+    // With several methods active, the control layer looks at its shared set once per pass
+    // and calls this instead of progress() for a method whose wait_fd() was not readable: the
+    // work no descriptor announces (rings, quota BMI_unexpected_free returned), without an
+    // epoll_wait on the method's own set. Default: progress(), for a method that cannot tell.
+    virtual void progress_without_events() { progress(); }
 
     // The sleep protocol: before a test call sleeps, the control layer calls before_sleep(),
     // where a method finds the work no descriptor announces. shm polls its rings, spins for a

@@ -181,6 +181,7 @@ int MethodSet::activate(int index, const method::Config& config) {
         methods_string_ += slot.descriptor->name;
     }
     slot.active.store(true);
+    active_count_.fetch_add(1, std::memory_order_relaxed);
     return 0;
 }
 

@@ -63,6 +63,8 @@ public:
     // The one active method the wait point sleeps on directly (see Method::accept_wake_fd),
     // or -1 while zero or several methods are active.
     int direct_index() const { return direct_index_.load(); }
+    // How many methods have started (they stay until close_all).
+    int active_count() const { return active_count_.load(std::memory_order_relaxed); }
 
     const support::Settings& settings() const { return settings_; }
     int flags() const { return flags_; }
@@ -124,6 +126,7 @@ private:
     // BMI_TRUSTED_CONNECTION's sources, handed to every method as it starts.
     std::optional<support::keys::TrustedSources> trusted_ BMI_GUARDED_BY(activation_mutex_);
     std::atomic<int> direct_index_{-1};
+    std::atomic<int> active_count_{0};
     InstanceAllocation allocation_;
     // A tcp server's same-node offers (methods/kit/same_node.hpp); null when it makes none.
     std::shared_ptr<method::kit::SameNodeTickets> same_node_;

@@ -110,6 +110,32 @@ int WaitPoint::sleep_with_timeout(int epoll_fd, epoll_event* events, int max,
     return epoll_wait(epoll_fd, events, max, epoll_timeout_ms(left));
 }
 
+bool WaitPoint::ReadyFds::contains(int fd) const {
+    if (all) return true;
+    for (int i = 0; i < count; ++i)
+        if (fds[i] == fd) return true;
+    return false;
+}
+
+WaitPoint::ReadyFds WaitPoint::ready_fds() const {
+    // Our eventfd and timerfd are in the set too; room for them and every method.
+    epoll_event events[ReadyFds::capacity + 2];
+    ReadyFds ready;
+    const int n = epoll_wait(epoll_fd_, events, ReadyFds::capacity + 2, 0);
+    for (int i = 0; i < n; ++i) {
+        const int fd = events[i].data.fd;
+        if (fd == event_fd_ || fd == timer_fd_) continue;
+        if (ready.count == ReadyFds::capacity) {
+            ready.all = true;
+            break;
+        }
+        ready.fds[ready.count++] = fd;
+    }
+    // A failed look (no memory) must not hide work: then every method gets its full pass.
+    if (n < 0) ready.all = true;
+    return ready;
+}
+
 void WaitPoint::set_direct(int method_epoll_fd) {
     const int old = direct_fd_.exchange(method_epoll_fd, std::memory_order_acq_rel);
     if (method_epoll_fd < 0 && old >= 0) left_direct_fd_.store(old, std::memory_order_release);
@@ -191,7 +217,7 @@ bool WaitPoint::wait_as_leader(Clock::time_point now, Clock::time_point deadline
         } else {
             woken = true;
             method_ready = true;
-            if (direct >= 0) events[handed++] = events[i];
+            events[handed++] = events[i];
         }
     }
     last_sleep_ran_out_ = n >= 0 && !woken && deadline > now;
@@ -206,9 +232,9 @@ bool WaitPoint::wait_as_leader(Clock::time_point now, Clock::time_point deadline
         waking_leader = this;
         on_wake({events, handed});
     }
-    // In direct mode the method got what the sleep found; in the shared set, a sleep that
-    // found no method readable leaves nothing for a progress pass to find.
-    return n >= 0 && (direct >= 0 || !method_ready);
+    // on_wake got what the sleep found; without it, a sleep on the shared set that found a
+    // method readable leaves that for a progress pass.
+    return n >= 0 && (on_wake || !method_ready);
 }
 
 void WaitPoint::leave_seat() {

@@ -39,8 +39,9 @@ namespace bmi::core {
 class WaitPoint {
 public:
     using Clock = std::chrono::steady_clock;
-    // Run by the thread that slept in epoll_wait, with the method's ready events in direct
-    // mode (none otherwise), before the sequence moves (see wait()).
+    // Run by the thread that slept in epoll_wait, with the ready events of the methods, before
+    // the sequence moves (see wait()): in direct mode the method's own, in the shared set one
+    // per readable method fd (data.fd).
     using OnWake = std::function<void(std::span<const epoll_event>)>;
 
     // Sets error to -BMI_E* if the kernel objects could not be made.
@@ -61,6 +62,17 @@ public:
     // sleeps on that set itself and hands its events to on_wake. -1 returns to the shared set.
     void set_direct(int method_epoll_fd);
 
+    // The method fds of the shared set readable right now (one epoll_wait that sleeps not at
+    // all and reads nothing; any thread). `all` when more were ready than fit.
+    struct ReadyFds {
+        static constexpr int capacity = 8;
+        int fds[capacity];
+        int count = 0;
+        bool all = false;
+        bool contains(int fd) const;
+    };
+    ReadyFds ready_fds() const;
+
     // Snapshot to pass to wait(): read it before checking whether the awaited thing happened.
     std::uint64_t sequence() const { return word_.load() >> sequence_shift; }
     // Sleeps until deadline or until something was signalled after `seen` was read; `now` is
@@ -70,9 +82,8 @@ public:
     // that preparation looks again instead of sleeping unprepared, and whatever on_wake
     // completed is announced by that same step. In direct mode, events are lost without an
     // on_wake.
-    // True if this thread slept as the leader and left nothing for a progress pass: in direct
-    // mode the method's set was polled and its events handed to on_wake; in the shared set no
-    // method's fd was readable.
+    // True if this thread slept as the leader and left nothing for a progress pass: the ready
+    // events went to on_wake, or (without one) no method's fd was readable.
     bool wait(std::uint64_t seen, Clock::time_point now, Clock::time_point deadline,
               const OnWake& on_wake = {});
     // Something completed: wake whoever sleeps.

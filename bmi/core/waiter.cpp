@@ -7,15 +7,32 @@
 // at once (WaitPoint::signal), so the idle time is a cap, never a delay.
 #include "bmi/core/waiter.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace bmi::core {
 
-void Waiter::progress_all() {
+void Waiter::progress_all(bool spin_follows) {
+    // Several methods in the shared set: one look at it tells which fds are readable, and a
+    // quiet method skips the epoll_wait on its own set. One method: its own look is the one.
+    const bool selective = methods_.direct_index() < 0 && methods_.active_count() > 1;
+    WaitPoint::ReadyFds ready;
+    // Before a spin the look is left out on most passes, as in direct mode, where no pass
+    // precedes the spin: a readable fd waits at most one spin (the sleep after it looks), and
+    // the counter bounds how many successful spins in a row may pass it by.
+    if (selective) {
+        const int passes = passes_without_look_.load(std::memory_order_relaxed) + 1;
+        const bool look = !spin_follows || passes >= look_every_passes;
+        passes_without_look_.store(look ? 0 : passes, std::memory_order_relaxed);
+        if (look) ready = wait_point_.ready_fds();
+    }
     for (auto& slot : methods_.slots()) {
         if (!slot->active.load(std::memory_order_acquire)) continue;
         support::MutexLock lock(slot->lock);
-        slot->method->progress();
+        if (selective && !ready.contains(slot->method->wait_fd()))
+            slot->method->progress_without_events();
+        else
+            slot->method->progress();
     }
 }
 
@@ -41,14 +58,6 @@ bool Waiter::before_sleep_all(SleepClock& clock) {
     return moved;
 }
 
-void Waiter::after_wake_all() {
-    for (auto& slot : methods_.slots()) {
-        if (!slot->active.load(std::memory_order_acquire)) continue;
-        support::MutexLock lock(slot->lock);
-        slot->method->after_wake();
-    }
-}
-
 void Waiter::note_caller() {
     const std::thread::id self = std::this_thread::get_id();
     if (sole_caller_.load(std::memory_order_relaxed) == self) return;
@@ -65,6 +74,7 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
     // message).
     SleepClock clock{max_idle_ms};
     bool just_polled = false;  // the last sleep left nothing for a progress pass
+    bool fd_seen = false;      // the last sleep ended on a readable fd, or in another thread
     for (;;) {
         // OrangeFS looks at its forget list in BMI_testunexpected only; every test call does
         // here, so a server that sleeps in testcontext frees departed clients as soon.
@@ -89,7 +99,7 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
         // ready and feeds it to the method, so a separate polling pass would only cost an
         // extra epoll_wait. Without a sleep (idle 0), or with several methods, poll.
         if (!sleeping || methods_.direct_index() < 0) {
-            progress_all();
+            progress_all(sleeping && !fd_seen);
             {
                 support::MutexLock lock(state_mutex_);
                 if (ready()) return;
@@ -104,13 +114,24 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
         just_polled =
             wait_point_.wait(seen, clock.now, clock.deadline,
                              [this](std::span<const epoll_event> events) { wake_all(events); });
+        fd_seen = !just_polled;
     }
 }
 
 void Waiter::wake_all(std::span<const epoll_event> events) {
     const int direct = methods_.direct_index();
     if (direct < 0) {
-        after_wake_all();
+        // The shared set: each method undoes its sleep preparations, and one whose fd the
+        // sleep found readable makes its progress in the same lock section.
+        for (auto& slot : methods_.slots()) {
+            if (!slot->active.load(std::memory_order_acquire)) continue;
+            support::MutexLock lock(slot->lock);
+            slot->method->after_wake();
+            const int fd = slot->method->wait_fd();
+            if (std::any_of(events.begin(), events.end(),
+                            [fd](const epoll_event& e) { return e.data.fd == fd; }))
+                slot->method->progress();
+        }
         return;
     }
     // Direct mode: one method, so one lock section both undoes its sleep preparations and

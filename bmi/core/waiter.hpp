@@ -53,7 +53,10 @@ public:
     void note_caller();
 
 private:
-    void progress_all();
+    // One progress pass over every active method; spin_follows: the caller is about to sleep,
+    // so the methods' spin comes next (see the definition).
+    void progress_all(bool spin_follows);
+    static constexpr int look_every_passes = 16;
     // The clock of one wait (wait_for), read only once a sleep is near: a wait that a method's
     // spin ends reads none (a reading is a sizeable part of an shm message; figures in
     // doc/perf/code-figures.md).
@@ -72,7 +75,6 @@ private:
     // The sleep protocol of methods/method.hpp (before_sleep, then sleep_in_read): true if a
     // method moved something instead. Reads the clock before offering a sleep in a read.
     bool before_sleep_all(SleepClock& clock);
-    void after_wake_all();
     // Run by the thread that slept, with the ready events of the direct-mode method, if any.
     void wake_all(std::span<const epoll_event> events);
     // Loops until ready() (called with the state lock held) is true or max_idle_ms passed.
@@ -87,6 +89,9 @@ private:
     UnexpectedInbox& inbox_;
     std::atomic<std::thread::id> sole_caller_{};  // the first thread to post, cancel or wait
     std::atomic<bool> many_callers_{false};       // another one has since
+    // Passes since the shared set was last looked at before a spin; approximate with many
+    // threads, which is all it needs to be.
+    std::atomic<int> passes_without_look_{0};
 };
 
 }  // namespace bmi::core

@@ -69,6 +69,7 @@ public:
     void progress() override;
     bool accept_wake_fd(int fd, std::uint64_t tag) override;
     void progress_events(std::span<const epoll_event> ready) override;
+    void progress_without_events() override;
     bool before_sleep() override;
     void after_wake() override;
     int wait_fd() const override { return epoll_fd_; }

@@ -114,6 +114,10 @@ void ShmMethod::progress_events(std::span<const epoll_event> ready) {
     if (poll_pass()) spin_.reward();
 }
 
+void ShmMethod::progress_without_events() {
+    if (poll_pass()) spin_.reward();
+}
+
 bool ShmMethod::accept_wake_fd(int fd, std::uint64_t tag) {
     // Our own tags (listener, eventfd, timers, connections counting up from 4) stay far below
     // 2^63.

@@ -59,6 +59,7 @@ public:
     int wait_fd() const override { return epoll_fd_; }
     bool accept_wake_fd(int fd, std::uint64_t tag) override;
     void progress_events(std::span<const epoll_event> ready) override;
+    void progress_without_events() override;
     bool before_sleep() override;
     void after_wake() override;
     bool sleep_in_read(std::chrono::steady_clock::time_point now,

@@ -19,6 +19,11 @@ void TcpMethod::progress() {
     read_detached();  // out of the epoll set since a sleep in its read (tcp_read_wait.cpp)
 }
 
+void TcpMethod::progress_without_events() {
+    progress_events({});
+    read_detached();
+}
+
 void TcpMethod::progress_events(std::span<const epoll_event> ready) {
     ++progress_epoch_;
     graveyard_.clear();
