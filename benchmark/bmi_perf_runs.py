@@ -21,9 +21,12 @@ import time
 # go the ways a user's own malloc'd buffer would, and prints which ways they went
 # (BMI_SHM_STATS, read back by shm_paths).
 # tcp-legacy forces OrangeFS framing on both ends (no HELLO), as against an OrangeFS peer.
+# tcp-same-node: a tcp lookup that libbmi carries over shm (same_node_shm, which Runner turns
+# off for everything else); its clients print shm's statistics, which says that it did.
 METHOD_ENV = {"shm-blocking": {"BMI_SHM_SPIN_US": "0"},
               "shm-malloc": {"BMI_SHM_SHARED_BUFFERS": "0", "BMI_SHM_STATS": "1"},
-              "tcp-legacy": {"BMI_TCP_LEGACY": "1"}}
+              "tcp-legacy": {"BMI_TCP_LEGACY": "1"},
+              "tcp-same-node": {"BMI_SAME_NODE_SHM": "1", "BMI_SHM_STATS": "1"}}
 # tcp-encrypted: bmi_tcp with a key and BMI_ENCRYPTION=require (doc/security.md); its key file
 # is made per run (Runner.method_env).
 ENCRYPTED = "tcp-encrypted"
@@ -109,6 +112,7 @@ class Series:
         self.name, self.mode, self.command = name, mode, command
         self.rows = []  # (bytes, iters, latency_us, bw_MBps)
         self.paths = {}  # shm's large receives: {size class's smallest bytes: {path: count}}
+        self.shm_clients = 0  # clients that printed shm's statistics (BMI_SHM_STATS=1)
         self.status, self.wall = "not run", 0.0
 
     def at(self, size):
@@ -125,6 +129,13 @@ def parse_table(text):
 
 
 SHM_STATS = "shm stats:"
+
+
+def printed_shm_stats(err):
+    """Whether the process whose stderr file is err printed shm's statistics: its shm method
+    ran (BMI_SHM_STATS=1)."""
+    err.seek(0)
+    return any(line.startswith(SHM_STATS) for line in err.read().splitlines())
 
 
 def shm_paths(errs):
@@ -392,6 +403,7 @@ class Runner:
                 if server is not None and codes[0] != 0:
                     raise Failure(f"server exit {codes[0]}: {self.stderr_tail(serr)}")
                 s.paths = shm_paths(([serr] if serr else []) + [e for _, e in clients])
+                s.shm_clients = sum(printed_shm_stats(e) for _, e in clients)
                 return parse_table(text)
             finally:
                 self.finish([p for p in procs if p.poll() is None], 0)

@@ -10,10 +10,11 @@ from placement import Placement
 from placement_bw import PlacementBandwidth
 from posted import Posted
 from rate import Rate
+from same_node import SameNode
 from shm import Shm
 
 STUDIES = (Shm, Legacy, Rate, Idle, Peers, Neighbour, Posted, Placement, PlacementBandwidth,
-           Encryption)
+           SameNode, Encryption)
 NAMES = tuple(s.name for s in STUDIES)
 DEFAULT = tuple(s.name for s in STUDIES if s.by_default)
 

@@ -359,6 +359,29 @@ def check_posted(tmp, methods):
                      f"\n{text}")
 
 
+def check_same_node(tmp):
+    """The same-node study: the tcp-addressed ping-pong went over shm in every run (its client's
+    shm method ran), and each placement and size has its judged row in the table and the
+    report."""
+    md = os.path.join(tmp, "SAME-NODE.md")
+    res = studies(["--studies", "same-node", "--modes", "none", "--methods", "tcp,shm",
+                   "--baselines", "none", "--iters", "20", "--plot", "none",
+                   "--out-dir", empty_dir(tmp, "same-node"), "--markdown", md])
+    if res.returncode != 0:
+        fail(f"same-node study: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    if "stayed on tcp" in res.stdout:
+        fail(f"same-node study: a tcp-addressed run was not carried over shm:\n{res.stdout}")
+    text = open(md).read()
+    for placement in expected_placements():
+        for size in ("8 B", "1 MiB"):
+            if not re.search(rf"^{placement} +{size} +[\d.]+ +[\d.]+ +[\d.]+ +<= 1.2$",
+                             res.stdout, re.M):
+                fail(f"same-node study: no {placement} {size} row:\n{res.stdout}")
+            if not re.search(rf"^\| {placement} \| {size} \| [\d.]+ \| [\d.]+ \| [\d.]+ \| "
+                             rf"<= 1.2 \| 5 \| (met|\*\*not met\*\*) \|$", text, re.M):
+                fail(f"same-node study: the report lacks the {placement} {size} row:\n{text}")
+
+
 def check_placement(tmp, methods):
     """The placement studies: an 8-byte ping-pong per method on two cores, one core and unpinned,
     each against its reference, in turns: a row per method and placement with both times, the
@@ -504,6 +527,8 @@ def main():
         if fair:
             check_posted(tmp, fair)
             check_placement(tmp, fair)
+        if "tcp" in fair and "shm" in fair:
+            check_same_node(tmp)
     print("bmi-perf end to end ok")
 
 
