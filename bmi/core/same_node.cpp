@@ -2,7 +2,6 @@
 // Same-node peers (doc/architecture.md): a tcp lookup of a libbmi server on this node goes to
 // the server's shm listener once its tcp side has offered it, and a server starts that
 // listener when the first such client asks.
-#include <cstring>
 
 #include "bmi/core/method_set.hpp"
 #include "methods/method_table.hpp"

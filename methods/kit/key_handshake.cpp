@@ -52,6 +52,9 @@ std::string_view reason(Refusal why) {
             return "its ephemeral key yields no shared secret";
         case Refusal::no_same_node_ticket:
             return "it shows no ticket of ours to a same-node listener (none, or a forgotten one)";
+        case Refusal::holds_no_ticket:
+            return "it is a same-node listener, which admits only the tickets its server's tcp "
+                   "side hands out (look the server up by its tcp address), and we hold none";
     }
     return "unknown refusal";
 }

@@ -61,6 +61,7 @@ enum class Refusal : std::uint8_t {
     bad_cipher_choice,      // initiator: the acceptor chose a cipher we did not offer
     bad_public_key,         // its ephemeral key yields no shared secret (a low-order point)
     no_same_node_ticket,    // acceptor: a same-node listener's hello without a ticket of ours
+    holds_no_ticket,        // initiator: a same-node listener refused us, and we hold no ticket
 };
 
 // The log's words for why.

@@ -3,32 +3,28 @@
 
 #include <unistd.h>
 
-#include <fstream>
 #include <string>
 #include <utility>
 
 #include "support/keys/key_proof.hpp"
+#include "support/local_socket/abstract_address.hpp"
 
 namespace bmi::method::kit {
 
+namespace {
+constexpr std::string_view same_node_listener_prefix = "same-node.tcp-";
+}  // namespace
+
 std::string same_node_listener_name(unsigned port) {
-    return "same-node.tcp-" + std::to_string(port);
+    return std::string(same_node_listener_prefix) + std::to_string(port);
+}
+
+bool names_same_node_listener(std::string_view shm_name) {
+    return shm_name.starts_with(same_node_listener_prefix);
 }
 
 bool same_node_listener_exists(std::string_view shm_name) {
-    // The shm method's abstract address (methods/shm/shm_listener.hpp), as /proc/net/unix
-    // writes abstract names: '@' for the leading zero byte, path last on the line.
-    const std::string wanted = "@libbmi-shm." + std::to_string(getuid()) + "." +
-                               std::string(shm_name);
-    std::ifstream table("/proc/net/unix");
-    std::string line;
-    while (std::getline(table, line)) {
-        if (line.size() < wanted.size()) continue;
-        const std::size_t at = line.size() - wanted.size();
-        if (line.compare(at, wanted.size(), wanted) == 0 && (at == 0 || line[at - 1] == ' '))
-            return true;
-    }
-    return false;
+    return support::abstract_name_bound(support::shm_listener_socket_name(shm_name));
 }
 
 SameNodeTickets::~SameNodeTickets() {

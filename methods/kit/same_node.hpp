@@ -40,6 +40,8 @@ struct SameNodeOffer {
 // socket behind it is per user and network namespace, so only a client that shares both with
 // the server finds it.
 std::string same_node_listener_name(unsigned port);
+// Whether shm_name is such a listener's name.
+bool names_same_node_listener(std::string_view shm_name);
 
 // True if a listener of that name (ours: our uid) is bound in this network namespace, read from
 // /proc/net/unix without contacting it. A client asks a server for an offer only then, so

@@ -19,6 +19,7 @@
 #include <random>
 #include <string>
 
+#include "methods/kit/same_node.hpp"
 #include "methods/shm/shm_listener.hpp"
 #include "support/error/error_map.hpp"
 #include "support/logging/log.hpp"
@@ -134,6 +135,11 @@ int ShmHellos::check_reply(Connection& conn, const HelloReply& reply) {
                 conn.peer->name.c_str());
         return -BMI_EACCES;
     }
+    // A same-node listener refuses whoever shows no ticket, key or not: say that, not that
+    // a key is missing.
+    if (reply.status == -BMI_EACCES && conn.peer && !conn.peer->route &&
+        kit::names_same_node_listener(conn.peer->name))
+        return refuse(conn, Refusal::holds_no_ticket);
     kit::KeyFeatures features = key_features(reply.features);
     features.required = reply.status == -BMI_EACCES;
     const auto step = conn.key_handshake.check_answer(

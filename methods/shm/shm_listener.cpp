@@ -20,12 +20,10 @@
 namespace bmi::method::shm {
 
 namespace {
-// "libbmi-shm.<uid>.<name>": the uid keeps users apart by name (the credential check keeps
-// them apart by fact). Names are at most max_name_length bytes, so the address always fits.
+// Names are at most max_name_length bytes, so the address always fits.
 support::AbstractAddress listener_address(std::string_view name) {
-    std::string full = "libbmi-shm." + std::to_string(getuid()) + ".";
-    full.append(name);
-    return support::abstract_address(full).value_or(support::AbstractAddress{});
+    return support::abstract_address(support::shm_listener_socket_name(name))
+        .value_or(support::AbstractAddress{});
 }
 
 int new_socket() { return socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }

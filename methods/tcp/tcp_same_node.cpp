@@ -58,14 +58,17 @@ int wait_for(int fd, short events, Clock::time_point deadline) {
     }
 }
 
-int write_all(int fd, const std::vector<std::uint8_t>& bytes, Clock::time_point deadline) {
+// size bytes through a nonblocking socket by deadline, `step(done)` moving the next part (send
+// or recv) and `ready` the poll event that lets it continue; 0 or -BMI_E*.
+template <class Step>
+int move_all(int fd, std::size_t size, short ready, Clock::time_point deadline, Step&& step) {
     std::size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    while (done < size) {
+        const ssize_t n = step(done);
         if (n > 0) {
             done += static_cast<std::size_t>(n);
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (int rc = wait_for(fd, POLLOUT, deadline); rc != 0) return rc;
+            if (int rc = wait_for(fd, ready, deadline); rc != 0) return rc;
         } else {
             return n < 0 ? support::bmi_error_from_errno(errno) : -BMI_ECONNRESET;
         }
@@ -73,19 +76,15 @@ int write_all(int fd, const std::vector<std::uint8_t>& bytes, Clock::time_point 
     return 0;
 }
 
+int write_all(int fd, const std::vector<std::uint8_t>& bytes, Clock::time_point deadline) {
+    return move_all(fd, bytes.size(), POLLOUT, deadline, [&](std::size_t done) {
+        return send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    });
+}
+
 int read_all(int fd, std::uint8_t* out, std::size_t size, Clock::time_point deadline) {
-    std::size_t done = 0;
-    while (done < size) {
-        const ssize_t n = recv(fd, out + done, size - done, 0);
-        if (n > 0) {
-            done += static_cast<std::size_t>(n);
-        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (int rc = wait_for(fd, POLLIN, deadline); rc != 0) return rc;
-        } else {
-            return n < 0 ? support::bmi_error_from_errno(errno) : -BMI_ECONNRESET;
-        }
-    }
-    return 0;
+    return move_all(fd, size, POLLIN, deadline,
+                    [&](std::size_t done) { return recv(fd, out + done, size - done, 0); });
 }
 
 // The question on a connected socket: HELLO with feature_same_node (and our key's nonce), then

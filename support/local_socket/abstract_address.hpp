@@ -7,6 +7,7 @@
 #include <sys/un.h>
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace bmi::support {
@@ -19,5 +20,12 @@ struct AbstractAddress {
 // The address of `name` (without the leading '\0'), or nullopt when it does not fit in
 // sun_path: a cut name could collide with another one.
 std::optional<AbstractAddress> abstract_address(std::string_view name);
+
+// The abstract name the shm listener of `shm_name` binds: "libbmi-shm.<uid>.<shm_name>". The
+// uid keeps users apart by name (the shm method's credential check keeps them apart by fact).
+std::string shm_listener_socket_name(std::string_view shm_name);
+
+// Whether a socket in this network namespace holds the abstract `name` (/proc/net/unix).
+bool abstract_name_bound(std::string_view name);
 
 }  // namespace bmi::support

@@ -14,6 +14,7 @@
 
 #include "harness.hpp"
 #include "key_test_steps.hpp"
+#include "tests/captured_stderr.hpp"
 #include "tests/unit/key_files.hpp"
 
 using namespace bmi;
@@ -191,7 +192,12 @@ TEST_CASE("same node: the listener admits only tickets it handed out", "[conform
     Side stranger = make_side(off);
     BMI_addr_t by_name = 0;
     REQUIRE(stranger.instance->addr_lookup("shm://same-node.tcp-" + port, by_name) == 0);
+    CapturedStderr log;
     CHECK(refused(stranger, by_name, server));
+    // The stranger's own log names the ticket, not a key (this test runs without one).
+    const std::string said = log.stop();
+    CHECK(said.find("a same-node listener, which admits only the tickets") != std::string::npos);
+    CHECK(said.find("admits only peers with its security key") == std::string::npos);
     // The client that holds one is still served.
     CHECK(over_shm(deliver(client, server_addr, server)));
 }
