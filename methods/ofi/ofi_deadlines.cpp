@@ -81,7 +81,7 @@ void OfiMethod::lose(OfiPeer& peer, int error) {
     if (peer.addr() != 0)
         sink_.peer_gone(peer);
     else
-        peers_.erase(peer.fi_addr);  // never handed out: nothing else refers to it
+        erase_peer(peer.fi_addr);  // never handed out: nothing else refers to it
 }
 
 void OfiMethod::late_handshake(OfiPeer& peer) {
@@ -153,12 +153,8 @@ void OfiMethod::drop_unproven(const std::shared_ptr<OfiPeer>& peer) {
     release_ticket(addr);
     peer->state = OfiPeer::State::fresh;
     if (peer->addr() != 0 || !peer->posted_recvs.empty() || !peer->waiting.empty()) return;
-    timers_.cancel_all(addr);
-    drop_parked(addr);
-    peers_.erase(addr);
-    // The entry its hello made: an endpoint that never proves the key keeps none.
-    fi_addr_t entry = addr;
-    (void)fi_av_remove(fabric_.av(), &entry, 1, 0);
+    // With the entry its hello made: an endpoint that never proves the key keeps none.
+    erase_peer(addr);
 }
 
 void OfiMethod::track(Request& r) {

@@ -65,6 +65,8 @@ int bmi_error(int fi_code) {
     }
 }
 
+bool Fabric::removes_closed_local_peers() { return support::fi().version() <= FI_VERSION(1, 17); }
+
 int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
                  std::size_t inject_bytes, const FabricChoice& choice, std::string& why) {
     const support::Libfabric& lib = support::fi();

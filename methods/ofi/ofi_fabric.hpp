@@ -55,6 +55,11 @@ public:
     int wait_fd() const { return wait_fd_; }
     // fi_trywait on the completion queue: true if a sleep on wait_fd() will see new work.
     bool can_sleep() const;
+    // Whether the address of a peer endpoint of this process that has closed may still be
+    // removed. libfabric's shm reaches such a peer through the peer's own mapping of its
+    // region; 1.17 leaves that mapping behind at the peer's close, 2.x unmaps it, and its
+    // fi_av_remove then reads the unmapped region (a crash). Versions between are not known.
+    static bool removes_closed_local_peers();
 
     // Control and eager messages, and the buffers they land in. They are tagged messages, but
     // on shm they go untagged with the tag as remote CQ data: libfabric 1.17's shm matches a

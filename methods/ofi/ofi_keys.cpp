@@ -27,15 +27,16 @@ void OfiMethod::greet(OfiPeer& peer) {
 void OfiMethod::on_hello(Request& buffer) {
     auto hello = decode_hello({buffer.bytes.data(), buffer.length});
     if (!hello) return;
-    fi_addr_t addr = FI_ADDR_NOTAVAIL;
-    if (fi_av_insert(fabric_.av(), hello->name.data(), 1, &addr, 0, nullptr) != 1) return;
+    std::string endpoint;
+    const fi_addr_t addr = enter_address(hello->name, endpoint);
+    if (addr == FI_ADDR_NOTAVAIL) return;
     auto peer = peer_at(addr);
     if (!peer || peer_gone(*peer)) {
         // A departed peer back at its old address is a new peer to the application. What a
         // hello states of its sender is not taken as its name (doc/methods/ofi.md).
         peer = std::make_shared<OfiPeer>();
         peer->fi_addr = addr;
-        peer->endpoint = address_of_name(hello->name);
+        peer->endpoint = std::move(endpoint);
         peer->address = peer->endpoint;
         peer->reached_us = true;
         peer->host = host_of_endpoint(peer->endpoint);
@@ -134,7 +135,7 @@ void OfiMethod::refuse(const std::shared_ptr<OfiPeer>& peer, kit::Refusal why) {
     handshakes_.erase(peer->fi_addr);
     release_ticket(peer->fi_addr);
     if (peer->addr() == 0 && peer->posted_recvs.empty() && peer->waiting.empty())
-        peers_.erase(peer->fi_addr);
+        erase_peer(peer->fi_addr);
 }
 
 }  // namespace bmi::method::ofi

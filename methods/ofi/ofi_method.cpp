@@ -336,8 +336,9 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
     } else if (address->provider != provider_) {
         return -BMI_EPROTONOSUPPORT;  // one provider per instance
     }
-    fi_addr_t addr = FI_ADDR_NOTAVAIL;
-    if (fi_av_insert(fabric_.av(), name.data(), 1, &addr, 0, nullptr) != 1) return -BMI_EINVAL;
+    std::string endpoint;
+    const fi_addr_t addr = enter_address(name, endpoint);
+    if (addr == FI_ADDR_NOTAVAIL) return -BMI_EINVAL;
     if (auto known = peer_at(addr); known && !peer_gone(*known)) {
         out = known;
         return 0;
@@ -345,7 +346,7 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
     auto peer = std::make_shared<OfiPeer>();
     peer->fi_addr = addr;
     peer->address = std::string(text);
-    peer->endpoint = address_of_name(name);
+    peer->endpoint = std::move(endpoint);
     // By the endpoint, as for a peer that reaches us: a raw lookup of a socket provider
     // counts by its host.
     peer->host = host_of_endpoint(peer->endpoint);
@@ -388,8 +389,41 @@ void OfiMethod::forget_peer(Peer& base) {
                            [this](Operation& op, int e) { end_posted_recv(op, e); });
     flush_waiting(peer, -BMI_ECANCEL);
     if (!peer_gone(peer) || peer_at(peer.fi_addr).get() != &peer) return;
-    timers_.cancel_all(peer.fi_addr);
-    peers_.erase(peer.fi_addr);
+    erase_peer(peer.fi_addr);
+}
+
+fi_addr_t OfiMethod::enter_address(const std::vector<std::byte>& name, std::string& endpoint) {
+    endpoint = address_of_name(name);
+    const fi_addr_t addr = addresses_.insert(fabric_.av(), endpoint, name);
+    // Named again before its requests ended: it stays, for the peer made at it now.
+    std::erase(retiring_, addr);
+    return addr;
+}
+
+void OfiMethod::erase_peer(fi_addr_t addr) {
+    const auto peer = peer_at(addr);
+    const bool closed_here = peer && closed_in_process(*peer);
+    handshakes_.erase(addr);
+    release_ticket(addr);
+    timers_.cancel_all(addr);
+    drop_parked(addr);
+    peers_.erase(addr);
+    if (closed_here && !Fabric::removes_closed_local_peers()) {
+        // Removing it would crash; the provider keeps it until the address vector closes.
+        addresses_.abandon(addr);
+        return;
+    }
+    retiring_.push_back(addr);
+    retire_if_unused(addr);
+}
+
+void OfiMethod::retire_if_unused(fi_addr_t addr) {
+    if (std::find(retiring_.begin(), retiring_.end(), addr) == retiring_.end()) return;
+    // Receive buffers take any sender: they name no entry, whatever they last held.
+    for (const auto& [request, owned] : requests_)
+        if (request->role != Request::Role::buffer && request->addr == addr) return;
+    std::erase(retiring_, addr);
+    addresses_.remove(fabric_.av(), addr);
 }
 
 bool OfiMethod::peer_gone(const Peer& base) const {

@@ -24,6 +24,7 @@
 #include "methods/kit/key_handshake.hpp"
 #include "methods/kit/source_admission.hpp"
 #include "methods/method.hpp"
+#include "methods/ofi/ofi_address_table.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_memory.hpp"
 #include "methods/ofi/ofi_shm.hpp"
@@ -262,6 +263,14 @@ private:
     // be sent to it.
     bool closed_in_process(OfiPeer& peer) const;
     bool closed_in_process(fi_addr_t addr) const;
+    // The address-vector entry of the endpoint `name` (AddressTable), and its text in
+    // `endpoint`; FI_ADDR_NOTAVAIL if the provider takes no more.
+    fi_addr_t enter_address(const std::vector<std::byte>& name, std::string& endpoint);
+    // Forgets the peer at addr, with its handshake, ticket, deadlines and parked messages, and
+    // removes its entry once no request in the provider names it.
+    void erase_peer(fi_addr_t addr);
+    // A request toward addr ended: its entry goes if it was waiting for that.
+    void retire_if_unused(fi_addr_t addr);
 
     // ofi_send.cpp
     int post_send(Operation& op, OfiPeer& peer);
@@ -420,6 +429,9 @@ private:
     // a registration per iovec would cost more than the copy).
     std::size_t iov_limit_ = 1;
     std::unordered_map<fi_addr_t, std::shared_ptr<OfiPeer>> peers_;
+    AddressTable addresses_;  // the provider's entries: peers_'s and retiring_'s
+    // Entries of forgotten peers that requests in the provider still name.
+    std::vector<fi_addr_t> retiring_;
     // Handshakes under way, by peer: the method's, not the peer's, since a peer may outlive
     // the method and a handshake holds a nonce of gate_.
     std::unordered_map<fi_addr_t, kit::KeyHandshake> handshakes_;

@@ -32,7 +32,9 @@ void OfiMethod::release(Request& request) {
     if (Request::is_data(request.role)) --data_requests_;
     untrack(request);
     Registrations::release(request.own_mr);
+    const fi_addr_t addr = request.addr;
     requests_.erase(&request);
+    if (!retiring_.empty()) retire_if_unused(addr);
 }
 
 int OfiMethod::try_post(Request& r) {

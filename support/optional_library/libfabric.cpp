@@ -15,6 +15,7 @@ void fill(SymbolFiller& take, Libfabric& t) {
     take(t.fabric, "fi_fabric");
     take(t.strerror, "fi_strerror");
     take(t.tostr, "fi_tostr");
+    take(t.version, "fi_version");
 }
 }  // namespace
 

@@ -17,6 +17,7 @@ struct Libfabric {
     decltype(&::fi_fabric) fabric;
     decltype(&::fi_strerror) strerror;
     decltype(&::fi_tostr) tostr;
+    decltype(&::fi_version) version;
 };
 
 // Every libfabric since 1.0 has this SONAME, 2.x included.

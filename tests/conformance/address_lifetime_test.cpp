@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <thread>
 
@@ -233,4 +235,41 @@ TEST_CASE("an address we looked up stays when its count is 0 and its server has 
     REQUIRE(drop_query(client, pair.server_addr) == 0);
     REQUIRE(address_count(client) == 1);
     REQUIRE(client.rev_lookup(pair.server_addr) != nullptr);
+}
+
+// More clients over a server's life than any table of its holds at once (the address vector of
+// libfabric's shm holds 256), each sending one message and leaving by destroying its instance:
+// every one is served, and in the end the server keeps none of them.
+TEST_CASE("a server serves more clients over its life than it holds at once",
+          "[conformance][addresses][churn]") {
+    auto scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    Pair pair = make_peers(scheme);
+    pair.client.instance.reset();
+    core::Instance& server = *pair.server.instance;
+    const std::string listen = server.listen_addresses();
+    const int clients = churn_clients(scheme);
+    Pump server_pump(server);
+    for (int i = 0; i < clients; ++i) {
+        INFO("client " << i);
+        Side client;
+        core::InitParams params;
+        params.dialect = selected_dialect();
+        REQUIRE(core::Instance::create(params, client.instance) == 0);
+        REQUIRE(client.instance->open_context(client.context) == 0);
+        BMI_addr_t server_addr = 0;
+        REQUIRE(client.instance->addr_lookup(listen, server_addr) == 0);
+        const std::uint32_t sent = 0x5eed0000u + static_cast<std::uint32_t>(i);
+        auto send = send_request(client, server_addr, &sent, sizeof sent, 9);
+        send.kind = method::OpKind::send_unexpected;
+        REQUIRE(post_and_wait(client, send).error == 0);
+        core::UnexpectedMessage got = wait_unexpected(pair.server);
+        REQUIRE(got.error == 0);
+        REQUIRE(got.size == static_cast<bmi_size_t>(sizeof sent));
+        std::uint32_t received = 0;
+        std::memcpy(&received, got.buffer, sizeof received);
+        CHECK(received == sent);
+        REQUIRE(server.unexpected_free(got.buffer) == 0);
+    }
+    wait_until([&] { return address_count(server) == 0; }, "every client's address to go");
 }

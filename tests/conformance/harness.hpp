@@ -58,6 +58,12 @@ Pair make_peers(const std::string& scheme, const std::string& options = "",
                 const std::optional<std::string>& client_options = std::nullopt,
                 int server_flags = 0);
 
+// How many clients a churn test sends one after another: more than any method's fixed table
+// of peers holds (libfabric's shm: 256); fewer where no such table exists and a client is
+// costly (verbs, rxm), and, with a warning, for ofi+shm where this process's closed endpoints
+// cannot be forgotten (methods/ofi/ofi_fabric.hpp).
+int churn_clients(const std::string& scheme);
+
 // Waits for one op; fails the current test (Catch2 REQUIRE) when the deadline passes.
 core::Completion wait_op(Side& side, bmi_op_id_t id, int deadline_ms = 10000);
 
