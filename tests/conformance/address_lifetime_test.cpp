@@ -252,13 +252,8 @@ TEST_CASE("a server serves more clients over its life than it holds at once",
     Pump server_pump(server);
     for (int i = 0; i < clients; ++i) {
         INFO("client " << i);
-        Side client;
-        core::InitParams params;
-        params.dialect = selected_dialect();
-        REQUIRE(core::Instance::create(params, client.instance) == 0);
-        REQUIRE(client.instance->open_context(client.context) == 0);
         BMI_addr_t server_addr = 0;
-        REQUIRE(client.instance->addr_lookup(listen, server_addr) == 0);
+        Side client = make_client("", listen, server_addr);
         const std::uint32_t sent = 0x5eed0000u + static_cast<std::uint32_t>(i);
         auto send = send_request(client, server_addr, &sent, sizeof sent, 9);
         send.kind = method::OpKind::send_unexpected;

@@ -136,16 +136,21 @@ Pair make_peers(const std::string& scheme, const std::string& options,
     REQUIRE(core::Instance::create(server_params, pair.server.instance) == 0);
     REQUIRE(pair.server.instance->open_context(pair.server.context) == 0);
 
-    core::InitParams client_params;
-    client_params.options = client_options.value_or(options);
-    client_params.dialect = server_params.dialect;
-    REQUIRE(core::Instance::create(client_params, pair.client.instance) == 0);
-    REQUIRE(pair.client.instance->open_context(pair.client.context) == 0);
-
-    std::string listen = pair.server.instance->listen_addresses();
+    const std::string listen = pair.server.instance->listen_addresses();
     REQUIRE(!listen.empty());
-    REQUIRE(pair.client.instance->addr_lookup(listen, pair.server_addr) == 0);
+    pair.client = make_client(client_options.value_or(options), listen, pair.server_addr);
     return pair;
+}
+
+Side make_client(const std::string& options, const std::string& listen, BMI_addr_t& server_addr) {
+    Side client;
+    core::InitParams params;
+    params.options = options;
+    params.dialect = selected_dialect();
+    REQUIRE(core::Instance::create(params, client.instance) == 0);
+    REQUIRE(client.instance->open_context(client.context) == 0);
+    REQUIRE(client.instance->addr_lookup(listen, server_addr) == 0);
+    return client;
 }
 
 int churn_clients(const std::string& scheme) {

@@ -58,6 +58,10 @@ Pair make_peers(const std::string& scheme, const std::string& options = "",
                 const std::optional<std::string>& client_options = std::nullopt,
                 int server_flags = 0);
 
+// A client instance (with options, in the selected dialect) that looked up a server's listen
+// address: the server as it knows it in server_addr.
+Side make_client(const std::string& options, const std::string& listen, BMI_addr_t& server_addr);
+
 // How many clients a churn test sends one after another: more than any method's fixed table
 // of peers holds (libfabric's shm: 256); fewer where no such table exists and a client is
 // costly (verbs, rxm), and, with a warning, for ofi+shm where this process's closed endpoints
