@@ -32,7 +32,6 @@ public:
     // erase_peer: a peer endpoint of this process that closed first).
     void abandon(fi_addr_t addr);
     bool holds(fi_addr_t addr) const { return endpoints_.count(addr) != 0; }
-    std::size_t size() const { return endpoints_.size(); }
 
 private:
     std::unordered_map<std::string, fi_addr_t> by_endpoint_;
