@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,6 +34,7 @@
 #include "methods/operation.hpp"
 #include "methods/sink.hpp"
 #include "support/keys/secret_key.hpp"
+#include "support/keys/trusted_sources.hpp"
 #include "support/planes/plane_binding.hpp"
 #include "support/settings/settings.hpp"
 
@@ -81,6 +83,14 @@ struct Config {
     // A server's same-node offers (methods/kit/same_node.hpp), shared by its tcp method, which
     // hands them out, and its shm method, whose listener takes their tickets; null: none.
     std::shared_ptr<kit::SameNodeTickets> same_node;
+    // BMI_TRUSTED_CONNECTION's policy for a question asked outside the method (tcp's same-node
+    // question binds its source port by it, as the method's connections do); methods get
+    // the policy itself through set_info(info_trusted_sources).
+    std::optional<support::keys::TrustedSources> trusted;
+    // OrangeFS built with --enable-trusted-connections is this process (its accessors are
+    // linked in): until a policy comes, tcp connects from port 1023 down as OrangeFS's
+    // clients do, whose servers may trust only such ports.
+    bool orangefs_trusted_build = false;
 };
 
 // A network method. Every member is called with the method's mutex held (see top of file).

@@ -85,6 +85,8 @@ method::Config MethodSet::method_config(const MethodSlot& slot, std::string_view
     config.settings = settings_;
     config.key = allocation_.key();
     config.allocated = allocation_.allocated();
+    config.orangefs_trusted_build = dialect_ == method::ApiDialect::orangefs &&
+                                    orangefs_trusted_build();
     for (const auto& plane : allocation_.planes())
         if (support::planes::to_string(plane.type) == slot.descriptor->scheme)
             config.planes.push_back(plane);

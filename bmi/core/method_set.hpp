@@ -24,6 +24,9 @@
 
 namespace bmi::core {
 
+// OrangeFS's trusted-connection accessors are linked into this process (trusted_connection.cpp).
+bool orangefs_trusted_build();
+
 struct MethodSlot {
     const method::Descriptor* descriptor = nullptr;
     int index = 0;

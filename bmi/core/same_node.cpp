@@ -44,7 +44,11 @@ std::optional<MethodSet::SameNodeChoice> MethodSet::same_node_route(const Method
     if (!method::kit::same_node_listener_exists(name)) return std::nullopt;
     // The same port on another node is another server, whose offer names a listener there.
     if (!support::names_this_node(host_port->host)) return std::nullopt;
-    const method::Config config = method_config(tcp_slot, "");
+    method::Config config = method_config(tcp_slot, "");
+    {
+        support::MutexLock activation(activation_mutex_);
+        config.trusted = trusted_;
+    }
     method::kit::SameNodeOffer offer;
     if (int rc = ask(address, config, offer); rc != 0) {
         BMI_LOG(address, "lookup %.*s: no same-node offer (%d), staying on tcp",

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // BMI_TRUSTED_CONNECTION (doc/security.md, "Trusted connections"). Its argument is OrangeFS's
 // server configuration, whose layout only OrangeFS knows; OrangeFS's own accessors read it. They
-// are weak references: a process that defines them (OrangeFS's server, its client library) binds
-// them at load time, any other process leaves them null and the option answers -BMI_ENOSYS.
+// are weak references: a process that defines them (OrangeFS's server and clients, which link
+// server-config.c) binds them at load time, any other process leaves them null and the option
+// answers -BMI_ENOSYS. Only OrangeFS's server sets the option; its clients bind their source
+// port instead, which libbmi's tcp does for them (tcp_source_ports.hpp).
 #include "bmi/core/method_set.hpp"
 
 #include <atomic>
@@ -23,10 +25,14 @@ extern "C" {
 
 namespace bmi::core {
 
+bool orangefs_trusted_build() {
+    return PINT_config_get_allowed_ports != nullptr && PINT_config_get_allowed_networks != nullptr;
+}
+
 namespace {
 int read_trusted_sources(void* config, support::keys::TrustedSources& out) {
-    if (PINT_config_get_allowed_ports == nullptr || PINT_config_get_allowed_networks == nullptr) {
-        // OrangeFS's client sets the option at every file system it adds: say it once.
+    if (!orangefs_trusted_build()) {
+        // Said once: a program may set the option again (OrangeFS's server at every reload).
         static std::atomic<bool> said{false};
         if (!said.exchange(true))
             BMI_WARN("BMI_TRUSTED_CONNECTION: this process does not define OrangeFS's "

@@ -53,7 +53,8 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
         return nullptr;
     }
     int fd = -1;
-    if (error = start_connect(peer->target, buffer_sizes_, listeners_.policy_for(peer->plane), fd);
+    if (error = start_connect(peer->target, buffer_sizes_, listeners_.policy_for(peer->plane),
+                              source_ports_, fd);
         error < 0) {
         BMI_LOG(tcp, "tcp: cannot connect to %s: %s", describe(peer->target).c_str(),
                 support::error_name(error));

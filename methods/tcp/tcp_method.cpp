@@ -67,6 +67,14 @@ TcpMethod::~TcpMethod() {
 }
 
 int TcpMethod::start(const Config& config) {
+    SourcePortSetting ports;
+    if (std::string why;
+        parse_source_ports(config.settings.text(SettingId::source_ports), ports, why) != 0) {
+        BMI_WARN("bmi_tcp: tcp_source_ports (BMI_TCP_SOURCE_PORTS) '%s': %s",
+                 config.settings.text(SettingId::source_ports).c_str(), why.c_str());
+        return -BMI_EINVAL;
+    }
+    source_ports_ = SourcePorts(ports, config.orangefs_trusted_build);
     load_limits(config.settings, limits_);
     early_.set_limits(limits_.early);
     grants_.set_limits(limits_.grants);
@@ -292,6 +300,7 @@ int TcpMethod::set_info(Peer* peer, int option, void* arg) {
         case info_trusted_sources:
             if (arg == nullptr) return -BMI_EINVAL;
             trusted_ = *static_cast<const support::keys::TrustedSources*>(arg);
+            source_ports_.follow(*trusted_);
             return 0;
         case BMI_TCP_CLOSE_SOCKET:
             if (peer == nullptr) return -BMI_EINVAL;

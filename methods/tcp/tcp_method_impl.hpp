@@ -348,8 +348,10 @@ private:
     // Keyless: every peer admitted as in OrangeFS. Declared before connections_, whose
     // handshakes hold nonces in it.
     kit::KeyGate keys_{"tcp"};
-    // BMI_TRUSTED_CONNECTION: connections from other sources are closed at accept.
+    // BMI_TRUSTED_CONNECTION: connections from other sources are closed at accept, and ours
+    // come from its ports (unless tcp_source_ports says otherwise).
     std::optional<support::keys::TrustedSources> trusted_;
+    SourcePorts source_ports_;
     std::shared_ptr<kit::SameNodeTickets> same_node_;  // a server's offers; null: none
     support::keys::RefusalLog untrusted_refusals_;
     Limits limits_;

@@ -122,12 +122,13 @@ int ask_on(int fd, kit::KeyGate& gate, Clock::time_point deadline, kit::SameNode
 constexpr std::chrono::milliseconds max_pause{32};
 constexpr std::chrono::milliseconds longest_question{250};
 
-int ask_once(const SocketAddress& target, kit::KeyGate& gate, Clock::time_point deadline,
-             kit::SameNodeOffer& out) {
+int ask_once(const SocketAddress& target, kit::KeyGate& gate, SourcePorts& ports,
+             Clock::time_point deadline, kit::SameNodeOffer& out) {
     const int fd = socket(target.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return support::bmi_error_from_errno(errno);
-    int rc = 0;
-    if (connect(fd, target.get(), target.length) != 0) {
+    // A server with trusted connections hears the question only from its trusted ports.
+    int rc = ports.bind_source(fd, target, SocketAddress{});
+    if (rc == 0 && connect(fd, target.get(), target.length) != 0) {
         rc = errno == EINPROGRESS ? wait_for(fd, POLLOUT, deadline)
                                   : support::bmi_error_from_errno(errno);
         if (rc == 0) rc = socket_error(fd);
@@ -149,6 +150,12 @@ int ask_same_node(std::string_view address, const Config& config, kit::SameNodeO
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     gate.use(std::move(key));
     if (int rc = gate.load_encryption(config.settings); rc < 0) return rc;
+    SourcePortSetting setting;
+    if (std::string why;
+        parse_source_ports(config.settings.text(SettingId::source_ports), setting, why) != 0)
+        return -BMI_EINVAL;  // the method's start names the setting
+    SourcePorts ports(setting, config.orangefs_trusted_build);
+    if (config.trusted) ports.follow(*config.trusted);
     // A lookup must not wait long on a server: one that does not answer this soon (busy, or
     // this very process between its test calls) is reached over tcp, as without the offer.
     const Clock::time_point deadline =
@@ -158,7 +165,7 @@ int ask_same_node(std::string_view address, const Config& config, kit::SameNodeO
     // "Ask again" comes once, while the server's control layer starts its listener, which
     // takes it one pass of its progress loop.
     for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, max_pause)) {
-        rc = ask_once(target, gate, deadline, out);
+        rc = ask_once(target, gate, ports, deadline, out);
         if (rc != -BMI_EAGAIN || Clock::now() + pause >= deadline) break;
         std::this_thread::sleep_for(pause);
     }

@@ -56,8 +56,13 @@ constexpr support::SettingSpec rows[] = {
         "is closed; the operations waiting on it fail with -BMI_ETIMEDOUT"),
     support::pending_per_source_row(I::pending_per_source, "tcp_pending_per_source",
                                     "BMI_TCP_PENDING_PER_SOURCE", "256"),
+    {I::source_ports, "tcp_source_ports", "BMI_TCP_SOURCE_PORTS", T::text, "", "", 0, 0, "",
+     "the ports outbound connections come from, highest first: FIRST-LAST (or one port); empty "
+     "= the trusted-connection ports in force (BMI_TRUSTED_CONNECTION), else in OrangeFS built "
+     "with trusted connections 1-1023 as its own clients take, else the kernel's choice; none "
+     "= always the kernel's choice"},
 };
-constexpr support::OwnedRows owned{rows, I::pending_per_source};
+constexpr support::OwnedRows owned{rows, I::source_ports};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

@@ -26,6 +26,7 @@ enum class SettingId : std::uint8_t {
     send_timeout,
     setup_timeout,
     pending_per_source,
+    source_ports,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

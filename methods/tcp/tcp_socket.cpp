@@ -78,13 +78,11 @@ int apply_policy(int fd, const SocketPolicy& policy) {
 }
 
 int start_connect(const SocketAddress& addr, const BufferSizes& sizes, const SocketPolicy& policy,
-                  int& fd) {
+                  SourcePorts& ports, int& fd) {
     if (int rc = new_socket(addr.family(), fd); rc < 0) return rc;
     configure_socket(fd, sizes);
     int rc = apply_policy(fd, policy);
-    if (rc == 0 && !policy.source.empty() &&
-        bind(fd, policy.source.get(), policy.source.length) < 0)
-        rc = support::bmi_error_from_errno(errno);
+    if (rc == 0) rc = ports.bind_source(fd, addr, policy.source);
     if (rc < 0) {
         close(fd);
         fd = -1;

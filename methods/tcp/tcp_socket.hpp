@@ -13,6 +13,7 @@
 #include "bmi-types.h"
 #include "methods/method.hpp"
 #include "methods/tcp/tcp_address.hpp"
+#include "methods/tcp/tcp_source_ports.hpp"
 
 namespace bmi::method::tcp {
 
@@ -39,10 +40,10 @@ int apply_policy(int fd, const SocketPolicy& policy);
 
 // A nonblocking listening socket on addr (SO_REUSEADDR); 0 and fd, or -BMI_E*.
 int open_listener(const SocketAddress& addr, int& fd);
-// Starts a nonblocking connect from policy.source (if set) with policy's marks; 0 and fd
-// (completion is signalled by EPOLLOUT), or -BMI_E*.
+// Starts a nonblocking connect from policy.source (if set) and a port of ports' range (if one is
+// in force) with policy's marks; 0 and fd (completion is signalled by EPOLLOUT), or -BMI_E*.
 int start_connect(const SocketAddress& addr, const BufferSizes& sizes, const SocketPolicy& policy,
-                  int& fd);
+                  SourcePorts& ports, int& fd);
 // The pending error of fd as -BMI_E* (0 if none).
 int socket_error(int fd);
 // Whether bytes wait in fd unread, and whether fd takes bytes now: what a deadline on the

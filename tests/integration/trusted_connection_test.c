@@ -3,8 +3,12 @@
  * program defines OrangeFS's two accessors itself, over a configuration of its own, and libbmi
  * (linked as a shared library) must find them. It serves on 127.0.0.1 and checks that a
  * connection from outside the trusted ports or networks is closed at once, and that a libbmi
- * client from inside is served. Run as "trusted_connection_test client ADDRESS" it is that
- * client: one unexpected message, then exit 0. */
+ * client from inside is served: one whose port the kernel picked (tcp_source_ports=none), one
+ * that binds from port 1023 down as OrangeFS's clients do (a process with the accessors is
+ * OrangeFS built with trusted connections; only with the privilege), and one that binds into a
+ * range outside the kernel's, from a policy it is given or from tcp_source_ports. Run as
+ * "trusted_connection_test client ADDRESS [FIRST LAST]" it is that client (with the ports
+ * policy FIRST-LAST): one unexpected message, then exit 0. */
 #define _GNU_SOURCE
 
 #include <arpa/inet.h>
@@ -70,7 +74,7 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int run_client(const char *address)
+static int run_client(const char *address, const char *first, const char *last)
 {
     BMI_addr_t server;
     bmi_context_id context;
@@ -84,6 +88,15 @@ static int run_client(const char *address)
 
     if (BMI_initialize("bmi_tcp", NULL, 0, NULL) != 0 || BMI_open_context(&context) != 0)
         return 3;
+    if (first != NULL) {
+        struct server_configuration_s policy;
+        memset(&policy, 0, sizeof policy);
+        policy.ports_enabled = 1;
+        policy.ports[0] = strtoul(first, NULL, 10);
+        policy.ports[1] = strtoul(last, NULL, 10);
+        if (BMI_set_info(0, BMI_TRUSTED_CONNECTION, &policy) != 0)
+            return 3;
+    }
     if (BMI_addr_lookup(&server, address, NULL) != 0)
         return 3;
     rc = BMI_post_sendunexpected(&id, server, hello, sizeof hello, BMI_EXT_ALLOC, HELLO_TAG, NULL,
@@ -160,10 +173,13 @@ static int refused_raw(int server_port, int source_port)
     return result;
 }
 
-/* Starts this program as a libbmi client of address; 1 if the server got its hello. */
-static int served_client(const char *self, const char *address)
+/* Starts this program as a libbmi client of address (with the ports policy first-last unless
+ * first is NULL); 1 if the server got its hello and the client exited 0. Its exit status goes
+ * to *exit_status if that is not NULL. */
+static int client_served(const char *self, const char *address, const char *first, const char *last,
+                         int *exit_status)
 {
-    char *argv[] = {(char *)self, "client", (char *)address, NULL};
+    char *argv[] = {(char *)self, "client", (char *)address, (char *)first, (char *)last, NULL};
     extern char **environ;
     pid_t pid;
     int status = -1, got;
@@ -175,6 +191,8 @@ static int served_client(const char *self, const char *address)
         got = serve_for(50);
         if (!got && waitpid(pid, &status, WNOHANG) == pid) {
             got = serve_for(200);
+            if (exit_status != NULL)
+                *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
             return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
         }
     }
@@ -185,26 +203,68 @@ static int served_client(const char *self, const char *address)
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
     }
+    if (exit_status != NULL)
+        *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* A port of 127.0.0.1 this user can bind that lies outside [low, high], or 0. */
-static int port_outside(int low, int high)
+static int served_client(const char *self, const char *address)
 {
-    for (int port = low - 1; port >= 1024 && port > low - 2000; --port) {
-        struct sockaddr_in at;
-        int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
-        memset(&at, 0, sizeof at);
-        at.sin_family = AF_INET;
-        at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        at.sin_port = htons((unsigned short)port);
-        ok = fd >= 0 && bind(fd, (struct sockaddr *)&at, sizeof at) == 0;
-        if (fd >= 0)
-            close(fd);
-        if (ok)
+    return client_served(self, address, NULL, NULL, NULL);
+}
+
+/* 0 if this process can bind port of 127.0.0.1 now, else the errno of the refusal. */
+static int bind_error(int port)
+{
+    struct sockaddr_in at;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), error;
+    if (fd < 0)
+        return errno;
+    memset(&at, 0, sizeof at);
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    at.sin_port = htons((unsigned short)port);
+    error = bind(fd, (struct sockaddr *)&at, sizeof at) == 0 ? 0 : errno;
+    close(fd);
+    return error;
+}
+
+/* A port of 127.0.0.1 this user can bind below low (the kernel's range), or 0. */
+static int port_outside(int low)
+{
+    for (int port = low - 1; port >= 1024 && port > low - 2000; --port)
+        if (bind_error(port) == 0)
             return port;
+    return 0;
+}
+
+/* The lowest of width consecutive bindable ports of 127.0.0.1 below `below`, or 0. */
+static int free_window(int below, int width)
+{
+    for (int top = below - 1; top - width >= 1024 && top > below - 4000; top -= width) {
+        int all = 1;
+        for (int port = top - width + 1; port <= top && all; ++port)
+            all = bind_error(port) == 0;
+        if (all)
+            return top - width + 1;
     }
-    (void)high;
+    return 0;
+}
+
+enum
+{
+    window_width = 4
+};
+
+/* 1 if this process may bind a port of 127.0.0.1 below `limit` (root, a capability, or a lowered
+ * ip_unprivileged_port_start): the first port below it that is not in use binds. */
+static int can_bind_below(int limit)
+{
+    for (int port = limit - 1; port >= 1000; --port) {
+        const int error = bind_error(port);
+        if (error != EADDRINUSE)
+            return error == 0;
+    }
     return 0;
 }
 
@@ -216,11 +276,14 @@ int main(int argc, char **argv)
     int mask8[] = {8};
     const char *listen = NULL;
     char address[128];
-    int low = 0, high = 0, server_port, outside;
+    int low = 0, high = 0, server_port, outside, window, status = -1, privileged;
+    char first[16], last[16], setting[40];
     FILE *range;
 
     if (argc == 3 && strcmp(argv[1], "client") == 0)
-        return run_client(argv[2]);
+        return run_client(argv[2], NULL, NULL);
+    if (argc == 5 && strcmp(argv[1], "client") == 0)
+        return run_client(argv[2], argv[3], argv[4]);
     signal(SIGPIPE, SIG_IGN);
     /* libbmi clients take their source port from the kernel's ephemeral range. */
     range = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
@@ -229,11 +292,19 @@ int main(int argc, char **argv)
         return 77;
     }
     fclose(range);
-    outside = port_outside(low, high);
+    outside = port_outside(low);
     if (outside == 0) {
         fprintf(stderr, "SKIP: no bindable port below the ephemeral range %d-%d\n", low, high);
         return 77;
     }
+    window = free_window(outside, window_width);
+    if (window == 0) {
+        fprintf(stderr, "SKIP: no %d bindable ports below %d\n", window_width, outside);
+        return 77;
+    }
+    privileged = can_bind_below(1024);
+    /* Until the cases of bound ports below, clients take the kernel's port. */
+    setenv("BMI_TCP_SOURCE_PORTS", "none", 1);
     if (BMI_initialize("bmi_tcp", "tcp://127.0.0.1:0", BMI_INIT_SERVER, NULL) != 0 ||
         BMI_get_info(0, BMI_GET_METH_ADDR, &listen) != 0 || listen == NULL) {
         fprintf(stderr, "server setup failed\n");
@@ -273,9 +344,43 @@ int main(int argc, char **argv)
     CHECK(BMI_set_info(0, BMI_TRUSTED_CONNECTION, &config) == -BMI_EINVAL);
     CHECK(served_client(argv[0], address));
 
+    /* OrangeFS's clients bind from port 1023 down, and so does libbmi in such a process: with
+     * the privilege they get in where only those ports are trusted, without it they do not. */
+    unsetenv("BMI_TCP_SOURCE_PORTS");
+    memset(&config, 0, sizeof config);
+    config.ports_enabled = 1;
+    config.ports[0] = 1;
+    config.ports[1] = 1023;
+    CHECK(BMI_set_info(0, BMI_TRUSTED_CONNECTION, &config) == 0);
+    CHECK(served_client(argv[0], address) == privileged);
+
+    /* Ports the kernel never picks: only a client that binds into them gets in. */
+    memset(&config, 0, sizeof config);
+    config.ports_enabled = 1;
+    config.ports[0] = (unsigned long)window;
+    config.ports[1] = (unsigned long)window + window_width - 1;
+    CHECK(BMI_set_info(0, BMI_TRUSTED_CONNECTION, &config) == 0);
+    snprintf(first, sizeof first, "%d", window);
+    snprintf(last, sizeof last, "%d", window + window_width - 1);
+    CHECK(!served_client(argv[0], address));
+    CHECK(client_served(argv[0], address, first, last, NULL));
+    snprintf(setting, sizeof setting, "%s-%s", first, last);
+    setenv("BMI_TCP_SOURCE_PORTS", setting, 1);
+    CHECK(served_client(argv[0], address));
+    /* "none" keeps the kernel's port whatever the policy says. */
+    setenv("BMI_TCP_SOURCE_PORTS", "none", 1);
+    CHECK(!client_served(argv[0], address, first, last, NULL));
+    /* A malformed value stops the client's tcp method from starting (exit 3: lookup failed). */
+    setenv("BMI_TCP_SOURCE_PORTS", "2000-1000", 1);
+    CHECK(!client_served(argv[0], address, NULL, NULL, &status));
+    CHECK(status == 3);
+    unsetenv("BMI_TCP_SOURCE_PORTS");
+
     BMI_finalize();
     if (failures == 0)
-        printf("trusted connections: all checks passed (ports %d-%d, refused port %d)\n", low, high,
-               outside);
+        printf("trusted connections: all checks passed (ports %d-%d, refused port %d, bound "
+               "ports %d-%d, ports below 1024 %s)\n",
+               low, high, outside, window, window + window_width - 1,
+               privileged ? "bound" : "refused");
     return failures == 0 ? 0 : 1;
 }
