@@ -552,7 +552,7 @@ trusted_cases() {
     CASE="trusted, lo out"
     echo "orangefs: case $CASE"
     # 127.0.0.1 is outside 10.0.0.0/8: libbmi, unlike OrangeFS's tcp, does not exempt it.
-    if make_fs "$TRUSTED_TREE" tcp "TrustedPorts $low-$high" "TrustedNetwork tcp://10.0.0.0@8"; then
+    if make_fs "$TRUSTED_TREE" tcp "TrustedPorts $ports" "TrustedNetwork tcp://10.0.0.0@8"; then
         BMI_DEBUG=control serve "$TRUSTED_TREE"
         if wait_log "Server ready" 60; then
             fails_in "pvfs2-ping refused, fails in time" 60 "$bin/pvfs2-ping" -m /pvfs
@@ -567,16 +567,21 @@ trusted_cases() {
             retrust TrustedNetwork "tcp://127.0.0.0@8" "networks 127.0.0.0/8"
             check "reload 127.0.0.0/8: pvfs2-ping served" "$bin/pvfs2-ping" -m /pvfs || true
             check "reload 127.0.0.0/8: pvfs2-touch" "$bin/pvfs2-touch" /pvfs/after-reload || true
-            # Privileged ports only: the tools get in from one when they can bind it (root),
-            # and with BMI_TCP_SOURCE_PORTS=none they are refused (doc/security.md).
-            retrust TrustedPorts "1-1023" "trusted connections: ports 1-1023,"
+            # The ports the tools' source port does not lie in refuse them (doc/security.md):
+            # as root it is privileged, so the kernel's range refuses it, and the tools are
+            # served again from the kernel's port (BMI_TCP_SOURCE_PORTS=none); without root
+            # it is the kernel's, which privileged ports refuse.
             if ((EUID == 0)); then
-                check "reload ports 1-1023: pvfs2-ping served" "$bin/pvfs2-ping" -m /pvfs || true
+                retrust TrustedPorts "$low-$high" "trusted connections: ports $low-$high,"
+                fails_in "reload ports $low-$high: pvfs2-ping from a privileged port refused" \
+                    60 "$bin/pvfs2-ping" -m /pvfs
+                BMI_TCP_SOURCE_PORTS=none check \
+                    "reload ports $low-$high: pvfs2-ping from the kernel's port served" \
+                    "$bin/pvfs2-ping" -m /pvfs || true
             else
+                retrust TrustedPorts "1-1023" "trusted connections: ports 1-1023,"
                 fails_in "reload ports 1-1023: pvfs2-ping refused" 60 "$bin/pvfs2-ping" -m /pvfs
             fi
-            BMI_TCP_SOURCE_PORTS=none fails_in "reload ports 1-1023: pvfs2-ping from the kernel's port refused" \
-                60 "$bin/pvfs2-ping" -m /pvfs
         else
             row "server up (trusted, refusing)" FAILED - "$(tail -c 80 "$FS/server.out" | tr '\n' ' ')"
             failures=$((failures + 1))
