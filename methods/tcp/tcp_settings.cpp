@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "methods/tcp/tcp_settings.hpp"
 
+#include "methods/tcp/tcp_source_ports.hpp"
+
 namespace bmi::method::tcp {
 
 namespace {
@@ -60,7 +62,8 @@ constexpr support::SettingSpec rows[] = {
      "the ports outbound connections come from, highest first: FIRST-LAST (or one port); empty "
      "= the trusted-connection ports in force (BMI_TRUSTED_CONNECTION), else in OrangeFS built "
      "with trusted connections 1-1023 as its own clients take, else the kernel's choice; none "
-     "= always the kernel's choice"},
+     "= always the kernel's choice",
+     "", true, source_ports_form, "FIRST-LAST (ports 1 .. 65535), one port, none, or empty"},
 };
 constexpr support::OwnedRows owned{rows, I::source_ports};
 }  // namespace

@@ -72,6 +72,12 @@ int parse_source_ports(std::string_view text, SourcePortSetting& out, std::strin
     return 0;
 }
 
+bool source_ports_form(std::string_view text) {
+    SourcePortSetting ignored;
+    std::string why;
+    return parse_source_ports(text, ignored, why) == 0;
+}
+
 SourcePorts::SourcePorts(SourcePortSetting setting, bool orangefs_client) : setting_(setting) {
     if (setting_.mode == SourcePortSetting::Mode::range) in_force_ = setting_.range;
     if (setting_.mode == SourcePortSetting::Mode::follow_policy && orangefs_client) {

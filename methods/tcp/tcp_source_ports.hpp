@@ -31,6 +31,8 @@ struct SourcePortSetting {
 };
 // 0 and out, or -BMI_EINVAL with why.
 int parse_source_ports(std::string_view text, SourcePortSetting& out, std::string& why);
+// The setting row's check (SettingSpec::text_form).
+bool source_ports_form(std::string_view text);
 
 // The privileged ports OrangeFS's own client takes when it is built with trusted connections
 // (from 1023 down); libbmi takes them for such a client until a policy says otherwise.

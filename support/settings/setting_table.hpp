@@ -64,6 +64,11 @@ struct SettingSpec {
     // false: read by the process, not per instance (BMI_DEBUG: logging works before any
     // instance exists), so the environment is its only source.
     bool per_instance = true;
+    // text rows: the form a value must have (nullptr: any text), checked wherever a value is
+    // read, so that a malformed one fails BMI_initialize naming the row, and the form's
+    // description for the warning and the range column of doc/SETTINGS.md.
+    bool (*text_form)(std::string_view) = nullptr;
+    std::string_view text_form_name = {};
 };
 
 // The option key that goes with an environment name: without BMI_, in lower case.

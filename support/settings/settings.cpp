@@ -84,6 +84,7 @@ std::optional<std::int64_t> parse_setting(const SettingSpec& spec, std::string_v
         case SettingType::choice:
             return choice_index(spec.choices, text);
         case SettingType::text:
+            if (spec.text_form != nullptr && !spec.text_form(text)) return std::nullopt;
             break;
     }
     return 0;
@@ -106,6 +107,7 @@ std::string range_text(const SettingSpec& spec) {
             return words;
         }
         case SettingType::text:
+            if (spec.text_form != nullptr) return std::string(spec.text_form_name);
             break;
     }
     return "any";
@@ -127,6 +129,7 @@ std::string expected_text(const SettingSpec& spec) {
         case SettingType::choice:
             return "one of " + range_text(spec);
         case SettingType::text:
+            if (spec.text_form != nullptr) return std::string(spec.text_form_name);
             break;
     }
     return "any text";

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "bmi-types.h"
+#include "methods/tcp/tcp_settings.hpp"
 #include "methods/tcp/tcp_source_ports.hpp"
 #include "support/keys/trusted_sources.hpp"
+#include "support/settings/settings.hpp"
 
 using bmi::method::tcp::parse_source_ports;
 using bmi::method::tcp::PortRange;
@@ -213,4 +215,14 @@ TEST_CASE("tcp_source_ports: OrangeFS built with trusted connections binds from 
     const SourcePorts own(parsed("2000-2010"), true);
     REQUIRE(own.range());
     CHECK(own.range()->last == 2010);
+}
+
+TEST_CASE("tcp_source_ports: the settings table refuses a malformed value where it is read") {
+    const auto& row = bmi::method::tcp::setting_spec(bmi::method::tcp::SettingId::source_ports);
+    CHECK(bmi::support::parse_setting(row, "1000-1023"));
+    CHECK(bmi::support::parse_setting(row, "none"));
+    CHECK(bmi::support::parse_setting(row, ""));
+    CHECK_FALSE(bmi::support::parse_setting(row, "1023-1000"));
+    CHECK_FALSE(bmi::support::parse_setting(row, "privileged"));
+    CHECK(bmi::support::expected_text(row).find("FIRST-LAST") != std::string::npos);
 }
