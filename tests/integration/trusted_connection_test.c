@@ -370,7 +370,7 @@ int main(int argc, char **argv)
     /* "none" keeps the kernel's port whatever the policy says. */
     setenv("BMI_TCP_SOURCE_PORTS", "none", 1);
     CHECK(!client_served(argv[0], address, first, last, NULL));
-    /* A malformed value stops the client's tcp method from starting (exit 3: lookup failed). */
+    /* A malformed value fails the client's BMI_initialize (exit 3). */
     setenv("BMI_TCP_SOURCE_PORTS", "2000-1000", 1);
     CHECK(!client_served(argv[0], address, NULL, NULL, &status));
     CHECK(status == 3);
