@@ -67,14 +67,7 @@ TcpMethod::~TcpMethod() {
 }
 
 int TcpMethod::start(const Config& config) {
-    SourcePortSetting ports;
-    if (std::string why;
-        parse_source_ports(config.settings.text(SettingId::source_ports), ports, why) != 0) {
-        BMI_WARN("bmi_tcp: tcp_source_ports (BMI_TCP_SOURCE_PORTS) '%s': %s",
-                 config.settings.text(SettingId::source_ports).c_str(), why.c_str());
-        return -BMI_EINVAL;
-    }
-    source_ports_ = SourcePorts(ports, config.orangefs_trusted_build);
+    if (int rc = source_ports_for(config, source_ports_); rc < 0) return rc;
     load_limits(config.settings, limits_);
     early_.set_limits(limits_.early);
     grants_.set_limits(limits_.grants);

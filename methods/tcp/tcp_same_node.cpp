@@ -150,12 +150,8 @@ int ask_same_node(std::string_view address, const Config& config, kit::SameNodeO
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     gate.use(std::move(key));
     if (int rc = gate.load_encryption(config.settings); rc < 0) return rc;
-    SourcePortSetting setting;
-    if (std::string why;
-        parse_source_ports(config.settings.text(SettingId::source_ports), setting, why) != 0)
-        return -BMI_EINVAL;  // the method's start names the setting
-    SourcePorts ports(setting, config.orangefs_trusted_build);
-    if (config.trusted) ports.follow(*config.trusted);
+    SourcePorts ports;
+    if (int rc = source_ports_for(config, ports); rc < 0) return rc;
     // A lookup must not wait long on a server: one that does not answer this soon (busy, or
     // this very process between its test calls) is reached over tcp, as without the offer.
     const Clock::time_point deadline =

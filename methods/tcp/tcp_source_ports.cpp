@@ -10,6 +10,7 @@
 #include <charconv>
 
 #include "bmi-types.h"
+#include "methods/tcp/tcp_settings.hpp"
 #include "support/error/error_map.hpp"
 #include "support/keys/trusted_sources.hpp"
 #include "support/logging/log.hpp"
@@ -133,6 +134,19 @@ int SourcePorts::bind_source(int fd, const SocketAddress& target, const SocketAd
                  refused ? "privileged ports need root or CAP_NET_BIND_SERVICE" : "all in use");
     }
     return bind_local(fd, local);
+}
+
+int source_ports_for(const Config& config, SourcePorts& out) {
+    const std::string& text = config.settings.text(SettingId::source_ports);
+    SourcePortSetting setting;
+    if (std::string why; parse_source_ports(text, setting, why) != 0) {
+        BMI_WARN("bmi_tcp: tcp_source_ports (BMI_TCP_SOURCE_PORTS) '%s': %s", text.c_str(),
+                 why.c_str());
+        return -BMI_EINVAL;
+    }
+    out = SourcePorts(setting, config.orangefs_trusted_build);
+    if (config.trusted) out.follow(*config.trusted);
+    return 0;
 }
 
 }  // namespace bmi::method::tcp

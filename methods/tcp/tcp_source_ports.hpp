@@ -9,11 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "methods/method.hpp"
 #include "methods/tcp/tcp_address.hpp"
-
-namespace bmi::support::keys {
-struct TrustedSources;
-}
 
 namespace bmi::method::tcp {
 
@@ -52,7 +49,7 @@ public:
     // Binds fd, a new socket of target's family, before its connect: to local (empty: the
     // family's wildcard) with a port of the range, highest first and then each time below the
     // last one taken, skipping ports in use. Without a range, local alone if given. When no
-    // port of the range can be bound (all in use, or below 1024 without the privilege) the
+    // port of the range can be bound (all in use, or privileged ports without the privilege) the
     // kernel picks one, with one warning per instance: the server decides. 0 or -BMI_E* for
     // a local address the kernel refuses.
     int bind_source(int fd, const SocketAddress& target, const SocketAddress& local);
@@ -65,5 +62,10 @@ private:
     bool warned_ = false;
     bool quiet_ = false;  // orangefs_client_ports in force: a fallback is logged, not warned
 };
+
+// The ports a method or its same-node question binds from: the tcp_source_ports setting of
+// config, the OrangeFS default, and config.trusted if it carries a policy. 0, or -BMI_EINVAL
+// with a warning naming the setting.
+int source_ports_for(const Config& config, SourcePorts& out);
 
 }  // namespace bmi::method::tcp
