@@ -169,6 +169,11 @@ int churn_clients(const std::string& scheme) {
     return 300;
 }
 
+int shortest_setup_deadline_ms(const std::string& scheme) {
+    const bool over_verbs = scheme == "verbs" || (scheme == "ofi" && ofi_provider() == "verbs");
+    return over_verbs ? 2000 : 400;
+}
+
 core::Completion wait_op(Side& side, bmi_op_id_t id, int deadline_ms) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
     for (;;) {

@@ -68,6 +68,11 @@ Side make_client(const std::string& options, const std::string& listen, BMI_addr
 // cannot be forgotten (methods/ofi/ofi_fabric.hpp).
 int churn_clients(const std::string& scheme);
 
+// The shortest handshake deadline a test may give a listener whose legitimate clients must
+// still get through it: a client's own connection setup over verbs (rdma_cm, and rxm's on top
+// of it for ofi) takes hundreds of milliseconds in the emulated soft-RoCE guest.
+int shortest_setup_deadline_ms(const std::string& scheme);
+
 // Waits for one op; fails the current test (Catch2 REQUIRE) when the deadline passes.
 core::Completion wait_op(Side& side, bmi_op_id_t id, int deadline_ms = 10000);
 

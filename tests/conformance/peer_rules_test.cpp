@@ -105,7 +105,7 @@ TEST_CASE("peer rules: a handshake not finished by the setup deadline is closed 
         WARN("SKIP (not applicable) " << scheme << ": " << adapter.silent_gap);
         return;
     }
-    constexpr int deadline_ms = 400;
+    const int deadline_ms = shortest_setup_deadline_ms(scheme);
     KeyFiles files;
     const std::string options = joined(adapter.setup_deadline_option(deadline_ms),
                                        keyed ? key_option(files.key("k", 1)) : std::string());
