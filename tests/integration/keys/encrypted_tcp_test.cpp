@@ -18,7 +18,6 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <sodium.h>
 #include <unistd.h>
