@@ -65,7 +65,7 @@ Side make_client(const std::string& options, const std::string& listen, BMI_addr
 // How many clients a churn test sends one after another: more than any method's fixed table
 // of peers holds (libfabric's shm: 256); fewer where no such table exists and a client is
 // costly (verbs, rxm), and, with a warning, for ofi+shm where this process's closed endpoints
-// cannot be forgotten (methods/ofi/ofi_fabric.hpp).
+// cannot be forgotten (methods/ofi/ofi_fabric.hpp). Under ThreadSanitizer, a few.
 int churn_clients(const std::string& scheme);
 
 // The shortest handshake deadline a test may give a listener whose legitimate clients must

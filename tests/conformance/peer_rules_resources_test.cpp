@@ -309,15 +309,15 @@ TEST_CASE("peer rules: unproven hellos over all sources are held only up to the 
                                              adapter.scheme_option("pending_total", total)),
                                       adapter.setup_deadline_option(deadline_ms)));
     Pump pump(*server.instance);
+    // Every attacker opens its endpoint before the first hello: under ThreadSanitizer an
+    // endpoint takes so long to open that the first hellos expired before the last was sent.
     std::vector<std::unique_ptr<RawAttacker>> attackers;
-    for (int i = 0; i < total; ++i) {
+    for (int i = 0; i <= total; ++i) {
         attackers.push_back(adapter.attack(server.instance->listen_addresses()));
         REQUIRE(attackers.back()->connected());
-        CHECK(attackers.back()->send_keyed_hello(5000));
     }
-    auto over = adapter.attack(server.instance->listen_addresses());
-    REQUIRE(over->connected());
-    CHECK_FALSE(over->send_keyed_hello(deadline_ms / 4));
+    for (int i = 0; i < total; ++i) CHECK(attackers[i]->send_keyed_hello(5000));
+    CHECK_FALSE(attackers[total]->send_keyed_hello(deadline_ms / 4));
     CHECK(*adapter.unproven_held(*server.instance) == total);
     // The deadline frees their places: a hello is answered again.
     const auto until = Clock::now() + std::chrono::milliseconds(deadline_ms + 3000);
