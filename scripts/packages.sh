@@ -101,11 +101,13 @@ copy_tree() {
 # as a condition): each command that can fail returns by hand. Fd 3 is the terminal.
 exec 3>&1
 
-# noddebs: no -dbgsym packages; nothing here installs them. Each ninja step shows on the
-# terminal as "[N/M] output", the rest of dpkg-buildpackage's output only in the log.
+# noddebs: no -dbgsym packages; nothing here installs them. Options in DEB_BUILD_OPTIONS
+# (scripts/test.sh: noopt) are added to these. Each ninja step shows on the terminal as
+# "[N/M] output", the rest of dpkg-buildpackage's output only in the log.
 build() {
     (cd "$scratch/libbmi-$version" &&
-        DEB_BUILD_OPTIONS="parallel=$BMI_JOBS noddebs" timeout 2400 \
+        DEB_BUILD_OPTIONS="parallel=$BMI_JOBS noddebs${DEB_BUILD_OPTIONS:+ $DEB_BUILD_OPTIONS}" \
+            timeout 2400 \
             dpkg-buildpackage -us -uc -b) 2>&1 |
         while IFS= read -r line; do
             printf '%s\n' "$line"

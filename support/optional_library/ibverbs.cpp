@@ -9,7 +9,7 @@
 namespace bmi::support {
 
 namespace {
-Ibverbs table;
+Ibverbs ibverbs_table;
 
 void fill(SymbolFiller& take, Ibverbs& t) {
     take(t.get_device_list, "ibv_get_device_list");
@@ -44,10 +44,10 @@ void fill(SymbolFiller& take, Ibverbs& t) {
 
 const Ibverbs* load_ibverbs(std::string* why) {
     static OptionalLibrary library({ibverbs_file});
-    return load_table(library, table, fill, why);
+    return load_table(library, ibverbs_table, fill, why);
 }
 
-const Ibverbs& ibv() { return table; }
+const Ibverbs& ibv() { return ibverbs_table; }
 
 int query_port(ibv_context* context, std::uint8_t port, ibv_port_attr* attr) {
     // verbs.h's verbs_get_ctx_op, written out: the macro is a GNU statement expression,
@@ -58,7 +58,8 @@ int query_port(ibv_context* context, std::uint8_t port, ibv_port_attr* attr) {
         extended->query_port != nullptr)
         return extended->query_port(context, port, attr, sizeof *attr);
     std::memset(attr, 0, sizeof *attr);
-    return table.query_port_compat(context, port, reinterpret_cast<_compat_ibv_port_attr*>(attr));
+    return ibverbs_table.query_port_compat(context, port,
+                                           reinterpret_cast<_compat_ibv_port_attr*>(attr));
 }
 
 }  // namespace bmi::support

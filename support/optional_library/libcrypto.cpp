@@ -6,7 +6,7 @@
 namespace bmi::support {
 
 namespace {
-Libcrypto table;
+Libcrypto libcrypto_table;
 
 void fill(SymbolFiller& take, Libcrypto& t) {
     take(t.cipher_ctx_new, "EVP_CIPHER_CTX_new");
@@ -22,7 +22,7 @@ void fill(SymbolFiller& take, Libcrypto& t) {
 
 const Libcrypto* load_libcrypto(std::string* why) {
     static OptionalLibrary library({libcrypto_file});
-    return load_table(library, table, fill, why);
+    return load_table(library, libcrypto_table, fill, why);
 }
 
 }  // namespace bmi::support

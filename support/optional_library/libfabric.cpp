@@ -6,7 +6,7 @@
 namespace bmi::support {
 
 namespace {
-Libfabric table;
+Libfabric libfabric_table;
 
 void fill(SymbolFiller& take, Libfabric& t) {
     take(t.getinfo, "fi_getinfo");
@@ -21,9 +21,9 @@ void fill(SymbolFiller& take, Libfabric& t) {
 
 const Libfabric* load_libfabric(std::string* why) {
     static OptionalLibrary library({libfabric_file});
-    return load_table(library, table, fill, why);
+    return load_table(library, libfabric_table, fill, why);
 }
 
-const Libfabric& fi() { return table; }
+const Libfabric& fi() { return libfabric_table; }
 
 }  // namespace bmi::support
