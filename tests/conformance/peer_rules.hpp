@@ -12,6 +12,11 @@
 
 namespace bmi::test {
 
+// The deadline a deadline case sets (rule_bound_ms), and how long after it an operation may
+// still end on a loaded machine (rule_late_ms).
+constexpr int rule_bound_ms = 500;
+constexpr int rule_late_ms = 3000;
+
 // True if the server's application sees no unexpected message within `ms`, the client
 // progressing meanwhile.
 inline bool server_sees_nothing(Pair& pair, int ms) {

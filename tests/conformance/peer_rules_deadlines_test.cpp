@@ -21,9 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int bound_ms = 500;           // the deadline each case is about
-constexpr int other_bound_ms = 60'000;  // the others: far beyond what a case waits
-constexpr int late_ms = 3000;           // how much after its bound an operation may end
+constexpr int other_bound_ms = 60'000;  // the deadlines a case is not about: never reached
 
 // A method whose stall case is a declared gap has no stall deadline of its own to set.
 std::string deadline_options(const MethodAdapter& adapter, int send_ms, int rendezvous_ms,
@@ -117,18 +115,18 @@ BMI_addr_t connected(Pair& pair) {
     return client;
 }
 
-// Every op of ops ends with -BMI_ETIMEDOUT, the last of them between 3/4 of bound_ms and
-// late_ms after it, counted from start (when the wait on the peer began, or just before).
+// Every op of ops ends with -BMI_ETIMEDOUT, the last of them between 3/4 of rule_bound_ms and
+// rule_late_ms after it, counted from start (when the wait on the peer began, or just before).
 void all_time_out(Side& side, Awaited& ops, Clock::time_point start) {
     const std::size_t count = ops.pending.size() + ops.errors.size();
-    wait_all(side, ops, start + std::chrono::milliseconds(bound_ms + late_ms));
+    wait_all(side, ops, start + std::chrono::milliseconds(rule_bound_ms + rule_late_ms));
     const auto last = ops.pending.empty() ? ops.last_end : Clock::now();
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(last - start).count();
     INFO(ops.errors.size() << " of " << count << " ended, the last after " << took << " ms");
     REQUIRE(ops.pending.empty());
     for (int error : ops.errors) CHECK(error == -BMI_ETIMEDOUT);
-    CHECK(took >= bound_ms * 3 / 4);
-    CHECK(took <= bound_ms + late_ms);
+    CHECK(took >= rule_bound_ms * 3 / 4);
+    CHECK(took <= rule_bound_ms + rule_late_ms);
 }
 
 void all_time_out(Side& side, bmi_op_id_t id, Clock::time_point start) {
@@ -146,7 +144,8 @@ TEST_CASE("peer rules: sends to a peer that stopped reading fail at the send dea
     const std::string scheme = GENERATE(from_range(compiled_schemes()));
     INFO("method " << scheme);
     const MethodAdapter& adapter = adapter_for(scheme);
-    const std::string options = deadline_options(adapter, bound_ms, other_bound_ms, other_bound_ms);
+    const std::string options =
+        deadline_options(adapter, rule_bound_ms, other_bound_ms, other_bound_ms);
     Pair pair = make_peers(scheme, options);
     connected(pair);
     // Made before the sends wait: making an instance is slow under the sanitizers.
@@ -201,8 +200,8 @@ TEST_CASE("peer rules: a large send the peer never answers fails at the rendezvo
     const std::string scheme = GENERATE(from_range(compiled_schemes()));
     INFO("method " << scheme);
     const MethodAdapter& adapter = adapter_for(scheme);
-    Pair pair =
-        make_peers(scheme, deadline_options(adapter, other_bound_ms, bound_ms, other_bound_ms));
+    Pair pair = make_peers(
+        scheme, deadline_options(adapter, other_bound_ms, rule_bound_ms, other_bound_ms));
     connected(pair);
     // Above every method's eager limit and tcp's grants: announced, never sent unasked.
     std::vector<char> data(std::size_t{16} << 20, 'r');
@@ -226,7 +225,8 @@ TEST_CASE("peer rules: a transfer the receiver starts and stops fails at the sta
         WARN("SKIP (known gap) " << scheme << ": " << adapter.stall_gap);
         return;
     }
-    Pair pair = make_peers(scheme, deadline_options(adapter, bound_ms, other_bound_ms, bound_ms));
+    Pair pair =
+        make_peers(scheme, deadline_options(adapter, rule_bound_ms, other_bound_ms, rule_bound_ms));
     const BMI_addr_t client_at_server = connected(pair);
     // Large enough that the receiver's first progress calls cannot finish it.
     const std::size_t size = std::size_t{256} << 20;

@@ -26,8 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int vanish_bound_ms = 500;
-constexpr int vanish_late_ms = 3000;
 constexpr std::size_t large = std::size_t{256} << 20;  // no transfer of it ends in a few ms
 constexpr bmi_msg_tag_t to_server = 21, to_client = 22;
 
@@ -101,11 +99,11 @@ TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it
         vanish(address);
     }
     close(address_pipe[0]);
-    const std::string options = joined(
-        joined(adapter.scheme_option("send_timeout_ms", vanish_bound_ms),
-               adapter.scheme_option("rendezvous_timeout_ms", vanish_bound_ms)),
-        adapter.stall_gap.empty() ? adapter.scheme_option("stall_timeout_ms", vanish_bound_ms)
-                                  : std::string());
+    const std::string options =
+        joined(joined(adapter.scheme_option("send_timeout_ms", rule_bound_ms),
+                      adapter.scheme_option("rendezvous_timeout_ms", rule_bound_ms)),
+               adapter.stall_gap.empty() ? adapter.scheme_option("stall_timeout_ms", rule_bound_ms)
+                                         : std::string());
     Pair pair = make_peers(scheme, options);
     const std::string address = pair.server.instance->listen_addresses() + "\n";
     REQUIRE(write(address_pipe[1], address.data(), address.size()) ==
@@ -138,8 +136,8 @@ TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it
     for (auto [rc, id] : {std::pair{recv_rc, recv_id}, std::pair{send_rc, send_id}})
         if (rc == 0) pending.push_back(id);
     int served = 0;
-    while (!pending.empty() && Clock::now() < start + std::chrono::milliseconds(
-                                                          vanish_bound_ms + 200 + vanish_late_ms)) {
+    while (!pending.empty() &&
+           Clock::now() < start + std::chrono::milliseconds(rule_bound_ms + 200 + rule_late_ms)) {
         core::Completion c[4];
         int done = 0;
         REQUIRE(pair.server.instance->testcontext(pair.server.context, 10, done, c) == 0);
