@@ -162,6 +162,10 @@ void OfiMethod::track(Request& r) {
     if (r.counted || r.role == Request::Role::buffer || r.role == Request::Role::grant_recv) return;
     auto peer = peer_at(r.addr);
     if (!peer) return;
+    // The handshake's messages are the setup deadline's: the first one to a peer also waits
+    // for the provider to connect, which the send deadline (a bound on a peer that stopped
+    // reading) is not about.
+    if (r.role == Request::Role::control && peer->handshaking()) return;
     r.counted = true;
     if (r.role == Request::Role::data_recv) {
         ++peer->data_recvs_out;

@@ -70,6 +70,8 @@ struct OfiPeer final : Peer {
     std::string host;
     std::string endpoint;  // the provider address we reach it at, as the handshake binds it
     State state = State::fresh;
+    // Until ready, what we send it is the handshake's: hello, answer, proof or refusal.
+    bool handshaking() const { return state != State::ready && state != State::departed; }
     // It said hello to us and we know no listen address of it: once departed, unreachable.
     bool reached_us = false;
     // Taken as gone past a deadline (as after a bye): the control layer drops it.

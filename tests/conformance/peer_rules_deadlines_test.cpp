@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,46 @@ TEST_CASE("peer rules: sends to a peer that stopped reading fail at the send dea
 
     INFO(held.pending.size() + held.errors.size() << " sends waited");
     all_time_out(pair.client, held, first_wait);
+}
+
+// The send deadline is about a peer that stopped reading, not about setting a connection up:
+// a first message whose handshake waits on a server that is slow to progress (here: not at
+// all for three send deadlines) still arrives, bounded by the setup deadline alone.
+TEST_CASE("peer rules: a handshake slower than the send deadline is not taken as a stop",
+          "[rules][deadlines]") {
+    const std::string scheme = GENERATE(from_range(compiled_schemes()));
+    INFO("method " << scheme);
+    const MethodAdapter& adapter = adapter_for(scheme);
+    Pair pair = make_peers(
+        scheme, deadline_options(adapter, rule_bound_ms, other_bound_ms, other_bound_ms));
+    const char hello[] = "slow";
+    auto request = send_request(pair.client, pair.server_addr, hello, sizeof hello, 31);
+    request.kind = method::OpKind::send_unexpected;
+    bmi_op_id_t id = 0;
+    const int rc = pair.client.instance->post(request, id, nullptr);
+    REQUIRE(rc >= 0);
+    Awaited sent{rc == 0 ? std::vector<bmi_op_id_t>{id} : std::vector<bmi_op_id_t>{}, {}, {}};
+    wait_all(pair.client, sent, Clock::now() + std::chrono::milliseconds(3 * rule_bound_ms));
+    for (int error : sent.errors) REQUIRE(error == 0);  // one that ended already succeeded
+
+    core::UnexpectedMessage got[1];
+    int outcount = 0;
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (outcount == 0 || !sent.pending.empty()) {
+        REQUIRE(Clock::now() < until);
+        // One pass each: the client's and the server's progress take turns.
+        if (!sent.pending.empty())
+            wait_all(pair.client, sent, Clock::now() + std::chrono::milliseconds(1));
+        if (outcount == 0) REQUIRE(pair.server.instance->testunexpected(10, outcount, got) == 0);
+    }
+    // Posted and done at once (rc 1), or ended while the client waited.
+    REQUIRE(sent.errors.size() == (rc == 0 ? 1U : 0U));
+    for (int error : sent.errors) CHECK(error == 0);
+    REQUIRE(got[0].error == 0);
+    CHECK(got[0].tag == 31);
+    REQUIRE(got[0].size == sizeof hello);
+    CHECK(std::memcmp(got[0].buffer, hello, sizeof hello) == 0);
+    REQUIRE(pair.server.instance->unexpected_free(got[0].buffer) == 0);
 }
 
 // (b) A large send to a peer that never answers its announcement (RTS) fails with
