@@ -44,6 +44,14 @@ tally() {
         "$(count "Skipped:" "$1")"
 }
 
+# failures LOG: the names of the tests meson test reported as failed or timed out in LOG, on one
+# line, so the summary (the part of a CI log that is always shown) says which tests to look at.
+failures() {
+    awk '$1 ~ /^[0-9]+\/[0-9]+$/ && $0 ~ / (FAIL|TIMEOUT|UNEXPECTEDPASS|ERROR) / {
+        for (i = 2; i <= NF; i++) if ($i == "/") { printf "%s%s", sep, $(i + 1); sep = " "; break }
+    } END { if (sep) print "" }' "$1"
+}
+
 # run_suite NAME DIR [MESON OPTIONS...]
 run_suite() {
     local name=$1 dir=$2 status=0
@@ -71,13 +79,14 @@ run_suite() {
     PYTHONUNBUFFERED=1 timeout 3000 meson test -C "$dir" --no-rebuild --print-errorlogs \
         --num-processes "$BMI_JOBS" "${wrapper[@]}" 2>&1 | tee "$dir/test-run.log" || status=$?
     built+=("$dir")
-    local passed failed skipped note=""
+    local passed failed skipped note
     read -r passed failed skipped < <(tally "$dir/test-run.log")
+    note=$(failures "$dir/test-run.log")
     # A non-zero exit without a failure in the summary (meson itself failed or timed out) still
     # counts once.
     if ((status != 0 && failed == 0)); then
         failed=1
-        note="meson test exited with $status"
+        note="${note:+$note; }meson test exited with $status"
     fi
     record "$name" "$passed" "$failed" "$skipped" "$note"
 }
@@ -105,9 +114,10 @@ run_in_guest() {
         meson test -C "$(realpath "$dir")" --suite "$suite" --no-rebuild --print-errorlogs \
         --num-processes "$BMI_JOBS" --logbase "$suite-guest" 2>&1 | tee "$log" || status=$?
     read -r passed failed skipped < <(tally "$log")
+    note=$(failures "$log")
     case $status in
-        124) note="the guest run timed out" ;;
-        125) note="the guest failed to start" ;;
+        124) note="${note:+$note; }the guest run timed out" ;;
+        125) note="${note:+$note; }the guest failed to start" ;;
     esac
     if ((skipped > 0)); then
         failed=$((failed + skipped))
