@@ -643,7 +643,8 @@ TEST_CASE("shm: eight clients on one listener", "[shm]") {
     REQUIRE(failures.load() == 0);
 }
 
-TEST_CASE("shm: connections leave nothing in /dev/shm and no descriptors behind", "[shm]") {
+TEST_CASE("shm: connections leave nothing in /dev/shm and no descriptors behind",
+          "[shm][dev_shm]") {
     auto shm_before = directory("/dev/shm");
     auto fds_before = directory("/proc/self/fd").size();
     {
