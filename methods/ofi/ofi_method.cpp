@@ -116,7 +116,7 @@ int OfiMethod::start(const Config& config) {
     if (int rc = timers_.open(); rc != 0) return rc;
     epoll_event timer{};
     timer.events = EPOLLIN;
-    timer.data.u64 = 1;
+    timer.data.u64 = timers_tag;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timers_.fd(), &timer) != 0) return -BMI_ENOMEM;
     support::keys::SharedKey key;
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
@@ -248,8 +248,9 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     if (fabric_.wait_fd() >= 0) {
         epoll_event event{};
         event.events = EPOLLIN;
+        event.data.u64 = provider_tag;
         if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fabric_.wait_fd(), &event) != 0) return -BMI_ENOMEM;
-    } else if (int rc = waiting_.start_naps(epoll_fd_); rc != 0) {
+    } else if (int rc = waiting_.start_naps(epoll_fd_, naps_tag); rc != 0) {
         return rc;
     }
     if (listen) {

@@ -386,11 +386,13 @@ private:
     void submit(Request& request);
     int try_post(Request& request);
     void repost_buffer(Request& buffer);
-    // True if it posted anything.
-    bool drain_backlog();
+    // Posts the backlog again once its pause has run out, or at once when `completions` were
+    // just read (a full queue has room again); true if it posted anything.
+    bool drain_backlog(kit::Deadlines::Clock::time_point now, bool completions);
     bool backlog_empty(fi_addr_t addr) const;
-    // Arms the next retry of a backlog the provider refused, each pause twice the last.
-    void pause_backlog();
+    // Arms the next retry of a backlog the provider refused, each pause twice the last (reset
+    // when a post goes through); while a pause runs, it stands.
+    void pause_backlog(kit::Deadlines::Clock::time_point now);
     // The descriptor (and own registration) of r's memory, where the provider needs them.
     int register_memory(Request& r);
     bool retry_parked();
@@ -419,6 +421,9 @@ private:
     ShmNameClaim shm_claim_;
     kit::KeyGate gate_{"bmi_ofi"};
     int epoll_fd_ = -1;
+    // What each descriptor in epoll_fd_ carries: the provider's wait descriptor, our deadline
+    // timer, or the nap timer (a provider without a wait descriptor).
+    static constexpr std::uint64_t provider_tag = 0, timers_tag = 1, naps_tag = 2;
     std::string listen_address_;
     bmi_size_t unexpected_limit_ = 0;
     const std::size_t eager_bytes_;
@@ -452,8 +457,9 @@ private:
     kit::SourceAdmission admission_;  // keyed hellos not yet proven, by host
     std::size_t unproven_ = 0;        // tickets admission_ holds
     kit::Deadlines timers_;           // setup, send, stall and rendezvous, by fi_addr
-    // How long the backlog waits before its next retry; zero while it moves.
+    // How long the backlog waits before its next retry (zero while it moves), and until when.
     kit::Deadlines::Clock::duration backlog_pause_{};
+    kit::Deadlines::Clock::time_point backlog_retry_at_{};
     std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
     const bool grants_on_;  // ofi_grants
     // Withdrawing receives' arrivals, and revoking receives by grant id.

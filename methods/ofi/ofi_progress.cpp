@@ -99,9 +99,12 @@ int OfiMethod::register_memory(Request& r) {
     return rc;
 }
 
-bool OfiMethod::drain_backlog() {
+bool OfiMethod::drain_backlog(kit::Deadlines::Clock::time_point now, bool completions) {
     if (backlog_.empty()) return false;
-    bool posted = false;
+    // Each try can be a redial in the provider (rxm dials anew after a failed connect): an
+    // application testing every few milliseconds must not set the pace of those.
+    if (!completions && now < backlog_retry_at_) return false;
+    bool posted = false, refused = false;
     // By key, found again each time: an error a post meets may post more (and rehash).
     std::vector<fi_addr_t> addrs;
     addrs.reserve(backlog_.size());
@@ -116,12 +119,17 @@ bool OfiMethod::drain_backlog() {
             }
             Request& request = *it->second.front();
             const int rc = try_post(request);
-            if (rc == -FI_EAGAIN) break;
+            if (rc == -FI_EAGAIN) {
+                refused = true;
+                break;
+            }
             it->second.pop_front();
             posted = true;
             if (rc != 0) on_error(request, bmi_error(rc));
         }
     }
+    if (posted) backlog_pause_ = {};
+    if (refused) pause_backlog(now);
     return posted;
 }
 
@@ -230,55 +238,59 @@ void OfiMethod::cancel_data_recvs(const Operation& op) {
 void OfiMethod::progress() {
     if (provider_.empty()) return;
     if (waiting_.naps()) waiting_.clear();
-    if (read_completions()) waiting_.traffic();
+    const bool completions = read_completions();
+    if (completions) waiting_.traffic();
     // One reading of the clock for the pass: it runs between every two polls of a spin.
     const auto now = kit::Deadlines::Clock::now();
     sweep_unasked(now);
-    drain_backlog();
+    drain_backlog(now, completions);
     retry_parked();
     run_deadlines(now);
 }
 
-void OfiMethod::pause_backlog() {
+void OfiMethod::pause_backlog(kit::Deadlines::Clock::time_point now) {
     // rxm answers -FI_EAGAIN for as long as it dials a peer, and a peer that is gone is dialled
     // until its setup deadline: retrying at once would spin a core all that time. The
     // provider's descriptor wakes us when it moves; the timer is for when it does not.
+    if (now < backlog_retry_at_) return;  // a retry between pauses, on completions
     using Duration = kit::Deadlines::Clock::duration;
     constexpr Duration first = std::chrono::microseconds(50),
                        longest = std::chrono::milliseconds(50);
     backlog_pause_ = backlog_pause_ == Duration{} ? first : std::min(2 * backlog_pause_, longest);
-    timers_.schedule({0, kit::DeadlineKind::connect_retry},
-                     kit::Deadlines::Clock::now() + backlog_pause_);
+    backlog_retry_at_ = now + backlog_pause_;
+    timers_.schedule({0, kit::DeadlineKind::connect_retry}, backlog_retry_at_);
 }
 
 bool OfiMethod::accept_wake_fd(int fd, std::uint64_t tag) {
     // Alone in an instance, the control layer sleeps in our epoll set and skips its polling
     // pass before each sleep: before_sleep() reads the queue anyway, and each read of it is a
-    // pass through the provider's progress (a system call on tcp). Our own fds carry 0 and 1;
-    // progress() looks at no event, so the control layer's are never taken for ours.
+    // pass through the provider's progress (a system call on tcp). Our own fds carry tags 0 to
+    // 2 (ofi_method_impl.hpp), the control layer's its own, so theirs are never taken for ours.
     return support::add_wake_fd(epoll_fd_, fd, tag);
 }
 
-void OfiMethod::progress_events(std::span<const epoll_event> /*ready*/) {
-    // What woke the sleep is not needed: a pass reads the queue, the timers and the naps alike.
+void OfiMethod::progress_events(std::span<const epoll_event> ready) {
+    // A pass reads the queue, the timers and the naps alike; only the provider's descriptor
+    // matters here: it may say a dial the backlog waits on is done, so the backlog tries now.
     ++handed_wakeups_;
+    if (std::any_of(ready.begin(), ready.end(),
+                    [](const epoll_event& e) { return e.data.u64 == provider_tag; }))
+        backlog_retry_at_ = {};
     progress();
 }
 
 bool OfiMethod::before_sleep() {
     if (provider_.empty()) return false;
-    bool moved = read_completions();
+    const bool completions = read_completions();
     const auto now = kit::Deadlines::Clock::now();
-    moved = sweep_unasked(now) || moved;
-    moved = drain_backlog() || moved;
+    bool moved = sweep_unasked(now) || completions;
+    moved = drain_backlog(now, completions) || moved;
     moved = retry_parked() || moved;
     moved = run_deadlines(now) || moved;
-    if (backlog_.empty() || moved) backlog_pause_ = {};
     if (moved) {
         waiting_.traffic();
         return true;
     }
-    if (!backlog_.empty()) pause_backlog();
     using Load = Waiting::Load;
     const Load load = data_requests_ > 0 ? Load::transfer
                       : ops_waiting_ > 0 ? Load::operations

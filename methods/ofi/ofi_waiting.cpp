@@ -21,11 +21,12 @@ Waiting::~Waiting() {
     if (timer_fd_ >= 0) close(timer_fd_);
 }
 
-int Waiting::start_naps(int epoll_fd) {
+int Waiting::start_naps(int epoll_fd, std::uint64_t tag) {
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (timer_fd_ < 0) return -BMI_ENOMEM;
     epoll_event event{};
     event.events = EPOLLIN;
+    event.data.u64 = tag;
     if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, timer_fd_, &event) != 0) return -BMI_ENOMEM;
     return 0;
 }

@@ -28,9 +28,9 @@ public:
     Waiting(const Waiting&) = delete;
     Waiting& operator=(const Waiting&) = delete;
 
-    // For a provider without a wait descriptor: adds the nap timer to `epoll_fd`; 0 or
-    // -BMI_E*.
-    int start_naps(int epoll_fd);
+    // For a provider without a wait descriptor: adds the nap timer to `epoll_fd` under `tag`;
+    // 0 or -BMI_E*.
+    int start_naps(int epoll_fd, std::uint64_t tag);
     bool naps() const { return timer_fd_ >= 0; }
 
     enum class Load : std::uint8_t { idle, operations, transfer };

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -28,6 +30,10 @@ namespace {
 
 constexpr std::size_t large = std::size_t{256} << 20;  // no transfer of it ends in a few ms
 constexpr bmi_msg_tag_t to_server = 21, to_client = 22;
+// How long the vanishing client may take to deliver its first message: under ASan in the
+// emulated RDMA guest, many seconds, and more after a long run. The server waits longer
+// still, so a client that gave up is told apart from a lost message.
+constexpr std::chrono::seconds client_patience{30};
 
 // The vanishing client: announces a large send, says where it is with an unexpected message,
 // moves bytes for a moment and ends without finalizing (no goodbye, nothing closed cleanly).
@@ -53,7 +59,7 @@ constexpr bmi_msg_tag_t to_server = 21, to_client = 22;
     // Gone only once "here" has left (after the handshake, however slow a sanitizer makes it),
     // and after a moment more of moving bytes.
     bool sent = here_rc == 1;
-    const auto give_up = Clock::now() + std::chrono::seconds(20);
+    const auto give_up = Clock::now() + client_patience;
     auto until = Clock::time_point::max();
     while (Clock::now() < until) {
         core::Completion c[4];
@@ -110,7 +116,23 @@ TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it
             static_cast<ssize_t>(address.size()));
     close(address_pipe[1]);
 
-    const core::UnexpectedMessage here = wait_unexpected(pair.server, 10000);
+    // The client's first message, or what became of the client if it does not come.
+    core::UnexpectedMessage here;
+    int here_count = 0;
+    for (const auto until = Clock::now() + client_patience + std::chrono::seconds(10);
+         here_count == 0 && Clock::now() < until;)
+        REQUIRE(pair.server.instance->testunexpected(10, here_count, {&here, 1}) == 0);
+    if (here_count == 0) {
+        int early = 0;
+        const pid_t ended = waitpid(child, &early, WNOHANG);
+        if (ended == 0) {
+            kill(child, SIGKILL);
+            waitpid(child, nullptr, 0);
+        }
+        FAIL("the vanishing client's first message did not come; the client "
+             << (ended == child ? "had ended, status " + std::to_string(early)
+                                : std::string("still ran")));
+    }
     pair.server.instance->unexpected_free(here.buffer);
     std::vector<char> in(large), out(std::size_t{16} << 20, 's');
     bmi_op_id_t recv_id = 0, send_id = 0;
@@ -159,6 +181,7 @@ TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it
     CHECK(pending.empty());
     // The unexpected messages the served client sent reached the application.
     for (int i = 0; i < served; ++i) {
+        INFO("waiting for the served client's message " << i + 1 << " of " << served);
         const auto got = wait_unexpected(pair.server, 5000);
         pair.server.instance->unexpected_free(got.buffer);
     }
@@ -167,13 +190,15 @@ TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it
 // A peer that is gone before it ever answered: its address refuses every connection. Sends to
 // it fail by the initiator's setup deadline at the latest, and the wait sleeps, as any wait on
 // a peer must (a provider that keeps answering "try again" while it redials is no reason to
-// spin).
+// spin). The CPU counted is that of the wait after its first dial: building the first
+// connection's resources is work, not waiting, and under a sanitizer in the emulated RDMA
+// guest it alone takes a good part of the deadline.
 TEST_CASE("peer rules: sends to an address nothing listens on fail in time, without spinning",
           "[rules][vanish]") {
     const std::string scheme = GENERATE(from_range(compiled_schemes()));
     INFO("method " << scheme);
     const MethodAdapter& adapter = adapter_for(scheme);
-    constexpr int deadline_ms = 1500;
+    constexpr int deadline_ms = 1500, first_dial_ms = 500;
     ClosedAddress closed(scheme);
     Side client;
     core::InitParams params;
@@ -186,19 +211,32 @@ TEST_CASE("peer rules: sends to an address nothing listens on fail in time, with
 
     std::vector<char> data(1024, 'x');
     const auto start = Clock::now();
-    const double cpu_start = process_cpu_seconds();
-    std::vector<bmi_op_id_t> ids;
+    std::vector<bmi_op_id_t> pending;
     for (int i = 0; i < 2; ++i) {
         bmi_op_id_t id = 0;
         const int rc = client.instance->post(
             send_request(client, addr, data.data(), static_cast<bmi_size_t>(data.size()), 7), id,
             nullptr);
-        if (rc == 0) ids.push_back(id);  // < 0: refused at once; 1: written (legacy, keyless)
+        if (rc == 0) pending.push_back(id);  // < 0: refused at once; 1: written (legacy, keyless)
     }
-    for (bmi_op_id_t id : ids) CHECK(wait_op(client, id, deadline_ms + 3000).error != 0);
-    const auto elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    CHECK(elapsed <= (deadline_ms + 3000) / 1000.0);
-    const double cpu = process_cpu_seconds() - cpu_start;
-    INFO("the wait took " << elapsed << " s and " << cpu << " s of CPU");
-    CHECK(cpu <= 0.3 * elapsed + 0.05);
+    const auto give_up = start + std::chrono::milliseconds(deadline_ms + 3000);
+    std::optional<std::pair<Clock::time_point, double>> counted;  // from when, and the CPU then
+    while (!pending.empty() && Clock::now() < give_up) {
+        if (!counted && Clock::now() >= start + std::chrono::milliseconds(first_dial_ms))
+            counted.emplace(Clock::now(), process_cpu_seconds());
+        core::Completion c[4];
+        int done = 0;
+        REQUIRE(client.instance->testcontext(client.context, 50, done, c) == 0);
+        for (int i = 0; i < done; ++i)
+            if (std::erase(pending, c[i].id) != 0) CHECK(c[i].error != 0);
+    }
+    const auto end = Clock::now();
+    INFO(pending.size() << " sends still wait");
+    CHECK(pending.empty());
+    CHECK(std::chrono::duration<double>(end - start).count() <= (deadline_ms + 3000) / 1000.0);
+    if (!counted) return;  // over before the first dial was done: nothing waited
+    const double waited = std::chrono::duration<double>(end - counted->first).count(),
+                 cpu = process_cpu_seconds() - counted->second;
+    INFO("the last " << waited << " s of the wait took " << cpu << " s of CPU");
+    CHECK(cpu <= 0.3 * waited + 0.05);
 }

@@ -49,7 +49,7 @@ TEST_CASE("without a wait descriptor an idle instance polls, then naps on its ti
     REQUIRE(epoll_fd >= 0);
     {
         Waiting waiting(20, 500, 1000);
-        REQUIRE(waiting.start_naps(epoll_fd) == 0);
+        REQUIRE(waiting.start_naps(epoll_fd, 2) == 0);
         CHECK(waiting.naps());
         int polls = 0;
         CHECK_FALSE(waiting.before_sleep(Load::idle, [&] { return ++polls, false; }));
