@@ -27,6 +27,7 @@
 #include "methods/ofi/ofi_address_table.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_memory.hpp"
+#include "methods/ofi/ofi_retry_pause.hpp"
 #include "methods/ofi/ofi_shm.hpp"
 #include "methods/ofi/ofi_waiting.hpp"
 #include "methods/ofi/ofi_wire.hpp"
@@ -390,9 +391,6 @@ private:
     // just read (a full queue has room again); true if it posted anything.
     bool drain_backlog(kit::Deadlines::Clock::time_point now, bool completions);
     bool backlog_empty(fi_addr_t addr) const;
-    // Arms the next retry of a backlog the provider refused, each pause twice the last (reset
-    // when a post goes through); while a pause runs, it stands.
-    void pause_backlog(kit::Deadlines::Clock::time_point now);
     // The descriptor (and own registration) of r's memory, where the provider needs them.
     int register_memory(Request& r);
     bool retry_parked();
@@ -457,9 +455,7 @@ private:
     kit::SourceAdmission admission_;  // keyed hellos not yet proven, by host
     std::size_t unproven_ = 0;        // tickets admission_ holds
     kit::Deadlines timers_;           // setup, send, stall and rendezvous, by fi_addr
-    // How long the backlog waits before its next retry (zero while it moves), and until when.
-    kit::Deadlines::Clock::duration backlog_pause_{};
-    kit::Deadlines::Clock::time_point backlog_retry_at_{};
+    RetryPause retry_pause_;          // when backlog_ tries the provider again
     std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
     const bool grants_on_;  // ofi_grants
     // Withdrawing receives' arrivals, and revoking receives by grant id.

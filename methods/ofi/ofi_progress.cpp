@@ -79,6 +79,7 @@ void OfiMethod::submit(Request& request) {
             on_error(request, bmi_error(rc));
             return;
         }
+        if (backlog_.empty()) retry_pause_.restart();
         it = backlog_.try_emplace(request.addr).first;
     }
     it->second.push_back(&request);
@@ -101,9 +102,7 @@ int OfiMethod::register_memory(Request& r) {
 
 bool OfiMethod::drain_backlog(kit::Deadlines::Clock::time_point now, bool completions) {
     if (backlog_.empty()) return false;
-    // Each try can be a redial in the provider (rxm dials anew after a failed connect): an
-    // application testing every few milliseconds must not set the pace of those.
-    if (!completions && now < backlog_retry_at_) return false;
+    if (!completions && !retry_pause_.due(now)) return false;
     bool posted = false, refused = false;
     // By key, found again each time: an error a post meets may post more (and rehash).
     std::vector<fi_addr_t> addrs;
@@ -128,8 +127,10 @@ bool OfiMethod::drain_backlog(kit::Deadlines::Clock::time_point now, bool comple
             if (rc != 0) on_error(request, bmi_error(rc));
         }
     }
-    if (posted) backlog_pause_ = {};
-    if (refused) pause_backlog(now);
+    if (posted) retry_pause_.posted();
+    if (refused)
+        if (auto at = retry_pause_.refused(now))
+            timers_.schedule({0, kit::DeadlineKind::connect_retry}, *at);
     return posted;
 }
 
@@ -248,19 +249,6 @@ void OfiMethod::progress() {
     run_deadlines(now);
 }
 
-void OfiMethod::pause_backlog(kit::Deadlines::Clock::time_point now) {
-    // rxm answers -FI_EAGAIN for as long as it dials a peer, and a peer that is gone is dialled
-    // until its setup deadline: retrying at once would spin a core all that time. The
-    // provider's descriptor wakes us when it moves; the timer is for when it does not.
-    if (now < backlog_retry_at_) return;  // a retry between pauses, on completions
-    using Duration = kit::Deadlines::Clock::duration;
-    constexpr Duration first = std::chrono::microseconds(50),
-                       longest = std::chrono::milliseconds(50);
-    backlog_pause_ = backlog_pause_ == Duration{} ? first : std::min(2 * backlog_pause_, longest);
-    backlog_retry_at_ = now + backlog_pause_;
-    timers_.schedule({0, kit::DeadlineKind::connect_retry}, backlog_retry_at_);
-}
-
 bool OfiMethod::accept_wake_fd(int fd, std::uint64_t tag) {
     // Alone in an instance, the control layer sleeps in our epoll set and skips its polling
     // pass before each sleep: before_sleep() reads the queue anyway, and each read of it is a
@@ -275,7 +263,7 @@ void OfiMethod::progress_events(std::span<const epoll_event> ready) {
     ++handed_wakeups_;
     if (std::any_of(ready.begin(), ready.end(),
                     [](const epoll_event& e) { return e.data.u64 == provider_tag; }))
-        backlog_retry_at_ = {};
+        retry_pause_.woken();
     progress();
 }
 
