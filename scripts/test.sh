@@ -19,6 +19,8 @@ total_failed=0
 total_skipped=0
 report=()
 built=()
+# meson test's JSON logs of every run, for the failed cases above the summary.
+test_logs=()
 # Each step's wall time goes into the summary, so the slowest steps are visible in every CI log.
 step_started=$SECONDS
 
@@ -79,6 +81,7 @@ run_suite() {
     PYTHONUNBUFFERED=1 timeout 3000 meson test -C "$dir" --no-rebuild --print-errorlogs \
         --num-processes "$BMI_JOBS" "${wrapper[@]}" 2>&1 | tee "$dir/test-run.log" || status=$?
     built+=("$dir")
+    test_logs+=("$dir/meson-logs/testlog.json")
     local passed failed skipped note
     read -r passed failed skipped < <(tally "$dir/test-run.log")
     note=$(failures "$dir/test-run.log")
@@ -106,6 +109,7 @@ run_in_guest() {
     # after 7 minutes is stuck.
     [[ $suite == netem ]] && limit=420
     local log=$dir/$suite-guest.log
+    rm -f "$dir/meson-logs/$suite-guest.json"  # a guest that never ran leaves no older one
     echo "=== $name: the $suite suite of $dir in a qemu guest (log: $log)"
     # --foreground: a signal to this script's process group reaches the harness, which stops qemu.
     # BMI_REQUIRE_NETEM=1: a netem test that cannot build its network fails (verbs ignores it).
@@ -113,6 +117,7 @@ run_in_guest() {
         tests/verbs/rxe_vm.sh --dir "$dir" --timeout "$limit" --no-tty "$@" -- \
         meson test -C "$(realpath "$dir")" --suite "$suite" --no-rebuild --print-errorlogs \
         --num-processes "$BMI_JOBS" --logbase "$suite-guest" 2>&1 | tee "$log" || status=$?
+    test_logs+=("$dir/meson-logs/$suite-guest.json")
     read -r passed failed skipped < <(tally "$log")
     note=$(failures "$log")
     case $status in
@@ -237,6 +242,17 @@ run_fuzz
 run_thread_safety
 run_packages
 
+# CI shows the end of this output: which case of a failed test failed, and why, goes last but
+# for the summary.
+if ((total_failed > 0)); then
+    existing=()
+    for log in "${test_logs[@]}"; do [[ -f $log ]] && existing+=("$log"); done
+    if ((${#existing[@]} > 0)); then
+        echo
+        echo "=== failed cases"
+        scripts/failed_cases.py --lines 30 "${existing[@]}" | head -n 150 || true
+    fi
+fi
 echo
 echo "=== summary"
 printf '%s\n' "${report[@]}"
