@@ -230,17 +230,18 @@ run_packages() {
 install_packages
 step_started=$SECONDS
 # -O3, as demo.sh's release build: some of gcc's warnings (-Wrestrict) appear only at that level,
-# and werror makes each one fail the build.
-run_suite plain build-test -Dwerror=true -Doptimization=3
+# and werror makes each one fail the build. Unity mode (meson's unity: several sources of a
+# target in one compile) parses the shared headers once per group rather than once per file,
+# which halves the library's build; the threads step below still compiles each source of the
+# library and its tools alone, so one that misses an include fails there.
+run_suite plain build-test -Dwerror=true -Doptimization=3 -Dunity=on
 # The conformance suites over rdma (suite verbs_conformance) are most of the guest's time, which
 # is emulated: they run on the ASan build below, and here the verbs method's own tests.
 run_in_guest verbs verbs build-test --except verbs_conformance
 run_in_guest netem netem build-test
 # The sanitizer builds take -O1, as the sanitizers' own documentation advises: their reports
 # keep their stacks, and the builds, the longest steps of this script, take a third less time.
-# They also compile in unity mode (meson's unity: several sources of a target in one compile),
-# which parses the shared headers once per group rather than once per file; the plain build
-# compiles each file alone, so a file that misses an include still fails there.
+# They compile in unity mode too.
 run_suite asan build-asan -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 \
     -Dunity=on
 # ASan's shadow and quarantine want more than the guest's default 2 GiB.

@@ -835,6 +835,7 @@ TEST_CASE("a tiny rekey interval: 16 MiB cross many keys intact", "[netns]") {
 
 // A server and a client session on one connection under `policy`, through its first
 // (unexpected) message; no peer's stall clock runs out while a test keeps one side idle.
+namespace {
 struct IdlePair {
     KeyDir k;
     std::unique_ptr<bmi::Session> server;
@@ -889,6 +890,7 @@ struct IdlePair {
                          into.begin()));
     }
 };
+}  // namespace
 
 // A send completes only once the socket has taken all its records: a caller whose send is done
 // need not call into BMI again for its bytes to reach the peer. The receiver stays idle until
