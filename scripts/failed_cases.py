@@ -28,8 +28,8 @@ def excerpt(output, budget):
     while i < len(lines) and len(picked) < budget:
         line = lines[i]
         if RULE.match(line) and i + 1 < len(lines) and not RULE.match(lines[i + 1]):
-            # A case header: rule, name (and sections), rule. Keep it with what follows up to
-            # the next blank line after a FAILED line.
+            # A case header: rule, name (and sections), rule. Kept with its body when that
+            # holds a FAILED line.
             j = i + 1
             block = []
             while j < len(lines) and not RULE.match(lines[j]):
@@ -38,9 +38,9 @@ def excerpt(output, budget):
             k = j + 1
             body = []
             seen_failure = False
-            while k < len(lines) and not END.match(lines[k]) and not (
-                    RULE.match(lines[k]) and seen_failure):
-                if "FAILED" in lines[k] or "failed" in lines[k].lower():
+            # The body runs to the next case's header or the totals.
+            while k < len(lines) and not END.match(lines[k]) and not RULE.match(lines[k]):
+                if "FAILED" in lines[k]:  # a WARN's block is printed too, and is no failure
                     seen_failure = True
                 body.append(lines[k])
                 k += 1

@@ -122,7 +122,8 @@ run_in_guest() {
     BMI_REQUIRE_NETEM=1 PYTHONUNBUFFERED=1 timeout --foreground -k 30 $((limit + 300)) \
         tests/verbs/rxe_vm.sh --dir "$dir" --timeout "$limit" --no-tty "$@" -- \
         meson test -C "$(realpath "$dir")" --suite "$suite" "${except[@]}" --no-rebuild \
-        --print-errorlogs --num-processes "$BMI_JOBS" --logbase "$suite-guest" 2>&1 | tee "$log" || status=$?
+        --print-errorlogs --num-processes "$BMI_JOBS" --logbase "$suite-guest" 2>&1 |
+        tee "$log" || status=$?
     test_logs+=("$dir/meson-logs/$suite-guest.json")
     read -r passed failed skipped < <(tally "$log")
     note=$(failures "$log")

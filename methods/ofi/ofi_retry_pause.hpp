@@ -11,11 +11,13 @@
 #include <chrono>
 #include <optional>
 
+#include "methods/kit/deadlines.hpp"
+
 namespace bmi::method::ofi {
 
 class RetryPause {
 public:
-    using Clock = std::chrono::steady_clock;
+    using Clock = kit::Deadlines::Clock;  // its timer wakes a sleeping caller for a retry
     static constexpr Clock::duration first = std::chrono::microseconds(50);
     static constexpr Clock::duration longest = std::chrono::milliseconds(50);
 
