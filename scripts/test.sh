@@ -21,17 +21,30 @@ report=()
 built=()
 # meson test's JSON logs of every run, for the failed cases above the summary.
 test_logs=()
-# Each step's wall time goes into the summary, so the slowest steps are visible in every CI log.
+# Each step's wall time goes into the summary, so the slowest steps are visible in every CI log,
+# and so does the share of the machine's CPU time it left idle: what a build ahead could use.
 step_started=$SECONDS
+
+# cpu_ticks: "IDLE TOTAL", the machine's idle (idle + iowait) and total CPU ticks so far.
+cpu_ticks() {
+    awk '$1 == "cpu" { for (i = 2; i <= NF; i++) total += $i; print $5 + $6, total }' \
+        /proc/stat 2>/dev/null || echo "0 0"
+}
+read -r step_idle step_total < <(cpu_ticks)
 
 # record NAME PASSED FAILED SKIPPED [NOTE]
 record() {
     total_passed=$((total_passed + $2))
     total_failed=$((total_failed + $3))
     total_skipped=$((total_skipped + $4))
-    report+=("$(printf '%-10s %4d passed, %4d failed, %4d skipped %5ds%s' "$1" "$2" "$3" "$4" \
-        $((SECONDS - step_started)) "${5:+  ($5)}")")
+    local idle total idle_share="?"
+    read -r idle total < <(cpu_ticks)
+    ((total > step_total)) && idle_share=$((100 * (idle - step_idle) / (total - step_total)))
+    report+=("$(printf '%-10s %4d passed, %4d failed, %4d skipped %5ds, CPU %3s%% idle%s' \
+        "$1" "$2" "$3" "$4" $((SECONDS - step_started)) "$idle_share" "${5:+  ($5)}")")
     step_started=$SECONDS
+    step_idle=$idle
+    step_total=$total
 }
 
 # The number on meson test's last summary line "LABEL  N" (0 if absent).
@@ -264,6 +277,7 @@ run_packages() {
 
 install_packages
 step_started=$SECONDS
+read -r step_idle step_total < <(cpu_ticks)
 # -O3, as demo.sh's release build: some of gcc's warnings (-Wrestrict) appear only at that level,
 # and werror makes each one fail the build. Unity mode (meson's unity: several sources of a
 # target in one compile) parses the shared headers once per group rather than once per file,
