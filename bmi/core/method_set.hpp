@@ -100,10 +100,14 @@ public:
     std::optional<SameNodeChoice> same_node_route(const MethodSlot& tcp_slot,
                                                   std::string_view address);
     // A server whose tcp side was asked for an offer starts its same-node listener here, on
-    // the next pass of a test call, outside every method lock. Cheap when nobody asked.
-    void serve_same_node_if_asked();
+    // the next pass of a test call, outside every method lock. Inline, since every test call
+    // asks and nobody has asked almost always.
+    void serve_same_node_if_asked() {
+        if (same_node_ && same_node_->requested()) serve_same_node();
+    }
 
 private:
+    void serve_same_node();
     int activate(int index, const method::Config& config);
     // The one place a method's Config is built, for a server's listen address and for a
     // client's first lookup ("" listen) alike, so both carry the same settings, key and planes.

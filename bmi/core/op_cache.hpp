@@ -12,7 +12,7 @@ namespace bmi::core {
 
 class OpCache {
 public:
-    // A value-initialised operation.
+    // A new operation, every member at its initialiser.
     static method::Operation* take();
     // Destroys op (it must be linked nowhere) and keeps its memory for the next take().
     static void give(method::Operation* op);

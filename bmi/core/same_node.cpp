@@ -90,8 +90,8 @@ void MethodSet::reserve_same_node_listener() {
     BMI_LOG(control, "same-node listener shm://%s reserved for tcp port %d", name.c_str(), port);
 }
 
-void MethodSet::serve_same_node_if_asked() {
-    if (!same_node_ || !same_node_->take_request()) return;
+void MethodSet::serve_same_node() {
+    if (!same_node_->take_request()) return;
     MethodSlot& shm = *shm_slot();
     int rc = 0;
     if (!shm.active.load()) {

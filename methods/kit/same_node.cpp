@@ -77,7 +77,7 @@ SameNodeTickets::Answer SameNodeTickets::answer(unsigned port, SameNodeOffer& ou
 }
 
 bool SameNodeTickets::take_request() {
-    if (!request_pending_.load(std::memory_order_acquire)) return false;
+    if (!requested()) return false;
     support::MutexLock lock(mutex_);
     request_pending_.store(false, std::memory_order_relaxed);
     if (state_ != State::requested) return false;

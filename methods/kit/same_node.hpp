@@ -78,7 +78,9 @@ public:
     // while its listener's method is being started (the first request files that); `none`
     // when no listener is reserved for that port or it could not be served.
     Answer answer(unsigned port, SameNodeOffer& out);
-    // The control layer: true once after the first request (cheap when there is none).
+    // The control layer: true once after the first request. requested() is the inline look
+    // every test call makes; take_request() settles it under the lock.
+    bool requested() const { return request_pending_.load(std::memory_order_acquire); }
     bool take_request();
     // The shm method, once its same-node listener is up: offers are made from then on.
     void listener_ready(std::string shm_name, std::uint64_t nonce);
