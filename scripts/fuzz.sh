@@ -8,6 +8,8 @@
 #   scripts/fuzz.sh --seconds 10        CI's bounded run: each target for 10 s
 #   scripts/fuzz.sh [--runs 10000000]   the campaign: each target for that many executions
 #   (both given: whichever comes first, for a campaign that must fit a time)
+#   scripts/fuzz.sh --build-only        only configure and build the targets (test.sh does this
+#                                       ahead, in CPU time its other steps leave idle)
 # Other options: --dir DIR (build directory, default build-fuzz), --only "t1 t2", --seed N
 # (libFuzzer's random seed; without it each run draws its own). CI passes a fixed seed, so a
 # red fuzz row there is the commit's doing and comes back on a rerun, not the luck of a draw;
@@ -21,6 +23,7 @@ runs=10000000
 seconds=0
 only=""
 seed=0
+build_only=0
 while (($#)); do
     case $1 in
         --seconds) seconds=$2; [[ ${runs_given:-} ]] || runs=-1; shift 2 ;;
@@ -28,7 +31,9 @@ while (($#)); do
         --dir) dir=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --seed) seed=$2; shift 2 ;;
-        *) echo "usage: $0 [--seconds N | --runs N] [--dir DIR] [--only 'TARGETS'] [--seed N]" >&2
+        --build-only) build_only=1; shift ;;
+        *) echo "usage: $0 [--seconds N | --runs N] [--dir DIR] [--only 'TARGETS'] [--seed N]" \
+                "[--build-only]" >&2
            exit 2 ;;
     esac
 done
@@ -39,10 +44,13 @@ if ! command -v clang++-14 >/dev/null ||
     exit 77
 fi
 
-# werror: clang's warnings on the project's code fail the build, as gcc's do in test.sh.
+# werror: clang's warnings on the project's code fail the build, as gcc's do in test.sh. Meson
+# runs from inside the directory, as scripts/lib.sh's configure_build says why.
 if [[ ! -f $dir/meson-private/coredata.dat ]]; then
-    CC=clang-14 CXX=clang++-14 meson setup "$dir" -Dfuzz=true -Dexamples=false \
-        -Dbenchmarks=false -Dwerror=true >"$dir.setup.log" 2>&1 ||
+    source=$PWD
+    mkdir -p "$dir"
+    (cd "$dir" && CC=clang-14 CXX=clang++-14 meson setup . "$source" -Dfuzz=true \
+        -Dexamples=false -Dbenchmarks=false -Dwerror=true) >"$dir.setup.log" 2>&1 ||
         { cat "$dir.setup.log" >&2; exit 1; }
 fi
 mapfile -t targets < <(ninja -C "$dir" -t targets all | grep -o '^tests/fuzz/fuzz_[a-z_]*' |
@@ -52,10 +60,12 @@ if [[ -n $only ]]; then read -ra targets <<<"$only"; fi
 echo "=== fuzz: building ${#targets[@]} targets in $dir (log: $dir/fuzz-build.log)"
 timeout 1200 ninja -C "$dir" -j"$BMI_JOBS" "${targets[@]/#/tests/fuzz/fuzz_}" \
     >"$dir/fuzz-build.log" 2>&1 || { tail -40 "$dir/fuzz-build.log" >&2; exit 1; }
+((build_only == 0)) || exit 0
 
 # fuzz_one TARGET: runs it on a scratch copy of its corpus (the tree's stays as committed).
 fuzz_one() {
-    local t=$1 work=$dir/fuzz-work/$t
+    local t=$1
+    local work=$dir/fuzz-work/$t
     rm -rf "$work" "$dir/artifacts/$t"
     mkdir -p "$work/corpus" "$dir/artifacts/$t"
     cp tests/fuzz/corpus/"$t"/* "$work/corpus/"

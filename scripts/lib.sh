@@ -52,16 +52,21 @@ install_packages() {
 }
 
 # configure_build DIR [MESON OPTIONS...]: sets up DIR, or reconfigures it with the same
-# options, so running a script twice reuses its build. Quiet unless it fails.
+# options, so running a script twice reuses its build. Quiet unless it fails. Meson runs from
+# inside DIR: its cmake module runs `cmake --system-information`, which works in a scratch
+# directory of the current one, and two setups started from one directory at once (test.sh's
+# jobs ahead) break each other there.
 configure_build() {
-    local dir=$1 log rc=0
+    local dir=$1 log rc=0 source=$PWD
     shift
     log=$(mktemp)
+    mkdir -p "$dir"
     if [[ -f $dir/meson-private/coredata.dat ]]; then
-        timeout 600 meson setup --reconfigure "$dir" "$@" >"$log" 2>&1 ||
-            timeout 600 meson setup --wipe "$dir" "$@" >"$log" 2>&1 || rc=$?
+        (cd "$dir" && timeout 600 meson setup --reconfigure . "$source" "$@") >"$log" 2>&1 ||
+            (cd "$dir" && timeout 600 meson setup --wipe . "$source" "$@") >"$log" 2>&1 ||
+            rc=$?
     else
-        timeout 600 meson setup "$dir" "$@" >"$log" 2>&1 || rc=$?
+        (cd "$dir" && timeout 600 meson setup . "$source" "$@") >"$log" 2>&1 || rc=$?
     fi
     if ((rc != 0)); then
         echo "meson setup $dir failed:" >&2

@@ -5,7 +5,7 @@ time, and prints each file's diagnostics. Exits 1 if any command failed.
 
 Usage: syntax_check.py COMPILE_COMMANDS_JSON JOBS
 
-scripts/test.sh uses it for clang's -Wthread-safety: clang runs that analysis as it parses each
+scripts/thread_safety.sh uses it for clang's -Wthread-safety: clang runs that analysis as it parses each
 function, so the check needs no code generation, most of a build's time."""
 import concurrent.futures
 import json

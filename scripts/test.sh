@@ -67,42 +67,69 @@ failures() {
     } END { if (sep) print "" }' "$1"
 }
 
-# The builds started ahead of their step (build_ahead), by directory: the background ninja.
+# The jobs started ahead of their step (start_ahead), by name: the background process.
 declare -A ahead=()
-# One left running when the script stops early goes with it.
+# One left running when the script stops early goes with it (timeout, which each job runs
+# under, passes the signal on to everything it started).
 trap 'for pid in "${ahead[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
 
-# build_ahead DIR [MESON OPTIONS...]: configures DIR and builds it in the background under
-# SCHED_IDLE, which runs only when no other task wants the CPU: the steps before it, most of
-# whose time the tests spend waiting out peers' deadlines, leave a core idle much of the time.
-# run_suite of DIR waits for it, then builds what is left at full speed. A failure here shows
-# again in run_suite's own configure or build.
+# start_ahead NAME LOG COMMAND...: runs COMMAND in the background under SCHED_IDLE, which runs
+# only when no other task wants the CPU: the steps before it, most of whose time the tests
+# spend waiting out peers' deadlines, leave a core idle much of the time. Its output goes to
+# LOG. The step of NAME waits for it (finish_ahead) and does what is left at full speed, so a
+# job that failed or ran out of time here shows again in the step's own run.
+start_ahead() {
+    local name=$1 log=$2
+    shift 2
+    command -v chrt >/dev/null || return 0
+    echo "=== ahead: $name in CPU time nothing else wants (log: $log)"
+    chrt --idle 0 "$@" >"$log" 2>&1 &
+    ahead[$name]=$!
+}
+
+# finish_ahead NAME: waits for the job started ahead as NAME; its exit status.
+finish_ahead() {
+    local status=0
+    echo "=== $1: waiting for the job started ahead"
+    wait "${ahead[$1]}" || status=$?
+    unset "ahead[$1]"
+    return "$status"
+}
+
+# build_ahead DIR [MESON OPTIONS...]: configures DIR and builds it ahead (start_ahead); the
+# ninja run may wait for idle time long, so its limit is the whole script's.
 build_ahead() {
     local dir=$1
     shift
-    command -v chrt >/dev/null || return 0
     configure_build "$dir" "$@" 2>/dev/null || return 0
-    echo "=== ahead: build $dir in CPU time nothing else wants (log: $dir/ninja-ahead.log)"
-    chrt --idle 0 timeout 2400 ninja -C "$dir" -j"$BMI_JOBS" >"$dir/ninja-ahead.log" 2>&1 &
-    ahead[$dir]=$!
+    start_ahead "$dir" "$dir/ninja-ahead.log" timeout 3600 ninja -C "$dir" -j"$BMI_JOBS"
 }
 
-# run_suite NAME DIR [--ahead NEXT_DIR NEXT_OPTIONS] [MESON OPTIONS...]: with --ahead, once DIR
-# is built, NEXT_DIR is built ahead (build_ahead) with the meson options in the array named
-# NEXT_OPTIONS, while this suite's tests run.
+# What is started ahead once a build is done (run_suite --then). After the plain build, the
+# ASan build; after that, the TSan build and the clang steps at the end: the thread-safety
+# check and the fuzz targets' build.
+ahead_of_asan() { build_ahead build-asan "${asan_options[@]}"; }
+ahead_of_tsan() {
+    build_ahead build-tsan "${tsan_options[@]}"
+    mkdir -p build-tsa build-fuzz
+    start_ahead threads build-tsa/tsa-build.log timeout 3600 scripts/thread_safety.sh \
+        --dir build-tsa
+    start_ahead fuzz build-fuzz/fuzz-ahead.log timeout 3600 scripts/fuzz.sh --dir build-fuzz \
+        --build-only
+}
+
+# run_suite NAME DIR [--then FUNCTION] [MESON OPTIONS...]: with --then, FUNCTION is called once
+# DIR is built, while this suite's tests run (it starts the next steps' jobs ahead).
 run_suite() {
-    local name=$1 dir=$2 status=0 next=()
+    local name=$1 dir=$2 status=0 then=""
     shift 2
-    if [[ ${1:-} == --ahead ]]; then
-        local -n next_options=$3
-        next=("$2" "${next_options[@]}")
-        shift 3
+    if [[ ${1:-} == --then ]]; then
+        then=$2
+        shift 2
     fi
     local wrapper=()
     if [[ -n ${ahead[$dir]:-} ]]; then
-        echo "=== $name: waiting for the build of $dir started ahead"
-        wait "${ahead[$dir]}" || true
-        unset "ahead[$dir]"
+        finish_ahead "$dir" || true
     else
         echo "=== $name: configure $dir $*"
         if ! configure_build "$dir" "$@"; then
@@ -115,7 +142,7 @@ run_suite() {
         record "$name" 0 1 0 "build failed"
         return
     fi
-    ((${#next[@]} == 0)) || build_ahead "${next[@]}"
+    [[ -z $then ]] || "$then"
     # gcc 12's ThreadSanitizer cannot map its shadow memory when the kernel randomises more
     # than 28 bits of the address space; running without randomisation sidesteps that.
     if [[ $name == tsan && $(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28) -gt 28 ]] &&
@@ -200,6 +227,8 @@ run_in_guest() {
 run_fuzz() {
     local seconds=${BMI_FUZZ_SECONDS:-10} log=build-fuzz/fuzz-run.log status=0
     mkdir -p build-fuzz
+    # Its build, started ahead, may have failed or run out of time: fuzz.sh builds what is left.
+    [[ -z ${ahead[fuzz]:-} ]] || finish_ahead fuzz || true
     echo "=== fuzz: each target for ${seconds}s (log: $log)"
     timeout --kill-after=30 900 scripts/fuzz.sh --seconds "$seconds" --dir build-fuzz \
         --seed "${BMI_FUZZ_SEED:-1}" 2>&1 |
@@ -218,31 +247,34 @@ run_fuzz() {
     record fuzz "$passed" "$failed" 0
 }
 
-# run_thread_safety: the library and its tools compiled by clang-14 with -Wthread-safety
-# -Werror, so what each lock guards (BMI_GUARDED_BY, support/sync/thread_safety.hpp) is checked,
-# not only commented. Tests add nothing the analysis would see. Without clang-14 the step is a
-# skip.
+# run_thread_safety: the clang-14 -Wthread-safety check (scripts/thread_safety.sh), started
+# ahead or run here. Without clang-14 the step is a skip.
 run_thread_safety() {
-    local dir=build-tsa log=build-tsa/tsa-build.log
-    if ! command -v clang++-14 >/dev/null; then
-        record threads 0 0 1 "clang-14 not installed"
-        return
-    fi
+    local log=build-tsa/tsa-build.log status=0
     echo "=== threads: libbmi with clang-14 -Wthread-safety -Werror (log: $log)"
-    if ! CC=clang-14 CXX=clang++-14 configure_build "$dir" -Dwerror=true -Dtests=false \
-        -Dexamples=false -Dbenchmarks=false; then
-        record threads 0 1 0 "meson setup failed"
-        return
-    fi
-    # Clang runs the analysis as it parses each function: the build's compile commands with
-    # -fsyntax-only see every warning without generating code.
-    if timeout 1800 scripts/syntax_check.py "$dir/compile_commands.json" "$BMI_JOBS" >"$log" 2>&1
-    then
-        record threads 1 0 0
+    if [[ -n ${ahead[threads]:-} ]]; then
+        finish_ahead threads || status=$?
     else
-        grep -E 'error|warning|files checked' "$log" | head -40
-        record threads 0 1 0 "clang-14 found what the log shows"
+        status=124
     fi
+    # Not started ahead, or timed out there while it waited for idle time: run it now.
+    if ((status == 124 || status == 137)); then
+        status=0
+        mkdir -p build-tsa
+        timeout 1800 scripts/thread_safety.sh --dir build-tsa >"$log" 2>&1 || status=$?
+    fi
+    case $status in
+        0) record threads 1 0 0 ;;
+        77) record threads 0 0 1 "clang-14 not installed" ;;
+        2)
+            tail -20 "$log"
+            record threads 0 1 0 "meson setup failed"
+            ;;
+        *)
+            grep -E 'error|warning|files checked' "$log" | head -40
+            record threads 0 1 0 "clang-14 found what the log shows (exit $status)"
+            ;;
+    esac
 }
 
 # run_packages: the Debian packages of debian/ built, checked with lintian, installed, used by
@@ -288,13 +320,12 @@ read -r step_idle step_total < <(cpu_ticks)
 # They compile in unity mode too. Each is built ahead, beside the tests of the step before.
 asan_options=(-Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Dunity=on)
 tsan_options=(-Db_sanitize=thread -Db_lundef=false -Doptimization=1 -Dunity=on)
-run_suite plain build-test --ahead build-asan asan_options -Dwerror=true -Doptimization=3 \
-    -Dunity=on
+run_suite plain build-test --then ahead_of_asan -Dwerror=true -Doptimization=3 -Dunity=on
 # The conformance suites over rdma (suite verbs_conformance) are most of the guest's time, which
 # is emulated: they run on the ASan build below, and here the verbs method's own tests.
 run_in_guest verbs verbs build-test --except verbs_conformance
 run_in_guest netem netem build-test
-run_suite asan build-asan --ahead build-tsan tsan_options "${asan_options[@]}"
+run_suite asan build-asan --then ahead_of_tsan "${asan_options[@]}"
 # ASan's shadow and quarantine want more than the guest's default 2 GiB.
 run_in_guest verbs-asan verbs build-asan --mem 4096
 run_suite tsan build-tsan "${tsan_options[@]}"
