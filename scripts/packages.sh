@@ -9,6 +9,9 @@
 #   scripts/packages.sh                     all of it; needs root (dpkg -i, dpkg --purge)
 #   scripts/packages.sh --build-only        build and lintian only, no root needed
 #   --out DEBDIR                            keep the .deb files there (the scratch copy goes)
+#   scripts/packages.sh --from DEBDIR       install, use and purge the packages an earlier
+#                                           `--build-only --out DEBDIR` built and checked
+#                                           (test.sh builds them ahead)
 #   --dir DIR                               where the logs go
 # Exit status: 0 all steps passed, 1 a step failed, 77 not root or no dpkg-buildpackage/lintian.
 # shellcheck disable=SC2317  # the steps' functions are called through step()
@@ -19,13 +22,16 @@ BMI_JOBS=${BMI_JOBS:-2}
 PACKAGES=(libbmi0.1 libbmi-dev bmi-tools)
 build_only=0
 out=""
+from=""
 dir=build-deb
 while (($#)); do
     case $1 in
         --build-only) build_only=1; shift ;;
         --out) out=$(realpath -m "$2"); shift 2 ;;
+        --from) from=$(realpath -m "$2"); shift 2 ;;
         --dir) dir=$2; shift 2 ;;
-        *) echo "usage: $0 [--build-only] [--out DEBDIR] [--dir DIR]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--build-only] [--out DEBDIR] [--from DEBDIR] [--dir DIR]" >&2
+           exit 2 ;;
     esac
 done
 
@@ -132,7 +138,7 @@ run_lintian() {
 
 install_debs() {
     local debs=() pkg
-    for pkg in "${PACKAGES[@]}"; do debs+=("$scratch/${pkg}_${version}_"*.deb); done
+    for pkg in "${PACKAGES[@]}"; do debs+=("${from:-$scratch}/${pkg}_${version}_"*.deb); done
     installed=1
     dpkg -i "${debs[@]}" || return
     dpkg-query -W "${PACKAGES[@]}" || return
@@ -183,11 +189,13 @@ if ((!build_only)); then
 fi
 
 echo "=== packages: libbmi $version in $scratch (logs: $dir)"
-step version check_version || exit 1
-step copy copy_tree || exit 1
-echo "build: dpkg-buildpackage -us -uc -b (log: $dir/build.log)"
-step build build || exit 1
-step lintian run_lintian || true
+if [[ -z $from ]]; then
+    step version check_version || exit 1
+    step copy copy_tree || exit 1
+    echo "build: dpkg-buildpackage -us -uc -b (log: $dir/build.log)"
+    step build build || exit 1
+    step lintian run_lintian || true
+fi
 if [[ -n $out ]]; then
     mkdir -p "$out"
     cp "$scratch"/*.deb "$out"/
