@@ -45,7 +45,7 @@ if ! command -v clang++-14 >/dev/null ||
 fi
 
 # werror: clang's warnings on the project's code fail the build, as gcc's do in test.sh. Meson
-# runs from inside the directory, as scripts/lib.sh's configure_build says why.
+# runs from inside the directory (scripts/lib.sh's configure_build says why).
 if [[ ! -f $dir/meson-private/coredata.dat ]]; then
     source=$PWD
     mkdir -p "$dir"
