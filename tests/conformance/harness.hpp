@@ -70,7 +70,8 @@ int churn_clients(const std::string& scheme);
 
 // The shortest handshake deadline a test may give a listener whose legitimate clients must
 // still get through it: a client's own connection setup over verbs (rdma_cm, and rxm's on top
-// of it for ofi) takes hundreds of milliseconds in the emulated soft-RoCE guest.
+// of it for ofi) takes hundreds of milliseconds in the emulated soft-RoCE guest, and rxm's
+// first connection to a peer as long under a sanitizer.
 int shortest_setup_deadline_ms(const std::string& scheme);
 
 // Waits for one op; fails the current test (Catch2 REQUIRE) when the deadline passes.
