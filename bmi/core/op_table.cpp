@@ -121,7 +121,7 @@ void OpTable::reap_context_locked(bmi_context_id context, std::span<Completion> 
 }
 
 void OpTable::free_op(method::Operation* op) {
-    std::free(op->bounce);
+    if (op->bounce != nullptr) std::free(op->bounce);  // only list emulation has one
     OpCache::give(op);
 }
 

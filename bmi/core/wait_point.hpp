@@ -28,13 +28,33 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <span>
+#include <type_traits>
 
 #include <sys/epoll.h>
 
 namespace bmi::core {
+
+// What WaitPoint::wait runs on waking (WaitPoint::OnWake). It borrows the callable for the one
+// wait() call it is passed to, where std::function would be built and called through on every
+// sleep; never keep one beyond that call.
+class WakeCallback {
+public:
+    WakeCallback() = default;
+    template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, WakeCallback>>>
+    WakeCallback(F&& f)  // implicit: callers pass a lambda
+        : callable_(const_cast<void*>(static_cast<const void*>(&f))),
+          call_([](void* callable, std::span<const epoll_event> events) {
+              (*static_cast<std::remove_reference_t<F>*>(callable))(events);
+          }) {}
+    explicit operator bool() const { return call_ != nullptr; }
+    void operator()(std::span<const epoll_event> events) const { call_(callable_, events); }
+
+private:
+    void* callable_ = nullptr;
+    void (*call_)(void*, std::span<const epoll_event>) = nullptr;
+};
 
 class WaitPoint {
 public:
@@ -42,7 +62,7 @@ public:
     // Run by the thread that slept in epoll_wait, with the ready events of the methods, before
     // the sequence moves (see wait()): in direct mode the method's own, in the shared set one
     // per readable method fd (data.fd).
-    using OnWake = std::function<void(std::span<const epoll_event>)>;
+    using OnWake = WakeCallback;
 
     // Sets error to -BMI_E* if the kernel objects could not be made.
     explicit WaitPoint(int& error);

@@ -58,11 +58,11 @@ bool Waiter::before_sleep_all(SleepClock& clock) {
     return moved;
 }
 
-void Waiter::note_caller() {
-    const std::thread::id self = std::this_thread::get_id();
-    if (sole_caller_.load(std::memory_order_relaxed) == self) return;
-    std::thread::id none{};
-    if (!sole_caller_.compare_exchange_strong(none, self))
+thread_local char Waiter::thread_marker = 0;
+
+void Waiter::note_new_caller() {
+    const void* none = nullptr;
+    if (!sole_caller_.compare_exchange_strong(none, this_thread_token()))
         many_callers_.store(true, std::memory_order_relaxed);
 }
 

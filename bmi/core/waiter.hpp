@@ -9,7 +9,6 @@
 #include <chrono>
 #include <optional>
 #include <span>
-#include <thread>
 
 #include "bmi/core/address_book.hpp"
 #include "bmi/core/instance_types.hpp"
@@ -50,9 +49,20 @@ public:
 
     // Records the calling thread: once a second thread posts, cancels or waits, no method
     // sleeps in a read (Method::sleep_in_read), which only the first thread could end.
-    void note_caller();
+    // Inline: every post and test calls it, and the sole caller's own check is one load.
+    void note_caller() {
+        if (sole_caller_.load(std::memory_order_relaxed) != this_thread_token()) note_new_caller();
+    }
 
 private:
+    // A token of the calling thread, unique among live threads: the address of a thread-local
+    // variable, which costs no call (std::this_thread::get_id() is one into the C library).
+    static const void* this_thread_token() { return &thread_marker; }
+    // The slow half of note_caller: a thread not yet recorded as the sole caller.
+    void note_new_caller();
+    // initial-exec: a fixed offset from the thread pointer, no __tls_get_addr call.
+    __attribute__((tls_model("initial-exec"))) static thread_local char thread_marker;
+
     // One progress pass over every active method; spin_follows: the caller is about to sleep,
     // so the methods' spin comes next (see the definition).
     void progress_all(bool spin_follows);
@@ -87,8 +97,8 @@ private:
     AddressBook& addresses_;
     OpTable& ops_;
     UnexpectedInbox& inbox_;
-    std::atomic<std::thread::id> sole_caller_{};  // the first thread to post, cancel or wait
-    std::atomic<bool> many_callers_{false};       // another one has since
+    std::atomic<const void*> sole_caller_{nullptr};  // the first thread to post, cancel or wait
+    std::atomic<bool> many_callers_{false};          // another one has since
     // Passes since the shared set was last looked at before a spin; approximate with many
     // threads, which is all it needs to be.
     std::atomic<int> passes_without_look_{0};

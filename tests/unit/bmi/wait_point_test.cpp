@@ -103,7 +103,7 @@ TEST_CASE("the sleeping thread runs on_wake, and a snapshot from before it never
     // leader's on_wake then undid: that thread must look again, not sleep unarmed.
     auto before = wp.sequence();
     int woke = 0;
-    const WaitPoint::OnWake count = [&](auto) { ++woke; };
+    auto count = [&](std::span<const epoll_event>) { ++woke; };  // outlives each wait
     sleep_from(wp, wp.sequence(), 20ms, count);
     REQUIRE(woke == 1);
     REQUIRE(sleep_from(wp, before, 20s, count) < 5s);
