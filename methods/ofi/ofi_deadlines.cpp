@@ -28,6 +28,7 @@ void OfiMethod::load_limits(const Config& config) {
     limits_.rendezvous = s.duration(SettingId::rendezvous_timeout);
     limits_.pending_per_source = static_cast<std::size_t>(s.number(SettingId::pending_per_source));
     limits_.pending_total = static_cast<std::size_t>(s.number(SettingId::pending_total));
+    limits_.shm_sweep = s.duration(SettingId::shm_sweep_period);
     early_.set_limits(limits_.early);
     admission_.set_limit(limits_.pending_per_source);
 }
@@ -42,6 +43,13 @@ bool OfiMethod::run_deadlines(Clock::time_point now) {
 }
 
 void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {
+    if (key == sweep_key) {
+        // A server runs for weeks; the regions of clients killed meanwhile (16 MiB each with
+        // libfabric's defaults) would otherwise stay until the next ofi+shm process starts.
+        remove_regions_of_dead_clients();
+        timers_.schedule(sweep_key, now + limits_.shm_sweep);
+        return;
+    }
     auto peer = peer_at(key.id);
     if (!peer) return;
     switch (key.kind) {

@@ -263,6 +263,8 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
             listen_address_ = format_address(provider_, rest);
         } else if (address.is_shm()) {
             listen_address_ = format_address(provider_, rest);
+            if (sweep_dead_clients_)
+                timers_.schedule(sweep_key, kit::Deadlines::Clock::now() + limits_.shm_sweep);
         } else {
             listen_address_ = address_of_name(fabric_.name());  // where the provider put it
         }

@@ -54,6 +54,7 @@ struct Limits {
     std::chrono::milliseconds rendezvous{};  // a CTS (or refusal) for our RTS
     std::size_t pending_per_source = 0;      // keyed hellos not yet proven, per host
     std::size_t pending_total = 0;           // the same, all hosts
+    std::chrono::milliseconds shm_sweep{};   // an ofi+shm server's look at /dev/shm
 };
 // The bookkeeping an arrival costs beyond its payload: it bounds the count of empty ones.
 inline constexpr std::int64_t arrival_overhead = 256;
@@ -427,7 +428,10 @@ private:
     const std::size_t eager_bytes_;
     const std::size_t chunk_bytes_;
     const std::size_t buffer_count_;
-    const bool sweep_dead_clients_;  // ofi_shm_sweep: remove_regions_of_dead_clients at open
+    // ofi_shm_sweep: remove_regions_of_dead_clients at open, and on an ofi+shm server every
+    // limits_.shm_sweep (the deadline sweep_key).
+    const bool sweep_dead_clients_;
+    static constexpr kit::DeadlineKey sweep_key{FI_ADDR_UNSPEC, kit::DeadlineKind::sweep};
     std::size_t buffer_bytes_ = 0;
     std::size_t inject_bytes_ = 0;
     // The most iovecs one tagged operation takes both ways (1 where memory must be registered:

@@ -62,6 +62,10 @@ constexpr support::SettingSpec rows[] = {
      "an ofi+shm open removes the /dev/shm regions this user's killed ofi+shm clients left "
      "(their PID gone, their name unclaimed); 0 where processes share /dev/shm without "
      "sharing PID and network namespaces (doc/methods/ofi.md)"},
+    {I::shm_sweep_period, "ofi_shm_sweep_period_ms", "BMI_OFI_SHM_SWEEP_PERIOD_MS", T::duration,
+     "60s", "ms", 100, 24 * hour_ms, "",
+     "with ofi_shm_sweep, an ofi+shm server sweeps /dev/shm again this often while it runs, so "
+     "the regions of clients killed after it started do not pile up"},
     {I::grants, "ofi_grants", "BMI_OFI_GRANTS", T::flag, "1", "", 0, 0, "",
      "a receive above ofi_eager_bytes (up to ofi_chunk_bytes) posted for one peer and tag "
      "tells that peer it waits, so that its message skips the RTS and CTS; 0 = always RTS"},

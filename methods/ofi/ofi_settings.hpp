@@ -27,6 +27,7 @@ enum class SettingId : std::uint8_t {
     transfer_spin_us,
     nap_us,
     shm_sweep,
+    shm_sweep_period,
     grants,
     auth_key,
 };

@@ -154,11 +154,17 @@ TEST_CASE("the examples pick the method their address names", "[integration]") {
     CHECK(*server_status == 0);
 }
 
+namespace {
+// The example server and client when this build has the ofi method; empty names otherwise.
+std::pair<std::string, std::string> ofi_examples() {
+    if (program_from_env("BMI_ENABLED_METHODS").find("ofi") == std::string::npos) return {};
+    return {program_from_env("BMI_PVFS_SERVER"), program_from_env("BMI_PVFS_CLIENT")};
+}
+}  // namespace
+
 TEST_CASE("the examples run over ofi with an ofi+tcp address alone", "[integration]") {
-    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
-    if (enabled.find("ofi") == std::string::npos) return;
-    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
-    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+    const auto [server_exe, client_exe] = ofi_examples();
+    if (server_exe.empty()) return;  // no ofi in this build
     Process server = Process::spawn({server_exe, "ofi+tcp://127.0.0.1:0"});
     auto addr = server.read_address(10s);
     REQUIRE(addr);
@@ -186,10 +192,8 @@ TEST_CASE("the examples run over ofi with an ofi+tcp address alone", "[integrati
 }
 
 TEST_CASE("an ofi+shm name a killed server held can be listened on again", "[integration]") {
-    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
-    if (enabled.find("ofi") == std::string::npos) return;
-    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
-    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+    const auto [server_exe, client_exe] = ofi_examples();
+    if (server_exe.empty()) return;  // no ofi in this build
     const std::string name = "bmi-killed-" + std::to_string(getpid());
     const std::string address = "ofi+shm://" + name;
     const std::string region = "/dev/shm/" + name;
@@ -218,27 +222,40 @@ TEST_CASE("an ofi+shm name a killed server held can be listened on again", "[int
     CHECK(access(region.c_str(), F_OK) != 0);
 }
 
+namespace {
+// Waits up to `limit` for the file at path to exist (present) or to be gone; whether it did.
+bool file_shows(const std::string& path, bool present, std::chrono::seconds limit) {
+    const auto give_up = std::chrono::steady_clock::now() + limit;
+    while ((access(path.c_str(), F_OK) == 0) != present) {
+        if (std::chrono::steady_clock::now() >= give_up) return false;
+        usleep(10000);
+    }
+    return true;
+}
+
+// Starts an ofi+shm client of server_address that runs until it is killed, kills it once its
+// region (methods/ofi/ofi_address.hpp, shm_client_name) is in /dev/shm; that region's path.
+std::string region_of_killed_client(const std::string& client_exe,
+                                    const std::string& server_address) {
+    Process doomed =
+        Process::spawn({client_exe, "--iterations", "100000000", "--size", "64", server_address});
+    const std::string region = "/dev/shm/bmi-" + std::to_string(doomed.pid()) + "-0";
+    REQUIRE(file_shows(region, true, 10s));
+    doomed.kill(SIGKILL);
+    REQUIRE(doomed.wait(10s));
+    return region;
+}
+}  // namespace
+
 TEST_CASE("the region of a killed ofi+shm client is removed by the next process that opens one",
           "[integration]") {
-    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
-    if (enabled.find("ofi") == std::string::npos) return;
-    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
-    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+    const auto [server_exe, client_exe] = ofi_examples();
+    if (server_exe.empty()) return;  // no ofi in this build
     Process server =
         Process::spawn({server_exe, "ofi+shm://bmi-sweep-" + std::to_string(getpid())});
     auto addr = server.read_address(10s);
     REQUIRE(addr);
-    // A client that runs until it is killed, its region (methods/ofi/ofi_address.hpp,
-    // shm_client_name) in /dev/shm meanwhile.
-    Process doomed =
-        Process::spawn({client_exe, "--iterations", "100000000", "--size", "64", *addr});
-    const std::string region = "/dev/shm/bmi-" + std::to_string(doomed.pid()) + "-0";
-    const auto give_up = std::chrono::steady_clock::now() + 10s;
-    while (access(region.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < give_up)
-        usleep(10000);
-    REQUIRE(access(region.c_str(), F_OK) == 0);
-    doomed.kill(SIGKILL);
-    REQUIRE(doomed.wait(10s));
+    const std::string region = region_of_killed_client(client_exe, *addr);
     REQUIRE(access(region.c_str(), F_OK) == 0);
     {
         // With the sweep off (ofi_shm_sweep) a client leaves it.
@@ -256,12 +273,33 @@ TEST_CASE("the region of a killed ofi+shm client is removed by the next process 
     CHECK(access(region.c_str(), F_OK) != 0);
 }
 
+TEST_CASE("an ofi+shm server removes the region of a client killed while it runs",
+          "[integration]") {
+    const auto [server_exe, client_exe] = ofi_examples();
+    if (server_exe.empty()) return;  // no ofi in this build
+    // The server's own sweep (ofi_shm_sweep_period_ms), short here; the clients never sweep.
+    setenv("BMI_OFI_SHM_SWEEP_PERIOD_MS", "200", 1);
+    Process server =
+        Process::spawn({server_exe, "ofi+shm://bmi-period-" + std::to_string(getpid())});
+    unsetenv("BMI_OFI_SHM_SWEEP_PERIOD_MS");
+    auto addr = server.read_address(10s);
+    REQUIRE(addr);
+    setenv("BMI_OFI_SHM_SWEEP", "0", 1);
+    const std::string region = region_of_killed_client(client_exe, *addr);
+    // Gone within a few periods, with no other ofi+shm process started meanwhile.
+    CHECK(file_shows(region, false, 10s));
+    // The server still serves.
+    Process client =
+        Process::spawn({client_exe, "--iterations", "5", "--size", "4096", "--shutdown", *addr});
+    unsetenv("BMI_OFI_SHM_SWEEP");
+    expect_clean_exit(client, 30s);
+    expect_clean_exit(server, 20s);
+}
+
 TEST_CASE("an ofi server opens only the provider and domain its allocation names",
           "[integration]") {
-    const std::string enabled = program_from_env("BMI_ENABLED_METHODS");
-    if (enabled.find("ofi") == std::string::npos) return;
-    const std::string server_exe = program_from_env("BMI_PVFS_SERVER");
-    const std::string client_exe = program_from_env("BMI_PVFS_CLIENT");
+    const auto [server_exe, client_exe] = ofi_examples();
+    if (server_exe.empty()) return;  // no ofi in this build
     struct AllocationEnv {
         explicit AllocationEnv(const char* text) { setenv("BMI_ALLOCATION", text, 1); }
         ~AllocationEnv() { unsetenv("BMI_ALLOCATION"); }
