@@ -6,12 +6,15 @@
 # difference over LONG - SHORT leaves out start-up and exit. The spin is off, so no poll loop
 # pads the count. Prints one line: BUILD ADDRESS instructions-per-round-trip.
 #   scripts/round_trip_instructions.sh BUILD [--address shm://NAME] [--bytes 8]
-#                                     [--short 2000] [--long 12000] [--keep DIR]
-# Compare two libraries by running it for each in turn (doc/perf/short-path.md).
+#                                     [--short 2000] [--long 12000] [--keep DIR] [--atomics]
+# --atomics also lists the atomic instructions and fences a round trip runs in libbmi
+# (scripts/round_trip_atomics.py). Compare two libraries by running it for each in turn
+# (doc/perf/short-path.md).
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 BUILD [--address ADDR] [--bytes N] [--short N] [--long N] [--keep DIR]" >&2
+    echo "usage: $0 BUILD [--address ADDR] [--bytes N] [--short N] [--long N] [--keep DIR]" \
+        "[--atomics]" >&2
     exit 2
 }
 (($#)) || usage
@@ -22,6 +25,7 @@ bytes=8
 short=2000
 long=12000
 keep=""
+atomics=()
 while (($#)); do
     case $1 in
         --address) address=$2; shift 2 ;;
@@ -29,6 +33,7 @@ while (($#)); do
         --short) short=$2; shift 2 ;;
         --long) long=$2; shift 2 ;;
         --keep) keep=$2; shift 2 ;;
+        --atomics) atomics=(--dump-instr=yes); shift ;;
         *) usage ;;
     esac
 done
@@ -64,7 +69,7 @@ count() {
     done
     [[ -n $target ]] || target=$listen
     BMI_SHM_SPIN_US=0 BMI_TCP_SPIN_US=0 BMI_OFI_SPIN_US=0 taskset -c "$client_cpu" \
-        timeout 600 valgrind --tool=callgrind --callgrind-out-file="$out" \
+        timeout 600 valgrind --tool=callgrind "${atomics[@]}" --callgrind-out-file="$out" \
         "$pingpong" --client "$target" --min "$bytes" --max "$bytes" --iters "$rounds" \
         >"$work/client-$rounds.log" 2>&1
     wait "$server" 2>/dev/null || true
@@ -77,3 +82,9 @@ second=$(count "$long" "$work/callgrind.$long")
 [[ -n $keep ]] && mkdir -p "$keep" && cp "$work"/callgrind.* "$keep"/
 awk -v a="$first" -v b="$second" -v n=$((long - short)) -v build="$build" -v addr="$address" \
     'BEGIN { printf "%s %s %.0f\n", build, addr, (b - a) / n }'
+if ((${#atomics[@]})); then
+    scripts_dir=$(dirname "${BASH_SOURCE[0]}")
+    library=$(find "$build" -maxdepth 1 -type f -name 'libbmi.so.*.*.*' | head -1)
+    "$scripts_dir/round_trip_atomics.py" "$library" "$work/callgrind.$short" \
+        "$work/callgrind.$long" $((long - short))
+fi
