@@ -34,6 +34,8 @@ COMMANDS = {
     "fi_pingpong": "libfabric-bin",
     "clang-14": "clang-14", "clang++-14": "clang-14", "clang-format-14": "clang-format-14",
     "git": OPTIONAL,
+    # scripts/round_trip_atomics.py (binutils, which the compiler brings).
+    "objdump": "g++", "addr2line": "g++",
     "sh": REQUIRED, "bash": REQUIRED, "timeout": REQUIRED, "awk": REQUIRED, "tar": REQUIRED,
     # scripts/packages.sh and debian/rules.
     "dpkg-buildpackage": "dpkg-dev", "dpkg-parsechangelog": "dpkg-dev", "dh": "debhelper",
