@@ -215,7 +215,11 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
         peer = entry->peer;
         if (is_recv) {
             op->method_index = method_index;  // everything cancel_pending reads is set
+            // Read before the op can complete: a test of it by this thread may then sleep
+            // without first looking for it (OpTable::await_posted).
+            const std::uint64_t seen = wait_point_.sequence();
             new_id = ops_.add_pending_locked(*op);
+            ops_.note_posted_locked(*op, seen);
         }
     }
     MethodSlot& slot = methods_.slot(method_index);

@@ -9,6 +9,8 @@
 
 namespace bmi::core {
 
+thread_local OpTable::Awaited OpTable::awaited_;
+
 OpTable::~OpTable() {
     std::vector<method::Operation*> leftovers;
     for (auto& context : contexts_) {
@@ -84,6 +86,14 @@ bool OpTable::complete(method::Operation& op, int error) {
         op.completed = true;
         if (op.id == 0) return false;  // still inside post(), which queues it
         if (op.core_hook.is_linked()) pending_.erase(pending_.iterator_to(op));
+        // The id as well as the address: a recycled Operation at the same address is another
+        // op, with another id.
+        if (awaited_.op == &op && awaited_.waiting && awaited_.id == op.id &&
+            awaited_.table == this) {
+            ids_.erase(op.id);
+            awaited_.reaped = true;
+            return false;  // the waiter is this thread, awake
+        }
         orphan = !queue_completed_locked(op);
     }
     if (orphan) {
@@ -107,7 +117,7 @@ Completion OpTable::reap_locked(method::Operation& op) {
     auto& context = contexts_[static_cast<std::size_t>(op.context)];
     context.completed.erase(context.completed.iterator_to(op));
     ids_.erase(op.id);
-    return Completion{op.id, op.error, op.actual_size, op.user_ptr};
+    return completion_of(op);
 }
 
 void OpTable::reap_context_locked(bmi_context_id context, std::span<Completion> out, int& outcount,

@@ -36,7 +36,7 @@ void Waiter::progress_all(bool spin_follows) {
     }
 }
 
-bool Waiter::before_sleep_all(SleepClock& clock) {
+bool Waiter::before_sleep_all(SleepClock& clock, std::uint64_t seen) {
     const int direct = methods_.direct_index();
     bool moved = false;
     for (std::size_t i = 0; i < methods_.slots().size(); ++i) {
@@ -51,7 +51,8 @@ bool Waiter::before_sleep_all(SleepClock& clock) {
         // lock, so once it holds it no sleep in a read starts that it could not end.
         // (Method::sleep_in_read)
         const bool allowed = static_cast<int>(i) == direct &&
-                             !many_callers_.load(std::memory_order_relaxed);
+                             !many_callers_.load(std::memory_order_relaxed) &&
+                             wait_point_.sequence() == seen;
         if (!clock.fresh) clock.read();
         if (slot.method->sleep_in_read(clock.now, clock.deadline, allowed)) moved = true;
     }
@@ -66,8 +67,9 @@ void Waiter::note_new_caller() {
         many_callers_.store(true, std::memory_order_relaxed);
 }
 
-template <class Ready>
-void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
+template <class Ready, class Settled>
+void Waiter::wait_for(int max_idle_ms, Ready&& ready, Settled&& settled,
+                      std::optional<std::uint64_t> seen_before) {
     note_caller();
     // The clock is read once per sleep, not per call: a test that finds its answer at once,
     // or in the methods' spin, reads none (on some VMs a clock read costs as much as a small
@@ -76,12 +78,18 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
     bool just_polled = false;  // the last sleep left nothing for a progress pass
     bool fd_seen = false;      // the last sleep ended on a readable fd, or in another thread
     for (;;) {
+        if (settled()) return;
         // OrangeFS looks at its forget list in BMI_testunexpected only; every test call does
         // here, so a server that sleeps in testcontext frees departed clients as soon.
         addresses_.drop_gone_peers();
         methods_.serve_same_node_if_asked();
-        std::uint64_t seen = wait_point_.sequence();
-        {
+        std::uint64_t seen;
+        if (seen_before) {
+            // Whatever was reported since moved the sequence, so the sleep below will not
+            // outlast it; the state lock is not taken for a look that finds nothing.
+            seen = *std::exchange(seen_before, std::nullopt);
+        } else {
+            seen = wait_point_.sequence();
             support::MutexLock lock(state_mutex_);
             if (ready()) return;
         }
@@ -100,6 +108,7 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
         // extra epoll_wait. Without a sleep (idle 0), or with several methods, poll.
         if (!sleeping || methods_.direct_index() < 0) {
             progress_all(sleeping && !fd_seen);
+            if (settled()) return;
             {
                 support::MutexLock lock(state_mutex_);
                 if (ready()) return;
@@ -109,7 +118,7 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready) {
         // Last chance for work that costs no system call (shared memory rings); the methods
         // also arm their peers' wake-ups here.
         just_polled = false;
-        if (before_sleep_all(clock)) continue;
+        if (before_sleep_all(clock, seen)) continue;
         if (!clock.fresh) clock.read();
         just_polled =
             wait_point_.wait(seen, clock.now, clock.deadline,
@@ -148,22 +157,34 @@ int Waiter::test(bmi_op_id_t id, bmi_context_id context, int max_idle_ms, int& o
     outcount = 0;
     int rc = 0;
     method::Operation* done = nullptr;
-    wait_for(max_idle_ms, [&] {
-        ops_.assert_held();  // wait_for calls this under the state lock
-        if (!ops_.context_valid_locked(context)) {
-            rc = -BMI_EINVAL;
+    wait_for(
+        max_idle_ms,
+        [&] {
+            ops_.assert_held();  // wait_for calls this under the state lock
+            if (!ops_.context_valid_locked(context)) {
+                rc = -BMI_EINVAL;
+                return true;
+            }
+            method::Operation* op = ops_.find_locked(id, context);
+            if (op == nullptr) {
+                rc = -BMI_EINVAL;
+                return true;
+            }
+            if (!op->completed) {
+                // If this thread's own progress completes it, it is handed over directly.
+                ops_.await_locked(*op);
+                return false;
+            }
+            out = ops_.reap_locked(*op);
+            done = op;
             return true;
-        }
-        method::Operation* op = ops_.find_locked(id, context);
-        if (op == nullptr) {
-            rc = -BMI_EINVAL;
-            return true;
-        }
-        if (!op->completed) return false;
-        out = ops_.reap_locked(*op);
-        done = op;
-        return true;
-    });
+        },
+        [this] { return ops_.reaped_for_caller() != nullptr; }, ops_.await_posted(id, context));
+    if (method::Operation* reaped = ops_.reaped_for_caller()) {
+        out = OpTable::completion_of(*reaped);
+        done = reaped;
+    }
+    OpTable::end_wait();
     if (done != nullptr) {
         OpTable::free_op(done);
         outcount = 1;

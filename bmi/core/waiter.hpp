@@ -84,12 +84,22 @@ private:
     };
     // The sleep protocol of methods/method.hpp (before_sleep, then sleep_in_read): true if a
     // method moved something instead. Reads the clock before offering a sleep in a read.
-    bool before_sleep_all(SleepClock& clock);
+    // `seen`: the sequence the sleep will wait on; a sleep in a read is offered only while it
+    // has not moved, since nothing else can end that read.
+    bool before_sleep_all(SleepClock& clock, std::uint64_t seen);
     // Run by the thread that slept, with the ready events of the direct-mode method, if any.
     void wake_all(std::span<const epoll_event> events);
     // Loops until ready() (called with the state lock held) is true or max_idle_ms passed.
+    // settled(), asked without the lock before each look, ends the wait as well. With
+    // seen_before (a sequence of the wait point read before anything ready() looks for could
+    // have been reported), the first look is left out.
+    template <class Ready, class Settled>
+    void wait_for(int max_idle_ms, Ready&& ready, Settled&& settled,
+                  std::optional<std::uint64_t> seen_before = std::nullopt);
     template <class Ready>
-    void wait_for(int max_idle_ms, Ready&& ready);
+    void wait_for(int max_idle_ms, Ready&& ready) {
+        wait_for(max_idle_ms, ready, [] { return false; });
+    }
 
     support::Mutex& state_mutex_;  // the instance's state lock
     WaitPoint& wait_point_;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "bmi/core/op_cache.hpp"
@@ -29,10 +30,46 @@ struct Table {
         ops.assert_held();
         return ops.add_pending_locked(*op);
     }
+    void await(method::Operation* op) {
+        support::MutexLock lock(state);
+        ops.assert_held();
+        ops.await_locked(*op);
+    }
+    void note_posted(method::Operation* op, std::uint64_t seen) {
+        support::MutexLock lock(state);
+        ops.assert_held();
+        ops.note_posted_locked(*op, seen);
+    }
+    int queued(bmi_context_id context) {
+        std::vector<core::Completion> out(4);
+        std::vector<method::Operation*> done;
+        int outcount = 0;
+        {
+            support::MutexLock lock(state);
+            ops.assert_held();
+            ops.reap_context_locked(context, out, outcount, done);
+        }
+        for (auto* op : done) core::OpTable::free_op(op);
+        return outcount;
+    }
     method::Operation* find(bmi_op_id_t id, bmi_context_id context) {
         support::MutexLock lock(state);
         ops.assert_held();
         return ops.find_locked(id, context);
+    }
+};
+
+// A pending op in a fresh table's first context, which this thread's test call awaits.
+struct AwaitedOp {
+    Table table;
+    bmi_context_id context = -1;
+    method::Operation* op = nullptr;
+    bmi_op_id_t id = 0;
+    AwaitedOp() {
+        REQUIRE(table.ops.open_context(context) == 0);
+        op = new_op(context);
+        id = table.add_pending(op);
+        table.await(op);
     }
 };
 }  // namespace
@@ -127,4 +164,73 @@ TEST_CASE("op table: what finalize leaves is freed with the table") {
     table->add_pending(completed);
     CHECK(table->ops.complete(*completed, 0));
     table.reset();  // ASan reports a leak if either op stays behind
+}
+
+TEST_CASE("op table: an op its thread's test call awaits is handed to that call, not queued") {
+    AwaitedOp awaited;
+    auto& [table, context, op, id] = awaited;
+    CHECK(table.ops.reaped_for_caller() == nullptr);
+    CHECK_FALSE(table.ops.complete(*op, 0));  // nobody to wake: the waiter is this thread
+    CHECK(table.ops.reaped_for_caller() == op);
+    CHECK(table.find(id, context) == nullptr);  // reaped: the id is gone
+    CHECK(table.queued(context) == 0);
+    core::OpTable::end_wait();
+    CHECK(table.ops.reaped_for_caller() == nullptr);
+    core::OpTable::free_op(op);
+}
+
+TEST_CASE("op table: another thread's completion of the awaited op is queued with a wake-up") {
+    AwaitedOp awaited;
+    auto& [table, context, op, id] = awaited;
+    bool woke = false;
+    std::thread([&] { woke = table.ops.complete(*op, 0); }).join();
+    CHECK(woke);
+    CHECK(table.ops.reaped_for_caller() == nullptr);
+    CHECK(table.find(id, context) == op);
+    CHECK(table.queued(context) == 1);
+    core::OpTable::end_wait();
+}
+
+TEST_CASE("op table: an op at the awaited address but with another id is queued") {
+    AwaitedOp awaited;
+    auto& [table, context, op, id] = awaited;
+    {
+        // The op is forgotten and filed again: the same memory, a new id (as a recycled one).
+        support::MutexLock lock(table.state);
+        table.ops.assert_held();
+        table.ops.remove_pending_locked(*op);
+    }
+    table.add_pending(op);
+    CHECK(table.ops.complete(*op, 0));
+    CHECK(table.ops.reaped_for_caller() == nullptr);
+    CHECK(table.queued(context) == 1);
+    core::OpTable::end_wait();
+}
+
+TEST_CASE("op table: a test call takes over only the receive its thread posted last") {
+    Table table, other_table;
+    bmi_context_id context = -1, other = -1;
+    REQUIRE(table.ops.open_context(context) == 0);
+    REQUIRE(table.ops.open_context(other) == 0);
+    method::Operation* op = new_op(context);
+    const bmi_op_id_t id = table.add_pending(op);
+    table.note_posted(op, 42);
+    CHECK_FALSE(table.ops.await_posted(id + 1, context).has_value());
+    CHECK_FALSE(table.ops.await_posted(id, other).has_value());
+    CHECK_FALSE(other_table.ops.await_posted(id, context).has_value());
+    CHECK_FALSE(table.ops.await_posted(0, context).has_value());
+    SECTION("completed before the test call: queued, with a wake-up") {
+        CHECK(table.ops.complete(*op, 0));
+        CHECK(table.queued(context) == 1);
+    }
+    SECTION("completed during the test call: handed over") {
+        const auto seen = table.ops.await_posted(id, context);
+        REQUIRE(seen.has_value());
+        CHECK(*seen == 42);  // the sequence read before the post
+        CHECK_FALSE(table.ops.complete(*op, 0));
+        CHECK(table.ops.reaped_for_caller() == op);
+        CHECK(table.queued(context) == 0);
+        core::OpTable::free_op(op);
+    }
+    core::OpTable::end_wait();
 }
