@@ -118,7 +118,9 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready, Settled&& settled,
         // Last chance for work that costs no system call (shared memory rings); the methods
         // also arm their peers' wake-ups here.
         just_polled = false;
-        if (before_sleep_all(clock, seen)) continue;
+        // A completion handed to this thread there moves no sequence, so a method that made
+        // one without saying so must not send us to sleep on it (test()'s own look).
+        if (before_sleep_all(clock, seen) || settled()) continue;
         if (!clock.fresh) clock.read();
         just_polled =
             wait_point_.wait(seen, clock.now, clock.deadline,

@@ -467,6 +467,8 @@ private:
     std::unordered_map<std::uint32_t, Operation*> revoking_;
     std::uint64_t sent_under_grant_ = 0;  // Stats
     std::uint64_t handed_wakeups_ = 0;    // Stats
+    // Completions read for anything but the unasked sweep's peeks (sweep_unasked).
+    std::uint64_t completions_taken_ = 0;
     std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
     Waiting waiting_;                // spins, then naps or sleeps on the descriptor

@@ -169,6 +169,7 @@ void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry,
         sweep_.on_found(fabric_);
         return;
     }
+    ++completions_taken_;
     if (request.role != Request::Role::buffer) {
         if (request.bounced && request.is_recv)
             scatter_pieces(std::span(request.bytes).first(std::min(entry.len, request.length)),
@@ -186,6 +187,7 @@ void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry,
 }
 
 void OfiMethod::on_error(Request& request, int error) {
+    if (request.role != Request::Role::sweep) ++completions_taken_;
     switch (request.role) {
         case Request::Role::buffer:
             // A message too large for a buffer is no message of ours: dropped.
@@ -222,12 +224,15 @@ void OfiMethod::end_request(Request& request, int error) {
 bool OfiMethod::sweep_unasked(kit::Deadlines::Clock::time_point now) {
     if (!fabric_.keeps_unasked()) return false;
     const std::uint64_t before = sweep_.dropped();
+    const std::uint64_t taken = completions_taken_;
     if (!sweep_.start(fabric_, now)) return false;
     // Each peek's completion posts the next: the whole round now, while the queue yields them.
     while (sweep_.running() && read_completions()) {
     }
     // A round that found nothing is no traffic: it must not keep a waiting caller spinning.
-    return sweep_.dropped() != before;
+    // But the queue it read may have held a message or a send's end, which is: the caller
+    // must look again rather than sleep on what is already done.
+    return sweep_.dropped() != before || completions_taken_ != taken;
 }
 
 void OfiMethod::cancel_data_recvs(const Operation& op) {

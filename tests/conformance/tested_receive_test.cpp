@@ -203,3 +203,62 @@ TEST_CASE("8 threads test their own receives on one context while a pump drives 
     CHECK(failures == 0);
     CHECK(corrupt == 0);
 }
+
+TEST_CASE("a ping-pong whose test calls may each sleep 10 s never sleeps past its reply",
+          "[conformance][short-path]") {
+    // A handed completion moves no sequence: a method that completes the receive while it
+    // prepares the sleep, and does not say so, must not put the test to sleep on it (ofi's
+    // sweep of unasked data reads the completion queue and may take a reply there). Such a
+    // sleep lasts until an unrelated event or the whole idle time.
+    Introduced peers(GENERATE(from_range(compiled_schemes())));
+    INFO("method " << peers.pair.scheme);
+    auto& [pair, client_addr] = peers;
+    constexpr int rounds = 5000;
+    constexpr int idle_ms = 10000;
+    std::atomic<int> echo_failures{0};
+    std::thread echo([&] {
+        for (int r = 0; r < rounds; ++r) {
+            char buffer[8] = {};
+            bmi_op_id_t id = 0;
+            core::Instance& server = *pair.server.instance;
+            const int rc = server.post(
+                recv_request(pair.server, client_addr, buffer, sizeof buffer, 21), id, nullptr);
+            if (rc < 0 || (rc == 0 && !test_in_slices(server, id, pair.server.context, idle_ms))) {
+                ++echo_failures;
+                return;
+            }
+            const int sent = server.post(
+                send_request(pair.server, client_addr, buffer, sizeof buffer, 22), id, nullptr);
+            if (sent < 0 ||
+                (sent == 0 && !test_in_slices(server, id, pair.server.context, idle_ms))) {
+                ++echo_failures;
+                return;
+            }
+        }
+    });
+    int slow_tests = 0;
+    auto longest = Clock::duration::zero();
+    for (int r = 0; r < rounds && echo_failures == 0; ++r) {
+        char in[8] = {}, out[8];
+        fill_pattern(out, sizeof out, static_cast<std::uint32_t>(r));
+        const bmi_op_id_t id = post_recv(pair.client, pair.server_addr, in, sizeof in, 22);
+        send_and_wait(pair.client, pair.server_addr, out, sizeof out, 21);
+        const auto start = Clock::now();
+        int outcount = 0;
+        core::Completion c;
+        REQUIRE(pair.client.instance->test(id, pair.client.context, idle_ms, outcount, c) == 0);
+        const auto took = Clock::now() - start;
+        longest = std::max(longest, took);
+        // A reply is a round trip away (the first also connects, slowly under a sanitizer);
+        // a stall is a sleep with nothing left to wake it, the whole 10 s.
+        if (took > 5s) ++slow_tests;
+        REQUIRE(outcount == 1);
+        REQUIRE(c.error == 0);
+        REQUIRE(check_pattern(in, sizeof in, static_cast<std::uint32_t>(r)));
+    }
+    echo.join();
+    INFO("longest test call "
+         << std::chrono::duration_cast<std::chrono::milliseconds>(longest).count() << " ms");
+    CHECK(echo_failures == 0);
+    CHECK(slow_tests == 0);
+}
