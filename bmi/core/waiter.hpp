@@ -90,9 +90,9 @@ private:
     // Run by the thread that slept, with the ready events of the direct-mode method, if any.
     void wake_all(std::span<const epoll_event> events);
     // Loops until ready() (called with the state lock held) is true or max_idle_ms passed.
-    // settled(), asked without the lock before each look, ends the wait as well. With
-    // seen_before (a sequence of the wait point read before anything ready() looks for could
-    // have been reported), the first look is left out.
+    // settled(), asked without the lock before each look and each sleep, ends the wait as
+    // well. With seen_before (a sequence of the wait point read before anything ready() looks
+    // for could have been reported), the first look is left out.
     template <class Ready, class Settled>
     void wait_for(int max_idle_ms, Ready&& ready, Settled&& settled,
                   std::optional<std::uint64_t> seen_before = std::nullopt);

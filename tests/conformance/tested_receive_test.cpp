@@ -48,6 +48,17 @@ std::optional<core::Completion> test_in_slices(core::Instance& instance, bmi_op_
     return std::nullopt;
 }
 
+// post_and_wait for any thread (no REQUIRE): the completion (id 0 if the post itself finished
+// the op), or nothing if the post or a test failed.
+std::optional<core::Completion> post_and_test(Side& side, const core::PostRequest& request,
+                                              int slice_ms) {
+    bmi_op_id_t id = 0;
+    const int rc = side.instance->post(request, id, nullptr);
+    if (rc < 0) return std::nullopt;
+    if (rc == 1) return core::Completion{};
+    return test_in_slices(*side.instance, id, side.context, slice_ms);
+}
+
 // A server and a client of one method, the server knowing the client as client_addr.
 struct Introduced {
     explicit Introduced(const std::string& scheme)
@@ -182,17 +193,9 @@ TEST_CASE("8 threads test their own receives on one context while a pump drives 
                 for (int r = 0; r < rounds; ++r) {
                     char out[48];
                     fill_pattern(out, sizeof out, static_cast<std::uint32_t>(t * rounds + r));
-                    bmi_op_id_t id = 0;
-                    const int rc = pair.client.instance->post(
-                        send_request(pair.client, pair.server_addr, out, sizeof out, 100 + t), id,
-                        nullptr);
-                    if (rc < 0) {
-                        ++failures;
-                        return;
-                    }
-                    if (rc == 1) continue;  // it left during the post
-                    const auto got =
-                        test_in_slices(*pair.client.instance, id, pair.client.context, 50);
+                    const auto got = post_and_test(
+                        pair.client,
+                        send_request(pair.client, pair.server_addr, out, sizeof out, 100 + t), 50);
                     if (!got || got->error != 0) ++failures;
                 }
             });
@@ -216,21 +219,16 @@ TEST_CASE("a ping-pong whose test calls may each sleep 10 s never sleeps past it
     constexpr int rounds = 5000;
     constexpr int idle_ms = 10000;
     std::atomic<int> echo_failures{0};
+    // The server's side: each message back as it came, tested with the same idle time.
+    const auto echoed = [&](const core::PostRequest& request) {
+        const auto got = post_and_test(pair.server, request, idle_ms);
+        return got && got->error == 0;
+    };
     std::thread echo([&] {
         for (int r = 0; r < rounds; ++r) {
             char buffer[8] = {};
-            bmi_op_id_t id = 0;
-            core::Instance& server = *pair.server.instance;
-            const int rc = server.post(
-                recv_request(pair.server, client_addr, buffer, sizeof buffer, 21), id, nullptr);
-            if (rc < 0 || (rc == 0 && !test_in_slices(server, id, pair.server.context, idle_ms))) {
-                ++echo_failures;
-                return;
-            }
-            const int sent = server.post(
-                send_request(pair.server, client_addr, buffer, sizeof buffer, 22), id, nullptr);
-            if (sent < 0 ||
-                (sent == 0 && !test_in_slices(server, id, pair.server.context, idle_ms))) {
+            if (!echoed(recv_request(pair.server, client_addr, buffer, sizeof buffer, 21)) ||
+                !echoed(send_request(pair.server, client_addr, buffer, sizeof buffer, 22))) {
                 ++echo_failures;
                 return;
             }
