@@ -50,7 +50,7 @@ LargePath PathChoice::pick(bmi_size_t size) {
     LargePath lean{};
     if (!warm(c) && neighbour_lean(k, lean)) {
         if (c.paths[index(lean)].samples < warm_samples) return lean;
-        return ++c.picks % explore_every == 0 ? other_path(lean) : lean;
+        return ++c.picks % explore_leaned == 0 ? other_path(lean) : lean;
     }
     // Split first: it is what the receiver did before there was a choice, and it leaves the
     // receiver able to finish alone if the sender stops polling.

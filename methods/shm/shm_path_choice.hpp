@@ -57,10 +57,13 @@ public:
     static constexpr std::uint32_t explore_every = 16;
     static constexpr std::uint32_t explore_early = 4;
     // A size class that has not timed both paths takes the one its nearest class that has
-    // (the lower on a tie) prefers, and tries the other only every explore_every-th message
+    // (the lower on a tie) prefers, and tries the other only every explore_leaned-th message
     // until that one is warm too: near sizes rarely disagree, and a run that walks up the
     // sizes would otherwise send several messages of each new size down the path the last
-    // size already found slower.
+    // size already found slower. Rarer than explore_every: the first transfers of a path into
+    // buffers it has not touched run cold, about ten times a warm one's time on the AMD VM
+    // (doc/perf/shm-malloc.md), so a short run of a size should not pay for one.
+    static constexpr std::uint32_t explore_leaned = 64;
 
     // The path for the next message of size bytes (size > 0).
     LargePath pick(bmi_size_t size);

@@ -111,13 +111,18 @@ TEST_CASE("path choice: a new size starts on the path its neighbour found faster
     auto first = picks(choice, 8 * mib, warm);
     REQUIRE(count(first, LargePath::stream) == warm);
     feed(choice, LargePath::stream, 8 * mib, 0.05, warm);
-    // Split is still tried, at the steady rate, until it has enough timings of its own.
-    auto next = picks(choice, 8 * mib, 2 * PathChoice::explore_every);
-    REQUIRE(count(next, LargePath::split) == 2);
+    // Split is still tried, at the leaned rate, until it has enough timings of its own; a
+    // size sent fewer times than that never pays for a cold split.
+    auto few = picks(choice, 8 * mib, PathChoice::explore_leaned - 1);
+    REQUIRE(count(few, LargePath::split) == 0);
+    auto next = picks(choice, 8 * mib, PathChoice::explore_leaned);
+    REQUIRE(count(next, LargePath::split) == 1);
+    REQUIRE(next.front() == LargePath::split);
     // Its own timings then decide, even against the neighbour.
     feed(choice, LargePath::split, 8 * mib, 0.02, warm);
     REQUIRE(choice.preferred(8 * mib) == LargePath::split);
-    REQUIRE(choice.pick(8 * mib) == LargePath::split);
+    auto after = picks(choice, 8 * mib, PathChoice::explore_early);
+    REQUIRE(count(after, LargePath::split) == PathChoice::explore_early - 1);
     // Sizes without timings of both paths lean like the nearest size that has them.
     REQUIRE(choice.pick(2 * mib) == LargePath::stream);
     REQUIRE(choice.pick(64 * mib) == LargePath::split);
@@ -128,6 +133,7 @@ TEST_CASE("path choice: a run up the sizes never warms the slower path first", "
     constexpr std::uint32_t warm = PathChoice::warm_samples;
     std::uint32_t splits = 0;
     // Streaming is faster everywhere; each size gets 16 messages, as pingpong sends from 4 MiB.
+    static_assert(PathChoice::explore_leaned > 16);
     for (bmi_size_t size = mib; size <= 64 * mib; size *= 2) {
         for (std::uint32_t i = 0; i < 16; ++i) {
             LargePath path = choice.pick(size);
@@ -135,6 +141,6 @@ TEST_CASE("path choice: a run up the sizes never warms the slower path first", "
             feed(choice, path, size, path == LargePath::split ? 0.12 : 0.05);
         }
     }
-    // The first size times both; after it, only the steady exploration sends a split.
-    REQUIRE(splits <= warm + 16 / PathChoice::explore_early + 6 * (16 / PathChoice::explore_every));
+    // The first size times both; the later ones, 16 messages each, send none down the split.
+    REQUIRE(splits <= warm + 16 / PathChoice::explore_early);
 }
