@@ -61,8 +61,8 @@ public:
     // until that one is warm too: near sizes rarely disagree, and a run that walks up the
     // sizes would otherwise send several messages of each new size down the path the last
     // size already found slower. Rarer than explore_every: the first transfers of a path into
-    // buffers it has not touched run cold, about ten times a warm one's time on the AMD VM
-    // (doc/perf/shm-malloc.md), so a short run of a size should not pay for one.
+    // buffers it has not touched run cold, far slower than warm ones (doc/perf/shm-malloc.md),
+    // so a short run of a size should not pay for one.
     static constexpr std::uint32_t explore_leaned = 64;
 
     // The path for the next message of size bytes (size > 0).
