@@ -48,7 +48,7 @@ struct LookupHint {
 // The hint the control layer gives shm's lookup of a same-node server that a tcp address named
 // (methods/kit/same_node.hpp): how to reach it and ask it again.
 struct SameNodeLookup final : LookupHint {
-    kit::SameNodeRoute route;
+    std::shared_ptr<kit::SameNodeRoute> route;
 };
 
 // The BMI API an instance was created through (doc/dialects.md). It decides which legacy
@@ -238,6 +238,9 @@ inline constexpr int info_trusted_sources = 0x1F02;
 // A set_info option of libbmi's own, for a running shm method: serve the same-node listener
 // reserved in a kit::SameNodeTickets (the argument). -BMI_EADDRINUSE if it listens already.
 inline constexpr int info_serve_same_node = 0x1F03;
+// A set_info option of libbmi's own, for shm: the kit::SameNodeRoute (the argument) it filed
+// with SameNodeRenewals has been asked again; the connections that wait for it connect now.
+inline constexpr int info_same_node_renewed = 0x1F04;
 
 // How the static method table describes a compiled-in method.
 struct Descriptor {

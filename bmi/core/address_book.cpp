@@ -55,7 +55,7 @@ int AddressBook::lookup(std::string_view id_string, BMI_addr_t& out) {
     // keeps the name looked up.
     if (auto same_node = methods_.same_node_route(*slot, id_string)) {
         rc = register_lookup(methods_.slot(same_node->shm_index),
-                             "shm://" + same_node->hint.route.offer.shm_name, &same_node->hint,
+                             "shm://" + same_node->hint.route->offer().shm_name, &same_node->hint,
                              looked_up, out);
         if (rc == 0) return 0;
     }

@@ -251,6 +251,8 @@ int Instance::post(const PostRequest& request, bmi_op_id_t& id, bmi_size_t* actu
     } else if (started) {
         release_started(slot);  // the method completes what it started without an operation
     }
+    // A connect this post began may wait for a same-node ticket, asked for here, unlocked.
+    methods_.renew_same_node_if_asked();
     if (rc == 0) {
         id = new_id;
         if (orphan)

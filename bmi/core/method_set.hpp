@@ -105,9 +105,16 @@ public:
     void serve_same_node_if_asked() {
         if (same_node_ && same_node_->requested()) serve_same_node();
     }
+    // A client's shm connect that must first ask its same-node server for a new ticket files
+    // the question (kit::SameNodeRenewals); the call that filed it asks here, with no lock
+    // held, and shm connects once it has the answer. Inline for the same reason.
+    void renew_same_node_if_asked() {
+        if (renewals_->pending()) renew_same_node_routes();
+    }
 
 private:
     void serve_same_node();
+    void renew_same_node_routes();
     int activate(int index, const method::Config& config);
     // The one place a method's Config is built, for a server's listen address and for a
     // client's first lookup ("" listen) alike, so both carry the same settings, key and planes.
@@ -138,6 +145,9 @@ private:
     // A tcp server's same-node offers (methods/kit/same_node.hpp); null when it makes none.
     std::shared_ptr<method::kit::SameNodeTickets> same_node_;
     unsigned same_node_port_ = 0;  // the tcp port same_node_'s listener is reserved for
+    // A client's same-node routes waiting to be asked again (renew_same_node_if_asked).
+    std::shared_ptr<method::kit::SameNodeRenewals> renewals_ =
+        std::make_shared<method::kit::SameNodeRenewals>();
 
     support::Mutex records_mutex_;  // held only for the three records below
     std::string methods_string_ BMI_GUARDED_BY(records_mutex_);

@@ -59,14 +59,24 @@ std::optional<MethodSet::SameNodeChoice> MethodSet::same_node_route(const Method
     if (int rc = start_client(*shm); rc != 0) return std::nullopt;
     SameNodeChoice out;
     out.shm_index = shm->index;
-    out.hint.route.offer = std::move(offer);
-    out.hint.route.renew = [ask, where = std::string(address),
-                            config]() -> std::optional<method::kit::SameNodeOffer> {
-        method::kit::SameNodeOffer fresh;
-        if (ask(where, config, fresh) != 0) return std::nullopt;
-        return fresh;
-    };
+    out.hint.route = std::make_shared<method::kit::SameNodeRoute>(
+        std::move(offer),
+        [ask, where = std::string(address), config]() -> std::optional<method::kit::SameNodeOffer> {
+            method::kit::SameNodeOffer fresh;
+            if (ask(where, config, fresh) != 0) return std::nullopt;
+            return fresh;
+        },
+        renewals_);
     return out;
+}
+
+void MethodSet::renew_same_node_routes() {
+    MethodSlot* shm = shm_slot();
+    for (const auto& route : renewals_->take()) {
+        route->renew();
+        support::MutexLock lock(shm->lock);
+        shm->method->set_info(nullptr, method::info_same_node_renewed, route.get());
+    }
 }
 
 void MethodSet::reserve_same_node_listener() {

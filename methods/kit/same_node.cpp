@@ -103,4 +103,39 @@ bool SameNodeTickets::admits(const Ticket& ticket) const {
     return kept_.count(ticket) != 0;
 }
 
+SameNodeRoute::SameNodeRoute(SameNodeOffer offer, Ask ask, std::weak_ptr<SameNodeRenewals> renewals)
+    : ask_(std::move(ask)), renewals_(std::move(renewals)), offer_(std::move(offer)) {}
+
+SameNodeOffer SameNodeRoute::offer() const {
+    support::MutexLock lock(mutex_);
+    return offer_;
+}
+
+bool SameNodeRoute::want_renewal() {
+    auto renewals = renewals_.lock();
+    if (!ask_ || !renewals) return false;
+    renewals->file(shared_from_this());
+    return true;
+}
+
+void SameNodeRoute::renew() {
+    support::MutexLock one_question(asking_);
+    std::optional<SameNodeOffer> fresh = ask_();
+    if (!fresh) return;
+    support::MutexLock lock(mutex_);
+    offer_ = std::move(*fresh);
+}
+
+void SameNodeRenewals::file(std::shared_ptr<SameNodeRoute> route) {
+    support::MutexLock lock(mutex_);
+    wanted_.push_back(std::move(route));
+    pending_.store(true, std::memory_order_release);
+}
+
+std::vector<std::shared_ptr<SameNodeRoute>> SameNodeRenewals::take() {
+    support::MutexLock lock(mutex_);
+    pending_.store(false, std::memory_order_relaxed);
+    return std::exchange(wanted_, {});
+}
+
 }  // namespace bmi::method::kit

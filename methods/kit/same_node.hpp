@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "support/sync/mutex.hpp"
 
@@ -102,12 +103,51 @@ private:
     std::deque<Ticket> order_ BMI_GUARDED_BY(mutex_);
 };
 
-// How a client reaches a same-node server over shm, and asks again for an offer when the one
-// it holds stops working (the server restarted: its tickets are gone).
-struct SameNodeRoute {
-    SameNodeOffer offer;
-    // Asks the server again over tcp; blocks for at most the tcp setup deadline.
-    std::function<std::optional<SameNodeOffer>()> renew;
+class SameNodeRenewals;
+
+// How a client reaches a same-node server over shm, and asks it again for an offer when the one
+// it holds may have stopped working (the server restarted: its tickets are gone). Shared by shm,
+// which connects with the offer, and the control layer, which asks: asking waits on a tcp
+// handshake, so it runs with no method's lock held, never inside shm's.
+class SameNodeRoute : public std::enable_shared_from_this<SameNodeRoute> {
+public:
+    // Asks the server over tcp; blocks for at most the tcp setup deadline.
+    using Ask = std::function<std::optional<SameNodeOffer>()>;
+    SameNodeRoute(SameNodeOffer offer, Ask ask, std::weak_ptr<SameNodeRenewals> renewals);
+    SameNodeRoute(const SameNodeRoute&) = delete;
+    SameNodeRoute& operator=(const SameNodeRoute&) = delete;
+
+    SameNodeOffer offer() const;
+    // shm, under its lock: files this route to be asked again (SameNodeRenewals); false when
+    // nobody can ask, and the connect goes ahead with the offer held.
+    bool want_renewal();
+    // The control layer, no lock held: asks, and keeps the answer; on no answer the offer held
+    // stays, and the connect that waits for it is refused if the server forgot its ticket.
+    void renew();
+
+private:
+    Ask ask_;
+    std::weak_ptr<SameNodeRenewals> renewals_;
+    // One question at a time; held while asking, with no method lock, and taken before mutex_.
+    support::Mutex asking_;
+    mutable support::Mutex mutex_;
+    SameNodeOffer offer_ BMI_GUARDED_BY(mutex_);
+};
+
+// One client instance's routes waiting to be asked again: filed by shm under its lock, asked
+// by the control layer right after the call that filed them (the post that connects), outside
+// every lock, and handed back to shm (info_same_node_renewed) to connect.
+class SameNodeRenewals {
+public:
+    // Inline: every post asks, and almost always nothing waits.
+    bool pending() const { return pending_.load(std::memory_order_acquire); }
+    void file(std::shared_ptr<SameNodeRoute> route);
+    std::vector<std::shared_ptr<SameNodeRoute>> take();
+
+private:
+    std::atomic<bool> pending_{false};
+    support::Mutex mutex_;
+    std::vector<std::shared_ptr<SameNodeRoute>> wanted_ BMI_GUARDED_BY(mutex_);
 };
 
 }  // namespace bmi::method::kit

@@ -30,6 +30,8 @@ namespace bmi::method::shm {
 enum class ConnState : std::uint8_t {
     backlog_full,  // initiator: the listener's backlog was full; no socket, connect again at
                    // retry_at (shm_connect_retry.cpp); sends wait in send_queue
+    await_ticket,  // initiator: its same-node server is being asked for a new ticket, outside
+                   // our lock (kit::SameNodeRenewals); no socket, sends wait in send_queue
     connecting,    // initiator: nonblocking connect not finished; rings usable, hello unsent
     await_reply,   // initiator: hello sent; we may fill our ring but cannot wake the peer yet
     await_hello,   // acceptor: socket accepted, no segment yet; carries no peer and no ops

@@ -57,7 +57,7 @@ int ShmHellos::send_hello(Connection& conn) {
     hello.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
     if (conn.peer && conn.peer->route) {
         hello.features |= feature_same_node_ticket;
-        std::memcpy(hello.ticket, conn.peer->route->offer.ticket.data(), key_bytes);
+        std::memcpy(hello.ticket, conn.peer->route->offer().ticket.data(), key_bytes);
     }
     if (conn.key_handshake.keyed()) {
         const kit::Nonce& nonce = conn.key_handshake.offer(keys_, conn.fd, listen_name_);
@@ -130,7 +130,7 @@ int ShmHellos::check_reply(Connection& conn, const HelloReply& reply) {
     // A ticket's holder talks only to the instance that handed it out: a listener that took
     // the name meanwhile is not the server the tcp lookup asked.
     if (conn.peer && conn.peer->route && reply.status == 0 &&
-        reply.nonce != conn.peer->route->offer.listener_nonce) {
+        reply.nonce != conn.peer->route->offer().listener_nonce) {
         BMI_LOG(error, "shm: shm://%s is not the instance whose same-node offer we hold",
                 conn.peer->name.c_str());
         return -BMI_EACCES;

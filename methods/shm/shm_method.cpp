@@ -115,6 +115,10 @@ std::string ShmMethod::listen_address() const {
 }
 
 int ShmMethod::set_info(Peer*, int option, void* arg) {
+    if (option == info_same_node_renewed) {
+        setup_.ticket_renewed(*static_cast<const kit::SameNodeRoute*>(arg));
+        return 0;
+    }
     if (option != info_serve_same_node) return -BMI_ENOSYS;
     if (!setup_.hellos().listen_name().empty()) return -BMI_EADDRINUSE;
     return serve_same_node(*static_cast<std::shared_ptr<kit::SameNodeTickets>*>(arg));

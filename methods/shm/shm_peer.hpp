@@ -49,7 +49,7 @@ public:
     // A same-node server reached by a tcp lookup (methods/kit/same_node.hpp): the ticket its
     // hellos show, and how to ask for a new one. `route_used`: a connection showed the ticket
     // already, so the next asks first (the server may have restarted and forgotten it).
-    std::optional<kit::SameNodeRoute> route;
+    std::shared_ptr<kit::SameNodeRoute> route;
     bool route_used = false;
 };
 

@@ -105,6 +105,7 @@ void ShmSetup::on_socket_event(Connection& conn, std::uint32_t events) {
     int rc = 0;
     switch (conn.state) {
         case ConnState::backlog_full:  // no socket in the epoll set: cannot happen
+        case ConnState::await_ticket:
             return;
         case ConnState::connecting:
             if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
@@ -157,11 +158,10 @@ int ShmSetup::ensure_connection(Operation& op, Connection*& out) {
 }
 
 int ShmSetup::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*& out) {
-    if (peer->route && peer->route_used && peer->route->renew) {
-        // An earlier connection showed this ticket; the server may have restarted since and
-        // forgotten it. Asking costs one loopback handshake per reconnect.
-        if (auto fresh = peer->route->renew()) peer->route->offer = std::move(*fresh);
-    }
+    // An earlier connection showed this ticket; the server may have restarted since and
+    // forgotten it. Asking costs one loopback handshake per reconnect, made by the control
+    // layer once our lock is released (ticket_renewed).
+    const bool ask_first = peer->route && peer->route_used && peer->route->want_renewal();
     if (peer->route) peer->route_used = true;
     auto conn = std::make_unique<Connection>();
     conn->id = next_connection_++;
@@ -189,8 +189,10 @@ int ShmSetup::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*&
     conn->peer_socket_sent = conn->segment.socket_messages(1);
     // From the first try until the listener's reply, backlog retries included.
     conn->setup_deadline = std::chrono::steady_clock::now() + options_.setup_timeout;
-    rc = start_connect(*conn);
-    if (rc != 0) return rc;
+    if (ask_first)
+        conn->state = ConnState::await_ticket;
+    else if (rc = start_connect(*conn); rc != 0)
+        return rc;
     peer->connection = conn->id;
     out = conn.get();
     give_back.conn = nullptr;
@@ -201,6 +203,25 @@ int ShmSetup::open_connection(const std::shared_ptr<ShmPeer>& peer, Connection*&
     watch_setup(*out);
     visits_.note_work(*out);  // awaiting the reply
     return 0;
+}
+
+void ShmSetup::ticket_renewed(const kit::SameNodeRoute& route) {
+    std::vector<std::uint64_t> waiting;
+    for (const auto& [id, conn] : connections_)
+        if (conn->state == ConnState::await_ticket && conn->peer &&
+            conn->peer->route.get() == &route)
+            waiting.push_back(id);
+    for (std::uint64_t id : waiting) {
+        Connection* conn = find(id);
+        if (conn == nullptr) continue;
+        conn->state = ConnState::connecting;
+        if (int rc = start_connect(*conn); rc != 0) {
+            host_.close_connection(*conn, rc);
+            continue;
+        }
+        if (conn->state == ConnState::backlog_full) watch_setup(*conn);
+        visits_.note_work(*conn);
+    }
 }
 
 int ShmSetup::receive_hello(Connection& conn) {

@@ -70,6 +70,9 @@ public:
 
     // The connection op's sends use, opened (connecting) if there is none; 0 or -BMI_E*.
     int ensure_connection(Operation& op, Connection*& out);
+    // The control layer asked route's server again (kit::SameNodeRenewals): the connections
+    // waiting for it (ConnState::await_ticket) connect now, with whatever offer it holds.
+    void ticket_renewed(const kit::SameNodeRoute& route);
     // A socket event of a connection not yet open.
     void on_socket_event(Connection& conn, std::uint32_t events);
     // Initiator: reads the hello's reply if it is here; 0 or the error to close conn with.

@@ -55,7 +55,12 @@ int ShmSetup::expire_setup(Connection& conn) {
     if (conn.state != ConnState::connecting)
         if (int rc = advance_handshake(conn); rc != 0 || conn.state == ConnState::open) return rc;
     const auto ms = static_cast<long long>(options_.setup_timeout.count());
-    if (conn.initiator)
+    if (conn.state == ConnState::await_ticket)
+        BMI_LOG(error,
+                "shm: shm://%s: connection %llu still waited for a new same-node ticket after "
+                "%lld ms (BMI_SHM_SETUP_TIMEOUT_MS); its operations fail",
+                conn.peer->name.c_str(), static_cast<unsigned long long>(conn.id), ms);
+    else if (conn.initiator)
         BMI_LOG(error,
                 "shm: shm://%s: connection %llu did not finish its handshake within "
                 "%lld ms (BMI_SHM_SETUP_TIMEOUT_MS): the listener does not answer; "

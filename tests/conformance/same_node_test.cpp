@@ -4,12 +4,19 @@
 // tells which method a client came on by its reverse lookup ("shm://pid-N" or "tcp://...").
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.hpp"
@@ -229,14 +236,103 @@ TEST_CASE("same node: a restarted server is asked again", "[conformance][same_no
     CHECK(over_shm(again));
 }
 
+namespace {
+
+// Takes tcp connections on a port and never answers them: a server that hangs between its
+// accept and its answer, so a question to it waits out its whole deadline.
+class SilentListener {
+public:
+    explicit SilentListener(int port) {
+        fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        REQUIRE(fd_ >= 0);
+        const int yes = 1;
+        REQUIRE(setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) == 0);
+        sockaddr_in at{};
+        at.sin_family = AF_INET;
+        at.sin_port = htons(static_cast<std::uint16_t>(port));
+        at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(bind(fd_, reinterpret_cast<const sockaddr*>(&at), sizeof at) == 0);
+        REQUIRE(::listen(fd_, 16) == 0);
+    }
+    ~SilentListener() { close(fd_); }
+    SilentListener(const SilentListener&) = delete;
+    SilentListener& operator=(const SilentListener&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("same node: asking a restarted server again holds up no other shm peer",
+          "[conformance][same_node]") {
+    if (!both_compiled()) return;
+    auto server = std::make_unique<Side>(make_side(on, "tcp://127.0.0.1:0"));
+    const std::string listen = server->instance->listen_addresses();
+    const int port = std::stoi(listen.substr(listen.rfind(':') + 1));
+    auto pump = std::make_unique<Pump>(*server->instance);
+    Side other = make_side("", test_listen_address("shm"));
+    Pump other_pump(*other.instance);
+    Side client = make_side(on);
+    BMI_addr_t server_addr = 0, other_addr = 0;
+    REQUIRE(client.instance->addr_lookup(listen, server_addr) == 0);
+    REQUIRE(client.instance->addr_lookup(other.instance->listen_addresses(), other_addr) == 0);
+    REQUIRE(over_shm(deliver(client, server_addr, *server)));
+    REQUIRE(deliver(client, other_addr, other).send_error == 0);
+    Pump client_pump(*client.instance);
+    pump.reset();
+    server.reset();
+    // The server's port now takes the client's question for a new ticket and never answers,
+    // so the next connect to it asks for the question's whole deadline. Meanwhile the client's
+    // messages to its other shm peer must go on: the question holds no lock they need.
+    SilentListener silent(port);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the client sees it go
+    const char text[] = "same node";
+    std::atomic<int> phase{0};  // 1 while the asking post runs, 2 after it
+    std::chrono::steady_clock::duration asking{};
+    bmi_op_id_t asked_id = 0;
+    int asked_rc = 0;
+    std::thread asker([&] {
+        phase.store(1);
+        const auto start = std::chrono::steady_clock::now();
+        asked_rc = client.instance->post(send_request(client, server_addr, text, sizeof text, 8),
+                                         asked_id, nullptr);
+        asking = std::chrono::steady_clock::now() - start;
+        phase.store(2);
+    });
+    while (phase.load() == 0) std::this_thread::yield();
+    int sent_meanwhile = 0;
+    while (phase.load() == 1) {
+        auto request = send_request(client, other_addr, text, sizeof text, 9);
+        request.kind = method::OpKind::send_unexpected;
+        const bool ok = post_and_wait(client, request, 5000).error == 0;
+        if (ok && phase.load() == 1) ++sent_meanwhile;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    asker.join();
+    const auto asking_ms = std::chrono::duration_cast<std::chrono::milliseconds>(asking).count();
+    INFO("the asking post took " << asking_ms
+                                 << " ms; sends to the other peer meanwhile: " << sent_meanwhile);
+    // It did ask (the question waits up to 250 ms), and the other peer was served throughout.
+    REQUIRE(asking_ms >= 150);
+    CHECK(sent_meanwhile >= 5);
+    // The asking send ends, with an error (the old listener is gone), and does not hang.
+    if (asked_rc == 0 && asked_id != 0) CHECK(wait_op(client, asked_id, 5000).error != 0);
+}
+
 TEST_CASE("same node: another user stays on tcp", "[conformance][same_node]") {
     if (!both_compiled() || geteuid() != 0) return;  // needs a second user
     Side server = make_side(on, "tcp://127.0.0.1:0");
     Pump server_pump(*server.instance);
     const std::string listen = server.instance->listen_addresses();
+    // The child stays until the server has read who sent: once it is gone the server drops
+    // its address, and the reverse lookup would find nothing.
+    int stay[2] = {-1, -1};
+    REQUIRE(pipe(stay) == 0);
     const pid_t child = fork();
     REQUIRE(child >= 0);
     if (child == 0) {
+        close(stay[1]);
         // nobody: its abstract names are not ours, and the listener's credential check says no.
         if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
         core::InitParams params;
@@ -264,11 +360,16 @@ TEST_CASE("same node: another user stays on tcp", "[conformance][same_node]") {
             if (instance->test(id, context, 50, count, done) != 0) _exit(4);
             if (count == 1) rc = done.error == 0 ? 1 : done.error;
         }
+        pollfd until_told{stay[0], POLLIN, 0};
+        poll(&until_told, 1, 10000);
         _exit(rc == 1 ? 0 : 5);
     }
+    close(stay[0]);
     core::UnexpectedMessage got = wait_unexpected(server, 5000);
-    const std::string sender = server.instance->rev_lookup(got.addr);
+    const char* said_by = server.instance->rev_lookup(got.addr);
+    const std::string sender = said_by != nullptr ? said_by : "";
     server.instance->unexpected_free(got.buffer);
+    close(stay[1]);
     int status = 0;
     REQUIRE(waitpid(child, &status, 0) == child);
     CHECK(WIFEXITED(status));

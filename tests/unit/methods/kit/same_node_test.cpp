@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "methods/kit/same_node.hpp"
@@ -91,4 +93,48 @@ TEST_CASE("same-node listeners are found by name, without contacting them", "[ki
     CHECK_FALSE(same_node_listener_exists(name.substr(1)));  // a suffix is not the name
     close(fd);
     CHECK_FALSE(same_node_listener_exists(name));
+}
+
+TEST_CASE("same-node routes: filed under a lock, asked outside it, answer kept",
+          "[kit][same_node]") {
+    using bmi::method::kit::SameNodeRenewals;
+    using bmi::method::kit::SameNodeRoute;
+    SameNodeOffer first;
+    first.shm_name = "same-node.tcp-3340";
+    first.listener_nonce = 1;
+    first.ticket[0] = 1;
+    SameNodeOffer second = first;
+    second.listener_nonce = 2;
+    second.ticket[0] = 2;
+    int asked = 0;
+    bool answers = false;
+    auto renewals = std::make_shared<SameNodeRenewals>();
+    auto route = std::make_shared<SameNodeRoute>(
+        first,
+        [&]() -> std::optional<SameNodeOffer> {
+            ++asked;
+            if (!answers) return std::nullopt;
+            return second;
+        },
+        renewals);
+    CHECK_FALSE(renewals->pending());
+    // Filing asks nothing yet: that waits for whoever takes the question, with no lock held.
+    REQUIRE(route->want_renewal());
+    CHECK(renewals->pending());
+    CHECK(asked == 0);
+    auto wanted = renewals->take();
+    CHECK_FALSE(renewals->pending());
+    REQUIRE(wanted.size() == 1);
+    CHECK(wanted[0] == route);
+    // A server that does not answer leaves the offer held; one that does replaces it.
+    wanted[0]->renew();
+    CHECK(asked == 1);
+    CHECK(route->offer() == first);
+    answers = true;
+    route->renew();
+    CHECK(route->offer() == second);
+    // With the instance's renewals gone nobody could ask: the connect goes ahead as it is.
+    renewals.reset();
+    CHECK_FALSE(route->want_renewal());
+    CHECK(asked == 2);
 }
