@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "harness.hpp"
@@ -176,6 +177,50 @@ TEST_CASE("shm: a run of large messages arrives intact while the receiver picks 
         REQUIRE(in[size] == 'x');
         REQUIRE(wait_op(pair.client, sid, 30000).error == 0);
     }
+}
+
+TEST_CASE("shm: a new size takes the path its neighbour found faster, short runs no other",
+          "[shm]") {
+    // The receiver times both paths in the first size class only; a short run of the next size
+    // (26 messages: bmi-perf's 16 timed rounds of its larger sizes and 10 of warm-up) takes
+    // the path that class prefers for every message, since a first try of the other path into
+    // buffers it never touched runs cold (PathChoice::explore_leaned).
+    PumpedPair pumped;
+    Pair& pair = pumped.pair;
+    constexpr std::size_t first = std::size_t{1} << 20, next = std::size_t{2} << 20;
+    std::vector<char> out(next), in(next + 64, 'x');
+    std::uint32_t seed = 700;
+    auto run = [&](std::size_t size, int count) {
+        for (int i = 0; i < count; ++i, ++seed) {
+            fill_pattern(out.data(), size, seed);
+            bmi_op_id_t rid = 0, sid = 0;
+            post_receive_then_send(pair, pumped.client_addr, in.data(), out.data(), size, 31, rid,
+                                   sid);
+            REQUIRE(wait_op(pair.server, rid, 30000).error == 0);
+            REQUIRE(check_pattern(in.data(), size, seed));
+            REQUIRE(wait_op(pair.client, sid, 30000).error == 0);
+        }
+    };
+    auto by_path = [&](std::size_t size) {
+        const auto split = large_receives(pair.server, size, TakenPath::split);
+        const auto single = large_receives(pair.server, size, TakenPath::single);
+        const auto stream = large_receives(pair.server, size, TakenPath::stream);
+        REQUIRE(split);
+        REQUIRE(single);
+        REQUIRE(stream);
+        return std::pair{*split + *single, *stream};
+    };
+    run(first, 16);
+    const auto [first_split, first_stream] = by_path(first);
+    INFO("first size: split " << first_split << ", stream " << first_stream);
+    CHECK(first_split + first_stream == 16u);
+    CHECK(first_split >= 3u);  // both paths timed
+    CHECK(first_stream >= 3u);
+    run(next, 26);
+    const auto [next_split, next_stream] = by_path(next);
+    INFO("next size: split " << next_split << ", stream " << next_stream);
+    CHECK(next_split + next_stream == 26u);
+    CHECK((next_split == 0u || next_stream == 0u));
 }
 
 namespace {
