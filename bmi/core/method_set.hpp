@@ -106,8 +106,8 @@ public:
         if (same_node_ && same_node_->requested()) serve_same_node();
     }
     // A client's shm connect that must first ask its same-node server for a new ticket files
-    // the question (kit::SameNodeRenewals); the call that filed it asks here, with no lock
-    // held, and shm connects once it has the answer. Inline for the same reason.
+    // the question (kit::SameNodeRenewals) in the post that connects; that post asks here once
+    // it holds no lock, and shm connects with the answer. Inline: every post calls it.
     void renew_same_node_if_asked() {
         if (renewals_->pending()) renew_same_node_routes();
     }

@@ -83,7 +83,6 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready, Settled&& settled,
         // here, so a server that sleeps in testcontext frees departed clients as soon.
         addresses_.drop_gone_peers();
         methods_.serve_same_node_if_asked();
-        methods_.renew_same_node_if_asked();
         std::uint64_t seen;
         if (seen_before) {
             // Whatever was reported since moved the sequence, so the sleep below will not

@@ -219,7 +219,8 @@ void ShmSetup::ticket_renewed(const kit::SameNodeRoute& route) {
             host_.close_connection(*conn, rc);
             continue;
         }
-        if (conn->state == ConnState::backlog_full) watch_setup(*conn);
+        if (conn->state == ConnState::backlog_full)
+            timers_.schedule({conn->id, kit::DeadlineKind::connect_retry}, conn->retry_at);
         visits_.note_work(*conn);
     }
 }

@@ -286,38 +286,47 @@ TEST_CASE("same node: asking a restarted server again holds up no other shm peer
     // so the next connect to it asks for the question's whole deadline. Meanwhile the client's
     // messages to its other shm peer must go on: the question holds no lock they need.
     SilentListener silent(port);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the client sees it go
     const char text[] = "same node";
-    std::atomic<int> phase{0};  // 1 while the asking post runs, 2 after it
-    std::chrono::steady_clock::duration asking{};
-    bmi_op_id_t asked_id = 0;
-    int asked_rc = 0;
-    std::thread asker([&] {
-        phase.store(1);
-        const auto start = std::chrono::steady_clock::now();
-        asked_rc = client.instance->post(send_request(client, server_addr, text, sizeof text, 8),
-                                         asked_id, nullptr);
-        asking = std::chrono::steady_clock::now() - start;
-        phase.store(2);
-    });
-    while (phase.load() == 0) std::this_thread::yield();
+    long long asking_ms = 0;
     int sent_meanwhile = 0;
-    while (phase.load() == 1) {
-        auto request = send_request(client, other_addr, text, sizeof text, 9);
-        request.kind = method::OpKind::send_unexpected;
-        const bool ok = post_and_wait(client, request, 5000).error == 0;
-        if (ok && phase.load() == 1) ++sent_meanwhile;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    asker.join();
-    const auto asking_ms = std::chrono::duration_cast<std::chrono::milliseconds>(asking).count();
-    INFO("the asking post took " << asking_ms
+    // A send that the client posts before it has seen the old connection go ends on that
+    // connection without asking; the next one asks.
+    for (int attempt = 0; attempt < 5 && asking_ms < 150; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::atomic<int> phase{0};  // 1 while the asking post runs, 2 after it
+        std::chrono::steady_clock::duration asking{};
+        bmi_op_id_t asked_id = 0;
+        int asked_rc = 0;
+        std::thread asker([&] {
+            phase.store(1);
+            const auto start = std::chrono::steady_clock::now();
+            asked_rc = client.instance->post(
+                send_request(client, server_addr, text, sizeof text, 8), asked_id, nullptr);
+            asking = std::chrono::steady_clock::now() - start;
+            phase.store(2);
+        });
+        while (phase.load() == 0) std::this_thread::yield();
+        sent_meanwhile = 0;
+        while (phase.load() == 1) {
+            auto request = send_request(client, other_addr, text, sizeof text, 9);
+            request.kind = method::OpKind::send_unexpected;
+            const bool ok = post_and_wait(client, request, 5000).error == 0;
+            if (ok && phase.load() == 1) ++sent_meanwhile;
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        asker.join();
+        asking_ms = std::chrono::duration_cast<std::chrono::milliseconds>(asking).count();
+        UNSCOPED_INFO("attempt " << attempt << ": the asking post took " << asking_ms
                                  << " ms; sends to the other peer meanwhile: " << sent_meanwhile);
+        // The send ends and does not hang; one that asked fails (the old listener is gone).
+        if (asked_rc == 0 && asked_id != 0) {
+            const int error = wait_op(client, asked_id, 5000).error;
+            if (asking_ms >= 150) CHECK(error != 0);
+        }
+    }
     // It did ask (the question waits up to 250 ms), and the other peer was served throughout.
     REQUIRE(asking_ms >= 150);
     CHECK(sent_meanwhile >= 5);
-    // The asking send ends, with an error (the old listener is gone), and does not hang.
-    if (asked_rc == 0 && asked_id != 0) CHECK(wait_op(client, asked_id, 5000).error != 0);
 }
 
 TEST_CASE("same node: another user stays on tcp", "[conformance][same_node]") {
