@@ -370,7 +370,7 @@ const std::array adapters{
 
 }  // namespace
 
-SilentListener::SilentListener(const std::string& scheme) {
+SilentListener::SilentListener(const std::string& scheme, std::uint16_t wanted) {
 #if BMI_METHOD_SHM
     if (scheme == "shm") {
         // shm's listener is the abstract Unix socket its name maps to.
@@ -391,7 +391,7 @@ SilentListener::SilentListener(const std::string& scheme) {
 #endif
     // tcp's and verbs' handshakes begin on a TCP connection.
     std::uint16_t port = 0;
-    listener_ = listen_on_loopback(port);
+    listener_ = bind_on_loopback(port, 0, true, wanted);
     REQUIRE(listener_ >= 0);
     address_ = scheme + "://127.0.0.1:" + std::to_string(port);
 }

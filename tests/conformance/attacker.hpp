@@ -68,10 +68,11 @@ private:
 
 // A listener of `scheme` that never answers: connections wait in its backlog, accepted by the
 // kernel (a TCP handshake, a Unix socket's queue) and never by a process, so no hello of an
-// initiator is ever read or answered.
+// initiator is ever read or answered. A tcp or verbs one takes `port` when given (one a
+// server of the test has just left), else one the kernel picks.
 class SilentListener {
 public:
-    explicit SilentListener(const std::string& scheme);
+    explicit SilentListener(const std::string& scheme, std::uint16_t port = 0);
     ~SilentListener();
     SilentListener(const SilentListener&) = delete;
     SilentListener& operator=(const SilentListener&) = delete;

@@ -21,12 +21,20 @@ namespace bmi::test {
 
 // A TCP socket bound to 127.0.0.1 at a port the kernel picks, stored in `port`, and listening
 // unless `listening` is false (then every connection to it is reset); or -1. `flags` join
-// socket()'s type (SOCK_NONBLOCK for a listener that an Acceptor drains).
-inline int bind_on_loopback(std::uint16_t& port, int flags = 0, bool listening = true) {
+// socket()'s type (SOCK_NONBLOCK for a listener that an Acceptor drains). A `wanted` port is
+// bound instead, one a server of the test has just left (SO_REUSEADDR).
+inline int bind_on_loopback(std::uint16_t& port, int flags = 0, bool listening = true,
+                            std::uint16_t wanted = 0) {
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
     if (fd < 0) return -1;
+    const int yes = 1;
+    if (wanted != 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) != 0) {
+        close(fd);
+        return -1;
+    }
     sockaddr_in at{};
     at.sin_family = AF_INET;
+    at.sin_port = htons(wanted);
     at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t length = sizeof at;
     if (bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 ||

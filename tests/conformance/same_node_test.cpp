@@ -4,10 +4,7 @@
 // tells which method a client came on by its reverse lookup ("shm://pid-N" or "tcp://...").
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "attacker.hpp"
 #include "harness.hpp"
 #include "key_test_steps.hpp"
 #include "tests/captured_stderr.hpp"
@@ -236,34 +234,6 @@ TEST_CASE("same node: a restarted server is asked again", "[conformance][same_no
     CHECK(over_shm(again));
 }
 
-namespace {
-
-// Takes tcp connections on a port and never answers them: a server that hangs between its
-// accept and its answer, so a question to it waits out its whole deadline.
-class SilentListener {
-public:
-    explicit SilentListener(int port) {
-        fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        REQUIRE(fd_ >= 0);
-        const int yes = 1;
-        REQUIRE(setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) == 0);
-        sockaddr_in at{};
-        at.sin_family = AF_INET;
-        at.sin_port = htons(static_cast<std::uint16_t>(port));
-        at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(bind(fd_, reinterpret_cast<const sockaddr*>(&at), sizeof at) == 0);
-        REQUIRE(::listen(fd_, 16) == 0);
-    }
-    ~SilentListener() { close(fd_); }
-    SilentListener(const SilentListener&) = delete;
-    SilentListener& operator=(const SilentListener&) = delete;
-
-private:
-    int fd_ = -1;
-};
-
-}  // namespace
-
 TEST_CASE("same node: asking a restarted server again holds up no other shm peer",
           "[conformance][same_node]") {
     if (!both_compiled()) return;
@@ -285,7 +255,7 @@ TEST_CASE("same node: asking a restarted server again holds up no other shm peer
     // The server's port now takes the client's question for a new ticket and never answers,
     // so the next connect to it asks for the question's whole deadline. Meanwhile the client's
     // messages to its other shm peer must go on: the question holds no lock they need.
-    SilentListener silent(port);
+    SilentListener silent("tcp", static_cast<std::uint16_t>(port));
     const char text[] = "same node";
     long long asking_ms = 0;
     int sent_meanwhile = 0;
