@@ -166,10 +166,7 @@ void print_encryption(std::ostream& out, std::string_view scheme, const std::str
     out << "  encrypt:  ";
     if (scheme == "shm") {
         out << "never (one user, one node: the kernel protects the rings)\n";
-    } else if (scheme == "ofi") {
-        out << "not yet; with encryption=require it refuses to start (policy here: " << policy
-            << ")\n";
-    } else if (scheme == "tcp" || scheme == "verbs") {
+    } else if (scheme == "tcp" || scheme == "verbs" || scheme == "ofi") {
         const std::uint8_t ours = bmi::support::keys::ciphers_available();
         const Cipher best = bmi::support::keys::choose_cipher(ours, ours);
         out << "policy " << policy << " (encryption; prefer and require need key_file); cipher "
@@ -177,9 +174,11 @@ void print_encryption(std::ostream& out, std::string_view scheme, const std::str
                                           : "ChaCha20-Poly1305 (no AES-NI here)")
             << " where both peers run it, a new key every "
             << settings.shown(bmi::support::SettingId::encryption_rekey_records)
-            << (scheme == "tcp" ? " records of up to 64 KiB\n"
-                                : " messages; rendezvous data sealed in 64 KiB chunks, read as "
-                                  "ciphertext from a staging area\n");
+            << (scheme == "tcp"     ? " records of up to 64 KiB\n"
+                : scheme == "verbs" ? " messages; rendezvous data sealed in 64 KiB chunks, read "
+                                      "as ciphertext from a staging area\n"
+                                    : " messages, each numbered; large messages sealed in 64 KiB "
+                                      "chunks between staging buffers\n");
     } else {
         out << "no\n";
     }

@@ -14,7 +14,7 @@ using Clock = kit::Deadlines::Clock;
 void OfiMethod::offer_grant(Operation& op, OfiPeer& peer) {
     const auto size = static_cast<std::size_t>(op.total_size);
     // A message of the peer's waiting in a receive buffer may be for this tag: it matches first.
-    if (!grants_on_ || size <= eager_bytes_ || size > chunk_bytes_ ||
+    if (!grants_on_ || peer.records || size <= eager_bytes_ || size > chunk_bytes_ ||
         peer.state != OfiPeer::State::ready || peer.parked > 0 || closed_in_process(peer))
         return;
     if (++next_transfer_ == 0) next_transfer_ = 1;
@@ -137,6 +137,7 @@ void OfiMethod::end_posted_recv(Operation& op, int error) {
 }
 
 bool OfiMethod::send_under_grant(Operation& op, OfiPeer& peer) {
+    if (peer.records) return false;  // its data would land in the receiver's buffer unopened
     auto it = peer.grants.find(op.tag);
     if (it == peer.grants.end() || static_cast<std::uint64_t>(op.total_size) > it->second.size)
         return false;  // an RTS goes, and makes the grant void

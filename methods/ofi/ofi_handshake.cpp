@@ -7,11 +7,18 @@
 namespace bmi::method::ofi {
 
 namespace {
-enum : std::uint8_t { bit_proof = 1, bit_binding = 2, bit_required = 4, known_bits = 7 };
+enum : std::uint8_t {
+    bit_proof = 1,
+    bit_binding = 2,
+    bit_required = 4,
+    bit_ciphers = 8,
+    known_bits = 15
+};
 
-std::uint8_t feature_byte(const kit::KeyFeatures& f) {
+std::uint8_t feature_byte(const kit::KeyFeatures& f, bool cipher_fields) {
     return static_cast<std::uint8_t>((f.proof ? bit_proof : 0) | (f.binding ? bit_binding : 0) |
-                                     (f.required ? bit_required : 0));
+                                     (f.required ? bit_required : 0) |
+                                     (cipher_fields ? bit_ciphers : 0));
 }
 
 std::optional<kit::KeyFeatures> features_of(std::uint8_t byte) {
@@ -54,28 +61,47 @@ bool take_stated(Reader& in, std::string& out) {
     out.assign(reinterpret_cast<const char*>(in.rest().data()), in.rest().size());
     return true;
 }
+
+void append_cipher_fields(std::vector<std::byte>& out, const kit::KeyFeatures& f,
+                          const support::keys::PublicKey& key) {
+    append(out, &f.ciphers, 1);
+    append(out, key.data(), key.size());
+}
+
+bool take_cipher_fields(Reader& in, kit::KeyFeatures& f, support::keys::PublicKey& key) {
+    return in.take(&f.ciphers, 1) && in.take(key.data(), key.size());
+}
 }  // namespace
+
+kit::KeyFeatures checked_features(const kit::KeyFeatures& sent, bool cipher_fields) {
+    kit::KeyFeatures f = sent;
+    f.binding = sent.binding && cipher_fields;
+    if (!cipher_fields) f.ciphers = 0;
+    return f;
+}
 
 std::vector<std::byte> encode(const Hello& hello) {
     std::vector<std::byte> out;
-    const std::uint8_t features = feature_byte(hello.features);
+    const std::uint8_t features = feature_byte(hello.features, hello.cipher_fields);
     const auto length = static_cast<std::uint16_t>(hello.name.size());
     append(out, &features, 1);
     append(out, &length, sizeof length);
     append(out, hello.name.data(), hello.name.size());
     if (hello.features.proof) append(out, hello.nonce.data(), hello.nonce.size());
+    if (hello.cipher_fields) append_cipher_fields(out, hello.features, hello.public_key);
     append(out, hello.stated.data(), hello.stated.size());
     return out;
 }
 
 std::vector<std::byte> encode(const Answer& answer) {
     std::vector<std::byte> out;
-    const std::uint8_t features = feature_byte(answer.features);
+    const std::uint8_t features = feature_byte(answer.features, answer.cipher_fields);
     append(out, &features, 1);
     if (answer.features.proof) {
         append(out, answer.nonce.data(), answer.nonce.size());
         append(out, answer.proof.data(), answer.proof.size());
     }
+    if (answer.cipher_fields) append_cipher_fields(out, answer.features, answer.public_key);
     append(out, answer.stated.data(), answer.stated.size());
     return out;
 }
@@ -94,6 +120,9 @@ std::optional<Hello> decode_hello(std::span<const std::byte> body) {
     in.skip(length);
     if (hello.features.proof && !in.take(hello.nonce.data(), hello.nonce.size()))
         return std::nullopt;
+    hello.cipher_fields = (byte & bit_ciphers) != 0;
+    if (hello.cipher_fields && !take_cipher_fields(in, hello.features, hello.public_key))
+        return std::nullopt;
     if (!take_stated(in, hello.stated)) return std::nullopt;
     return hello;
 }
@@ -108,6 +137,9 @@ std::optional<Answer> decode_answer(std::span<const std::byte> body) {
     answer.features = *features;
     if (answer.features.proof && (!in.take(answer.nonce.data(), answer.nonce.size()) ||
                                   !in.take(answer.proof.data(), answer.proof.size())))
+        return std::nullopt;
+    answer.cipher_fields = (byte & bit_ciphers) != 0;
+    if (answer.cipher_fields && !take_cipher_fields(in, answer.features, answer.public_key))
         return std::nullopt;
     if (!take_stated(in, answer.stated)) return std::nullopt;
     return answer;

@@ -2,10 +2,12 @@
 // The kit's key handshake (methods/kit/key_handshake.hpp) on the ofi wire: the hello, answer
 // and proof bodies as a pure codec. Every field a peer sends is checked here, before the
 // method looks at it.
-//   hello   features(1) name_length(2) name [nonce(32)] stated...
-//   answer  features(1) [nonce(32) proof(32)] stated...
+//   hello   features(1) name_length(2) name [nonce(32)] [ciphers(1) public_key(32)] stated...
+//   answer  features(1) [nonce(32) proof(32)] [ciphers(1) public_key(32)] stated...
 //   proof   proof(32)
-// features: 1 proof, 2 binding, 4 required (kit::KeyFeatures); nonce and proof only with 1.
+// features: 1 proof, 2 binding, 4 required (kit::KeyFeatures), 8 ciphers; nonce and proof
+// only with 1, the cipher fields only with 8 (a keyed libbmi sets both). The hello's ciphers
+// are the initiator's offer, the answer's the acceptor's choice (doc/security.md).
 #pragma once
 
 #include <cstddef>
@@ -16,6 +18,7 @@
 
 #include "methods/kit/key_handshake.hpp"
 #include "support/keys/key_proof.hpp"
+#include "support/keys/traffic_keys.hpp"
 
 namespace bmi::method::ofi {
 
@@ -27,6 +30,8 @@ struct Hello {
     kit::KeyFeatures features;
     std::vector<std::byte> name;  // the initiator's endpoint, for the acceptor's address vector
     support::keys::Nonce nonce{};
+    bool cipher_fields = false;  // features bit 8: ciphers and public_key were sent
+    support::keys::PublicKey public_key{};
     std::string stated;  // the initiator's listen address, or ""
 };
 
@@ -34,8 +39,14 @@ struct Answer {
     kit::KeyFeatures features;
     support::keys::Nonce nonce{};
     support::keys::Proof proof{};
+    bool cipher_fields = false;
+    support::keys::PublicKey public_key{};
     std::string stated;  // the acceptor's listen address
 };
+
+// The features the kit checks: a keyed peer without the cipher fields proves a transcript
+// without them, so it counts as one of an older handshake (kit::Refusal::first_handshake).
+kit::KeyFeatures checked_features(const kit::KeyFeatures& sent, bool cipher_fields);
 
 std::vector<std::byte> encode(const Hello& hello);
 std::vector<std::byte> encode(const Answer& answer);

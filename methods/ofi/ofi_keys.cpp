@@ -15,8 +15,14 @@ void OfiMethod::greet(OfiPeer& peer) {
     hello.features = gate_.offered();
     hello.name = fabric_.name();
     hello.stated = listen_address_;
-    if (handshake.keyed()) hello.nonce = handshake.offer(gate_, peer.endpoint, hello.stated);
+    if (handshake.keyed()) {
+        hello.nonce = handshake.offer(gate_, peer.endpoint, hello.stated);
+        hello.cipher_fields = true;
+        hello.features.ciphers = handshake.hello_ciphers();
+        hello.public_key = handshake.hello_public_key();
+    }
     peer.state = OfiPeer::State::greeting;
+    peer.records.reset();
     restart_flow(peer);
     timers_.schedule({peer.fi_addr, kit::DeadlineKind::setup},
                      kit::Deadlines::Clock::now() + limits_.setup);
@@ -43,7 +49,8 @@ void OfiMethod::on_hello(Request& buffer) {
         peers_.insert_or_assign(addr, peer);
     }
     kit::KeyHandshake handshake(gate_);
-    if (auto why = handshake.check_hello(gate_, hello->features); why != kit::Refusal::none) {
+    const kit::KeyFeatures features = checked_features(hello->features, hello->cipher_fields);
+    if (auto why = handshake.check_hello(gate_, features); why != kit::Refusal::none) {
         refuse(peer, why);
         return;
     }
@@ -57,7 +64,7 @@ void OfiMethod::on_hello(Request& buffer) {
     }
     if (handshake.keyed()) {
         auto step = handshake.answer(gate_, address_of_name(fabric_.name()), hello->nonce,
-                                     hello->stated, answer.stated);
+                                     hello->stated, answer.stated, features, hello->public_key);
         if (step.refused()) {
             refuse(peer, step.refusal);
             return;
@@ -65,8 +72,13 @@ void OfiMethod::on_hello(Request& buffer) {
         answer.features = gate_.offered();
         answer.nonce = step.nonce;
         answer.proof = step.proof;
+        answer.cipher_fields = true;
+        answer.features.ciphers = step.cipher_choice;
+        answer.public_key = step.public_key;
     }
     restart_flow(*peer);
+    // What it sent before this hello was under the keys it now gives up.
+    peer->records.reset();
     const auto body = encode(answer);
     send_control(*peer, Kind::answer, 0, body.data(), body.size());
     if (handshake.keyed()) {
@@ -90,8 +102,9 @@ void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
     const std::span<const std::uint8_t> proof = answer->features.proof
                                                     ? std::span<const std::uint8_t>(answer->proof)
                                                     : std::span<const std::uint8_t>();
-    auto step =
-        handshake.check_answer(gate_, answer->features, answer->nonce, answer->stated, proof);
+    auto step = handshake.check_answer(gate_,
+                                       checked_features(answer->features, answer->cipher_fields),
+                                       answer->nonce, answer->stated, proof, answer->public_key);
     if (step.refused()) {
         gate_.log_refusal(peer.host, peer.address, step.refusal);
         // The next send greets again: a peer given the key since may take it.
@@ -101,6 +114,7 @@ void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
     }
     // The proof first: the acceptor takes nothing else from us before it.
     if (handshake.keyed()) send_control(peer, Kind::proof, 0, step.proof.data(), step.proof.size());
+    start_records(peer, handshake, true);
     peer.state = OfiPeer::State::ready;
     flush_waiting(peer, 0);
 }
@@ -117,6 +131,7 @@ void OfiMethod::on_proof(OfiPeer& peer, std::span<const std::byte> body) {
         refuse(peer_at(peer.fi_addr), why);
         return;
     }
+    start_records(peer, handshake, false);
     peer.state = OfiPeer::State::ready;
     sink_.register_peer(peer_at(peer.fi_addr));
     flush_waiting(peer, 0);

@@ -91,14 +91,6 @@ bool names_loopback(const OfiAddress& address) {
 }  // namespace
 
 int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
-    // No record layer over libfabric yet (doc/security.md): an instance told to encrypt every
-    // connection must not start a method that would carry plaintext.
-    constexpr std::int64_t encryption_require = 2;
-    if (config.settings.number(support::SettingId::encryption) == encryption_require) {
-        BMI_WARN("bmi_ofi: encryption=require, and ofi does not encrypt yet; not started (use "
-                 "tcp, or encryption=prefer)");
-        return -BMI_ENOSYS;
-    }
     std::string why;
     if (support::load_libfabric(&why) == nullptr) {
         BMI_WARN("bmi_ofi: %s", why.c_str());
@@ -121,6 +113,7 @@ int OfiMethod::start(const Config& config) {
     support::keys::SharedKey key;
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     gate_.use(std::move(key));
+    if (int rc = gate_.load_encryption(config.settings); rc < 0) return rc;
     if (std::string why;
         parse_auth_key(config.settings.text(SettingId::auth_key), auth_key_, why) != 0) {
         BMI_WARN("bmi_ofi: ofi_auth_key (BMI_OFI_AUTH_KEY) '%s': %s",
@@ -161,7 +154,9 @@ OfiMethod::OfiMethod(const Config& config, Sink& sink)
       waiting_(static_cast<int>(config.settings.number(SettingId::spin_us)),
                static_cast<int>(config.settings.number(SettingId::transfer_spin_us)),
                static_cast<int>(config.settings.number(SettingId::nap_us))) {
-    buffer_bytes_ = std::max(eager_bytes_, static_cast<std::size_t>(unexpected_limit_));
+    // With room for a record's trailer, whether or not a peer encrypts.
+    buffer_bytes_ = std::max(eager_bytes_, static_cast<std::size_t>(unexpected_limit_)) +
+                    support::keys::NumberedRecords::trailer_size;
 }
 
 int OfiMethod::allocated_choice(const OfiAddress& address, FabricChoice& out) const {
@@ -287,7 +282,7 @@ OfiMethod::~OfiMethod() {
         for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
         for (auto& [addr, peer] : peers_)
             if (peer->state == OfiPeer::State::ready && !closed_in_process(*peer))
-                (void)fabric_.inject_small(nullptr, 0, addr, control_tag(Kind::bye, 0));
+                (void)inject_sealed(*peer, nullptr, 0, control_tag(Kind::bye, 0));
         for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
         // Registrations go after the endpoint that may use them and before the domain.
         fabric_.close_endpoint();
@@ -378,6 +373,11 @@ std::string OfiMethod::address_of_name(const std::vector<std::byte>& name) const
 
 void OfiMethod::finish(Operation& op, int error) {
     auto& slots = method_slots<OpSlots>(op);
+    if (const auto staged = staged_.find(&op); staged != staged_.end()) {
+        if (error == 0 && op.kind == OpKind::recv)
+            error = open_staged(op, staged->second.bytes, staged->second.record);
+        staged_.erase(staged);
+    }
     slots.phase = OpSlots::none;
     if (slots.counted) {
         slots.counted = false;
@@ -494,6 +494,10 @@ int OfiMethod::get_info(Peer*, int option, void* arg) {
         stats.peers = peers_.size();
         stats.unasked_dropped = sweep_.dropped();
         stats.handed_wakeups = handed_wakeups_;
+        stats.encrypted_peers = static_cast<std::uint64_t>(
+            std::count_if(peers_.begin(), peers_.end(),
+                          [](const auto& entry) { return entry.second->records != nullptr; }));
+        stats.records_failed = records_failed_;
         return 0;
     }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;

@@ -33,6 +33,8 @@ struct Stats {
     std::uint64_t sent_under_grant = 0;  // large messages of ours that skipped RTS and CTS
     std::uint64_t grants_held = 0;       // peers' grants we may still use, all peers
     std::uint64_t handed_wakeups = 0;    // sleeps the control layer took in our epoll set
+    std::uint64_t encrypted_peers = 0;   // peers whose traffic is encrypted now
+    std::uint64_t records_failed = 0;    // records that failed to open (each lost its peer)
 };
 
 inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create, &prepare_lookup};

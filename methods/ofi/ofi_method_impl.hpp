@@ -31,6 +31,7 @@
 #include "methods/ofi/ofi_shm.hpp"
 #include "methods/ofi/ofi_waiting.hpp"
 #include "methods/ofi/ofi_wire.hpp"
+#include "support/keys/numbered_records.hpp"
 
 namespace bmi::method::ofi {
 
@@ -40,7 +41,8 @@ struct Arrival {
     bool announced = false;  // an Rts: the data waits at the sender
     bmi_size_t size = 0;
     std::uint32_t transfer = 0;
-    std::int64_t cost = 0;  // what it holds of the early budget
+    std::uint64_t record = 0;  // encrypted: the Rts's record number, which names its data's key
+    std::int64_t cost = 0;     // what it holds of the early budget
     std::vector<std::byte> body;
 };
 
@@ -72,6 +74,8 @@ struct OfiPeer final : Peer {
     std::string host;
     std::string endpoint;  // the provider address we reach it at, as the handshake binds it
     State state = State::fresh;
+    // Its traffic's encryption since the last handshake (doc/security.md, "ofi"); null: plain.
+    std::unique_ptr<support::keys::NumberedRecords> records;
     // Until ready, what we send it is the handshake's: hello, answer, proof or refusal.
     bool handshaking() const { return state != State::ready && state != State::departed; }
     // It said hello to us and we know no listen address of it: once departed, unreachable.
@@ -145,7 +149,8 @@ struct Request {
     fi_addr_t addr = FI_ADDR_UNSPEC;
     std::uint64_t tag = 0;
     std::uint64_t ignore = 0;
-    bool counted = false;  // in its peer's sends_out or data_recvs_out
+    std::uint64_t record = 0;  // a filled buffer's record number, once opened
+    bool counted = false;      // in its peer's sends_out or data_recvs_out
     // A chunk of a list (OfiMethod::place_chunk): the iovecs the provider takes in one
     // operation (empty: `data` alone), or `bounced` through `bytes` where it would take more;
     // a bounced receive is scattered to the op's segments from `list_offset` once it is done.
@@ -340,6 +345,29 @@ private:
     // One of them left its buffer: owed back, sent back alone once half of them are.
     void took(OfiPeer& peer);
 
+    // ofi_records.cpp: encryption once a handshake chose a cipher (doc/security.md, "ofi").
+    // Every message after the handshake's is a record; a large message's data is sealed apart
+    // into a staging buffer on both sides, under a key named by its Rts's record number.
+    void start_records(OfiPeer& peer, kit::KeyHandshake& handshake, bool initiator);
+    static bool sealed_kind(Kind kind) {
+        return kind != Kind::hello && kind != Kind::answer && kind != Kind::proof;
+    }
+    static std::size_t record_overhead(const OfiPeer& peer) {
+        return peer.records ? support::keys::NumberedRecords::trailer_size : 0;
+    }
+    // A message about to be posted (its tag final), sealed into its own bytes.
+    static void seal_request(OfiPeer& peer, Request& request);
+    // fi_inject of a message, sealed first where the peer's traffic is encrypted.
+    ssize_t inject_sealed(OfiPeer& peer, const void* data, std::size_t size, std::uint64_t tag);
+    // Opens a filled buffer's record in place: false (and the peer lost) if it fails.
+    bool open_record(Request& buffer, OfiPeer& peer);
+    // A large message's data sealed (send) or room for it sealed (receive) under `record`;
+    // the size its chunks move.
+    std::size_t stage_send(Operation& op, OfiPeer& peer, std::uint64_t record);
+    std::size_t stage_recv(Operation& op, std::uint64_t record);
+    // A received large message's staging opened into the op's buffers: 0 or -BMI_EPROTO.
+    int open_staged(Operation& op, std::vector<std::uint8_t>& sealed, std::uint64_t record);
+
     // ofi_keys.cpp
     void on_hello(Request& buffer);
     void on_answer(OfiPeer& peer, std::span<const std::byte> body);
@@ -465,6 +493,14 @@ private:
     // Withdrawing receives' arrivals, and revoking receives by grant id.
     std::unordered_map<Operation*, Arrival> withdrawn_;
     std::unordered_map<std::uint32_t, Operation*> revoking_;
+    // Large messages' staging while encrypted, by op: its Rts's record number and its bytes.
+    struct Staged {
+        std::uint64_t record = 0;
+        std::vector<std::uint8_t> bytes;
+    };
+    std::unordered_map<const Operation*, Staged> staged_;
+    std::vector<std::uint8_t> sealing_;   // an injected message's record
+    std::uint64_t records_failed_ = 0;    // Stats
     std::uint64_t sent_under_grant_ = 0;  // Stats
     std::uint64_t handed_wakeups_ = 0;    // Stats
     // Completions read for anything but the unasked sweep's peeks (sweep_unasked).

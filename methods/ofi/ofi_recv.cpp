@@ -44,14 +44,14 @@ void OfiMethod::take_arrival(Operation& op, OfiPeer& peer, const Arrival& arriva
         return;
     }
     post_chunks(op, peer, Request::Role::data_recv, arrival.transfer,
-                static_cast<std::size_t>(arrival.size));
+                peer.records ? stage_recv(op, arrival.record)
+                             : static_cast<std::size_t>(arrival.size));
     const Cts ready{arrival.transfer, 0};
     send_control(peer, Kind::cts, op.tag, &ready, sizeof ready);
 }
 
 void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
     const auto kind = kind_of(buffer.tag);
-    const std::span<const std::byte> body(buffer.bytes.data(), buffer.length);
     if (kind == Kind::hello) {
         on_hello(buffer);
         repost_buffer(buffer);
@@ -64,6 +64,12 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         repost_buffer(buffer);
         return;
     }
+    // Opened before anything of it is read, its credits too.
+    if (peer->records && sealed_kind(*kind) && !open_record(buffer, *peer)) {
+        repost_buffer(buffer);
+        return;
+    }
+    const std::span<const std::byte> body(buffer.bytes.data(), buffer.length);
     if (const std::uint32_t credits = credits_of(buffer.tag); credits != 0)
         on_credits(*peer, credits);
     if (costs_credit(*kind) && !admit_costly(*peer)) {
@@ -141,6 +147,7 @@ bool OfiMethod::take_message(Request& buffer, OfiPeer& peer, Kind kind) {
         arrival.announced = true;
         arrival.size = static_cast<bmi_size_t>(rts->size);
         arrival.transfer = rts->transfer;
+        arrival.record = buffer.record;
     }
     Operation* op = withdrawing(peer, arrival.tag) ? nullptr
                                                    : peer.posted_recvs.take_first(arrival.tag);

@@ -34,7 +34,9 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     for (const Segment& segment : segments) size += static_cast<std::size_t>(segment.size);
     if (kind == OpKind::send_unexpected && size > static_cast<std::size_t>(unexpected_limit_))
         return -BMI_EMSGSIZE;
-    if (size > inject_bytes_ || (kind == OpKind::send && size > eager_bytes_)) return 0;
+    if (size + record_overhead(peer) > inject_bytes_ ||
+        (kind == OpKind::send && size > eager_bytes_))
+        return 0;
     const void* data = segments.empty() ? nullptr : segments[0].data;
     if (segments.size() > 1) {
         // The provider copies an injected message before the call returns: one gather buffer
@@ -77,7 +79,7 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
     }
     const auto size = static_cast<std::size_t>(op.total_size);
     const bool eager = op.kind == OpKind::send_unexpected || size <= eager_bytes_;
-    if (eager && size <= inject_bytes_ && backlog_empty(peer.fi_addr)) {
+    if (eager && size + record_overhead(peer) <= inject_bytes_ && backlog_empty(peer.fi_addr)) {
         // The provider copies it now: done without a completion.
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
         const int rc = static_cast<int>(inject_costly(peer, eager_bytes(op, gather_), size,
@@ -107,6 +109,7 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
         request.length = size;
         request.addr = peer.fi_addr;
         request.tag = giving_credits(peer, control_tag(kind, op.tag, op.msg_class));
+        seal_request(peer, request);
         slots.phase = OpSlots::in_flight;
         slots.pending = 1;
         submit(request);
@@ -118,6 +121,8 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     slots.answer_due = kit::Deadlines::Clock::now() + limits_.rendezvous;
     timers_.schedule_by({peer.fi_addr, kit::DeadlineKind::rendezvous}, slots.answer_due);
     awaiting_cts_[slots.transfer] = &op;
+    // Encrypted, its data is sealed now under the key the Rts's record number names.
+    stage_send(op, peer, peer.records ? peer.records->next_number() : 0);
     const Rts rts{op.total_size > 0 ? static_cast<std::uint64_t>(op.total_size) : 0, slots.transfer,
                   0};
     send_control(peer, Kind::rts, op.tag, &rts, sizeof rts);
@@ -132,8 +137,10 @@ void OfiMethod::on_cts(OfiPeer& peer, const Cts& cts) {
         finish(op, -BMI_EMSGSIZE);
         return;
     }
+    const auto staged = staged_.find(&op);
     post_chunks(op, peer, Request::Role::data_send, cts.transfer,
-                static_cast<std::size_t>(op.total_size));
+                staged != staged_.end() ? staged->second.bytes.size()
+                                        : static_cast<std::size_t>(op.total_size));
 }
 
 void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
@@ -160,6 +167,11 @@ void OfiMethod::place_chunk(Request& request, std::uint64_t offset, std::size_t 
     const std::span<const Segment> segments = segments_of(*request.op);
     request.length = length;
     request.iov.clear();
+    if (const auto staged = staged_.find(request.op); staged != staged_.end()) {
+        // Sealed data: the staging buffer's bytes move, not the op's.
+        request.data = const_cast<std::uint8_t*>(staged->second.bytes.data()) + offset;
+        return;
+    }
     if (segments.size() == 1) {  // a contiguous buffer, the common case: no list to walk
         request.data = static_cast<std::byte*>(segments[0].data) + offset;
         return;
@@ -197,13 +209,14 @@ void OfiMethod::send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, co
     request.length = size;
     request.addr = peer.fi_addr;
     request.tag = giving_credits(peer, control_tag(kind, bmi_tag));
+    seal_request(peer, request);
     submit(request);
 }
 
 ssize_t OfiMethod::inject_costly(OfiPeer& peer, const void* data, std::size_t size,
                                  std::uint64_t tag) {
     const std::uint32_t back = credits_to_give(peer);
-    const ssize_t rc = fabric_.inject_small(data, size, peer.fi_addr, with_credits(tag, back));
+    const ssize_t rc = inject_sealed(peer, data, size, with_credits(tag, back));
     if (rc == 0) {
         --peer.credits;
         gave(peer, back);

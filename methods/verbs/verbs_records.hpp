@@ -12,28 +12,18 @@
 #include <span>
 
 #include "support/keys/record_cipher.hpp"
+#include "support/keys/sealed_bulk.hpp"
 #include "support/keys/traffic_keys.hpp"
 
 namespace bmi::method::verbs {
 
 using support::keys::record_tag_size;
 
-// Plaintext bytes of one sealed chunk of rendezvous data.
-inline constexpr std::uint64_t bulk_chunk = 64 * 1024;
-// Bytes a rendezvous payload of `plain` bytes takes sealed: every chunk carries its tag.
-constexpr std::uint64_t sealed_size(std::uint64_t plain) {
-    return plain + (plain / bulk_chunk + (plain % bulk_chunk != 0 ? 1 : 0)) * record_tag_size;
-}
-
-// Seals the `total` bytes gathered from `pieces` into `out` (sealed_size(total) bytes): chunk i
-// is its ciphertext then its tag, and its header the message's cookie, i and total.
-void seal_bulk(support::keys::Cipher cipher, const support::keys::DirectionKey& message_key,
-               std::uint64_t cookie, std::span<const std::span<const std::uint8_t>> pieces,
-               std::uint64_t total, std::uint8_t* out);
-// Opens what seal_bulk made, in place: chunk i's plaintext stays at i * (bulk_chunk + tag).
-// False if any chunk fails; then none of it may be used.
-bool open_bulk(support::keys::Cipher cipher, const support::keys::DirectionKey& message_key,
-               std::uint64_t cookie, std::uint8_t* sealed, std::uint64_t total);
+// Rendezvous data is sealed as support/keys/sealed_bulk.hpp says.
+using support::keys::bulk_chunk;
+using support::keys::open_bulk;
+using support::keys::seal_bulk;
+using support::keys::sealed_size;
 
 class VerbsRecords {
 public:

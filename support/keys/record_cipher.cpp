@@ -75,11 +75,11 @@ void RecordCipher::load_key() {
     if (evp.cipher_init(evp_->ctx, aead, nullptr, key_.key.data(), nullptr, 1) != 1) failed_ = true;
 }
 
-void RecordCipher::nonce(std::uint8_t* out) const {
+void RecordCipher::nonce(std::uint64_t counter, std::uint8_t* out) const {
     std::copy(key_.iv.begin(), key_.iv.end(), out);
     // The counter, big-endian, into the IV's last eight bytes.
     for (int i = 0; i < 8; ++i)
-        out[traffic_iv_size - 1 - i] ^= static_cast<std::uint8_t>(in_key_ >> (8 * i));
+        out[traffic_iv_size - 1 - i] ^= static_cast<std::uint8_t>(counter >> (8 * i));
 }
 
 void RecordCipher::advance() {
@@ -94,7 +94,7 @@ void RecordCipher::advance() {
 void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<const std::uint8_t> plain,
                         std::uint8_t* out, std::span<std::uint8_t, record_tag_size> tag) {
     std::uint8_t npub[traffic_iv_size];
-    nonce(npub);
+    nonce(in_key_, npub);
     if (failed_ || !evp_->run(1, npub, header, plain.data(), plain.size(), out, tag.data())) {
         // Nothing sealed may leave under a key we no longer trust: a tag that never verifies.
         failed_ = true;
@@ -108,7 +108,7 @@ void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<const st
 bool RecordCipher::open(std::span<const std::uint8_t> header, std::span<std::uint8_t> data,
                         std::span<const std::uint8_t, record_tag_size> tag) {
     std::uint8_t npub[traffic_iv_size];
-    nonce(npub);
+    nonce(in_key_, npub);
     // EVP takes the tag to check through a pointer to non-const; it only reads it.
     std::uint8_t expected[record_tag_size];
     std::copy(tag.begin(), tag.end(), expected);
@@ -118,6 +118,35 @@ bool RecordCipher::open(std::span<const std::uint8_t> header, std::span<std::uin
         return false;
     }
     advance();
+    return true;
+}
+
+void RecordCipher::seal_numbered(std::uint64_t number, std::span<const std::uint8_t> header,
+                                 std::span<const std::uint8_t> plain, std::uint8_t* out,
+                                 std::span<std::uint8_t, record_tag_size> tag) {
+    std::uint8_t npub[traffic_iv_size];
+    nonce(number, npub);
+    if (failed_ || !evp_->run(1, npub, header, plain.data(), plain.size(), out, tag.data())) {
+        failed_ = true;
+        if (!plain.empty()) sodium_memzero(out, plain.size());
+        std::fill(tag.begin(), tag.end(), 0);
+        return;
+    }
+    ++records_;
+}
+
+bool RecordCipher::open_numbered(std::uint64_t number, std::span<const std::uint8_t> header,
+                                 std::span<std::uint8_t> data,
+                                 std::span<const std::uint8_t, record_tag_size> tag) {
+    std::uint8_t npub[traffic_iv_size];
+    nonce(number, npub);
+    std::uint8_t expected[record_tag_size];
+    std::copy(tag.begin(), tag.end(), expected);
+    if (failed_ || !evp_->run(0, npub, header, data.data(), data.size(), data.data(), expected)) {
+        if (!data.empty()) sodium_memzero(data.data(), data.size());
+        return false;
+    }
+    ++records_;
     return true;
 }
 

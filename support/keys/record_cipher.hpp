@@ -43,6 +43,16 @@ public:
     bool open(std::span<const std::uint8_t> header, std::span<std::uint8_t> data,
               std::span<const std::uint8_t, record_tag_size> tag);
 
+    // Records whose sender numbers them (a transport that may deliver out of order): `number`
+    // is the nonce's counter under the current key, which never steps. A failed open neither
+    // wipes more than `data` nor fails later records: which numbers are taken is the caller's.
+    void seal_numbered(std::uint64_t number, std::span<const std::uint8_t> header,
+                       std::span<const std::uint8_t> plain, std::uint8_t* out,
+                       std::span<std::uint8_t, record_tag_size> tag);
+    bool open_numbered(std::uint64_t number, std::span<const std::uint8_t> header,
+                       std::span<std::uint8_t> data,
+                       std::span<const std::uint8_t, record_tag_size> tag);
+
     bool failed() const { return failed_; }
     Cipher cipher() const { return cipher_; }
     // Records sealed or opened so far, and the keys they used (1 before the first rekey).
@@ -51,7 +61,7 @@ public:
 
 private:
     struct EvpState;
-    void nonce(std::uint8_t* out) const;
+    void nonce(std::uint64_t counter, std::uint8_t* out) const;
     void advance();
     void load_key();
 

@@ -21,7 +21,7 @@ struct AreaName {
 constexpr AreaName area_names[] = {
     {"control", LogArea::control}, {"address", LogArea::address}, {"tcp", LogArea::tcp},
     {"shm", LogArea::shm},         {"verbs", LogArea::verbs},     {"error", LogArea::error},
-    {"warning", LogArea::warning},
+    {"warning", LogArea::warning}, {"ofi", LogArea::ofi},
 };
 
 std::string_view name_of(LogArea area) {

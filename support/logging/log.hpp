@@ -17,6 +17,7 @@ enum class LogArea : std::uint32_t {
     verbs = 1u << 4,
     error = 1u << 5,    // failures decided inside the library (on by "error" or "all")
     warning = 1u << 6,  // BMI_WARN: printed whatever the mask
+    ofi = 1u << 7,
 };
 
 // Parses a BMI_DEBUG-style list; unknown words are ignored.

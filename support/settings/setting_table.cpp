@@ -15,7 +15,7 @@ using namespace setting_units;
 // checks it), so a reader who knows one knows the other.
 constexpr SettingSpec rows[] = {
     {I::debug, "debug", "BMI_DEBUG", T::text, "", "", 0, 0, "",
-     "log areas: control,address,tcp,shm,verbs,error or all (read once per process, from the "
+     "log areas: control,address,tcp,shm,verbs,ofi,error or all (read once per process, from the "
      "environment only: logging works before any instance exists)",
      "", false},
     {I::unexpected_quota, "unexpected_quota", "BMI_UNEXPECTED_QUOTA", T::size, "64M", "bytes", 0,
@@ -46,13 +46,14 @@ constexpr SettingSpec rows[] = {
      "it; a launcher without a loadable libpmix is an error; empty = none"},
     {I::encryption, "encryption", "BMI_ENCRYPTION", T::choice, "off", "", 0, 0,
      "off|prefer|require",
-     "encrypt keyed tcp and verbs connections (doc/security.md): off; prefer = with every peer "
+     "encrypt keyed tcp, verbs and ofi connections (doc/security.md): off; prefer = with every "
+     "peer "
      "that can; "
      "require = refuse every peer that cannot; prefer and require need a key"},
     {I::encryption_rekey_records, "encryption_rekey_records", "BMI_ENCRYPTION_REKEY_RECORDS",
      T::count, "1048576", "records", 1, std::int64_t{1} << 32, "",
-     "records (tcp: up to 64 KiB; verbs: one message each) sealed under one traffic key before "
-     "both sides step to the next"},
+     "records (tcp: up to 64 KiB; verbs and ofi: one message each) sealed under one traffic key "
+     "before both sides step to the next"},
     {I::same_node_shm, "same_node_shm", "BMI_SAME_NODE_SHM", T::flag, "1", "", 0, 0, "",
      "a tcp lookup of a libbmi server on this node, of this user and network namespace, "
      "carries its messages over shm once the server's tcp side offers it (doc/architecture.md, "

@@ -172,6 +172,7 @@ public:
         hello.features.binding = true;
         hello.name = fabric_.name();
         hello.nonce = support::keys::fresh_nonce();
+        hello.cipher_fields = true;  // as a keyed libbmi sends it, offering no cipher
         hello.stated = announced;
         return send(Kind::hello, encode(hello)) && await(Kind::answer, deadline_ms);
     }

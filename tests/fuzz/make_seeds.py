@@ -163,6 +163,11 @@ seed("ofi_handshake", "keyed-hello",
      ofi_hello(3, bytes(16), bytes(range(32)), b"ofi+tcp://127.0.0.1:3334"))
 seed("ofi_handshake", "keyed-answer", b"\1\3" + bytes(range(64)) + b"ofi+tcp://127.0.0.1:3334")
 seed("ofi_handshake", "refusal", b"\1\4")
+seed("ofi_handshake", "keyed-hello-ciphers",
+     ofi_hello(11, bytes(16), bytes(range(32)) + b"\6" + bytes(range(32, 64)),
+               b"ofi+tcp://127.0.0.1:3334"))
+seed("ofi_handshake", "keyed-answer-cipher",
+     b"\1\13" + bytes(range(64)) + b"\2" + bytes(range(32)) + b"ofi+tcp://127.0.0.1:3334")
 seed("ofi_handshake", "name-too-long", ofi_hello(0, bytes(300)))
 for name, text in [("tcp", "ofi+tcp://127.0.0.1:3334"), ("bare", "ofi://node1:3334"),
                    ("shm", "ofi+shm://server.0"), ("raw", "ofi+efa://0x00fe10ab"),

@@ -21,6 +21,7 @@
 #include "key_test_steps.hpp"
 #include "methods/kit/key_handshake.hpp"
 #include "methods/verbs/verbs_records.hpp"
+#include "round_trip.hpp"
 #include "support/keys/secret_key.hpp"
 #include "verbs_raw_peer.hpp"
 #include "verbs_test_support.hpp"
@@ -54,45 +55,6 @@ method::verbs::Stats stats_of(Side& side, BMI_addr_t any) {
     method::verbs::Stats stats;
     REQUIRE(side.instance->get_info(any, method::verbs::get_stats_option, &stats) == 0);
     return stats;
-}
-
-// One message each way of `size` bytes, with lists of `pieces` on both sides when > 1.
-void round_trip(Pair& pair, BMI_addr_t client_addr, bmi_size_t size, int pieces,
-                std::uint32_t seed) {
-    INFO("size " << size << " pieces " << pieces);
-    for (int way = 0; way < 2; ++way) {
-        Side& from = way == 0 ? pair.client : pair.server;
-        Side& to = way == 0 ? pair.server : pair.client;
-        const BMI_addr_t to_addr = way == 0 ? pair.server_addr : client_addr;
-        const BMI_addr_t from_addr = way == 0 ? client_addr : pair.server_addr;
-        std::vector<char> source(static_cast<std::size_t>(size)), sink(source.size());
-        fill_pattern(source.data(), source.size(), seed + way);
-        std::vector<const void*> send_list, recv_list;
-        std::vector<bmi_size_t> sizes;
-        const bmi_size_t piece = size / pieces;
-        for (int i = 0; i < pieces; ++i) {
-            send_list.push_back(source.data() + i * piece);
-            recv_list.push_back(sink.data() + i * piece);
-            sizes.push_back(i == pieces - 1 ? size - piece * (pieces - 1) : piece);
-        }
-        core::PostRequest recv = recv_request(to, from_addr, sink.data(), size, 40 + way);
-        core::PostRequest send = send_request(from, to_addr, source.data(), size, 40 + way);
-        if (pieces > 1) {
-            recv.list = recv_list.data();
-            recv.sizes = sizes.data();
-            recv.list_count = pieces;
-            send.list = send_list.data();
-            send.sizes = sizes.data();
-            send.list_count = pieces;
-        }
-        bmi_op_id_t rid = 0;
-        REQUIRE(to.instance->post(recv, rid, nullptr) == 0);
-        REQUIRE(post_and_wait(from, send, 60000).error == 0);
-        const auto got = wait_op(to, rid, 60000);
-        REQUIRE(got.error == 0);
-        REQUIRE(got.actual_size == size);
-        REQUIRE(check_pattern(sink.data(), sink.size(), seed + way));
-    }
 }
 
 // A bootstrap client of our own that runs the key handshake through the kit, as the method
