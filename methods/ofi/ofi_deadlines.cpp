@@ -47,6 +47,7 @@ void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {
         // A server runs for weeks; the regions of clients killed meanwhile (16 MiB each with
         // libfabric's defaults) would otherwise stay until the next ofi+shm process starts.
         remove_regions_of_dead_clients();
+        release_silenced();
         timers_.schedule(sweep_key, now + limits_.shm_sweep);
         return;
     }

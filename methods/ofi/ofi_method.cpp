@@ -397,9 +397,12 @@ void OfiMethod::forget_peer(Peer& base) {
 
 fi_addr_t OfiMethod::enter_address(const std::vector<std::byte>& name, std::string& endpoint) {
     endpoint = address_of_name(name);
+    // Room first: the kept entries of endpoints that have gone since.
+    if (!silenced_.empty()) release_silenced();
     const fi_addr_t addr = addresses_.insert(fabric_.av(), endpoint, name);
-    // Named again before its requests ended: it stays, for the peer made at it now.
+    // Named again before its requests ended, or while kept: it stays, for the peer made at it.
     std::erase(retiring_, addr);
+    std::erase(silenced_, addr);
     return addr;
 }
 
@@ -426,7 +429,25 @@ void OfiMethod::retire_if_unused(fi_addr_t addr) {
     for (const auto& [request, owned] : requests_)
         if (request->role != Request::Role::buffer && request->addr == addr) return;
     std::erase(retiring_, addr);
+    if (provider_ == "shm" && shm_endpoint_may_send(addresses_.endpoint_of(addr))) {
+        silenced_.push_back(addr);
+        return;
+    }
     addresses_.remove(fabric_.av(), addr);
+}
+
+void OfiMethod::release_silenced() {
+    std::erase_if(silenced_, [this](fi_addr_t addr) {
+        const std::string endpoint = addresses_.endpoint_of(addr);
+        if (shm_endpoint_may_send(endpoint)) return false;
+        // A peer endpoint of this process that closed: as erase_peer says.
+        if (shm_endpoint(endpoint) == ShmEndpoint::closed_here &&
+            !Fabric::removes_closed_local_peers())
+            addresses_.abandon(addr);
+        else
+            addresses_.remove(fabric_.av(), addr);
+        return true;
+    });
 }
 
 bool OfiMethod::peer_gone(const Peer& base) const {
@@ -498,6 +519,7 @@ int OfiMethod::get_info(Peer*, int option, void* arg) {
             std::count_if(peers_.begin(), peers_.end(),
                           [](const auto& entry) { return entry.second->records != nullptr; }));
         stats.records_failed = records_failed_;
+        stats.silenced = silenced_.size();
         return 0;
     }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;

@@ -280,6 +280,8 @@ private:
     void erase_peer(fi_addr_t addr);
     // A request toward addr ended: its entry goes if it was waiting for that.
     void retire_if_unused(fi_addr_t addr);
+    // shm: removes the kept entries (silenced_) of endpoints that can no longer send.
+    void release_silenced();
 
     // ofi_send.cpp
     int post_send(Operation& op, OfiPeer& peer);
@@ -469,6 +471,12 @@ private:
     AddressTable addresses_;  // the provider's entries: peers_'s and retiring_'s
     // Entries of forgotten peers that requests in the provider still name.
     std::vector<fi_addr_t> retiring_;
+    // shm: entries of forgotten peers whose endpoints may still send. libfabric 1.17's shm names
+    // a message's source by an index the sender's command carries, and once an entry is removed
+    // it reports what that endpoint still sends as another peer's; kept, its messages name its
+    // own entry, which no peer holds, and are dropped. Removed once the endpoint is gone
+    // (release_silenced).
+    std::vector<fi_addr_t> silenced_;
     // Handshakes under way, by peer: the method's, not the peer's, since a peer may outlive
     // the method and a handshake holds a nonce of gate_.
     std::unordered_map<fi_addr_t, kit::KeyHandshake> handshakes_;

@@ -163,4 +163,20 @@ ShmEndpoint shm_endpoint(const std::string& address) {
     return it->second ? ShmEndpoint::open_here : ShmEndpoint::closed_here;
 }
 
+bool shm_endpoint_may_send(const std::string& address) {
+    switch (shm_endpoint(address)) {
+        case ShmEndpoint::open_here:
+            return true;
+        case ShmEndpoint::closed_here:
+            return false;
+        case ShmEndpoint::elsewhere:
+            break;
+    }
+    const std::size_t at = address.find("://");
+    if (at == std::string::npos) return false;
+    const std::string path = "/dev/shm/" + address.substr(at + 3);
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0;
+}
+
 }  // namespace bmi::method::ofi

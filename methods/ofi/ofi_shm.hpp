@@ -53,4 +53,9 @@ enum class ShmEndpoint : std::uint8_t { elsewhere, open_here, closed_here };
 void note_shm_endpoint(const std::string& address, bool open);
 ShmEndpoint shm_endpoint(const std::string& address);
 
+// Whether the endpoint at `address` ("ofi+shm://NAME") may still send to us: one of this
+// process's that is open, or one elsewhere whose region is still in /dev/shm (libfabric
+// unlinks it when the endpoint closes; a killed process's stays until it is swept).
+bool shm_endpoint_may_send(const std::string& address);
+
 }  // namespace bmi::method::ofi

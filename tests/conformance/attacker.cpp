@@ -41,12 +41,9 @@
 #include <deque>
 #include <vector>
 
-#include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_handshake.hpp"
-#include "methods/ofi/ofi_memory.hpp"
-#include "methods/ofi/ofi_shm.hpp"
 #include "methods/ofi/ofi_wire.hpp"
-#include "support/optional_library/libfabric.hpp"
+#include "ofi_raw_endpoint.hpp"
 #endif
 
 namespace bmi::test {
@@ -127,54 +124,22 @@ private:
 #endif
 
 #if BMI_METHOD_OFI
-// An endpoint of its own on the server's provider (tcp;ofi_rxm or verbs;ofi_rxm on the
-// server's host, or shm under a name of its own), through the method's Fabric, that speaks the
-// ofi wire by hand.
+// The peer rules' attacker on ofi: a raw endpoint of its own (ofi_raw_endpoint.hpp).
 class OfiAttacker final : public RawAttacker {
 public:
-    explicit OfiAttacker(const std::string& address) {
-        auto target = method::ofi::parse_address(address);
-        if (!target || support::load_libfabric() == nullptr) return;
-        method::ofi::OfiAddress own = *target;
-        if (target->has_port()) {
-            own.service = std::string("0");  // on the server's host: the suite's are local
-        } else {
-            own.node = method::ofi::shm_client_name();
-        }
-        std::string why;
-        if (fabric_.open(own, true, 256, 0, {}, why) != 0) return;
-        // verbs: every buffer the provider touches is registered (FI_MR_LOCAL).
-        if (fabric_.needs_local_mr()) registrations_.use(fabric_.domain());
-        if (!target->has_port()) {
-            // In this process with the server: its sends to us ask first (ofi_shm.hpp).
-            shm_address_ = method::ofi::format_address("shm", own.node);
-            method::ofi::note_shm_endpoint(shm_address_, true);
-        }
-        if (!insert_server(*target)) return;
-        for (auto& slot : slots_)
-            if (!post(slot)) return;
-        ready_ = true;
-    }
-    ~OfiAttacker() override {
-        if (!shm_address_.empty()) method::ofi::note_shm_endpoint(shm_address_, false);
-        // Registrations go after the endpoint that may still use them, before its domain.
-        fabric_.close_endpoint();
-        for (auto& slot : slots_) method::ofi::Registrations::release(slot.own_mr);
-        for (auto& own : sent_mrs_) method::ofi::Registrations::release(own);
-    }
-    OfiAttacker(const OfiAttacker&) = delete;
-    OfiAttacker& operator=(const OfiAttacker&) = delete;
-    bool connected() const override { return ready_; }
+    explicit OfiAttacker(const std::string& address) : endpoint_(address) {}
+    bool connected() const override { return endpoint_.usable(); }
     bool send_keyed_hello(int deadline_ms, const std::string& announced) override {
         using namespace method::ofi;
         Hello hello;
         hello.features.proof = true;
         hello.features.binding = true;
-        hello.name = fabric_.name();
+        hello.name = endpoint_.fabric().name();
         hello.nonce = support::keys::fresh_nonce();
         hello.cipher_fields = true;  // as a keyed libbmi sends it, offering no cipher
         hello.stated = announced;
-        return send(Kind::hello, encode(hello)) && await(Kind::answer, deadline_ms);
+        return endpoint_.send(Kind::hello, encode(hello)) &&
+               endpoint_.await(Kind::answer, deadline_ms).has_value();
     }
     // rxm keeps its connection after the listener drops our handshake: there is no close to
     // see (MethodAdapter::unproven_held sees the drop).
@@ -182,54 +147,50 @@ public:
     bool send_unasked_data(int count, std::size_t bytes) override {
         unasked_.assign(bytes, std::byte{0x5a});
         void* desc = nullptr;
-        if (registrations_.active() &&
-            registrations_.acquire(unasked_.data(), unasked_.size(), true, desc,
-                                   sent_mrs_.emplace_back()) != 0)
-            return false;
+        if (!endpoint_.describe(unasked_.data(), unasked_.size(), desc)) return false;
         int sent = 0;
-        const std::uint64_t done_before = sends_done_;
+        const std::uint64_t done_before = endpoint_.sends_done();
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         while (sent < count && std::chrono::steady_clock::now() < until) {
             // Transfer ids no clear-to-send named; the provider only reads the one buffer.
             auto& context = unasked_contexts_.emplace_back();
-            const auto rc = fi_tsend(fabric_.ep(), unasked_.data(), unasked_.size(), desc, server_,
-                                     method::ofi::data_tag(0x7000 + static_cast<unsigned>(sent)),
-                                     &context);
+            const auto rc = fi_tsend(
+                endpoint_.fabric().ep(), unasked_.data(), unasked_.size(), desc, endpoint_.server(),
+                method::ofi::data_tag(0x7000 + static_cast<unsigned>(sent)), &context);
             if (rc == 0) {
                 ++sent;
                 continue;
             }
             unasked_contexts_.pop_back();
             if (rc != -FI_EAGAIN) return false;
-            drain(0);
+            endpoint_.drain(0);
         }
         // Manual progress: the data leaves only while we read our queue.
-        const std::uint64_t goal = done_before + static_cast<std::uint64_t>(sent);
-        while (sends_done_ < goal && std::chrono::steady_clock::now() < until) drain(0);
-        return sent == count && sends_done_ >= goal;
+        return endpoint_.sends_end(done_before + static_cast<std::uint64_t>(sent)) && sent == count;
     }
     bool send_ignoring_credits(int count, std::size_t bytes) override {
         using namespace method::ofi;
         if (!greet()) return false;
-        const std::uint64_t goal = sends_done_ + static_cast<std::uint64_t>(count);
+        const std::uint64_t goal = endpoint_.sends_done() + static_cast<std::uint64_t>(count);
         const std::vector<std::byte> body(bytes, std::byte{0x33});
         for (int i = 0; i < count; ++i)
-            if (!send(Kind::eager, body, static_cast<std::uint32_t>(40 + i))) return false;
-        return sends_end(goal);
+            if (!endpoint_.send(Kind::eager, body, static_cast<std::uint32_t>(40 + i)))
+                return false;
+        return endpoint_.sends_end(goal);
     }
     bool send_grants(int count) override {
         using namespace method::ofi;
         if (!greet()) return false;
-        const std::uint64_t goal = sends_done_ + static_cast<std::uint64_t>(count);
+        const std::uint64_t goal = endpoint_.sends_done() + static_cast<std::uint64_t>(count);
         for (int i = 0; i < count; ++i) {
             // seen 0: the listener has sent us nothing, so it may keep each one.
             const Grant grant{std::uint64_t{1} << 20, 0, static_cast<std::uint32_t>(i + 1), 0};
             const auto* bytes = reinterpret_cast<const std::byte*>(&grant);
-            if (!send(Kind::grant, std::vector<std::byte>(bytes, bytes + sizeof grant),
-                      static_cast<std::uint32_t>(100 + i)))
+            if (!endpoint_.send(Kind::grant, std::vector<std::byte>(bytes, bytes + sizeof grant),
+                                static_cast<std::uint32_t>(100 + i)))
                 return false;
         }
-        return sends_end(goal);
+        return endpoint_.sends_end(goal);
     }
 
 private:
@@ -238,102 +199,16 @@ private:
         using namespace method::ofi;
         if (greeted_) return true;
         Hello hello;
-        hello.name = fabric_.name();
-        greeted_ = send(Kind::hello, encode(hello)) && await(Kind::answer, 5000);
+        hello.name = endpoint_.fabric().name();
+        greeted_ = endpoint_.send(Kind::hello, encode(hello)) &&
+                   endpoint_.await(Kind::answer, 5000).has_value();
         return greeted_;
     }
-    bool sends_end(std::uint64_t goal) {
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while (sends_done_ < goal && std::chrono::steady_clock::now() < until) drain(0);
-        return sends_done_ >= goal;
-    }
-    struct Slot {
-        fi_context2 context{};
-        std::array<std::byte, 16384> bytes{};
-        void* desc = nullptr;
-        fid_mr* own_mr = nullptr;
-    };
-    bool insert_server(const method::ofi::OfiAddress& target) {
-        if (!target.has_port()) {
-            const std::string name = method::ofi::shm_endpoint_name(target.node);
-            return fi_av_insert(fabric_.av(), name.c_str(), 1, &server_, 0, nullptr) == 1;
-        }
-        sockaddr_in in{};
-        in.sin_family = AF_INET;
-        in.sin_port = htons(static_cast<std::uint16_t>(std::stoul(target.service)));
-        if (inet_pton(AF_INET, target.node.c_str(), &in.sin_addr) != 1) return false;
-        return fi_av_insert(fabric_.av(), &in, 1, &server_, 0, nullptr) == 1;
-    }
-    bool post(Slot& slot) {
-        if (registrations_.active() && slot.own_mr == nullptr &&
-            registrations_.acquire(slot.bytes.data(), slot.bytes.size(), false, slot.desc,
-                                   slot.own_mr) != 0)
-            return false;
-        return fabric_.post_buffer(slot.bytes.data(), slot.bytes.size(), slot.desc,
-                                   method::ofi::control_ignore, &slot.context) == 0;
-    }
-    bool send(method::ofi::Kind kind, const std::vector<std::byte>& body,
-              std::uint32_t bmi_tag = 0) {
-        sent_.push_back(body);
-        auto& bytes = sent_.back();
-        auto& context = send_contexts_.emplace_back();
-        void* desc = nullptr;
-        if (registrations_.active() && registrations_.acquire(bytes.data(), bytes.size(), true,
-                                                              desc, sent_mrs_.emplace_back()) != 0)
-            return false;
-        for (int tries = 0; tries < 1000; ++tries) {
-            const auto rc = fabric_.send_small(bytes.data(), bytes.size(), desc, server_,
-                                               method::ofi::control_tag(kind, bmi_tag), &context);
-            if (rc == 0) return true;
-            if (rc != -FI_EAGAIN) return false;
-            drain(1);
-        }
-        return false;
-    }
-    // Reads completions for up to ms; true once a message of `kind` came.
-    bool await(method::ofi::Kind kind, int ms) {
-        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-        do {
-            if (drain(1) == kind) return true;
-        } while (std::chrono::steady_clock::now() < until);
-        return false;
-    }
-    std::optional<method::ofi::Kind> drain(int sleep_ms) {
-        std::optional<method::ofi::Kind> got;
-        fi_cq_tagged_entry entry{};
-        for (;;) {
-            const auto n = fi_cq_read(fabric_.cq(), &entry, 1);
-            if (n == -FI_EAVAIL) {
-                fi_cq_err_entry error{};
-                fi_cq_readerr(fabric_.cq(), &error, 0);
-                continue;
-            }
-            if (n != 1) break;
-            bool ours = false;
-            for (auto& slot : slots_)
-                if (entry.op_context == &slot.context) {
-                    if (auto kind = method::ofi::kind_of(fabric_.tag_of(entry))) got = kind;
-                    post(slot);
-                    ours = true;
-                }
-            if (!ours) ++sends_done_;
-        }
-        if (!got && sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-        return got;
-    }
 
-    method::ofi::Fabric fabric_;
-    fi_addr_t server_ = FI_ADDR_NOTAVAIL;
-    std::string shm_address_;  // ours, on shm: listed as this process's (ofi_shm.hpp)
-    std::array<Slot, 8> slots_{};
-    std::deque<std::vector<std::byte>> sent_;  // bodies kept until the endpoint closes
-    std::deque<fi_context2> send_contexts_;
-    method::ofi::Registrations registrations_;
-    std::deque<fid_mr*> sent_mrs_;    // the bodies' registrations, where the provider needs them
-    std::vector<std::byte> unasked_;  // send_unasked_data's one body, kept until we close
+    // Declared first, so they outlive the endpoint, whose close ends their sends.
+    std::vector<std::byte> unasked_;  // send_unasked_data's one body
     std::deque<fi_context2> unasked_contexts_;
-    std::uint64_t sends_done_ = 0;  // completions of sends (those of slots_ are receives)
-    bool ready_ = false;
+    OfiRawEndpoint endpoint_;
     bool greeted_ = false;  // send_ignoring_credits' handshake is done
 };
 #endif

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -105,6 +106,11 @@ std::vector<std::string> compiled_schemes() {
     for (const auto& d : method::compiled_methods())
         if (scheme_selected(d.scheme)) out.emplace_back(d.scheme);
     return out;
+}
+
+bool scheme_compiled(const std::string& scheme) {
+    const auto schemes = compiled_schemes();
+    return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end();
 }
 
 Pump::Pump(core::Instance& instance) : instance_(instance) {

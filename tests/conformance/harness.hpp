@@ -21,6 +21,8 @@ namespace bmi::test {
 std::string test_listen_address(const std::string& scheme);
 // Schemes of every compiled-in method.
 std::vector<std::string> compiled_schemes();
+// Whether `scheme` is among them.
+bool scheme_compiled(const std::string& scheme);
 // The dialect both instances are created in (BMI_CONFORMANCE_DIALECT: orangefs or standalone).
 method::ApiDialect selected_dialect();
 

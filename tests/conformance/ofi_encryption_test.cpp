@@ -33,17 +33,17 @@
 #include "round_trip.hpp"
 
 #if BMI_METHOD_OFI
+#include "methods/kit/key_handshake.hpp"
+#include "methods/ofi/ofi_handshake.hpp"
 #include "methods/ofi/ofi_method.hpp"
+#include "ofi_raw_endpoint.hpp"
+#include "support/keys/numbered_records.hpp"
+#include "support/keys/secret_key.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
 
 namespace {
-
-bool ofi_compiled() {
-    const auto schemes = compiled_schemes();
-    return std::find(schemes.begin(), schemes.end(), "ofi") != schemes.end();
-}
 
 std::string provider() {
     const char* p = std::getenv("BMI_CONFORMANCE_OFI_PROVIDER");
@@ -189,10 +189,99 @@ std::vector<char> carried(const std::string& options, bool& watched) {
     return recorder.stop();
 }
 
+// A key holder of the test's own: a raw endpoint that runs the handshake through the kit as
+// the method does, encrypting, and then sends records it may change or repeat on the way, as
+// someone on the path would.
+class KeyHolder {
+public:
+    KeyHolder(const std::string& server, const std::string& key_path)
+        : endpoint_(server), server_(server) {
+        support::keys::SharedKey key;
+        REQUIRE(support::keys::load_key_file(key_path, key) == 0);
+        gate_.use(std::move(key));
+        gate_.set_encryption(method::kit::Encryption::require);
+    }
+    // hello with our cipher offer, the answer's proof checked, our proof sent, keys derived.
+    bool handshake() {
+        using namespace method::ofi;
+        if (!endpoint_.usable()) return false;
+        method::kit::KeyHandshake handshake(gate_);
+        Hello hello;
+        hello.features = gate_.offered();
+        hello.name = endpoint_.fabric().name();
+        hello.nonce = handshake.offer(gate_, server_, "");
+        hello.cipher_fields = true;
+        hello.features.ciphers = handshake.hello_ciphers();
+        hello.public_key = handshake.hello_public_key();
+        if (!endpoint_.send(Kind::hello, encode(hello))) return false;
+        const auto body = endpoint_.await(Kind::answer, 10000);
+        if (!body) return false;
+        const auto answer = decode_answer(*body);
+        if (!answer) return false;
+        const auto step = handshake.check_answer(
+            gate_, checked_features(answer->features, answer->cipher_fields), answer->nonce,
+            answer->stated, answer->proof, answer->public_key);
+        if (step.refused()) return false;
+        const auto* proof = reinterpret_cast<const std::byte*>(step.proof.data());
+        if (!endpoint_.send(Kind::proof, {proof, proof + step.proof.size()})) return false;
+        auto keys = handshake.take_traffic_keys();
+        if (!keys) return false;
+        records_ = std::make_unique<support::keys::NumberedRecords>(*keys, true, 1 << 20);
+        return true;
+    }
+    // An unexpected message of `text` under tag 7 as a record; `flip` changes one bit of it
+    // after sealing. The record's bytes, for a repeat.
+    std::vector<std::byte> send_unexpected(const std::string& text, bool flip = false) {
+        const std::uint64_t tag = method::ofi::control_tag(method::ofi::Kind::unexpected, 7);
+        std::vector<std::byte> record(text.size() + support::keys::NumberedRecords::trailer_size);
+        records_->seal(tag, {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()},
+                       reinterpret_cast<std::uint8_t*>(record.data()));
+        if (flip) record[0] ^= std::byte{1};
+        resend(record);
+        return record;
+    }
+    void resend(const std::vector<std::byte>& record) {
+        const std::uint64_t goal = endpoint_.sends_done() + 1;
+        REQUIRE(endpoint_.send_tagged(method::ofi::control_tag(method::ofi::Kind::unexpected, 7),
+                                      record));
+        REQUIRE(endpoint_.sends_end(goal));
+    }
+
+private:
+    bmi::test::OfiRawEndpoint endpoint_;
+    std::string server_;  // its listen address, which is its endpoint as the proofs bind it
+    method::kit::KeyGate gate_{"bmi_ofi"};
+    std::unique_ptr<support::keys::NumberedRecords> records_;
+};
+
+// Waits, while the server progresses, until its count of failed records reaches `count`.
+bool records_failed_reach(Side& server, std::uint64_t count) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (stats_of(server).records_failed < count) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+}
+
+// No unexpected message arrives at the server for `ms`.
+bool no_unexpected_for(Side& server, int ms) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+        int outcount = 0;
+        core::UnexpectedMessage got;
+        REQUIRE(server.instance->testunexpected(10, outcount, std::span(&got, 1)) == 0);
+        if (outcount != 0) {
+            server.instance->unexpected_free(got.buffer);
+            return false;
+        }
+    }
+    return true;
+}
 }  // namespace
 
 TEST_CASE("ofi: encrypted messages of every kind arrive intact", "[conformance][ofi][encryption]") {
-    if (!ofi_compiled()) return;
+    if (!scheme_compiled("ofi")) return;
     KeyFiles files;
     const std::string key = files.key("fs.key", 0x5a);
     SECTION("require") {
@@ -215,7 +304,7 @@ TEST_CASE("ofi: encrypted messages of every kind arrive intact", "[conformance][
 
 TEST_CASE("ofi: the provider carries no readable pattern with encryption, and does without",
           "[conformance][ofi][encryption]") {
-    if (!ofi_compiled()) return;
+    if (!scheme_compiled("ofi")) return;
     KeyFiles files;
     const std::string key = files.key("fs.key", 0x5b);
     bool watched = false;
@@ -234,7 +323,7 @@ TEST_CASE("ofi: the provider carries no readable pattern with encryption, and do
 
 TEST_CASE("ofi: require refuses a peer that cannot encrypt; prefer talks plainly with it",
           "[conformance][ofi][encryption]") {
-    if (!ofi_compiled()) return;
+    if (!scheme_compiled("ofi")) return;
     KeyFiles files;
     const std::string key = "key_file=" + files.key("fs.key", 0x5c);
     SECTION("the server requires, the client's encryption is off") {
@@ -261,6 +350,47 @@ TEST_CASE("ofi: require refuses a peer that cannot encrypt; prefer talks plainly
         CHECK(stats_of(pair.server).encrypted_peers == 0);
         CHECK(stats_of(pair.client).encrypted_peers == 0);
     }
+}
+
+TEST_CASE("ofi: a changed or repeated record drops its sender alone and delivers nothing",
+          "[conformance][ofi][encryption]") {
+    if (!scheme_compiled("ofi")) return;
+    KeyFiles files;
+    const std::string key = files.key("fs.key", 0x5d);
+    Pair pair = make_peers("ofi", "key_file=" + key + ",encryption=require");
+    const BMI_addr_t client = introduce(pair);
+    const std::string listen = pair.server.instance->listen_addresses();
+    Pump server(*pair.server.instance);
+
+    SECTION("a changed bit") {
+        KeyHolder holder(listen, key);
+        REQUIRE(holder.handshake());
+        // Its records are taken as they are sealed, so the failure below is the change alone.
+        holder.send_unexpected("genuine");
+        const core::UnexpectedMessage got = wait_unexpected(pair.server, 10000);
+        REQUIRE(got.size == 7);
+        CHECK(std::memcmp(got.buffer, "genuine", 7) == 0);
+        pair.server.instance->unexpected_free(got.buffer);
+        holder.send_unexpected("changed", true);
+        CHECK(records_failed_reach(pair.server, 1));
+        // Dropped: what it sends after the changed record is not taken either.
+        holder.send_unexpected("after");
+        CHECK(no_unexpected_for(pair.server, 300));
+    }
+    SECTION("a repeated record") {
+        KeyHolder holder(listen, key);
+        REQUIRE(holder.handshake());
+        const auto record = holder.send_unexpected("once");
+        const core::UnexpectedMessage got = wait_unexpected(pair.server, 10000);
+        REQUIRE(got.size == 4);
+        pair.server.instance->unexpected_free(got.buffer);
+        holder.resend(record);
+        CHECK(records_failed_reach(pair.server, 1));
+        CHECK(no_unexpected_for(pair.server, 300));
+    }
+    // The legitimate client is served throughout.
+    round_trip(pair, client, 3 * 1024 * 1024, 1, 11, nullptr, 30000);
+    CHECK(stats_of(pair.client).records_failed == 0);
 }
 
 #endif

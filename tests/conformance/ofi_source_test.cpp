@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// An ofi endpoint the method stopped talking to cannot speak for another peer: a keyless
+// endpoint that a keyed server refused, and one that said bye, go on sending unexpected
+// messages from their own endpoints, and none reaches the application, under the server's
+// proven client's name or any other (doc/methods/ofi.md, "Peers the method forgets"). Over
+// shm the provider names a message's source from an index the sender's command carries, and
+// reported such messages as the client's once the forgotten endpoint's entry was removed.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../unit/key_files.hpp"
+#include "harness.hpp"
+#include "methods/method_config.hpp"
+
+#if BMI_METHOD_OFI
+#include "methods/ofi/ofi_handshake.hpp"
+#include "methods/ofi/ofi_method.hpp"
+#include "ofi_raw_endpoint.hpp"
+
+using namespace bmi;
+using namespace bmi::test;
+
+namespace {
+
+std::vector<std::byte> bytes_of(const std::string& text) {
+    const auto* data = reinterpret_cast<const std::byte*>(text.data());
+    return {data, data + text.size()};
+}
+
+// Unexpected messages that reach the server within `ms`, each with its sender as the server
+// names it.
+std::vector<std::pair<BMI_addr_t, std::string>> arrivals_within(Side& server, int ms) {
+    std::vector<std::pair<BMI_addr_t, std::string>> got;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+        int outcount = 0;
+        core::UnexpectedMessage message;
+        REQUIRE(server.instance->testunexpected(10, outcount, std::span(&message, 1)) == 0);
+        if (outcount == 0) continue;
+        got.emplace_back(message.addr, std::string(static_cast<const char*>(message.buffer),
+                                                   static_cast<std::size_t>(message.size)));
+        server.instance->unexpected_free(message.buffer);
+    }
+    return got;
+}
+
+// Three unexpected messages from `endpoint`, each sent to its end.
+void send_three(OfiRawEndpoint& endpoint, const std::string& text) {
+    const std::uint64_t goal = endpoint.sends_done() + 3;
+    for (int i = 0; i < 3; ++i)
+        REQUIRE(endpoint.send(method::ofi::Kind::unexpected, bytes_of(text), 7));
+    REQUIRE(endpoint.sends_end(goal));
+}
+
+// A keyless hello from `endpoint`, answered (welcomed or refused).
+void say_hello(OfiRawEndpoint& endpoint) {
+    REQUIRE(endpoint.usable());
+    method::ofi::Hello hello;
+    hello.name = endpoint.fabric().name();
+    REQUIRE(endpoint.send(method::ofi::Kind::hello, method::ofi::encode(hello)));
+    REQUIRE(endpoint.await(method::ofi::Kind::answer, 10000));
+}
+
+std::uint64_t silenced(Side& side) {
+    method::ofi::Stats stats;
+    REQUIRE(side.instance->get_info(0, method::ofi::get_stats_option, &stats) == 0);
+    return stats.silenced;
+}
+
+}  // namespace
+
+TEST_CASE("ofi: an endpoint the server stopped talking to cannot speak for another peer",
+          "[conformance][ofi][source]") {
+    if (!scheme_compiled("ofi")) return;
+    KeyFiles files;
+    const std::string key = "key_file=" + files.key("fs.key", 0x61);
+    const bool keyed = GENERATE(true, false);
+    INFO((keyed ? "a keyless endpoint refused by a keyed server"
+                : "an endpoint that said bye to a keyless server"));
+    Pair pair = make_peers("ofi", keyed ? key : "");
+    const BMI_addr_t client = introduce(pair);
+    const std::string listen = pair.server.instance->listen_addresses();
+    Pump server(*pair.server.instance);
+    {
+        OfiRawEndpoint endpoint(listen);
+        say_hello(endpoint);
+        if (!keyed) {
+            // Taken as a peer: its messages arrive under a name of their own.
+            send_three(endpoint, "before bye");
+            const auto before = arrivals_within(pair.server, 500);
+            REQUIRE(before.size() == 3);
+            CHECK(before.front().first != client);
+            REQUIRE(endpoint.send(method::ofi::Kind::bye, {}));
+        }
+        // Forgotten by now: refused at once, or gone with its bye.
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        send_three(endpoint, "forgotten");
+        const auto after = arrivals_within(pair.server, 500);
+        std::string delivered;
+        for (const auto& [from, text] : after)
+            delivered += "'" + text + "' from " + std::to_string(from) + "; ";
+        INFO("delivered: " << delivered << "the client is " << client);
+        CHECK(after.empty());
+    }
+    // The client still speaks as itself.
+    const std::string text = "the client";
+    core::PostRequest note = send_request(pair.client, pair.server_addr, text.data(),
+                                          static_cast<bmi_size_t>(text.size()), 7);
+    note.kind = method::OpKind::send_unexpected;
+    REQUIRE(post_and_wait(pair.client, note, 10000).error == 0);
+    const auto got = arrivals_within(pair.server, 500);
+    REQUIRE(got.size() == 1);
+    CHECK(got.front().first == client);
+    CHECK(got.front().second == text);
+    // shm: the forgotten endpoint's entry was kept while it was open; a new endpoint's hello
+    // lets it go now that it has closed (a keyed server keeps the new one's, refused too).
+    const char* provider = std::getenv("BMI_CONFORMANCE_OFI_PROVIDER");
+    if (provider != nullptr && std::string(provider) == "shm") {
+        OfiRawEndpoint next(listen);
+        say_hello(next);
+        CHECK(silenced(pair.server) == (keyed ? 1u : 0u));
+    }
+}
+
+#endif
