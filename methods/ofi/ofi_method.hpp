@@ -34,7 +34,7 @@ struct Stats {
     std::uint64_t grants_held = 0;       // peers' grants we may still use, all peers
     std::uint64_t handed_wakeups = 0;    // sleeps the control layer took in our epoll set
     std::uint64_t encrypted_peers = 0;   // peers whose traffic is encrypted now
-    std::uint64_t records_failed = 0;    // records that failed to open (each lost its peer)
+    std::uint64_t records_failed = 0;    // records and large messages' data that failed to open
     std::uint64_t silenced = 0;          // shm: entries kept for forgotten endpoints still open
 };
 

@@ -83,7 +83,6 @@ void RecordCipher::nonce(std::uint64_t counter, std::uint8_t* out) const {
 }
 
 void RecordCipher::advance() {
-    ++records_;
     if (++in_key_ < rekey_interval_) return;
     key_ = next_key(key_);
     in_key_ = 0;
@@ -91,30 +90,47 @@ void RecordCipher::advance() {
     load_key();
 }
 
-void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<const std::uint8_t> plain,
-                        std::uint8_t* out, std::span<std::uint8_t, record_tag_size> tag) {
+bool RecordCipher::seal_at(std::uint64_t counter, std::span<const std::uint8_t> header,
+                           std::span<const std::uint8_t> plain, std::uint8_t* out,
+                           std::span<std::uint8_t, record_tag_size> tag) {
     std::uint8_t npub[traffic_iv_size];
-    nonce(in_key_, npub);
+    nonce(counter, npub);
     if (failed_ || !evp_->run(1, npub, header, plain.data(), plain.size(), out, tag.data())) {
         // Nothing sealed may leave under a key we no longer trust: a tag that never verifies.
         failed_ = true;
         if (!plain.empty()) sodium_memzero(out, plain.size());
         std::fill(tag.begin(), tag.end(), 0);
-        return;
+        return false;
     }
-    advance();
+    ++records_;
+    return true;
 }
 
-bool RecordCipher::open(std::span<const std::uint8_t> header, std::span<std::uint8_t> data,
-                        std::span<const std::uint8_t, record_tag_size> tag) {
+bool RecordCipher::open_at(std::uint64_t counter, std::span<const std::uint8_t> header,
+                           std::span<std::uint8_t> data,
+                           std::span<const std::uint8_t, record_tag_size> tag) {
     std::uint8_t npub[traffic_iv_size];
-    nonce(in_key_, npub);
+    nonce(counter, npub);
     // EVP takes the tag to check through a pointer to non-const; it only reads it.
     std::uint8_t expected[record_tag_size];
     std::copy(tag.begin(), tag.end(), expected);
     if (failed_ || !evp_->run(0, npub, header, data.data(), data.size(), data.data(), expected)) {
-        failed_ = true;
         if (!data.empty()) sodium_memzero(data.data(), data.size());
+        return false;
+    }
+    ++records_;
+    return true;
+}
+
+void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<const std::uint8_t> plain,
+                        std::uint8_t* out, std::span<std::uint8_t, record_tag_size> tag) {
+    if (seal_at(in_key_, header, plain, out, tag)) advance();
+}
+
+bool RecordCipher::open(std::span<const std::uint8_t> header, std::span<std::uint8_t> data,
+                        std::span<const std::uint8_t, record_tag_size> tag) {
+    if (!open_at(in_key_, header, data, tag)) {
+        failed_ = true;  // the stream is damaged: every later record fails too
         return false;
     }
     advance();
@@ -124,30 +140,13 @@ bool RecordCipher::open(std::span<const std::uint8_t> header, std::span<std::uin
 void RecordCipher::seal_numbered(std::uint64_t number, std::span<const std::uint8_t> header,
                                  std::span<const std::uint8_t> plain, std::uint8_t* out,
                                  std::span<std::uint8_t, record_tag_size> tag) {
-    std::uint8_t npub[traffic_iv_size];
-    nonce(number, npub);
-    if (failed_ || !evp_->run(1, npub, header, plain.data(), plain.size(), out, tag.data())) {
-        failed_ = true;
-        if (!plain.empty()) sodium_memzero(out, plain.size());
-        std::fill(tag.begin(), tag.end(), 0);
-        return;
-    }
-    ++records_;
+    seal_at(number, header, plain, out, tag);
 }
 
 bool RecordCipher::open_numbered(std::uint64_t number, std::span<const std::uint8_t> header,
                                  std::span<std::uint8_t> data,
                                  std::span<const std::uint8_t, record_tag_size> tag) {
-    std::uint8_t npub[traffic_iv_size];
-    nonce(number, npub);
-    std::uint8_t expected[record_tag_size];
-    std::copy(tag.begin(), tag.end(), expected);
-    if (failed_ || !evp_->run(0, npub, header, data.data(), data.size(), data.data(), expected)) {
-        if (!data.empty()) sodium_memzero(data.data(), data.size());
-        return false;
-    }
-    ++records_;
-    return true;
+    return open_at(number, header, data, tag);
 }
 
 }  // namespace bmi::support::keys

@@ -62,6 +62,13 @@ public:
 private:
     struct EvpState;
     void nonce(std::uint64_t counter, std::uint8_t* out) const;
+    // One record under `counter`, counted if it sealed or opened; a failed seal fails every
+    // later record, a failed open wipes `data` (whether later ones fail is the caller's call).
+    bool seal_at(std::uint64_t counter, std::span<const std::uint8_t> header,
+                 std::span<const std::uint8_t> plain, std::uint8_t* out,
+                 std::span<std::uint8_t, record_tag_size> tag);
+    bool open_at(std::uint64_t counter, std::span<const std::uint8_t> header,
+                 std::span<std::uint8_t> data, std::span<const std::uint8_t, record_tag_size> tag);
     void advance();
     void load_key();
 
