@@ -373,13 +373,7 @@ std::string OfiMethod::address_of_name(const std::vector<std::byte>& name) const
 
 void OfiMethod::finish(Operation& op, int error) {
     auto& slots = method_slots<OpSlots>(op);
-    // Every operation ends here: an instance that encrypts nothing looks nothing up.
-    if (const auto staged = staged_.empty() ? staged_.end() : staged_.find(&op);
-        staged != staged_.end()) {
-        if (error == 0 && op.kind == OpKind::recv)
-            error = open_staged(op, staged->second.bytes, staged->second.record);
-        staged_.erase(staged);
-    }
+    unstage(op);
     slots.phase = OpSlots::none;
     if (slots.counted) {
         slots.counted = false;

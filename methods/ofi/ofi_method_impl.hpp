@@ -29,6 +29,7 @@
 #include "methods/ofi/ofi_memory.hpp"
 #include "methods/ofi/ofi_retry_pause.hpp"
 #include "methods/ofi/ofi_shm.hpp"
+#include "methods/ofi/ofi_staging.hpp"
 #include "methods/ofi/ofi_waiting.hpp"
 #include "methods/ofi/ofi_wire.hpp"
 #include "support/keys/numbered_records.hpp"
@@ -151,11 +152,12 @@ struct Request {
     std::uint64_t ignore = 0;
     std::uint64_t record = 0;  // a filled buffer's record number, once opened
     bool counted = false;      // in its peer's sends_out or data_recvs_out
-    // A chunk of a list (OfiMethod::place_chunk): the iovecs the provider takes in one
-    // operation (empty: `data` alone), or `bounced` through `bytes` where it would take more;
-    // a bounced receive is scattered to the op's segments from `list_offset` once it is done.
+    // A chunk of a large message (OfiMethod::place_chunk) starts at `chunk_offset` of what its op
+    // moves: its segments' bytes, or its staging's where it is sealed. A chunk of a list takes
+    // the iovecs the provider takes in one operation (empty: `data` alone), or is `bounced`
+    // through `bytes` where it would take more, a receive scattered to the segments once done.
     bool bounced = false;
-    std::uint64_t list_offset = 0;
+    std::uint64_t chunk_offset = 0;
     std::vector<iovec> iov;
 };
 static_assert(std::is_standard_layout_v<Request>, "Request::of needs &context == this");
@@ -317,7 +319,8 @@ private:
                      std::size_t size, bool granted = false);
     // Points a chunk at [offset, offset + length) of its op's segments: their memory where one
     // segment holds it, iovecs where the provider takes that many, else a bounce buffer.
-    void place_chunk(Request& request, std::uint64_t offset, std::size_t length) const;
+    void place_chunk(Request& request, Staged* staged, std::uint64_t offset,
+                     std::size_t length) const;
     // An eager send's bytes: the op's one buffer, or its list gathered into `gathered`.
     static const void* eager_bytes(const Operation& op, std::vector<std::byte>& gathered);
 
@@ -363,12 +366,24 @@ private:
     ssize_t inject_sealed(OfiPeer& peer, const void* data, std::size_t size, std::uint64_t tag);
     // Opens a filled buffer's record in place: false (and the peer lost) if it fails.
     bool open_record(Request& buffer, OfiPeer& peer);
-    // A large message's data sealed (send) or room for it sealed (receive) under `record`;
-    // the size its chunks move.
+    // A large message's staging where the peer is encrypted (Staged): under the key its Rts's
+    // record number names, for our data (send) or the peer's (receive); the size its pieces
+    // move (the plain size where the peer is not encrypted).
     std::size_t stage_send(Operation& op, OfiPeer& peer, std::uint64_t record);
-    std::size_t stage_recv(Operation& op, std::uint64_t record);
-    // A received large message's staging opened into the op's buffers: 0 or -BMI_EPROTO.
-    int open_staged(Operation& op, std::vector<std::uint8_t>& sealed, std::uint64_t record);
+    std::size_t stage_recv(Operation& op, OfiPeer& peer, std::uint64_t record);
+    std::size_t stage(const Operation& op, support::keys::Cipher cipher,
+                      const support::keys::DirectionKey& key, std::uint64_t record,
+                      std::uint64_t total);
+    Staged* staged_of(const Operation& op);
+    void unstage(const Operation& op);
+    // Seals the chunks of [offset, offset + length) of the staging from the op's segments.
+    static void seal_piece(Staged& staged, const Operation& op, std::uint64_t offset,
+                           std::size_t length);
+    // Seals and posts the oldest piece of unsealed_ whose op still waits for it; true if any.
+    bool seal_next();
+    // A data receive of a staged op has come (`length` bytes): its chunks opened into the op's
+    // segments, or the op's error set to -BMI_EPROTO.
+    void open_piece(Request& request, std::size_t length);
 
     // ofi_keys.cpp
     void on_hello(Request& buffer);
@@ -501,12 +516,12 @@ private:
     // Withdrawing receives' arrivals, and revoking receives by grant id.
     std::unordered_map<Operation*, Arrival> withdrawn_;
     std::unordered_map<std::uint32_t, Operation*> revoking_;
-    // Large messages' staging while encrypted, by op: its Rts's record number and its bytes.
-    struct Staged {
-        std::uint64_t record = 0;
-        std::vector<std::uint8_t> bytes;
-    };
+    // Large messages' staging while encrypted, by op, and buffers kept for the next ones.
     std::unordered_map<const Operation*, Staged> staged_;
+    StagingBuffers staging_;
+    // Pieces of sealed data sends not yet sealed or posted, in order (seal_next). One whose op
+    // has been let go of (fail_peer) is released unposted: its staging is gone.
+    std::deque<Request*> unsealed_;
     std::vector<std::uint8_t> sealing_;   // an injected message's record
     std::uint64_t records_failed_ = 0;    // Stats
     std::uint64_t sent_under_grant_ = 0;  // Stats

@@ -173,7 +173,9 @@ void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry,
     if (request.role != Request::Role::buffer) {
         if (request.bounced && request.is_recv)
             scatter_pieces(std::span(request.bytes).first(std::min(entry.len, request.length)),
-                           segments_of(*request.op), request.list_offset);
+                           segments_of(*request.op), request.chunk_offset);
+        else if (request.role == Request::Role::data_recv)
+            open_piece(request, entry.len);
         if (request.role == Request::Role::grant_recv)
             on_grant_recv_end(request, 0, entry.len);
         else
@@ -246,6 +248,7 @@ void OfiMethod::progress() {
     if (waiting_.naps()) waiting_.clear();
     const bool completions = read_completions();
     if (completions) waiting_.traffic();
+    if (!unsealed_.empty() && seal_next()) waiting_.traffic();
     // One reading of the clock for the pass: it runs between every two polls of a spin.
     const auto now = kit::Deadlines::Clock::now();
     sweep_unasked(now);
@@ -277,6 +280,7 @@ bool OfiMethod::before_sleep() {
     const bool completions = read_completions();
     const auto now = kit::Deadlines::Clock::now();
     bool moved = sweep_unasked(now) || completions;
+    moved = (!unsealed_.empty() && seal_next()) || moved;
     moved = drain_backlog(now, completions) || moved;
     moved = retry_parked() || moved;
     moved = run_deadlines(now) || moved;

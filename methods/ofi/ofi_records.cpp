@@ -2,8 +2,10 @@
 // The ofi method's encryption (doc/security.md, "ofi"). rxm may complete a large message after
 // later small ones, so records carry their numbers (support/keys/numbered_records.hpp), with
 // the libfabric tag, credits and all, as associated data. A large message's data moves as
-// ciphertext from a staging buffer into one (support/keys/sealed_bulk.hpp): grants, which let
-// data land in the receiver's own buffer, are not offered to an encrypted peer.
+// ciphertext from a staging buffer into one (support/keys/sealed_bulk.hpp), a piece of a few
+// sealed chunks at a time: each is sealed just before it is posted and opened as soon as it has
+// come, so sealing, moving and opening overlap. Grants, which let data land in the receiver's
+// own buffer, are not offered to an encrypted peer.
 #include <cstring>
 
 #include "methods/ofi/ofi_method_impl.hpp"
@@ -80,43 +82,119 @@ bool OfiMethod::open_record(Request& buffer, OfiPeer& peer) {
 std::size_t OfiMethod::stage_send(Operation& op, OfiPeer& peer, std::uint64_t record) {
     const auto total = static_cast<std::uint64_t>(op.total_size);
     if (!peer.records) return static_cast<std::size_t>(total);
-    Staged& staged = staged_[&op];
-    staged.record = record;
-    staged.bytes.resize(support::keys::sealed_size(total));
-    std::vector<std::span<const std::uint8_t>> pieces;
-    for (const Segment& segment : segments_of(op))
-        if (segment.size > 0)
-            pieces.push_back(as_bytes(segment.data, static_cast<std::size_t>(segment.size)));
-    support::keys::seal_bulk(peer.records->cipher(), peer.records->send_bulk_key(record), record,
-                             pieces, total, staged.bytes.data());
-    return staged.bytes.size();
+    return stage(op, peer.records->cipher(), peer.records->send_bulk_key(record), record, total);
 }
 
-std::size_t OfiMethod::stage_recv(Operation& op, std::uint64_t record) {
-    Staged& staged = staged_[&op];
-    staged.record = record;
-    staged.bytes.resize(support::keys::sealed_size(static_cast<std::uint64_t>(op.actual_size)));
-    return staged.bytes.size();
-}
-
-int OfiMethod::open_staged(Operation& op, std::vector<std::uint8_t>& sealed, std::uint64_t record) {
-    auto& peer = static_cast<OfiPeer&>(*op.peer);
+std::size_t OfiMethod::stage_recv(Operation& op, OfiPeer& peer, std::uint64_t record) {
     const auto total = static_cast<std::uint64_t>(op.actual_size);
-    // A peer that shook hands again since its Rts has other keys: its data cannot open.
-    if (!peer.records || sealed.size() != support::keys::sealed_size(total) ||
-        !support::keys::open_bulk(peer.records->cipher(), peer.records->recv_bulk_key(record),
-                                  record, sealed.data(), total)) {
-        ++records_failed_;
-        BMI_LOG(ofi, "bmi_ofi: %s: a large message's data failed authentication",
-                peer.address.c_str());
-        return -BMI_EPROTO;
-    }
+    if (!peer.records) return static_cast<std::size_t>(total);
+    return stage(op, peer.records->cipher(), peer.records->recv_bulk_key(record), record, total);
+}
+
+std::size_t OfiMethod::stage(const Operation& op, support::keys::Cipher cipher,
+                             const support::keys::DirectionKey& key, std::uint64_t record,
+                             std::uint64_t total) {
+    Staged& staged = staged_[&op];
+    staged.bulk = std::make_unique<support::keys::SealedBulk>(cipher, key, record, total);
+    staged.bytes = staging_.take(static_cast<std::size_t>(support::keys::sealed_size(total)));
+    return staged.bytes.size();
+}
+
+Staged* OfiMethod::staged_of(const Operation& op) {
+    if (staged_.empty()) return nullptr;  // an instance that encrypts nothing looks nothing up
+    const auto it = staged_.find(&op);
+    return it == staged_.end() ? nullptr : &it->second;
+}
+
+void OfiMethod::unstage(const Operation& op) {
+    if (staged_.empty()) return;
+    const auto it = staged_.find(&op);
+    if (it == staged_.end()) return;
+    staging_.give_back(std::move(it->second.bytes));
+    staged_.erase(it);
+}
+
+void OfiMethod::seal_piece(Staged& staged, const Operation& op, std::uint64_t offset,
+                           std::size_t length) {
+    using support::keys::SealedBulk;
     const std::span<const Segment> segments = segments_of(op);
-    support::keys::for_each_opened_chunk(
-        sealed.data(), total, [&](std::span<const std::uint8_t> chunk, std::uint64_t offset) {
-            scatter_pieces(std::as_bytes(chunk), segments, offset);
+    SealedBulk& bulk = *staged.bulk;
+    std::uint8_t* sealed = staged.bytes.data();
+    const std::uint64_t last = (offset + length + support::keys::sealed_chunk - 1) /
+                               support::keys::sealed_chunk;
+    for (std::uint64_t index = offset / support::keys::sealed_chunk; index < last; ++index) {
+        const std::uint64_t at = SealedBulk::plain_offset(index);
+        const auto n = static_cast<std::size_t>(bulk.plain_size(index));
+        // Within one segment it seals straight from the user's memory; across segments the
+        // chunk is gathered into its place first and sealed there.
+        const std::uint8_t* plain = nullptr;
+        for_each_piece(segments, at, n, [&](std::byte* piece, std::size_t got) {
+            if (plain == nullptr && got == n) plain = reinterpret_cast<const std::uint8_t*>(piece);
         });
-    return 0;
+        if (plain == nullptr) {
+            std::uint8_t* place = sealed + SealedBulk::sealed_offset(index);
+            gather_pieces(segments, at, {reinterpret_cast<std::byte*>(place), n});
+            plain = place;
+        }
+        bulk.seal(index, plain, sealed);
+    }
+}
+
+bool OfiMethod::seal_next() {
+    while (!unsealed_.empty()) {
+        Request& request = *unsealed_.front();
+        unsealed_.pop_front();
+        Staged* staged = request.op != nullptr ? staged_of(*request.op) : nullptr;
+        if (staged == nullptr) {
+            release(request);
+            continue;
+        }
+        seal_piece(*staged, *request.op, request.chunk_offset, request.length);
+        submit(request);
+        return true;
+    }
+    return false;
+}
+
+void OfiMethod::open_piece(Request& request, std::size_t length) {
+    using support::keys::SealedBulk;
+    Operation& op = *request.op;
+    Staged* staged = staged_of(op);
+    auto& slots = method_slots<OpSlots>(op);
+    if (staged == nullptr || slots.error != 0) return;
+    SealedBulk& bulk = *staged->bulk;
+    const std::uint64_t offset = request.chunk_offset;
+    bool opened = length == request.length;
+    const std::uint64_t last = (offset + length + support::keys::sealed_chunk - 1) /
+                               support::keys::sealed_chunk;
+    const std::span<const Segment> segments = segments_of(op);
+    for (std::uint64_t index = offset / support::keys::sealed_chunk; opened && index < last;
+         ++index) {
+        const std::uint64_t at = SealedBulk::plain_offset(index);
+        const auto n = static_cast<std::size_t>(bulk.plain_size(index));
+        // Within one segment it opens straight into the user's memory, else in place and is
+        // scattered from there.
+        std::uint8_t* into = nullptr;
+        for_each_piece(segments, at, n, [&](std::byte* piece, std::size_t got) {
+            if (into == nullptr && got == n) into = reinterpret_cast<std::uint8_t*>(piece);
+        });
+        if (into != nullptr) {
+            opened = bulk.open(index, staged->bytes.data(), into);
+            continue;
+        }
+        opened = bulk.open(index, staged->bytes.data());
+        if (opened)
+            scatter_pieces({reinterpret_cast<const std::byte*>(staged->bytes.data() +
+                                                               SealedBulk::sealed_offset(index)),
+                            n},
+                           segments, at);
+    }
+    if (opened) return;
+    // Nothing of the message is the user's: the receive fails whatever else comes.
+    ++records_failed_;
+    slots.error = -BMI_EPROTO;
+    BMI_LOG(ofi, "bmi_ofi: %s: a large message's data failed authentication",
+            describe_peer(*op.peer).c_str());
 }
 
 }  // namespace bmi::method::ofi

@@ -44,8 +44,7 @@ void OfiMethod::take_arrival(Operation& op, OfiPeer& peer, const Arrival& arriva
         return;
     }
     post_chunks(op, peer, Request::Role::data_recv, arrival.transfer,
-                peer.records ? stage_recv(op, arrival.record)
-                             : static_cast<std::size_t>(arrival.size));
+                stage_recv(op, peer, arrival.record));
     const Cts ready{arrival.transfer, 0};
     send_control(peer, Kind::cts, op.tag, &ready, sizeof ready);
 }

@@ -137,10 +137,9 @@ void OfiMethod::on_cts(OfiPeer& peer, const Cts& cts) {
         finish(op, -BMI_EMSGSIZE);
         return;
     }
-    const auto staged = staged_.find(&op);
+    const Staged* staged = staged_of(op);
     post_chunks(op, peer, Request::Role::data_send, cts.transfer,
-                staged != staged_.end() ? staged->second.bytes.size()
-                                        : static_cast<std::size_t>(op.total_size));
+                staged != nullptr ? staged->bytes.size() : static_cast<std::size_t>(op.total_size));
 }
 
 void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
@@ -150,26 +149,43 @@ void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
     // leaves them as it ends (on_grant_recv_end).
     slots.phase = role == Request::Role::grant_recv ? OpSlots::granted : OpSlots::moving;
     slots.transfer = transfer;
-    // A grant names one receive: its data is one operation, whatever our chunk size.
-    const std::size_t piece = granted ? std::max<std::size_t>(size, 1) : chunk_bytes_;
+    // A grant names one receive: its data is one operation, whatever our chunk size. Sealed
+    // data moves in pieces of whole sealed chunks, so that each can be opened as it comes.
+    Staged* staged = staged_of(op);
+    const std::size_t piece = granted             ? std::max<std::size_t>(size, 1)
+                              : staged != nullptr ? sealed_piece_bytes
+                                                  : chunk_bytes_;
     // Counted first: a chunk the provider refuses at once ends before the others are posted.
     slots.pending = static_cast<std::uint32_t>((size + piece - 1) / piece);
     for (std::size_t offset = 0; offset < size; offset += piece) {
         Request& request = new_request(role, &op);
-        place_chunk(request, offset, std::min(piece, size - offset));
+        const std::size_t length = std::min(piece, size - offset);
+        place_chunk(request, staged, offset, length);
+        // Sealed data goes a piece per progress pass after the first (seal_next): rxm moves each
+        // piece only while we poll, so the receiver opens one while we seal the next.
+        if (staged != nullptr && role == Request::Role::data_send) {
+            if (offset > 0) {
+                request.addr = peer.fi_addr;
+                request.tag = data_tag(transfer);
+                unsealed_.push_back(&request);
+                continue;
+            }
+            seal_piece(*staged, op, offset, length);
+        }
         request.addr = peer.fi_addr;
         request.tag = granted ? grant_tag(transfer) : data_tag(transfer);
         submit(request);
     }
 }
 
-void OfiMethod::place_chunk(Request& request, std::uint64_t offset, std::size_t length) const {
+void OfiMethod::place_chunk(Request& request, Staged* staged, std::uint64_t offset,
+                            std::size_t length) const {
     const std::span<const Segment> segments = segments_of(*request.op);
     request.length = length;
+    request.chunk_offset = offset;
     request.iov.clear();
-    if (const auto staged = staged_.find(request.op); staged != staged_.end()) {
-        // Sealed data: the staging buffer's bytes move, not the op's.
-        request.data = const_cast<std::uint8_t*>(staged->second.bytes.data()) + offset;
+    if (staged != nullptr) {  // sealed data: the staging buffer's bytes move, not the op's
+        request.data = staged->bytes.data() + offset;
         return;
     }
     if (segments.size() == 1) {  // a contiguous buffer, the common case: no list to walk
@@ -187,7 +203,6 @@ void OfiMethod::place_chunk(Request& request, std::uint64_t offset, std::size_t 
     if (request.iov.size() <= iov_limit_) return;
     request.iov.clear();
     request.bounced = true;
-    request.list_offset = offset;
     request.bytes.resize(length);
     if (!request.is_recv) gather_pieces(segments, offset, request.bytes);
     request.data = request.bytes.data();

@@ -18,6 +18,8 @@
 #include <optional>
 #include <span>
 
+#include "support/keys/sealed_bulk.hpp"
+
 namespace bmi::method::ofi {
 
 enum class Kind : std::uint8_t {
@@ -107,6 +109,13 @@ struct GrantId {
 };
 // Grants a peer may have with us at once; more are not kept (their messages go by RTS).
 inline constexpr std::size_t most_grants_per_peer = 64;
+
+// An encrypted peer's large message moves in pieces of this many sealed chunks
+// (support/keys/sealed_bulk.hpp), whatever ofi_chunk_bytes says: both ends cut its staging
+// alike, and each piece opens on its own.
+inline constexpr std::size_t sealed_chunks_per_piece = 4;
+inline constexpr std::size_t sealed_piece_bytes = sealed_chunks_per_piece *
+                                                  support::keys::sealed_chunk;
 
 // Bodies are host-endian: both ends of a libfabric endpoint pair run the same provider on
 // one kind of machine. A body of the wrong size decodes to nothing.

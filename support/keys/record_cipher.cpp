@@ -107,15 +107,15 @@ bool RecordCipher::seal_at(std::uint64_t counter, std::span<const std::uint8_t> 
 }
 
 bool RecordCipher::open_at(std::uint64_t counter, std::span<const std::uint8_t> header,
-                           std::span<std::uint8_t> data,
+                           std::span<const std::uint8_t> sealed, std::uint8_t* out,
                            std::span<const std::uint8_t, record_tag_size> tag) {
     std::uint8_t npub[traffic_iv_size];
     nonce(counter, npub);
     // EVP takes the tag to check through a pointer to non-const; it only reads it.
     std::uint8_t expected[record_tag_size];
     std::copy(tag.begin(), tag.end(), expected);
-    if (failed_ || !evp_->run(0, npub, header, data.data(), data.size(), data.data(), expected)) {
-        if (!data.empty()) sodium_memzero(data.data(), data.size());
+    if (failed_ || !evp_->run(0, npub, header, sealed.data(), sealed.size(), out, expected)) {
+        if (!sealed.empty()) sodium_memzero(out, sealed.size());
         return false;
     }
     ++records_;
@@ -129,7 +129,7 @@ void RecordCipher::seal(std::span<const std::uint8_t> header, std::span<const st
 
 bool RecordCipher::open(std::span<const std::uint8_t> header, std::span<std::uint8_t> data,
                         std::span<const std::uint8_t, record_tag_size> tag) {
-    if (!open_at(in_key_, header, data, tag)) {
+    if (!open_at(in_key_, header, data, data.data(), tag)) {
         failed_ = true;  // the stream is damaged: every later record fails too
         return false;
     }
@@ -144,9 +144,9 @@ void RecordCipher::seal_numbered(std::uint64_t number, std::span<const std::uint
 }
 
 bool RecordCipher::open_numbered(std::uint64_t number, std::span<const std::uint8_t> header,
-                                 std::span<std::uint8_t> data,
+                                 std::span<const std::uint8_t> sealed, std::uint8_t* out,
                                  std::span<const std::uint8_t, record_tag_size> tag) {
-    return open_at(number, header, data, tag);
+    return open_at(number, header, sealed, out, tag);
 }
 
 }  // namespace bmi::support::keys

@@ -51,6 +51,13 @@ public:
                        std::span<std::uint8_t, record_tag_size> tag);
     bool open_numbered(std::uint64_t number, std::span<const std::uint8_t> header,
                        std::span<std::uint8_t> data,
+                       std::span<const std::uint8_t, record_tag_size> tag) {
+        return open_numbered(number, header, data, data.data(), tag);
+    }
+    // The same, into `out` (sealed.size() bytes; the same or a disjoint buffer), so a receiver
+    // need not copy what it opened; a failed open wipes `out`.
+    bool open_numbered(std::uint64_t number, std::span<const std::uint8_t> header,
+                       std::span<const std::uint8_t> sealed, std::uint8_t* out,
                        std::span<const std::uint8_t, record_tag_size> tag);
 
     bool failed() const { return failed_; }
@@ -68,7 +75,8 @@ private:
                  std::span<const std::uint8_t> plain, std::uint8_t* out,
                  std::span<std::uint8_t, record_tag_size> tag);
     bool open_at(std::uint64_t counter, std::span<const std::uint8_t> header,
-                 std::span<std::uint8_t> data, std::span<const std::uint8_t, record_tag_size> tag);
+                 std::span<const std::uint8_t> sealed, std::uint8_t* out,
+                 std::span<const std::uint8_t, record_tag_size> tag);
     void advance();
     void load_key();
 

@@ -38,6 +38,7 @@
 #include "methods/ofi/ofi_method.hpp"
 #include "ofi_raw_endpoint.hpp"
 #include "support/keys/numbered_records.hpp"
+#include "support/keys/sealed_bulk.hpp"
 #include "support/keys/secret_key.hpp"
 
 using namespace bmi;
@@ -240,10 +241,49 @@ public:
         resend(record);
         return record;
     }
+    // A large message of `size` bytes under BMI tag `bmi_tag`: an Rts record, then, once the
+    // receiver's Cts came, its data sealed as the method seals it, with one bit of chunk
+    // `changed` flipped. False if the Cts did not come or a send failed.
+    bool send_large(bmi_msg_tag_t bmi_tag, std::size_t size, std::uint64_t changed) {
+        using namespace method::ofi;
+        using support::keys::SealedBulk;
+        const std::uint32_t transfer = 77;
+        const std::uint64_t sends_before = endpoint_.sends_done();
+        const std::uint64_t record = records_->next_number();
+        const Rts rts{size, transfer, 0};
+        const std::uint64_t tag = control_tag(Kind::rts, bmi_tag);
+        std::vector<std::byte> sealed_rts(sizeof rts +
+                                          support::keys::NumberedRecords::trailer_size);
+        records_->seal(tag, {reinterpret_cast<const std::uint8_t*>(&rts), sizeof rts},
+                       reinterpret_cast<std::uint8_t*>(sealed_rts.data()));
+        // Not waited for alone: the Cts may come while the Rts's completion is read.
+        if (!endpoint_.send_tagged(tag, sealed_rts)) return false;
+        if (!endpoint_.await(Kind::cts, 10000)) return false;
+        const std::vector<std::uint8_t> plain(size, 0x42);
+        SealedBulk bulk(records_->cipher(), records_->send_bulk_key(record), record, size);
+        std::vector<std::byte> sealed(support::keys::sealed_size(size));
+        auto* out = reinterpret_cast<std::uint8_t*>(sealed.data());
+        for (std::uint64_t i = 0; i < bulk.chunks(); ++i)
+            bulk.seal(i, plain.data() + SealedBulk::plain_offset(i), out);
+        sealed[SealedBulk::sealed_offset(changed) + 5] ^= std::byte{1};
+        // The Rts's completion and each piece's.
+        const std::uint64_t goal = sends_before + 1 +
+                                   (sealed.size() + sealed_piece_bytes - 1) / sealed_piece_bytes;
+        for (std::size_t at = 0; at < sealed.size(); at += sealed_piece_bytes) {
+            const std::size_t n = std::min(sealed_piece_bytes, sealed.size() - at);
+            const std::vector<std::byte> piece(sealed.begin() + static_cast<std::ptrdiff_t>(at),
+                                               sealed.begin() +
+                                                   static_cast<std::ptrdiff_t>(at + n));
+            if (!endpoint_.send_tagged(data_tag(transfer), piece)) return false;
+        }
+        return endpoint_.sends_end(goal);
+    }
     void resend(const std::vector<std::byte>& record) {
+        resend_tagged(method::ofi::control_tag(method::ofi::Kind::unexpected, 7), record);
+    }
+    void resend_tagged(std::uint64_t tag, const std::vector<std::byte>& record) {
         const std::uint64_t goal = endpoint_.sends_done() + 1;
-        REQUIRE(endpoint_.send_tagged(method::ofi::control_tag(method::ofi::Kind::unexpected, 7),
-                                      record));
+        REQUIRE(endpoint_.send_tagged(tag, record));
         REQUIRE(endpoint_.sends_end(goal));
     }
 
@@ -296,7 +336,7 @@ TEST_CASE("ofi: encrypted messages of every kind arrive intact", "[conformance][
         Pair pair =
             make_peers("ofi", "key_file=" + key + ",encryption=prefer,encryption_rekey_records=3");
         const BMI_addr_t client = introduce(pair);
-        for (int i = 0; i < 3; ++i) every_kind(pair, client);
+        every_kind(pair, client);
         CHECK(stats_of(pair.server).encrypted_peers == 1);
         CHECK(stats_of(pair.client).records_failed == 0);
     }
@@ -387,6 +427,30 @@ TEST_CASE("ofi: a changed or repeated record drops its sender alone and delivers
         holder.resend(record);
         CHECK(records_failed_reach(pair.server, 1));
         CHECK(no_unexpected_for(pair.server, 300));
+    }
+    SECTION("a changed chunk of a large message") {
+        // libfabric 1.17's shm never completed this raw endpoint's large sends to the server
+        // (its reads of them spin in process_vm_readv); the method's own are in every_kind.
+        if (listen.rfind("ofi+shm", 0) == 0) {
+            WARN("not over ofi+shm: the raw endpoint's large sends do not complete there");
+            return;
+        }
+        KeyHolder holder(listen, key);
+        REQUIRE(holder.handshake());
+        holder.send_unexpected("large next");
+        const core::UnexpectedMessage got = wait_unexpected(pair.server, 10000);
+        const BMI_addr_t from = got.addr;
+        pair.server.instance->unexpected_free(got.buffer);
+        // Pieces after the changed chunk still come: the receive ends once, when all have.
+        std::vector<char> into(5 * support::keys::bulk_chunk + 1000);
+        bmi_op_id_t id = 0;
+        REQUIRE(pair.server.instance->post(recv_request(pair.server, from, into.data(),
+                                                        static_cast<bmi_size_t>(into.size()), 21),
+                                           id, nullptr) >= 0);
+        REQUIRE(holder.send_large(21, into.size(), 2));
+        const core::Completion done = wait_op(pair.server, id, 10000);
+        CHECK(done.error == -BMI_EPROTO);
+        CHECK(stats_of(pair.server).records_failed == 1);
     }
     // The legitimate client is served throughout.
     round_trip(pair, client, 3 * 1024 * 1024, 1, 11, nullptr, 30000);

@@ -5,6 +5,7 @@
 // without a message; a large message's key is its record's and the other side's alone.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -148,4 +149,56 @@ TEST_CASE("a large message's key is named by its record and known to its receive
                               std::memcpy(back.data() + offset, chunk.data(), chunk.size());
                           });
     CHECK(back == data);
+}
+
+TEST_CASE("a large message's chunks seal and open one at a time, in any order") {
+    const TrafficKeys keys = keys_for(some_cipher());
+    NumberedRecords client(keys, true, 1 << 20);
+    NumberedRecords server(keys, false, 1 << 20);
+    std::vector<std::uint8_t> data(3 * bulk_chunk + 5);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 13);
+    // Cut across a chunk's boundary: seal_bulk gathers that chunk before sealing it.
+    const std::span<const std::uint8_t> pieces[] = {
+        {data.data(), bulk_chunk + 100},
+        {data.data() + bulk_chunk + 100, data.size() - bulk_chunk - 100}};
+    std::vector<std::uint8_t> whole(sealed_size(data.size()));
+    seal_bulk(client.cipher(), client.send_bulk_key(7), 7, pieces, data.size(), whole.data());
+
+    // Chunk by chunk, last first, from the plaintext: the same bytes on the wire.
+    SealedBulk sealer(client.cipher(), client.send_bulk_key(7), 7, data.size());
+    REQUIRE(sealer.chunks() == 4);
+    CHECK(sealer.plain_size(3) == 5);
+    std::vector<std::uint8_t> sealed(whole.size());
+    for (std::uint64_t index : {3, 1, 0, 2})
+        sealer.seal(index, data.data() + SealedBulk::plain_offset(index), sealed.data());
+    CHECK(sealed == whole);
+
+    SECTION("each opens alone, in any order, in place or into another buffer") {
+        SealedBulk opener(server.cipher(), server.recv_bulk_key(7), 7, data.size());
+        std::vector<std::uint8_t> out(bulk_chunk);
+        REQUIRE(opener.open(1, sealed.data(), out.data()));
+        CHECK(std::memcmp(out.data(), data.data() + bulk_chunk, bulk_chunk) == 0);
+        for (std::uint64_t index : {2, 0, 3, 1}) {
+            REQUIRE(opener.open(index, sealed.data()));
+            CHECK(std::memcmp(sealed.data() + SealedBulk::sealed_offset(index),
+                              data.data() + SealedBulk::plain_offset(index),
+                              opener.plain_size(index)) == 0);
+        }
+    }
+    SECTION("a changed chunk fails alone, and a chunk moved to another place fails") {
+        sealed[SealedBulk::sealed_offset(2) + 10] ^= 1;
+        std::copy_n(whole.begin() + SealedBulk::sealed_offset(0), sealed_chunk,
+                    sealed.begin() + SealedBulk::sealed_offset(1));
+        SealedBulk opener(server.cipher(), server.recv_bulk_key(7), 7, data.size());
+        CHECK_FALSE(opener.open(2, sealed.data()));
+        std::vector<std::uint8_t> out(bulk_chunk, 0xab);
+        CHECK_FALSE(opener.open(1, sealed.data(), out.data()));
+        CHECK(std::count(out.begin(), out.end(), 0) == static_cast<long>(bulk_chunk));
+        CHECK(opener.open(0, sealed.data()));
+        CHECK(opener.open(3, sealed.data()));
+    }
+    SECTION("another total, as a cut message would claim, opens nothing") {
+        SealedBulk opener(server.cipher(), server.recv_bulk_key(7), 7, data.size() - 1);
+        CHECK_FALSE(opener.open(0, sealed.data()));
+    }
 }
