@@ -43,6 +43,10 @@ OfiRawEndpoint::OfiRawEndpoint(const std::string& address) {
 
 OfiRawEndpoint::~OfiRawEndpoint() {
     if (!shm_address_.empty()) method::ofi::note_shm_endpoint(shm_address_, false);
+    // As the method does before it closes: disconnections rxm has not seen yet are taken in
+    // first, since over verbs closing with one pending crashed inside the provider.
+    fi_cq_tagged_entry entry{};
+    for (int i = 0; i < 16; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
     // Registrations go after the endpoint that may still use them, before its domain.
     fabric_.close_endpoint();
     for (auto& slot : slots_) method::ofi::Registrations::release(slot.own_mr);
