@@ -12,13 +12,14 @@ enum : std::uint8_t {
     bit_binding = 2,
     bit_required = 4,
     bit_ciphers = 8,
-    known_bits = 15
+    bit_limits = 16,
+    known_bits = 31
 };
 
-std::uint8_t feature_byte(const kit::KeyFeatures& f, bool cipher_fields) {
+std::uint8_t feature_byte(const kit::KeyFeatures& f, bool cipher_fields, bool limits) {
     return static_cast<std::uint8_t>((f.proof ? bit_proof : 0) | (f.binding ? bit_binding : 0) |
                                      (f.required ? bit_required : 0) |
-                                     (cipher_fields ? bit_ciphers : 0));
+                                     (cipher_fields ? bit_ciphers : 0) | (limits ? bit_limits : 0));
 }
 
 std::optional<kit::KeyFeatures> features_of(std::uint8_t byte) {
@@ -71,6 +72,22 @@ void append_cipher_fields(std::vector<std::byte>& out, const kit::KeyFeatures& f
 bool take_cipher_fields(Reader& in, kit::KeyFeatures& f, support::keys::PublicKey& key) {
     return in.take(&f.ciphers, 1) && in.take(key.data(), key.size());
 }
+
+void append_limits(std::vector<std::byte>& out, const std::optional<BufferLimits>& limits) {
+    if (!limits) return;
+    append(out, &limits->eager, sizeof limits->eager);
+    append(out, &limits->unexpected, sizeof limits->unexpected);
+}
+
+bool take_limits(Reader& in, std::uint8_t features, std::optional<BufferLimits>& out) {
+    if ((features & bit_limits) == 0) return true;
+    BufferLimits limits;
+    if (!in.take(&limits.eager, sizeof limits.eager) ||
+        !in.take(&limits.unexpected, sizeof limits.unexpected))
+        return false;
+    out = limits;
+    return true;
+}
 }  // namespace
 
 kit::KeyFeatures checked_features(const kit::KeyFeatures& sent, bool cipher_fields) {
@@ -80,28 +97,41 @@ kit::KeyFeatures checked_features(const kit::KeyFeatures& sent, bool cipher_fiel
     return f;
 }
 
+std::string proven_text(const std::string& stated, const std::optional<BufferLimits>& limits) {
+    const BufferLimits sizes = limits.value_or(BufferLimits{});
+    std::string text = stated;
+    text.push_back(limits ? '\1' : '\0');
+    text.append(reinterpret_cast<const char*>(&sizes.eager), sizeof sizes.eager);
+    text.append(reinterpret_cast<const char*>(&sizes.unexpected), sizeof sizes.unexpected);
+    return text;
+}
+
 std::vector<std::byte> encode(const Hello& hello) {
     std::vector<std::byte> out;
-    const std::uint8_t features = feature_byte(hello.features, hello.cipher_fields);
+    const std::uint8_t features =
+        feature_byte(hello.features, hello.cipher_fields, hello.limits.has_value());
     const auto length = static_cast<std::uint16_t>(hello.name.size());
     append(out, &features, 1);
     append(out, &length, sizeof length);
     append(out, hello.name.data(), hello.name.size());
     if (hello.features.proof) append(out, hello.nonce.data(), hello.nonce.size());
     if (hello.cipher_fields) append_cipher_fields(out, hello.features, hello.public_key);
+    append_limits(out, hello.limits);
     append(out, hello.stated.data(), hello.stated.size());
     return out;
 }
 
 std::vector<std::byte> encode(const Answer& answer) {
     std::vector<std::byte> out;
-    const std::uint8_t features = feature_byte(answer.features, answer.cipher_fields);
+    const std::uint8_t features =
+        feature_byte(answer.features, answer.cipher_fields, answer.limits.has_value());
     append(out, &features, 1);
     if (answer.features.proof) {
         append(out, answer.nonce.data(), answer.nonce.size());
         append(out, answer.proof.data(), answer.proof.size());
     }
     if (answer.cipher_fields) append_cipher_fields(out, answer.features, answer.public_key);
+    append_limits(out, answer.limits);
     append(out, answer.stated.data(), answer.stated.size());
     return out;
 }
@@ -123,7 +153,7 @@ std::optional<Hello> decode_hello(std::span<const std::byte> body) {
     hello.cipher_fields = (byte & bit_ciphers) != 0;
     if (hello.cipher_fields && !take_cipher_fields(in, hello.features, hello.public_key))
         return std::nullopt;
-    if (!take_stated(in, hello.stated)) return std::nullopt;
+    if (!take_limits(in, byte, hello.limits) || !take_stated(in, hello.stated)) return std::nullopt;
     return hello;
 }
 
@@ -141,7 +171,8 @@ std::optional<Answer> decode_answer(std::span<const std::byte> body) {
     answer.cipher_fields = (byte & bit_ciphers) != 0;
     if (answer.cipher_fields && !take_cipher_fields(in, answer.features, answer.public_key))
         return std::nullopt;
-    if (!take_stated(in, answer.stated)) return std::nullopt;
+    if (!take_limits(in, byte, answer.limits) || !take_stated(in, answer.stated))
+        return std::nullopt;
     return answer;
 }
 

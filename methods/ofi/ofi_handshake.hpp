@@ -2,15 +2,19 @@
 // The kit's key handshake (methods/kit/key_handshake.hpp) on the ofi wire: the hello, answer
 // and proof bodies as a pure codec. Every field a peer sends is checked here, before the
 // method looks at it.
-//   hello   features(1) name_length(2) name [nonce(32)] [ciphers(1) public_key(32)] stated...
-//   answer  features(1) [nonce(32) proof(32)] [ciphers(1) public_key(32)] stated...
+//   hello   features(1) name_length(2) name [nonce(32)] [ciphers(1) public_key(32)]
+//           [eager(4) unexpected(4)] stated...
+//   answer  features(1) [nonce(32) proof(32)] [ciphers(1) public_key(32)]
+//           [eager(4) unexpected(4)] stated...
 //   proof   proof(32)
-// features: 1 proof, 2 binding, 4 required (kit::KeyFeatures), 8 ciphers; nonce and proof
-// only with 1, the cipher fields only with 8 (a keyed libbmi sets both). The hello's ciphers
+// features: 1 proof, 2 binding, 4 required (kit::KeyFeatures), 8 ciphers, 16 limits; nonce and
+// proof only with 1, the cipher fields only with 8 (a keyed libbmi sets both), the sizes
+// only with 16 (libbmi always sends them). The hello's ciphers
 // are the initiator's offer, the answer's the acceptor's choice (doc/security.md).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,12 +30,21 @@ namespace bmi::method::ofi {
 inline constexpr std::size_t max_name_bytes = 256;
 inline constexpr std::size_t max_stated_bytes = 256;
 
+// The largest eager and unexpected messages the sender's receive buffers take: a peer sends
+// it none larger, whatever its own settings say (a larger one would not fit the buffer it
+// lands in). Absent (an older libbmi): taken to be the receiver's own.
+struct BufferLimits {
+    std::uint32_t eager = 0;
+    std::uint32_t unexpected = 0;
+};
+
 struct Hello {
     kit::KeyFeatures features;
     std::vector<std::byte> name;  // the initiator's endpoint, for the acceptor's address vector
     support::keys::Nonce nonce{};
     bool cipher_fields = false;  // features bit 8: ciphers and public_key were sent
     support::keys::PublicKey public_key{};
+    std::optional<BufferLimits> limits;
     std::string stated;  // the initiator's listen address, or ""
 };
 
@@ -41,8 +54,14 @@ struct Answer {
     support::keys::Proof proof{};
     bool cipher_fields = false;
     support::keys::PublicKey public_key{};
+    std::optional<BufferLimits> limits;
     std::string stated;  // the acceptor's listen address
 };
+
+// What the kit's proof binds of a hello or answer beyond its nonces and keys: the stated
+// address and the buffer limits, so that nobody on the path changes either unseen. The
+// limits go last in a fixed 9 bytes, so that no stated text can pass for them.
+std::string proven_text(const std::string& stated, const std::optional<BufferLimits>& limits);
 
 // The features the kit checks: a keyed peer without the cipher fields proves a transcript
 // without them, so it counts as one of an older handshake (kit::Refusal::first_handshake).

@@ -26,6 +26,7 @@
 #include "methods/method.hpp"
 #include "methods/ofi/ofi_address_table.hpp"
 #include "methods/ofi/ofi_fabric.hpp"
+#include "methods/ofi/ofi_handshake.hpp"
 #include "methods/ofi/ofi_memory.hpp"
 #include "methods/ofi/ofi_retry_pause.hpp"
 #include "methods/ofi/ofi_shm.hpp"
@@ -42,6 +43,7 @@ struct Arrival {
     bool announced = false;  // an Rts: the data waits at the sender
     bmi_size_t size = 0;
     std::uint32_t transfer = 0;
+    std::uint32_t piece = 0;   // the Rts's: what its data moves in (0: as our chunks)
     std::uint64_t record = 0;  // encrypted: the Rts's record number, which names its data's key
     std::int64_t cost = 0;     // what it holds of the early budget
     std::vector<std::byte> body;
@@ -77,6 +79,10 @@ struct OfiPeer final : Peer {
     State state = State::fresh;
     // Its traffic's encryption since the last handshake (doc/security.md, "ofi"); null: plain.
     std::unique_ptr<support::keys::NumberedRecords> records;
+    // The largest eager and unexpected messages its receive buffers take, as its handshake
+    // said (ofi_handshake.hpp's BufferLimits); unbounded until it says.
+    std::size_t eager_takes = SIZE_MAX;
+    std::size_t unexpected_takes = SIZE_MAX;
     // Until ready, what we send it is the handshake's: hello, answer, proof or refusal.
     bool handshaking() const { return state != State::ready && state != State::departed; }
     // It said hello to us and we know no listen address of it: once departed, unreachable.
@@ -288,6 +294,16 @@ private:
     // ofi_send.cpp
     int post_send(Operation& op, OfiPeer& peer);
     void start_send(Operation& op, OfiPeer& peer);
+    // The largest eager and unexpected messages we send peer: ours, within what it takes.
+    std::size_t eager_limit_to(const OfiPeer& peer) const {
+        return std::min(eager_bytes_, peer.eager_takes);
+    }
+    std::size_t unexpected_limit_to(const OfiPeer& peer) const {
+        return std::min(static_cast<std::size_t>(unexpected_limit_), peer.unexpected_takes);
+    }
+    // What our receive buffers take, as our hello and answer tell each peer.
+    BufferLimits buffer_limits() const;
+    static void note_limits(OfiPeer& peer, const std::optional<BufferLimits>& limits);
     void greet(OfiPeer& peer);
     void flush_waiting(OfiPeer& peer, int error);
     void send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, const void* body,
@@ -313,10 +329,13 @@ private:
     static void sent_expected(OfiPeer& peer, bmi_msg_tag_t tag);
     void on_grant(OfiPeer& peer, bmi_msg_tag_t tag, const Grant& grant);
     void on_revoke(OfiPeer& peer, const GrantId& revoke);
-    // A large message's data as tagged operations of at most chunk_bytes_ each, under
-    // data_tag(transfer) or, for `grant_recv` or under a grant, grant_tag(transfer).
+    // A large message's data as tagged operations of at most piece_bytes(op) each (of
+    // stated_piece, the sender's Rts's, if not 0 and not sealed), under data_tag(transfer) or,
+    // for `grant_recv` or under a grant, in one operation under grant_tag(transfer).
     void post_chunks(Operation& op, OfiPeer& peer, Request::Role role, std::uint32_t transfer,
-                     std::size_t size, bool granted = false);
+                     std::size_t size, bool granted = false, std::size_t stated_piece = 0);
+    // What our large message's data moves in: sealed pieces, or chunks of chunk_bytes_.
+    std::size_t piece_bytes(const Operation& op);
     // Points a chunk at [offset, offset + length) of its op's segments: their memory where one
     // segment holds it, iovecs where the provider takes that many, else a bounce buffer.
     void place_chunk(Request& request, Staged* staged, std::uint64_t offset,

@@ -44,7 +44,7 @@ void OfiMethod::take_arrival(Operation& op, OfiPeer& peer, const Arrival& arriva
         return;
     }
     post_chunks(op, peer, Request::Role::data_recv, arrival.transfer,
-                stage_recv(op, peer, arrival.record));
+                stage_recv(op, peer, arrival.record), false, arrival.piece);
     const Cts ready{arrival.transfer, 0};
     send_control(peer, Kind::cts, op.tag, &ready, sizeof ready);
 }
@@ -142,10 +142,13 @@ bool OfiMethod::take_message(Request& buffer, OfiPeer& peer, Kind kind) {
         arrival.size = static_cast<bmi_size_t>(body.size());
     } else {
         auto rts = decode<Rts>(body);
-        if (!rts || rts->size > static_cast<std::uint64_t>(max_message_size())) return true;
+        if (!rts || rts->size > static_cast<std::uint64_t>(max_message_size()) ||
+            (rts->piece != 0 && (rts->piece < smallest_piece || rts->piece > largest_piece)))
+            return true;  // no sender of ours announces that: dropped
         arrival.announced = true;
         arrival.size = static_cast<bmi_size_t>(rts->size);
         arrival.transfer = rts->transfer;
+        arrival.piece = rts->piece;
         arrival.record = buffer.record;
     }
     Operation* op = withdrawing(peer, arrival.tag) ? nullptr

@@ -32,10 +32,9 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
         return 0;
     std::size_t size = 0;
     for (const Segment& segment : segments) size += static_cast<std::size_t>(segment.size);
-    if (kind == OpKind::send_unexpected && size > static_cast<std::size_t>(unexpected_limit_))
-        return -BMI_EMSGSIZE;
+    if (kind == OpKind::send_unexpected && size > unexpected_limit_to(peer)) return -BMI_EMSGSIZE;
     if (size + record_overhead(peer) > inject_bytes_ ||
-        (kind == OpKind::send && size > eager_bytes_))
+        (kind == OpKind::send && size > eager_limit_to(peer)))
         return 0;
     const void* data = segments.empty() ? nullptr : segments[0].data;
     if (segments.size() > 1) {
@@ -78,7 +77,9 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
         return 0;
     }
     const auto size = static_cast<std::size_t>(op.total_size);
-    const bool eager = op.kind == OpKind::send_unexpected || size <= eager_bytes_;
+    if (op.kind == OpKind::send_unexpected && size > unexpected_limit_to(peer))
+        return -BMI_EMSGSIZE;
+    const bool eager = op.kind == OpKind::send_unexpected || size <= eager_limit_to(peer);
     if (eager && size + record_overhead(peer) <= inject_bytes_ && backlog_empty(peer.fi_addr)) {
         // The provider copies it now: done without a completion.
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
@@ -99,10 +100,11 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     auto& slots = method_slots<OpSlots>(op);
     const auto size = static_cast<std::size_t>(op.total_size);
     op.actual_size = op.total_size;
-    if (op.kind == OpKind::send && size > eager_bytes_ && send_under_grant(op, peer)) return;
+    const bool eager = op.kind == OpKind::send_unexpected || size <= eager_limit_to(peer);
+    if (!eager && send_under_grant(op, peer)) return;
     --peer.credits;  // an eager message or an RTS: the callers saw one left
     if (op.kind == OpKind::send) sent_expected(peer, op.tag);
-    if (op.kind == OpKind::send_unexpected || size <= eager_bytes_) {
+    if (eager) {
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
         Request& request = new_request(Request::Role::send, &op);
         request.data = const_cast<void*>(eager_bytes(op, request.bytes));
@@ -124,7 +126,7 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     // Encrypted, its data is sealed now under the key the Rts's record number names.
     stage_send(op, peer, peer.records ? peer.records->next_number() : 0);
     const Rts rts{op.total_size > 0 ? static_cast<std::uint64_t>(op.total_size) : 0, slots.transfer,
-                  0};
+                  static_cast<std::uint32_t>(piece_bytes(op))};
     send_control(peer, Kind::rts, op.tag, &rts, sizeof rts);
 }
 
@@ -142,8 +144,13 @@ void OfiMethod::on_cts(OfiPeer& peer, const Cts& cts) {
                 staged != nullptr ? staged->bytes.size() : static_cast<std::size_t>(op.total_size));
 }
 
+std::size_t OfiMethod::piece_bytes(const Operation& op) {
+    return staged_of(op) != nullptr ? sealed_piece_bytes : chunk_bytes_;
+}
+
 void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
-                            std::uint32_t transfer, std::size_t size, bool granted) {
+                            std::uint32_t transfer, std::size_t size, bool granted,
+                            std::size_t stated_piece) {
     auto& slots = method_slots<OpSlots>(op);
     // A grant's receive stays among the posted receives: one its provider refuses at once
     // leaves them as it ends (on_grant_recv_end).
@@ -152,9 +159,9 @@ void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
     // A grant names one receive: its data is one operation, whatever our chunk size. Sealed
     // data moves in pieces of whole sealed chunks, so that each can be opened as it comes.
     Staged* staged = staged_of(op);
-    const std::size_t piece = granted             ? std::max<std::size_t>(size, 1)
-                              : staged != nullptr ? sealed_piece_bytes
-                                                  : chunk_bytes_;
+    const std::size_t piece = granted ? std::max<std::size_t>(size, 1)
+                              : stated_piece != 0 && staged == nullptr ? stated_piece
+                                                                       : piece_bytes(op);
     // Counted first: a chunk the provider refuses at once ends before the others are posted.
     slots.pending = static_cast<std::uint32_t>((size + piece - 1) / piece);
     for (std::size_t offset = 0; offset < size; offset += piece) {
@@ -268,12 +275,27 @@ void OfiMethod::on_credits(OfiPeer& peer, std::uint32_t credits) {
     if (peer.state == OfiPeer::State::ready && !peer.waiting.empty()) flush_waiting(peer, 0);
 }
 
+BufferLimits OfiMethod::buffer_limits() const {
+    constexpr std::size_t most = UINT32_MAX;
+    return {
+        static_cast<std::uint32_t>(std::min(eager_bytes_, most)),
+        static_cast<std::uint32_t>(std::min(static_cast<std::size_t>(unexpected_limit_), most))};
+}
+
+void OfiMethod::note_limits(OfiPeer& peer, const std::optional<BufferLimits>& limits) {
+    peer.eager_takes = limits ? limits->eager : SIZE_MAX;
+    peer.unexpected_takes = limits ? limits->unexpected : SIZE_MAX;
+}
+
 void OfiMethod::flush_waiting(OfiPeer& peer, int error) {
     while (!peer.waiting.empty() && (error != 0 || peer.credits > 0)) {
         Operation& op = *peer.waiting.front();
         peer.waiting.pop_front();
         if (error != 0)
             finish(op, error);
+        else if (op.kind == OpKind::send_unexpected &&
+                 static_cast<std::size_t>(op.total_size) > unexpected_limit_to(peer))
+            finish(op, -BMI_EMSGSIZE);  // more than its buffers take, as its handshake said
         else
             start_send(op, peer);
     }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "methods/ofi/ofi_settings.hpp"
 
+#include "methods/ofi/ofi_wire.hpp"
+
 namespace bmi::method::ofi {
 
 namespace {
@@ -15,8 +17,9 @@ constexpr support::SettingSpec rows[] = {
      64 * KiB, "",
      "expected messages up to this size leave at once in one tagged message; larger ones wait "
      "for the receiver's clear-to-send"},
-    {I::chunk_bytes, "ofi_chunk_bytes", "BMI_OFI_CHUNK_BYTES", T::size, "4M", "bytes", 64 * KiB,
-     GiB, "", "a large message leaves in tagged sends of at most this size"},
+    {I::chunk_bytes, "ofi_chunk_bytes", "BMI_OFI_CHUNK_BYTES", T::size, "4M", "bytes",
+     smallest_piece, largest_piece, "",
+     "a large message leaves in tagged sends of at most this size"},
     {I::recv_buffers, "ofi_recv_buffers", "BMI_OFI_RECV_BUFFERS", T::count, "64", "buffers", 4,
      4096, "",
      "receive buffers kept posted for small and control messages from every peer together"},

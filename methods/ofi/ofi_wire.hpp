@@ -77,12 +77,17 @@ constexpr std::optional<Kind> kind_of(std::uint64_t tag) {
 constexpr std::uint32_t bmi_tag_of(std::uint64_t tag) { return static_cast<std::uint32_t>(tag); }
 constexpr std::uint8_t class_of(std::uint64_t tag) { return static_cast<std::uint8_t>(tag >> 32); }
 
-// A large message announced: its size and the transfer id its data will carry.
+// A large message announced: its size, the transfer id its data will carry, and the size of
+// the tagged sends it moves in (the last may be shorter), so that the receiver posts receives
+// that each take one whole, whatever its own ofi_chunk_bytes. 0: the receiver's own.
 struct Rts {
     std::uint64_t size;
     std::uint32_t transfer;
-    std::uint32_t reserved;
+    std::uint32_t piece;
 };
+// The pieces a receiver takes: as ofi_chunk_bytes may be (ofi_settings.cpp).
+inline constexpr std::uint32_t smallest_piece = 64 * 1024;
+inline constexpr std::uint32_t largest_piece = 1024 * 1024 * 1024;
 // The receiver's reply to an Rts: status 0, its data receives are posted; else the BMI error
 // (negated) the receive ended with, and the sender fails with -BMI_EMSGSIZE.
 struct Cts {

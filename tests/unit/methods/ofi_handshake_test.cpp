@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The ofi hello and answer carry the sender's buffer limits (methods/ofi/ofi_handshake.hpp),
+// and the key proof binds them with the stated address.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "methods/ofi/ofi_handshake.hpp"
+
+using namespace bmi::method::ofi;
+
+TEST_CASE("ofi handshake: the buffer limits go and come back as sent", "[ofi][handshake]") {
+    Hello hello;
+    hello.name = {std::byte{1}, std::byte{2}};
+    hello.stated = "ofi+tcp://127.0.0.1:3334";
+    hello.limits = BufferLimits{16 * 1024, 4 * 1024};
+    auto body = encode(hello);
+    const auto decoded = decode_hello(body);
+    REQUIRE(decoded);
+    REQUIRE(decoded->limits);
+    CHECK(decoded->limits->eager == 16 * 1024);
+    CHECK(decoded->limits->unexpected == 4 * 1024);
+    CHECK(decoded->stated == hello.stated);
+
+    Answer answer;
+    answer.stated = "ofi+shm://server";
+    answer.limits = BufferLimits{65536, 8192};
+    const auto again = decode_answer(encode(answer));
+    REQUIRE(again);
+    REQUIRE(again->limits);
+    CHECK(again->limits->eager == 65536);
+    CHECK(again->stated == answer.stated);
+
+    // Without them (a libbmi before the limits): none, and the stated text is whole.
+    answer.limits.reset();
+    const auto older = decode_answer(encode(answer));
+    REQUIRE(older);
+    CHECK_FALSE(older->limits);
+    CHECK(older->stated == answer.stated);
+}
+
+TEST_CASE("ofi handshake: a body that says limits but holds too few bytes is refused",
+          "[ofi][handshake]") {
+    Answer answer;
+    answer.limits = BufferLimits{1, 2};
+    auto body = encode(answer);
+    body.resize(body.size() - 1);
+    CHECK_FALSE(decode_answer(body));
+}
+
+TEST_CASE("ofi handshake: the proven text tells limits and stated addresses apart",
+          "[ofi][handshake]") {
+    const std::string stated = "ofi+tcp://10.0.0.1:3334";
+    const auto with = proven_text(stated, BufferLimits{16384, 8192});
+    CHECK(with != proven_text(stated, BufferLimits{65536, 8192}));
+    CHECK(with != proven_text(stated, BufferLimits{16384, 4096}));
+    CHECK(with != proven_text(stated, std::nullopt));
+    CHECK(with != proven_text("ofi+tcp://10.0.0.1:3335", BufferLimits{16384, 8192}));
+    // A stated text cannot carry limits of its own: the last nine bytes are always the limits.
+    const auto without = proven_text(stated, std::nullopt);
+    CHECK(proven_text(without.substr(0, without.size() - 9), std::nullopt) == without);
+    CHECK(proven_text(with, std::nullopt) != with);
+}
