@@ -49,6 +49,16 @@ void for_each_piece(std::span<const Segment> segments, std::uint64_t offset, std
     for_each_piece(segments, segment_base, segment_size, offset, length, fn);
 }
 
+// The memory of [offset, offset + length) where one segment holds all of it, else null.
+inline std::byte* within_one_segment(std::span<const Segment> segments, std::uint64_t offset,
+                                     std::size_t length) {
+    std::byte* found = nullptr;
+    for_each_piece(segments, offset, length, [&](std::byte* piece, std::size_t n) {
+        if (found == nullptr && n == length) found = piece;
+    });
+    return found;
+}
+
 // Copies [offset, offset + out.size()) of the list into out.
 inline void gather_pieces(std::span<const Segment> segments, std::uint64_t offset,
                           std::span<std::byte> out) {

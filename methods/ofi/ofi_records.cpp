@@ -120,17 +120,14 @@ void OfiMethod::seal_piece(Staged& staged, const Operation& op, std::uint64_t of
     const std::span<const Segment> segments = segments_of(op);
     SealedBulk& bulk = *staged.bulk;
     std::uint8_t* sealed = staged.bytes.data();
-    const std::uint64_t last = (offset + length + support::keys::sealed_chunk - 1) /
-                               support::keys::sealed_chunk;
-    for (std::uint64_t index = offset / support::keys::sealed_chunk; index < last; ++index) {
+    const auto chunks = SealedBulk::sealed_chunks(offset, length);
+    for (std::uint64_t index = chunks.first; index < chunks.end; ++index) {
         const std::uint64_t at = SealedBulk::plain_offset(index);
         const auto n = static_cast<std::size_t>(bulk.plain_size(index));
         // Within one segment it seals straight from the user's memory; across segments the
         // chunk is gathered into its place first and sealed there.
-        const std::uint8_t* plain = nullptr;
-        for_each_piece(segments, at, n, [&](std::byte* piece, std::size_t got) {
-            if (plain == nullptr && got == n) plain = reinterpret_cast<const std::uint8_t*>(piece);
-        });
+        const auto* plain =
+            reinterpret_cast<const std::uint8_t*>(within_one_segment(segments, at, n));
         if (plain == nullptr) {
             std::uint8_t* place = sealed + SealedBulk::sealed_offset(index);
             gather_pieces(segments, at, {reinterpret_cast<std::byte*>(place), n});
@@ -165,19 +162,14 @@ void OfiMethod::open_piece(Request& request, std::size_t length) {
     SealedBulk& bulk = *staged->bulk;
     const std::uint64_t offset = request.chunk_offset;
     bool opened = length == request.length;
-    const std::uint64_t last = (offset + length + support::keys::sealed_chunk - 1) /
-                               support::keys::sealed_chunk;
+    const auto chunks = SealedBulk::sealed_chunks(offset, length);
     const std::span<const Segment> segments = segments_of(op);
-    for (std::uint64_t index = offset / support::keys::sealed_chunk; opened && index < last;
-         ++index) {
+    for (std::uint64_t index = chunks.first; opened && index < chunks.end; ++index) {
         const std::uint64_t at = SealedBulk::plain_offset(index);
         const auto n = static_cast<std::size_t>(bulk.plain_size(index));
         // Within one segment it opens straight into the user's memory, else in place and is
         // scattered from there.
-        std::uint8_t* into = nullptr;
-        for_each_piece(segments, at, n, [&](std::byte* piece, std::size_t got) {
-            if (into == nullptr && got == n) into = reinterpret_cast<std::uint8_t*>(piece);
-        });
+        auto* into = reinterpret_cast<std::uint8_t*>(within_one_segment(segments, at, n));
         if (into != nullptr) {
             opened = bulk.open(index, staged->bytes.data(), into);
             continue;

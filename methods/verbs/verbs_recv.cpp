@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <cstring>
 #include <optional>
+#include <span>
 
+#include "methods/segment_pieces.hpp"
 #include "methods/verbs/verbs_method_impl.hpp"
 #include "methods/verbs/verbs_peer_checks.hpp"
 #include "support/logging/log.hpp"
@@ -146,26 +148,10 @@ bool VerbsMethod::open_sealed(RecvTransfer& t) {
                    t.cookie, t.sealed.get(), total))
         return false;
     // Chunk by chunk into the op's segments, leaving each tag behind.
-    int segment = 0;
-    std::uint64_t in_segment = 0;
-    for (std::uint64_t done = 0, index = 0; done < total; ++index) {
-        const std::uint64_t n = std::min(bulk_chunk, total - done);
-        const std::uint8_t* chunk = t.sealed.get() + index * (bulk_chunk + record_tag_size);
-        for (std::uint64_t got = 0; got < n;) {
-            const Segment& s = op.segments[segment];
-            const std::uint64_t take =
-                std::min<std::uint64_t>(static_cast<std::uint64_t>(s.size) - in_segment, n - got);
-            if (take > 0)
-                std::memcpy(static_cast<std::uint8_t*>(s.data) + in_segment, chunk + got, take);
-            got += take;
-            in_segment += take;
-            if (in_segment == static_cast<std::uint64_t>(s.size)) {
-                ++segment;
-                in_segment = 0;
-            }
-        }
-        done += n;
-    }
+    support::keys::for_each_opened_chunk(
+        t.sealed.get(), total, [&](std::span<const std::uint8_t> chunk, std::uint64_t offset) {
+            scatter_pieces(std::as_bytes(chunk), segments_of(op), offset);
+        });
     return true;
 }
 

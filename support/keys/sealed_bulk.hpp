@@ -38,6 +38,15 @@ public:
     static std::uint64_t plain_offset(std::uint64_t index) { return index * bulk_chunk; }
     // Chunk `index` sealed, at `sealed` + index * sealed_chunk: its ciphertext then its tag.
     static std::uint64_t sealed_offset(std::uint64_t index) { return index * sealed_chunk; }
+    // The chunks [first, end) whose sealed bytes lie in [offset, offset + length) of `sealed`
+    // (offset a multiple of sealed_chunk).
+    struct Range {
+        std::uint64_t first;
+        std::uint64_t end;
+    };
+    static Range sealed_chunks(std::uint64_t offset, std::uint64_t length) {
+        return {offset / sealed_chunk, (offset + length + sealed_chunk - 1) / sealed_chunk};
+    }
     // Seals chunk `index` from `plain` (plain_size(index) bytes, which may be the chunk's own
     // place in `sealed`) into its place in `sealed`.
     void seal(std::uint64_t index, const std::uint8_t* plain, std::uint8_t* sealed);
