@@ -52,10 +52,10 @@ int Instance::get_info(BMI_addr_t addr, int option, void* arg) {
                 support::MutexLock lock(slot->lock);
                 bmi_size_t value = option == BMI_CHECK_MAXSIZE ? slot->method->max_message_size()
                                                                : slot->method->unexpected_limit();
-                // A method may know a smaller limit for one peer (tcp: a legacy peer's 16 MiB).
+                // A method may know a smaller limit for one peer (tcp: a legacy peer's 16 MiB;
+                // ofi: the unexpected limit its handshake stated).
                 bmi_size_t for_peer = 0;
-                if (option == BMI_CHECK_MAXSIZE && peer &&
-                    slot->method->get_info(peer.get(), BMI_CHECK_MAXSIZE, &for_peer) == 0)
+                if (peer && slot->method->get_info(peer.get(), option, &for_peer) == 0)
                     value = for_peer;
                 // The safe answer across several methods is the smallest.
                 if (best < 0 || value < best) best = value;

@@ -498,7 +498,12 @@ bool OfiMethod::mem_free(void* buffer) { return registrations_.free(buffer); }
 
 int OfiMethod::set_info(Peer*, int, void*) { return -BMI_ENOSYS; }
 
-int OfiMethod::get_info(Peer*, int option, void* arg) {
+int OfiMethod::get_info(Peer* peer, int option, void* arg) {
+    if (option == BMI_GET_UNEXP_SIZE && peer != nullptr && arg != nullptr) {
+        *static_cast<bmi_size_t*>(arg) =
+            static_cast<bmi_size_t>(unexpected_limit_to(*static_cast<OfiPeer*>(peer)));
+        return 0;
+    }
     if (option == get_stats_option && arg != nullptr) {
         auto& stats = *static_cast<Stats*>(arg);
         stats.early_bytes = static_cast<std::uint64_t>(early_.total() - spares_.bytes);

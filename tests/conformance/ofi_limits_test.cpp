@@ -53,6 +53,10 @@ TEST_CASE("ofi: an unexpected message above the receiver's limit fails at its se
     if (!scheme_compiled("ofi")) return;
     Pair pair = make_peers("ofi", "unexpected_limit=4K", std::string("unexpected_limit=16K"));
     introduce(pair);
+    // Asked for this server, the client's instance answers the server's limit.
+    int limit = 0;
+    REQUIRE(pair.client.instance->get_info(pair.server_addr, BMI_GET_UNEXP_SIZE, &limit) == 0);
+    CHECK(limit == 4 * 1024);
     Pump server(*pair.server.instance);
     std::vector<char> bytes(8 * 1024, 'u');
     core::PostRequest above = send_request(pair.client, pair.server_addr, bytes.data(),
