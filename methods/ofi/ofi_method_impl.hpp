@@ -401,8 +401,9 @@ private:
     // Seals and posts the oldest piece of unsealed_ whose op still waits for it; true if any.
     bool seal_next();
     // A data receive of a staged op has come (`length` bytes): its chunks opened into the op's
-    // segments, or the op's error set to -BMI_EPROTO.
-    void open_piece(Request& request, std::size_t length);
+    // segments; false if one failed (the op's error is then -BMI_EPROTO, and the caller drops
+    // the peer, as for a failed record).
+    bool open_piece(Request& request, std::size_t length);
 
     // ofi_keys.cpp
     void on_hello(Request& buffer);

@@ -171,15 +171,17 @@ void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry,
     }
     ++completions_taken_;
     if (request.role != Request::Role::buffer) {
+        std::shared_ptr<OfiPeer> damaged;  // sent data that failed authentication
         if (request.bounced && request.is_recv)
             scatter_pieces(std::span(request.bytes).first(std::min(entry.len, request.length)),
                            segments_of(*request.op), request.chunk_offset);
-        else if (request.role == Request::Role::data_recv)
-            open_piece(request, entry.len);
+        else if (request.role == Request::Role::data_recv && !open_piece(request, entry.len))
+            damaged = peer_at(request.addr);
         if (request.role == Request::Role::grant_recv)
             on_grant_recv_end(request, 0, entry.len);
         else
             end_request(request, 0);
+        if (damaged && !damaged->lost) lose(*damaged, -BMI_EPROTO);
         return;
     }
     request.length = entry.len;

@@ -153,12 +153,12 @@ bool OfiMethod::seal_next() {
     return false;
 }
 
-void OfiMethod::open_piece(Request& request, std::size_t length) {
+bool OfiMethod::open_piece(Request& request, std::size_t length) {
     using support::keys::SealedBulk;
     Operation& op = *request.op;
     Staged* staged = staged_of(op);
     auto& slots = method_slots<OpSlots>(op);
-    if (staged == nullptr || slots.error != 0) return;
+    if (staged == nullptr || slots.error != 0) return true;
     SealedBulk& bulk = *staged->bulk;
     const std::uint64_t offset = request.chunk_offset;
     bool opened = length == request.length;
@@ -181,12 +181,13 @@ void OfiMethod::open_piece(Request& request, std::size_t length) {
                             n},
                            segments, at);
     }
-    if (opened) return;
+    if (opened) return true;
     // Nothing of the message is the user's: the receive fails whatever else comes.
     ++records_failed_;
     slots.error = -BMI_EPROTO;
-    BMI_LOG(ofi, "bmi_ofi: %s: a large message's data failed authentication",
+    BMI_LOG(ofi, "bmi_ofi: %s: a large message's data failed authentication; the peer is dropped",
             describe_peer(*op.peer).c_str());
+    return false;
 }
 
 }  // namespace bmi::method::ofi

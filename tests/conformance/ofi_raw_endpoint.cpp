@@ -7,6 +7,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
 
 #include <chrono>
 #include <thread>
@@ -86,9 +87,13 @@ bool OfiRawEndpoint::send_tagged(std::uint64_t tag, const std::vector<std::byte>
     auto& context = send_contexts_.emplace_back();
     void* desc = nullptr;
     if (!describe(bytes.data(), bytes.size(), desc)) return false;
+    // A large message's data goes tagged on every provider, as the method's does; shm carries
+    // the other messages' tags as remote CQ data (send_small).
+    const bool data = (tag & method::ofi::data_bit) != 0;
     for (int tries = 0; tries < 1000; ++tries) {
         const auto rc =
-            fabric_.send_small(bytes.data(), bytes.size(), desc, server_, tag, &context);
+            data ? fi_tsend(fabric_.ep(), bytes.data(), bytes.size(), desc, server_, tag, &context)
+                 : fabric_.send_small(bytes.data(), bytes.size(), desc, server_, tag, &context);
         if (rc == 0) return true;
         if (rc != -FI_EAGAIN) return false;
         drain(1);
