@@ -77,18 +77,19 @@ void Waiter::wait_for(int max_idle_ms, Ready&& ready, Settled&& settled,
     SleepClock clock{max_idle_ms};
     bool just_polled = false;  // the last sleep left nothing for a progress pass
     bool fd_seen = false;      // the last sleep ended on a readable fd, or in another thread
+    // Taken out of the optional once: gcc's TSan build reads its payload as maybe unset.
+    bool look_left_out = seen_before.has_value();
+    const std::uint64_t sequence_before = seen_before.value_or(0);
     for (;;) {
         if (settled()) return;
         // OrangeFS looks at its forget list in BMI_testunexpected only; every test call does
         // here, so a server that sleeps in testcontext frees departed clients as soon.
         addresses_.drop_gone_peers();
         methods_.serve_same_node_if_asked();
-        std::uint64_t seen;
-        if (seen_before) {
-            // Whatever was reported since moved the sequence, so the sleep below will not
-            // outlast it; the state lock is not taken for a look that finds nothing.
-            seen = *std::exchange(seen_before, std::nullopt);
-        } else {
+        // The first look left out: whatever was reported since seen_before moved the sequence,
+        // so the sleep below will not outlast it, and no state lock is taken to find nothing.
+        std::uint64_t seen = sequence_before;
+        if (!std::exchange(look_left_out, false)) {
             seen = wait_point_.sequence();
             support::MutexLock lock(state_mutex_);
             if (ready()) return;
