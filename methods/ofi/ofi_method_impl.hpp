@@ -301,6 +301,9 @@ private:
     std::size_t unexpected_limit_to(const OfiPeer& peer) const {
         return std::min(static_cast<std::size_t>(unexpected_limit_), peer.unexpected_takes);
     }
+    bool above_unexpected_limit(OpKind kind, std::size_t size, const OfiPeer& peer) const {
+        return kind == OpKind::send_unexpected && size > unexpected_limit_to(peer);
+    }
     // What our receive buffers take, as our hello and answer tell each peer.
     BufferLimits buffer_limits() const;
     static void note_limits(OfiPeer& peer, const std::optional<BufferLimits>& limits);
@@ -329,13 +332,15 @@ private:
     static void sent_expected(OfiPeer& peer, bmi_msg_tag_t tag);
     void on_grant(OfiPeer& peer, bmi_msg_tag_t tag, const Grant& grant);
     void on_revoke(OfiPeer& peer, const GrantId& revoke);
-    // A large message's data as tagged operations of at most piece_bytes(op) each (of
+    // A large message's data as tagged operations of at most piece_bytes each (of
     // stated_piece, the sender's Rts's, if not 0 and not sealed), under data_tag(transfer) or,
     // for `grant_recv` or under a grant, in one operation under grant_tag(transfer).
     void post_chunks(Operation& op, OfiPeer& peer, Request::Role role, std::uint32_t transfer,
                      std::size_t size, bool granted = false, std::size_t stated_piece = 0);
-    // What our large message's data moves in: sealed pieces, or chunks of chunk_bytes_.
-    std::size_t piece_bytes(const Operation& op);
+    // What a large message's data moves in: sealed pieces (staged), or chunks of chunk_bytes_.
+    std::size_t piece_bytes(const Staged* staged) const {
+        return staged != nullptr ? sealed_piece_bytes : chunk_bytes_;
+    }
     // Points a chunk at [offset, offset + length) of its op's segments: their memory where one
     // segment holds it, iovecs where the provider takes that many, else a bounce buffer.
     void place_chunk(Request& request, Staged* staged, std::uint64_t offset,

@@ -32,7 +32,7 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
         return 0;
     std::size_t size = 0;
     for (const Segment& segment : segments) size += static_cast<std::size_t>(segment.size);
-    if (kind == OpKind::send_unexpected && size > unexpected_limit_to(peer)) return -BMI_EMSGSIZE;
+    if (above_unexpected_limit(kind, size, peer)) return -BMI_EMSGSIZE;
     if (size + record_overhead(peer) > inject_bytes_ ||
         (kind == OpKind::send && size > eager_limit_to(peer)))
         return 0;
@@ -77,8 +77,7 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
         return 0;
     }
     const auto size = static_cast<std::size_t>(op.total_size);
-    if (op.kind == OpKind::send_unexpected && size > unexpected_limit_to(peer))
-        return -BMI_EMSGSIZE;
+    if (above_unexpected_limit(op.kind, size, peer)) return -BMI_EMSGSIZE;
     const bool eager = op.kind == OpKind::send_unexpected || size <= eager_limit_to(peer);
     if (eager && size + record_overhead(peer) <= inject_bytes_ && backlog_empty(peer.fi_addr)) {
         // The provider copies it now: done without a completion.
@@ -126,7 +125,7 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
     // Encrypted, its data is sealed now under the key the Rts's record number names.
     stage_send(op, peer, peer.records ? peer.records->next_number() : 0);
     const Rts rts{op.total_size > 0 ? static_cast<std::uint64_t>(op.total_size) : 0, slots.transfer,
-                  static_cast<std::uint32_t>(piece_bytes(op))};
+                  static_cast<std::uint32_t>(piece_bytes(staged_of(op)))};
     send_control(peer, Kind::rts, op.tag, &rts, sizeof rts);
 }
 
@@ -144,10 +143,6 @@ void OfiMethod::on_cts(OfiPeer& peer, const Cts& cts) {
                 staged != nullptr ? staged->bytes.size() : static_cast<std::size_t>(op.total_size));
 }
 
-std::size_t OfiMethod::piece_bytes(const Operation& op) {
-    return staged_of(op) != nullptr ? sealed_piece_bytes : chunk_bytes_;
-}
-
 void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
                             std::uint32_t transfer, std::size_t size, bool granted,
                             std::size_t stated_piece) {
@@ -161,7 +156,7 @@ void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
     Staged* staged = staged_of(op);
     const std::size_t piece = granted ? std::max<std::size_t>(size, 1)
                               : stated_piece != 0 && staged == nullptr ? stated_piece
-                                                                       : piece_bytes(op);
+                                                                       : piece_bytes(staged);
     // Counted first: a chunk the provider refuses at once ends before the others are posted.
     slots.pending = static_cast<std::uint32_t>((size + piece - 1) / piece);
     for (std::size_t offset = 0; offset < size; offset += piece) {
@@ -293,8 +288,7 @@ void OfiMethod::flush_waiting(OfiPeer& peer, int error) {
         peer.waiting.pop_front();
         if (error != 0)
             finish(op, error);
-        else if (op.kind == OpKind::send_unexpected &&
-                 static_cast<std::size_t>(op.total_size) > unexpected_limit_to(peer))
+        else if (above_unexpected_limit(op.kind, static_cast<std::size_t>(op.total_size), peer))
             finish(op, -BMI_EMSGSIZE);  // more than its buffers take, as its handshake said
         else
             start_send(op, peer);
