@@ -17,6 +17,12 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr int idle_share_bound = 2;
+#else
+constexpr int idle_share_bound = 5;
+#endif
+
 std::chrono::nanoseconds process_cpu() {
     timespec now{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
@@ -39,8 +45,10 @@ TEST_CASE("a server waiting with no traffic uses little CPU", "[conformance][idl
     INFO(scheme << ": " << std::chrono::duration_cast<std::chrono::microseconds>(cpu).count()
                 << " us of CPU in "
                 << std::chrono::duration_cast<std::chrono::microseconds>(wall).count() << " us");
-    // Polling without end costs all of it; the policies cost a few percent at most.
-    CHECK(cpu < wall / 5);
+    // Polling without end costs all of it; the policies cost a few percent at most. A nap's
+    // wake-up runs instrumented code under a sanitizer, and on a loaded machine it starts with
+    // cold caches each time: there it may cost several times as much, still far from all.
+    CHECK(cpu < wall / idle_share_bound);
 }
 
 TEST_CASE("a message to a server that waited a while arrives before its idle time ends",
