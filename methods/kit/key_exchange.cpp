@@ -74,6 +74,7 @@ support::keys::Transcript KeyExchange::transcript(std::string_view plane) const 
     t.acceptor_public = acceptor_public;
     t.cipher_offer = cipher_offer;
     t.cipher_choice = cipher_choice;
+    t.terms = terms;
     return t;
 }
 

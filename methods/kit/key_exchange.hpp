@@ -42,6 +42,7 @@ struct KeyExchange {
     support::keys::PublicKey acceptor_public{};
     std::uint8_t cipher_offer = 0;   // the initiator's cipher bits
     std::uint8_t cipher_choice = 0;  // the acceptor's: one bit, or 0 for plain traffic
+    std::string terms;               // Transcript::terms: both sides' stated limits, or ""
 
     support::keys::Transcript transcript(std::string_view plane) const;
 };

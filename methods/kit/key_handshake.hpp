@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "methods/kit/key_exchange.hpp"
 #include "support/keys/record_cipher.hpp"
@@ -166,6 +167,10 @@ public:
     const Nonce& offer(KeyGate& gate, std::string acceptor_endpoint, std::string our_stated);
     std::uint8_t hello_ciphers() const { return exchange_.cipher_offer; }
     const PublicKey& hello_public_key() const { return exchange_.initiator_public; }
+    // Both sides' stated limits (Transcript::terms), before the first proof is made or checked:
+    // before check_answer (initiator) and answer (acceptor). Both must bind the same text, so
+    // each binds it only when both hellos stated their limits.
+    void bind_terms(std::string terms) { exchange_.terms = std::move(terms); }
     // Initiator: the acceptor's answer. Keyless, only a refusal that requires a key refuses.
     // Keyed, the step carries our proof, to send before anything else.
     // `public_key` is the answer's, read when features.ciphers chose one.

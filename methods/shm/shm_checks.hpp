@@ -80,6 +80,7 @@ inline bool hello_well_formed(const Hello& hello) {
     return hello.magic == hello_magic && hello.version == protocol_version &&
            valid_geometry(hello.slot_count, hello.slot_size) &&
            hello.doorbell_index < doorbell_capacity && hello.name_length <= max_name_length &&
+           hello.unexpected_limit > 0 && hello.unexpected_limit <= max_stated_unexpected_limit &&
            (hello.name_length == 0 || valid_name(std::string_view(hello.name, hello.name_length)));
 }
 
@@ -87,7 +88,8 @@ inline bool hello_well_formed(const Hello& hello) {
 // index inside a doorbell (a refusal, status -BMI_EACCES, is read before this check).
 inline bool reply_well_formed(const HelloReply& reply) {
     return reply.magic == hello_magic && reply.version == protocol_version && reply.status == 0 &&
-           reply.doorbell_index < doorbell_capacity;
+           reply.doorbell_index < doorbell_capacity && reply.unexpected_limit > 0 &&
+           reply.unexpected_limit <= max_stated_unexpected_limit;
 }
 
 }  // namespace bmi::method::shm

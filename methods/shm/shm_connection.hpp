@@ -67,6 +67,9 @@ struct Connection {
     int fd = -1;
     ConnState state = ConnState::connecting;
     bool initiator = false;
+    // The largest unexpected message the peer takes, as its hello or reply stated it; 0 until
+    // an initiator has the reply.
+    bmi_size_t peer_unexpected_limit = 0;
     SharedSegment segment;
     Ring tx;  // we produce
     Ring rx;  // we consume

@@ -37,7 +37,9 @@ kit::KeyFeatures key_features(std::uint32_t features) {
 }  // namespace
 
 ShmHellos::ShmHellos(const Options& options)
-    : slot_count_(options.slot_count), slot_size_(options.slot_size) {
+    : slot_count_(options.slot_count),
+      slot_size_(options.slot_size),
+      unexpected_limit_(options.unexpected_limit) {
     std::random_device random;
     nonce_ =
         (static_cast<std::uint64_t>(random()) << 32) ^ random() ^
@@ -55,6 +57,7 @@ int ShmHellos::send_hello(Connection& conn) {
     hello.nonce = nonce_;
     std::memcpy(hello.name, listen_name_.data(), listen_name_.size());
     hello.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
+    hello.unexpected_limit = static_cast<std::uint64_t>(unexpected_limit_);
     if (conn.peer && conn.peer->route) {
         hello.features |= feature_same_node_ticket;
         std::memcpy(hello.ticket, conn.peer->route->offer().ticket.data(), key_bytes);
@@ -80,6 +83,7 @@ bool ShmHellos::send_reply(const Connection& conn) {
     reply.pid = static_cast<std::int32_t>(getpid());
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
     reply.nonce = nonce_;
+    reply.unexpected_limit = static_cast<std::uint64_t>(unexpected_limit_);
     int own_fds[2] = {event_fd_, bell_fd_};
     return send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2) ==
            static_cast<long>(sizeof reply);
@@ -119,6 +123,7 @@ int ShmHellos::answer_keyed_hello(Connection& conn, const Hello& hello) {
     std::memcpy(reply.key_nonce, step.nonce.data(), key_bytes);
     std::memcpy(reply.key_proof, step.proof.data(), key_bytes);
     reply.doorbell_index = static_cast<std::uint32_t>(conn.bell_index);
+    reply.unexpected_limit = static_cast<std::uint64_t>(unexpected_limit_);
     const int own_fds[2] = {event_fd_, bell_fd_};
     const long n = send_with_fds(conn.fd, &reply, sizeof reply, own_fds, 2);
     if (n != static_cast<long>(sizeof reply)) return -BMI_ECONNRESET;

@@ -74,6 +74,7 @@ private:
 
     const std::uint32_t slot_count_;
     const std::uint32_t slot_size_;
+    const bmi_size_t unexpected_limit_;  // ours, stated in every hello and reply
     std::uint64_t nonce_;  // with our pid, names this instance to a peer across reconnects
     std::string listen_name_;
     int event_fd_ = -1;

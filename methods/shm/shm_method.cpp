@@ -129,7 +129,17 @@ int reserve_same_node(std::string_view name, int& fd) {
     return listen_on(name, fd);
 }
 
-int ShmMethod::get_info(Peer*, int option, void* arg) {
+int ShmMethod::get_info(Peer* peer, int option, void* arg) {
+    if (option == BMI_GET_UNEXP_SIZE && peer != nullptr && arg != nullptr) {
+        // Only a peer whose hello or reply is in has a limit of its own.
+        const auto& shm_peer = static_cast<const ShmPeer&>(*peer);
+        const Connection* conn = shm_peer.connection != 0 ? find_connection(shm_peer.connection)
+                                                          : nullptr;
+        if (conn == nullptr || conn->peer_unexpected_limit == 0) return -BMI_ENOSYS;
+        *static_cast<bmi_size_t*>(arg) =
+            std::min(options_.unexpected_limit, conn->peer_unexpected_limit);
+        return 0;
+    }
     if (option == get_stats_option && arg != nullptr) {
         auto& stats = *static_cast<Stats*>(arg);
         stats.futile_spins = futile_spins_;
@@ -183,8 +193,13 @@ int ShmMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     if (peer.connection == 0) return 0;
     Connection* conn = find_connection(peer.connection);
     if (conn == nullptr || !conn->rings_live() || !conn->send_queue.empty()) return 0;
-    if (size > ring_payload_limit(conn->tx))
-        return kind == OpKind::send_unexpected ? -BMI_EMSGSIZE : 0;
+    if (kind == OpKind::send_unexpected) {
+        const Placed fit = unexpected_fit(*conn, size);
+        if (fit == Placed::too_large) return -BMI_EMSGSIZE;
+        if (fit == Placed::held) return 0;
+    } else if (size > ring_payload_limit(conn->tx)) {
+        return 0;
+    }
     // Class 0: the control layer sends messages of any other class through post().
     if (!place_inline(*conn, kind, tag, 0, segments, size)) return 0;
     announce(*conn);
@@ -244,6 +259,7 @@ int ShmMethod::post(Operation& op) {
             case Placed::too_large:
                 return -BMI_EMSGSIZE;
             case Placed::no_room:
+            case Placed::held:
                 break;
         }
     }

@@ -98,8 +98,12 @@ public:
     int serve_same_node(const std::shared_ptr<kit::SameNodeTickets>& tickets);
 
 private:
-    // too_large: an unexpected message beyond what one record on that connection may carry.
-    enum class Placed : std::uint8_t { no_room, completed, announced, too_large };
+    // too_large: an unexpected message beyond what one record on that connection may carry,
+    // or beyond the peer's stated limit. held: one above the limit every peer takes, before
+    // the reply says the acceptor's (it waits for the reply).
+    enum class Placed : std::uint8_t { no_room, completed, announced, too_large, held };
+    // How an unexpected message of `size` may go on conn now (the values of Placed above).
+    static Placed unexpected_fit(const Connection& conn, bmi_size_t size);
 
     // --- shm_progress.cpp ---
     void handle_events();

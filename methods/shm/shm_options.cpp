@@ -62,7 +62,8 @@ int load_options(const support::Settings& settings, bmi_size_t unexpected_overri
     bmi_size_t half_ring = static_cast<bmi_size_t>(out.slot_count / 2) * out.slot_size -
                            static_cast<bmi_size_t>(ring_stamp_size + sizeof(MsgHeader));
     out.eager_limit = std::min<bmi_size_t>(eager_default, half_ring);
-    bmi_size_t unexpected = unexpected_override > 0 ? unexpected_override : 16 << 10;
+    bmi_size_t unexpected = unexpected_override > 0 ? unexpected_override
+                                                    : default_unexpected_limit;
     out.unexpected_limit = std::min(unexpected, half_ring);
     return 0;
 }

@@ -89,11 +89,19 @@ bool ShmMethod::place_inline(Connection& conn, OpKind kind, bmi_msg_tag_t tag,
     return true;
 }
 
+ShmMethod::Placed ShmMethod::unexpected_fit(const Connection& conn, bmi_size_t size) {
+    if (size > ring_payload_limit(conn.tx)) return Placed::too_large;  // only one record takes it
+    if (conn.peer_unexpected_limit != 0)
+        return size > conn.peer_unexpected_limit ? Placed::too_large : Placed::completed;
+    return size > default_unexpected_limit ? Placed::held : Placed::completed;
+}
+
 ShmMethod::Placed ShmMethod::place_send(Connection& conn, Operation& op) {
     Ring& ring = conn.tx;
     const bmi_size_t eager = inline_limit(conn.tx, options_.eager_limit);
-    if (op.kind == OpKind::send_unexpected && op.total_size > ring_payload_limit(ring))
-        return Placed::too_large;  // it has no other way than one record
+    if (op.kind == OpKind::send_unexpected)
+        if (const Placed fit = unexpected_fit(conn, op.total_size); fit != Placed::completed)
+            return fit;
     if (op.kind == OpKind::send_unexpected || op.total_size <= eager) {
         if (!place_inline(conn, op.kind, op.tag, op.msg_class, segments_of(op), op.total_size))
             return Placed::no_room;
@@ -170,7 +178,8 @@ bool ShmMethod::stream_data(Connection& conn, bool& moved) {
 bool ShmMethod::flush(Connection& conn) {
     bool moved = false;
     bool blocked = false;
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    bool held = false;
+    for (int attempt = 0; attempt < 2 && !held; ++attempt) {
         blocked = false;
         while (!conn.controls.empty() && place_control(conn, conn.controls.front())) {
             conn.controls.pop_front();
@@ -187,6 +196,13 @@ bool ShmMethod::flush(Connection& conn) {
                 moved = true;
                 ops_.finish(op, -BMI_EMSGSIZE);
                 continue;
+            }
+            if (placed == Placed::held) {
+                // The reply brings the limit, and a visit that flushes this queue again.
+                conn.send_queue.push_front(op);
+                ops_.place(op, Place::queued_send, conn.id);
+                held = true;
+                break;
             }
             if (placed == Placed::no_room) {
                 conn.send_queue.push_front(op);
@@ -386,13 +402,16 @@ int ShmMethod::deliver_unexpected(Connection& conn, const MsgHeader& header, con
     // Our limit, not the ring's: a peer with larger rings or another setting could place more,
     // and a server sizes what it holds for unexpected messages by its own limit (tcp refuses
     // the same frame).
-    if (size > options_.unexpected_limit) {
+    // An initiator sends up to the common limit before our reply tells it ours.
+    const bmi_size_t limit = conn.initiator
+                                 ? options_.unexpected_limit
+                                 : std::max(options_.unexpected_limit, default_unexpected_limit);
+    if (size > limit) {
         BMI_LOG(error,
                 "shm: unexpected message of %lld bytes from pid %d on connection %llu is above "
                 "this instance's limit of %lld; closing it",
                 static_cast<long long>(size), static_cast<int>(conn.peer_pid),
-                static_cast<unsigned long long>(conn.id),
-                static_cast<long long>(options_.unexpected_limit));
+                static_cast<unsigned long long>(conn.id), static_cast<long long>(limit));
         return -BMI_EPROTO;
     }
     void* buffer = sink_.alloc_unexpected(*conn.peer, size);

@@ -258,6 +258,7 @@ int ShmSetup::receive_hello(Connection& conn) {
         return rc;
     }
     conn.peer_bell_index = hello.doorbell_index;
+    conn.peer_unexpected_limit = static_cast<bmi_size_t>(hello.unexpected_limit);
     rc = conn.segment.attach(fds[0], hello.slot_count, hello.slot_size);
     if (rc == 0) rc = visits_.take_bell_index(conn);
     if (rc != 0) return rc;
@@ -339,6 +340,7 @@ int ShmSetup::receive_reply(Connection& conn) {
     }
     if (int rc = conn.peer_bell.attach(fds[1]); rc != 0) return rc;
     conn.peer_bell_index = reply.doorbell_index;
+    conn.peer_unexpected_limit = static_cast<bmi_size_t>(reply.unexpected_limit);
     if (int rc = hellos_.check_reply(conn, reply); rc != 0) return rc;
     conn.peer->pid = conn.peer_pid;
     mark_open(conn);

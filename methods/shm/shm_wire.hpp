@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "bmi-types.h"
+
 namespace bmi::method::shm {
 
 // Every ring message starts, after the ring's stamp, with a MsgHeader; `slots` is how many
@@ -75,7 +77,15 @@ inline constexpr std::uint32_t hello_magic = 0x6c73686du;  // "mhsl"
 // rings' controls elsewhere.
 // 8: same-node tickets (methods/kit/same_node.hpp): the hello may show one, and the reply
 // carries the acceptor's instance nonce, which a ticket's holder checks.
-inline constexpr std::uint32_t protocol_version = 8;
+// 9: the hello and the reply state the sender's unexpected limit; its peer sends it no
+// unexpected message above that and fails such a send with -BMI_EMSGSIZE.
+inline constexpr std::uint32_t protocol_version = 9;
+// The unexpected limit of an instance that sets none. Until the reply tells an initiator the
+// acceptor's limit, its unexpected messages up to this size go at once (larger ones wait for
+// the reply), so an acceptor takes that much from its initiators whatever its own limit.
+inline constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
+// The most a hello or reply may state (the unexpected_limit setting's range).
+inline constexpr std::uint64_t max_stated_unexpected_limit = 1ull << 30;
 // Connections one instance can have at once (indices of its doorbell): 8 KiB of bits.
 inline constexpr std::uint32_t doorbell_capacity = 1u << 16;
 // Hello and HelloReply features: the sender holds a security key, and key_nonce is its nonce.
@@ -104,6 +114,7 @@ struct Hello {
     std::uint32_t doorbell_index;       // the acceptor rings this bit of our doorbell
     std::uint8_t key_nonce[key_bytes];  // with feature_key_proof, else zero
     std::uint8_t ticket[key_bytes];     // with feature_same_node_ticket, else zero
+    std::uint64_t unexpected_limit;     // the sender's, 1 byte to max_stated_unexpected_limit
 };
 
 // The acceptor's answer, with two descriptors: its eventfd, its doorbell memfd.
@@ -118,6 +129,7 @@ struct HelloReply {
     std::uint8_t key_nonce[key_bytes];  // with feature_key_proof: the acceptor's nonce
     std::uint8_t key_proof[key_bytes];  // and its proof
     std::uint64_t nonce;                // the acceptor's instance nonce (Hello::nonce)
+    std::uint64_t unexpected_limit;     // as Hello's
 };
 
 // A keyed initiator's proof, the first thing on the socket after the reply. Until it checks the

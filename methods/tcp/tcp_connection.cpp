@@ -210,7 +210,7 @@ void TcpMethod::accept_offer(Connection& c) {
     c.await_hello = true;
     c.framing = Framing::v2;
     OutFrame ack;
-    ack.body = encode_hello(Hello{our_features, own_address(c)}, true);
+    ack.body = encode_hello(Hello{hello_features(), own_address(c)}, true);
     c.writer.control_queue.push_back(std::move(ack));
     BMI_LOG(tcp, "tcp: connection %llu offers v2; answered HELLO_ACK",
             static_cast<unsigned long long>(c.id));

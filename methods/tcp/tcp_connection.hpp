@@ -43,8 +43,9 @@ struct Connection {
     // A frame with the offer is out (or taken for writing): only the answer decides now.
     bool offer_made = false;
     // A send only v2 carries whole (TcpMethod::needs_v2) waits at the head of small_queue for
-    // that answer,
-    // on the stall clock: an OrangeFS server that has nothing to say never answers.
+    // that answer, as an unexpected one waits for the hello that states the peer's limit
+    // (TcpMethod::unexpected_fit), on the stall clock: an OrangeFS server that has nothing to
+    // say never answers.
     bool held_for_answer = false;
     // Accepted: we answered the client's offer with HELLO_ACK and write v2 frames; its
     // OrangeFS frames may still arrive until its HELLO.
@@ -59,6 +60,9 @@ struct Connection {
     bmi_size_t eager_limit = v2_eager_limit;
     // The peer announced feature_grants: GRANT frames may go to it.
     bool peer_takes_grants = false;
+    // The largest UNEXPECTED frame the peer takes, as its HELLO or HELLO_ACK stated it
+    // (feature_unexpected_limit); 0 while unknown, and for a peer that states none.
+    bmi_size_t peer_unexpected_limit = 0;
     // Our GRANTs on it that no EAGER frame has used yet, sent or waiting for the next write;
     // each is charged to the peer's grant account. At most max_grants_per_connection.
     std::vector<Grant> grants_given;

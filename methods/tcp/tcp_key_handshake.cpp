@@ -14,7 +14,7 @@ namespace bmi::method::tcp {
 using kit::Refusal;
 
 Hello TcpMethod::hello_to_send(Connection& c) {
-    Hello hello{our_features | feature_bits(keys_.offered()), own_address(c)};
+    Hello hello{hello_features() | feature_bits(keys_.offered()), own_address(c)};
     if (c.key_handshake.keyed()) {
         hello.nonce = c.key_handshake.offer(keys_, c.fd, hello_address(hello.address));
         hello.ciphers = c.key_handshake.hello_ciphers();
@@ -31,13 +31,16 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
         return true;
     }
     const std::string ours = hello_address(own_address(c));
+    // Our answer states our limit; the proofs bind both when the hello stated its own.
+    if (const bmi_size_t theirs = stated_unexpected_limit(hello.features); theirs != 0)
+        c.key_handshake.bind_terms(unexpected_terms(theirs, unexpected_limit_));
     const auto step = c.key_handshake.answer(keys_, c.fd, hello.nonce, hello.address, ours,
                                              key_features(hello), hello.public_key);
     if (step.refused()) {
         refuse(c, step.refusal, c.reader.header.magic);
         return true;
     }
-    Hello ack{our_features | feature_bits(keys_.offered()), own_address(c)};
+    Hello ack{hello_features() | feature_bits(keys_.offered()), own_address(c)};
     ack.nonce = step.nonce;
     ack.proof = step.proof;
     ack.ciphers = step.cipher_choice;
@@ -59,6 +62,9 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
 bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
     const std::span<const std::uint8_t> proof =
         ack.proof ? std::span<const std::uint8_t>(*ack.proof) : std::span<const std::uint8_t>();
+    // Our hello stated our limit (hello_to_send): bound when the answer states its own.
+    if (const bmi_size_t theirs = stated_unexpected_limit(ack.features); theirs != 0)
+        c.key_handshake.bind_terms(unexpected_terms(unexpected_limit_, theirs));
     const auto step = c.key_handshake.check_answer(keys_, key_features(ack), ack.nonce, ack.address,
                                                    proof, ack.public_key);
     if (step.refusal == Refusal::needs_our_key) c.peer->wants_key = true;

@@ -178,6 +178,9 @@ int TcpMethod::post_send(Operation& op) {
     int error = 0;
     Connection* c = connection_for_send(peer, error);
     if (c == nullptr) return error;
+    if (op.kind == OpKind::send_unexpected &&
+        unexpected_fit(*c, op.total_size) == UnexpectedFit::too_large)
+        return -BMI_EMSGSIZE;
     op.transferred = 0;
     op.actual_size = 0;
     slots(op).connection = c;
@@ -308,6 +311,14 @@ int TcpMethod::set_info(Peer* peer, int option, void* arg) {
 int TcpMethod::get_info(Peer* peer, int option, void* arg) {
     if (arg == nullptr) return -BMI_EINVAL;
     switch (option) {
+        case BMI_GET_UNEXP_SIZE: {
+            // Only a peer that stated its limit has one of its own.
+            const Connection* c = peer != nullptr ? static_cast<TcpPeer*>(peer)->send_connection
+                                                  : nullptr;
+            if (c == nullptr || c->peer_unexpected_limit == 0) return -BMI_ENOSYS;
+            *static_cast<bmi_size_t*>(arg) = std::min(unexpected_limit_, c->peer_unexpected_limit);
+            return 0;
+        }
         case BMI_CHECK_MAXSIZE:
             // Only a peer known to be legacy has a limit of its own: OrangeFS's 16 MiB.
             if (peer == nullptr || !static_cast<TcpPeer*>(peer)->legacy) return -BMI_ENOSYS;

@@ -219,6 +219,15 @@ private:
     static bool needs_v2(const Operation& op) {
         return op.kind == OpKind::send ? op.total_size > legacy_message_limit : op.msg_class != 0;
     }
+    // Whether an unexpected message of `size` may go on c: within the limit the peer stated,
+    // too large for it, or (an offer not answered yet, above the limit every peer that states
+    // none has) waiting for the answer that tells.
+    enum class UnexpectedFit : std::uint8_t { goes, waits, too_large };
+    static UnexpectedFit unexpected_fit(const Connection& c, bmi_size_t size);
+    // Our HELLO and HELLO_ACK features, with our unexpected limit stated.
+    std::uint64_t hello_features() const {
+        return stating_unexpected_limit(our_features, unexpected_limit_);
+    }
     void frame_written(Connection& c, OutFrame f);
     // Completes the frames in c.writer.sealed once their records have all left.
     void release_sealed(Connection& c);

@@ -206,7 +206,13 @@ void TcpMethod::protocol_error(Connection& c, const char* what) {
 void TcpMethod::on_header(Connection& c) {
     const Framing framing = framing_of(c.dialect(), c.reader.head_bytes());
     const Header h = c.reader.take_header(framing);
-    if (check_header(h, c.dialect(), unexpected_limit_, c.eager_limit) < 0) {
+    // A client that offered v2 sends until our answer tells it our limit (and its HELLO says it
+    // read the answer) as toward a peer that states none: up to that peer's limit.
+    const bool limit_untold = c.await_hello || (c.state == ConnState::await_first &&
+                                                framing == Framing::orangefs && offers_upgrade(h));
+    const bmi_size_t unexpected_bound =
+        limit_untold ? std::max(unexpected_limit_, default_unexpected_limit) : unexpected_limit_;
+    if (check_header(h, c.dialect(), unexpected_bound, c.eager_limit) < 0) {
         protocol_error(c, "bad header");
         return;
     }
@@ -315,6 +321,7 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
     }
     c.eager_limit = v2_eager_limit_for(hello->features);
     c.peer_takes_grants = (hello->features & feature_grants) != 0;
+    c.peer_unexpected_limit = stated_unexpected_limit(hello->features);
     if (ack ? !on_keyed_ack(c, *hello) : on_keyed_hello(c, *hello)) return;
     c.framing = Framing::v2;
     c.state = ConnState::established;
@@ -334,18 +341,20 @@ void TcpMethod::on_hello(Connection& c, bool ack) {
         // The client we answered is through: its frames are v2 from here on. Its announced
         // address routes nothing (SPEC §6), as for any keyless HELLO.
         c.await_hello = false;
+        c.held_for_answer = false;
         c.peer->announced = hello->address;
         BMI_LOG(tcp, "tcp: connection %llu upgraded to v2%s%s",
                 static_cast<unsigned long long>(c.id),
                 hello->address.empty() ? "" : ", announcing ", hello->address.c_str());
     } else if ((hello->features & feature_same_node) != 0) {
-        answer_same_node(c, Hello{our_features, own_address(c)});
+        answer_same_node(c, Hello{hello_features(), own_address(c)});
         return;
     } else {
         bind_peer(c, hello->address, false);
         OutFrame reply;
         // Answer under the magic the HELLO came with, so an older libbmi client accepts it.
-        reply.body = encode_hello(Hello{our_features, own_address(c)}, true, c.reader.header.magic);
+        reply.body =
+            encode_hello(Hello{hello_features(), own_address(c)}, true, c.reader.header.magic);
         c.writer.control_queue.push_back(std::move(reply));
     }
     flush(c);

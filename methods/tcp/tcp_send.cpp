@@ -91,11 +91,15 @@ bool TcpMethod::next_frame(Connection& c) {
     if (c.state != ConnState::established) return false;
     while (!c.writer.small_queue.empty()) {
         Operation& op = c.writer.small_queue.front();
-        if (c.offering && needs_v2(op)) {
-            // Only v2 carries it whole. Before any offer went out, ask with HELLO as toward an
-            // unknown acceptor; after one, the acceptor's answer is on its way (or never
-            // comes from an OrangeFS server: the stall clock bounds the wait).
-            if (!c.offer_made) {
+        const bool untold = op.kind == OpKind::send_unexpected &&
+                            unexpected_fit(c, op.total_size) == UnexpectedFit::waits;
+        if ((c.offering && needs_v2(op)) || untold) {
+            // Only v2 carries it whole, or only the peer's hello tells whether it takes an
+            // unexpected message this large. Before any offer went out, ask with HELLO as
+            // toward an unknown acceptor; after one, the acceptor's answer is on its way (or
+            // never comes from an OrangeFS server), as is an offering client's HELLO after
+            // our answer: the stall clock bounds the wait.
+            if (c.offering && !c.offer_made) {
                 start_hello(c);
                 return next_frame(c);
             }
@@ -125,8 +129,24 @@ bool TcpMethod::next_frame(Connection& c) {
     return true;
 }
 
+TcpMethod::UnexpectedFit TcpMethod::unexpected_fit(const Connection& c, bmi_size_t size) {
+    if (c.peer_unexpected_limit != 0)
+        return size > c.peer_unexpected_limit ? UnexpectedFit::too_large : UnexpectedFit::goes;
+    // The client we answered says its limit in the HELLO that follows.
+    if (c.await_hello) return UnexpectedFit::waits;
+    // An OrangeFS server never answers, and takes what OrangeFS takes; a libbmi one answers
+    // at once with its limit. Within that same size the message need not wait for the answer.
+    if (c.offering && size > default_unexpected_limit) return UnexpectedFit::waits;
+    return UnexpectedFit::goes;
+}
+
 // Builds the first frame of a queued send; false if the op failed instead.
 bool TcpMethod::frame_for_small(Connection& c, Operation& op) {
+    if (op.kind == OpKind::send_unexpected &&
+        unexpected_fit(c, op.total_size) == UnexpectedFit::too_large) {
+        finish(op, -BMI_EMSGSIZE);
+        return false;
+    }
     OutFrame f;
     f.op = &op;
     f.kind = OutKind::message;

@@ -50,6 +50,11 @@ int TcpMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     // Only what goes as one EAGER (or UNEXPECTED) frame: anything larger is a REND or RTS
     // frame, which only frame_for_small builds.
     if (kind == OpKind::send && size > eager_bound(*c)) return 0;
+    if (kind == OpKind::send_unexpected) {
+        const UnexpectedFit fit = unexpected_fit(*c, size);
+        if (fit == UnexpectedFit::too_large) return -BMI_EMSGSIZE;
+        if (fit == UnexpectedFit::waits) return 0;
+    }
     c->writer.direct_write_epoch = progress_epoch_;
 
     // No class: the control layer sends classed messages through post().

@@ -223,6 +223,13 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32
     return frame;
 }
 
+std::string unexpected_terms(bmi_size_t initiator_limit, bmi_size_t acceptor_limit) {
+    std::uint8_t bytes[16];
+    put_u64(bytes, static_cast<std::uint64_t>(initiator_limit));
+    put_u64(bytes + 8, static_cast<std::uint64_t>(acceptor_limit));
+    return std::string(reinterpret_cast<const char*>(bytes), sizeof bytes);
+}
+
 std::vector<std::uint8_t> encode_hello_proof(const support::keys::Proof& proof) {
     std::vector<std::uint8_t> frame(legacy_header_size + proof.size(), 0);
     Header h;

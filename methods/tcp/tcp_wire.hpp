@@ -97,6 +97,20 @@ inline constexpr std::uint64_t feature_key_ciphers = 1u << 6;
 // follows, last in the body (same_node_offer_size bytes). An acceptor with no offer to make
 // answers without the bit.
 inline constexpr std::uint64_t feature_same_node = 1u << 7;
+// The upper half of the features word is the sender's unexpected limit (1 byte to 1 GiB): its
+// peer sends it no UNEXPECTED frame above that, and fails such a send with -BMI_EMSGSIZE
+// rather than have it dropped with the connection. An older libbmi ignores the unknown bits.
+// When both hellos state a limit, both proofs bind the two (unexpected_terms).
+inline constexpr std::uint64_t feature_unexpected_limit = 1u << 8;
+inline std::uint64_t stating_unexpected_limit(std::uint64_t features, bmi_size_t limit) {
+    return features | feature_unexpected_limit | static_cast<std::uint64_t>(limit) << 32;
+}
+// The limit a hello's features state; 0 if they state none (or an impossible 0).
+inline bmi_size_t stated_unexpected_limit(std::uint64_t features) {
+    return (features & feature_unexpected_limit) != 0 ? static_cast<bmi_size_t>(features >> 32) : 0;
+}
+// What the proofs of a handshake whose hellos both state a limit bind of them.
+std::string unexpected_terms(bmi_size_t initiator_limit, bmi_size_t acceptor_limit);
 // The offer block: name length (u8), the shm listener name padded to 64 bytes, the listener's
 // instance nonce (u64), the ticket.
 inline constexpr std::size_t same_node_name_room = 64;

@@ -203,6 +203,7 @@ int VerbsMethod::connect_qp(Connection& c, const Hello& remote) {
         0)
         return -BMI_EPROTO;
     c.send_credits = static_cast<int>(remote.credits);
+    c.peer_unexpected_limit = static_cast<bmi_size_t>(remote.unexpected_limit);
     c.send_window = c.send_credits;
     c.granted_credits = device_->choice.credits;  // what fill_hello announced
     return 0;
@@ -215,6 +216,7 @@ void VerbsMethod::fill_hello(const Connection& c, Hello& h) const {
     h.mtu = static_cast<std::uint8_t>(device_->mtu);
     h.credits = static_cast<std::uint32_t>(device_->choice.credits);
     h.eager_payload = eager_payload;
+    h.unexpected_limit = static_cast<std::uint32_t>(unexpected_limit_);
     std::memcpy(h.gid, device_->gid.raw, 16);
     const std::size_t n = std::min<std::size_t>(listen_address_.size(), max_name);
     std::memcpy(h.name, listen_address_.data(), n);

@@ -24,8 +24,8 @@ using support::keys::Role;
 // the middle could otherwise swap in the HELLO.
 std::string endpoint_text(const Hello& h) {
     char qp[96];
-    std::snprintf(qp, sizeof qp, " qpn %u psn %u lid %u mtu %u gid ", h.qp_num, h.psn,
-                  static_cast<unsigned>(h.lid), static_cast<unsigned>(h.mtu));
+    std::snprintf(qp, sizeof qp, " qpn %u psn %u lid %u mtu %u unexp %u gid ", h.qp_num, h.psn,
+                  static_cast<unsigned>(h.lid), static_cast<unsigned>(h.mtu), h.unexpected_limit);
     std::string text(h.name, std::min<std::size_t>(h.name_length, max_name));
     text += qp;
     for (std::uint8_t b : h.gid) {

@@ -419,6 +419,12 @@ int VerbsMethod::set_info(Peer* peer, int option, void* arg) {
 }
 
 int VerbsMethod::get_info(Peer* peer, int option, void* arg) {
+    if (option == BMI_GET_UNEXP_SIZE && peer != nullptr && arg != nullptr) {
+        const Connection* c = static_cast<VerbsPeer*>(peer)->connection;
+        if (c == nullptr || c->peer_unexpected_limit == 0) return -BMI_ENOSYS;
+        *static_cast<bmi_size_t*>(arg) = std::min(unexpected_limit_, c->peer_unexpected_limit);
+        return 0;
+    }
     if (option == peer_qp_option) {
         if (peer == nullptr) return -BMI_EINVAL;
         Connection* c = static_cast<VerbsPeer*>(peer)->connection;

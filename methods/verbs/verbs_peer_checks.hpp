@@ -36,11 +36,12 @@ inline bool hello_speaks_our_protocol(std::span<const std::uint8_t> start) {
 }
 
 // A HELLO whose numbers we can build a queue pair from: a credit window of 1-4096, our eager
-// size, an MTU the device enum knows and a name that fits its field.
+// size, an MTU the device enum knows, a name that fits its field and an unexpected limit
+// within our eager size.
 inline bool hello_well_formed(const Hello& h) {
     return hello_speaks_our_protocol(h) && h.name_length <= max_name && h.credits >= 1 &&
            h.credits <= 4096 && h.eager_payload == eager_payload && h.mtu >= IBV_MTU_256 &&
-           h.mtu <= IBV_MTU_4096;
+           h.mtu <= IBV_MTU_4096 && h.unexpected_limit >= 1 && h.unexpected_limit <= eager_payload;
 }
 
 // One message other than CREDIT arrived: it spends one of the credits we granted the peer

@@ -226,6 +226,15 @@ bool VerbsMethod::on_data_message(Connection& c, const MsgHeader& h, const std::
         return true;
     }
     if (type == MsgType::unexpected) {
+        if (size > unexpected_limit_) {  // our HELLO said we take no more
+            BMI_LOG(error,
+                    "verbs: unexpected message of %lld bytes on connection %llu is above "
+                    "this instance's limit of %lld; closing it",
+                    static_cast<long long>(size), static_cast<unsigned long long>(c.id),
+                    static_cast<long long>(unexpected_limit_));
+            fail_connection(c, -BMI_EPROTO);
+            return true;
+        }
         void* memory = sink_.alloc_unexpected(*c.peer, size);
         if (memory == nullptr) return false;
         if (size > 0) std::memcpy(memory, body, length);

@@ -19,6 +19,9 @@ int VerbsMethod::post_send(Operation& op) {
     int error = 0;
     Connection* c = connection_for(peer, error);
     if (c == nullptr) return error;
+    if (op.kind == OpKind::send_unexpected && c->peer_unexpected_limit != 0 &&
+        op.total_size > c->peer_unexpected_limit)
+        return -BMI_EMSGSIZE;
     VerbsOpBook::slots(op).connection = c;
     op.actual_size = op.total_size;
     VerbsOpBook::place(op, Place::send_queued);
@@ -68,6 +71,11 @@ void VerbsMethod::pump(Connection& c) {
         Operation& op = c.sends.front();
         if (!staging_allows(c, op)) break;
         c.sends.pop_front();
+        // Posted before the peer's HELLO said how much it takes.
+        if (op.kind == OpKind::send_unexpected && op.total_size > c.peer_unexpected_limit) {
+            ops_.finish(op, -BMI_EMSGSIZE);
+            continue;
+        }
         if (!send_op(c, op)) return;
     }
     watch_credits(c);  // what is left waits for the peer's credits

@@ -19,7 +19,9 @@ inline constexpr std::uint32_t hello_magic = 0x42564231;  // "BVB1", also a byte
 // byte and hand every class out as 0, so the versions refuse each other.
 // 5: HELLO carries the cipher offer or choice and an ephemeral public key (issue 39), and with
 // a cipher chosen every SEND is a record (verbs_records.hpp).
-inline constexpr std::uint16_t protocol_version = 5;
+// 6: HELLO states the sender's unexpected limit; its peer sends it no unexpected message above
+// that and fails such a send with -BMI_EMSGSIZE.
+inline constexpr std::uint16_t protocol_version = 6;
 // Payload bytes of one eager buffer; the unexpected limit is capped at this, so an unexpected
 // message is always a single SEND.
 inline constexpr std::uint32_t eager_payload = 16 * 1024;
@@ -66,6 +68,7 @@ struct Hello {
     std::uint8_t ciphers = 0;
     std::uint8_t reserved_after_ciphers[3] = {};
     std::uint8_t public_key[key_field] = {};
+    std::uint32_t unexpected_limit = 0;  // the sender's: 1 byte to eager_payload
 };
 // A HELLO's magic and version come first, so a peer of another version is told apart before
 // the rest of its (differently sized) HELLO arrives.

@@ -56,6 +56,9 @@ Proof prove(const SecretKey& key, Role role, const Transcript& transcript) {
                                      transcript.acceptor_public.size());
     const std::uint8_t ciphers[2] = {transcript.cipher_offer, transcript.cipher_choice};
     crypto_auth_hmacsha512256_update(&state, ciphers, sizeof ciphers);
+    // Last and length-prefixed: every field before it has a fixed size or its own prefix, so
+    // a transcript with terms never encodes like one without.
+    if (!transcript.terms.empty()) absorb(state, transcript.terms);
     Proof proof;
     crypto_auth_hmacsha512256_final(&state, proof.data());
     sodium_memzero(&state, sizeof state);  // the inner and outer pads are derived from the key

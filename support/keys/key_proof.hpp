@@ -45,6 +45,10 @@ struct Transcript {
     PublicKey acceptor_public{};
     std::uint8_t cipher_offer = 0;
     std::uint8_t cipher_choice = 0;
+    // What both sides state of their limits, in the method's encoding (tcp: the unexpected
+    // limits), so that nobody on the path changes them unseen. Bound only when not empty: a
+    // handshake with a peer that states none proves what it always did.
+    std::string_view terms{};
 };
 
 // 32 bytes from the system's CSPRNG (libsodium's randombytes).

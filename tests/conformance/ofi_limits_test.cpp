@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Two ofi instances whose sizes differ (ofi_eager_bytes, ofi_chunk_bytes, unexpected_limit)
+// Two ofi instances whose sizes differ (ofi_eager_bytes, ofi_chunk_bytes)
 // still exchange every message whole: each sends the other nothing larger than the other's
 // receives take (doc/methods/ofi.md, "Sizes the two ends agree on"). Over shm a message larger
 // than the receive it matched kept libfabric 1.17's progress copying for ever.
@@ -54,35 +54,6 @@ TEST_CASE("ofi: ends with different eager and chunk sizes exchange every message
         if (sid != 0) REQUIRE(wait_op(pair.client, sid, 30000).error == 0);
         REQUIRE(sink == source);
     }
-}
-
-TEST_CASE("ofi: an unexpected message above the receiver's limit fails at its sender",
-          "[conformance][ofi][limits]") {
-    if (!scheme_compiled("ofi")) return;
-    Pair pair = make_peers("ofi", "unexpected_limit=4K", std::string("unexpected_limit=16K"));
-    introduce(pair);
-    // Asked for this server, the client's instance answers the server's limit.
-    int limit = 0;
-    REQUIRE(pair.client.instance->get_info(pair.server_addr, BMI_GET_UNEXP_SIZE, &limit) == 0);
-    CHECK(limit == 4 * 1024);
-    Pump server(*pair.server.instance);
-    std::vector<char> bytes(8 * 1024, 'u');
-    core::PostRequest above = send_request(pair.client, pair.server_addr, bytes.data(),
-                                           static_cast<bmi_size_t>(bytes.size()), 60);
-    above.kind = method::OpKind::send_unexpected;
-    // Refused at once, or when the handshake told the client the server's limit.
-    bmi_op_id_t id = 0;
-    const int rc = pair.client.instance->post(above, id, nullptr);
-    CHECK((rc == 0 ? wait_op(pair.client, id).error : rc) == -BMI_EMSGSIZE);
-    // Within the server's limit it goes, and arrives.
-    core::PostRequest within = above;
-    within.size = 4 * 1024;
-    within.tag = 61;
-    REQUIRE(post_and_wait(pair.client, within).error == 0);
-    const core::UnexpectedMessage got = wait_unexpected(pair.server);
-    CHECK(got.size == within.size);
-    CHECK(got.tag == 61);
-    pair.server.instance->unexpected_free(got.buffer);
 }
 
 TEST_CASE("ofi: an announcement whose piece size is out of range is dropped",

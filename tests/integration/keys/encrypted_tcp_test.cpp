@@ -118,7 +118,8 @@ bool contains_marker(const std::vector<std::uint8_t>& bytes) {
 class Relay {
 public:
     // What happens to the first record the client writes once armed (arm()); strip_offer
-    // instead zeroes the cipher offer of each connection's HELLO.
+    // instead zeroes the cipher offer of each connection's HELLO, change_limit sets the
+    // unexpected limit it states to 1 byte.
     enum class Tamper {
         none,
         flip_armed_record,      // one bit of its ciphertext flipped
@@ -128,6 +129,7 @@ public:
         truncate_armed_record,  // half of it forwarded, then the stream to the server ends
         stall_armed_record,     // half of it forwarded, then nothing more while open
         strip_offer,
+        change_limit,
     };
 
     Relay(const NetNamespaces& ns, std::uint16_t target, Tamper tamper)
@@ -261,11 +263,18 @@ private:
         return out;
     }
 
-    // The HELLO's cipher byte (after features, address length, address and nonce) set to 0.
+    // The HELLO's cipher byte (after features, address length, address and nonce) set to 0,
+    // or the upper half of its features word (the unexpected limit) set to 1.
     bool strip(Pair& p) {
         if (p.held.size() < 24) return false;
         const std::size_t size = le(p.held.data() + 16, 8);
         if (p.held.size() < 24 + size) return false;
+        if (tamper_ == Tamper::change_limit) {
+            const std::uint8_t one[4] = {1, 0, 0, 0};
+            std::memcpy(p.held.data() + 24 + 4, one, sizeof one);
+            stripped_ = true;
+            return true;
+        }
         const std::size_t addr_len = le(p.held.data() + 24 + 8, 2);
         const std::size_t at = 24 + 10 + addr_len + 32;
         if (at < 24 + size) {
@@ -291,12 +300,14 @@ private:
             if (!upward) {
                 p.down.insert(p.down.end(), buffer, buffer + n);
                 out.assign(buffer, buffer + n);
-            } else if (tamper_ == Tamper::strip_offer && p.up.empty()) {
+            } else if ((tamper_ == Tamper::strip_offer || tamper_ == Tamper::change_limit) &&
+                       p.up.empty()) {
                 p.held.insert(p.held.end(), buffer, buffer + n);
                 if (!strip(p)) return;
                 out.swap(p.held);
                 p.up = out;
-            } else if (tamper_ == Tamper::none || tamper_ == Tamper::strip_offer) {
+            } else if (tamper_ == Tamper::none || tamper_ == Tamper::strip_offer ||
+                       tamper_ == Tamper::change_limit) {
                 p.up.insert(p.up.end(), buffer, buffer + n);
                 out.assign(buffer, buffer + n);
             } else {
@@ -428,6 +439,14 @@ Op c_posted(int rc, const bmi_op_id_t& id, bmi_size_t size) {
         op.size = size;
     }
     return op;
+}
+
+// The client's unexpected send of `msg` with tag 1, as posted; msg lives until it ends.
+Op c_send_unexpected(CClient& client, const std::vector<std::byte>& msg) {
+    bmi_op_id_t id = 0;
+    return c_posted(BMI_post_sendunexpected(&id, client.server, msg.data(), msg.size(),
+                                            BMI_EXT_ALLOC, 1, nullptr, client.ctx, 0),
+                    id, msg.size());
 }
 
 void c_poll(CClient& c, Op& op) {
@@ -778,6 +797,25 @@ TEST_CASE("the pre-shared key and a recorded handshake do not open a recorded re
     }
 }
 
+// A keyed client's first message through a relay that changes its HELLO as `tamper` says:
+// the handshake fails, so nothing arrives and the send fails. Returns what the relay recorded.
+std::vector<std::uint8_t> refused_through(const NetNamespaces& ns, Relay::Tamper tamper,
+                                          const std::string& policy) {
+    NetNamespaces::enter(ns.far);
+    KeyDir k;
+    auto server = start_server(opts(k, policy));
+    Relay relay(ns, port_of(server->listen_address()), tamper);
+    CClient client(opts(k, policy), relay.address());
+    REQUIRE(client.lookup == 0);
+    const auto msg = pattern(4096, 9);
+    Op sent = c_send_unexpected(client, msg);
+    CHECK_FALSE(await_unexpected(*server, &client, &sent));
+    REQUIRE(drive([&] { c_poll(client, sent); }, {&sent}));
+    CHECK(relay.stripped());
+    CHECK(sent.error != 0);
+    return relay.recording();
+}
+
 TEST_CASE("a stripped cipher offer is refused under require and fails the proof under prefer",
           "[netns]") {
     NetNamespaces ns;
@@ -787,24 +825,19 @@ TEST_CASE("a stripped cipher offer is refused under require and fails the proof 
     }
     for (const std::string policy : {"require", "prefer"}) {
         CAPTURE(policy);
-        NetNamespaces::enter(ns.far);
-        KeyDir k;
-        auto server = start_server(opts(k, policy));
-        Relay relay(ns, port_of(server->listen_address()), Relay::Tamper::strip_offer);
-        CClient client(opts(k, policy), relay.address());
-        REQUIRE(client.lookup == 0);
-        const auto msg = pattern(4096, 9);
-        bmi_op_id_t id = 0;
-        Op sent = c_posted(BMI_post_sendunexpected(&id, client.server, msg.data(), msg.size(),
-                                                   BMI_EXT_ALLOC, 1, nullptr, client.ctx, 0),
-                           id, msg.size());
-        auto got = await_unexpected(*server, &client, &sent);
-        CHECK_FALSE(got);
-        REQUIRE(drive([&] { c_poll(client, sent); }, {&sent}));
-        CHECK(relay.stripped());
-        CHECK(sent.error != 0);
-        CHECK_FALSE(contains_marker(relay.recording()));
+        CHECK_FALSE(contains_marker(refused_through(ns, Relay::Tamper::strip_offer, policy)));
     }
+}
+
+TEST_CASE("an unexpected limit changed on the path fails the proof", "[netns]") {
+    NetNamespaces ns;
+    if (!ns.ok) {
+        WARN("no network namespaces here (not root?): the relay cannot stand in the path");
+        return;
+    }
+    // The server would take the client for one that takes 1 byte: both proofs bind the
+    // limits, so neither end believes the other.
+    refused_through(ns, Relay::Tamper::change_limit, "require");
 }
 
 TEST_CASE("a tiny rekey interval: 16 MiB cross many keys intact", "[netns]") {
@@ -975,10 +1008,7 @@ TEST_CASE("require refuses a keyless peer and a legacy-framed one") {
         CClient client(client_options, server->listen_address());
         REQUIRE(client.lookup == 0);
         const auto msg = pattern(256, 12);
-        bmi_op_id_t id = 0;
-        Op sent = c_posted(BMI_post_sendunexpected(&id, client.server, msg.data(), msg.size(),
-                                                   BMI_EXT_ALLOC, 1, nullptr, client.ctx, 0),
-                           id, msg.size());
+        Op sent = c_send_unexpected(client, msg);
         CHECK_FALSE(await_unexpected(*server, &client, &sent, 400));
     }
 }

@@ -191,6 +191,23 @@ TEST_CASE("HELLO frames round trip", "[tcp][wire]") {
     CHECK_FALSE(decode_hello_body({frame.data(), 3}));
 }
 
+TEST_CASE("a HELLO states its unexpected limit in the features' upper half", "[tcp][wire]") {
+    const std::uint64_t features = stating_unexpected_limit(our_features, 4096);
+    CHECK((features & our_features) == our_features);
+    CHECK(stated_unexpected_limit(features) == 4096);
+    CHECK(stated_unexpected_limit(our_features) == 0);  // an older libbmi's, or OrangeFS's
+    CHECK(stated_unexpected_limit(stating_unexpected_limit(0, 1 << 30)) == 1 << 30);
+    Hello hello{features, "tcp://node7:3334"};
+    auto frame = encode_hello(hello, false);
+    auto back =
+        decode_hello_body({frame.data() + legacy_header_size, frame.size() - legacy_header_size});
+    REQUIRE(back);
+    CHECK(stated_unexpected_limit(back->features) == 4096);
+    // The proofs bind both limits in order: swapped, they are other terms.
+    CHECK(unexpected_terms(4096, 16384) != unexpected_terms(16384, 4096));
+    CHECK(unexpected_terms(4096, 16384).size() == 16);
+}
+
 TEST_CASE("keyed HELLO frames carry a nonce, the ACK a proof, HELLO_PROOF only a proof",
           "[tcp][wire][keys]") {
     Hello ack{feature_rendezvous | feature_key_proof, "tcp://node7:3334"};

@@ -148,6 +148,14 @@ TEST_CASE("a proof verifies under the same key, role and transcript only", "[key
         moved.initiator_address = "4";
         CHECK_FALSE(verify(*key, Role::acceptor, moved, proof));
     }
+    SECTION("other stated limits, or limits where there were none") {
+        Transcript moved = t;
+        moved.terms = "limits";
+        CHECK_FALSE(verify(*key, Role::acceptor, moved, proof));
+        const Proof with_terms = prove(*key, Role::acceptor, moved);
+        moved.terms = "limitz";
+        CHECK_FALSE(verify(*key, Role::acceptor, moved, with_terms));
+    }
     SECTION("truncated, extended or flipped proof") {
         std::span<const std::uint8_t> all(proof);
         CHECK_FALSE(verify(*key, Role::acceptor, t, all.first(31)));

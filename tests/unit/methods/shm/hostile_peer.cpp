@@ -93,6 +93,7 @@ bool HostilePeer::send_hello(std::uint32_t slot_count, std::uint32_t slot_size, 
     hello.slot_size = slot_size;
     hello.pid = static_cast<std::int32_t>(getpid());
     hello.nonce = 0x686f7374696c65;
+    hello.unexpected_limit = default_unexpected_limit;
     if (announced_.size() > sizeof hello.name) return false;
     hello.name_length = static_cast<std::uint32_t>(announced_.size());
     std::memcpy(hello.name, announced_.data(), announced_.size());

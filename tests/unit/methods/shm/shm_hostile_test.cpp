@@ -155,6 +155,7 @@ TEST_CASE("shm hostile: a listener's notifier that is not an eventfd fails the c
     reply.magic = method::shm::hello_magic;
     reply.version = method::shm::protocol_version;
     reply.pid = static_cast<std::int32_t>(getpid());
+    reply.unexpected_limit = method::shm::default_unexpected_limit;
     method::shm::Doorbell bell;  // a real one: only the notifier is wrong
     REQUIRE(bell.create() == 0);
     int fds[2] = {writer.fd, bell.fd()};

@@ -228,3 +228,24 @@ TEST_CASE("ring records: the largest payload a sender may place is exactly the l
     wrong.slots = fits.slots + 1;
     CHECK(check_record(ring.consumer, wrong) == -1);
 }
+
+TEST_CASE("hello: the unexpected limit a hello or reply states is 1 byte to 1 GiB", "[shm]") {
+    Hello hello{};
+    hello.magic = hello_magic;
+    hello.version = protocol_version;
+    hello.slot_count = 16;
+    hello.slot_size = 4096;
+    hello.unexpected_limit = default_unexpected_limit;
+    CHECK(hello_well_formed(hello));
+    hello.unexpected_limit = 0;
+    CHECK_FALSE(hello_well_formed(hello));
+    hello.unexpected_limit = max_stated_unexpected_limit + 1;
+    CHECK_FALSE(hello_well_formed(hello));
+    HelloReply reply{};
+    reply.magic = hello_magic;
+    reply.version = protocol_version;
+    reply.unexpected_limit = max_stated_unexpected_limit;
+    CHECK(reply_well_formed(reply));
+    reply.unexpected_limit = 0;
+    CHECK_FALSE(reply_well_formed(reply));
+}

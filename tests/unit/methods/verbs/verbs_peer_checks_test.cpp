@@ -86,3 +86,19 @@ TEST_CASE("verbs checks: a HELLO of another version is told apart by its first b
     REQUIRE_FALSE(hello_speaks_our_protocol(std::span<const std::uint8_t>(
         reinterpret_cast<const std::uint8_t*>(&alien), hello_version_end)));
 }
+
+TEST_CASE("verbs checks: a HELLO states an unexpected limit within the eager size", "[verbs]") {
+    Hello h;
+    h.name_length = 0;
+    h.credits = 16;
+    h.eager_payload = eager_payload;
+    h.mtu = IBV_MTU_1024;
+    h.unexpected_limit = 4096;
+    CHECK(hello_well_formed(h));
+    h.unexpected_limit = eager_payload;
+    CHECK(hello_well_formed(h));
+    h.unexpected_limit = 0;  // states none: a peer we could send nothing unexpected
+    CHECK_FALSE(hello_well_formed(h));
+    h.unexpected_limit = eager_payload + 1;  // more than one SEND carries
+    CHECK_FALSE(hello_well_formed(h));
+}

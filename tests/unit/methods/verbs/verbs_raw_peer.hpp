@@ -103,6 +103,7 @@ public:
         h.mtu = static_cast<std::uint8_t>(device_.mtu);
         h.credits = 16;
         h.eager_payload = method::verbs::eager_payload;
+        h.unexpected_limit = method::verbs::eager_payload;
         std::memcpy(h.gid, device_.gid.raw, 16);
         std::memcpy(h.name, name.data(), name.size());
         h.name_length = static_cast<std::uint16_t>(name.size());
