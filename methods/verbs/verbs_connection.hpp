@@ -161,10 +161,12 @@ struct Connection {
     std::vector<std::uint8_t> out;
     std::size_t out_done = 0;
 
+    // Its HELLO's unexpected limit: the largest unexpected message it takes.
+    bmi_size_t peer_unexpected_limit = 0;
+
     // Flow control (see doc/methods/verbs.md, "Credits").
-    int send_credits = 0;                  // eager messages we may still send
-    bmi_size_t peer_unexpected_limit = 0;  // its HELLO's: the largest unexpected message it takes
-    int send_window = 0;  // credits the peer granted in its HELLO: send_credits never exceeds it
+    int send_credits = 0;  // eager messages we may still send
+    int send_window = 0;   // credits the peer granted in its HELLO: send_credits never exceeds it
     int granted_credits =
         0;                 // messages the peer may still send us (our window + returns - arrivals)
     int owed_credits = 0;  // buffers of theirs we consumed and have not reported back

@@ -5,11 +5,10 @@
 // caller's idle time.
 #include <catch2/catch.hpp>
 
-#include <time.h>
-
 #include <chrono>
 
 #include "harness.hpp"
+#include "process_cpu.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -23,10 +22,8 @@ constexpr int idle_share_bound = 2;
 constexpr int idle_share_bound = 5;
 #endif
 
-std::chrono::nanoseconds process_cpu() {
-    timespec now{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+std::chrono::microseconds process_cpu() {
+    return std::chrono::microseconds(static_cast<long long>(process_cpu_seconds() * 1e6));
 }
 }  // namespace
 
