@@ -63,6 +63,8 @@ struct Connection {
     // The largest UNEXPECTED frame the peer takes, as its HELLO or HELLO_ACK stated it
     // (feature_unexpected_limit); 0 while unknown, and for a peer that states none.
     bmi_size_t peer_unexpected_limit = 0;
+    // The features word of the HELLO we sent on it (an initiator's proofs bind it).
+    std::uint64_t hello_features_sent = 0;
     // Our GRANTs on it that no EAGER frame has used yet, sent or waiting for the next write;
     // each is charged to the peer's grant account. At most max_grants_per_connection.
     std::vector<Grant> grants_given;

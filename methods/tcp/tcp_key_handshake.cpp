@@ -15,6 +15,7 @@ using kit::Refusal;
 
 Hello TcpMethod::hello_to_send(Connection& c) {
     Hello hello{hello_features() | feature_bits(keys_.offered()), own_address(c)};
+    c.hello_features_sent = hello.features;
     if (c.key_handshake.keyed()) {
         hello.nonce = c.key_handshake.offer(keys_, c.fd, hello_address(hello.address));
         hello.ciphers = c.key_handshake.hello_ciphers();
@@ -31,16 +32,17 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
         return true;
     }
     const std::string ours = hello_address(own_address(c));
-    // Our answer states our limit; the proofs bind both when the hello stated its own.
-    if (const bmi_size_t theirs = stated_unexpected_limit(hello.features); theirs != 0)
-        c.key_handshake.bind_terms(unexpected_terms(theirs, unexpected_limit_));
+    const std::uint64_t ack_features = hello_features() | feature_bits(keys_.offered());
+    // Our answer states our limit; the proofs bind both hellos when the hello stated its own.
+    if (stated_unexpected_limit(hello.features) != 0)
+        c.key_handshake.bind_terms(hello_terms(hello.features, ack_features));
     const auto step = c.key_handshake.answer(keys_, c.fd, hello.nonce, hello.address, ours,
                                              key_features(hello), hello.public_key);
     if (step.refused()) {
         refuse(c, step.refusal, c.reader.header.magic);
         return true;
     }
-    Hello ack{hello_features() | feature_bits(keys_.offered()), own_address(c)};
+    Hello ack{ack_features, own_address(c)};
     ack.nonce = step.nonce;
     ack.proof = step.proof;
     ack.ciphers = step.cipher_choice;
@@ -62,9 +64,11 @@ bool TcpMethod::on_keyed_hello(Connection& c, const Hello& hello) {
 bool TcpMethod::on_keyed_ack(Connection& c, const Hello& ack) {
     const std::span<const std::uint8_t> proof =
         ack.proof ? std::span<const std::uint8_t>(*ack.proof) : std::span<const std::uint8_t>();
-    // Our hello stated our limit (hello_to_send): bound when the answer states its own.
-    if (const bmi_size_t theirs = stated_unexpected_limit(ack.features); theirs != 0)
-        c.key_handshake.bind_terms(unexpected_terms(unexpected_limit_, theirs));
+    // Our hello stated our limit (hello_to_send): both hellos are bound when the answer states
+    // its own.
+    if (stated_unexpected_limit(ack.features) != 0 &&
+        stated_unexpected_limit(c.hello_features_sent) != 0)
+        c.key_handshake.bind_terms(hello_terms(c.hello_features_sent, ack.features));
     const auto step = c.key_handshake.check_answer(keys_, key_features(ack), ack.nonce, ack.address,
                                                    proof, ack.public_key);
     if (step.refusal == Refusal::needs_our_key) c.peer->wants_key = true;

@@ -223,10 +223,10 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello, bool ack, std::uint32
     return frame;
 }
 
-std::string unexpected_terms(bmi_size_t initiator_limit, bmi_size_t acceptor_limit) {
+std::string hello_terms(std::uint64_t initiator_features, std::uint64_t acceptor_features) {
     std::uint8_t bytes[16];
-    put_u64(bytes, static_cast<std::uint64_t>(initiator_limit));
-    put_u64(bytes + 8, static_cast<std::uint64_t>(acceptor_limit));
+    put_u64(bytes, initiator_features);
+    put_u64(bytes + 8, acceptor_features);
     return std::string(reinterpret_cast<const char*>(bytes), sizeof bytes);
 }
 

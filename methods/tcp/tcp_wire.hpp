@@ -100,7 +100,7 @@ inline constexpr std::uint64_t feature_same_node = 1u << 7;
 // The upper half of the features word is the sender's unexpected limit (1 byte to 1 GiB): its
 // peer sends it no UNEXPECTED frame above that, and fails such a send with -BMI_EMSGSIZE
 // rather than have it dropped with the connection. An older libbmi ignores the unknown bits.
-// When both hellos state a limit, both proofs bind the two (unexpected_terms).
+// When both hellos state a limit, both proofs bind both hellos' features (hello_terms).
 inline constexpr std::uint64_t feature_unexpected_limit = 1u << 8;
 inline std::uint64_t stating_unexpected_limit(std::uint64_t features, bmi_size_t limit) {
     return features | feature_unexpected_limit | static_cast<std::uint64_t>(limit) << 32;
@@ -109,8 +109,9 @@ inline std::uint64_t stating_unexpected_limit(std::uint64_t features, bmi_size_t
 inline bmi_size_t stated_unexpected_limit(std::uint64_t features) {
     return (features & feature_unexpected_limit) != 0 ? static_cast<bmi_size_t>(features >> 32) : 0;
 }
-// What the proofs of a handshake whose hellos both state a limit bind of them.
-std::string unexpected_terms(bmi_size_t initiator_limit, bmi_size_t acceptor_limit);
+// What the proofs of a handshake whose hellos both state a limit bind of them: both features
+// words whole, so that nobody on the path changes a limit or strips a bit (large EAGER, GRANTs).
+std::string hello_terms(std::uint64_t initiator_features, std::uint64_t acceptor_features);
 // The offer block: name length (u8), the shm listener name padded to 64 bytes, the listener's
 // instance nonce (u64), the ticket.
 inline constexpr std::size_t same_node_name_room = 64;

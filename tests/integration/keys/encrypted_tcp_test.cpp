@@ -119,7 +119,7 @@ class Relay {
 public:
     // What happens to the first record the client writes once armed (arm()); strip_offer
     // instead zeroes the cipher offer of each connection's HELLO, change_limit sets the
-    // unexpected limit it states to 1 byte.
+    // unexpected limit it states to 1 byte, strip_large_eager clears its feature bit 3.
     enum class Tamper {
         none,
         flip_armed_record,      // one bit of its ciphertext flipped
@@ -130,6 +130,7 @@ public:
         stall_armed_record,     // half of it forwarded, then nothing more while open
         strip_offer,
         change_limit,
+        strip_large_eager,
     };
 
     Relay(const NetNamespaces& ns, std::uint16_t target, Tamper tamper)
@@ -263,8 +264,14 @@ private:
         return out;
     }
 
+    // The tampers that change the client's HELLO (strip()) rather than a record.
+    bool tampers_hello() const {
+        return tamper_ == Tamper::strip_offer || tamper_ == Tamper::change_limit ||
+               tamper_ == Tamper::strip_large_eager;
+    }
+
     // The HELLO's cipher byte (after features, address length, address and nonce) set to 0,
-    // or the upper half of its features word (the unexpected limit) set to 1.
+    // the upper half of its features word (the unexpected limit) set to 1, or its bit 3 cleared.
     bool strip(Pair& p) {
         if (p.held.size() < 24) return false;
         const std::size_t size = le(p.held.data() + 16, 8);
@@ -272,6 +279,11 @@ private:
         if (tamper_ == Tamper::change_limit) {
             const std::uint8_t one[4] = {1, 0, 0, 0};
             std::memcpy(p.held.data() + 24 + 4, one, sizeof one);
+            stripped_ = true;
+            return true;
+        }
+        if (tamper_ == Tamper::strip_large_eager) {
+            p.held[24] &= static_cast<std::uint8_t>(~0x08u);
             stripped_ = true;
             return true;
         }
@@ -300,14 +312,12 @@ private:
             if (!upward) {
                 p.down.insert(p.down.end(), buffer, buffer + n);
                 out.assign(buffer, buffer + n);
-            } else if ((tamper_ == Tamper::strip_offer || tamper_ == Tamper::change_limit) &&
-                       p.up.empty()) {
+            } else if (tampers_hello() && p.up.empty()) {
                 p.held.insert(p.held.end(), buffer, buffer + n);
                 if (!strip(p)) return;
                 out.swap(p.held);
                 p.up = out;
-            } else if (tamper_ == Tamper::none || tamper_ == Tamper::strip_offer ||
-                       tamper_ == Tamper::change_limit) {
+            } else if (tamper_ == Tamper::none || tampers_hello()) {
                 p.up.insert(p.up.end(), buffer, buffer + n);
                 out.assign(buffer, buffer + n);
             } else {
@@ -829,15 +839,19 @@ TEST_CASE("a stripped cipher offer is refused under require and fails the proof 
     }
 }
 
-TEST_CASE("an unexpected limit changed on the path fails the proof", "[netns]") {
+TEST_CASE("hello features changed on the path fail the proof", "[netns]") {
     NetNamespaces ns;
     if (!ns.ok) {
         WARN("no network namespaces here (not root?): the relay cannot stand in the path");
         return;
     }
-    // The server would take the client for one that takes 1 byte: both proofs bind the
-    // limits, so neither end believes the other.
-    refused_through(ns, Relay::Tamper::change_limit, "require");
+    // The server would take the client for one that takes 1 byte, or (bit 3 stripped) send it
+    // only small EAGER frames: both proofs bind both features words, so neither end believes
+    // the other.
+    for (const auto tamper : {Relay::Tamper::change_limit, Relay::Tamper::strip_large_eager}) {
+        CAPTURE(static_cast<int>(tamper));
+        refused_through(ns, tamper, "require");
+    }
 }
 
 TEST_CASE("a tiny rekey interval: 16 MiB cross many keys intact", "[netns]") {

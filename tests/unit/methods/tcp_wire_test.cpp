@@ -203,9 +203,12 @@ TEST_CASE("a HELLO states its unexpected limit in the features' upper half", "[t
         decode_hello_body({frame.data() + legacy_header_size, frame.size() - legacy_header_size});
     REQUIRE(back);
     CHECK(stated_unexpected_limit(back->features) == 4096);
-    // The proofs bind both limits in order: swapped, they are other terms.
-    CHECK(unexpected_terms(4096, 16384) != unexpected_terms(16384, 4096));
-    CHECK(unexpected_terms(4096, 16384).size() == 16);
+    // The proofs bind both features words in order: swapped, or with one bit less (large
+    // EAGER frames stripped), they are other terms.
+    const std::uint64_t other = stating_unexpected_limit(our_features, 16384);
+    CHECK(hello_terms(features, other) != hello_terms(other, features));
+    CHECK(hello_terms(features, other) != hello_terms(features & ~feature_large_eager, other));
+    CHECK(hello_terms(features, other).size() == 16);
 }
 
 TEST_CASE("keyed HELLO frames carry a nonce, the ACK a proof, HELLO_PROOF only a proof",
