@@ -151,8 +151,10 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     cq_attr.format = FI_CQ_FORMAT_TAGGED;
     cq_attr.size = cq_size;
     cq_attr.wait_obj = FI_WAIT_FD;
-    if (descriptor_unsignalled(provider) || fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
-        // Providers without a wait descriptor (shm), or with one never signalled, are polled.
+    if (!choice.wait_descriptor || descriptor_unsignalled(provider) ||
+        fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
+        // Providers without a wait descriptor (shm), or with one never signalled or not
+        // wanted, are polled.
         cq_attr.wait_obj = FI_WAIT_NONE;
         if ((rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr)) != 0) return fail("fi_cq_open", rc);
     } else if (fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) {

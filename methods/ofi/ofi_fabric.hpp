@@ -24,6 +24,7 @@ struct FabricChoice {
     std::string domain;               // "" = the provider's first
     std::uint32_t tclass = 0;         // libfabric traffic class; 0 = unspecified
     std::vector<std::byte> auth_key;  // the domain's authorization key (ofi_auth_key); empty: none
+    bool wait_descriptor = true;      // ofi_wait_descriptor: false opens the queue without one
 };
 
 class Fabric {

@@ -151,6 +151,7 @@ OfiMethod::OfiMethod(const Config& config, Sink& sink)
       buffer_count_(static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers))),
       sweep_dead_clients_(config.settings.flag(SettingId::shm_sweep)),
       grants_on_(config.settings.flag(SettingId::grants)),
+      wait_descriptor_on_(config.settings.flag(SettingId::wait_descriptor)),
       waiting_(static_cast<int>(config.settings.number(SettingId::spin_us)),
                static_cast<int>(config.settings.number(SettingId::transfer_spin_us)),
                static_cast<int>(config.settings.number(SettingId::nap_us))) {
@@ -209,6 +210,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         return -BMI_EINVAL;
     }
     choice.auth_key = auth_key_;
+    choice.wait_descriptor = wait_descriptor_on_;
     if (address.form == AddressForm::domain && !address.node.empty()) {
         if (!choice.domain.empty() && choice.domain != address.node) {
             BMI_WARN("bmi_ofi: %s: domain %s is not the allocated plane's (%s)",
@@ -521,6 +523,7 @@ int OfiMethod::get_info(Peer* peer, int option, void* arg) {
                           [](const auto& entry) { return entry.second->records != nullptr; }));
         stats.records_failed = records_failed_;
         stats.silenced = silenced_.size();
+        stats.naps = waiting_.naps_taken();
         return 0;
     }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;

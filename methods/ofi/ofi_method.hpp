@@ -36,6 +36,7 @@ struct Stats {
     std::uint64_t encrypted_peers = 0;   // peers whose traffic is encrypted now
     std::uint64_t records_failed = 0;    // records and large messages' data that failed to open
     std::uint64_t silenced = 0;          // shm: entries kept for forgotten endpoints still open
+    std::uint64_t naps = 0;              // naps taken (polled queues: no wait descriptor in use)
 };
 
 inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create, &prepare_lookup};

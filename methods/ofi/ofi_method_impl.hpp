@@ -537,7 +537,8 @@ private:
     kit::Deadlines timers_;           // setup, send, stall and rendezvous, by fi_addr
     RetryPause retry_pause_;          // when backlog_ tries the provider again
     std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
-    const bool grants_on_;  // ofi_grants
+    const bool grants_on_;           // ofi_grants
+    const bool wait_descriptor_on_;  // ofi_wait_descriptor
     // Withdrawing receives' arrivals, and revoking receives by grant id.
     std::unordered_map<Operation*, Arrival> withdrawn_;
     std::unordered_map<std::uint32_t, Operation*> revoking_;

@@ -26,6 +26,7 @@ enum class SettingId : std::uint8_t {
     spin_us,
     transfer_spin_us,
     nap_us,
+    wait_descriptor,
     shm_sweep,
     shm_sweep_period,
     grants,

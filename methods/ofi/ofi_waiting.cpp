@@ -57,6 +57,7 @@ bool Waiting::arm() {
     // Re-arming resets the timer's expiration count: a nap that ended unread is forgotten.
     if (timerfd_settime(timer_fd_, 0, &when, nullptr) != 0) return false;
     armed_ = true;
+    ++naps_taken_;
     next_ = std::min(next_ * 2, longest_);
     return true;
 }

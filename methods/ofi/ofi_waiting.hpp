@@ -32,6 +32,7 @@ public:
     // 0 or -BMI_E*.
     int start_naps(int epoll_fd, std::uint64_t tag);
     bool naps() const { return timer_fd_ >= 0; }
+    std::uint64_t naps_taken() const { return naps_taken_; }
 
     enum class Load : std::uint8_t { idle, operations, transfer };
     // Before a sleep, with nothing else to do: spins on poll() while operations wait (always
@@ -77,6 +78,7 @@ private:
     std::chrono::steady_clock::time_point sleep_start_{};
     int timer_fd_ = -1;
     bool armed_ = false;
+    std::uint64_t naps_taken_ = 0;
 };
 
 }  // namespace bmi::method::ofi

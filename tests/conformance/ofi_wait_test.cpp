@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // How an ofi instance waits: alone, the control layer sleeps in the method's own epoll set
 // (Method::accept_wake_fd) and hands it what woke it, on a provider with a wait descriptor
-// (tcp) and on one that naps (shm) alike; and a sleep there still ends when a message arrives.
+// (tcp) and on one that naps (shm) alike, also when told not to use the descriptor; and a sleep
+// or a nap there still ends when a message arrives.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -26,19 +27,13 @@ std::uint64_t handed_wakeups(core::Instance& instance) {
     return stats.handed_wakeups;
 }
 
-}  // namespace
-
-TEST_CASE("ofi alone sleeps in its own epoll set, and an arrival ends that sleep",
-          "[conformance][ofi][wait]") {
-    const auto schemes = compiled_schemes();
-    if (std::find(schemes.begin(), schemes.end(), "ofi") == schemes.end()) return;
-    Pair pair = make_peers("ofi");
+// The server sleeps (or naps) with a long idle time before a message is sent; the arrival, not
+// the idle time, must end the wait.
+void arrival_ends_the_wait(Pair& pair) {
     const BMI_addr_t client = introduce(pair);  // its waits sleep with a 10 ms idle time
     const std::uint64_t before = handed_wakeups(*pair.server.instance);
     CHECK(before >= 1);
 
-    // The server sleeps with a long idle time before the message is sent; the arrival, not
-    // the idle time, must end the sleep.
     char in[8] = {};
     bmi_op_id_t id = 0;
     REQUIRE(pair.server.instance->post(recv_request(pair.server, client, in, sizeof in, 7), id,
@@ -79,6 +74,32 @@ TEST_CASE("ofi alone sleeps in its own epoll set, and an arrival ends that sleep
     // Generous for a loaded machine, and still far below the 5 s idle time it must not wait out.
     CHECK(waited < std::chrono::milliseconds(2500));
     CHECK(handed_wakeups(*pair.server.instance) > before);
+}
+
+std::uint64_t naps_taken(core::Instance& instance) {
+    method::ofi::Stats stats;
+    REQUIRE(instance.get_info(0, method::ofi::get_stats_option, &stats) == 0);
+    return stats.naps;
+}
+
+}  // namespace
+
+TEST_CASE("ofi alone sleeps in its own epoll set, and an arrival ends that sleep",
+          "[conformance][ofi][wait]") {
+    const auto schemes = compiled_schemes();
+    if (std::find(schemes.begin(), schemes.end(), "ofi") == schemes.end()) return;
+    Pair pair = make_peers("ofi");
+    arrival_ends_the_wait(pair);
+}
+
+TEST_CASE("ofi_wait_descriptor=0 polls and naps, and an arrival ends a nap",
+          "[conformance][ofi][wait]") {
+    const auto schemes = compiled_schemes();
+    if (std::find(schemes.begin(), schemes.end(), "ofi") == schemes.end()) return;
+    Pair pair = make_peers("ofi", "ofi_wait_descriptor=0");
+    arrival_ends_the_wait(pair);
+    // Naps on every provider now, also where the queue has a descriptor (tcp, verbs).
+    CHECK(naps_taken(*pair.server.instance) > 0);
 }
 
 #endif
