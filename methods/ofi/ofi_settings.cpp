@@ -64,9 +64,8 @@ constexpr support::SettingSpec rows[] = {
     {I::wait_descriptor, "ofi_wait_descriptor", "BMI_OFI_WAIT_DESCRIPTOR", T::flag, "1", "", 0, 0,
      "",
      "a test call sleeps on the completion queue's wait descriptor where the provider has one "
-     "(an idle instance costs no CPU); 0 = poll and nap as without one, for a process with a "
-     "core of its own: small messages over rxm return sooner, but on a shared core each wait "
-     "lasts a nap, and an idle instance wakes once per ofi_nap_us"},
+     "(an idle instance costs no CPU); 0 = poll, yield and nap as without one: small messages "
+     "over rxm return sooner, and an idle instance wakes once per ofi_nap_us"},
     {I::shm_sweep, "ofi_shm_sweep", "BMI_OFI_SHM_SWEEP", T::flag, "1", "", 0, 0, "",
      "an ofi+shm open removes the /dev/shm regions this user's killed ofi+shm clients left "
      "(their PID gone, their name unclaimed); 0 where processes share /dev/shm without "

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "methods/ofi/ofi_waiting.hpp"
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -42,6 +43,20 @@ void Waiting::after_wake() {
 void Waiting::traffic() {
     last_->spin.reward();
     next_ = first_nap;
+    fresh_traffic_ = true;
+}
+
+bool Waiting::yield_instead() {
+    // A nap cannot end when the reply comes, only when its timer does: while traffic flows the
+    // peer may be runnable on this very core, and yielding lets it answer at once.
+    const auto now = std::chrono::steady_clock::now();
+    if (fresh_traffic_) {
+        yield_until_ = now + longest_;
+        fresh_traffic_ = false;
+    }
+    if (now >= yield_until_) return false;
+    sched_yield();
+    return true;
 }
 
 void Waiting::clear() {

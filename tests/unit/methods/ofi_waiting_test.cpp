@@ -13,6 +13,19 @@
 using bmi::method::ofi::Waiting;
 using Load = Waiting::Load;
 
+namespace {
+// The method's epoll set, which a nap's timer joins.
+struct EpollSet {
+    EpollSet() = default;
+    EpollSet(const EpollSet&) = delete;
+    EpollSet& operator=(const EpollSet&) = delete;
+    ~EpollSet() {
+        if (fd >= 0) close(fd);
+    }
+    const int fd = epoll_create1(EPOLL_CLOEXEC);
+};
+}  // namespace
+
 TEST_CASE("with a wait descriptor an idle instance sleeps at once", "[ofi][waiting]") {
     Waiting waiting(20, 500, 1000);
     int polls = 0;
@@ -45,11 +58,11 @@ TEST_CASE("a transfer in the provider spins under its own cap", "[ofi][waiting]"
 
 TEST_CASE("without a wait descriptor an idle instance polls, then naps on its timer",
           "[ofi][waiting]") {
-    const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    REQUIRE(epoll_fd >= 0);
+    const EpollSet epoll;
+    REQUIRE(epoll.fd >= 0);
     {
         Waiting waiting(20, 500, 1000);
-        REQUIRE(waiting.start_naps(epoll_fd, 2) == 0);
+        REQUIRE(waiting.start_naps(epoll.fd, 2) == 0);
         CHECK(waiting.naps());
         int polls = 0;
         CHECK_FALSE(waiting.before_sleep(Load::idle, [&] { return ++polls, false; }));
@@ -57,10 +70,34 @@ TEST_CASE("without a wait descriptor an idle instance polls, then naps on its ti
         // The first nap is short: the epoll set wakes well within a second.
         epoll_event event{};
         const auto start = std::chrono::steady_clock::now();
-        CHECK(epoll_wait(epoll_fd, &event, 1, 1000) == 1);
+        CHECK(epoll_wait(epoll.fd, &event, 1, 1000) == 1);
         CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
         waiting.clear();
-        CHECK(epoll_wait(epoll_fd, &event, 1, 0) == 0);
+        CHECK(epoll_wait(epoll.fd, &event, 1, 0) == 0);
     }
-    close(epoll_fd);
+}
+
+TEST_CASE("without a wait descriptor operations waiting yield after traffic, then nap",
+          "[ofi][waiting]") {
+    const EpollSet epoll;
+    // ofi_nap_us=50: the yielding lasts a nap's length after the last traffic.
+    Waiting waiting(0, 0, 50);
+    REQUIRE(waiting.start_naps(epoll.fd, 2) == 0);
+    const auto nothing = [] { return false; };
+    // No traffic yet: a nap.
+    CHECK_FALSE(waiting.before_sleep(Load::operations, nothing));
+    CHECK(waiting.naps_taken() == 1);
+    // Traffic: the caller is told to poll again (after a yield), and no nap is armed...
+    waiting.traffic();
+    CHECK(waiting.before_sleep(Load::operations, nothing));
+    CHECK(waiting.naps_taken() == 1);
+    // ...but an idle instance naps at once all the same...
+    CHECK_FALSE(waiting.before_sleep(Load::idle, nothing));
+    CHECK(waiting.naps_taken() == 2);
+    // ...and operations nap again once a nap's length passed without traffic.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (waiting.before_sleep(Load::operations, nothing) &&
+           std::chrono::steady_clock::now() < give_up) {
+    }
+    CHECK(waiting.naps_taken() == 3);
 }
