@@ -16,7 +16,7 @@ if ! build_logged build; then
     exit 1
 fi
 echo
-build/tools/bmi-info
+build/bmi/tools/bmi-info
 echo
 timeout 1800 benchmark/run_loopback.sh --build build --compare "$@"
 echo

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Code comments carry reasons, not measurements (issue 37): no comment in bmi/, methods/,
-support/, examples/, benchmark/ or tools/ holds a timing (ns, us), a rate (GB/s, MB/s), a
-percentage, an "Nx faster", a date or a profiler's count. Such figures describe one machine on
+"""Code comments carry reasons, not measurements (issue 37): no comment in bmi/ (the tools
+included), methods/, support/, examples/ or benchmark/ holds a timing (ns, us), a rate (GB/s,
+MB/s), a percentage, an "Nx faster", a date or a profiler's count. Such figures describe one machine on
 one day and go stale unseen; they belong in a doc/perf/ lab note (doc/perf/code-figures.md),
 which the comment names. Sizes and the constants the code itself sets (16 KiB, 64 ms) are not
 measurements and pass."""
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(os.environ.get("BMI_SOURCE_ROOT", Path(__file__).resolve().parents[2]))
-DIRS = ["bmi", "methods", "support", "examples", "benchmark", "tools"]
+DIRS = ["bmi", "methods", "support", "examples", "benchmark"]
 
 FIGURES = re.compile(
     r"\d(?:[.,]\d+)?\s?(?:ns|us|µs)\b"         # timings

@@ -8,8 +8,10 @@ taken relative to the including file first, then to the top of the tree, then to
 bmi/include (the build's include directories); one found in none of them is a header the
 build generates, under the directory its name starts with. The check then plants a forbidden include in
 a copy of one file of each layer and fails unless that copy is refused: it cannot pass
-vacuously."""
+vacuously. It also checks the fixed layout of the tree's top level (README.md, "Layout"):
+every tracked file outside the named directories is a top-level file."""
 import os
+import subprocess
 import re
 import sys
 from pathlib import Path
@@ -19,6 +21,9 @@ PUBLIC = ROOT / "bmi" / "include"
 SHARED_HEADERS = {PUBLIC / "bmi-types.h", PUBLIC / "bmi-error-codes.h"}
 # Each layer and the top-level directories its includes may reach.
 LAYERS = {"support": ("support",), "methods": ("methods", "support")}
+# The top-level directories the tree may hold.
+LAYOUT = {"bmi", "methods", "support", "benchmark", "examples", "tests", "doc", "scripts",
+          "debian", ".ci"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
@@ -49,8 +54,29 @@ def sources(layer: str) -> list[Path]:
     return sorted(p for p in (ROOT / layer).rglob("*") if p.suffix in (".cpp", ".hpp", ".h"))
 
 
+def outside_layout(paths: list[str]) -> list[str]:
+    tops = {Path(p).parts[0] for p in paths if len(Path(p).parts) > 1}
+    return [f"{top}/ is not a directory of the fixed layout" for top in sorted(tops - LAYOUT)]
+
+
+def tracked_files() -> list[str] | None:
+    try:
+        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True,
+                                text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return listed.stdout.split() if listed.returncode == 0 else None
+
+
 def main() -> int:
     failures = []
+    tracked = tracked_files()
+    if tracked is None:
+        print("layout: not a git checkout, top level not checked")
+    else:
+        failures += outside_layout(tracked)
+        if not outside_layout(["tools/planted.cpp"]):
+            failures.append("a planted top-level tools/ was not refused")
     for layer, allowed in LAYERS.items():
         files = sources(layer)
         if not files:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-#include "tools/allocator.hpp"
+#include "bmi/tools/allocator.hpp"
 
 #include <fcntl.h>
 #include <sys/random.h>

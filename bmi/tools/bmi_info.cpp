@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "bmi.h"
+#include "bmi/tools/bmi_info_fabric.hpp"
+#include "bmi/tools/bmi_info_planes.hpp"
+#include "bmi/tools/bmi_info_rdma.hpp"
+#include "bmi/tools/bmi_info_settings.hpp"
 #include "methods/method_table.hpp"
 #include "support/keys/traffic_keys.hpp"
 #include "support/settings/settings.hpp"
-#include "tools/bmi_info_fabric.hpp"
-#include "tools/bmi_info_planes.hpp"
-#include "tools/bmi_info_rdma.hpp"
-#include "tools/bmi_info_settings.hpp"
 
 namespace {
 

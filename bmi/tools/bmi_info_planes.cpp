@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-#include "tools/bmi_info_planes.hpp"
+#include "bmi/tools/bmi_info_planes.hpp"
 
 #include <fstream>
 #include <sstream>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-#include "tools/bmi_info_fabric.hpp"
+#include "bmi/tools/bmi_info_fabric.hpp"
 
 #include <set>
 #include <string>
 
-#include "tools/bmi_info_config.hpp"
+#include "bmi/tools/bmi_info_config.hpp"
 #if BMI_INFO_OFI
 #include <rdma/fabric.h>
 

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <string>
 
+#include "bmi/tools/allocator.hpp"
 #include "support/planes/allocation.hpp"
 #include "support/planes/inventory.hpp"
-#include "tools/allocator.hpp"
 
 using namespace bmi::support::planes;
 

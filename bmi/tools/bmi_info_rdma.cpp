@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // bmi-info's RDMA section; without libibverbs at build time it only says so.
-#include "tools/bmi_info_rdma.hpp"
+#include "bmi/tools/bmi_info_rdma.hpp"
 
-#include "tools/bmi_info_config.hpp"
+#include "bmi/tools/bmi_info_config.hpp"
 #if BMI_INFO_VERBS
 #include <infiniband/verbs.h>
 #endif

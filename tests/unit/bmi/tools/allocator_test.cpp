@@ -8,9 +8,9 @@
 #include <bitset>
 #include <string>
 
-#include "../key_files.hpp"
+#include "../../key_files.hpp"
+#include "bmi/tools/allocator.hpp"
 #include "support/keys/secret_key.hpp"
-#include "tools/allocator.hpp"
 
 using namespace bmi::support::planes;
 using bmi::test::KeyFiles;
