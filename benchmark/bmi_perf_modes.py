@@ -22,8 +22,10 @@ MODES = ("latency", "bandwidth", "rate", "many")
 DEFAULT_MODES = ("latency", "bandwidth", "many")
 # shm-blocking: bmi_shm with BMI_SHM_SPIN_US=0; tcp-legacy: bmi_tcp with BMI_TCP_LEGACY=1;
 # tcp-encrypted: bmi_tcp with a key and BMI_ENCRYPTION=require; ofi-tcp: bmi_ofi over
-# libfabric's tcp;ofi_rxm (built when libfabric is)
-METHODS = ("tcp", "tcp-legacy", "tcp-encrypted", "shm", "shm-blocking", "ofi-tcp")
+# libfabric's tcp;ofi_rxm (built when libfabric is); ofi-tcp-polled: the same with
+# BMI_OFI_WAIT_DESCRIPTOR=0 (polls its queue instead of sleeping on its wait descriptor)
+METHODS = ("tcp", "tcp-legacy", "tcp-encrypted", "shm", "shm-blocking", "ofi-tcp",
+           "ofi-tcp-polled")
 # tls: TLS 1.3 (AES-256-GCM) over the same loopback, what encrypted libbmi is judged against;
 # handoff: one copy by one CPU of a buffer another CPU has just written, the real ceiling of a
 # one-copy transport between two processes (memcpy's warm copy on one CPU is above it)
@@ -200,9 +202,9 @@ def plan(r, a):
 
 
 def fi_provider(method):
-    """libfabric's provider string for an ofi-WORD series, as bmi_ofi asks fi_getinfo for it
-    (doc/methods/ofi.md): tcp and verbs through ofi_rxm, any other word as it is."""
-    word = method.split("-", 1)[1]
+    """libfabric's provider string for an ofi-WORD[-VARIANT] series, as bmi_ofi asks fi_getinfo
+    for it (doc/methods/ofi.md): tcp and verbs through ofi_rxm, any other word as it is."""
+    word = method.split("-")[1]
     return f"{word};ofi_rxm" if word in ("tcp", "verbs") else word
 
 

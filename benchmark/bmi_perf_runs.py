@@ -23,10 +23,12 @@ import time
 # tcp-legacy forces OrangeFS framing on both ends (no HELLO), as against an OrangeFS peer.
 # tcp-same-node: a tcp lookup that libbmi carries over shm (same_node_shm, which Runner turns
 # off for everything else); its clients print shm's statistics, which says that it did.
+# ofi-tcp-polled: bmi_ofi's queue opened without a wait descriptor (ofi_wait_descriptor=0).
 METHOD_ENV = {"shm-blocking": {"BMI_SHM_SPIN_US": "0"},
               "shm-malloc": {"BMI_SHM_SHARED_BUFFERS": "0", "BMI_SHM_STATS": "1"},
               "tcp-legacy": {"BMI_TCP_LEGACY": "1"},
-              "tcp-same-node": {"BMI_SAME_NODE_SHM": "1", "BMI_SHM_STATS": "1"}}
+              "tcp-same-node": {"BMI_SAME_NODE_SHM": "1", "BMI_SHM_STATS": "1"},
+              "ofi-tcp-polled": {"BMI_OFI_WAIT_DESCRIPTOR": "0"}}
 # tcp-encrypted: bmi_tcp with a key and BMI_ENCRYPTION=require (doc/security.md); its key file
 # is made per run (Runner.method_env).
 ENCRYPTED = "tcp-encrypted"
@@ -40,7 +42,7 @@ RATE_MAX = 4 << 10
 
 def scheme_of(method):
     """The address scheme of a bmi series: its variants (tcp-legacy, shm-blocking, ...) are
-    settings of the same method; ofi-PROVIDER is bmi_ofi over that provider."""
+    settings of the same method; ofi-PROVIDER[-VARIANT] is bmi_ofi over that provider."""
     return method.split("-")[0] if method.startswith(("shm", "ofi")) else "tcp"
 
 
@@ -50,7 +52,7 @@ def listen_address(method, name):
     if scheme == "shm":
         return f"shm://{name}"
     if scheme == "ofi":
-        return f"ofi+{method.split('-', 1)[1]}://127.0.0.1:0"
+        return f"ofi+{method.split('-')[1]}://127.0.0.1:0"
     return "tcp://127.0.0.1:0"
 
 

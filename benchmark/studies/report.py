@@ -25,7 +25,8 @@ PEERS = {"bmi tcp": ["raw tcp", "netpipe", "mpi tcp"],
          "bmi tcp-encrypted": ["tls", "bmi tcp", "raw tcp"],
          "bmi shm": ["mpi vader", "mpi vader nocopy", "memcpy", "handoff"],
          "bmi shm-blocking": ["eventfd", "mpi vader", "mpi vader nocopy", "memcpy", "handoff"],
-         "bmi ofi-tcp": ["fi pingpong", "bmi tcp", "raw tcp"]}
+         "bmi ofi-tcp": ["fi pingpong", "bmi tcp", "raw tcp"],
+         "bmi ofi-tcp-polled": ["fi pingpong", "bmi ofi-tcp"]}
 # Copies, not messages: their times bound bandwidth only.
 COPIES = ("memcpy", "handoff")
 SMALL = 4096     # "small message" latency: sizes up to this

@@ -473,15 +473,23 @@ def check_encryption(tmp):
 
 def check_fi_pingpong(tmp):
     """libfabric's own ping-pong runs beside an ofi series, on that series' provider, and its
-    table lands in the CSV in our units (fi_pingpong prints 1k, 1m and one-way usec/xfer)."""
+    table lands in the CSV in our units (fi_pingpong prints 1k, 1m and one-way usec/xfer). The
+    polled variant of the series is the same provider: one fi_pingpong run serves both."""
     out = empty_dir(tmp, "fi")
-    res = bmi_perf(["--methods", "ofi-tcp", "--baselines", "fi-pingpong", "--modes", "latency",
-                    "--max", "4K", "--iters", "20", "--plot", "none", "--out-dir", out],
-                   timeout=120)
+    res = bmi_perf(["--methods", "ofi-tcp,ofi-tcp-polled", "--baselines", "fi-pingpong",
+                    "--modes", "latency", "--max", "4K", "--iters", "20", "--plot", "none",
+                    "--out-dir", out], timeout=120)
     if res.returncode != 0:
         fail(f"bmi-perf with fi-pingpong: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    if "3 runs made of 3 planned" not in res.stderr + res.stdout:
+        fail(f"want two ofi series and one fi_pingpong run:\n{res.stdout}\n{res.stderr}")
     with open(os.path.join(out, "bmi-perf.csv")) as f:
-        rows = [r for r in csv.DictReader(f) if r["series"] == "fi pingpong"]
+        every = list(csv.DictReader(f))
+    for series in ("bmi ofi-tcp", "bmi ofi-tcp-polled"):
+        got = [int(r["bytes"]) for r in every if r["series"] == series]
+        if got != [1 << i for i in range(13)]:
+            fail(f"{series}: want every power of two 1..4096, got {got}:\n{res.stderr}")
+    rows = [r for r in every if r["series"] == "fi pingpong"]
     sizes = [int(r["bytes"]) for r in rows]
     if sizes != [1 << i for i in range(13)]:
         fail(f"fi pingpong: want every power of two 1..4096, got {sizes}:\n{res.stderr}")
