@@ -16,7 +16,7 @@ import tempfile
 import time
 
 import bmi_perf_output as output
-from bmi_perf_runs import Failure, Runner, Step
+from bmi_perf_runs import Failure, Runner, Step, provider_word
 
 MODES = ("latency", "bandwidth", "rate", "many")
 DEFAULT_MODES = ("latency", "bandwidth", "many")
@@ -204,7 +204,7 @@ def plan(r, a):
 def fi_provider(method):
     """libfabric's provider string for an ofi-WORD[-VARIANT] series, as bmi_ofi asks fi_getinfo
     for it (doc/methods/ofi.md): tcp and verbs through ofi_rxm, any other word as it is."""
-    word = method.split("-")[1]
+    word = provider_word(method)
     return f"{word};ofi_rxm" if word in ("tcp", "verbs") else word
 
 

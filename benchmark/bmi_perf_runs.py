@@ -46,13 +46,18 @@ def scheme_of(method):
     return method.split("-")[0] if method.startswith(("shm", "ofi")) else "tcp"
 
 
+def provider_word(method):
+    """The provider word of an ofi-WORD[-VARIANT] series (tcp in ofi-tcp-polled)."""
+    return method.split("-")[1]
+
+
 def listen_address(method, name):
     """Where a bmi series' server listens; name makes a named (shm) address unique."""
     scheme = scheme_of(method)
     if scheme == "shm":
         return f"shm://{name}"
     if scheme == "ofi":
-        return f"ofi+{method.split('-')[1]}://127.0.0.1:0"
+        return f"ofi+{provider_word(method)}://127.0.0.1:0"
     return "tcp://127.0.0.1:0"
 
 

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Code comments carry reasons, not measurements (issue 37): no comment in bmi/ (the tools
 included), methods/, support/, examples/ or benchmark/ holds a timing (ns, us), a rate (GB/s,
-MB/s), a percentage, an "Nx faster", a date or a profiler's count. Such figures describe one machine on
-one day and go stale unseen; they belong in a doc/perf/ lab note (doc/perf/code-figures.md),
-which the comment names. Sizes and the constants the code itself sets (16 KiB, 64 ms) are not
-measurements and pass."""
+MB/s), a percentage, an "Nx faster", a date or a profiler's count. Such figures describe one
+machine on one day and go stale unseen; they belong in a doc/perf/ lab note
+(doc/perf/code-figures.md), which the comment names. Sizes and the constants the code itself
+sets (16 KiB, 64 ms) are not measurements and pass."""
 import os
 import re
 import sys

@@ -11,8 +11,8 @@ a copy of one file of each layer and fails unless that copy is refused: it canno
 vacuously. It also checks the fixed layout of the tree's top level (README.md, "Layout"):
 every tracked file outside the named directories is a top-level file."""
 import os
-import subprocess
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,7 +65,7 @@ def tracked_files() -> list[str] | None:
                                 text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return listed.stdout.split() if listed.returncode == 0 else None
+    return listed.stdout.splitlines() if listed.returncode == 0 else None
 
 
 def main() -> int:
