@@ -109,8 +109,9 @@ private:
     template <class Pick>
     void cancel_pending(Pick&& pick);
 
-    // Declared in the order they are built: each part gets the ones before it.
-    support::Mutex state_mutex_;
+    // Declared in the order they are built: each part gets the ones before it. Biased: most
+    // callers post and test from one thread (support/sync/mutex.hpp).
+    support::Mutex state_mutex_{support::Mutex::Bias::first_thread};
     WaitPoint wait_point_;
     MethodSet methods_;
     AddressBook addresses_;

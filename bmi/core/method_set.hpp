@@ -32,7 +32,8 @@ struct MethodSlot {
     int index = 0;
     bool allowed = false;             // named in BMI_initialize's method list (or list empty)
     std::atomic<bool> active{false};  // method created; set once, never cleared before teardown
-    support::Mutex lock;              // held around every call into method
+    // Held around every call into method; biased like the state lock (instance.hpp).
+    support::Mutex lock{support::Mutex::Bias::first_thread};
     std::unique_ptr<method::Method> method BMI_PT_GUARDED_BY(lock);
     method::Sink* sink = nullptr;  // the instance's, for this slot; outlives method
     bool native_lists = false;

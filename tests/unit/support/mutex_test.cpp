@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // support::Mutex: mutual exclusion under contention, try_lock, and a waiter that sleeps in the
-// kernel (not spinning) until the holder's unlock wakes it.
+// kernel (not spinning) until the holder's unlock wakes it; a biased mutex's claim by its first
+// thread, its revocation by the second, and mutual exclusion across the revocation.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -83,4 +84,104 @@ TEST_CASE("a thread waiting for the mutex sleeps until the unlock wakes it") {
     // The waiter left the lock marked as wanted; it must still be free and reusable.
     REQUIRE(m.try_lock());
     m.unlock();
+}
+
+TEST_CASE("a mutex without a bias never takes one") {
+    Mutex m;
+    m.lock();
+    m.unlock();
+    REQUIRE_FALSE(m.bias_stands());
+}
+
+TEST_CASE("a biased mutex stays biased while only its first thread locks it") {
+    Mutex m(Mutex::Bias::first_thread);
+    for (int i = 0; i < 1000; ++i) {
+        std::lock_guard lock(m);
+        m.assert_held();
+    }
+    REQUIRE(m.bias_stands());
+    REQUIRE(m.try_lock());
+    REQUIRE_FALSE(m.try_lock());  // not recursive, biased or not
+    m.unlock();
+    REQUIRE(m.bias_stands());
+}
+
+TEST_CASE("a second thread's lock revokes the bias and waits until the owner unlocks") {
+    Mutex m(Mutex::Bias::first_thread);
+    m.lock();
+    std::atomic<bool> acquired{false};
+    std::thread other([&] {
+        std::lock_guard lock(m);
+        acquired = true;
+    });
+    std::this_thread::sleep_for(50ms);
+    REQUIRE_FALSE(acquired);  // the owner still holds it by its bias
+    m.unlock();
+    other.join();
+    REQUIRE(acquired);
+    REQUIRE_FALSE(m.bias_stands());
+    // The former owner now takes the plain lock, which the other thread can see held.
+    m.lock();
+    std::thread probe([&] { CHECK_FALSE(m.try_lock()); });
+    probe.join();
+    m.unlock();
+}
+
+TEST_CASE("a second thread's try_lock fails at once while the owner holds it") {
+    Mutex m(Mutex::Bias::first_thread);
+    m.lock();
+    const auto start = std::chrono::steady_clock::now();
+    bool got = true;
+    std::thread other([&] { got = m.try_lock(); });
+    other.join();
+    REQUIRE_FALSE(got);
+    REQUIRE(std::chrono::steady_clock::now() - start < 2s);
+    // The owner's unlock sees the revocation that was asked for and settles the mutex.
+    m.unlock();
+    REQUIRE_FALSE(m.bias_stands());
+    std::thread again([&] {
+        got = m.try_lock();
+        if (got) m.unlock();
+    });
+    again.join();
+    REQUIRE(got);
+}
+
+TEST_CASE("a biased mutex loses no update while other threads join its owner") {
+    Mutex m(Mutex::Bias::first_thread);
+    long counter = 0;  // deliberately not atomic: only the mutex protects it
+    constexpr int threads = 4, rounds = 50000;
+    std::atomic<bool> others_started{false};
+    std::vector<std::thread> workers;
+    // The owner claims the mutex and keeps locking while the others start and revoke it.
+    for (int i = 0; i < 100; ++i) {
+        std::lock_guard lock(m);
+        ++counter;
+    }
+    REQUIRE(m.bias_stands());
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&] {
+            others_started = true;
+            for (int i = 0; i < rounds; ++i) {
+                if (i % 2 == 0) {
+                    std::lock_guard lock(m);
+                    ++counter;
+                } else {
+                    while (!m.try_lock()) std::this_thread::yield();
+                    ++counter;
+                    m.unlock();
+                }
+            }
+        });
+    }
+    long own = 100;
+    while (!others_started || own < 100 + rounds) {
+        std::lock_guard lock(m);
+        ++counter;
+        ++own;
+    }
+    for (auto& w : workers) w.join();
+    std::lock_guard lock(m);
+    REQUIRE(counter == own + long{threads} * rounds);
+    REQUIRE_FALSE(m.bias_stands());
 }
