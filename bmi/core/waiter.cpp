@@ -59,11 +59,9 @@ bool Waiter::before_sleep_all(SleepClock& clock, std::uint64_t seen) {
     return moved;
 }
 
-thread_local char Waiter::thread_marker = 0;
-
 void Waiter::note_new_caller() {
     const void* none = nullptr;
-    if (!sole_caller_.compare_exchange_strong(none, this_thread_token()))
+    if (!sole_caller_.compare_exchange_strong(none, support::this_thread_token()))
         many_callers_.store(true, std::memory_order_relaxed);
 }
 

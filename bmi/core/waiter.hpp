@@ -17,6 +17,7 @@
 #include "bmi/core/unexpected_inbox.hpp"
 #include "bmi/core/wait_point.hpp"
 #include "support/sync/mutex.hpp"
+#include "support/sync/thread_token.hpp"
 
 namespace bmi::core {
 
@@ -51,17 +52,13 @@ public:
     // sleeps in a read (Method::sleep_in_read), which only the first thread could end.
     // Inline: every post and test calls it, and the sole caller's own check is one load.
     void note_caller() {
-        if (sole_caller_.load(std::memory_order_relaxed) != this_thread_token()) note_new_caller();
+        if (sole_caller_.load(std::memory_order_relaxed) != support::this_thread_token())
+            note_new_caller();
     }
 
 private:
-    // A token of the calling thread, unique among live threads: the address of a thread-local
-    // variable, which costs no call (std::this_thread::get_id() is one into the C library).
-    static const void* this_thread_token() { return &thread_marker; }
     // The slow half of note_caller: a thread not yet recorded as the sole caller.
     void note_new_caller();
-    // initial-exec: a fixed offset from the thread pointer, no __tls_get_addr call.
-    __attribute__((tls_model("initial-exec"))) static thread_local char thread_marker;
 
     // One progress pass over every active method; spin_follows: the caller is about to sleep,
     // so the methods' spin comes next (see the definition).

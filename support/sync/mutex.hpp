@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "support/sync/thread_safety.hpp"
+#include "support/sync/thread_token.hpp"
 
 namespace bmi::support {
 
@@ -78,11 +79,6 @@ private:
     // mode_: plain (no bias, or revoked and settled), biased (the owner, once claimed, locks
     // with plain stores), revoking (another thread asked; the owner may still be inside).
     static constexpr std::uint32_t mode_plain = 0, mode_biased = 1, mode_revoking = 2;
-
-    // A token of the calling thread, unique among live threads: the address of a thread-local
-    // (initial-exec: an offset from the thread pointer, no call).
-    static const void* this_thread_token() { return &thread_marker; }
-    __attribute__((tls_model("initial-exec"))) static inline thread_local char thread_marker = 0;
 
     // The owner's lock: marks the hold, then looks whether the bias still stands. The compiler
     // may not swap the two; the processor may, which the revoker's membarrier covers.
