@@ -157,6 +157,11 @@ public:
     // work no descriptor announces (rings, quota BMI_unexpected_free returned), without an
     // epoll_wait on the method's own set. Default: progress(), for a method that cannot tell.
     virtual void progress_without_events() { progress(); }
+    // A pass of a caller that polls in a loop (a test with no idle time, one method active):
+    // no descriptor hint comes with it and the next pass follows soon, so a method may look
+    // first where its last message came from, and at all of its descriptors only every few
+    // passes. Default: progress().
+    virtual void progress_polling() { progress(); }
 
     // The sleep protocol: before a test call sleeps, the control layer calls before_sleep(),
     // where a method finds the work no descriptor announces. shm polls its rings, spins for a

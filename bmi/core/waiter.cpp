@@ -29,7 +29,9 @@ void Waiter::progress_all(bool spin_follows) {
     for (auto& slot : methods_.slots()) {
         if (!slot->active.load(std::memory_order_acquire)) continue;
         support::MutexLock lock(slot->lock);
-        if (selective && !ready.contains(slot->method->wait_fd()))
+        if (!selective)
+            slot->method->progress_polling();  // the only method, and no look told us anything
+        else if (!ready.contains(slot->method->wait_fd()))
             slot->method->progress_without_events();
         else
             slot->method->progress();

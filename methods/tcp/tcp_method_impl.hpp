@@ -60,6 +60,7 @@ public:
     bool accept_wake_fd(int fd, std::uint64_t tag) override;
     void progress_events(std::span<const epoll_event> ready) override;
     void progress_without_events() override;
+    void progress_polling() override;
     bool before_sleep() override;
     void after_wake() override;
     bool sleep_in_read(std::chrono::steady_clock::time_point now,
@@ -303,6 +304,8 @@ private:
     // One spin poll of the connection that last brought data, by a read instead of an
     // epoll_wait (see poll_once); true if it brought something.
     bool poll_hot_connection();
+    // The connection that last brought data, if it can still be read; forgets it otherwise.
+    Connection* readable_hot_connection();
     // One read pass over c with the bookkeeping of a progress pass; true if it brought
     // something or closed c.
     bool poll_connection(Connection& c);
@@ -387,8 +390,8 @@ private:
         bmi_size_t size = 0;
     };
     std::optional<StartedSend> started_send_;
-    // The connection whose data the last poll found, and how many spin polls went since the
-    // last epoll_wait (poll_once).
+    // The connection whose data the last poll found, and how many spin or polling passes went
+    // since the last epoll_wait (poll_once, progress_polling).
     std::uint64_t hot_connection_ = 0;
     unsigned polls_since_epoll_ = 0;
     std::chrono::microseconds spin_cap_;
