@@ -394,6 +394,8 @@ private:
     // since the last epoll_wait (poll_once, progress_polling).
     std::uint64_t hot_connection_ = 0;
     unsigned polls_since_epoll_ = 0;
+    // Counts one more poll; true on every fourth, which looks at the whole epoll set.
+    bool look_due() { return ++polls_since_epoll_ % 4 == 0; }
     std::chrono::microseconds spin_cap_;
     // BMI_TCP_READ_WAIT_US: the longest sleep in a socket's read (0: none). While
     // wait_in_read_ is set, the next read_socket blocks (sleep_in_read).

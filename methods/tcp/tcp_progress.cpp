@@ -28,7 +28,7 @@ void TcpMethod::progress_without_events() {
 // message came on stands in for the epoll_wait on three passes of four, but not while that
 // connection has output waiting for room, which only the whole set's EPOLLOUT moves.
 void TcpMethod::progress_polling() {
-    if (detached_ == 0 && hot_connection_ != 0 && ++polls_since_epoll_ % 4 != 0) {
+    if (detached_ == 0 && hot_connection_ != 0 && !look_due()) {
         if (Connection* c = readable_hot_connection(); c != nullptr && !c->has_output()) {
             poll_connection(*c);
             return;
@@ -80,8 +80,8 @@ bool TcpMethod::poll_once() {
         // The one connection, out of the epoll set (tcp_read_wait.cpp): read it every time,
         // and every fourth time look at the set too.
         if (read_detached()) return true;
-        if (++polls_since_epoll_ % 4 != 0) return false;
-    } else if (hot_connection_ != 0 && ++polls_since_epoll_ % 4 != 0) {
+        if (!look_due()) return false;
+    } else if (hot_connection_ != 0 && !look_due()) {
         return poll_hot_connection();
     }
     epoll_event events[64];
