@@ -393,9 +393,9 @@ private:
     // The connection whose data the last poll found, and how many spin or polling passes went
     // since the last epoll_wait (poll_once, progress_polling).
     std::uint64_t hot_connection_ = 0;
-    // The last polling pass read the hot connection until it came back short: the next one
-    // skips its read (progress_polling).
-    bool hot_emptied_ = false;
+    // The last polling pass read data from the hot connection: if that read also came back
+    // short (its reader's `drained`), the next pass skips the read (progress_polling).
+    bool hot_read_data_ = false;
     unsigned polls_since_epoll_ = 0;
     // Counts one more poll; true on every fourth, which looks at the whole epoll set.
     bool look_due() { return ++polls_since_epoll_ % 4 == 0; }

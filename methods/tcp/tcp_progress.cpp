@@ -29,17 +29,14 @@ void TcpMethod::progress_without_events() {
 // message came on stands in for the epoll_wait on three passes of four, but not while that
 // connection has output waiting for room, which only the whole set's EPOLLOUT moves.
 void TcpMethod::progress_polling() {
-    const bool emptied_before = std::exchange(hot_emptied_, false);
+    const bool read_data_before = std::exchange(hot_read_data_, false);
     if (detached_ == 0 && hot_connection_ != 0 && !look_due()) {
         if (Connection* c = readable_hot_connection(); c != nullptr && !c->has_output()) {
             // A caller that polls makes its test calls in a row (Mercury's na_bmi: testunexpected,
             // then testcontext): the one right after a read that emptied the socket would only
             // be told EAGAIN, on the way to acting on what that read brought.
-            if (emptied_before) return;
-            const std::uint64_t id = c->id;
-            const bool moved = poll_connection(*c);
-            const Connection* after = find_connection(id);  // the pass may have closed it
-            hot_emptied_ = moved && after != nullptr && !after->closed && after->reader.drained;
+            if (read_data_before && c->reader.drained) return;
+            hot_read_data_ = poll_connection(*c);
             return;
         }
     }
