@@ -63,8 +63,9 @@ void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {
                          "completed none of our sends and gave no credits back");
             return;
         case kit::DeadlineKind::stall:
-            lose_if_late(*peer, peer->stall_clock, peer->data_recvs_out > 0, peer->chunks_done, key,
-                         now, limits_.stall, "sent no data of a large message");
+            lose_if_late(*peer, peer->stall_clock, peer->owes_data(), peer->stall_progress(), key,
+                         now, limits_.stall,
+                         "sent no data of a large message, or not the message others wait behind");
             return;
         case kit::DeadlineKind::rendezvous:
             fail_unanswered_rts(*peer, now);
@@ -178,7 +179,7 @@ void OfiMethod::track(Request& r) {
     r.counted = true;
     if (r.role == Request::Role::data_recv) {
         ++peer->data_recvs_out;
-        peer->stall_clock.start(timers_, {r.addr, kit::DeadlineKind::stall}, peer->chunks_done,
+        peer->stall_clock.start(timers_, {r.addr, kit::DeadlineKind::stall}, peer->stall_progress(),
                                 limits_.stall);
     } else {
         ++peer->sends_out;
@@ -209,6 +210,7 @@ void OfiMethod::fail_peer(OfiPeer& peer, int error) {
     peer.arrivals.remove_if([](const Arrival&) { return true; },
                             [&](const Arrival& a) { release_early(peer, a); });
     drop_parked(addr);
+    drop_waiting(peer);
     std::erase_if(awaiting_cts_, [&](const auto& entry) {
         if (entry.second->peer != &peer) return false;
         finish(*entry.second, error);

@@ -13,13 +13,16 @@ enum : std::uint8_t {
     bit_required = 4,
     bit_ciphers = 8,
     bit_limits = 16,
-    known_bits = 31
+    bit_numbers = 32,
+    known_bits = 63
 };
 
-std::uint8_t feature_byte(const kit::KeyFeatures& f, bool cipher_fields, bool limits) {
+std::uint8_t feature_byte(const kit::KeyFeatures& f, bool cipher_fields, bool limits,
+                          bool numbers) {
     return static_cast<std::uint8_t>((f.proof ? bit_proof : 0) | (f.binding ? bit_binding : 0) |
                                      (f.required ? bit_required : 0) |
-                                     (cipher_fields ? bit_ciphers : 0) | (limits ? bit_limits : 0));
+                                     (cipher_fields ? bit_ciphers : 0) | (limits ? bit_limits : 0) |
+                                     (numbers ? bit_numbers : 0));
 }
 
 std::optional<kit::KeyFeatures> features_of(std::uint8_t byte) {
@@ -97,19 +100,21 @@ kit::KeyFeatures checked_features(const kit::KeyFeatures& sent, bool cipher_fiel
     return f;
 }
 
-std::string proven_text(const std::string& stated, const std::optional<BufferLimits>& limits) {
+std::string proven_text(const std::string& stated, const std::optional<BufferLimits>& limits,
+                        bool numbers) {
     const BufferLimits sizes = limits.value_or(BufferLimits{});
     std::string text = stated;
     text.push_back(limits ? '\1' : '\0');
     text.append(reinterpret_cast<const char*>(&sizes.eager), sizeof sizes.eager);
     text.append(reinterpret_cast<const char*>(&sizes.unexpected), sizeof sizes.unexpected);
+    text.push_back(numbers ? '\1' : '\0');
     return text;
 }
 
 std::vector<std::byte> encode(const Hello& hello) {
     std::vector<std::byte> out;
     const std::uint8_t features =
-        feature_byte(hello.features, hello.cipher_fields, hello.limits.has_value());
+        feature_byte(hello.features, hello.cipher_fields, hello.limits.has_value(), hello.numbers);
     const auto length = static_cast<std::uint16_t>(hello.name.size());
     append(out, &features, 1);
     append(out, &length, sizeof length);
@@ -123,8 +128,8 @@ std::vector<std::byte> encode(const Hello& hello) {
 
 std::vector<std::byte> encode(const Answer& answer) {
     std::vector<std::byte> out;
-    const std::uint8_t features =
-        feature_byte(answer.features, answer.cipher_fields, answer.limits.has_value());
+    const std::uint8_t features = feature_byte(answer.features, answer.cipher_fields,
+                                               answer.limits.has_value(), answer.numbers);
     append(out, &features, 1);
     if (answer.features.proof) {
         append(out, answer.nonce.data(), answer.nonce.size());
@@ -151,6 +156,7 @@ std::optional<Hello> decode_hello(std::span<const std::byte> body) {
     if (hello.features.proof && !in.take(hello.nonce.data(), hello.nonce.size()))
         return std::nullopt;
     hello.cipher_fields = (byte & bit_ciphers) != 0;
+    hello.numbers = (byte & bit_numbers) != 0;
     if (hello.cipher_fields && !take_cipher_fields(in, hello.features, hello.public_key))
         return std::nullopt;
     if (!take_limits(in, byte, hello.limits) || !take_stated(in, hello.stated)) return std::nullopt;
@@ -169,6 +175,7 @@ std::optional<Answer> decode_answer(std::span<const std::byte> body) {
                                   !in.take(answer.proof.data(), answer.proof.size())))
         return std::nullopt;
     answer.cipher_fields = (byte & bit_ciphers) != 0;
+    answer.numbers = (byte & bit_numbers) != 0;
     if (answer.cipher_fields && !take_cipher_fields(in, answer.features, answer.public_key))
         return std::nullopt;
     if (!take_limits(in, byte, answer.limits) || !take_stated(in, answer.stated))

@@ -7,9 +7,10 @@
 //   answer  features(1) [nonce(32) proof(32)] [ciphers(1) public_key(32)]
 //           [eager(4) unexpected(4)] stated...
 //   proof   proof(32)
-// features: 1 proof, 2 binding, 4 required (kit::KeyFeatures), 8 ciphers, 16 limits; nonce and
-// proof only with 1, the cipher fields only with 8 (a keyed libbmi sets both), the sizes
-// only with 16 (libbmi always sends them). The hello's ciphers
+// features: 1 proof, 2 binding, 4 required (kit::KeyFeatures), 8 ciphers, 16 limits, 32 numbers;
+// nonce and proof only with 1, the cipher fields only with 8 (a keyed libbmi sets both), the
+// sizes only with 16 (libbmi always sends them). 32: the sender numbers its ordered messages
+// (ofi_wire.hpp; libbmi always does). The hello's ciphers
 // are the initiator's offer, the answer's the acceptor's choice (doc/security.md).
 #pragma once
 
@@ -45,7 +46,8 @@ struct Hello {
     bool cipher_fields = false;  // features bit 8: ciphers and public_key were sent
     support::keys::PublicKey public_key{};
     std::optional<BufferLimits> limits;
-    std::string stated;  // the initiator's listen address, or ""
+    bool numbers = false;  // features bit 32
+    std::string stated;    // the initiator's listen address, or ""
 };
 
 struct Answer {
@@ -55,13 +57,16 @@ struct Answer {
     bool cipher_fields = false;
     support::keys::PublicKey public_key{};
     std::optional<BufferLimits> limits;
-    std::string stated;  // the acceptor's listen address
+    bool numbers = false;  // features bit 32
+    std::string stated;    // the acceptor's listen address
 };
 
 // What the kit's proof binds of a hello or answer beyond its nonces and keys: the stated
-// address and the buffer limits, so that nobody on the path changes either unseen. The
-// limits go last in a fixed 9 bytes, so that no stated text can pass for them.
-std::string proven_text(const std::string& stated, const std::optional<BufferLimits>& limits);
+// address, the buffer limits and whether the sender numbers its messages, so that nobody on
+// the path changes any of them unseen. The limits and the numbers flag go last in a fixed 10
+// bytes, so that no stated text can pass for them.
+std::string proven_text(const std::string& stated, const std::optional<BufferLimits>& limits,
+                        bool numbers);
 
 // The features the kit checks: a keyed peer without the cipher fields proves a transcript
 // without them, so it counts as one of an older handshake (kit::Refusal::first_handshake).

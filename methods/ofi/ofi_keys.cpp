@@ -16,9 +16,10 @@ void OfiMethod::greet(OfiPeer& peer) {
     hello.name = fabric_.name();
     hello.stated = listen_address_;
     hello.limits = buffer_limits();
+    hello.numbers = true;
     if (handshake.keyed()) {
-        hello.nonce =
-            handshake.offer(gate_, peer.endpoint, proven_text(hello.stated, hello.limits));
+        hello.nonce = handshake.offer(gate_, peer.endpoint,
+                                      proven_text(hello.stated, hello.limits, hello.numbers));
         hello.cipher_fields = true;
         hello.features.ciphers = handshake.hello_ciphers();
         hello.public_key = handshake.hello_public_key();
@@ -59,6 +60,7 @@ void OfiMethod::on_hello(Request& buffer) {
     Answer answer;
     answer.stated = listen_address_;
     answer.limits = buffer_limits();
+    answer.numbers = true;
     // Each keyed hello holds an address-vector entry and a nonce until its proof comes.
     if (handshake.keyed() && peer->state == OfiPeer::State::fresh && !admission_.holds(addr) &&
         !admit_hello(*peer)) {
@@ -67,9 +69,9 @@ void OfiMethod::on_hello(Request& buffer) {
     }
     if (handshake.keyed()) {
         auto step = handshake.answer(gate_, address_of_name(fabric_.name()), hello->nonce,
-                                     proven_text(hello->stated, hello->limits),
-                                     proven_text(answer.stated, answer.limits), features,
-                                     hello->public_key);
+                                     proven_text(hello->stated, hello->limits, hello->numbers),
+                                     proven_text(answer.stated, answer.limits, answer.numbers),
+                                     features, hello->public_key);
         if (step.refused()) {
             refuse(peer, step.refusal);
             return;
@@ -82,6 +84,7 @@ void OfiMethod::on_hello(Request& buffer) {
         answer.public_key = step.public_key;
     }
     restart_flow(*peer);
+    peer->order.set_peer_numbers(hello->numbers);
     note_limits(*peer, hello->limits);
     // What it sent before this hello was under the keys it now gives up.
     peer->records.reset();
@@ -110,7 +113,7 @@ void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
                                                     : std::span<const std::uint8_t>();
     auto step = handshake.check_answer(
         gate_, checked_features(answer->features, answer->cipher_fields), answer->nonce,
-        proven_text(answer->stated, answer->limits), proof, answer->public_key);
+        proven_text(answer->stated, answer->limits, answer->numbers), proof, answer->public_key);
     if (step.refused()) {
         gate_.log_refusal(peer.host, peer.address, step.refusal);
         // The next send greets again: a peer given the key since may take it.
@@ -121,6 +124,7 @@ void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
     // The proof first: the acceptor takes nothing else from us before it.
     if (handshake.keyed()) send_control(peer, Kind::proof, 0, step.proof.data(), step.proof.size());
     note_limits(peer, answer->limits);
+    peer.order.set_peer_numbers(answer->numbers);
     start_records(peer, handshake, true);
     peer.state = OfiPeer::State::ready;
     flush_waiting(peer, 0);

@@ -274,6 +274,15 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     return 0;
 }
 
+std::uint8_t OfiMethod::bye_number(const OfiPeer& peer) const {
+    // Right after the last message that left: those still in the backlog never will.
+    if (auto it = backlog_.find(peer.fi_addr); it != backlog_.end())
+        for (const Request* request : it->second)
+            if (numbered(kind_of(request->tag).value_or(Kind::hello)))
+                return number_of(request->tag);
+    return peer.order.next_out();
+}
+
 OfiMethod::~OfiMethod() {
     // Peers learn we left from a bye; a few reads of the queue let manual progress send it.
     if (!provider_.empty()) {
@@ -284,7 +293,8 @@ OfiMethod::~OfiMethod() {
         for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
         for (auto& [addr, peer] : peers_)
             if (peer->state == OfiPeer::State::ready && !closed_in_process(*peer))
-                (void)inject_sealed(*peer, nullptr, 0, control_tag(Kind::bye, 0));
+                (void)inject_sealed(*peer, nullptr, 0,
+                                    with_number(control_tag(Kind::bye, 0), bye_number(*peer)));
         for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
         // Registrations go after the endpoint that may use them and before the domain.
         fabric_.close_endpoint();
@@ -411,6 +421,7 @@ void OfiMethod::erase_peer(fi_addr_t addr) {
     release_ticket(addr);
     timers_.cancel_all(addr);
     drop_parked(addr);
+    if (peer) drop_waiting(*peer);
     peers_.erase(addr);
     if (closed_here && !Fabric::removes_closed_local_peers()) {
         // Removing it would crash; the provider keeps it until the address vector closes.

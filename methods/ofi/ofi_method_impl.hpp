@@ -28,6 +28,7 @@
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_handshake.hpp"
 #include "methods/ofi/ofi_memory.hpp"
+#include "methods/ofi/ofi_order.hpp"
 #include "methods/ofi/ofi_retry_pause.hpp"
 #include "methods/ofi/ofi_shm.hpp"
 #include "methods/ofi/ofi_staging.hpp"
@@ -106,6 +107,7 @@ struct OfiPeer final : Peer {
     ArrivalsByTag<Arrival> arrivals;
     EarlyBudget::Account early;
     std::uint32_t parked = 0;  // its messages waiting in receive buffers (OfiMethod::parked_)
+    MessageOrder order;        // the numbers of our ordered messages and of its
     // Sends (and data receives) of ours to it in the provider or the backlog, and how many
     // ended: the send and stall deadlines watch the count move while any are out.
     std::uint32_t sends_out = 0;
@@ -118,6 +120,10 @@ struct OfiPeer final : Peer {
     // What the send deadline watches move: our sends it completed and credits it gave back.
     std::uint64_t send_progress() const { return sends_done + credits_got; }
     kit::ProgressDeadline stall_clock;
+    // What the stall deadline waits for: a large message's data, or a message that others
+    // wait behind (ofi_order.hpp); and what it watches move.
+    bool owes_data() const { return data_recvs_out > 0 || order.any_waiting(); }
+    std::uint64_t stall_progress() const { return chunks_done + order.taken_count(); }
 };
 
 // One libfabric operation in flight. libfabric hands back &context, the first member.
@@ -315,7 +321,9 @@ private:
     // Credits and grants: a handshake starts both directions afresh; what a message of ours
     // gives back (all it may of what we owe) and, once it left, the owing settled; what the
     // peer gave.
-    static void restart_flow(OfiPeer& peer);
+    void restart_flow(OfiPeer& peer);
+    // The number our bye to the peer carries as we close.
+    std::uint8_t bye_number(const OfiPeer& peer) const;
     static std::uint32_t credits_to_give(const OfiPeer& peer) {
         return std::min(peer.owed, most_credits_per_message);
     }
@@ -323,7 +331,8 @@ private:
     // An eager or unexpected message the provider copies before returning, costing one of our
     // credits and carrying those we owe peer (given back only if it went).
     ssize_t inject_costly(OfiPeer& peer, const void* data, std::size_t size, std::uint64_t tag);
-    // tag with the credits we owe peer, taken as given back: for a message about to be posted.
+    // tag with the credits we owe peer, taken as given back, and with its number if its kind
+    // is numbered: for a message about to be posted.
     static std::uint64_t giving_credits(OfiPeer& peer, std::uint64_t tag);
     void on_credits(OfiPeer& peer, std::uint32_t credits);
     // Grants, the sender's side: an expected message sent (one under the tag's grant uses it,
@@ -424,7 +433,18 @@ private:
     // An eager, RTS or unexpected message taken out of its buffer: false if it must wait
     // there (the early budget or the unexpected quota is full).
     bool take_message(Request& buffer, OfiPeer& peer, Kind kind);
-    void park(Request& buffer, OfiPeer& peer);
+    // An ordered message (ofi_order.hpp): taken in its turn, with those that came early behind
+    // it, or kept in its buffer until its turn.
+    void on_ordered(Request& buffer, OfiPeer& peer, Kind kind);
+    // One in its turn: true if its buffer stays (parked).
+    bool take_in_turn(Request& buffer, OfiPeer& peer, Kind kind, bool spare_posted);
+    void wait_for_turn(Request& buffer, OfiPeer& peer);
+    // The peer's early messages let go (it is gone, or shook hands again).
+    void drop_waiting(OfiPeer& peer);
+    // spare_posted: a spare already stands in for the buffer (it waited for its turn).
+    void park(Request& buffer, OfiPeer& peer, bool spare_posted = false);
+    // A receive buffer posted in place of one kept, within the early budget's total.
+    void post_spare();
     void drop_parked(fi_addr_t addr);
     // A parked buffer is free again: reposted, or let go if a spare stood in for it.
     void unpark(Request& buffer);

@@ -89,22 +89,12 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         case Kind::unexpected:
         case Kind::eager:
         case Kind::rts:
-            if (*kind != Kind::unexpected) ++peer->expected_seen;
-            // Behind a message of its that waits, so that none overtakes it.
-            if (peer->parked > 0 || !take_message(buffer, *peer, *kind)) {
-                park(buffer, *peer);
-                return;
-            }
-            took(*peer);
-            break;
+        case Kind::abort:
+        case Kind::bye:
+            on_ordered(buffer, *peer, *kind);
+            return;
         case Kind::cts:
             if (auto cts = decode<Cts>(body)) on_cts(*peer, *cts);
-            break;
-        case Kind::abort:
-            if (auto abort = decode<Abort>(body)) on_abort(*peer, *abort);
-            break;
-        case Kind::bye:
-            depart(*peer);
             break;
         case Kind::grant:
             if (auto grant = decode<Grant>(body)) on_grant(*peer, bmi_tag_of(buffer.tag), *grant);
@@ -120,6 +110,72 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
             break;
     }
     repost_buffer(buffer);
+}
+
+void OfiMethod::on_ordered(Request& buffer, OfiPeer& peer, Kind kind) {
+    if (peer.order.peer_numbers()) {
+        switch (peer.order.turn_of(number_of(buffer.tag))) {
+            case MessageOrder::Turn::now:
+                break;
+            case MessageOrder::Turn::early:
+                wait_for_turn(buffer, peer);
+                return;
+            case MessageOrder::Turn::stale:
+                // No peer of ours sends it (one from before its last handshake, at most):
+                // dropped, its credit given back.
+                BMI_LOG(ofi, "bmi_ofi: %s: message number %u out of turn; dropped",
+                        peer.address.c_str(), unsigned{number_of(buffer.tag)});
+                if (costs_credit(kind)) took(peer);
+                repost_buffer(buffer);
+                return;
+        }
+    }
+    if (!take_in_turn(buffer, peer, kind, false)) repost_buffer(buffer);
+    while (Request* next = peer.order.next_waiting())
+        if (!take_in_turn(*next, peer, kind_of(next->tag).value_or(Kind::eager), true))
+            unpark(*next);
+}
+
+bool OfiMethod::take_in_turn(Request& buffer, OfiPeer& peer, Kind kind, bool spare_posted) {
+    peer.order.taken();
+    const std::span<const std::byte> body(buffer.bytes.data(), buffer.length);
+    switch (kind) {
+        case Kind::abort:
+            if (auto abort = decode<Abort>(body)) on_abort(peer, *abort);
+            return false;
+        case Kind::bye:
+            depart(peer);
+            return false;
+        default:
+            break;
+    }
+    if (kind != Kind::unexpected) ++peer.expected_seen;
+    // Behind a message of its that waits, so that none overtakes it.
+    if (peer.parked > 0 || !take_message(buffer, peer, kind)) {
+        park(buffer, peer, spare_posted);
+        return true;
+    }
+    took(peer);
+    return false;
+}
+
+void OfiMethod::wait_for_turn(Request& buffer, OfiPeer& peer) {
+    if (!peer.order.wait(buffer, number_of(buffer.tag))) {
+        // A number twice, or more than its credits allow on their way: no peer of ours.
+        BMI_LOG(error, "bmi_ofi: %s sent messages out of turn past the bound; dropped",
+                peer.address.c_str());
+        repost_buffer(buffer);
+        lose(peer, -BMI_EPROTO);
+        return;
+    }
+    post_spare();
+    // The message it waits behind is the peer's to finish, as a large message's data is.
+    peer.stall_clock.start(timers_, {peer.fi_addr, kit::DeadlineKind::stall}, peer.stall_progress(),
+                           limits_.stall);
+}
+
+void OfiMethod::drop_waiting(OfiPeer& peer) {
+    for (Request* buffer : peer.order.take_all_waiting()) unpark(*buffer);
 }
 
 bool OfiMethod::admit_costly(OfiPeer& peer) {
@@ -177,11 +233,16 @@ void OfiMethod::release_early(OfiPeer& peer, const Arrival& arrival) {
     if (arrival.cost != 0) early_.release(peer.early, arrival.cost);
 }
 
-void OfiMethod::park(Request& buffer, OfiPeer& peer) {
+void OfiMethod::park(Request& buffer, OfiPeer& peer, bool spare_posted) {
     ++peer.parked;
     parked_.push_back(&buffer);
-    // A peer parks at most its credits' worth; past the total, parked buffers are not
-    // replaced and rxm keeps what comes until one is free.
+    if (!spare_posted) post_spare();
+}
+
+void OfiMethod::post_spare() {
+    // A peer keeps at most its credits' worth of buffers parked, and a few more waiting for
+    // their turn; past the total, kept buffers are not replaced and rxm keeps what comes until
+    // one is free.
     const auto bytes = static_cast<std::int64_t>(buffer_bytes_);
     if (!early_.fits_total(bytes)) return;
     early_.charge(spares_, bytes);

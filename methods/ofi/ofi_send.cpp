@@ -233,22 +233,31 @@ void OfiMethod::send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, co
 ssize_t OfiMethod::inject_costly(OfiPeer& peer, const void* data, std::size_t size,
                                  std::uint64_t tag) {
     const std::uint32_t back = credits_to_give(peer);
-    const ssize_t rc = inject_sealed(peer, data, size, with_credits(tag, back));
+    // Its number is used only if it went: one the provider refused leaves no gap.
+    const ssize_t rc = inject_sealed(peer, data, size,
+                                     with_number(with_credits(tag, back), peer.order.next_out()));
     if (rc == 0) {
         --peer.credits;
         gave(peer, back);
+        peer.order.sent();
     }
     return rc;
 }
 
 std::uint64_t OfiMethod::giving_credits(OfiPeer& peer, std::uint64_t tag) {
-    // Given back as it is posted: a post the provider defers still goes, in order.
+    // Given back and numbered as it is posted: a post the provider defers still goes, in order.
     const std::uint32_t back = credits_to_give(peer);
     gave(peer, back);
-    return with_credits(tag, back);
+    tag = with_credits(tag, back);
+    if (numbered(kind_of(tag).value_or(Kind::hello))) {
+        tag = with_number(tag, peer.order.next_out());
+        peer.order.sent();
+    }
+    return tag;
 }
 
 void OfiMethod::restart_flow(OfiPeer& peer) {
+    for (Request* buffer : peer.order.restart()) unpark(*buffer);
     peer.credits = peer_credits;
     peer.in_hand = 0;
     peer.owed = 0;

@@ -36,7 +36,8 @@ constexpr support::SettingSpec rows[] = {
     support::peer_deadline_row(
         D::stall, I::stall_timeout, "ofi_stall_timeout_ms", "BMI_OFI_STALL_TIMEOUT_MS",
         "a large message whose data stops arriving for this long fails with -BMI_ETIMEDOUT, and "
-        "its sender is taken as gone"),
+        "its sender is taken as gone; so is a sender whose later messages wait this long for an "
+        "earlier one"),
     support::peer_deadline_row(
         D::send, I::send_timeout, "ofi_send_timeout_ms", "BMI_OFI_SEND_TIMEOUT_MS",
         "a peer whose sends the provider completes none of for this long is taken as gone, and "

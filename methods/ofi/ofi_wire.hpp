@@ -5,12 +5,13 @@
 //               1: a large message's data, taken only by the receive its clear-to-send named
 //                  or, with bit 62 set, by the receive its grant named
 //   bits 56-62  kind (control messages), below
+//   bits 48-55  the message's number among the sender's ordered ones (below)
 //   bits 40-47  credits the sender gives back (control messages; below)
 //   bits 32-39  message class (unexpected messages)
 //   bits 0-31   the BMI tag; for data, the sender's transfer id or the receiver's grant id
 //
-// Bits 48-55 are zero: a receive buffer takes any tag with bit 63 clear, and a kind this
-// version does not know is dropped.
+// A receive buffer takes any tag with bit 63 clear, and a kind this version does not know is
+// dropped.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +68,20 @@ constexpr std::uint64_t with_credits(std::uint64_t tag, std::uint32_t credits) {
 constexpr std::uint32_t credits_of(std::uint64_t tag) {
     return (tag & data_bit) != 0 ? 0 : static_cast<std::uint32_t>((tag >> 40) & 0xff);
 }
+
+// Order: rxm moves a message above its own buffer size by a protocol of its own and may
+// complete it after later small ones, so the messages whose order the receiver acts on carry a
+// number, counted per peer from each handshake (mod 256), and the receiver takes them in that
+// order (ofi_order.hpp). At most a few dozen are on their way at once (their credits, an abort
+// per RTS, the bye), far fewer than the numbers.
+constexpr bool numbered(Kind kind) {
+    return kind == Kind::eager || kind == Kind::unexpected || kind == Kind::rts ||
+           kind == Kind::abort || kind == Kind::bye;
+}
+constexpr std::uint64_t with_number(std::uint64_t tag, std::uint8_t number) {
+    return tag | (std::uint64_t{number} << 48);
+}
+constexpr std::uint8_t number_of(std::uint64_t tag) { return static_cast<std::uint8_t>(tag >> 48); }
 
 constexpr std::optional<Kind> kind_of(std::uint64_t tag) {
     if ((tag & data_bit) != 0) return std::nullopt;

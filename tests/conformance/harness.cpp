@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -223,6 +224,21 @@ core::UnexpectedMessage wait_unexpected(Side& side, int deadline_ms,
         REQUIRE(side.instance->testunexpected(10, outcount, got, msg_class) == 0);
     }
     return got[0];
+}
+
+std::vector<std::pair<BMI_addr_t, std::string>> unexpected_within(Side& side, int ms) {
+    std::vector<std::pair<BMI_addr_t, std::string>> got;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+        int outcount = 0;
+        core::UnexpectedMessage message;
+        REQUIRE(side.instance->testunexpected(10, outcount, std::span(&message, 1)) == 0);
+        if (outcount == 0) continue;
+        got.emplace_back(message.addr, std::string(static_cast<const char*>(message.buffer),
+                                                   static_cast<std::size_t>(message.size)));
+        side.instance->unexpected_free(message.buffer);
+    }
+    return got;
 }
 
 BMI_addr_t introduce(Pair& pair) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bmi/core/instance.hpp"
@@ -87,6 +88,10 @@ core::Completion post_and_wait(Side& side, const core::PostRequest& request,
 // deadline passes. The caller frees its buffer with unexpected_free.
 core::UnexpectedMessage wait_unexpected(Side& side, int deadline_ms = 10000,
                                         std::optional<std::uint8_t> msg_class = std::nullopt);
+
+// Every unexpected message that reaches `side` within `ms`, in order, each as its sender's
+// address and its bytes as text (its buffer freed).
+std::vector<std::pair<BMI_addr_t, std::string>> unexpected_within(Side& side, int ms);
 
 // The client sends one unexpected message; the server receives it and returns the client's
 // address as the server sees it.

@@ -35,23 +35,6 @@ std::vector<std::byte> bytes_of(const std::string& text) {
     return {data, data + text.size()};
 }
 
-// Unexpected messages that reach the server within `ms`, each with its sender as the server
-// names it.
-std::vector<std::pair<BMI_addr_t, std::string>> arrivals_within(Side& server, int ms) {
-    std::vector<std::pair<BMI_addr_t, std::string>> got;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < until) {
-        int outcount = 0;
-        core::UnexpectedMessage message;
-        REQUIRE(server.instance->testunexpected(10, outcount, std::span(&message, 1)) == 0);
-        if (outcount == 0) continue;
-        got.emplace_back(message.addr, std::string(static_cast<const char*>(message.buffer),
-                                                   static_cast<std::size_t>(message.size)));
-        server.instance->unexpected_free(message.buffer);
-    }
-    return got;
-}
-
 // Three unexpected messages from `endpoint`, each sent to its end.
 void send_three(OfiRawEndpoint& endpoint, const std::string& text) {
     const std::uint64_t goal = endpoint.sends_done() + 3;
@@ -95,7 +78,7 @@ TEST_CASE("ofi: an endpoint the server stopped talking to cannot speak for anoth
         if (!keyed) {
             // Taken as a peer: its messages arrive under a name of their own.
             send_three(endpoint, "before bye");
-            const auto before = arrivals_within(pair.server, 500);
+            const auto before = unexpected_within(pair.server, 500);
             REQUIRE(before.size() == 3);
             CHECK(before.front().first != client);
             REQUIRE(endpoint.send(method::ofi::Kind::bye, {}));
@@ -103,7 +86,7 @@ TEST_CASE("ofi: an endpoint the server stopped talking to cannot speak for anoth
         // Forgotten by now: refused at once, or gone with its bye.
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         send_three(endpoint, "forgotten");
-        const auto after = arrivals_within(pair.server, 500);
+        const auto after = unexpected_within(pair.server, 500);
         std::string delivered;
         for (const auto& [from, text] : after)
             delivered += "'" + text + "' from " + std::to_string(from) + "; ";
@@ -116,7 +99,7 @@ TEST_CASE("ofi: an endpoint the server stopped talking to cannot speak for anoth
                                           static_cast<bmi_size_t>(text.size()), 7);
     note.kind = method::OpKind::send_unexpected;
     REQUIRE(post_and_wait(pair.client, note, 10000).error == 0);
-    const auto got = arrivals_within(pair.server, 500);
+    const auto got = unexpected_within(pair.server, 500);
     REQUIRE(got.size() == 1);
     CHECK(got.front().first == client);
     CHECK(got.front().second == text);

@@ -39,6 +39,26 @@ TEST_CASE("ofi handshake: the buffer limits go and come back as sent", "[ofi][ha
     CHECK(older->stated == answer.stated);
 }
 
+TEST_CASE("ofi handshake: whether the sender numbers its messages goes as sent",
+          "[ofi][handshake]") {
+    Hello hello;
+    hello.name = {std::byte{1}};
+    hello.numbers = true;
+    const auto numbered = decode_hello(encode(hello));
+    REQUIRE(numbered);
+    CHECK(numbered->numbers);
+    // A libbmi before numbers: its messages are taken as they come.
+    hello.numbers = false;
+    const auto older = decode_hello(encode(hello));
+    REQUIRE(older);
+    CHECK_FALSE(older->numbers);
+    Answer answer;
+    answer.numbers = true;
+    const auto answered = decode_answer(encode(answer));
+    REQUIRE(answered);
+    CHECK(answered->numbers);
+}
+
 TEST_CASE("ofi handshake: a body that says limits but holds too few bytes is refused",
           "[ofi][handshake]") {
     Answer answer;
@@ -48,16 +68,18 @@ TEST_CASE("ofi handshake: a body that says limits but holds too few bytes is ref
     CHECK_FALSE(decode_answer(body));
 }
 
-TEST_CASE("ofi handshake: the proven text tells limits and stated addresses apart",
+TEST_CASE("ofi handshake: the proven text tells limits, numbers and stated addresses apart",
           "[ofi][handshake]") {
     const std::string stated = "ofi+tcp://10.0.0.1:3334";
-    const auto with = proven_text(stated, BufferLimits{16384, 8192});
-    CHECK(with != proven_text(stated, BufferLimits{65536, 8192}));
-    CHECK(with != proven_text(stated, BufferLimits{16384, 4096}));
-    CHECK(with != proven_text(stated, std::nullopt));
-    CHECK(with != proven_text("ofi+tcp://10.0.0.1:3335", BufferLimits{16384, 8192}));
-    // A stated text cannot carry limits of its own: the last nine bytes are always the limits.
-    const auto without = proven_text(stated, std::nullopt);
-    CHECK(proven_text(without.substr(0, without.size() - 9), std::nullopt) == without);
-    CHECK(proven_text(with, std::nullopt) != with);
+    const auto with = proven_text(stated, BufferLimits{16384, 8192}, true);
+    CHECK(with != proven_text(stated, BufferLimits{65536, 8192}, true));
+    CHECK(with != proven_text(stated, BufferLimits{16384, 4096}, true));
+    CHECK(with != proven_text(stated, std::nullopt, true));
+    CHECK(with != proven_text("ofi+tcp://10.0.0.1:3335", BufferLimits{16384, 8192}, true));
+    CHECK(with != proven_text(stated, BufferLimits{16384, 8192}, false));
+    // A stated text cannot carry limits of its own: the last ten bytes are always the limits
+    // and the numbers flag.
+    const auto without = proven_text(stated, std::nullopt, true);
+    CHECK(proven_text(without.substr(0, without.size() - 10), std::nullopt, true) == without);
+    CHECK(proven_text(with, std::nullopt, true) != with);
 }
