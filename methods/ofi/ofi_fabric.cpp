@@ -17,6 +17,8 @@ namespace bmi::method::ofi {
 namespace {
 // 1.17 is Debian 12's; 2.x still answers a 1.x request with the 1.x interfaces it kept.
 constexpr std::uint32_t api_version = FI_VERSION(1, 17);
+// Below this an injected message saves too little to ask the provider again.
+constexpr std::size_t smallest_inject = 256;
 
 char* copy_text(const std::string& text) { return strdup(text.c_str()); }
 
@@ -100,15 +102,17 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     const char* service = bind && address.has_port() ? address.service.c_str() : nullptr;
     const std::uint64_t flags = bind ? FI_SOURCE : 0;
     // A small message the provider copies at once needs no completion (rxm's default is 64
-    // bytes); a provider that cannot copy that much is asked again for its own size.
+    // bytes); a provider that cannot copy that much is asked for half as much, down to
+    // smallest_inject, then for its own size (rxm copies at most about its buffer, which a
+    // site may set smaller: FI_OFI_RXM_BUFFER_SIZE).
     auto ask = [&] {
-        hints->tx_attr->inject_size = inject_bytes;
-        int found = lib.getinfo(api_version, node, service, flags, hints, &info_);
-        if (found == -FI_ENODATA) {
-            hints->tx_attr->inject_size = 0;
-            found = lib.getinfo(api_version, node, service, flags, hints, &info_);
+        std::size_t asked = inject_bytes;
+        for (;;) {
+            hints->tx_attr->inject_size = asked;
+            const int found = lib.getinfo(api_version, node, service, flags, hints, &info_);
+            if (found != -FI_ENODATA || asked == 0) return found;
+            asked = asked / 2 >= smallest_inject ? asked / 2 : 0;
         }
-        return found;
     };
     int rc = ask();
     if (rc == -FI_ENODATA && choice.tclass != 0) {
