@@ -8,14 +8,15 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.hpp"
 
 #if BMI_METHOD_OFI
 #include "methods/ofi/ofi_handshake.hpp"
+#include "methods/ofi/ofi_method.hpp"
 #include "ofi_raw_endpoint.hpp"
 
 using namespace bmi;
@@ -29,6 +30,30 @@ std::vector<std::string> texts_within(Side& server, int ms) {
     std::vector<std::string> texts;
     for (auto& entry : unexpected_within(server, ms)) texts.push_back(std::move(entry.second));
     return texts;
+}
+
+// The texts of the first `count` unexpected messages to reach the server, waiting up to 10 s.
+std::vector<std::string> first_texts(Side& server, std::size_t count) {
+    std::vector<std::string> texts;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (texts.size() < count && std::chrono::steady_clock::now() < until)
+        for (auto& entry : unexpected_within(server, 10)) texts.push_back(std::move(entry.second));
+    return texts;
+}
+
+// The receive buffers the server posted in place of those its peers' messages wait in.
+std::uint64_t spares(Side& server) {
+    method::ofi::Stats stats;
+    REQUIRE(server.instance->get_info(0, method::ofi::get_stats_option, &stats) == 0);
+    return stats.spare_buffers;
+}
+
+// Waits up to 10 s for the server's spare buffers to number `want`.
+bool spares_become(Side& server, std::uint64_t want) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (spares(server) != want && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return spares(server) == want;
 }
 
 // A keyless hello that says its sender numbers its messages, answered; the answer says the
@@ -66,17 +91,20 @@ TEST_CASE("ofi: a peer's messages are taken in the order of their numbers",
     Pump server(*pair.server.instance);  // rxm connects the raw endpoint only while it progresses
     OfiRawEndpoint endpoint(listen);
     say_numbered_hello(endpoint);
-    // 1 and 2 complete before 0: they wait for it.
+    // 1 and 2 complete before 0: they wait for it, each in its buffer with a spare posted.
+    const std::uint64_t before = spares(pair.server);
     send_numbered(endpoint, 1, "second");
     send_numbered(endpoint, 2, "third");
-    CHECK(texts_within(pair.server, 300).empty());
+    CHECK(spares_become(pair.server, before + 2));
+    CHECK(texts_within(pair.server, 100).empty());
     send_numbered(endpoint, 0, "first");
-    CHECK(texts_within(pair.server, 500) == std::vector<std::string>{"first", "second", "third"});
+    CHECK(first_texts(pair.server, 3) == std::vector<std::string>{"first", "second", "third"});
+    CHECK(spares_become(pair.server, before));
     // A number already taken is no message of a peer of ours: dropped, and the next one
-    // still comes.
+    // still comes (first: "again" would have come before it).
     send_numbered(endpoint, 1, "again");
     send_numbered(endpoint, 3, "fourth");
-    CHECK(texts_within(pair.server, 500) == std::vector<std::string>{"fourth"});
+    CHECK(first_texts(pair.server, 1) == std::vector<std::string>{"fourth"});
 }
 
 TEST_CASE("ofi: a peer whose awaited message never comes, or that numbers two alike, is gone",
@@ -91,13 +119,16 @@ TEST_CASE("ofi: a peer whose awaited message never comes, or that numbers two al
     {
         OfiRawEndpoint endpoint(listen);
         say_numbered_hello(endpoint);
+        const std::uint64_t before = spares(pair.server);
         send_numbered(endpoint, 1, "early");
         if (twice) send_numbered(endpoint, 1, "early again");
-        // Past the stall deadline (300 ms, looked at every 300 / 8 ms once due): the peer is
-        // gone with what waited, so the message it waited for is no one's now either.
-        CHECK(texts_within(pair.server, twice ? 200 : 1500).empty());
+        // Gone with what waited: at once for a number twice, past the stall deadline (300 ms,
+        // looked at every 300 / 8 ms once due) for a message that never comes. So the one it
+        // waited for is no one's now either.
+        if (!twice) CHECK(spares_become(pair.server, before + 1));
+        CHECK(spares_become(pair.server, before));
         send_numbered(endpoint, 0, "too late");
-        CHECK(texts_within(pair.server, 500).empty());
+        CHECK(texts_within(pair.server, 300).empty());
     }
     // The client is served throughout.
     const std::string text = "the client";
@@ -105,12 +136,7 @@ TEST_CASE("ofi: a peer whose awaited message never comes, or that numbers two al
                                           static_cast<bmi_size_t>(text.size()), 7);
     note.kind = method::OpKind::send_unexpected;
     REQUIRE(post_and_wait(pair.client, note, 10000).error == 0);
-    int outcount = 0;
-    core::UnexpectedMessage message;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (outcount == 0 && std::chrono::steady_clock::now() < until)
-        REQUIRE(pair.server.instance->testunexpected(10, outcount, std::span(&message, 1)) == 0);
-    REQUIRE(outcount == 1);
+    const core::UnexpectedMessage message = wait_unexpected(pair.server);
     CHECK(message.addr == client);
     pair.server.instance->unexpected_free(message.buffer);
 }
