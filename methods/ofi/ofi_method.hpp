@@ -29,7 +29,7 @@ struct Stats {
     std::uint64_t handshakes = 0;        // handshakes under way, either side
     std::uint64_t peers = 0;             // peers known, each an address-vector entry
     std::uint64_t unasked_dropped = 0;   // data messages no receive asked for, dropped so far
-    std::uint64_t spare_buffers = 0;     // receive buffers posted in place of parked ones
+    std::uint64_t spare_buffers = 0;     // buffers posted for parked or waiting ones
     std::uint64_t sent_under_grant = 0;  // large messages of ours that skipped RTS and CTS
     std::uint64_t grants_held = 0;       // peers' grants we may still use, all peers
     std::uint64_t handed_wakeups = 0;    // sleeps the control layer took in our epoll set

@@ -334,6 +334,10 @@ private:
     // tag with the credits we owe peer, taken as given back, and with its number if its kind
     // is numbered: for a message about to be posted.
     static std::uint64_t giving_credits(OfiPeer& peer, std::uint64_t tag);
+    // tag with `back` credits and, if its kind is numbered, the peer's next number; and that
+    // stamp taken as used once the message goes.
+    static std::uint64_t stamped(const OfiPeer& peer, std::uint64_t tag, std::uint32_t back);
+    static void stamp_used(OfiPeer& peer, std::uint64_t tag, std::uint32_t back);
     void on_credits(OfiPeer& peer, std::uint32_t credits);
     // Grants, the sender's side: an expected message sent (one under the tag's grant uses it,
     // any other makes it void); a grant or a revoke of the peer's.

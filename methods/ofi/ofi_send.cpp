@@ -233,13 +233,12 @@ void OfiMethod::send_control(OfiPeer& peer, Kind kind, std::uint32_t bmi_tag, co
 ssize_t OfiMethod::inject_costly(OfiPeer& peer, const void* data, std::size_t size,
                                  std::uint64_t tag) {
     const std::uint32_t back = credits_to_give(peer);
-    // Its number is used only if it went: one the provider refused leaves no gap.
-    const ssize_t rc = inject_sealed(peer, data, size,
-                                     with_number(with_credits(tag, back), peer.order.next_out()));
+    // Its credits and number count only if it went: one the provider refused leaves no gap.
+    const std::uint64_t wire_tag = stamped(peer, tag, back);
+    const ssize_t rc = inject_sealed(peer, data, size, wire_tag);
     if (rc == 0) {
         --peer.credits;
-        gave(peer, back);
-        peer.order.sent();
+        stamp_used(peer, wire_tag, back);
     }
     return rc;
 }
@@ -247,13 +246,20 @@ ssize_t OfiMethod::inject_costly(OfiPeer& peer, const void* data, std::size_t si
 std::uint64_t OfiMethod::giving_credits(OfiPeer& peer, std::uint64_t tag) {
     // Given back and numbered as it is posted: a post the provider defers still goes, in order.
     const std::uint32_t back = credits_to_give(peer);
-    gave(peer, back);
-    tag = with_credits(tag, back);
-    if (numbered(kind_of(tag).value_or(Kind::hello))) {
-        tag = with_number(tag, peer.order.next_out());
-        peer.order.sent();
-    }
+    tag = stamped(peer, tag, back);
+    stamp_used(peer, tag, back);
     return tag;
+}
+
+std::uint64_t OfiMethod::stamped(const OfiPeer& peer, std::uint64_t tag, std::uint32_t back) {
+    tag = with_credits(tag, back);
+    return numbered(kind_of(tag).value_or(Kind::hello)) ? with_number(tag, peer.order.next_out())
+                                                        : tag;
+}
+
+void OfiMethod::stamp_used(OfiPeer& peer, std::uint64_t tag, std::uint32_t back) {
+    gave(peer, back);
+    if (numbered(kind_of(tag).value_or(Kind::hello))) peer.order.sent();
 }
 
 void OfiMethod::restart_flow(OfiPeer& peer) {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "attacker.hpp"
 #include "harness.hpp"
 
 #if BMI_METHOD_OFI
@@ -43,9 +44,7 @@ std::vector<std::string> first_texts(Side& server, std::size_t count) {
 
 // The receive buffers the server posted in place of those its peers' messages wait in.
 std::uint64_t spares(Side& server) {
-    method::ofi::Stats stats;
-    REQUIRE(server.instance->get_info(0, method::ofi::get_stats_option, &stats) == 0);
-    return stats.spare_buffers;
+    return adapter_for("ofi").spare_buffers(*server.instance).value();
 }
 
 // Waits up to 10 s for the server's spare buffers to number `want`.
