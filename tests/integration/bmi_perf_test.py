@@ -528,7 +528,10 @@ def main():
         check_targets(tmp)
         check_unreachable(tmp)
         check_run(tmp, methods, plots)
-        if "tcp" in methods:
+        # The encryption and peers studies check how their runs are reported, which a
+        # sanitizer does not change; encryption and many peers have sanitized tests of their
+        # own (integration/keys_encrypted_tcp, methods/shm/many_peers, the peer rules).
+        if "tcp" in methods and duels:
             check_encryption(tmp)
         if "ofi" in os.environ.get("BMI_ENABLED_METHODS", "").split() and duels and \
                 shutil.which("fi_pingpong"):
@@ -537,7 +540,7 @@ def main():
         if "tcp" in methods:
             check_installed_runner(tmp)
         for method in ("tcp", "shm"):
-            if method in methods:
+            if method in methods and duels:
                 check_peers(tmp, method)
         # neighbour and posted are studies in turns too: under ThreadSanitizer the neighbour
         # study alone outran the 240 s bound, so like the duels they run in the plain build.
