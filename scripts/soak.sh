@@ -5,7 +5,8 @@
 # examples/pvfs_server over tcp and over shm, its RSS and descriptors sampled 50 times. Soak: 64
 # client processes x 100,000 checked request/response pairs, over tcp and over shm, with
 # latency percentiles of the first and last tenth. Each run's table and checks go to stdout and
-# to OUT/<run>.txt, the churn curve to the plot. Exit 1 if any check failed.
+# to OUT/<run>.txt, the churn curve to the plot. Exit 1 if any check failed. --methods may also
+# name ofi (ofi+tcp, libfabric's tcp;ofi_rxm) and ofi-shm.
 #
 #   scripts/soak.sh [--build DIR] [--out DIR] [--plot FILE.png] [--clients N]
 #                   [--processes N] [--requests N] [--methods "tcp shm"]
@@ -31,7 +32,7 @@ while (($#)); do
         --requests) requests=$2 ;;
         --methods) methods=$2 ;;
         *)
-            sed -n '3,11p' "$0" >&2
+            sed -n '3,12p' "$0" >&2
             exit 2
             ;;
     esac

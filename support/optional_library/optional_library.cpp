@@ -5,22 +5,30 @@
 
 #include <utility>
 
+#include "support/logging/log.hpp"
+#include "support/optional_library/kept_signal_handlers.hpp"
+
 namespace bmi::support {
 
 OptionalLibrary::OptionalLibrary(std::vector<std::string> files) : files_(std::move(files)) {}
 
 bool OptionalLibrary::open() {
     std::call_once(opened_, [this] {
+        KeptSignalHandlers handlers;
         std::string tried;
         for (const std::string& file : files_) {
             // RTLD_LOCAL: the library's symbols serve libbmi's tables only and never interpose
             // on an application that loads its own copy.
             handle_ = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-            if (handle_ != nullptr) return;
+            if (handle_ != nullptr) break;
             const char* why = dlerror();
             tried += (tried.empty() ? "" : "; ") + std::string(why != nullptr ? why : file);
         }
-        error_ = tried.empty() ? name() + ": no file to open" : tried;
+        const std::vector<int> taken = handlers.restore();
+        if (!taken.empty())
+            BMI_LOG(control, "loading %s set handlers for %s; the application's are kept",
+                    name().c_str(), signal_names(taken).c_str());
+        if (handle_ == nullptr) error_ = tried.empty() ? name() + ": no file to open" : tried;
     });
     return handle_ != nullptr;
 }

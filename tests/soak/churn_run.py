@@ -9,7 +9,7 @@ builds) nor descriptors rose more than the tolerance above their level at the en
 warm-up. With --no-bye the clients leave without a word: the server cannot tell, so this
 checks that the library frees what a departed client leaves behind on its own.
 
-  churn_run.py --server EXE --driver EXE --method tcp|shm --clients N [--samples K]
+  churn_run.py --server EXE --driver EXE --method tcp|shm|ofi|ofi-shm --clients N [--samples K]
                [--parallel P] [--warmup FRACTION] [--tolerance FRACTION] [--csv FILE]
                [--no-bye]
 """

@@ -23,12 +23,17 @@ class Failed(Exception):
 
 
 def listen_address(method, tag):
-    """A listen address of method on this host only: tcp on 127.0.0.1, shm under a name no
-    other run uses (shm names are abstract sockets and memfds: nothing to clean up)."""
+    """A listen address of method on this host only: tcp and ofi (over libfabric's tcp;ofi_rxm)
+    on 127.0.0.1, shm and ofi-shm (libfabric's shm) under a name no other run uses (shm names
+    are abstract sockets and memfds: nothing to clean up)."""
     if method == "tcp":
         return "tcp://127.0.0.1:0"
     if method == "shm":
         return f"shm://soak-{tag}-{os.getpid()}"
+    if method == "ofi":
+        return "ofi+tcp://127.0.0.1:0"
+    if method == "ofi-shm":
+        return f"ofi+shm://soak-{tag}-{os.getpid()}"
     raise Failed(f"unknown method {method}")
 
 
@@ -125,7 +130,7 @@ def arguments(doc, program, **numbers):
     p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--server", required=True, help="examples/pvfs_server")
     p.add_argument(f"--{program}", required=True)
-    p.add_argument("--method", default="tcp", choices=("tcp", "shm"))
+    p.add_argument("--method", default="tcp", choices=("tcp", "shm", "ofi", "ofi-shm"))
     for name, default in dict(numbers, deadline=100.0).items():
         p.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
     return p

@@ -2,6 +2,7 @@
 // A checked client of examples/pvfs_server over the C++ API (pvfs_session_client.hpp).
 #include "pvfs_session_client.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace bmi::soak {
@@ -11,9 +12,11 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// The method an address names: the word before "://", or before '+' (ofi+tcp://...).
 std::string method_for(const std::string& address) {
     const auto end = address.find("://");
-    return end == std::string::npos ? "bmi_tcp" : "bmi_" + address.substr(0, end);
+    if (end == std::string::npos) return "bmi_tcp";
+    return "bmi_" + address.substr(0, std::min(end, address.find('+')));
 }
 
 }  // namespace

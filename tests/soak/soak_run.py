@@ -6,7 +6,7 @@ answered with every byte right (none lost, none corrupted), the server answered 
 was asked and failed nothing, and the last tenth of the run is not slower than the first by
 more than the given factors at p50 and p99 (plus a small absolute slack for timer noise).
 
-  soak_run.py --server EXE --client EXE --method tcp|shm --processes N --requests R
+  soak_run.py --server EXE --client EXE --method tcp|shm|ofi|ofi-shm --processes N --requests R
               [--size BYTES] [--p50-factor F] [--p99-factor F] [--deadline S]
 """
 import collections
