@@ -3,8 +3,6 @@
 
 #include <pthread.h>
 
-#include <cstring>
-
 namespace bmi::support {
 
 namespace {
@@ -28,17 +26,27 @@ KeptSignalHandlers::KeptSignalHandlers() {
 }
 
 std::vector<int> KeptSignalHandlers::restore() {
-    std::vector<int> put_back;
-    if (restored_) return put_back;
+    std::vector<int> changed;
+    put_back(&changed);
+    return changed;
+}
+
+void KeptSignalHandlers::put_back(std::vector<int>* changed) noexcept {
+    if (restored_) return;
     restored_ = true;
     for (int sig = 1; sig < NSIG; ++sig) {
         struct sigaction now {};
         if (!noted_[sig].valid || sigaction(sig, nullptr, &now) != 0) continue;
         if (same_action(now, noted_[sig].action)) continue;
-        if (sigaction(sig, &noted_[sig].action, nullptr) == 0) put_back.push_back(sig);
+        if (sigaction(sig, &noted_[sig].action, nullptr) == 0 && changed != nullptr) {
+            // Only the report can fail to grow; the handlers are back regardless.
+            try {
+                changed->push_back(sig);
+            } catch (...) {
+            }
+        }
     }
     pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
-    return put_back;
 }
 
 std::string signal_names(const std::vector<int>& signals) {

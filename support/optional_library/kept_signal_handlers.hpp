@@ -17,7 +17,7 @@ public:
     // that arrives meanwhile waits for the application's handler instead of meeting the
     // library's. Synchronous ones (a fault inside the load) are left as they are.
     KeptSignalHandlers();
-    ~KeptSignalHandlers() { restore(); }
+    ~KeptSignalHandlers() { put_back(nullptr); }
     KeptSignalHandlers(const KeptSignalHandlers&) = delete;
     KeptSignalHandlers& operator=(const KeptSignalHandlers&) = delete;
 
@@ -26,6 +26,8 @@ public:
     std::vector<int> restore();
 
 private:
+    void put_back(std::vector<int>* changed) noexcept;
+
     struct Noted {
         struct sigaction action {};
         bool valid = false;  // some signals (glibc's own, SIGKILL, SIGSTOP) cannot be read or set
