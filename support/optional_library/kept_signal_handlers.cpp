@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 
+#include <cstring>  // sigabbrev_np
+
 namespace bmi::support {
 
 namespace {
