@@ -27,33 +27,25 @@ KeptSignalHandlers::KeptSignalHandlers() {
         noted_[sig].valid = sigaction(sig, nullptr, &noted_[sig].action) == 0;
 }
 
-std::vector<int> KeptSignalHandlers::restore() {
-    std::vector<int> changed;
-    put_back(&changed);
-    return changed;
-}
-
-void KeptSignalHandlers::put_back(std::vector<int>* changed) noexcept {
-    if (restored_) return;
+sigset_t KeptSignalHandlers::restore() noexcept {
+    sigset_t changed;
+    sigemptyset(&changed);
+    if (restored_) return changed;
     restored_ = true;
     for (int sig = 1; sig < NSIG; ++sig) {
         struct sigaction now {};
         if (!noted_[sig].valid || sigaction(sig, nullptr, &now) != 0) continue;
         if (same_action(now, noted_[sig].action)) continue;
-        if (sigaction(sig, &noted_[sig].action, nullptr) == 0 && changed != nullptr) {
-            // Only the report can fail to grow; the handlers are back regardless.
-            try {
-                changed->push_back(sig);
-            } catch (...) {
-            }
-        }
+        if (sigaction(sig, &noted_[sig].action, nullptr) == 0) sigaddset(&changed, sig);
     }
     pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
+    return changed;
 }
 
-std::string signal_names(const std::vector<int>& signals) {
+std::string signal_names(const sigset_t& signals) {
     std::string text;
-    for (int sig : signals) {
+    for (int sig = 1; sig < NSIG; ++sig) {
+        if (sigismember(&signals, sig) != 1) continue;
         const char* abbrev = sigabbrev_np(sig);
         text += (text.empty() ? "SIG" : ", SIG") +
                 std::string(abbrev != nullptr ? abbrev : std::to_string(sig).c_str());

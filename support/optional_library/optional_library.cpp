@@ -24,8 +24,8 @@ bool OptionalLibrary::open() {
             const char* why = dlerror();
             tried += (tried.empty() ? "" : "; ") + std::string(why != nullptr ? why : file);
         }
-        const std::vector<int> taken = handlers.restore();
-        if (!taken.empty())
+        const sigset_t taken = handlers.restore();
+        if (sigisemptyset(&taken) == 0)
             BMI_LOG(control, "loading %s set handlers for %s; the application's are kept",
                     name().c_str(), signal_names(taken).c_str());
         if (handle_ == nullptr) error_ = tried.empty() ? name() + ": no file to open" : tried;

@@ -2,7 +2,6 @@
 // A checked client of examples/pvfs_server over the C++ API (pvfs_session_client.hpp).
 #include "pvfs_session_client.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 namespace bmi::soak {
@@ -12,11 +11,9 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// The method an address names: the word before "://", or before '+' (ofi+tcp://...).
 std::string method_for(const std::string& address) {
-    const auto end = address.find("://");
-    if (end == std::string::npos) return "bmi_tcp";
-    return "bmi_" + address.substr(0, std::min(end, address.find('+')));
+    char method[32];
+    return pvfs_method_for(address.c_str(), method, sizeof method);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/optional_library/kept_signal_handlers.hpp"
 #include "support/optional_library/optional_library.hpp"
 
 using bmi::support::OptionalLibrary;
@@ -138,4 +139,22 @@ TEST_CASE("a library whose constructor takes signals leaves the application's ha
     sigset_t mask;
     pthread_sigmask(SIG_SETMASK, nullptr, &mask);
     CHECK_FALSE(sigismember(&mask, SIGTERM));
+}
+
+TEST_CASE("the guard reports which handlers it put back, once") {
+    ApplicationSignals signals;
+    sigset_t taken;
+    {
+        bmi::support::KeptSignalHandlers guard;
+        struct sigaction other {};
+        other.sa_handler = SIG_IGN;
+        REQUIRE(sigaction(SIGUSR1, &other, nullptr) == 0);
+        REQUIRE(sigaction(SIGTERM, &other, nullptr) == 0);
+        taken = guard.restore();
+        const sigset_t again = guard.restore();
+        CHECK(sigisemptyset(&again) == 1);
+    }
+    CHECK(bmi::support::signal_names(taken) == "SIGUSR1, SIGTERM");
+    CHECK(handler_of(SIGTERM) == application_handler);
+    CHECK(handler_of(SIGUSR1) == SIG_DFL);
 }
