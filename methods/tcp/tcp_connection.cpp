@@ -53,7 +53,7 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
         return nullptr;
     }
     int fd = -1;
-    if (error = start_connect(peer->target, buffer_sizes_, listeners_.policy_for(peer->plane),
+    if (error = start_connect(peer->target, socket_tuning_, listeners_.policy_for(peer->plane),
                               source_ports_, fd);
         error < 0) {
         BMI_LOG(tcp, "tcp: cannot connect to %s: %s", describe(peer->target).c_str(),
@@ -95,7 +95,7 @@ std::optional<std::string> TcpMethod::source_of(kit::AcceptedSocket& socket) {
 std::optional<std::uint64_t> TcpMethod::start_accepted(const kit::AcceptedSocket& socket) {
     const TcpListeners::Listener& listener = listeners_.at(socket.listener);
     const SocketAddress from = remote_of(socket);
-    configure_socket(socket.fd, buffer_sizes_);
+    configure_socket(socket.fd, socket_tuning_);
     // The listener's marks were inherited; pacing is per socket and set again here.
     if (int rc = apply_policy(socket.fd, listeners_.policy_for(listener.plane)); rc < 0)
         BMI_LOG(tcp, "tcp: plane options refused on an accepted socket: %s",

@@ -69,6 +69,7 @@ TcpMethod::~TcpMethod() {
 int TcpMethod::start(const Config& config) {
     if (int rc = source_ports_for(config, source_ports_); rc < 0) return rc;
     load_limits(config.settings, limits_);
+    socket_tuning_.silent_peer = limits_.silent_peer_timeout;
     early_.set_limits(limits_.early);
     grants_.set_limits(limits_.grants);
     acceptor_.set_limits(limits_.pending_per_source, limits_.setup_timeout);
@@ -288,8 +289,8 @@ int TcpMethod::set_info(Peer* peer, int option, void* arg) {
         case BMI_TCP_BUFFER_SEND_SIZE:
         case BMI_TCP_BUFFER_RECEIVE_SIZE: {
             if (arg == nullptr || *static_cast<int*>(arg) < 0) return -BMI_EINVAL;
-            int& slot = option == BMI_TCP_BUFFER_SEND_SIZE ? buffer_sizes_.send
-                                                           : buffer_sizes_.receive;
+            int& slot = option == BMI_TCP_BUFFER_SEND_SIZE ? socket_tuning_.send_buffer
+                                                           : socket_tuning_.receive_buffer;
             slot = *static_cast<int*>(arg);
             return 0;
         }
@@ -325,10 +326,10 @@ int TcpMethod::get_info(Peer* peer, int option, void* arg) {
             *static_cast<bmi_size_t*>(arg) = legacy_message_limit;
             return 0;
         case BMI_TCP_BUFFER_SEND_SIZE:
-            *static_cast<int*>(arg) = buffer_sizes_.send;
+            *static_cast<int*>(arg) = socket_tuning_.send_buffer;
             return 0;
         case BMI_TCP_BUFFER_RECEIVE_SIZE:
-            *static_cast<int*>(arg) = buffer_sizes_.receive;
+            *static_cast<int*>(arg) = socket_tuning_.receive_buffer;
             return 0;
         case BMI_TCP_CHECK_UNEXPECTED: {
             // Unexpected data waits in a socket when a header is parked for memory, or when

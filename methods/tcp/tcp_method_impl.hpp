@@ -406,7 +406,7 @@ private:
     bool wait_in_read_ = false;
     std::uint64_t detached_ = 0;  // the connection out of the epoll set (detach), or 0
     std::chrono::steady_clock::time_point sleep_start_;
-    BufferSizes buffer_sizes_;
+    SocketTuning socket_tuning_;
     std::uint64_t next_connection_id_ = 16;
     std::uint64_t next_cookie_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;

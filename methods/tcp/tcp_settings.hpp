@@ -25,6 +25,7 @@ enum class SettingId : std::uint8_t {
     rendezvous_timeout,
     send_timeout,
     setup_timeout,
+    silent_peer_timeout,
     pending_per_source,
     source_ports,
 };

@@ -30,17 +30,18 @@ int new_socket(int family, int& fd) {
 }
 }  // namespace
 
-void configure_socket(int fd, const BufferSizes& sizes) {
+void configure_socket(int fd, const SocketTuning& tuning) {
     set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
     // A silently dead peer must fail its operations in bounded time (SPEC §1); keepalive covers
     // an idle connection, TCP_USER_TIMEOUT one with unacknowledged data.
+    const auto bound_ms = static_cast<int>(tuning.silent_peer.count());
     set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
-    set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, 5);
+    set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, std::max(1, bound_ms / 1000 - 3));
     set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, 1);
     set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
-    set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, 8000);
-    if (sizes.send > 0) set_int(fd, SOL_SOCKET, SO_SNDBUF, sizes.send);
-    if (sizes.receive > 0) set_int(fd, SOL_SOCKET, SO_RCVBUF, sizes.receive);
+    set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, bound_ms);
+    if (tuning.send_buffer > 0) set_int(fd, SOL_SOCKET, SO_SNDBUF, tuning.send_buffer);
+    if (tuning.receive_buffer > 0) set_int(fd, SOL_SOCKET, SO_RCVBUF, tuning.receive_buffer);
 }
 
 int open_listener(const SocketAddress& addr, int& fd) {
@@ -77,10 +78,10 @@ int apply_policy(int fd, const SocketPolicy& policy) {
     return rc;
 }
 
-int start_connect(const SocketAddress& addr, const BufferSizes& sizes, const SocketPolicy& policy,
+int start_connect(const SocketAddress& addr, const SocketTuning& tuning, const SocketPolicy& policy,
                   SourcePorts& ports, int& fd) {
     if (int rc = new_socket(addr.family(), fd); rc < 0) return rc;
-    configure_socket(fd, sizes);
+    configure_socket(fd, tuning);
     int rc = apply_policy(fd, policy);
     if (rc == 0) rc = ports.bind_source(fd, addr, policy.source);
     if (rc < 0) {

@@ -17,15 +17,18 @@
 
 namespace bmi::method::tcp {
 
-// Socket buffer sizes from BMI_TCP_BUFFER_*_SIZE; 0 keeps the kernel default.
-struct BufferSizes {
-    int send = 0;
-    int receive = 0;
+// What every connection's socket is given: buffer sizes from BMI_TCP_BUFFER_*_SIZE (0 keeps
+// the kernel default) and the silent-peer bound (tcp_silent_peer_timeout_ms).
+struct SocketTuning {
+    int send_buffer = 0;
+    int receive_buffer = 0;
+    std::chrono::milliseconds silent_peer{8000};
 };
 
-// TCP_NODELAY, keepalive (idle 5 s, interval 1 s, 3 probes), TCP_USER_TIMEOUT 8 s and the
-// buffer sizes. Failures are ignored: every option is an optimisation or a faster failure.
-void configure_socket(int fd, const BufferSizes& sizes);
+// TCP_NODELAY, TCP_USER_TIMEOUT and keepalive (probes 1 s apart from 3 s before the bound)
+// for the silent-peer bound, and the buffer sizes. Failures are ignored: every option is an
+// optimisation or a faster failure.
+void configure_socket(int fd, const SocketTuning& tuning);
 
 // What an allocated plane asks of every socket on it (doc/planes.md); the default asks nothing.
 struct SocketPolicy {
@@ -42,7 +45,7 @@ int apply_policy(int fd, const SocketPolicy& policy);
 int open_listener(const SocketAddress& addr, int& fd);
 // Starts a nonblocking connect from policy.source (if set) and a port of ports' range (if one is
 // in force) with policy's marks; 0 and fd (completion is signalled by EPOLLOUT), or -BMI_E*.
-int start_connect(const SocketAddress& addr, const BufferSizes& sizes, const SocketPolicy& policy,
+int start_connect(const SocketAddress& addr, const SocketTuning& tuning, const SocketPolicy& policy,
                   SourcePorts& ports, int& fd);
 // The pending error of fd as -BMI_E* (0 if none).
 int socket_error(int fd);

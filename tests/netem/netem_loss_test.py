@@ -6,7 +6,12 @@ requests to one server: small (eager) and large (rendezvous) messages both ways,
 carrying a checksum (netem_wire.h). Nothing may be lost, corrupted or duplicated: every client
 gets every reply intact, the server takes every request exactly once, no operation fails. The
 faults must really have happened: netem dropped packets and TCP retransmitted and queued
-segments out of order on every link, or the test fails."""
+segments out of order on every link, or the test fails.
+
+Every process runs with the silent-peer and stall bounds raised to 60 s: on such a link a segment
+and its retransmissions can all be lost, or their ACKs, for longer than the 8 s a peer may stay
+silent by default, and the connection then ends as that bound says it must (netem_silent checks
+those bounds). A site with lossy links raises them the same way (doc/SETTINGS.md)."""
 import os
 import sys
 import time
@@ -22,6 +27,8 @@ CLIENTS = int(os.environ.get("BMI_NETEM_CLIENTS", "6"))
 REQUESTS = int(os.environ.get("BMI_NETEM_REQUESTS", "12"))
 MAX_LARGE = 256 * 1024
 FAULTS = ("delay", "50ms", "reorder", "25%", "50%", "loss", "5%")
+PATIENT = {**os.environ, "BMI_TCP_SILENT_PEER_TIMEOUT_MS": "60000",
+           "BMI_TCP_STALL_TIMEOUT_MS": "60000"}
 
 
 def main():
@@ -31,12 +38,12 @@ def main():
     net = netns.Network.star(CLIENTS)
     try:
         net.netem(names, *FAULTS)
-        server, address = net.serve(SERVER)
+        server, address = net.serve(SERVER, env=PATIENT)
         started = time.monotonic()
         netns.say(f"network and server up in {started - t_setup:.1f} s")
         clients = [net.start(name, [CLIENT, "--id", str(i + 1), "--count", str(REQUESTS),
                                     "--max-large", str(MAX_LARGE), "--op-timeout-ms", "60000",
-                                    address])
+                                    address], env=PATIENT)
                    for i, name in enumerate(names)]
         statuses = [c.stop(sig=None, timeout=600) for c in clients]
         elapsed = time.monotonic() - started

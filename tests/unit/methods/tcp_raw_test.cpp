@@ -4,6 +4,7 @@
 // stall timeout.
 #include <catch2/catch.hpp>
 
+#include <netinet/tcp.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -32,6 +33,35 @@ HelloAnswer raw_handshake(int fd, std::uint32_t magic, Method& m) {
     REQUIRE(raw_read(fd, body.data(), body.size(), m));
     answer.hello = decode_hello_body(body);
     return answer;
+}
+
+// The descriptor of this process whose TCP socket has `port` at its own end (local) or at the
+// other end; -1 if none. Both ends of a loopback connection live here.
+int socket_with_port(std::uint16_t port, bool local) {
+    for (int fd = 0; fd < 1024; ++fd) {
+        sockaddr_in sa{};
+        socklen_t len = sizeof sa;
+        const int rc = local ? getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len)
+                             : getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+        if (rc == 0 && sa.sin_family == AF_INET && ntohs(sa.sin_port) == port) return fd;
+    }
+    return -1;
+}
+
+std::uint16_t port_of(int fd, bool local) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    const int rc = local ? getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len)
+                         : getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    REQUIRE(rc == 0);
+    return ntohs(sa.sin_port);
+}
+
+int tcp_option(int fd, int name) {
+    int value = -1;
+    socklen_t len = sizeof value;
+    REQUIRE(getsockopt(fd, IPPROTO_TCP, name, &value, &len) == 0);
+    return value;
 }
 
 }  // namespace
@@ -408,4 +438,40 @@ TEST_CASE("large eager frames only between peers that both announce them", "[tcp
         CHECK(first.size == 70000);
         close(fd);
     }
+}
+
+TEST_CASE("every connection carries the silent-peer bound of its settings", "[tcp][raw]") {
+    SECTION("the default, on a connection the method made") {
+        ClientOfRaw raw;
+        char hi[] = "hi";
+        auto send = make_op(OpKind::send, raw.peer, 1, hi, 2);
+        REQUIRE(post(*raw.client, *send) == 0);
+        const int accepted = raw_accept(raw.listener, *raw.client);
+        REQUIRE(accepted >= 0);
+        const int ours = socket_with_port(port_of(accepted, false), true);
+        REQUIRE(ours >= 0);
+        CHECK(tcp_option(ours, TCP_USER_TIMEOUT) == 8000);
+        CHECK(tcp_option(ours, TCP_KEEPIDLE) == 5);
+        CHECK(tcp_option(ours, TCP_KEEPINTVL) == 1);
+        CHECK(tcp_option(ours, TCP_KEEPCNT) == 3);
+        close(accepted);
+    }
+    SECTION("a setting, on a connection the method accepted") {
+        Pair p("tcp://127.0.0.1:0", 0, "tcp_silent_peer_timeout_ms=30s");
+        REQUIRE(p.create_status == 0);
+        const int fd = raw_connect(port_from(p.server->listen_address()));
+        const std::uint16_t our_port = port_of(fd, true);
+        int accepted = -1;
+        REQUIRE(drive({p.server.get()},
+                      [&] { return (accepted = socket_with_port(our_port, false)) >= 0; }));
+        CHECK(tcp_option(accepted, TCP_USER_TIMEOUT) == 30000);
+        CHECK(tcp_option(accepted, TCP_KEEPIDLE) == 27);
+        close(fd);
+    }
+}
+
+TEST_CASE("a silent-peer bound under 2 s is refused", "[tcp]") {
+    Config config;
+    CHECK(config.settings.load("tcp_silent_peer_timeout_ms=1500") < 0);
+    CHECK(config.settings.load("tcp_silent_peer_timeout_ms=2s") == 0);
 }
