@@ -249,7 +249,8 @@ int main(int argc, char **argv)
     reply = malloc((size_t)o.max_large);
     if (req == NULL || bulk == NULL || reply == NULL)
         return 2;
-    if ((rc = BMI_initialize("bmi_tcp", NULL, 0, NULL)) < 0 || (rc = BMI_open_context(&ctx)) < 0 ||
+    /* No method list: the server's address picks the method (tcp://, ofi+tcp://). */
+    if ((rc = BMI_initialize(NULL, NULL, 0, NULL)) < 0 || (rc = BMI_open_context(&ctx)) < 0 ||
         (rc = BMI_addr_lookup(&server, o.server, NULL)) < 0) {
         fprintf(stderr, "netem_client: cannot start toward %s: %s\n", o.server,
                 bmi_status_string(rc));

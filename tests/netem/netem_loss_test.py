@@ -11,7 +11,9 @@ segments out of order on every link, or the test fails.
 Every process runs with the silent-peer and stall bounds raised to 60 s: on such a link a segment
 and its retransmissions can all be lost, or their ACKs, for longer than the 8 s a peer may stay
 silent by default, and the connection then ends as that bound says it must (netem_silent checks
-those bounds). A site with lossy links raises them the same way (doc/SETTINGS.md)."""
+those bounds). A site with lossy links raises them the same way (doc/SETTINGS.md).
+
+BMI_NETEM_SCHEME=ofi+tcp runs the same over the ofi method (libfabric's tcp;ofi_rxm)."""
 import os
 import sys
 import time
@@ -27,8 +29,10 @@ CLIENTS = int(os.environ.get("BMI_NETEM_CLIENTS", "6"))
 REQUESTS = int(os.environ.get("BMI_NETEM_REQUESTS", "12"))
 MAX_LARGE = 256 * 1024
 FAULTS = ("delay", "50ms", "reorder", "25%", "50%", "loss", "5%")
-PATIENT = {**os.environ, "BMI_TCP_SILENT_PEER_TIMEOUT_MS": "60000",
-           "BMI_TCP_STALL_TIMEOUT_MS": "60000"}
+SCHEME = os.environ.get("BMI_NETEM_SCHEME", "tcp")
+PATIENT = {**os.environ, **({"BMI_OFI_STALL_TIMEOUT_MS": "60000"} if SCHEME.startswith("ofi") else
+                            {"BMI_TCP_SILENT_PEER_TIMEOUT_MS": "60000",
+                             "BMI_TCP_STALL_TIMEOUT_MS": "60000"})}
 
 
 def main():
@@ -38,7 +42,7 @@ def main():
     net = netns.Network.star(CLIENTS)
     try:
         net.netem(names, *FAULTS)
-        server, address = net.serve(SERVER, env=PATIENT)
+        server, address = net.serve(SERVER, env=PATIENT, scheme=SCHEME)
         started = time.monotonic()
         netns.say(f"network and server up in {started - t_setup:.1f} s")
         clients = [net.start(name, [CLIENT, "--id", str(i + 1), "--count", str(REQUESTS),
@@ -68,7 +72,7 @@ def main():
                  f"{server.matching('OPFAIL')}")
         max_latency = max(float(fields(c.matching("CLIENT")[0])["max_latency"])
                           for c in clients)
-        netns.say(f"{CLIENTS} clients x {REQUESTS} requests through {' '.join(FAULTS)} on "
+        netns.say(f"{SCHEME}: {CLIENTS} clients x {REQUESTS} requests through {' '.join(FAULTS)} on "
                   f"every link (both ways): {got['requests']} requests, {got['bulks']} bulk "
                   f"messages and {got['replies']} replies checked, {total_bytes} bytes, in "
                   f"{elapsed:.1f} s; slowest request {max_latency:.2f} s")

@@ -219,7 +219,8 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    rc = BMI_initialize("bmi_tcp", listen, BMI_INIT_SERVER, NULL);
+    /* No method list: the listen address picks the method (tcp://, ofi+tcp://). */
+    rc = BMI_initialize(NULL, listen, BMI_INIT_SERVER, NULL);
     if (rc < 0 || (rc = BMI_open_context(&ctx)) < 0) {
         fprintf(stderr, "netem_server: cannot listen at %s: %s\n", listen, bmi_status_string(rc));
         return 2;

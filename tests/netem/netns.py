@@ -191,10 +191,10 @@ class Network:
         """A server node "s" and client nodes c0, c1, ... on the one bridge."""
         return cls({"s": 1, **{f"c{i}": 11 + i for i in range(clients)}})
 
-    def serve(self, program, env=None):
-        """Starts PROGRAM LISTEN_ADDRESS on node "s" and waits until it says ADDR; returns the
-        process and the address."""
-        address = f"tcp://{self.address('s')}:3334"
+    def serve(self, program, env=None, scheme="tcp"):
+        """Starts PROGRAM LISTEN_ADDRESS (SCHEME://ADDRESS:PORT) on node "s" and waits until it
+        says ADDR; returns the process and the address."""
+        address = f"{scheme}://{self.address('s')}:3334"
         server = self.start("s", [program, address], env)
         server.wait_for("server listening", lambda: server.matching("ADDR"), 30)
         return server, address
