@@ -30,8 +30,9 @@ enum class DeadlineKind : std::uint8_t {
     connect_retry,  // a connect that found the listen backlog full is tried again
     sweep,          // a periodic look at every connection
     admission,      // a socket waits for its source's turn (kit::Acceptor's own)
+    silence,        // a peer we wait on must be heard from
 };
-inline constexpr std::size_t deadline_kinds = 7;
+inline constexpr std::size_t deadline_kinds = 8;
 
 struct DeadlineKey {
     std::uint64_t id = 0;

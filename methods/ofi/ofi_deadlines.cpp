@@ -26,6 +26,7 @@ void OfiMethod::load_limits(const Config& config) {
     limits_.stall = s.duration(SettingId::stall_timeout);
     limits_.send = s.duration(SettingId::send_timeout);
     limits_.rendezvous = s.duration(SettingId::rendezvous_timeout);
+    limits_.silence = s.duration(SettingId::silent_peer_timeout);
     limits_.pending_per_source = static_cast<std::size_t>(s.number(SettingId::pending_per_source));
     limits_.pending_total = static_cast<std::size_t>(s.number(SettingId::pending_total));
     limits_.shm_sweep = s.duration(SettingId::shm_sweep_period);
@@ -71,6 +72,9 @@ void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {
             fail_unanswered_rts(*peer, now);
             fail_unanswered_revokes(*peer, now);
             return;
+        case kit::DeadlineKind::silence:
+            on_silence(*peer, key, now);
+            return;
         default:
             return;
     }
@@ -85,9 +89,35 @@ void OfiMethod::lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool o
     lose(peer);
 }
 
+void OfiMethod::watch_silence(OfiPeer& peer) {
+    if (!peer.waited_on()) return;
+    peer.silence_clock.start(timers_, {peer.fi_addr, kit::DeadlineKind::silence}, peer.heard,
+                             limits_.silence / 2);
+}
+
+void OfiMethod::on_silence(OfiPeer& peer, kit::DeadlineKey key, Clock::time_point now) {
+    // Each half of the bound is one clock: the first ends in a ping, the second in the loss,
+    // unless the peer was heard (a pong, or anything else) since the ping.
+    if (!peer.silence_clock.expired_if_owed(peer.waited_on(), timers_, key, peer.heard, now,
+                                            limits_.silence / 2))
+        return;
+    if (peer.asked != peer.heard) {
+        peer.asked = peer.heard;
+        send_control(peer, Kind::ping, 0, nullptr, 0);
+        peer.silence_clock.start(timers_, key, peer.heard, limits_.silence / 2);
+        return;
+    }
+    BMI_LOG(error, "bmi_ofi: %s sent nothing and answered no ping in %lld ms; taken as gone",
+            peer.address.c_str(), ms(limits_.silence));
+    lose(peer);
+}
+
 void OfiMethod::lose(OfiPeer& peer, int error) {
-    peer.lost = true;
+    // A peer we looked up may be back: its address stays, and the next send greets it again,
+    // as after its bye (a tcp connection lost to a deadline is connected again the same way).
+    peer.lost = peer.reached_us;
     fail_peer(peer, error);
+    if (!peer_gone(peer)) return;
     if (peer.addr() != 0)
         sink_.peer_gone(peer);
     else
@@ -99,9 +129,12 @@ void OfiMethod::late_handshake(OfiPeer& peer) {
         BMI_LOG(error, "bmi_ofi: %s did not answer our hello in %lld ms", peer.address.c_str(),
                 ms(limits_.setup));
         handshakes_.erase(peer.fi_addr);
-        // The next send greets again, as after a refusal.
+        // The next send greets again, as after a refusal. What waited on it fails, receives
+        // too: a peer that answers no hello sends nothing either (as a tcp connect that fails).
         peer.state = OfiPeer::State::fresh;
         flush_waiting(peer, -BMI_ETIMEDOUT);
+        kit::fail_posted_recvs(peer, -BMI_ETIMEDOUT,
+                               [this](Operation& op, int e) { end_posted_recv(op, e); });
     } else if (peer.state == OfiPeer::State::answered) {
         BMI_LOG(error, "bmi_ofi: %s did not prove the key in %lld ms; dropped",
                 peer.endpoint.c_str(), ms(limits_.setup));

@@ -98,6 +98,7 @@ void OfiMethod::on_hello(Request& buffer) {
     sink_.register_peer(peer);
     peer->state = OfiPeer::State::ready;
     flush_waiting(*peer, 0);
+    watch_silence(*peer);
 }
 
 void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
@@ -128,6 +129,7 @@ void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
     start_records(peer, handshake, true);
     peer.state = OfiPeer::State::ready;
     flush_waiting(peer, 0);
+    watch_silence(peer);
 }
 
 void OfiMethod::on_proof(OfiPeer& peer, std::span<const std::byte> body) {
@@ -146,6 +148,7 @@ void OfiMethod::on_proof(OfiPeer& peer, std::span<const std::byte> body) {
     peer.state = OfiPeer::State::ready;
     sink_.register_peer(peer_at(peer.fi_addr));
     flush_waiting(peer, 0);
+    watch_silence(peer);
 }
 
 void OfiMethod::refuse(const std::shared_ptr<OfiPeer>& peer, kit::Refusal why) {

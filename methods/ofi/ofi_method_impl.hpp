@@ -58,6 +58,7 @@ struct Limits {
     std::chrono::milliseconds stall{};       // a large message's data, between chunks
     std::chrono::milliseconds send{};        // the provider completing any send to the peer
     std::chrono::milliseconds rendezvous{};  // a CTS (or refusal) for our RTS
+    std::chrono::milliseconds silence{};     // a peer we wait on, heard from or answering
     std::size_t pending_per_source = 0;      // keyed hellos not yet proven, per host
     std::size_t pending_total = 0;           // the same, all hosts
     std::chrono::milliseconds shm_sweep{};   // an ofi+shm server's look at /dev/shm
@@ -88,7 +89,8 @@ struct OfiPeer final : Peer {
     bool handshaking() const { return state != State::ready && state != State::departed; }
     // It said hello to us and we know no listen address of it: once departed, unreachable.
     bool reached_us = false;
-    // Taken as gone past a deadline (as after a bye): the control layer drops it.
+    // It reached us and was taken as gone past a deadline: the control layer drops it. (One we
+    // looked up is only departed, and greeted again by the next send.)
     bool lost = false;
     // shm: whether its endpoint is one of this process's (ofi_shm.hpp), once looked at.
     std::optional<bool> in_process;
@@ -124,6 +126,12 @@ struct OfiPeer final : Peer {
     // wait behind (ofi_order.hpp); and what it watches move.
     bool owes_data() const { return data_recvs_out > 0 || order.any_waiting(); }
     std::uint64_t stall_progress() const { return chunks_done + order.taken_count(); }
+    // Messages taken from it since it was looked up: the silence deadline watches them move
+    // while receives of ours wait on it; `asked` is their count when we last sent it a ping.
+    std::uint64_t heard = 0;
+    std::optional<std::uint64_t> asked;
+    kit::ProgressDeadline silence_clock;
+    bool waited_on() const { return state == State::ready && !posted_recvs.empty(); }
 };
 
 // One libfabric operation in flight. libfabric hands back &context, the first member.
@@ -461,6 +469,10 @@ private:
     bool run_deadlines(kit::Deadlines::Clock::time_point now);
     // A peer past a deadline: taken as gone, as after a bye.
     void lose(OfiPeer& peer, int error = -BMI_ETIMEDOUT);
+    // The silence deadline: started when a receive waits on a ready peer; half way it sends a
+    // ping, at the end with nothing heard it loses the peer.
+    void watch_silence(OfiPeer& peer);
+    void on_silence(OfiPeer& peer, kit::DeadlineKey key, kit::Deadlines::Clock::time_point now);
     // A send or stall clock's wake-up: the peer is lost if it owes progress and made none.
     void lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool owed, std::uint64_t count,
                       kit::DeadlineKey key, kit::Deadlines::Clock::time_point now,

@@ -24,6 +24,7 @@ int OfiMethod::post_recv(Operation& op, OfiPeer& peer) {
     method_slots<OpSlots>(op).phase = OpSlots::posted;
     peer.posted_recvs.push_back(op);
     if (alone) offer_grant(op, peer);
+    watch_silence(peer);
     return 0;
 }
 
@@ -68,6 +69,7 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         repost_buffer(buffer);
         return;
     }
+    ++peer->heard;
     const std::span<const std::byte> body(buffer.bytes.data(), buffer.length);
     if (const std::uint32_t credits = credits_of(buffer.tag); credits != 0)
         on_credits(*peer, credits);
@@ -105,8 +107,12 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         case Kind::unused:
             if (auto unused = decode<GrantId>(body)) on_unused(*peer, *unused);
             break;
+        case Kind::ping:
+            send_control(*peer, Kind::pong, 0, nullptr, 0);
+            break;
         case Kind::hello:
         case Kind::credit:  // its credits are taken above
+        case Kind::pong:    // heard, above
             break;
     }
     repost_buffer(buffer);

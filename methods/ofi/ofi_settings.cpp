@@ -46,6 +46,11 @@ constexpr support::SettingSpec rows[] = {
         D::rendezvous, I::rendezvous_timeout, "ofi_rendezvous_timeout_ms",
         "BMI_OFI_RENDEZVOUS_TIMEOUT_MS",
         "a large send whose RTS the receiver neither clears nor refuses fails after this long"),
+    {I::silent_peer_timeout, "ofi_silent_peer_timeout_ms", "BMI_OFI_SILENT_PEER_TIMEOUT_MS",
+     T::duration, "30s", "ms", 1, 24 * hour_ms, "",
+     "a peer we wait on (a receive posted for it) that sends nothing for half this long is asked "
+     "to answer, which it does when its process next polls; with no answer by this long it is "
+     "taken as gone, and its operations fail with -BMI_ETIMEDOUT"},
     support::pending_per_source_row(I::pending_per_source, "ofi_pending_per_source",
                                     "BMI_OFI_PENDING_PER_SOURCE", "16"),
     {I::pending_total, "ofi_pending_total", "BMI_OFI_PENDING_TOTAL", T::count, "1024", "handshakes",

@@ -21,6 +21,7 @@ enum class SettingId : std::uint8_t {
     stall_timeout,
     send_timeout,
     rendezvous_timeout,
+    silent_peer_timeout,
     pending_per_source,
     pending_total,
     spin_us,
