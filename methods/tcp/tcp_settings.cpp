@@ -56,11 +56,8 @@ constexpr support::SettingSpec rows[] = {
         "a connection that has not finished its handshake this long after the accept (HELLO, the "
         "key's proof, or a legacy peer's first frame) or the connect (the connect and HELLO_ACK) "
         "is closed; the operations waiting on it fail with -BMI_ETIMEDOUT"),
-    {I::silent_peer_timeout, "tcp_silent_peer_timeout_ms", "BMI_TCP_SILENT_PEER_TIMEOUT_MS",
-     T::duration, "8s", "ms", 2'000, hour_ms, "",
-     "a peer that acknowledges nothing we send (data, a connect, a keepalive probe) for this "
-     "long loses the connection, and the operations on it fail with -BMI_ETIMEDOUT; keepalive "
-     "probes an idle connection from 3 s before it; raise it on links that lose many packets"},
+    support::silent_peer_row(I::silent_peer_timeout, "tcp_silent_peer_timeout_ms",
+                             "BMI_TCP_SILENT_PEER_TIMEOUT_MS"),
     support::pending_per_source_row(I::pending_per_source, "tcp_pending_per_source",
                                     "BMI_TCP_PENDING_PER_SOURCE", "256"),
     {I::source_ports, "tcp_source_ports", "BMI_TCP_SOURCE_PORTS", T::text, "", "", 0, 0, "",

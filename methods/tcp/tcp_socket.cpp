@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstring>
 
+#include "methods/kit/silent_peer.hpp"
 #include "support/error/error_map.hpp"
 
 namespace bmi::method::tcp {
@@ -32,14 +33,8 @@ int new_socket(int family, int& fd) {
 
 void configure_socket(int fd, const SocketTuning& tuning) {
     set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
-    // A silently dead peer must fail its operations in bounded time (SPEC §1); keepalive covers
-    // an idle connection, TCP_USER_TIMEOUT one with unacknowledged data.
-    const auto bound_ms = static_cast<int>(tuning.silent_peer.count());
-    set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
-    set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, std::max(1, bound_ms / 1000 - 3));
-    set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, 1);
-    set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
-    set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, bound_ms);
+    // A silently dead peer must fail its operations in bounded time (SPEC §1).
+    kit::bound_silence(fd, tuning.silent_peer);
     if (tuning.send_buffer > 0) set_int(fd, SOL_SOCKET, SO_SNDBUF, tuning.send_buffer);
     if (tuning.receive_buffer > 0) set_int(fd, SOL_SOCKET, SO_RCVBUF, tuning.receive_buffer);
 }

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 
+#include "methods/kit/silent_peer.hpp"
 #include "methods/verbs/verbs_method_impl.hpp"
 #include "methods/verbs/verbs_peer_checks.hpp"
 #include "support/error/error_map.hpp"
@@ -39,9 +40,12 @@ std::string ip_text(const sockaddr_storage& ss, std::uint16_t* port) {
     return text;
 }
 
-void set_socket_options(int fd) {
+// The bootstrap socket stays open for the connection's life: a node that is gone is found by
+// the kernel's silent-peer bound on it, since the queue pair alone never notices.
+void set_socket_options(int fd, std::chrono::milliseconds silent_peer) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    kit::bound_silence(fd, silent_peer);
 }
 }  // namespace
 
@@ -114,7 +118,7 @@ Connection* VerbsMethod::connection_for(const std::shared_ptr<VerbsPeer>& peer, 
         error = support::bmi_error_from_errno(errno);
         return nullptr;
     }
-    set_socket_options(fd);
+    set_socket_options(fd, silent_peer_timeout_);
     if (connect(fd, reinterpret_cast<const sockaddr*>(&peer->target), peer->target_length) < 0 &&
         errno != EINPROGRESS) {
         error = support::bmi_error_from_errno(errno);
@@ -230,7 +234,7 @@ std::optional<std::string> VerbsMethod::source_of(kit::AcceptedSocket& socket) {
 std::optional<std::uint64_t> VerbsMethod::start_accepted(const kit::AcceptedSocket& socket) {
     std::uint16_t port = 0;
     std::string host = ip_text(socket.from, &port);
-    set_socket_options(socket.fd);
+    set_socket_options(socket.fd, silent_peer_timeout_);
     Connection& c = add_connection(socket.fd, false);
     // Its own peer, never merged with a known one: a connection is its own address, and
     // it joins peers_ only once the handshake is done (became_ready).
@@ -324,6 +328,8 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
     for (;;) {
         ssize_t n = recv(c.fd, scratch, sizeof scratch, 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            // ETIMEDOUT: the kernel's silent-peer bound ended it (set_socket_options).
+            const int error = n < 0 && errno == ETIMEDOUT ? -BMI_ETIMEDOUT : -BMI_ECONNRESET;
             // The peer process is gone, or dropped our address. What it sent before that
             // (sends it saw complete) may still wait in our completion queue, and a failed
             // connection's arrivals are discarded: take them first. The completions may retire
@@ -331,7 +337,7 @@ void VerbsMethod::on_socket(Connection& c, std::uint32_t events) {
             const std::uint64_t id = c.id;
             poll_cq();
             auto it = connections_.find(id);
-            if (it != connections_.end()) fail_connection(*it->second, -BMI_ECONNRESET);
+            if (it != connections_.end()) fail_connection(*it->second, error);
             return;
         }
         if (n < 0) return;

@@ -228,6 +228,7 @@ int VerbsMethod::start(const Config& config) {
     setup_timeout_ = config.settings.duration(SettingId::setup_timeout);
     send_timeout_ = config.settings.duration(SettingId::send_timeout);
     rendezvous_timeout_ = config.settings.duration(SettingId::rendezvous_timeout);
+    silent_peer_timeout_ = config.settings.duration(SettingId::silent_peer_timeout);
     acceptor_.set_limits(static_cast<std::size_t>(device_->choice.pending_per_source),
                          setup_timeout_);
     arrivals_.set_limits({config.settings.number(SettingId::early_peer_bytes),

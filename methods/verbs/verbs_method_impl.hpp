@@ -222,6 +222,9 @@ private:
     std::chrono::milliseconds setup_timeout_{};  // the verbs_setup_timeout_ms setting
     std::chrono::milliseconds send_timeout_{};   // verbs_send_timeout_ms (verbs_deadlines.cpp)
     std::chrono::milliseconds rendezvous_timeout_{};  // verbs_rendezvous_timeout_ms
+    // verbs_silent_peer_timeout_ms: the kernel's bound on every bootstrap socket. The device
+    // acknowledges for a live process, so only a node that is gone meets it.
+    std::chrono::milliseconds silent_peer_timeout_{};
     // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.
     int service_level_ = 0;
     int traffic_class_ = 0;

@@ -57,8 +57,10 @@ constexpr support::SettingSpec rows[] = {
     {I::staging_total_bytes, "verbs_staging_total_bytes", "BMI_VERBS_STAGING_TOTAL_BYTES", T::size,
      "256M", "bytes", 64 * KiB, TiB, "",
      "with encryption: sealed rendezvous data held for all peers together"},
+    support::silent_peer_row(I::silent_peer_timeout, "verbs_silent_peer_timeout_ms",
+                             "BMI_VERBS_SILENT_PEER_TIMEOUT_MS"),
 };
-constexpr support::OwnedRows owned{rows, I::staging_total_bytes};
+constexpr support::OwnedRows owned{rows, I::silent_peer_timeout};
 }  // namespace
 
 std::span<const support::SettingSpec> setting_rows() { return owned.all(); }

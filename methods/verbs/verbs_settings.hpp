@@ -29,6 +29,7 @@ enum class SettingId : std::uint8_t {
     rendezvous_timeout,
     staging_peer_bytes,
     staging_total_bytes,
+    silent_peer_timeout,
 };
 std::span<const support::SettingSpec> setting_rows();
 const support::SettingSpec& setting_spec(SettingId id);

@@ -152,6 +152,24 @@ constexpr SettingSpec peer_deadline_row(PeerDeadline kind, SettingIndex id, std:
             former};
 }
 
+// The kernel's bound on a silent peer (methods/kit/silent_peer.hpp), which every method whose
+// connections have a TCP socket keeps as <scheme>_silent_peer_timeout_ms.
+constexpr SettingSpec silent_peer_row(SettingIndex id, std::string_view key, std::string_view env) {
+    return {id,
+            key,
+            env,
+            SettingType::duration,
+            "8s",
+            "ms",
+            2'000,
+            setting_units::hour_ms,
+            "",
+            "a peer whose node acknowledges nothing on the connection's TCP socket (data, a "
+            "connect, a keepalive probe) for this long loses the connection, and the operations "
+            "on it fail with -BMI_ETIMEDOUT; keepalive probes an idle connection from 3 s before "
+            "it; raise it on links that lose many packets"};
+}
+
 // The rows of several owners, one block each, in the order given. The blocks are static
 // arrays; the table refers to them and copies nothing.
 class SettingTable {

@@ -4,18 +4,21 @@
 // stall timeout.
 #include <catch2/catch.hpp>
 
-#include <netinet/tcp.h>
 #include <poll.h>
 
 #include <algorithm>
 #include <optional>
 
 #include "methods/tcp/tcp_settings.hpp"
+#include "socket_probe.hpp"
 #include "tcp_raw_peer.hpp"
 
 using namespace bmi::method;
 using namespace bmi::method::tcp;
 using namespace bmi::method::tcp::test;
+using bmi::test::port_of;
+using bmi::test::socket_with_port;
+using bmi::test::tcp_option;
 
 namespace {
 
@@ -33,35 +36,6 @@ HelloAnswer raw_handshake(int fd, std::uint32_t magic, Method& m) {
     REQUIRE(raw_read(fd, body.data(), body.size(), m));
     answer.hello = decode_hello_body(body);
     return answer;
-}
-
-// The descriptor of this process whose TCP socket has `port` at its own end (local) or at the
-// other end; -1 if none. Both ends of a loopback connection live here.
-int socket_with_port(std::uint16_t port, bool local) {
-    for (int fd = 0; fd < 1024; ++fd) {
-        sockaddr_in sa{};
-        socklen_t len = sizeof sa;
-        const int rc = local ? getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len)
-                             : getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-        if (rc == 0 && sa.sin_family == AF_INET && ntohs(sa.sin_port) == port) return fd;
-    }
-    return -1;
-}
-
-std::uint16_t port_of(int fd, bool local) {
-    sockaddr_in sa{};
-    socklen_t len = sizeof sa;
-    const int rc = local ? getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len)
-                         : getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-    REQUIRE(rc == 0);
-    return ntohs(sa.sin_port);
-}
-
-int tcp_option(int fd, int name) {
-    int value = -1;
-    socklen_t len = sizeof value;
-    REQUIRE(getsockopt(fd, IPPROTO_TCP, name, &value, &len) == 0);
-    return value;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "../socket_probe.hpp"
 #include "bmi.h"
 #include "harness.hpp"
 #include "unexpected_burst.hpp"
@@ -235,4 +236,25 @@ TEST_CASE("verbs: a queue pair event fails the connection owning that QP, and on
     REQUIRE(got.tag == 8);
     REQUIRE(std::string(static_cast<const char*>(got.buffer)) == "again");
     REQUIRE(pair.server.instance->unexpected_free(got.buffer) == 0);
+}
+
+TEST_CASE("verbs: every bootstrap socket carries the silent-peer bound of its settings",
+          "[verbs]") {
+    // The socket stays open for the connection's life; only the kernel's bound on it finds a
+    // node that is gone (the device acknowledges for a live process, and the queue pair alone
+    // never notices a silent one).
+    Pair pair = make_peers("verbs", "verbs_silent_peer_timeout_ms=20s");
+    introduce(pair);
+    const std::string listen = pair.server.instance->listen_addresses();
+    const auto listen_port =
+        static_cast<std::uint16_t>(std::stoi(listen.substr(listen.rfind(':') + 1)));
+    const int client_side = socket_with_port(listen_port, false);
+    REQUIRE(client_side >= 0);
+    const int server_side = socket_with_port(port_of(client_side, true), false);
+    REQUIRE(server_side >= 0);
+    for (int fd : {client_side, server_side}) {
+        CHECK(tcp_option(fd, TCP_USER_TIMEOUT) == 20000);
+        CHECK(tcp_option(fd, TCP_KEEPIDLE) == 17);
+        CHECK(tcp_option(fd, TCP_KEEPCNT) == 3);
+    }
 }
