@@ -32,7 +32,7 @@ struct Limits {
     // slowly it sends: one that says nothing holds a descriptor no longer.
     std::chrono::milliseconds setup_timeout{};
     // A peer that acknowledges nothing we send, and answers no keepalive probe, for this long
-    // loses the connection: the kernel's bound, set on every socket (tcp_socket.cpp).
+    // loses the connection: the kernel's bound on every socket (methods/kit/silent_peer.hpp).
     std::chrono::milliseconds silent_peer_timeout{};
     // Accepted connections not yet through their handshake, per source address.
     std::size_t pending_per_source = 0;
