@@ -33,7 +33,6 @@ void load_limits(const support::Settings& settings, Limits& out) {
     out.rendezvous_timeout = settings.duration(SettingId::rendezvous_timeout);
     out.setup_timeout = settings.duration(SettingId::setup_timeout);
     out.send_timeout = settings.duration(SettingId::send_timeout);
-    out.silent_peer_timeout = settings.duration(SettingId::silent_peer_timeout);
     out.pending_per_source =
         static_cast<std::size_t>(settings.number(SettingId::pending_per_source));
     out.grants.peer_bytes = settings.number(SettingId::grant_peer_bytes);

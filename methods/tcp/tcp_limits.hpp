@@ -31,9 +31,6 @@ struct Limits {
     // An accepted connection must finish its handshake this long after the accept, however
     // slowly it sends: one that says nothing holds a descriptor no longer.
     std::chrono::milliseconds setup_timeout{};
-    // A peer that acknowledges nothing we send, and answers no keepalive probe, for this long
-    // loses the connection: the kernel's bound on every socket (methods/kit/silent_peer.hpp).
-    std::chrono::milliseconds silent_peer_timeout{};
     // Accepted connections not yet through their handshake, per source address.
     std::size_t pending_per_source = 0;
     // Room reserved by our GRANTs, and held by granted messages no receive has claimed

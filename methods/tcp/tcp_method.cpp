@@ -69,7 +69,7 @@ TcpMethod::~TcpMethod() {
 int TcpMethod::start(const Config& config) {
     if (int rc = source_ports_for(config, source_ports_); rc < 0) return rc;
     load_limits(config.settings, limits_);
-    socket_tuning_.silent_peer = limits_.silent_peer_timeout;
+    socket_tuning_.silent_peer = config.settings.duration(SettingId::silent_peer_timeout);
     early_.set_limits(limits_.early);
     grants_.set_limits(limits_.grants);
     acceptor_.set_limits(limits_.pending_per_source, limits_.setup_timeout);

@@ -15,16 +15,12 @@
 #include <climits>
 #include <cstring>
 
-#include "methods/kit/silent_peer.hpp"
+#include "methods/kit/socket_options.hpp"
 #include "support/error/error_map.hpp"
 
 namespace bmi::method::tcp {
 
 namespace {
-void set_int(int fd, int level, int name, int value) {
-    (void)setsockopt(fd, level, name, &value, sizeof value);
-}
-
 int new_socket(int family, int& fd) {
     fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     return fd < 0 ? support::bmi_error_from_errno(errno) : 0;
@@ -32,18 +28,19 @@ int new_socket(int family, int& fd) {
 }  // namespace
 
 void configure_socket(int fd, const SocketTuning& tuning) {
-    set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    kit::set_socket_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
     // A silently dead peer must fail its operations in bounded time (SPEC §1).
     kit::bound_silence(fd, tuning.silent_peer);
-    if (tuning.send_buffer > 0) set_int(fd, SOL_SOCKET, SO_SNDBUF, tuning.send_buffer);
-    if (tuning.receive_buffer > 0) set_int(fd, SOL_SOCKET, SO_RCVBUF, tuning.receive_buffer);
+    if (tuning.send_buffer > 0) kit::set_socket_int(fd, SOL_SOCKET, SO_SNDBUF, tuning.send_buffer);
+    if (tuning.receive_buffer > 0)
+        kit::set_socket_int(fd, SOL_SOCKET, SO_RCVBUF, tuning.receive_buffer);
 }
 
 int open_listener(const SocketAddress& addr, int& fd) {
     if (int rc = new_socket(addr.family(), fd); rc < 0) return rc;
-    set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+    kit::set_socket_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
     // The IPv6 wildcard also takes IPv4 clients, whatever the system's bindv6only default.
-    if (addr.family() == AF_INET6) set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0);
+    if (addr.family() == AF_INET6) kit::set_socket_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0);
     // OrangeFS's bmi_tcp listens with 256: a server restart is met by every client at once.
     if (bind(fd, addr.get(), addr.length) < 0 || listen(fd, 256) < 0) {
         const int rc = support::bmi_error_from_errno(errno);

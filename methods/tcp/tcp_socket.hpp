@@ -18,11 +18,11 @@
 namespace bmi::method::tcp {
 
 // What every connection's socket is given: buffer sizes from BMI_TCP_BUFFER_*_SIZE (0 keeps
-// the kernel default) and the silent-peer bound (tcp_silent_peer_timeout_ms).
+// the kernel default) and the silent-peer bound (tcp_silent_peer_timeout_ms, set by start).
 struct SocketTuning {
     int send_buffer = 0;
     int receive_buffer = 0;
-    std::chrono::milliseconds silent_peer{8000};
+    std::chrono::milliseconds silent_peer{};
 };
 
 // TCP_NODELAY, TCP_USER_TIMEOUT and keepalive (probes 1 s apart from 3 s before the bound)

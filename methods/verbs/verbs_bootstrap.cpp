@@ -15,7 +15,7 @@
 #include <cstring>
 #include <random>
 
-#include "methods/kit/silent_peer.hpp"
+#include "methods/kit/socket_options.hpp"
 #include "methods/verbs/verbs_method_impl.hpp"
 #include "methods/verbs/verbs_peer_checks.hpp"
 #include "support/error/error_map.hpp"
@@ -43,8 +43,7 @@ std::string ip_text(const sockaddr_storage& ss, std::uint16_t* port) {
 // The bootstrap socket stays open for the connection's life: a node that is gone is found by
 // the kernel's silent-peer bound on it, since the queue pair alone never notices.
 void set_socket_options(int fd, std::chrono::milliseconds silent_peer) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    kit::set_socket_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
     kit::bound_silence(fd, silent_peer);
 }
 }  // namespace
@@ -64,8 +63,7 @@ int VerbsMethod::open_listener(const std::string& host, std::uint16_t port) {
     freeaddrinfo(result);
     listen_fd_ = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) return support::bmi_error_from_errno(errno);
-    int one = 1;
-    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    kit::set_socket_int(listen_fd_, SOL_SOCKET, SO_REUSEADDR, 1);
     if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) < 0 || listen(listen_fd_, 128) < 0)
         return support::bmi_error_from_errno(errno);
     sockaddr_storage bound{};

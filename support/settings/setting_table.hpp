@@ -152,7 +152,7 @@ constexpr SettingSpec peer_deadline_row(PeerDeadline kind, SettingIndex id, std:
             former};
 }
 
-// The kernel's bound on a silent peer (methods/kit/silent_peer.hpp), which every method whose
+// The kernel's bound on a silent peer (methods/kit/socket_options.hpp), which every method whose
 // connections have a TCP socket keeps as <scheme>_silent_peer_timeout_ms.
 constexpr SettingSpec silent_peer_row(SettingIndex id, std::string_view key, std::string_view env) {
     return {id,
