@@ -8,6 +8,7 @@
 #include "methods/kit/posted_recvs.hpp"
 #include "methods/ofi/ofi_method_impl.hpp"
 #include "methods/ofi/ofi_settings.hpp"
+#include "methods/ofi/ofi_shm.hpp"
 #include "support/logging/log.hpp"
 
 namespace bmi::method::ofi {
@@ -16,6 +17,8 @@ namespace {
 using Clock = kit::Deadlines::Clock;
 
 long long ms(std::chrono::milliseconds d) { return static_cast<long long>(d.count()); }
+
+constexpr std::uint32_t most_doublings = 8;
 }  // namespace
 
 void OfiMethod::load_limits(const Config& config) {
@@ -48,6 +51,7 @@ void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {
         // A server runs for weeks; the regions of clients killed meanwhile (16 MiB each with
         // libfabric's defaults) would otherwise stay until the next ofi+shm process starts.
         remove_regions_of_dead_clients();
+        lose_ended_shm_clients();
         release_silenced();
         timers_.schedule(sweep_key, now + limits_.shm_sweep);
         return;
@@ -90,26 +94,62 @@ void OfiMethod::lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool o
 }
 
 void OfiMethod::watch_silence(OfiPeer& peer) {
-    if (!peer.waited_on()) return;
-    peer.silence_clock.start(timers_, {peer.fi_addr, kit::DeadlineKind::silence}, peer.heard,
-                             limits_.silence / 2);
+    if (!peer.silence_watched()) return;
+    const kit::DeadlineKey key{peer.fi_addr, kit::DeadlineKind::silence};
+    if (peer.silence_clock.timed) {
+        // An idle client's clock may be far out: a receive posted for it now is owed the bound.
+        if (peer.waited_on())
+            timers_.schedule_by(key, peer.silence_clock.since + limits_.silence / 2);
+        return;
+    }
+    peer.silence_clock.start(timers_, key, peer.heard, silence_interval(peer));
+}
+
+std::chrono::milliseconds OfiMethod::silence_interval(const OfiPeer& peer) const {
+    const auto half = limits_.silence / 2;
+    // An idle client that answers no ping may be a live process that does not poll: it is
+    // asked less and less often (at most 256 halves apart), and never lost for silence alone.
+    if (peer.waited_on() || peer.asked != peer.heard) return half;
+    return half * (1 << std::min(peer.unanswered, most_doublings));
 }
 
 void OfiMethod::on_silence(OfiPeer& peer, kit::DeadlineKey key, Clock::time_point now) {
-    // Each half of the bound is one clock: the first ends in a ping, the second in the loss,
-    // unless the peer was heard (a pong, or anything else) since the ping.
-    if (!peer.silence_clock.expired_if_owed(peer.waited_on(), timers_, key, peer.heard, now,
-                                            limits_.silence / 2))
+    // Each interval is one clock: a peer heard from (a pong, or anything else) since the last
+    // ping is pinged; a peer we wait on that answered none is lost.
+    if (!peer.silence_clock.expired_if_owed(peer.silence_watched(), timers_, key, peer.heard, now,
+                                            silence_interval(peer)))
         return;
-    if (peer.asked != peer.heard) {
-        peer.asked = peer.heard;
-        send_control(peer, Kind::ping, 0, nullptr, 0);
-        peer.silence_clock.start(timers_, key, peer.heard, limits_.silence / 2);
+    const bool answered = peer.asked != peer.heard;
+    if (!answered && peer.waited_on()) {
+        BMI_LOG(error, "bmi_ofi: %s sent nothing and answered no ping in %lld ms; taken as gone",
+                peer.address.c_str(), ms(limits_.silence));
+        lose(peer);
         return;
     }
-    BMI_LOG(error, "bmi_ofi: %s sent nothing and answered no ping in %lld ms; taken as gone",
-            peer.address.c_str(), ms(limits_.silence));
-    lose(peer);
+    peer.unanswered = answered ? 0 : peer.unanswered + 1;
+    peer.asked = peer.heard;
+    send_control(peer, Kind::ping, 0, nullptr, 0);
+    peer.silence_clock.start(timers_, key, peer.heard, silence_interval(peer));
+}
+
+void OfiMethod::on_failed_ping(fi_addr_t addr, int error) {
+    auto peer = peer_at(addr);
+    if (!peer || peer->state != OfiPeer::State::ready) return;
+    BMI_LOG(ofi, "bmi_ofi: a ping to %s failed (%d): its process or node is gone",
+            peer->address.c_str(), error);
+    lose(*peer, error);
+}
+
+void OfiMethod::lose_ended_shm_clients() {
+    std::vector<std::shared_ptr<OfiPeer>> ended;
+    for (const auto& [addr, peer] : peers_)
+        if (peer->reached_us && peer->state == OfiPeer::State::ready &&
+            !shm_endpoint_may_send(peer->endpoint))
+            ended.push_back(peer);
+    for (const auto& peer : ended) {
+        BMI_LOG(ofi, "bmi_ofi: %s ended without a bye; forgotten", peer->address.c_str());
+        lose(*peer, -BMI_ECONNRESET);
+    }
 }
 
 void OfiMethod::lose(OfiPeer& peer, int error) {

@@ -127,11 +127,18 @@ struct OfiPeer final : Peer {
     bool owes_data() const { return data_recvs_out > 0 || order.any_waiting(); }
     std::uint64_t stall_progress() const { return chunks_done + order.taken_count(); }
     // Messages taken from it since it was looked up: the silence deadline watches them move
-    // while receives of ours wait on it; `asked` is their count when we last sent it a ping.
+    // while receives of ours wait on it, or while it is a client of ours; `asked` is their
+    // count when we last sent it a ping, `unanswered` the pings since it was last heard.
     std::uint64_t heard = 0;
     std::optional<std::uint64_t> asked;
+    std::uint32_t unanswered = 0;
     kit::ProgressDeadline silence_clock;
     bool waited_on() const { return state == State::ready && !posted_recvs.empty(); }
+    // A ready client, idle or not, is pinged while silent too: a ping to an ended process
+    // never completes (the send deadline takes it) or fails, as tcp's keepalive finds it.
+    bool silence_watched() const {
+        return state == State::ready && (reached_us || !posted_recvs.empty());
+    }
 };
 
 // One libfabric operation in flight. libfabric hands back &context, the first member.
@@ -469,10 +476,17 @@ private:
     bool run_deadlines(kit::Deadlines::Clock::time_point now);
     // A peer past a deadline: taken as gone, as after a bye.
     void lose(OfiPeer& peer, int error = -BMI_ETIMEDOUT);
-    // The silence deadline: started when a receive waits on a ready peer; half way it sends a
-    // ping, at the end with nothing heard it loses the peer.
+    // The silence deadline: started when a receive waits on a ready peer, or a client of ours
+    // is ready; after half the bound unheard it sends a ping. A peer we wait on that answers
+    // none by the bound is lost; an idle client is asked again, less and less often.
     void watch_silence(OfiPeer& peer);
     void on_silence(OfiPeer& peer, kit::DeadlineKey key, kit::Deadlines::Clock::time_point now);
+    std::chrono::milliseconds silence_interval(const OfiPeer& peer) const;
+    // A ping the provider could not deliver: the peer's process (or node) is gone.
+    void on_failed_ping(fi_addr_t addr, int error);
+    // shm: clients whose endpoints can no longer send (ended without a bye, their regions
+    // swept) are lost: a ping to one lands in its region and never fails.
+    void lose_ended_shm_clients();
     // A send or stall clock's wake-up: the peer is lost if it owes progress and made none.
     void lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool owed, std::uint64_t count,
                       kit::DeadlineKey key, kit::Deadlines::Clock::time_point now,

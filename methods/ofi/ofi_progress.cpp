@@ -203,14 +203,18 @@ void OfiMethod::on_error(Request& request, int error) {
         case Request::Role::grant_recv:
             on_grant_recv_end(request, error, 0);
             return;
-        case Request::Role::control:
-            if (kind_of(request.tag) == Kind::hello)
+        case Request::Role::control: {
+            const auto kind = kind_of(request.tag);
+            if (kind == Kind::hello)
                 if (auto peer = peer_at(request.addr)) {
                     peer->state = OfiPeer::State::fresh;
                     flush_waiting(*peer, error);
                 }
+            const fi_addr_t addr = request.addr;
             release(request);
+            if (kind == Kind::ping) on_failed_ping(addr, error);
             return;
+        }
         default:
             end_request(request, error);
     }

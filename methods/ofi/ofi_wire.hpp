@@ -37,7 +37,7 @@ enum class Kind : std::uint8_t {
     grant = 11,      // body: Grant; a receive for the tag waits: its data may come at once
     revoke = 12,     // body: GrantId; the receive under that grant was cancelled
     unused = 13,     // body: GrantId; the answer to revoke: no data comes under that grant
-    ping = 14,       // empty: answer with pong; we wait on the sender and heard nothing lately
+    ping = 14,       // empty: answer with pong; the sender heard nothing from us lately
     pong = 15,       // empty: the answer to ping
 };
 inline constexpr Kind last_kind = Kind::pong;

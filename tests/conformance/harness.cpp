@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include <unistd.h>
 
@@ -319,6 +321,48 @@ void fill_pattern(void* data, std::size_t size, std::uint32_t seed) {
         const std::uint64_t word = next();
         std::memcpy(bytes + at, &word, size - at);
     }
+}
+
+ForkedClient fork_client(void (*client)(const std::string& address)) {
+    int address_pipe[2];
+    REQUIRE(pipe(address_pipe) == 0);
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        close(address_pipe[1]);
+        std::string address;
+        char ch;
+        while (read(address_pipe[0], &ch, 1) == 1 && ch != '\n') address += ch;
+        client(address);
+        std::_Exit(2);  // a client that returned
+    }
+    close(address_pipe[0]);
+    return {child, address_pipe[1]};
+}
+
+void ForkedClient::tell(const std::string& listen_address) {
+    const std::string line = listen_address + "\n";
+    REQUIRE(write(address_fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()));
+    close(address_fd);
+    address_fd = -1;
+}
+
+Side client_in_child(const std::string& address, BMI_addr_t& server) {
+    Side client;
+    if (core::Instance::create({}, client.instance) != 0 ||
+        client.instance->open_context(client.context) != 0)
+        std::_Exit(3);
+    if (client.instance->addr_lookup(address, server) != 0) std::_Exit(4);
+    return client;
+}
+
+void remove_shm_regions_of(int pid) {
+    const std::string prefix = "bmi-" + std::to_string(pid) + "-";
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ignored))
+        if (entry.path().filename().string().rfind(prefix, 0) == 0)
+            std::filesystem::remove(entry.path(), ignored);
 }
 
 bool check_pattern(const void* data, std::size_t size, std::uint32_t seed) {

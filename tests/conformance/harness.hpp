@@ -102,6 +102,23 @@ core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data
 core::PostRequest recv_request(const Side& side, BMI_addr_t from, void* data, bmi_size_t size,
                                bmi_msg_tag_t tag);
 
+// A client process forked before this one makes any instance (libfabric's verbs does not work
+// in a child forked after its parent used it), which waits to be told the server's address.
+struct ForkedClient {
+    int pid = -1;
+    int address_fd = -1;  // the parent's end of the pipe
+    // Writes the server's listen address to the child and closes the pipe.
+    void tell(const std::string& listen_address);
+};
+// Forks; the child reads the address and runs `client` on it, which must end the process.
+ForkedClient fork_client(void (*client)(const std::string& address));
+// In such a child: an instance with the defaults that looked up `address` as `server`; the
+// process exits with status 3 (no instance) or 4 (no lookup), since no Catch check runs there.
+Side client_in_child(const std::string& address, BMI_addr_t& server);
+// Removes the /dev/shm regions an ofi+shm client process left under its client names
+// (methods/ofi/ofi_address.hpp, shm_client_name): libfabric removes them on a clean close only.
+void remove_shm_regions_of(int pid);
+
 // Deterministic payload and its check.
 void fill_pattern(void* data, std::size_t size, std::uint32_t seed);
 bool check_pattern(const void* data, std::size_t size, std::uint32_t seed);

@@ -3,16 +3,24 @@
 // silent while a receive of ours waits on it (its node lost, its process stopped) would hold
 // that receive for ever. The method pings it half way through ofi_silent_peer_timeout_ms and
 // takes it as gone at the end; a peer that polls answers, however long it has nothing to say.
-// A peer we looked up stays reachable after: the next send greets it again.
+// A peer we looked up stays reachable after: the next send greets it again. A client of ours
+// is pinged while idle too: one whose process ended is found by the failed ping (or, over shm,
+// by the sweep of its region) and forgotten; one that only stopped polling is kept.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "harness.hpp"
 #include "methods/method_config.hpp"
 
 #if BMI_METHOD_OFI
+#include "methods/ofi/ofi_method.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -21,6 +29,23 @@ using Clock = std::chrono::steady_clock;
 namespace {
 long long ms_since(Clock::time_point start) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+std::uint64_t peers_known(Side& side) {
+    method::ofi::Stats stats;
+    REQUIRE(side.instance->get_info(0, method::ofi::get_stats_option, &stats) == 0);
+    return stats.peers;
+}
+
+// A client that says where it is and ends without a bye (nothing closed, nothing finalized),
+// idle: nothing of the server's waits on it.
+[[noreturn]] void say_here_and_end(const std::string& address) {
+    BMI_addr_t server = 0;
+    Side client = client_in_child(address, server);
+    const char here[] = "here";
+    auto request = send_request(client, server, here, sizeof here, 1);
+    request.kind = method::OpKind::send_unexpected;
+    std::_Exit(post_and_wait(client, request, 30000).error == 0 ? 0 : 5);
 }
 }  // namespace
 
@@ -76,6 +101,63 @@ TEST_CASE("ofi: a peer that polls and has nothing to say keeps our receive waiti
     const core::Completion done = wait_op(pair.client, id);
     CHECK(done.error == 0);
     CHECK(std::string(reply, text.size()) == text);
+}
+
+TEST_CASE("ofi: a client that stops polling is kept, however long it is silent",
+          "[conformance][ofi][silence]") {
+    if (!scheme_compiled("ofi")) return;
+    Pair pair = make_peers("ofi", "ofi_silent_peer_timeout_ms=200");
+    const BMI_addr_t client = introduce(pair);
+    const std::uint64_t known = peers_known(pair.server);
+    {
+        // Ten bounds of pings the client cannot answer: nothing of the server's waits on it.
+        Pump server(*pair.server.instance);
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+    CHECK(peers_known(pair.server) == known);
+    Pump server(*pair.server.instance);
+    const std::string text = "still here";
+    core::PostRequest note = send_request(pair.client, pair.server_addr, text.data(),
+                                          static_cast<bmi_size_t>(text.size()), 12);
+    note.kind = method::OpKind::send_unexpected;
+    CHECK(post_and_wait(pair.client, note).error == 0);
+    const core::UnexpectedMessage message = wait_unexpected(pair.server);
+    CHECK(message.addr == client);
+    CHECK(std::string(static_cast<const char*>(message.buffer), message.size) == text);
+    pair.server.instance->unexpected_free(message.buffer);
+}
+
+// Forks (libfabric's verbs does not work in a child forked after the parent used it): over
+// verbs it runs in a process of its own, as the [vanish] rules do.
+TEST_CASE("ofi: an idle client whose process ended without a bye is forgotten",
+          "[conformance][ofi][silence][ended]") {
+    if (!scheme_compiled("ofi")) return;
+    ForkedClient forked = fork_client(say_here_and_end);
+    const pid_t child = forked.pid;
+    Pair pair = make_peers(
+        "ofi",
+        "ofi_silent_peer_timeout_ms=300,ofi_send_timeout_ms=1000,ofi_shm_sweep_period_ms=200");
+    forked.tell(pair.server.instance->listen_addresses());
+    const core::UnexpectedMessage here = wait_unexpected(pair.server, 40000);
+    pair.server.instance->unexpected_free(here.buffer);
+    CHECK(peers_known(pair.server) == 1);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    // Its ping fails (rxm finds no listener), or, over shm, the sweep finds its region gone.
+    const auto ended = Clock::now();
+    std::uint64_t known = 1;
+    {
+        Pump server(*pair.server.instance);
+        while (known != 0 && ms_since(ended) < 10000) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            known = peers_known(pair.server);
+        }
+    }
+    INFO("forgotten after " << ms_since(ended) << " ms");
+    CHECK(known == 0);
+    remove_shm_regions_of(child);
 }
 
 #endif

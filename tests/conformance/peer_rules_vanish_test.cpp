@@ -10,10 +10,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <filesystem>
 #include <optional>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -38,12 +36,8 @@ constexpr std::chrono::seconds client_patience{30};
 // The vanishing client: announces a large send, says where it is with an unexpected message,
 // moves bytes for a moment and ends without finalizing (no goodbye, nothing closed cleanly).
 [[noreturn]] void vanish(const std::string& address) {
-    Side client;
-    if (core::Instance::create({}, client.instance) != 0 ||
-        client.instance->open_context(client.context) != 0)
-        std::_Exit(3);
     BMI_addr_t server = 0;
-    if (client.instance->addr_lookup(address, server) != 0) std::_Exit(4);
+    Side client = client_in_child(address, server);
     std::vector<char> out(large, 'v');
     bmi_op_id_t id = 0;
     if (client.instance->post(
@@ -73,17 +67,6 @@ constexpr std::chrono::seconds client_patience{30};
     std::_Exit(0);
 }
 
-// An ofi+shm endpoint whose process ends without closing it leaves its region in /dev/shm
-// (libfabric removes it on a clean close only): the vanished child's are removed here, under
-// the client names it had (methods/ofi/ofi_address.hpp, shm_client_name).
-void remove_shm_regions_of(pid_t pid) {
-    const std::string prefix = "bmi-" + std::to_string(pid) + "-";
-    std::error_code ignored;
-    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ignored))
-        if (entry.path().filename().string().rfind(prefix, 0) == 0)
-            std::filesystem::remove(entry.path(), ignored);
-}
-
 }  // namespace
 
 TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it in time",
@@ -92,29 +75,15 @@ TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it
     INFO("method " << scheme);
     const MethodAdapter& adapter = adapter_for(scheme);
     // The child starts before any instance or thread of ours exists.
-    int address_pipe[2];
-    REQUIRE(pipe(address_pipe) == 0);
-    std::fflush(nullptr);
-    const pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        close(address_pipe[1]);
-        std::string address;
-        char ch;
-        while (read(address_pipe[0], &ch, 1) == 1 && ch != '\n') address += ch;
-        vanish(address);
-    }
-    close(address_pipe[0]);
+    ForkedClient forked = fork_client(vanish);
+    const pid_t child = forked.pid;
     const std::string options =
         joined(joined(adapter.scheme_option("send_timeout_ms", rule_bound_ms),
                       adapter.scheme_option("rendezvous_timeout_ms", rule_bound_ms)),
                adapter.stall_gap.empty() ? adapter.scheme_option("stall_timeout_ms", rule_bound_ms)
                                          : std::string());
     Pair pair = make_peers(scheme, options);
-    const std::string address = pair.server.instance->listen_addresses() + "\n";
-    REQUIRE(write(address_pipe[1], address.data(), address.size()) ==
-            static_cast<ssize_t>(address.size()));
-    close(address_pipe[1]);
+    forked.tell(pair.server.instance->listen_addresses());
 
     // The client's first message, or what became of the client if it does not come.
     core::UnexpectedMessage here;
