@@ -110,7 +110,8 @@ TEST_CASE("ofi: a client that stops polling is kept, however long it is silent",
     const BMI_addr_t client = introduce(pair);
     const std::uint64_t known = peers_known(pair.server);
     {
-        // Ten bounds of pings the client cannot answer: nothing of the server's waits on it.
+        // Ten bounds in which the client answers none of the server's pings, and nothing of
+        // the server's waits on it.
         Pump server(*pair.server.instance);
         std::this_thread::sleep_for(std::chrono::seconds(2));
     }
@@ -145,7 +146,8 @@ TEST_CASE("ofi: an idle client whose process ended without a bye is forgotten",
     REQUIRE(waitpid(child, &status, 0) == child);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
-    // Its ping fails (rxm finds no listener), or, over shm, the sweep finds its region gone.
+    // Over rxm its ping never completes and the send deadline takes it (or the ping fails);
+    // over shm the sweep finds its region gone.
     const auto ended = Clock::now();
     std::uint64_t known = 1;
     {
