@@ -35,7 +35,7 @@
 #if BMI_METHOD_OFI
 #include <rdma/fi_errno.h>
 
-#include "methods/ofi/ofi_method.hpp"
+#include "ofi_stats.hpp"
 
 #include <chrono>
 #include <deque>
@@ -351,17 +351,6 @@ std::string MethodAdapter::setup_deadline_option(int ms) const {
 std::string MethodAdapter::early_peer_option(std::size_t bytes) const {
     return scheme_option("early_peer_bytes", bytes);
 }
-
-#if BMI_METHOD_OFI
-namespace {
-// The ofi method's statistics, read through the instance as an application would.
-method::ofi::Stats ofi_stats(core::Instance& server, BMI_addr_t any = 0) {
-    method::ofi::Stats stats;
-    REQUIRE(server.get_info(any, method::ofi::get_stats_option, &stats) == 0);
-    return stats;
-}
-}  // namespace
-#endif
 
 std::optional<std::uint64_t> MethodAdapter::early_bytes_held(
     [[maybe_unused]] core::Instance& server, [[maybe_unused]] BMI_addr_t any) const {

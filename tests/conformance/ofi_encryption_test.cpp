@@ -36,8 +36,8 @@
 #if BMI_METHOD_OFI
 #include "methods/kit/key_handshake.hpp"
 #include "methods/ofi/ofi_handshake.hpp"
-#include "methods/ofi/ofi_method.hpp"
 #include "ofi_raw_endpoint.hpp"
+#include "ofi_stats.hpp"
 #include "support/keys/numbered_records.hpp"
 #include "support/keys/sealed_bulk.hpp"
 #include "support/keys/secret_key.hpp"
@@ -50,12 +50,6 @@ namespace {
 std::string provider() {
     const char* p = std::getenv("BMI_CONFORMANCE_OFI_PROVIDER");
     return p != nullptr && *p != '\0' ? p : "tcp";
-}
-
-method::ofi::Stats stats_of(Side& side) {
-    method::ofi::Stats stats;
-    REQUIRE(side.instance->get_info(0, method::ofi::get_stats_option, &stats) == 0);
-    return stats;
 }
 
 // Unique to this process, so another test's traffic cannot show it.
@@ -297,7 +291,7 @@ private:
 // Waits, while the server progresses, until its count of failed records reaches `count`.
 bool records_failed_reach(Side& server, std::uint64_t count) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (stats_of(server).records_failed < count) {
+    while (ofi_stats(server).records_failed < count) {
         if (std::chrono::steady_clock::now() > until) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -328,17 +322,17 @@ TEST_CASE("ofi: encrypted messages of every kind arrive intact", "[conformance][
         Pair pair = make_peers("ofi", "key_file=" + key + ",encryption=require");
         const BMI_addr_t client = introduce(pair);
         every_kind(pair, client);
-        CHECK(stats_of(pair.server).encrypted_peers == 1);
-        CHECK(stats_of(pair.client).encrypted_peers == 1);
-        CHECK(stats_of(pair.server).records_failed == 0);
+        CHECK(ofi_stats(pair.server).encrypted_peers == 1);
+        CHECK(ofi_stats(pair.client).encrypted_peers == 1);
+        CHECK(ofi_stats(pair.server).records_failed == 0);
     }
     SECTION("a new key every 3 records: many steps, each side at its own pace") {
         Pair pair =
             make_peers("ofi", "key_file=" + key + ",encryption=prefer,encryption_rekey_records=3");
         const BMI_addr_t client = introduce(pair);
         every_kind(pair, client);
-        CHECK(stats_of(pair.server).encrypted_peers == 1);
-        CHECK(stats_of(pair.client).records_failed == 0);
+        CHECK(ofi_stats(pair.server).encrypted_peers == 1);
+        CHECK(ofi_stats(pair.client).records_failed == 0);
     }
 }
 
@@ -373,7 +367,7 @@ TEST_CASE("ofi: require refuses a peer that cannot encrypt; prefer talks plainly
         const auto sent = post_and_wait(
             pair.client, send_request(pair.client, pair.server_addr, &byte, 1, 1), 10000);
         CHECK(sent.error == -BMI_EACCES);
-        CHECK(stats_of(pair.server).encrypted_peers == 0);
+        CHECK(ofi_stats(pair.server).encrypted_peers == 0);
     }
     SECTION("the client requires, the server's encryption is off") {
         Pair pair = make_peers("ofi", key, key + ",encryption=require");
@@ -387,8 +381,8 @@ TEST_CASE("ofi: require refuses a peer that cannot encrypt; prefer talks plainly
         Pair pair = make_peers("ofi", key + ",encryption=prefer", key);
         const BMI_addr_t client = introduce(pair);
         round_trip(pair, client, 100, 1, 7);
-        CHECK(stats_of(pair.server).encrypted_peers == 0);
-        CHECK(stats_of(pair.client).encrypted_peers == 0);
+        CHECK(ofi_stats(pair.server).encrypted_peers == 0);
+        CHECK(ofi_stats(pair.client).encrypted_peers == 0);
     }
 }
 
@@ -453,14 +447,14 @@ TEST_CASE("ofi: a changed or repeated record drops its sender alone and delivers
         }
         REQUIRE(outcount == 1);
         CHECK(done.error == -BMI_EPROTO);
-        CHECK(stats_of(pair.server).records_failed == 1);
+        CHECK(ofi_stats(pair.server).records_failed == 1);
         // Dropped, as for a changed record.
         holder.send_unexpected("after");
         CHECK(no_unexpected_for(pair.server, 300));
     }
     // The legitimate client is served throughout.
     round_trip(pair, client, 3 * 1024 * 1024, 1, 11, nullptr, 30000);
-    CHECK(stats_of(pair.client).records_failed == 0);
+    CHECK(ofi_stats(pair.client).records_failed == 0);
 }
 
 #endif

@@ -12,7 +12,7 @@
 #include "methods/method_config.hpp"
 
 #if BMI_METHOD_OFI
-#include "methods/ofi/ofi_method.hpp"
+#include "ofi_stats.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -22,12 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr bmi_size_t large = 1 << 20;  // above ofi's eager limit, within one chunk: granted
 constexpr int deadline_ms = 400;       // ofi_rendezvous_timeout_ms of both instances
-
-std::uint64_t grants_held(core::Instance& instance) {
-    method::ofi::Stats stats;
-    REQUIRE(instance.get_info(0, method::ofi::get_stats_option, &stats) == 0);
-    return stats.grants_held;
-}
 
 // One progress pass of each side, without waiting.
 void drive(Side& side) {
@@ -52,11 +46,11 @@ TEST_CASE("ofi: a revoke its sender never answers ends the cancelled receive at 
     REQUIRE(pair.server.instance->post(
                 recv_request(pair.server, client, cancelled.data(), large, 5), rid, nullptr) == 0);
     const auto grant_by = Clock::now() + std::chrono::seconds(5);
-    while (grants_held(*pair.client.instance) == 0 && Clock::now() < grant_by) {
+    while (ofi_stats(pair.client).grants_held == 0 && Clock::now() < grant_by) {
         drive(pair.server);
         drive(pair.client);
     }
-    REQUIRE(grants_held(*pair.client.instance) == 1);
+    REQUIRE(ofi_stats(pair.client).grants_held == 1);
 
     // The client makes no progress from here on: the revoke stays unanswered.
     const auto cancelled_at = Clock::now();
@@ -72,11 +66,11 @@ TEST_CASE("ofi: a revoke its sender never answers ends the cancelled receive at 
     // The client now reads the grant's revoke, gives the grant up and answers; the answer
     // finds nothing to end. The pair goes on with a large message of the same tag.
     const auto answer_by = Clock::now() + std::chrono::seconds(5);
-    while (grants_held(*pair.client.instance) != 0 && Clock::now() < answer_by) {
+    while (ofi_stats(pair.client).grants_held != 0 && Clock::now() < answer_by) {
         drive(pair.client);
         drive(pair.server);
     }
-    CHECK(grants_held(*pair.client.instance) == 0);
+    CHECK(ofi_stats(pair.client).grants_held == 0);
     std::vector<char> out(large), in(large, 0);
     fill_pattern(out.data(), out.size(), 77);
     Pump server_pump(*pair.server.instance);

@@ -20,7 +20,7 @@
 #include "methods/method_config.hpp"
 
 #if BMI_METHOD_OFI
-#include "methods/ofi/ofi_method.hpp"
+#include "ofi_stats.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -29,12 +29,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 long long ms_since(Clock::time_point start) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-}
-
-std::uint64_t peers_known(Side& side) {
-    method::ofi::Stats stats;
-    REQUIRE(side.instance->get_info(0, method::ofi::get_stats_option, &stats) == 0);
-    return stats.peers;
 }
 
 // A client that says where it is and ends without a bye (nothing closed, nothing finalized),
@@ -108,14 +102,14 @@ TEST_CASE("ofi: a client that stops polling is kept, however long it is silent",
     if (!scheme_compiled("ofi")) return;
     Pair pair = make_peers("ofi", "ofi_silent_peer_timeout_ms=200");
     const BMI_addr_t client = introduce(pair);
-    const std::uint64_t known = peers_known(pair.server);
+    const std::uint64_t known = ofi_stats(pair.server).peers;
     {
         // Ten bounds in which the client answers none of the server's pings, and nothing of
         // the server's waits on it.
         Pump server(*pair.server.instance);
         std::this_thread::sleep_for(std::chrono::seconds(2));
     }
-    CHECK(peers_known(pair.server) == known);
+    CHECK(ofi_stats(pair.server).peers == known);
     Pump server(*pair.server.instance);
     const std::string text = "still here";
     core::PostRequest note = send_request(pair.client, pair.server_addr, text.data(),
@@ -141,7 +135,7 @@ TEST_CASE("ofi: an idle client whose process ended without a bye is forgotten",
     forked.tell(pair.server.instance->listen_addresses());
     const core::UnexpectedMessage here = wait_unexpected(pair.server, 40000);
     pair.server.instance->unexpected_free(here.buffer);
-    CHECK(peers_known(pair.server) == 1);
+    CHECK(ofi_stats(pair.server).peers == 1);
     int status = 0;
     REQUIRE(waitpid(child, &status, 0) == child);
     CHECK(WIFEXITED(status));
@@ -154,7 +148,7 @@ TEST_CASE("ofi: an idle client whose process ended without a bye is forgotten",
         Pump server(*pair.server.instance);
         while (known != 0 && ms_since(ended) < 10000) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            known = peers_known(pair.server);
+            known = ofi_stats(pair.server).peers;
         }
     }
     INFO("forgotten after " << ms_since(ended) << " ms");

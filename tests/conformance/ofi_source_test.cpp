@@ -22,8 +22,8 @@
 
 #if BMI_METHOD_OFI
 #include "methods/ofi/ofi_handshake.hpp"
-#include "methods/ofi/ofi_method.hpp"
 #include "ofi_raw_endpoint.hpp"
+#include "ofi_stats.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
@@ -50,12 +50,6 @@ void say_hello(OfiRawEndpoint& endpoint) {
     hello.name = endpoint.fabric().name();
     REQUIRE(endpoint.send(method::ofi::Kind::hello, method::ofi::encode(hello)));
     REQUIRE(endpoint.await(method::ofi::Kind::answer, 10000));
-}
-
-std::uint64_t silenced(Side& side) {
-    method::ofi::Stats stats;
-    REQUIRE(side.instance->get_info(0, method::ofi::get_stats_option, &stats) == 0);
-    return stats.silenced;
 }
 
 }  // namespace
@@ -109,7 +103,7 @@ TEST_CASE("ofi: an endpoint the server stopped talking to cannot speak for anoth
     if (provider != nullptr && std::string(provider) == "shm") {
         OfiRawEndpoint next(listen);
         say_hello(next);
-        CHECK(silenced(pair.server) == (keyed ? 1u : 0u));
+        CHECK(ofi_stats(pair.server).silenced == (keyed ? 1u : 0u));
     }
 }
 

@@ -14,24 +14,18 @@
 #include "methods/method_config.hpp"
 
 #if BMI_METHOD_OFI
-#include "methods/ofi/ofi_method.hpp"
+#include "ofi_stats.hpp"
 
 using namespace bmi;
 using namespace bmi::test;
 
 namespace {
 
-std::uint64_t handed_wakeups(core::Instance& instance) {
-    method::ofi::Stats stats;
-    REQUIRE(instance.get_info(0, method::ofi::get_stats_option, &stats) == 0);
-    return stats.handed_wakeups;
-}
-
 // The server sleeps (or naps) with a long idle time before a message is sent; the arrival, not
 // the idle time, must end the wait.
 void arrival_ends_the_wait(Pair& pair) {
     const BMI_addr_t client = introduce(pair);  // its waits sleep with a 10 ms idle time
-    const std::uint64_t before = handed_wakeups(*pair.server.instance);
+    const std::uint64_t before = ofi_stats(pair.server).handed_wakeups;
     CHECK(before >= 1);
 
     char in[8] = {};
@@ -73,13 +67,7 @@ void arrival_ends_the_wait(Pair& pair) {
     REQUIRE(check_pattern(in, sizeof in, 3));
     // Generous for a loaded machine, and still far below the 5 s idle time it must not wait out.
     CHECK(waited < std::chrono::milliseconds(2500));
-    CHECK(handed_wakeups(*pair.server.instance) > before);
-}
-
-std::uint64_t naps_taken(core::Instance& instance) {
-    method::ofi::Stats stats;
-    REQUIRE(instance.get_info(0, method::ofi::get_stats_option, &stats) == 0);
-    return stats.naps;
+    CHECK(ofi_stats(pair.server).handed_wakeups > before);
 }
 
 }  // namespace
@@ -99,7 +87,7 @@ TEST_CASE("ofi_wait_descriptor=0 polls and naps, and an arrival ends a nap",
     Pair pair = make_peers("ofi", "ofi_wait_descriptor=0");
     arrival_ends_the_wait(pair);
     // Naps on every provider now, also where the queue has a descriptor (tcp, verbs).
-    CHECK(naps_taken(*pair.server.instance) > 0);
+    CHECK(ofi_stats(pair.server).naps > 0);
 }
 
 #endif
