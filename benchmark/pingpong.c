@@ -42,12 +42,14 @@ static int past_deadline(double *deadline, int timeout_ms)
     return now > *deadline;
 }
 
-/* A failed operation with the peer it was for, its cause and a hint (example_report.h). */
-static void report_op(const struct link *l, const char *step, const char *what, int code)
+/* A failed operation with the peer it was for, its cause and a hint (example_report.h);
+ * timeout_ms is the caller's own deadline if that passed, else EXAMPLE_FROM_LIBRARY. */
+static void report_op(const struct link *l, const char *step, const char *what, int code,
+                      int timeout_ms)
 {
     char doing[128];
     snprintf(doing, sizeof(doing), "%s %s with", step, what);
-    example_report("pingpong", doing, BMI_addr_rev_lookup(l->peer), code, l->timeout_ms);
+    example_report("pingpong", doing, BMI_addr_rev_lookup(l->peer), code, timeout_ms);
 }
 
 /* Finishes an operation given its post's return code; returns 0 on success. */
@@ -61,7 +63,7 @@ static int finish(const struct link *l, int posted, bmi_op_id_t id, bmi_size_t *
     int outcount = 0, rc;
 
     if (posted < 0) {
-        report_op(l, "posting", what, posted);
+        report_op(l, "posting", what, posted, EXAMPLE_FROM_LIBRARY);
         return -1;
     }
     if (posted == 1)
@@ -75,12 +77,12 @@ static int finish(const struct link *l, int posted, bmi_op_id_t id, bmi_size_t *
         if (outcount != 0)
             break;
         if (past_deadline(&deadline, l->timeout_ms)) {
-            report_op(l, "waiting for", what, -BMI_ETIMEDOUT);
+            report_op(l, "waiting for", what, -BMI_ETIMEDOUT, l->timeout_ms);
             return -1; /* BMI_finalize cancels it; the process exits next */
         }
     }
     if (error != 0) {
-        report_op(l, "completing", what, error);
+        report_op(l, "completing", what, error, EXAMPLE_FROM_LIBRARY);
         return -1;
     }
     if (actual != NULL)
@@ -531,7 +533,7 @@ static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
     if (rc < 0) {
         char doing[96];
         snprintf(doing, sizeof(doing), "starting %s for", methods ? methods : "any method");
-        example_report("pingpong", doing, o->addr, rc, o->timeout_ms);
+        example_report("pingpong", doing, o->addr, rc, EXAMPLE_FROM_LIBRARY);
         if (o->server)
             share(NULL, 1);
         return rc == -BMI_ENOPROTOOPT ? PP_EXIT_SKIP : 1;
@@ -569,7 +571,7 @@ static int run_role(struct pp_options *o, pp_share_fn share, int client_shares)
     } else {
         rc = BMI_addr_lookup(&l.peer, o->addr, NULL);
         if (rc < 0) {
-            example_report("pingpong", "looking up", o->addr, rc, o->timeout_ms);
+            example_report("pingpong", "looking up", o->addr, rc, EXAMPLE_FROM_LIBRARY);
             rc = rc == -BMI_ENOPROTOOPT ? PP_EXIT_SKIP : -1;
         } else {
             rc = run_client(&l, o);

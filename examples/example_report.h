@@ -31,12 +31,18 @@ static const struct
     {BMI_EACCES, "%s admits only holders of its key: give this process the same key "
                  "(BMI_KEY_FILE)"},
     {BMI_EADDRINUSE, "another process already listens at %s"},
-    {BMI_EINVAL, "is %s well formed? tcp://HOST:PORT, shm://NAME or "
-                 "verbs://DEVICE:PORT/HOST:PORT"},
+    {BMI_EINVAL, "is %s well formed? tcp://HOST:PORT, shm://NAME, "
+                 "verbs://DEVICE:PORT/HOST:PORT or ofi+PROVIDER://...; or a warning above "
+                 "names a setting that is not valid"},
 };
 
+/* The timeout_ms of a code that came from libbmi: no deadline of the caller's passed. */
+#define EXAMPLE_FROM_LIBRARY 0
+
 /* The usual cause of code when talking to addr, written into out, or NULL if none is known.
- * timeout_ms is the caller's own deadline, for -BMI_ETIMEDOUT. */
+ * timeout_ms is the caller's own deadline when that deadline passed (its -BMI_ETIMEDOUT), else
+ * EXAMPLE_FROM_LIBRARY: an operation that failed with -BMI_ETIMEDOUT met one of libbmi's
+ * deadlines, which the caller's option does not raise. */
 static inline const char *example_hint(int code, const char *addr, int timeout_ms, char *out,
                                        size_t size)
 {
@@ -45,9 +51,16 @@ static inline const char *example_hint(int code, const char *addr, int timeout_m
         code = -code;
     if (addr == NULL)
         addr = "the address";
-    if (code == BMI_ETIMEDOUT) {
+    if (code == BMI_ETIMEDOUT && timeout_ms > 0) {
         snprintf(out, size, "no answer from %s within %d ms (--timeout-ms raises the limit)", addr,
                  timeout_ms);
+        return out;
+    }
+    if (code == BMI_ETIMEDOUT) {
+        snprintf(out, size,
+                 "no answer from %s within one of libbmi's own deadlines, which --timeout-ms "
+                 "does not raise (bmi-info lists the *_timeout_ms settings that do)",
+                 addr);
         return out;
     }
     for (i = 0; i < sizeof(example_hints) / sizeof(example_hints[0]); i++) {
@@ -59,7 +72,8 @@ static inline const char *example_hint(int code, const char *addr, int timeout_m
     return NULL;
 }
 
-/* "who: doing addr failed: BMI_ECONNREFUSED (Connection refused)", then the hint if any. */
+/* "who: doing addr failed: BMI_ECONNREFUSED (Connection refused)", then the hint if any;
+ * timeout_ms as for example_hint. */
 static inline void example_report(const char *who, const char *doing, const char *addr, int code,
                                   int timeout_ms)
 {

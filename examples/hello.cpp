@@ -30,10 +30,15 @@ constexpr int wait_ms = 10000;  // the bound on every wait for one operation
 
 // Examples stop at the first error; main() reports it and RAII releases everything.
 struct Failure : std::runtime_error {
-    Failure(std::string doing, std::string address, std::error_code code)
-        : std::runtime_error(doing), address(std::move(address)), code(code) {}
+    Failure(std::string doing, std::string address, std::error_code code,
+            int expired_after_ms = EXAMPLE_FROM_LIBRARY)
+        : std::runtime_error(doing),
+          address(std::move(address)),
+          code(code),
+          expired_after_ms(expired_after_ms) {}
     std::string address;  // empty when the failure concerns no peer
     std::error_code code;
+    int expired_after_ms;  // this program's own bound when that passed, else from libbmi
 };
 
 template <class T>
@@ -71,7 +76,7 @@ bmi::Completion finish(bmi::Session& session, bmi::Context& ctx, const bmi::Post
             return *done;
         }
     }
-    throw Failure(doing, address, make_error_code(bmi::errc::timed_out));
+    throw Failure(doing, address, make_error_code(bmi::errc::timed_out), wait_ms);
 }
 
 int run_server(const std::string& listen) {
@@ -103,7 +108,7 @@ int run_server(const std::string& listen) {
         for (std::size_t i = 0; i < n; ++i) {
             if (done[i].error)  // that client's loss only: the server goes on
                 example_report("hello", "answering a client", nullptr, -done[i].error.value(),
-                               wait_ms);
+                               EXAMPLE_FROM_LIBRARY);
             in_flight.remove_if([&](const std::string& s) { return &s == done[i].user_ptr; });
         }
     }
@@ -147,7 +152,7 @@ int main(int argc, char** argv) {
             return run_client(argv[2], argc > 3 ? std::stoi(argv[3]) : 10);
     } catch (const Failure& f) {
         example_report("hello", f.what(), f.address.empty() ? nullptr : f.address.c_str(),
-                       -f.code.value(), wait_ms);
+                       -f.code.value(), f.expired_after_ms);
         return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "hello: %s\n", e.what());

@@ -23,10 +23,16 @@ struct client
     const char *server_name; /* the address as given, for messages */
 };
 
-/* One failure of this client's, with its cause (example_report.h). */
+/* One operation that failed in libbmi, with its cause (example_report.h). */
 static void report(const struct client *c, const char *doing, int code)
 {
-    example_report("client", doing, c->server_name, code, (int)(c->timeout_s * 1000.0));
+    example_report("client", doing, c->server_name, code, EXAMPLE_FROM_LIBRARY);
+}
+
+/* One operation that outlived this client's own --timeout-ms. */
+static void report_expired(const struct client *c, const char *doing)
+{
+    example_report("client", doing, c->server_name, -BMI_ETIMEDOUT, (int)(c->timeout_s * 1000.0));
 }
 
 static int usage(const char *argv0)
@@ -131,7 +137,7 @@ static int exchange(struct client *c, uint32_t op, uint64_t request_id, bmi_msg_
             report(c, "sending a request to", send_error);
             rc = -1;
         } else if (rc == -1) {
-            report(c, "sending a request to", -BMI_ETIMEDOUT);
+            report_expired(c, "sending a request to");
         }
         if (rc != 0) {
             if (recv_rc == 0 && BMI_cancel(recv_id, c->context) == 0)
@@ -142,7 +148,7 @@ static int exchange(struct client *c, uint32_t op, uint64_t request_id, bmi_msg_
     if (recv_rc == 0) {
         rc = wait_for(c, recv_id, &recv_error, &recv_actual);
         if (rc == -1)
-            report(c, "waiting for the response from", -BMI_ETIMEDOUT);
+            report_expired(c, "waiting for the response from");
         if (rc != 0)
             return -1;
         if (recv_error != 0) {

@@ -78,7 +78,8 @@ static void settle(struct server *s, struct pending_send *p, int error)
     int rc;
     if (error != 0) {
         /* A client that went away loses its answer; the others carry on. */
-        example_report("server", "answering", BMI_addr_rev_lookup(p->addr), error, 0);
+        example_report("server", "answering", BMI_addr_rev_lookup(p->addr), error,
+                       EXAMPLE_FROM_LIBRARY);
         s->failed++;
     } else {
         s->answered++;
@@ -277,7 +278,7 @@ int main(int argc, char **argv)
     if (rc < 0) {
         char doing[96];
         snprintf(doing, sizeof(doing), "listening with method list %s at", methods);
-        example_report("server", doing, listen_addr, rc, 0);
+        example_report("server", doing, listen_addr, rc, EXAMPLE_FROM_LIBRARY);
         free(s.sends);
         return 1;
     }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../unit/key_files.hpp"
 #include "process_harness.hpp"
 
 using namespace std::chrono_literals;
@@ -417,6 +418,33 @@ TEST_CASE("a failing example client says what, where, why, and what to check", "
         CHECK(status == 1);
         CHECK(text.find("BMI_ETIMEDOUT (Connection timed out)") != std::string::npos);
         CHECK(text.find("hint: no answer from " + addr + " within 1000 ms") != std::string::npos);
+    }
+    SECTION(
+        "a listener that never answers the key handshake: libbmi's deadline, not the client's") {
+        bmi::test::KeyFiles keys;
+        const std::string key = keys.write("key", std::vector<std::uint8_t>(32, 7));
+        std::string addr;
+        int fd = bound_loopback_socket(addr);
+        REQUIRE(::listen(fd, 4) == 0);
+        auto [status, text] = run_client_for_messages(
+            {"env", "BMI_KEY_FILE=" + key, "BMI_TCP_SETUP_TIMEOUT_MS=500", client_exe,
+             "--iterations", "1", "--timeout-ms", "20000", addr});
+        ::close(fd);
+        INFO(text);
+        CHECK(status == 1);
+        CHECK(text.find("BMI_ETIMEDOUT (Connection timed out)") != std::string::npos);
+        CHECK(text.find("hint: no answer from " + addr + " within one of libbmi's own deadlines") !=
+              std::string::npos);
+        CHECK(text.find("20000 ms") == std::string::npos);
+    }
+    SECTION("a setting that is not valid") {
+        auto [status, text] =
+            run_client_for_messages({"env", "BMI_TCP_SETUP_TIMEOUT_MS=soon", client_exe,
+                                     "--iterations", "1", "tcp://127.0.0.1:1"});
+        INFO(text);
+        CHECK(status == 1);
+        CHECK(text.find("BMI_TCP_SETUP_TIMEOUT_MS") != std::string::npos);
+        CHECK(text.find("a warning above names a setting that is not valid") != std::string::npos);
     }
 }
 
