@@ -18,7 +18,9 @@ static const struct
     {BMI_ECONNREFUSED, "is a server running at %s? nothing accepted the connection there, "
                        "or it refused it (a warning here or in its log says why, e.g. it "
                        "ran out of file descriptors)"},
-    {BMI_ECONNRESET, "is a server running at %s? nothing accepted the connection there"},
+    {BMI_ECONNRESET, "is a server running at %s? nothing accepted the connection there, or "
+                     "the server closed it or restarted (a request it had not answered is "
+                     "lost then; send it again)"},
     {BMI_ENOPROTOOPT, "%s needs a method this process did not start: give it in the method "
                       "list, and check that libbmi was built with it (bmi-info lists them)"},
     {BMI_EPROTONOSUPPORT, "%s needs a method this process did not start: give it in the "

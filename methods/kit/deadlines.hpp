@@ -31,8 +31,9 @@ enum class DeadlineKind : std::uint8_t {
     sweep,          // a periodic look at every connection
     admission,      // a socket waits for its source's turn (kit::Acceptor's own)
     silence,        // a peer we wait on must be heard from
+    probe,          // a peer we wait on, silent a while, is asked whether it restarted
 };
-inline constexpr std::size_t deadline_kinds = 8;
+inline constexpr std::size_t deadline_kinds = 9;
 
 struct DeadlineKey {
     std::uint64_t id = 0;

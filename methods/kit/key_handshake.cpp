@@ -260,4 +260,33 @@ support::keys::Cipher KeyHandshake::cipher() const {
     return support::keys::Cipher::none;
 }
 
+namespace {
+// A reset's own plane, so that no handshake's proof verifies as one, nor one as a proof.
+support::keys::Transcript reset_transcript(const std::string& plane, const Nonce& probe,
+                                           std::string_view prober, std::string_view resetter) {
+    support::keys::Transcript t;
+    t.plane = plane;
+    t.initiator_nonce = probe;
+    t.acceptor_endpoint = resetter;
+    t.initiator_address = prober;
+    return t;
+}
+}  // namespace
+
+Proof KeyGate::prove_reset(const Nonce& probe, std::string_view prober,
+                           std::string_view resetter) const {
+    if (!keyed()) return Proof{};
+    const std::string plane = method_ + " reset";
+    return support::keys::prove(*key_, Role::acceptor,
+                                reset_transcript(plane, probe, prober, resetter));
+}
+
+bool KeyGate::verify_reset(const Nonce& probe, std::string_view prober, std::string_view resetter,
+                           std::span<const std::uint8_t> proof) const {
+    if (!keyed()) return true;
+    const std::string plane = method_ + " reset";
+    return support::keys::verify(*key_, Role::acceptor,
+                                 reset_transcript(plane, probe, prober, resetter), proof);
+}
+
 }  // namespace bmi::method::kit

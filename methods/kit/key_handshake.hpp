@@ -112,6 +112,14 @@ public:
     std::uint64_t refused() const { return log_.refused(); }
     const support::keys::RefusalLog& log() const { return log_; }
 
+    // A peer that holds no state of the prober's (it restarted) says so to the prober's probe:
+    // the proof, bound to the probe's nonce and both endpoints as the prober names them, that
+    // it holds the key, since what it says ends the prober's operations. All zero without a
+    // key, and verify_reset then takes any: without a key nothing is proven anywhere.
+    Proof prove_reset(const Nonce& probe, std::string_view prober, std::string_view resetter) const;
+    bool verify_reset(const Nonce& probe, std::string_view prober, std::string_view resetter,
+                      std::span<const std::uint8_t> proof) const;
+
 private:
     friend class KeyHandshake;
     std::string method_;  // also what a proof is for: a proof for one method fails on another

@@ -32,6 +32,7 @@ public:
     // erase_peer: a peer endpoint of this process that closed first).
     void abandon(fi_addr_t addr);
     bool holds(fi_addr_t addr) const { return endpoints_.count(addr) != 0; }
+    bool holds(const std::string& endpoint) const { return by_endpoint_.count(endpoint) != 0; }
     // The endpoint text of addr's entry, or "".
     std::string endpoint_of(fi_addr_t addr) const {
         auto it = endpoints_.find(addr);

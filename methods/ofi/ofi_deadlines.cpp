@@ -79,6 +79,9 @@ void OfiMethod::on_deadline(kit::DeadlineKey key, Clock::time_point now) {
         case kit::DeadlineKind::silence:
             on_silence(*peer, key, now);
             return;
+        case kit::DeadlineKind::probe:
+            on_probe_due(*peer, key, now);
+            return;
         default:
             return;
     }
@@ -95,6 +98,9 @@ void OfiMethod::lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool o
 
 void OfiMethod::watch_silence(OfiPeer& peer) {
     if (!peer.silence_watched()) return;
+    if (!peer.reached_us && peer.waited_on())
+        peer.probe_clock.start(timers_, {peer.fi_addr, kit::DeadlineKind::probe}, peer.heard,
+                               probe_after());
     const kit::DeadlineKey key{peer.fi_addr, kit::DeadlineKind::silence};
     if (peer.silence_clock.timed) {
         // An idle client's clock may be far out: a receive posted for it now is owed the bound.
@@ -129,6 +135,8 @@ void OfiMethod::on_silence(OfiPeer& peer, kit::DeadlineKey key, Clock::time_poin
     peer.unanswered = answered ? 0 : peer.unanswered + 1;
     peer.asked = peer.heard;
     send_control(peer, Kind::ping, 0, nullptr, 0);
+    // A server of ours may have restarted since: only a probe lets its new process say so.
+    if (!peer.reached_us) send_probe(peer);
     peer.silence_clock.start(timers_, key, peer.heard, silence_interval(peer));
 }
 

@@ -183,4 +183,36 @@ std::optional<Answer> decode_answer(std::span<const std::byte> body) {
     return answer;
 }
 
+std::vector<std::byte> encode(const Probe& probe) {
+    std::vector<std::byte> out;
+    append(out, probe.nonce.data(), probe.nonce.size());
+    append(out, probe.name.data(), probe.name.size());
+    return out;
+}
+
+std::vector<std::byte> encode(const Reset& reset) {
+    std::vector<std::byte> out;
+    append(out, reset.nonce.data(), reset.nonce.size());
+    append(out, reset.proof.data(), reset.proof.size());
+    return out;
+}
+
+std::optional<Probe> decode_probe(std::span<const std::byte> body) {
+    Reader in(body);
+    Probe probe;
+    if (!in.take(probe.nonce.data(), probe.nonce.size())) return std::nullopt;
+    if (in.rest().empty() || in.rest().size() > max_name_bytes) return std::nullopt;
+    probe.name.assign(in.rest().begin(), in.rest().end());
+    return probe;
+}
+
+std::optional<Reset> decode_reset(std::span<const std::byte> body) {
+    Reader in(body);
+    Reset reset;
+    if (!in.take(reset.nonce.data(), reset.nonce.size()) ||
+        !in.take(reset.proof.data(), reset.proof.size()) || !in.rest().empty())
+        return std::nullopt;
+    return reset;
+}
+
 }  // namespace bmi::method::ofi

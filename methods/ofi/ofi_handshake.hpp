@@ -7,6 +7,8 @@
 //   answer  features(1) [nonce(32) proof(32)] [ciphers(1) public_key(32)]
 //           [eager(4) unexpected(4)] stated...
 //   proof   proof(32)
+//   probe   nonce(32) name...
+//   reset   nonce(32) proof(32)
 // features: 1 proof, 2 binding, 4 required (kit::KeyFeatures), 8 ciphers, 16 limits, 32 numbers;
 // nonce and proof only with 1, the cipher fields only with 8 (a keyed libbmi sets both), the
 // sizes only with 16 (libbmi always sends them). 32: the sender numbers its ordered messages
@@ -72,9 +74,29 @@ std::string proven_text(const std::string& stated, const std::optional<BufferLim
 // without them, so it counts as one of an older handshake (kit::Refusal::first_handshake).
 kit::KeyFeatures checked_features(const kit::KeyFeatures& sent, bool cipher_fields);
 
+// A restarted peer (doc/methods/ofi.md, "Restarted peers"): rxm connects our messages to the
+// new process beneath us, which drops them as from an endpoint that never said hello and
+// cannot say so, since it is not told who sent them. So a probe, sent beside each ping to a
+// peer we looked up, names its sender; a peer that knows neither the sender nor its name
+// answers with a reset. Neither is sealed nor carries credits or a number: the peer that
+// answers shares no traffic keys with the prober.
+struct Probe {
+    support::keys::Nonce nonce{};
+    std::vector<std::byte> name;  // the prober's endpoint, 1 to max_name_bytes bytes
+};
+// The probe's nonce, and the proof of the key over it (kit::KeyGate::prove_reset).
+struct Reset {
+    support::keys::Nonce nonce{};
+    support::keys::Proof proof{};
+};
+
 std::vector<std::byte> encode(const Hello& hello);
 std::vector<std::byte> encode(const Answer& answer);
 std::optional<Hello> decode_hello(std::span<const std::byte> body);
 std::optional<Answer> decode_answer(std::span<const std::byte> body);
+std::vector<std::byte> encode(const Probe& probe);
+std::vector<std::byte> encode(const Reset& reset);
+std::optional<Probe> decode_probe(std::span<const std::byte> body);
+std::optional<Reset> decode_reset(std::span<const std::byte> body);
 
 }  // namespace bmi::method::ofi

@@ -31,6 +31,9 @@ constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
 // its 16 KiB buffer and refuses a larger request, which would leave its 64-byte default.
 constexpr std::size_t largest_inject_request = 8 * 1024;
 constexpr int goodbye_reads = 16;
+// Forgotten peers' entries kept (OfiMethod::lingering_): a peer retrying at once after a
+// refusal or a reset finds its entry, which the next 64 forgotten peers push out.
+constexpr std::size_t most_lingering = 64;
 
 // What a lookup resolved before the method's lock was taken: the peer's address as the
 // provider writes it, for its address vector.
@@ -411,6 +414,7 @@ fi_addr_t OfiMethod::enter_address(const std::vector<std::byte>& name, std::stri
     // Named again before its requests ended, or while kept: it stays, for the peer made at it.
     std::erase(retiring_, addr);
     std::erase(silenced_, addr);
+    std::erase(lingering_, addr);
     return addr;
 }
 
@@ -442,7 +446,15 @@ void OfiMethod::retire_if_unused(fi_addr_t addr) {
         silenced_.push_back(addr);
         return;
     }
-    addresses_.remove(fabric_.av(), addr);
+    // shm's removal closes nothing, and its vector holds only 256.
+    if (provider_ == "shm") {
+        addresses_.remove(fabric_.av(), addr);
+        return;
+    }
+    lingering_.push_back(addr);
+    if (lingering_.size() <= most_lingering) return;
+    addresses_.remove(fabric_.av(), lingering_.front());
+    lingering_.pop_front();
 }
 
 void OfiMethod::release_silenced() {
@@ -535,6 +547,8 @@ int OfiMethod::get_info(Peer* peer, int option, void* arg) {
         stats.records_failed = records_failed_;
         stats.silenced = silenced_.size();
         stats.naps = waiting_.naps_taken();
+        stats.resets_sent = resets_sent_;
+        stats.resets_taken = resets_taken_;
         return 0;
     }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;

@@ -37,6 +37,8 @@ struct Stats {
     std::uint64_t records_failed = 0;    // records and large messages' data that failed to open
     std::uint64_t silenced = 0;          // shm: entries kept for forgotten endpoints still open
     std::uint64_t naps = 0;              // naps taken (polled queues: no wait descriptor in use)
+    std::uint64_t resets_sent = 0;       // probes of strangers answered with a reset, so far
+    std::uint64_t resets_taken = 0;      // peers lost to their proven reset, so far
 };
 
 inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create, &prepare_lookup};

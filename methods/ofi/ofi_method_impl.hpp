@@ -133,6 +133,14 @@ struct OfiPeer final : Peer {
     std::optional<std::uint64_t> asked;
     std::uint32_t unanswered = 0;
     kit::ProgressDeadline silence_clock;
+    // Our last probe to it (we looked it up) and `heard` then: a reset counts only if it
+    // answers that probe and nothing else came since (a pong says it knows us).
+    struct ProbeSent {
+        support::keys::Nonce nonce{};
+        std::uint64_t heard = 0;
+    };
+    std::optional<ProbeSent> probe;
+    kit::ProgressDeadline probe_clock;  // a wait on it silent for OfiMethod::probe_after
     bool waited_on() const { return state == State::ready && !posted_recvs.empty(); }
     // A ready client, idle or not, is pinged while silent too: a ping to an ended process
     // never completes (the send deadline takes it) or fails, as tcp's keepalive finds it.
@@ -179,6 +187,7 @@ struct Request {
     std::uint64_t ignore = 0;
     std::uint64_t record = 0;  // a filled buffer's record number, once opened
     bool counted = false;      // in its peer's sends_out or data_recvs_out
+    bool to_stranger = false;  // a reset to an endpoint we know nothing of (resets_out_)
     // A chunk of a large message (OfiMethod::place_chunk) starts at `chunk_offset` of what its op
     // moves: its segments' bytes, or its staging's where it is sealed. A chunk of a list takes
     // the iovecs the provider takes in one operation (empty: `data` alone), or is `bounced`
@@ -487,6 +496,23 @@ private:
     // shm: clients whose endpoints can no longer send (ended without a bye, their regions
     // swept) are lost: a ping to one lands in its region and never fails.
     void lose_ended_shm_clients();
+
+    // ofi_restart.cpp: a peer we looked up that restarted (ofi_handshake.hpp's Probe). A wait
+    // on it that hears nothing for probe_after, and each ping to it, sends a probe; a peer that
+    // knows neither the probe's sender nor its name answers with a reset, which fails what
+    // waits on it at once, as a reset connection does.
+    void send_probe(OfiPeer& peer);
+    // A probe or reset: neither sealed nor carrying credits or a number, since the peer that
+    // answers shares no keys with the prober.
+    Request& unsealed_request(fi_addr_t addr, Kind kind, std::vector<std::byte> body);
+    // A wait on a peer we looked up that is silent this long sends a probe of its own, well
+    // before the first ping: a server that knows us only looks it up, a restarted one answers.
+    std::chrono::milliseconds probe_after() const {
+        return std::min(limits_.silence / 4, std::chrono::milliseconds(1000));
+    }
+    void on_probe_due(OfiPeer& peer, kit::DeadlineKey key, kit::Deadlines::Clock::time_point now);
+    void on_probe(std::span<const std::byte> body, fi_addr_t source);
+    void on_reset(std::span<const std::byte> body, fi_addr_t source);
     // A send or stall clock's wake-up: the peer is lost if it owes progress and made none.
     void lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool owed, std::uint64_t count,
                       kit::DeadlineKey key, kit::Deadlines::Clock::time_point now,
@@ -558,9 +584,13 @@ private:
     // a registration per iovec would cost more than the copy).
     std::size_t iov_limit_ = 1;
     std::unordered_map<fi_addr_t, std::shared_ptr<OfiPeer>> peers_;
-    AddressTable addresses_;  // the provider's entries: peers_'s and retiring_'s
+    AddressTable addresses_;  // the provider's entries: peers_'s, retiring_'s, lingering_'s
     // Entries of forgotten peers that requests in the provider still name.
     std::vector<fi_addr_t> retiring_;
+    // Entries of forgotten peers that no request names any more, kept for a while (oldest
+    // first, at most most_lingering): removing one closes the connection beneath (rxm with
+    // FI_AV_REMOVE_CLEANUP), and the peer's next message, often its hello, would be lost on it.
+    std::deque<fi_addr_t> lingering_;
     // shm: entries of forgotten peers whose endpoints may still send. libfabric 1.17's shm names
     // a message's source by an index the sender's command carries, and once an entry is removed
     // it reports what that endpoint still sends as another peer's; kept, its messages name its
@@ -600,6 +630,9 @@ private:
     std::deque<Request*> unsealed_;
     std::vector<std::uint8_t> sealing_;   // an injected message's record
     std::uint64_t records_failed_ = 0;    // Stats
+    std::uint64_t resets_sent_ = 0;       // Stats
+    std::uint64_t resets_taken_ = 0;      // Stats
+    std::uint32_t resets_out_ = 0;        // resets to strangers in the provider
     std::uint64_t sent_under_grant_ = 0;  // Stats
     std::uint64_t handed_wakeups_ = 0;    // Stats
     // Completions read for anything but the unasked sweep's peeks (sweep_unasked).

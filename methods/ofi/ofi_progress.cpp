@@ -30,6 +30,7 @@ Request& OfiMethod::new_request(Request::Role role, Operation* op) {
 
 void OfiMethod::release(Request& request) {
     if (Request::is_data(request.role)) --data_requests_;
+    if (request.to_stranger) --resets_out_;
     untrack(request);
     Registrations::release(request.own_mr);
     const fi_addr_t addr = request.addr;

@@ -57,6 +57,17 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         repost_buffer(buffer);
         return;
     }
+    // Unsealed, from peers that may know nothing of each other: nothing in them counts as
+    // traffic of a peer's (ofi_restart.cpp).
+    if (kind == Kind::probe || kind == Kind::reset) {
+        const std::span<const std::byte> body(buffer.bytes.data(), buffer.length);
+        if (kind == Kind::probe)
+            on_probe(body, source);
+        else
+            on_reset(body, source);
+        repost_buffer(buffer);
+        return;
+    }
     // Nothing from a source that has not said hello, or not proved the key, reaches anyone.
     auto peer = peer_at(source);
     const bool handshake = kind == Kind::answer || kind == Kind::proof;
@@ -111,6 +122,8 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
             send_control(*peer, Kind::pong, 0, nullptr, 0);
             break;
         case Kind::hello:
+        case Kind::probe:
+        case Kind::reset:
         case Kind::credit:  // its credits are taken above
         case Kind::pong:    // heard, above
             break;

@@ -51,7 +51,9 @@ constexpr support::SettingSpec rows[] = {
      "a peer we wait on (a receive posted for it) that sends nothing for half this long is asked "
      "to answer, which it does when its process next polls; with no answer by this long it is "
      "taken as gone, and its operations fail with -BMI_ETIMEDOUT. An idle client is asked too, "
-     "less often while it does not answer, so that one whose process ended is forgotten"},
+     "less often while it does not answer, so that one whose process ended is forgotten. A "
+     "server we wait on is also asked after a quarter of this (at most 1 s) whether it "
+     "restarted; if it did, our operations with it fail at once with -BMI_ECONNRESET"},
     support::pending_per_source_row(I::pending_per_source, "ofi_pending_per_source",
                                     "BMI_OFI_PENDING_PER_SOURCE", "16"),
     {I::pending_total, "ofi_pending_total", "BMI_OFI_PENDING_TOTAL", T::count, "1024", "handshakes",

@@ -39,8 +39,10 @@ enum class Kind : std::uint8_t {
     unused = 13,     // body: GrantId; the answer to revoke: no data comes under that grant
     ping = 14,       // empty: answer with pong; the sender heard nothing from us lately
     pong = 15,       // empty: the answer to ping
+    probe = 16,      // body: Probe (ofi_handshake.hpp), beside a ping to a peer we looked up
+    reset = 17,      // body: Reset; the answer to a probe from an endpoint we know nothing of
 };
-inline constexpr Kind last_kind = Kind::pong;
+inline constexpr Kind last_kind = Kind::reset;
 
 inline constexpr std::uint64_t data_bit = std::uint64_t{1} << 63;
 // What a posted receive buffer ignores: everything but bit 63.

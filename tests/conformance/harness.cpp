@@ -323,22 +323,32 @@ void fill_pattern(void* data, std::size_t size, std::uint32_t seed) {
     }
 }
 
-ForkedClient fork_client(void (*client)(const std::string& address)) {
-    int address_pipe[2];
-    REQUIRE(pipe(address_pipe) == 0);
+ForkedChild fork_with_pipe(bool child_writes) {
+    int ends[2];
+    REQUIRE(pipe(ends) == 0);
     std::fflush(nullptr);
     const pid_t child = fork();
     REQUIRE(child >= 0);
-    if (child == 0) {
-        close(address_pipe[1]);
-        std::string address;
-        char ch;
-        while (read(address_pipe[0], &ch, 1) == 1 && ch != '\n') address += ch;
-        client(address);
+    // The writer keeps the write end, the reader the read end.
+    const bool keeps_write = (child == 0) == child_writes;
+    close(keeps_write ? ends[0] : ends[1]);
+    return {child, keeps_write ? ends[1] : ends[0]};
+}
+
+std::string read_line(int fd) {
+    std::string line;
+    char ch;
+    while (read(fd, &ch, 1) == 1 && ch != '\n') line += ch;
+    return line;
+}
+
+ForkedClient fork_client(void (*client)(const std::string& address)) {
+    const ForkedChild forked = fork_with_pipe(false);
+    if (forked.pid == 0) {
+        client(read_line(forked.fd));
         std::_Exit(2);  // a client that returned
     }
-    close(address_pipe[0]);
-    return {child, address_pipe[1]};
+    return {forked.pid, forked.fd};
 }
 
 void ForkedClient::tell(const std::string& listen_address) {

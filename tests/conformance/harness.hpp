@@ -102,6 +102,16 @@ core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data
 core::PostRequest recv_request(const Side& side, BMI_addr_t from, void* data, bmi_size_t size,
                                bmi_msg_tag_t tag);
 
+// A fork with a pipe between parent and child: in each, its pid as fork returned it and its
+// own end of the pipe (the write end in the child if child_writes, else in the parent).
+struct ForkedChild {
+    int pid = -1;
+    int fd = -1;
+};
+ForkedChild fork_with_pipe(bool child_writes);
+// A line from fd, without its newline ("" at the end of the pipe).
+std::string read_line(int fd);
+
 // A client process forked before this one makes any instance (libfabric's verbs does not work
 // in a child forked after its parent used it), which waits to be told the server's address.
 struct ForkedClient {

@@ -115,8 +115,16 @@ std::optional<method::ofi::Kind> OfiRawEndpoint::drain(int sleep_ms) {
     for (;;) {
         const auto n = fi_cq_read(fabric_.cq(), &entry, 1);
         if (n == -FI_EAVAIL) {
+            // A send that failed has ended too (a server that forgot us closes our connection).
             fi_cq_err_entry error{};
-            fi_cq_readerr(fabric_.cq(), &error, 0);
+            if (fi_cq_readerr(fabric_.cq(), &error, 0) != 1) break;
+            bool slot_ended = false;
+            for (auto& slot : slots_)
+                if (error.op_context == &slot.context) {
+                    post(slot);
+                    slot_ended = true;
+                }
+            if (!slot_ended) ++sends_done_;
             continue;
         }
         if (n != 1) break;

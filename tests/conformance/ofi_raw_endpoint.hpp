@@ -42,7 +42,8 @@ public:
     std::optional<std::vector<std::byte>> await(method::ofi::Kind kind, int ms);
     // Reads what completed, then sleeps sleep_ms if no message came: the kind of the last one.
     std::optional<method::ofi::Kind> drain(int sleep_ms);
-    // Reads completions until `goal` sends in all have completed, for up to 10 s.
+    // Reads completions until `goal` sends in all have ended (completed or failed), for up to
+    // 10 s.
     bool sends_end(std::uint64_t goal);
     std::uint64_t sends_done() const { return sends_done_; }
     // The descriptor of memory a send of the caller's own takes, where the provider needs

@@ -169,6 +169,10 @@ seed("ofi_handshake", "keyed-hello-ciphers",
 seed("ofi_handshake", "keyed-answer-cipher",
      b"\1\13" + bytes(range(64)) + b"\2" + bytes(range(32)) + b"ofi+tcp://127.0.0.1:3334")
 seed("ofi_handshake", "name-too-long", ofi_hello(0, bytes(300)))
+seed("ofi_handshake", "probe", b"\2" + bytes(range(32)) + bytes(16))
+seed("ofi_handshake", "probe-no-name", b"\2" + bytes(range(32)))
+seed("ofi_handshake", "reset", b"\3" + bytes(range(64)))
+seed("ofi_handshake", "reset-short", b"\3" + bytes(range(63)))
 for name, text in [("tcp", "ofi+tcp://127.0.0.1:3334"), ("bare", "ofi://node1:3334"),
                    ("shm", "ofi+shm://server.0"), ("raw", "ofi+efa://0x00fe10ab"),
                    ("raw-sockaddr", "ofi+tcp://0x02000d057f000001"), ("domain", "ofi+cxi://cxi1"),

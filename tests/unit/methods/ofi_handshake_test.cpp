@@ -83,3 +83,31 @@ TEST_CASE("ofi handshake: the proven text tells limits, numbers and stated addre
     CHECK(proven_text(without.substr(0, without.size() - 10), std::nullopt, true) == without);
     CHECK(proven_text(with, std::nullopt, true) != with);
 }
+
+TEST_CASE("ofi handshake: a probe names its sender and a reset answers its nonce",
+          "[ofi][handshake]") {
+    Probe probe;
+    probe.nonce.fill(7);
+    probe.name.assign(16, std::byte{9});
+    const auto back = decode_probe(encode(probe));
+    REQUIRE(back);
+    CHECK(back->nonce == probe.nonce);
+    CHECK(back->name == probe.name);
+    // A probe without a name, or with one longer than any endpoint's, names nobody.
+    probe.name.clear();
+    CHECK_FALSE(decode_probe(encode(probe)));
+    probe.name.assign(max_name_bytes + 1, std::byte{9});
+    CHECK_FALSE(decode_probe(encode(probe)));
+    Reset reset;
+    reset.nonce.fill(3);
+    reset.proof.fill(4);
+    auto body = encode(reset);
+    const auto answered = decode_reset(body);
+    REQUIRE(answered);
+    CHECK(answered->nonce == reset.nonce);
+    CHECK(answered->proof == reset.proof);
+    body.push_back(std::byte{0});
+    CHECK_FALSE(decode_reset(body));
+    body.resize(body.size() - 2);
+    CHECK_FALSE(decode_reset(body));
+}

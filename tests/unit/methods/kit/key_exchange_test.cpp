@@ -460,3 +460,26 @@ TEST_CASE("kit handshake: an offer, key or choice changed on the path fails the 
         CHECK(run_encrypted(gates, pair, foreign).refusal == Refusal::bad_cipher_choice);
     }
 }
+
+TEST_CASE("kit: a reset's proof holds only for its probe, both endpoints and the key",
+          "[kit][keys]") {
+    const auto nonce = bmi::support::keys::fresh_nonce();
+    Gates gates(key_of(1), key_of(1));
+    const auto proof = gates.acceptor.prove_reset(nonce, "prober", "resetter");
+    CHECK(gates.initiator.verify_reset(nonce, "prober", "resetter", proof));
+    CHECK_FALSE(gates.initiator.verify_reset(bmi::support::keys::fresh_nonce(), "prober",
+                                             "resetter", proof));
+    CHECK_FALSE(gates.initiator.verify_reset(nonce, "another", "resetter", proof));
+    CHECK_FALSE(gates.initiator.verify_reset(nonce, "prober", "another", proof));
+    CHECK_FALSE(gates.initiator.verify_reset(nonce, "prober", "resetter",
+                                             std::span(proof).first(proof.size() - 1)));
+    // Another key, or none: a stranger's reset is no proof.
+    Gates other(key_of(1), key_of(2));
+    CHECK_FALSE(other.initiator.verify_reset(
+        nonce, "prober", "resetter", other.acceptor.prove_reset(nonce, "prober", "resetter")));
+    KeyGate keyless("kit-test");
+    CHECK_FALSE(gates.initiator.verify_reset(nonce, "prober", "resetter",
+                                             keyless.prove_reset(nonce, "prober", "resetter")));
+    // Without a key nothing is proven anywhere, this neither.
+    CHECK(keyless.verify_reset(nonce, "prober", "resetter", Proof{}));
+}
