@@ -199,7 +199,7 @@ TEST_CASE("ofi: a server answers a probe from an endpoint it does not know, and 
 }
 
 TEST_CASE("ofi: a client of a server restarted without a bye fails at once, then greets it",
-          "[conformance][ofi][restart][ended]") {
+          "[conformance][ofi][restart][restarted]") {
     if (!scheme_compiled("ofi")) return;
     if (over_shm()) {
         // Neither is the restarted server's probe answered there (above).
@@ -209,6 +209,14 @@ TEST_CASE("ofi: a client of a server restarted without a bye fails at once, then
     enum class Keys { none, same, another };
     const Keys keys = GENERATE(Keys::none, Keys::same, Keys::another);
     INFO((keys == Keys::none ? "no keys" : keys == Keys::same ? "one key" : "another key"));
+    const char* provider = std::getenv("BMI_CONFORMANCE_OFI_PROVIDER");
+    if (keys != Keys::none && provider != nullptr && std::string(provider) == "verbs") {
+        // Each value forks anew, and libfabric's verbs does not work in a child forked after
+        // its parent used it: only the first value runs in the process of its own
+        // (conformance_ofi_verbs_restarted); tcp runs all three.
+        WARN("SKIP ofi+verbs: a later value would fork after this process used verbs");
+        return;
+    }
     KeyFiles files;
     const std::string key = "key_file=" + files.key("fs.key", 0x61);
     const std::string other_key = "key_file=" + files.key("other.key", 0x62);
