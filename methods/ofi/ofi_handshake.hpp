@@ -76,9 +76,9 @@ kit::KeyFeatures checked_features(const kit::KeyFeatures& sent, bool cipher_fiel
 
 // A restarted peer (doc/methods/ofi.md, "Restarted peers"): rxm connects our messages to the
 // new process beneath us, which drops them as from an endpoint that never said hello and
-// cannot say so, since it is not told who sent them. So a probe, sent beside each ping to a
-// peer we looked up, names its sender; a peer that knows neither the sender nor its name
-// answers with a reset. Neither is sealed nor carries credits or a number: the peer that
+// cannot say so, since it is not told who sent them. So a probe, sent to a peer we looked up
+// when a wait on it falls silent, names its sender; a peer that knows neither the sender nor its
+// name answers with a reset. Neither is sealed nor carries credits or a number: the peer that
 // answers shares no traffic keys with the prober.
 struct Probe {
     support::keys::Nonce nonce{};

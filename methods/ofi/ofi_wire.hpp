@@ -39,7 +39,7 @@ enum class Kind : std::uint8_t {
     unused = 13,     // body: GrantId; the answer to revoke: no data comes under that grant
     ping = 14,       // empty: answer with pong; the sender heard nothing from us lately
     pong = 15,       // empty: the answer to ping
-    probe = 16,      // body: Probe (ofi_handshake.hpp), beside a ping to a peer we looked up
+    probe = 16,      // body: Probe (ofi_handshake.hpp): to a peer we looked up and wait on
     reset = 17,      // body: Reset; the answer to a probe from an endpoint we know nothing of
 };
 inline constexpr Kind last_kind = Kind::reset;
