@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "bmi-types.h"
+#include "support/keys/key_proof.hpp"
 #include "support/logging/log.hpp"
 #include "support/optional_library/libfabric.hpp"
 
@@ -174,6 +175,15 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     name_.resize(length);
     if ((rc = fi_getname(&ep_->fid, name_.data(), &length)) != 0) return fail("fi_getname", rc);
     name_.resize(length);
+    if (tags_in_data_) {
+        // 0 means "none": the first of the nonce's words that is not 0.
+        const support::keys::Nonce random = support::keys::fresh_nonce();
+        for (std::size_t at = 0; token_ == 0 && at + sizeof token_ <= random.size();
+             at += sizeof token_)
+            std::memcpy(&token_, random.data() + at, sizeof token_);
+        if (token_ == 0) token_ = 1;
+        inject_scratch_.resize(info_->tx_attr->inject_size);
+    }
     return 0;
 }
 
@@ -202,15 +212,34 @@ int Fabric::keep_domain(const std::string& domain, std::string& why) {
 }
 
 ssize_t Fabric::post_buffer(void* data, std::size_t length, void* desc, std::uint64_t ignore,
-                            void* context) {
-    if (tags_in_data_) return fi_recv(ep_, data, length, desc, FI_ADDR_UNSPEC, context);
-    return fi_trecv(ep_, data, length, desc, FI_ADDR_UNSPEC, 0, ignore, context);
+                            std::uint64_t* token, void* context) {
+    if (!tags_in_data_)
+        return fi_trecv(ep_, data, length, desc, FI_ADDR_UNSPEC, 0, ignore, context);
+    *token = 0;
+    iovec parts[2] = {{token, sizeof *token}, {data, length}};
+    void* descs[2] = {nullptr, desc};
+    return fi_recvv(ep_, parts, descs, 2, FI_ADDR_UNSPEC, context);
 }
 
 ssize_t Fabric::send_small(const void* data, std::size_t length, void* desc, fi_addr_t to,
                            std::uint64_t tag, void* context) {
-    if (tags_in_data_) return fi_senddata(ep_, data, length, desc, tag, to, context);
-    return fi_tsend(ep_, data, length, desc, to, tag, context);
+    if (!tags_in_data_) return fi_tsend(ep_, data, length, desc, to, tag, context);
+    iovec parts[2] = {{&token_, sizeof token_}, {const_cast<void*>(data), length}};
+    void* descs[2] = {nullptr, desc};
+    fi_msg message{};
+    message.msg_iov = parts;
+    message.desc = descs;
+    message.iov_count = 2;
+    message.addr = to;
+    message.context = context;
+    message.data = tag;
+    return fi_sendmsg(ep_, &message, FI_REMOTE_CQ_DATA);
+}
+
+std::size_t Fabric::inject_limit() const {
+    const std::size_t limit = info_->tx_attr->inject_size;
+    if (!tags_in_data_) return limit;
+    return limit > sizeof token_ ? limit - sizeof token_ : 0;
 }
 
 void Fabric::close_endpoint() { close_fid(ep_); }
@@ -226,8 +255,12 @@ ssize_t Fabric::drop_unasked(std::uint64_t tag, std::uint64_t ignore, void* cont
 
 ssize_t Fabric::inject_small(const void* data, std::size_t length, fi_addr_t to,
                              std::uint64_t tag) {
-    if (tags_in_data_) return fi_injectdata(ep_, data, length, tag, to);
-    return fi_tinject(ep_, data, length, to, tag);
+    if (!tags_in_data_) return fi_tinject(ep_, data, length, to, tag);
+    // One buffer, as fi_injectdata takes, copied at once: the scratch is free again on return.
+    if (length > inject_limit()) return -FI_EMSGSIZE;
+    std::memcpy(inject_scratch_.data(), &token_, sizeof token_);
+    if (length != 0) std::memcpy(inject_scratch_.data() + sizeof token_, data, length);
+    return fi_injectdata(ep_, inject_scratch_.data(), sizeof token_ + length, tag, to);
 }
 
 bool Fabric::can_sleep() const {

@@ -65,9 +65,10 @@ public:
     // Control and eager messages, and the buffers they land in. They are tagged messages, but
     // on shm they go untagged with the tag as remote CQ data: libfabric 1.17's shm matches a
     // tagged message that waited for its receive by the mask of an earlier receive, so a
-    // buffer that takes any tag misses most of them.
+    // buffer that takes any tag misses most of them. On shm each also carries this endpoint's
+    // token before its body, which a buffer's receive puts in `token`.
     ssize_t post_buffer(void* data, std::size_t length, void* desc, std::uint64_t ignore,
-                        void* context);
+                        std::uint64_t* token, void* context);
     ssize_t send_small(const void* data, std::size_t length, void* desc, fi_addr_t to,
                        std::uint64_t tag, void* context);
     ssize_t inject_small(const void* data, std::size_t length, fi_addr_t to, std::uint64_t tag);
@@ -81,6 +82,18 @@ public:
     std::uint64_t tag_of(const fi_cq_tagged_entry& entry) const {
         return tags_in_data_ ? entry.data : entry.tag;
     }
+    // The length of a filled buffer's message without the token (0 if it had none).
+    std::size_t body_length(const fi_cq_tagged_entry& entry) const {
+        if (!tags_in_data_) return entry.len;
+        return entry.len >= sizeof token_ ? entry.len - sizeof token_ : 0;
+    }
+    // shm names a message's source by an index the sender's command carries, which any
+    // endpoint may write: a random number of this endpoint's, fixed while it is open, lets a
+    // peer tell our messages from those that only name us. 0 where the provider's source
+    // stands (a connection's: tcp, verbs), and in a message too short to hold one.
+    std::uint64_t token() const { return token_; }
+    // The most inject_small takes, the token included.
+    std::size_t inject_limit() const;
 
     // fi_strerror's text for a negative libfabric code.
     static std::string error_text(int code);
@@ -97,6 +110,8 @@ private:
     int wait_fd_ = -1;
     bool tags_in_data_ = false;
     bool keeps_unasked_ = false;
+    std::uint64_t token_ = 0;
+    std::vector<std::byte> inject_scratch_;  // shm: the token and a body, for fi_injectdata
     std::vector<std::byte> name_;
 };
 

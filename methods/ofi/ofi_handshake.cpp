@@ -101,13 +101,14 @@ kit::KeyFeatures checked_features(const kit::KeyFeatures& sent, bool cipher_fiel
 }
 
 std::string proven_text(const std::string& stated, const std::optional<BufferLimits>& limits,
-                        bool numbers) {
+                        bool numbers, std::uint64_t token) {
     const BufferLimits sizes = limits.value_or(BufferLimits{});
     std::string text = stated;
     text.push_back(limits ? '\1' : '\0');
     text.append(reinterpret_cast<const char*>(&sizes.eager), sizeof sizes.eager);
     text.append(reinterpret_cast<const char*>(&sizes.unexpected), sizeof sizes.unexpected);
     text.push_back(numbers ? '\1' : '\0');
+    if (token != 0) text.append(reinterpret_cast<const char*>(&token), sizeof token);
     return text;
 }
 

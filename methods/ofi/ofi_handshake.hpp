@@ -64,11 +64,12 @@ struct Answer {
 };
 
 // What the kit's proof binds of a hello or answer beyond its nonces and keys: the stated
-// address, the buffer limits and whether the sender numbers its messages, so that nobody on
-// the path changes any of them unseen. The limits and the numbers flag go last in a fixed 10
-// bytes, so that no stated text can pass for them.
+// address, the buffer limits, whether the sender numbers its messages and, on shm, the
+// sender's token (Fabric::token), so that nobody on the path changes any of them unseen. The
+// limits, the numbers flag and the token go last in a fixed 10 bytes (18 on shm, where every
+// endpoint has a token), so that no stated text can pass for them.
 std::string proven_text(const std::string& stated, const std::optional<BufferLimits>& limits,
-                        bool numbers);
+                        bool numbers, std::uint64_t token = 0);
 
 // The features the kit checks: a keyed peer without the cipher fields proves a transcript
 // without them, so it counts as one of an older handshake (kit::Refusal::first_handshake).

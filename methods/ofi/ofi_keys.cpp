@@ -18,13 +18,15 @@ void OfiMethod::greet(OfiPeer& peer) {
     hello.limits = buffer_limits();
     hello.numbers = true;
     if (handshake.keyed()) {
-        hello.nonce = handshake.offer(gate_, peer.endpoint,
-                                      proven_text(hello.stated, hello.limits, hello.numbers));
+        hello.nonce = handshake.offer(
+            gate_, peer.endpoint,
+            proven_text(hello.stated, hello.limits, hello.numbers, fabric_.token()));
         hello.cipher_fields = true;
         hello.features.ciphers = handshake.hello_ciphers();
         hello.public_key = handshake.hello_public_key();
     }
     peer.state = OfiPeer::State::greeting;
+    peer.token = 0;  // the answer's names the endpoint now at its address
     peer.records.reset();
     restart_flow(peer);
     timers_.schedule({peer.fi_addr, kit::DeadlineKind::setup},
@@ -68,10 +70,11 @@ void OfiMethod::on_hello(Request& buffer) {
         return;
     }
     if (handshake.keyed()) {
-        auto step = handshake.answer(gate_, address_of_name(fabric_.name()), hello->nonce,
-                                     proven_text(hello->stated, hello->limits, hello->numbers),
-                                     proven_text(answer.stated, answer.limits, answer.numbers),
-                                     features, hello->public_key);
+        auto step = handshake.answer(
+            gate_, address_of_name(fabric_.name()), hello->nonce,
+            proven_text(hello->stated, hello->limits, hello->numbers, buffer.token),
+            proven_text(answer.stated, answer.limits, answer.numbers, fabric_.token()), features,
+            hello->public_key);
         if (step.refused()) {
             refuse(peer, step.refusal);
             return;
@@ -84,6 +87,7 @@ void OfiMethod::on_hello(Request& buffer) {
         answer.public_key = step.public_key;
     }
     restart_flow(*peer);
+    peer->token = buffer.token;
     peer->order.set_peer_numbers(hello->numbers);
     note_limits(*peer, hello->limits);
     // What it sent before this hello was under the keys it now gives up.
@@ -114,7 +118,8 @@ void OfiMethod::on_answer(OfiPeer& peer, std::span<const std::byte> body) {
                                                     : std::span<const std::uint8_t>();
     auto step = handshake.check_answer(
         gate_, checked_features(answer->features, answer->cipher_fields), answer->nonce,
-        proven_text(answer->stated, answer->limits, answer->numbers), proof, answer->public_key);
+        proven_text(answer->stated, answer->limits, answer->numbers, peer.token), proof,
+        answer->public_key);
     if (step.refused()) {
         gate_.log_refusal(peer.host, peer.address, step.refusal);
         // The next send greets again: a peer given the key since may take it.

@@ -238,7 +238,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         shm_address_ = address_of_name(fabric_.name());
         note_shm_endpoint(shm_address_, true);
     }
-    inject_bytes_ = fabric_.info().tx_attr->inject_size;
+    inject_bytes_ = fabric_.inject_limit();
     iov_limit_ = 1;
     if (fabric_.needs_local_mr())
         registrations_.use(fabric_.domain());
@@ -549,6 +549,7 @@ int OfiMethod::get_info(Peer* peer, int option, void* arg) {
         stats.naps = waiting_.naps_taken();
         stats.resets_sent = resets_sent_;
         stats.resets_taken = resets_taken_;
+        stats.token_mismatches = token_mismatches_;
         return 0;
     }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;

@@ -94,6 +94,9 @@ struct OfiPeer final : Peer {
     bool lost = false;
     // shm: whether its endpoint is one of this process's (ofi_shm.hpp), once looked at.
     std::optional<bool> in_process;
+    // shm: the token its messages carry (Fabric::token), from its hello or its answer to
+    // ours; 0 until then. What comes under its fi_addr without it is not its.
+    std::uint64_t token = 0;
     std::deque<Operation*> waiting;  // sends held until the answer, or until credits come
     // Credits (ofi_wire.hpp): how many more of our costly messages it takes; how many of its
     // we hold that we have not given back, and of those how many left their buffers (owed).
@@ -186,6 +189,7 @@ struct Request {
     std::uint64_t tag = 0;
     std::uint64_t ignore = 0;
     std::uint64_t record = 0;  // a filled buffer's record number, once opened
+    std::uint64_t token = 0;   // a filled buffer's sender's token (Fabric::token)
     bool counted = false;      // in its peer's sends_out or data_recvs_out
     bool to_stranger = false;  // a reset to an endpoint we know nothing of (resets_out_)
     // A chunk of a large message (OfiMethod::place_chunk) starts at `chunk_offset` of what its op
@@ -406,6 +410,8 @@ private:
     void take_arrival(Operation& op, OfiPeer& peer, const Arrival& arrival,
                       std::span<const std::byte> body);
     void on_message(Request& buffer, fi_addr_t source);
+    // Whether a filled buffer carries `peer`'s token (Fabric::token), where messages carry one.
+    bool carries_token(const Request& buffer, OfiPeer& peer);
     // A costly message of the peer's took its buffer: false if it had no credit for it.
     static bool admit_costly(OfiPeer& peer);
     // One of them left its buffer: owed back, sent back alone once half of them are.
@@ -632,6 +638,7 @@ private:
     std::uint64_t records_failed_ = 0;    // Stats
     std::uint64_t resets_sent_ = 0;       // Stats
     std::uint64_t resets_taken_ = 0;      // Stats
+    std::uint64_t token_mismatches_ = 0;  // Stats
     std::uint32_t resets_out_ = 0;        // resets to strangers in the provider
     std::uint64_t sent_under_grant_ = 0;  // Stats
     std::uint64_t handed_wakeups_ = 0;    // Stats

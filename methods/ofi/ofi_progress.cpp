@@ -41,7 +41,7 @@ void OfiMethod::release(Request& request) {
 int OfiMethod::try_post(Request& r) {
     if (r.role == Request::Role::buffer)
         return static_cast<int>(
-            fabric_.post_buffer(r.data, r.length, r.desc, r.ignore, &r.context));
+            fabric_.post_buffer(r.data, r.length, r.desc, r.ignore, &r.token, &r.context));
     if (r.is_recv && !r.iov.empty())
         return static_cast<int>(fi_trecvv(fabric_.ep(), r.iov.data(), nullptr, r.iov.size(), r.addr,
                                           r.tag, r.ignore, &r.context));
@@ -185,7 +185,7 @@ void OfiMethod::on_completion(Request& request, const fi_cq_tagged_entry& entry,
         if (damaged && !damaged->lost) lose(*damaged, -BMI_EPROTO);
         return;
     }
-    request.length = entry.len;
+    request.length = fabric_.body_length(entry);
     request.tag = fabric_.tag_of(entry);
     request.addr = source;
     on_message(request, source);

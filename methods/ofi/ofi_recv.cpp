@@ -57,19 +57,26 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
         repost_buffer(buffer);
         return;
     }
-    // Unsealed, from peers that may know nothing of each other: nothing in them counts as
-    // traffic of a peer's (ofi_restart.cpp).
-    if (kind == Kind::probe || kind == Kind::reset) {
-        const std::span<const std::byte> body(buffer.bytes.data(), buffer.length);
-        if (kind == Kind::probe)
-            on_probe(body, source);
-        else
-            on_reset(body, source);
+    // A restarted peer's reset carries a token of its own; the nonce of our probe names it.
+    if (kind == Kind::reset) {
+        on_reset({buffer.bytes.data(), buffer.length}, source);
+        repost_buffer(buffer);
+        return;
+    }
+    auto peer = peer_at(source);
+    if (peer && !carries_token(buffer, *peer)) {
+        peer = nullptr;
+        source = FI_ADDR_NOTAVAIL;
+        ++token_mismatches_;
+    }
+    // Unsealed, from endpoints that may know nothing of us: it counts as no traffic of a
+    // peer's (ofi_restart.cpp).
+    if (kind == Kind::probe) {
+        on_probe({buffer.bytes.data(), buffer.length}, source);
         repost_buffer(buffer);
         return;
     }
     // Nothing from a source that has not said hello, or not proved the key, reaches anyone.
-    auto peer = peer_at(source);
     const bool handshake = kind == Kind::answer || kind == Kind::proof;
     if (!kind || !peer || (peer->state != OfiPeer::State::ready && !handshake)) {
         repost_buffer(buffer);
@@ -129,6 +136,16 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
             break;
     }
     repost_buffer(buffer);
+}
+
+bool OfiMethod::carries_token(const Request& buffer, OfiPeer& peer) {
+    if (fabric_.token() == 0) return true;
+    // The answer to our hello names the token of the endpoint we greeted; with a key, the
+    // proofs cover it (proven_text).
+    if (peer.token == 0 && peer.state == OfiPeer::State::greeting &&
+        kind_of(buffer.tag) == Kind::answer)
+        peer.token = buffer.token;
+    return buffer.token == peer.token;
 }
 
 void OfiMethod::on_ordered(Request& buffer, OfiPeer& peer, Kind kind) {

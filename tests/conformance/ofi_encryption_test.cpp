@@ -205,7 +205,9 @@ public:
         Hello hello;
         hello.features = gate_.offered();
         hello.name = endpoint_.fabric().name();
-        hello.nonce = handshake.offer(gate_, server_, proven_text("", hello.limits, hello.numbers));
+        hello.nonce = handshake.offer(
+            gate_, server_,
+            proven_text("", hello.limits, hello.numbers, endpoint_.fabric().token()));
         hello.cipher_fields = true;
         hello.features.ciphers = handshake.hello_ciphers();
         hello.public_key = handshake.hello_public_key();
@@ -216,8 +218,8 @@ public:
         if (!answer) return false;
         const auto step = handshake.check_answer(
             gate_, checked_features(answer->features, answer->cipher_fields), answer->nonce,
-            proven_text(answer->stated, answer->limits, answer->numbers), answer->proof,
-            answer->public_key);
+            proven_text(answer->stated, answer->limits, answer->numbers, endpoint_.last_token()),
+            answer->proof, answer->public_key);
         if (step.refused()) return false;
         const auto* proof = reinterpret_cast<const std::byte*>(step.proof.data());
         if (!endpoint_.send(Kind::proof, {proof, proof + step.proof.size()})) return false;

@@ -72,7 +72,7 @@ bool OfiRawEndpoint::post(Slot& slot) {
                                slot.own_mr) != 0)
         return false;
     return fabric_.post_buffer(slot.bytes.data(), slot.bytes.size(), slot.desc,
-                               method::ofi::control_ignore, &slot.context) == 0;
+                               method::ofi::control_ignore, &slot.token, &slot.context) == 0;
 }
 
 bool OfiRawEndpoint::describe(void* data, std::size_t size, void*& desc) {
@@ -133,7 +133,9 @@ std::optional<method::ofi::Kind> OfiRawEndpoint::drain(int sleep_ms) {
             if (entry.op_context == &slot.context) {
                 if (auto kind = method::ofi::kind_of(fabric_.tag_of(entry))) {
                     got = kind;
-                    last_body_.emplace(slot.bytes.begin(), slot.bytes.begin() + entry.len);
+                    last_body_.emplace(slot.bytes.begin(),
+                                       slot.bytes.begin() + fabric_.body_length(entry));
+                    last_token_ = slot.token;
                 }
                 post(slot);
                 ours = true;

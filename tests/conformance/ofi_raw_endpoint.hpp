@@ -40,6 +40,8 @@ public:
     }
     // Reads completions for up to ms: the body of the first message of `kind` that came.
     std::optional<std::vector<std::byte>> await(method::ofi::Kind kind, int ms);
+    // The token the last message await() returned carried (Fabric::token; 0 off shm).
+    std::uint64_t last_token() const { return last_token_; }
     // Reads what completed, then sleeps sleep_ms if no message came: the kind of the last one.
     std::optional<method::ofi::Kind> drain(int sleep_ms);
     // Reads completions until `goal` sends in all have ended (completed or failed), for up to
@@ -60,6 +62,7 @@ private:
         std::array<std::byte, 16384> bytes{};
         void* desc = nullptr;
         fid_mr* own_mr = nullptr;
+        std::uint64_t token = 0;  // shm: the sender's (Fabric::token)
     };
     bool insert_server(const method::ofi::OfiAddress& target);
     bool post(Slot& slot);
@@ -72,6 +75,7 @@ private:
     std::deque<fi_context2> send_contexts_;
     method::ofi::Registrations registrations_;
     std::deque<fid_mr*> sent_mrs_;  // the bodies' registrations, where the provider needs them
+    std::uint64_t last_token_ = 0;
     std::uint64_t sends_done_ = 0;  // completions of sends (those of slots_ are receives)
     std::optional<std::vector<std::byte>> last_body_;
     bool ready_ = false;

@@ -152,7 +152,11 @@ TEST_CASE("peer rules: sends to a peer that stopped reading fail at the send dea
     // Made before the sends wait: making an instance is slow under the sanitizers.
     Side other = listening(scheme, options);
 
-    std::vector<char> data(4096, 's');
+    // Below the 4 KiB that ofi+shm copies at once with its token: a larger send stays in the
+    // provider, and with both instances in one process libfabric's shm then crashes when the
+    // sender closes first (doc/methods/ofi.md, "Not done").
+    constexpr bmi_size_t size = 4000;
+    std::vector<char> data(size, 's');
     std::vector<bmi_op_id_t> waiting;
     Clock::time_point first_wait{};
     // Batches until one is left waiting: the peer's buffers are full from then on.
@@ -161,7 +165,7 @@ TEST_CASE("peer rules: sends to a peer that stopped reading fail at the send dea
         for (int i = 0; i < 64; ++i) {
             bmi_op_id_t id = 0;
             const int rc = pair.client.instance->post(
-                send_request(pair.client, pair.server_addr, data.data(), 4096, 7), id, nullptr);
+                send_request(pair.client, pair.server_addr, data.data(), size, 7), id, nullptr);
             REQUIRE(rc >= 0);
             if (rc == 0) waiting.push_back(id);
         }

@@ -77,6 +77,10 @@ TEST_CASE("ofi handshake: the proven text tells limits, numbers and stated addre
     CHECK(with != proven_text(stated, std::nullopt, true));
     CHECK(with != proven_text("ofi+tcp://10.0.0.1:3335", BufferLimits{16384, 8192}, true));
     CHECK(with != proven_text(stated, BufferLimits{16384, 8192}, false));
+    // shm's token (Fabric::token): another endpoint's changes the text.
+    CHECK(with != proven_text(stated, BufferLimits{16384, 8192}, true, 0x1234));
+    CHECK(proven_text(stated, BufferLimits{16384, 8192}, true, 0x1234) !=
+          proven_text(stated, BufferLimits{16384, 8192}, true, 0x1235));
     // A stated text cannot carry limits of its own: the last ten bytes are always the limits
     // and the numbers flag.
     const auto without = proven_text(stated, std::nullopt, true);
