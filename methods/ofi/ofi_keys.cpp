@@ -9,6 +9,12 @@
 namespace bmi::method::ofi {
 
 void OfiMethod::greet(OfiPeer& peer) {
+    if (provider_ == "shm" && !enter_new_region(peer)) {
+        BMI_LOG(error, "bmi_ofi: %s: the address vector takes no new entry for its new region",
+                peer.address.c_str());
+        flush_waiting(peer, -BMI_ENOMEM);
+        return;
+    }
     kit::KeyHandshake& handshake =
         handshakes_.insert_or_assign(peer.fi_addr, kit::KeyHandshake(gate_)).first->second;
     Hello hello;
@@ -38,7 +44,7 @@ void OfiMethod::greet(OfiPeer& peer) {
 void OfiMethod::on_hello(Request& buffer) {
     auto hello = decode_hello({buffer.bytes.data(), buffer.length});
     if (!hello) return;
-    std::string endpoint;
+    std::string endpoint = address_of_name(hello->name);
     const fi_addr_t addr = enter_address(hello->name, endpoint);
     if (addr == FI_ADDR_NOTAVAIL) return;
     auto peer = peer_at(addr);
@@ -71,7 +77,7 @@ void OfiMethod::on_hello(Request& buffer) {
     }
     if (handshake.keyed()) {
         auto step = handshake.answer(
-            gate_, address_of_name(fabric_.name()), hello->nonce,
+            gate_, own_endpoint_, hello->nonce,
             proven_text(hello->stated, hello->limits, hello->numbers, buffer.token),
             proven_text(answer.stated, answer.limits, answer.numbers, fabric_.token()), features,
             hello->public_key);

@@ -234,10 +234,8 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         BMI_WARN("bmi_ofi: %s reports no departures and keeps no peekable unexpected queue: "
                  "the peer deadlines and bounds do not hold over it (doc/methods/ofi.md)",
                  address.provider_hint().c_str());
-    if (address.is_shm()) {
-        shm_address_ = address_of_name(fabric_.name());
-        note_shm_endpoint(shm_address_, true);
-    }
+    own_endpoint_ = address_of_name(fabric_.name());
+    if (address.is_shm()) note_shm_endpoint(own_endpoint_, true);
     inject_bytes_ = fabric_.inject_limit();
     iov_limit_ = 1;
     if (fabric_.needs_local_mr())
@@ -266,7 +264,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
             if (sweep_dead_clients_)
                 timers_.schedule(sweep_key, kit::Deadlines::Clock::now() + limits_.shm_sweep);
         } else {
-            listen_address_ = address_of_name(fabric_.name());  // where the provider put it
+            listen_address_ = own_endpoint_;  // where the provider put it
         }
     }
     for (std::size_t i = 0; i < buffer_count_; ++i) {
@@ -289,7 +287,7 @@ std::uint8_t OfiMethod::bye_number(const OfiPeer& peer) const {
 OfiMethod::~OfiMethod() {
     // Peers learn we left from a bye; a few reads of the queue let manual progress send it.
     if (!provider_.empty()) {
-        if (!shm_address_.empty()) note_shm_endpoint(shm_address_, false);
+        if (provider_ == "shm") note_shm_endpoint(own_endpoint_, false);
         // Disconnections rxm has not yet seen are taken in first: over verbs a send to a peer
         // whose endpoint closed since our last progress crashes inside the provider.
         fi_cq_tagged_entry entry{};
@@ -308,13 +306,13 @@ OfiMethod::~OfiMethod() {
 }
 
 bool OfiMethod::closed_in_process(OfiPeer& peer) const {
-    if (shm_address_.empty()) return false;
+    if (provider_ != "shm") return false;
     if (!peer.in_process) peer.in_process = shm_endpoint(peer.endpoint) != ShmEndpoint::elsewhere;
     return *peer.in_process && shm_endpoint(peer.endpoint) == ShmEndpoint::closed_here;
 }
 
 bool OfiMethod::closed_in_process(fi_addr_t addr) const {
-    if (shm_address_.empty()) return false;
+    if (provider_ != "shm") return false;
     auto peer = peer_at(addr);
     return peer != nullptr && closed_in_process(*peer);
 }
@@ -349,7 +347,7 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
     } else if (address->provider != provider_) {
         return -BMI_EPROTONOSUPPORT;  // one provider per instance
     }
-    std::string endpoint;
+    std::string endpoint = address_of_name(name);
     const fi_addr_t addr = enter_address(name, endpoint);
     if (addr == FI_ADDR_NOTAVAIL) return -BMI_EINVAL;
     if (auto known = peer_at(addr); known && !peer_gone(*known)) {
@@ -406,8 +404,8 @@ void OfiMethod::forget_peer(Peer& base) {
     erase_peer(peer.fi_addr);
 }
 
-fi_addr_t OfiMethod::enter_address(const std::vector<std::byte>& name, std::string& endpoint) {
-    endpoint = address_of_name(name);
+fi_addr_t OfiMethod::enter_address(const std::vector<std::byte>& name,
+                                   const std::string& endpoint) {
     // Room first: the kept entries of endpoints that have gone since.
     if (!silenced_.empty()) release_silenced();
     const fi_addr_t addr = addresses_.insert(fabric_.av(), endpoint, name);
@@ -416,6 +414,43 @@ fi_addr_t OfiMethod::enter_address(const std::vector<std::byte>& name, std::stri
     std::erase(silenced_, addr);
     std::erase(lingering_, addr);
     return addr;
+}
+
+bool OfiMethod::enter_new_region(OfiPeer& peer) {
+    if (peer.fi_addr == FI_ADDR_NOTAVAIL) return false;  // an earlier attempt found no room
+    const auto file = shm_region_file(peer.endpoint);
+    if (!peer.region || !file || *file == *peer.region) {
+        if (!peer.region) peer.region = file;
+        return true;
+    }
+    const fi_addr_t old = peer.fi_addr;
+    auto self = peer_at(old);
+    if (!self || backlog_.count(old) != 0) return true;
+    for (const auto& [request, owned] : requests_)
+        if (request->role != Request::Role::buffer && request->addr == old) return true;
+    auto address = parse_address(peer.endpoint);
+    std::vector<std::byte> name;
+    if (!address || provider_name(*address, name) != 0) return true;
+    // Nothing else names the old entry once the peer has been failed (fail_peer): its clocks
+    // start again under the new one when it is ready.
+    timers_.cancel_all(old);
+    handshakes_.erase(old);
+    for (kit::ProgressDeadline* clock :
+         {&peer.send_clock, &peer.stall_clock, &peer.silence_clock, &peer.probe_clock})
+        clock->timed = false;
+    peers_.erase(old);
+    std::erase(retiring_, old);
+    std::erase(silenced_, old);
+    std::erase(lingering_, old);
+    // shm finds a name it holds by its text: the old entry goes first, and its mapping with it.
+    addresses_.remove(fabric_.av(), old);
+    peer.fi_addr = enter_address(name, peer.endpoint);
+    if (peer.fi_addr == FI_ADDR_NOTAVAIL) return false;
+    peer.region = file;
+    peer.in_process.reset();  // the new process may be this one
+    peers_.insert_or_assign(peer.fi_addr, self);
+    BMI_LOG(ofi, "bmi_ofi: %s has a new region: a new entry reaches it", peer.address.c_str());
+    return true;
 }
 
 void OfiMethod::erase_peer(fi_addr_t addr) {
@@ -550,6 +585,7 @@ int OfiMethod::get_info(Peer* peer, int option, void* arg) {
         stats.resets_sent = resets_sent_;
         stats.resets_taken = resets_taken_;
         stats.token_mismatches = token_mismatches_;
+        stats.regions_replaced = regions_replaced_;
         return 0;
     }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;

@@ -40,6 +40,7 @@ struct Stats {
     std::uint64_t resets_sent = 0;       // probes of strangers answered with a reset, so far
     std::uint64_t resets_taken = 0;      // peers lost to their proven reset, so far
     std::uint64_t token_mismatches = 0;  // shm: messages under a peer's fi_addr without its token
+    std::uint64_t regions_replaced = 0;  // shm: servers found restarted by their region file
 };
 
 inline constexpr Descriptor descriptor{"bmi_ofi", "ofi", &create, &prepare_lookup};

@@ -97,6 +97,9 @@ struct OfiPeer final : Peer {
     // shm: the token its messages carry (Fabric::token), from its hello or its answer to
     // ours; 0 until then. What comes under its fi_addr without it is not its.
     std::uint64_t token = 0;
+    // shm, a peer we greet: its region file when we first greeted it (ShmRegionFile). Another
+    // file under its name is another process, which only a new entry reaches.
+    std::optional<ShmRegionFile> region;
     std::deque<Operation*> waiting;  // sends held until the answer, or until credits come
     // Credits (ofi_wire.hpp): how many more of our costly messages it takes; how many of its
     // we hold that we have not given back, and of those how many left their buffers (owed).
@@ -314,9 +317,9 @@ private:
     // be sent to it.
     bool closed_in_process(OfiPeer& peer) const;
     bool closed_in_process(fi_addr_t addr) const;
-    // The address-vector entry of the endpoint `name` (AddressTable), and its text in
-    // `endpoint`; FI_ADDR_NOTAVAIL if the provider takes no more.
-    fi_addr_t enter_address(const std::vector<std::byte>& name, std::string& endpoint);
+    // The address-vector entry of the endpoint `name`, whose text is `endpoint`
+    // (address_of_name; AddressTable): FI_ADDR_NOTAVAIL if the provider takes no more.
+    fi_addr_t enter_address(const std::vector<std::byte>& name, const std::string& endpoint);
     // Forgets the peer at addr, with its handshake, ticket, deadlines and parked messages, and
     // removes its entry once no request in the provider names it.
     void erase_peer(fi_addr_t addr);
@@ -518,6 +521,13 @@ private:
     }
     void on_probe_due(OfiPeer& peer, kit::DeadlineKey key, kit::Deadlines::Clock::time_point now);
     void on_probe(std::span<const std::byte> body, fi_addr_t source);
+    // shm: whether the peer we greeted has left its region file for a new process's, which
+    // nothing of ours reaches through its entry; if so, it is lost with -BMI_ECONNRESET.
+    bool lost_to_new_region(OfiPeer& peer);
+    // shm: before a hello, a new entry for a peer whose name has a new region file (above),
+    // unless requests in the provider still name the old one. False if the provider took no
+    // new entry: the peer has none, and what is sent to it fails with -BMI_ENOMEM.
+    bool enter_new_region(OfiPeer& peer);
     void on_reset(std::span<const std::byte> body, fi_addr_t source);
     // A send or stall clock's wake-up: the peer is lost if it owes progress and made none.
     void lose_if_late(OfiPeer& peer, kit::ProgressDeadline& clock, bool owed, std::uint64_t count,
@@ -567,7 +577,9 @@ private:
     std::vector<support::planes::PlaneBinding> planes_;
     std::vector<std::byte> auth_key_;  // ofi_auth_key: asked of the provider with every open
     std::string provider_;             // "" until open()
-    std::string shm_address_;          // shm: our endpoint's address, listed in ofi_shm.hpp
+    // Our endpoint's address as peers name it (address_of_name of fabric_.name()); on shm it is
+    // listed in ofi_shm.hpp while the endpoint is open.
+    std::string own_endpoint_;
     // shm server: the claim on its name; declared before fabric_, so released after it.
     ShmNameClaim shm_claim_;
     kit::KeyGate gate_{"bmi_ofi"};
@@ -639,6 +651,7 @@ private:
     std::uint64_t resets_sent_ = 0;       // Stats
     std::uint64_t resets_taken_ = 0;      // Stats
     std::uint64_t token_mismatches_ = 0;  // Stats
+    std::uint64_t regions_replaced_ = 0;  // Stats
     std::uint32_t resets_out_ = 0;        // resets to strangers in the provider
     std::uint64_t sent_under_grant_ = 0;  // Stats
     std::uint64_t handed_wakeups_ = 0;    // Stats

@@ -35,8 +35,22 @@ void OfiMethod::send_probe(OfiPeer& peer) {
 void OfiMethod::on_probe_due(OfiPeer& peer, kit::DeadlineKey key,
                              kit::Deadlines::Clock::time_point now) {
     if (peer.probe_clock.expired_if_owed(peer.waited_on(), timers_, key, peer.heard, now,
-                                         probe_after()))
+                                         probe_after()) &&
+        !lost_to_new_region(peer))
         send_probe(peer);
+}
+
+bool OfiMethod::lost_to_new_region(OfiPeer& peer) {
+    if (provider_ != "shm" || !peer.region) return false;
+    const auto file = shm_region_file(peer.endpoint);
+    if (!file || *file == *peer.region) return false;
+    // A live endpoint holds its name (ShmNameClaim): a new file is a new process, and the
+    // probe would go into the old one's region, which we still map.
+    BMI_LOG(error, "bmi_ofi: %s restarted (a new region in /dev/shm): what waits on it fails",
+            peer.address.c_str());
+    ++regions_replaced_;
+    lose(peer, -BMI_ECONNRESET);
+    return true;
 }
 
 void OfiMethod::on_probe(std::span<const std::byte> body, fi_addr_t source) {
@@ -46,12 +60,11 @@ void OfiMethod::on_probe(std::span<const std::byte> body, fi_addr_t source) {
     if (!probe) return;
     // A name we hold is a peer's (or one we answered already): whoever sent this, we reset
     // nobody we know.
-    if (addresses_.holds(address_of_name(probe->name)) || resets_out_ >= most_resets_out) return;
-    std::string prober;
+    const std::string prober = address_of_name(probe->name);
+    if (addresses_.holds(prober) || resets_out_ >= most_resets_out) return;
     const fi_addr_t addr = enter_address(probe->name, prober);
     if (addr == FI_ADDR_NOTAVAIL) return;
-    const Reset reset{probe->nonce,
-                      gate_.prove_reset(probe->nonce, prober, address_of_name(fabric_.name()))};
+    const Reset reset{probe->nonce, gate_.prove_reset(probe->nonce, prober, own_endpoint_)};
     Request& request = unsealed_request(addr, Kind::reset, encode(reset));
     request.to_stranger = true;
     ++resets_out_;
@@ -70,8 +83,7 @@ void OfiMethod::on_reset(std::span<const std::byte> body, fi_addr_t source) {
     auto reset = decode_reset(body);
     // Only the answer to our last probe, before anything else came from the peer since.
     if (!reset || reset->nonce != peer->probe->nonce || peer->heard != peer->probe->heard) return;
-    if (!gate_.verify_reset(reset->nonce, address_of_name(fabric_.name()), peer->endpoint,
-                            reset->proof)) {
+    if (!gate_.verify_reset(reset->nonce, own_endpoint_, peer->endpoint, reset->proof)) {
         BMI_LOG(error, "bmi_ofi: %s: a reset without the proof of our key; ignored",
                 peer->address.c_str());
         return;

@@ -172,11 +172,17 @@ bool shm_endpoint_may_send(const std::string& address) {
         case ShmEndpoint::elsewhere:
             break;
     }
+    return shm_region_file(address).has_value();
+}
+
+std::optional<ShmRegionFile> shm_region_file(const std::string& address) {
     const std::size_t at = address.find("://");
-    if (at == std::string::npos) return false;
+    if (at == std::string::npos) return std::nullopt;
     const std::string path = "/dev/shm/" + address.substr(at + 3);
     struct stat st {};
-    return stat(path.c_str(), &st) == 0;
+    if (stat(path.c_str(), &st) != 0) return std::nullopt;
+    return ShmRegionFile{static_cast<std::uint64_t>(st.st_dev),
+                         static_cast<std::uint64_t>(st.st_ino)};
 }
 
 }  // namespace bmi::method::ofi

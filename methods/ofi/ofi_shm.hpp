@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,5 +58,15 @@ ShmEndpoint shm_endpoint(const std::string& address);
 // process's that is open, or one elsewhere whose region is still in /dev/shm (libfabric
 // unlinks it when the endpoint closes; a killed process's stays until it is swept).
 bool shm_endpoint_may_send(const std::string& address);
+
+// The region file of the shm endpoint at `address` ("ofi+shm://NAME") in /dev/shm, told apart
+// from a later file of the same name (a process that opened the name anew), or nullopt if
+// there is none. libfabric maps a peer's file once per address-vector entry.
+struct ShmRegionFile {
+    std::uint64_t device = 0;
+    std::uint64_t inode = 0;
+    bool operator==(const ShmRegionFile&) const = default;
+};
+std::optional<ShmRegionFile> shm_region_file(const std::string& address);
 
 }  // namespace bmi::method::ofi

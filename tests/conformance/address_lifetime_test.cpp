@@ -46,8 +46,7 @@ void wait_until(const std::function<bool()>& what, const char* for_what) {
 void send_unexpected(Pair& pair, int count) {
     static const char request[] = "request";
     for (int i = 0; i < count; ++i) {
-        auto send = send_request(pair.client, pair.server_addr, request, sizeof request, 7);
-        send.kind = method::OpKind::send_unexpected;
+        auto send = unexpected_request(pair.client, pair.server_addr, request, sizeof request, 7);
         REQUIRE(post_and_wait(pair.client, send).error == 0);
     }
 }
@@ -225,8 +224,7 @@ TEST_CASE("an address we looked up stays when its count is 0 and its server has 
     pair.server.instance.reset();
     // Whatever the sends now say, the address is a name we can try again: it stays.
     static const char more[] = "more";
-    auto send = send_request(pair.client, pair.server_addr, more, sizeof more, 7);
-    send.kind = method::OpKind::send_unexpected;
+    auto send = unexpected_request(pair.client, pair.server_addr, more, sizeof more, 7);
     for (int i = 0; i < 3; ++i) {
         bmi_op_id_t id = 0;
         int rc = client.post(send, id, nullptr);
@@ -255,8 +253,7 @@ TEST_CASE("a server serves more clients over its life than it holds at once",
         BMI_addr_t server_addr = 0;
         Side client = make_client("", listen, server_addr);
         const std::uint32_t sent = 0x5eed0000u + static_cast<std::uint32_t>(i);
-        auto send = send_request(client, server_addr, &sent, sizeof sent, 9);
-        send.kind = method::OpKind::send_unexpected;
+        auto send = unexpected_request(client, server_addr, &sent, sizeof sent, 9);
         REQUIRE(post_and_wait(client, send).error == 0);
         core::UnexpectedMessage got = wait_unexpected(pair.server);
         REQUIRE(got.error == 0);

@@ -61,8 +61,7 @@ std::string scheme_of(const char* address) {
 std::string deliver(Side& client, BMI_addr_t to, Side& server) {
     Pump pump(*server.instance);  // a tcp connection needs the server's side of the handshake
     const char text[] = "over the list";
-    auto request = send_request(client, to, text, sizeof text, 3);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(client, to, text, sizeof text, 3);
     REQUIRE(post_and_wait(client, request).error == 0);
     core::UnexpectedMessage got = wait_unexpected(server);
     CHECK(got.size == sizeof text);
@@ -131,8 +130,7 @@ TEST_CASE("address list: a tcp request is served while shm messages keep the ser
     {
         Pump pump(*shm_client.instance);
         const char hello[] = "ping-pong";
-        auto request = send_request(shm_client, server_over_shm, hello, sizeof hello, 1);
-        request.kind = method::OpKind::send_unexpected;
+        auto request = unexpected_request(shm_client, server_over_shm, hello, sizeof hello, 1);
         REQUIRE(post_and_wait(shm_client, request).error == 0);
         core::UnexpectedMessage got = wait_unexpected(server);
         shm_peer = got.addr;
@@ -172,8 +170,7 @@ TEST_CASE("address list: a tcp request is served while shm messages keep the ser
     std::thread tcp_sender([&] {
         while (rounds.load() < 200 && !stop.load()) std::this_thread::yield();
         const char text[] = "over tcp";
-        auto request = send_request(tcp_client, server_over_tcp, text, sizeof text, 2);
-        request.kind = method::OpKind::send_unexpected;
+        auto request = unexpected_request(tcp_client, server_over_tcp, text, sizeof text, 2);
         tcp_sent.store(complete(tcp_client, request));
     });
 

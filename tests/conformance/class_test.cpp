@@ -48,8 +48,7 @@ std::vector<Planned> of_class(const std::vector<Planned>& all, std::uint8_t msg_
 bmi_op_id_t post_classed(Side& client, BMI_addr_t to, const Planned& p, std::vector<char>& data) {
     data.resize(static_cast<std::size_t>(p.size));
     fill_pattern(data.data(), data.size(), static_cast<std::uint32_t>(p.tag));
-    auto request = send_request(client, to, data.data(), p.size, p.tag);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(client, to, data.data(), p.size, p.tag);
     request.msg_class = p.msg_class;
     const void* pieces[3] = {};
     bmi_size_t sizes[3] = {};

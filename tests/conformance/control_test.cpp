@@ -332,8 +332,7 @@ TEST_CASE("a waiting testcontext returns once for each unexpected message nobody
         return std::thread([&, delay_ms] {
             std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
             bmi_op_id_t sid = 0;
-            core::PostRequest r = send_request(pair.client, pair.server_addr, note, 8, 4);
-            r.kind = method::OpKind::send_unexpected;
+            core::PostRequest r = unexpected_request(pair.client, pair.server_addr, note, 8, 4);
             send_rc = pair.client.instance->post(r, sid, nullptr);
         });
     };

@@ -245,8 +245,7 @@ std::vector<std::pair<BMI_addr_t, std::string>> unexpected_within(Side& side, in
 
 BMI_addr_t introduce(Pair& pair) {
     const char hello[] = "hello";
-    auto request = send_request(pair.client, pair.server_addr, hello, sizeof hello, 99);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.client, pair.server_addr, hello, sizeof hello, 99);
     bmi_op_id_t id = 0;
     int rc = pair.client.instance->post(request, id, nullptr);
     REQUIRE(rc >= 0);
@@ -285,6 +284,13 @@ core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data
     r.size = size;
     r.tag = tag;
     r.context = side.context;
+    return r;
+}
+
+core::PostRequest unexpected_request(const Side& side, BMI_addr_t to, const void* data,
+                                     bmi_size_t size, bmi_msg_tag_t tag) {
+    core::PostRequest r = send_request(side, to, data, size, tag);
+    r.kind = method::OpKind::send_unexpected;
     return r;
 }
 

@@ -99,6 +99,9 @@ BMI_addr_t introduce(Pair& pair);
 
 core::PostRequest send_request(const Side& side, BMI_addr_t to, const void* data, bmi_size_t size,
                                bmi_msg_tag_t tag);
+// As send_request, for an unexpected message.
+core::PostRequest unexpected_request(const Side& side, BMI_addr_t to, const void* data,
+                                     bmi_size_t size, bmi_msg_tag_t tag);
 core::PostRequest recv_request(const Side& side, BMI_addr_t from, void* data, bmi_size_t size,
                                bmi_msg_tag_t tag);
 

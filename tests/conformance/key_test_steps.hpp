@@ -14,8 +14,7 @@ inline std::string key_option(const std::string& path) { return "key_file=" + pa
 // The client's first unexpected message to the server: its completion error.
 inline int send_first(Pair& pair, int deadline_ms) {
     const char text[] = "hello";
-    auto request = send_request(pair.client, pair.server_addr, text, sizeof text, 99);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.client, pair.server_addr, text, sizeof text, 99);
     bmi_op_id_t id = 0;
     const int rc = pair.client.instance->post(request, id, nullptr);
     if (rc != 0) return rc < 0 ? rc : 0;

@@ -20,8 +20,7 @@ namespace {
 // post's error, or its completion's.
 int send_unexpected(Side& from, BMI_addr_t to, std::vector<char>& bytes, bmi_size_t size,
                     bmi_msg_tag_t tag) {
-    core::PostRequest request = send_request(from, to, bytes.data(), size, tag);
-    request.kind = method::OpKind::send_unexpected;
+    core::PostRequest request = unexpected_request(from, to, bytes.data(), size, tag);
     bmi_op_id_t id = 0;
     const int rc = from.instance->post(request, id, nullptr);
     if (rc != 0) return rc < 0 ? rc : 0;

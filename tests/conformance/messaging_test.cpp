@@ -151,8 +151,7 @@ TEST_CASE("unexpected messages up to the limit arrive; larger ones are refused",
 
     std::vector<char> out(static_cast<std::size_t>(limit) + 1);
     fill_pattern(out.data(), out.size(), 11);
-    auto request = send_request(pair.client, pair.server_addr, out.data(), limit, 77);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.client, pair.server_addr, out.data(), limit, 77);
     REQUIRE(post_and_wait(pair.client, request).error == 0);
 
     core::UnexpectedMessage got[2];

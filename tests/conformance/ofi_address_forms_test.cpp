@@ -68,8 +68,7 @@ TEST_CASE("ofi: a raw provider address reaches the server it names", "[conforman
     Pump client_progress(*client.instance);
     std::vector<char> out(4096), in(4096, 0);
     fill_pattern(out.data(), out.size(), 31);
-    auto first = send_request(client, server, out.data(), 64, 3);
-    first.kind = method::OpKind::send_unexpected;
+    auto first = unexpected_request(client, server, out.data(), 64, 3);
     post_and_wait(client, first);
     auto hello = wait_unexpected(pair.server);
     // The server names the client by its endpoint, as it would any peer.

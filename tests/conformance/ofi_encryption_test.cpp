@@ -75,8 +75,8 @@ void every_kind(Pair& pair, BMI_addr_t client, const std::vector<char>* payload 
         std::copy(payload->begin(), payload->begin() + 200, note.begin());
     else
         fill_pattern(note.data(), note.size(), 99);
-    core::PostRequest unexpected = send_request(pair.client, pair.server_addr, note.data(), 200, 9);
-    unexpected.kind = method::OpKind::send_unexpected;
+    core::PostRequest unexpected =
+        unexpected_request(pair.client, pair.server_addr, note.data(), 200, 9);
     {
         Pump receiver(*pair.server.instance);
         REQUIRE(post_and_wait(pair.client, unexpected, 30000).error == 0);

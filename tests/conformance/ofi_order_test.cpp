@@ -131,9 +131,8 @@ TEST_CASE("ofi: a peer whose awaited message never comes, or that numbers two al
     }
     // The client is served throughout.
     const std::string text = "the client";
-    core::PostRequest note = send_request(pair.client, pair.server_addr, text.data(),
-                                          static_cast<bmi_size_t>(text.size()), 7);
-    note.kind = method::OpKind::send_unexpected;
+    core::PostRequest note = unexpected_request(pair.client, pair.server_addr, text.data(),
+                                                static_cast<bmi_size_t>(text.size()), 7);
     REQUIRE(post_and_wait(pair.client, note, 10000).error == 0);
     const core::UnexpectedMessage message = wait_unexpected(pair.server);
     CHECK(message.addr == client);

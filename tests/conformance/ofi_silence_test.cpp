@@ -37,8 +37,7 @@ long long ms_since(Clock::time_point start) {
     BMI_addr_t server = 0;
     Side client = client_in_child(address, server);
     const char here[] = "here";
-    auto request = send_request(client, server, here, sizeof here, 1);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(client, server, here, sizeof here, 1);
     std::_Exit(post_and_wait(client, request, 30000).error == 0 ? 0 : 5);
 }
 }  // namespace
@@ -60,9 +59,8 @@ TEST_CASE("ofi: a peer that stops polling while a receive waits on it is gone at
     // The server polls again: the address we looked up still reaches it, greeted anew.
     Pump server(*pair.server.instance);
     const std::string text = "back";
-    core::PostRequest note = send_request(pair.client, pair.server_addr, text.data(),
-                                          static_cast<bmi_size_t>(text.size()), 12);
-    note.kind = method::OpKind::send_unexpected;
+    core::PostRequest note = unexpected_request(pair.client, pair.server_addr, text.data(),
+                                                static_cast<bmi_size_t>(text.size()), 12);
     CHECK(post_and_wait(pair.client, note).error == 0);
     const core::UnexpectedMessage message = wait_unexpected(pair.server);
     CHECK(std::string(static_cast<const char*>(message.buffer), message.size) == text);
@@ -112,9 +110,8 @@ TEST_CASE("ofi: a client that stops polling is kept, however long it is silent",
     CHECK(ofi_stats(pair.server).peers == known);
     Pump server(*pair.server.instance);
     const std::string text = "still here";
-    core::PostRequest note = send_request(pair.client, pair.server_addr, text.data(),
-                                          static_cast<bmi_size_t>(text.size()), 12);
-    note.kind = method::OpKind::send_unexpected;
+    core::PostRequest note = unexpected_request(pair.client, pair.server_addr, text.data(),
+                                                static_cast<bmi_size_t>(text.size()), 12);
     CHECK(post_and_wait(pair.client, note).error == 0);
     const core::UnexpectedMessage message = wait_unexpected(pair.server);
     CHECK(message.addr == client);

@@ -106,9 +106,8 @@ TEST_CASE("ofi: an endpoint the server stopped talking to cannot speak for anoth
     }
     // The client still speaks as itself.
     const std::string text = "the client";
-    core::PostRequest note = send_request(pair.client, pair.server_addr, text.data(),
-                                          static_cast<bmi_size_t>(text.size()), 7);
-    note.kind = method::OpKind::send_unexpected;
+    core::PostRequest note = unexpected_request(pair.client, pair.server_addr, text.data(),
+                                                static_cast<bmi_size_t>(text.size()), 7);
     REQUIRE(post_and_wait(pair.client, note, 10000).error == 0);
     const auto got = unexpected_within(pair.server, 500);
     REQUIRE(got.size() == 1);

@@ -181,8 +181,7 @@ TEST_CASE("peer rules: sends to a peer that stopped reading fail at the send dea
         REQUIRE(pair.client.instance->addr_lookup(other.instance->listen_addresses(), other_addr) ==
                 0);
         const char text[] = "other";
-        auto request = send_request(pair.client, other_addr, text, sizeof text, 8);
-        request.kind = method::OpKind::send_unexpected;
+        auto request = unexpected_request(pair.client, other_addr, text, sizeof text, 8);
         bmi_op_id_t id = 0;
         const int rc = pair.client.instance->post(request, id, nullptr);
         REQUIRE(rc >= 0);
@@ -209,8 +208,7 @@ TEST_CASE("peer rules: a handshake slower than the send deadline is not taken as
     Pair pair = make_peers(
         scheme, deadline_options(adapter, rule_bound_ms, other_bound_ms, other_bound_ms));
     const char hello[] = "slow";
-    auto request = send_request(pair.client, pair.server_addr, hello, sizeof hello, 31);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.client, pair.server_addr, hello, sizeof hello, 31);
     bmi_op_id_t id = 0;
     const int rc = pair.client.instance->post(request, id, nullptr);
     REQUIRE(rc >= 0);

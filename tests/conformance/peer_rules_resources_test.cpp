@@ -170,8 +170,8 @@ bool echoed(const std::string& address, const std::string& text, int ms) {
     REQUIRE(client.instance->post(
                 recv_request(client, server, back.data(), static_cast<bmi_size_t>(back.size()), 9),
                 rid, nullptr) == 0);
-    auto request = send_request(client, server, out.data(), static_cast<bmi_size_t>(out.size()), 1);
-    request.kind = method::OpKind::send_unexpected;
+    auto request =
+        unexpected_request(client, server, out.data(), static_cast<bmi_size_t>(out.size()), 1);
     const int posted = client.instance->post(request, sid, nullptr);
     if (posted < 0) return false;
     bool received = false, sent = posted == 1;

@@ -209,8 +209,7 @@ TEST_CASE("peer rules: an announced name without proof does not take its holder'
     BMI_addr_t to_holder = 0;
     REQUIRE(pair.server.instance->addr_lookup(holder_address, to_holder) == 0);
     const char text[] = "for the holder";
-    auto request = send_request(pair.server, to_holder, text, sizeof text, 3);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.server, to_holder, text, sizeof text, 3);
     {
         Pump holder_pump(*holder.instance);
         CHECK(post_and_wait(pair.server, request, 10000).error == 0);
@@ -237,8 +236,7 @@ TEST_CASE("peer rules: a peer that proved the key answers to the address it anno
     BMI_addr_t to_server = 0;
     REQUIRE(client.instance->addr_lookup(server.instance->listen_addresses(), to_server) == 0);
     const char text[] = "from a listening client";
-    auto request = send_request(client, to_server, text, sizeof text, 5);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(client, to_server, text, sizeof text, 5);
     {
         Pump server_pump(*server.instance);
         REQUIRE(post_and_wait(client, request, 10000).error == 0);
@@ -287,8 +285,7 @@ TEST_CASE("peer rules: a handshake carried across two connections, back to its i
         BMI_addr_t to_relay = 0;
         REQUIRE(victim.instance->addr_lookup(relay.address(), to_relay) == 0);
         const char secret[] = "for a proven peer only";
-        auto request = send_request(victim, to_relay, secret, sizeof secret, 3);
-        request.kind = method::OpKind::send_unexpected;
+        auto request = unexpected_request(victim, to_relay, secret, sizeof secret, 3);
         const int error = post_and_wait(victim, request, 30000).error;
         if (to_itself && !adapter.reflection_reason_gap.empty()) {
             WARN("known gap, " << scheme << ": " << adapter.reflection_reason_gap);

@@ -45,8 +45,7 @@ constexpr std::chrono::seconds client_patience{30};
             nullptr) < 0)
         std::_Exit(5);
     const char here[] = "here";
-    auto request = send_request(client, server, here, sizeof here, 1);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(client, server, here, sizeof here, 1);
     bmi_op_id_t here_id = 0;
     const int here_rc = client.instance->post(request, here_id, nullptr);
     if (here_rc < 0) std::_Exit(6);
@@ -140,8 +139,7 @@ TEST_CASE("peer rules: a peer that vanishes mid-transfer fails what waited on it
         if (served < 3) {
             Pump pump(*pair.server.instance);
             const char text[] = "still served";
-            auto request = send_request(pair.client, pair.server_addr, text, sizeof text, 2);
-            request.kind = method::OpKind::send_unexpected;
+            auto request = unexpected_request(pair.client, pair.server_addr, text, sizeof text, 2);
             CHECK(post_and_wait(pair.client, request, 5000).error == 0);
             ++served;
         }

@@ -72,8 +72,7 @@ TEST_CASE("a full unexpected quota is reported once and through BMI_UNEXPECTED_Q
     // Posted only: the server makes progress (and so lets a send finish) in server_reaches.
     std::vector<bmi_op_id_t> sends;
     auto send = [&](bmi_msg_tag_t tag) {
-        auto request = send_request(pair.client, pair.server_addr, out.data(), message, tag);
-        request.kind = method::OpKind::send_unexpected;
+        auto request = unexpected_request(pair.client, pair.server_addr, out.data(), message, tag);
         bmi_op_id_t id = 0;
         const int rc = pair.client.instance->post(request, id, nullptr);
         REQUIRE(rc >= 0);
@@ -127,8 +126,7 @@ TEST_CASE("one peer cannot take more than its share of the unexpected quota", "[
     // Empty messages cost 256 each: sixteen fill a 4096-byte share, the rest wait.
     std::vector<bmi_op_id_t> sends;
     for (bmi_msg_tag_t tag = 1; tag <= 20; ++tag) {
-        auto request = send_request(pair.client, pair.server_addr, nullptr, 0, tag);
-        request.kind = method::OpKind::send_unexpected;
+        auto request = unexpected_request(pair.client, pair.server_addr, nullptr, 0, tag);
         bmi_op_id_t id = 0;
         REQUIRE(pair.client.instance->post(request, id, nullptr) >= 0);
         if (id != 0) sends.push_back(id);
@@ -152,8 +150,7 @@ TEST_CASE("one peer cannot take more than its share of the unexpected quota", "[
 
     // The other client still gets through.
     char hello[] = "other";
-    auto request = send_request(other, other_to_server, hello, sizeof hello, 99);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(other, other_to_server, hello, sizeof hello, 99);
     bmi_op_id_t id = 0;
     REQUIRE(other.instance->post(request, id, nullptr) >= 0);
     REQUIRE(drain(17, in_time) == 17);
@@ -188,8 +185,7 @@ TEST_CASE("a departed peer's share of the unexpected quota does not pass to the 
         return got.size();
     };
     const auto post_empty = [](Side& client, BMI_addr_t to, bmi_msg_tag_t tag) {
-        auto request = send_request(client, to, nullptr, 0, tag);
-        request.kind = method::OpKind::send_unexpected;
+        auto request = unexpected_request(client, to, nullptr, 0, tag);
         bmi_op_id_t id = 0;
         REQUIRE(client.instance->post(request, id, nullptr) >= 0);
         return id;

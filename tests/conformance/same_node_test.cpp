@@ -57,8 +57,7 @@ struct Delivery {
 
 Delivery deliver(Side& client, BMI_addr_t server_addr, Side& server, int deadline_ms = 3000) {
     const char text[] = "same node";
-    auto request = send_request(client, server_addr, text, sizeof text, 7);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(client, server_addr, text, sizeof text, 7);
     Delivery out;
     bmi_op_id_t id = 0;
     const int rc = client.instance->post(request, id, nullptr);
@@ -278,8 +277,7 @@ TEST_CASE("same node: asking a restarted server again holds up no other shm peer
         while (phase.load() == 0) std::this_thread::yield();
         sent_meanwhile = 0;
         while (phase.load() == 1) {
-            auto request = send_request(client, other_addr, text, sizeof text, 9);
-            request.kind = method::OpKind::send_unexpected;
+            auto request = unexpected_request(client, other_addr, text, sizeof text, 9);
             const bool ok = post_and_wait(client, request, 5000).error == 0;
             if (ok && phase.load() == 1) ++sent_meanwhile;
             std::this_thread::sleep_for(std::chrono::milliseconds(2));

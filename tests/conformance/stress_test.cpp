@@ -189,8 +189,7 @@ TEST_CASE("16 threads post, test, cancel and drop addresses on shared contexts",
                     ++failures;
                     continue;
                 }
-                auto req = send_request(pair.client, addr, note, sizeof note, 4000 + t);
-                req.kind = method::OpKind::send_unexpected;
+                auto req = unexpected_request(pair.client, addr, note, sizeof note, 4000 + t);
                 if (!post_wait(*pair.client.instance, client_shared, req, pair.client.context, 0,
                                nullptr))
                     ++failures;

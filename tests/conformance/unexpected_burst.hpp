@@ -25,8 +25,7 @@ inline std::vector<bmi_op_id_t> post_unexpected_burst(Pair& pair, int count, bmi
         auto& payload = out[static_cast<std::size_t>(i)];
         fill_pattern(payload.data(), payload.size(), seed_base + static_cast<std::uint32_t>(i));
         auto request =
-            send_request(pair.client, pair.server_addr, payload.data(), size, tag_base + i);
-        request.kind = method::OpKind::send_unexpected;
+            unexpected_request(pair.client, pair.server_addr, payload.data(), size, tag_base + i);
         bmi_op_id_t id = 0;
         const int rc = pair.client.instance->post(request, id, nullptr);
         REQUIRE(rc >= 0);

@@ -104,8 +104,7 @@ Child client_child(const std::string& listen, Rest&& rest) {
             return 1;
         int hello = 42;
         bmi_op_id_t id = 0;
-        auto send = send_request(side, server, &hello, sizeof hello, 1);
-        send.kind = method::OpKind::send_unexpected;
+        auto send = unexpected_request(side, server, &hello, sizeof hello, 1);
         if (side.instance->post(send, id, nullptr) != 1) return 2;  // fits the ring
         int rc = rest(to_parent, side, server);
         park();

@@ -83,8 +83,7 @@ TEST_CASE("an unproven name does not complete receives posted for its holder", "
     BMI_addr_t server_addr = 0;
     REQUIRE(client.instance->addr_lookup("shm://" + server_name, server_addr) == 0);
     int hello = 1;
-    auto introduce = send_request(client, server_addr, &hello, sizeof hello, 1);
-    introduce.kind = method::OpKind::send_unexpected;
+    auto introduce = unexpected_request(client, server_addr, &hello, sizeof hello, 1);
     bmi_op_id_t id = 0;
     REQUIRE(client.instance->post(introduce, id, nullptr) >= 0);
     const auto got = wait_unexpected(server);
@@ -123,8 +122,7 @@ TEST_CASE("an unproven name does not receive what is sent to its holder", "[shm]
         child.tell();
         REQUIRE(child.wait_report() == 'h');
     }
-    auto secret = send_request(server, legitimate, genuine, sizeof genuine, tag);
-    secret.kind = method::OpKind::send_unexpected;
+    auto secret = unexpected_request(server, legitimate, genuine, sizeof genuine, tag);
     bmi_op_id_t sent = 0;
     REQUIRE(server.instance->post(secret, sent, nullptr) >= 0);
     {

@@ -88,8 +88,7 @@ std::string listen_name(Pair& pair) {
 
 core::PostRequest unexpected_send(Pair& pair, const void* data, bmi_size_t size,
                                   bmi_msg_tag_t tag) {
-    auto request = send_request(pair.client, pair.server_addr, data, size, tag);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.client, pair.server_addr, data, size, tag);
     return request;
 }
 

@@ -58,8 +58,7 @@ TEST_CASE("shm: a listener out of descriptors refuses a new client with a reason
         CHECK(count_lines(log, spare == 0 ? "refusing new connections" : "the hello of pid") == 1);
         // The served client's messages still arrive.
         const char ping[] = "still here";
-        auto request = send_request(pair.client, pair.server_addr, ping, sizeof ping, 4);
-        request.kind = method::OpKind::send_unexpected;
+        auto request = unexpected_request(pair.client, pair.server_addr, ping, sizeof ping, 4);
         REQUIRE(post_and_wait(pair.client, request).error == 0);
         auto got = wait_unexpected(pair.server);
         CHECK(got.addr == served);
@@ -85,8 +84,7 @@ TEST_CASE("shm: a libbmi client refused for want of the listener's descriptors f
     BMI_addr_t server = 0;
     REQUIRE(newcomer.instance->addr_lookup(pair.server.instance->listen_addresses(), server) == 0);
     const char hello[] = "let me in";
-    auto request = send_request(newcomer, server, hello, sizeof hello, 3);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(newcomer, server, hello, sizeof hello, 3);
     char answer[16];
     bmi_op_id_t id = 0;
     {

@@ -27,8 +27,7 @@ Side idle_client(Pair& pair) {
     BMI_addr_t server = 0;
     REQUIRE(side.instance->addr_lookup(pair.server.instance->listen_addresses(), server) == 0);
     static const char hello[] = "idle";
-    auto request = send_request(side, server, hello, sizeof hello, 0x1d1e);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(side, server, hello, sizeof hello, 0x1d1e);
     bmi_op_id_t id = 0;
     // Small: placed in the ring at once, before the handshake is even answered.
     REQUIRE(side.instance->post(request, id, nullptr) == 1);

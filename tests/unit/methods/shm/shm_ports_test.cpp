@@ -40,8 +40,7 @@ void one_message(Side& server, const std::string& address) {
     BMI_addr_t to = 0;
     REQUIRE(client.instance->addr_lookup(address, to) == 0);
     const char text[] = "port";
-    core::PostRequest send = send_request(client, to, text, sizeof text, 5);
-    send.kind = method::OpKind::send_unexpected;
+    core::PostRequest send = unexpected_request(client, to, text, sizeof text, 5);
     post_and_wait(client, send);
     core::UnexpectedMessage got = wait_unexpected(server);
     CHECK(got.size == static_cast<bmi_size_t>(sizeof text));

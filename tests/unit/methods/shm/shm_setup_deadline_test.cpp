@@ -90,8 +90,7 @@ TEST_CASE("a listener that queued the connect but never accepts fails the peer's
     // the new one, which carries the next message.
     Pump pump(*pair.server.instance);
     const char text[] = "after the deadline";
-    auto request = send_request(pair.client, pair.server_addr, text, sizeof text, 7);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.client, pair.server_addr, text, sizeof text, 7);
     CHECK(post_and_wait(pair.client, request).error == 0);
     core::UnexpectedMessage m[1];
     int outcount = 0;

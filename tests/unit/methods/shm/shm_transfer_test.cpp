@@ -547,8 +547,7 @@ TEST_CASE("shm: a listener with larger rings than its client sends within the cl
     // An unexpected message has no way but one record: beyond the connection's limit it fails
     // with EMSGSIZE, within it it arrives, and the connection stays usable either way.
     std::vector<char> note(600, 'n');
-    auto too_big = send_request(pair.server, client_addr, note.data(), 473, 6);
-    too_big.kind = method::OpKind::send_unexpected;
+    auto too_big = unexpected_request(pair.server, client_addr, note.data(), 473, 6);
     bmi_op_id_t big_id = 0;
     const int big_rc = pair.server.instance->post(too_big, big_id, nullptr);
     // Refused at once (the usual case) or, had it queued behind another send, in completion.
@@ -556,8 +555,7 @@ TEST_CASE("shm: a listener with larger rings than its client sends within the cl
         REQUIRE(wait_op(pair.server, big_id).error == -BMI_EMSGSIZE);
     else
         REQUIRE(big_rc == -BMI_EMSGSIZE);
-    auto fits = send_request(pair.server, client_addr, note.data(), 472, 6);
-    fits.kind = method::OpKind::send_unexpected;
+    auto fits = unexpected_request(pair.server, client_addr, note.data(), 472, 6);
     REQUIRE(post_and_wait(pair.server, fits).error == 0);
     auto got = wait_unexpected(pair.client);
     CHECK(got.size == 472);

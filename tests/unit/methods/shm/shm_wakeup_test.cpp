@@ -53,8 +53,7 @@ BMI_addr_t open_client(Pair& pair, Side& side, BMI_addr_t& to_server, int who,
     REQUIRE(core::Instance::create(params, side.instance) == 0);
     REQUIRE(side.instance->open_context(side.context) == 0);
     REQUIRE(side.instance->addr_lookup(pair.server.instance->listen_addresses(), to_server) == 0);
-    auto hello = send_request(side, to_server, &who, sizeof who, 1);
-    hello.kind = method::OpKind::send_unexpected;
+    auto hello = unexpected_request(side, to_server, &who, sizeof who, 1);
     bmi_op_id_t id = 0;
     REQUIRE(side.instance->post(hello, id, nullptr) == 1);  // placed in the ring at once
     auto got = wait_unexpected(pair.server, 5000);

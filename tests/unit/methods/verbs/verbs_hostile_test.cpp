@@ -207,8 +207,7 @@ TEST_CASE("verbs: one source address holds only a few unfinished handshakes", "[
     REQUIRE(client.instance->addr_lookup(std::string("verbs://") + guest_ip + ":" + port,
                                          server_addr) == 0);
     char text[] = "from elsewhere";
-    auto request = send_request(client, server_addr, text, sizeof text, 6);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(client, server_addr, text, sizeof text, 6);
     REQUIRE(post_and_wait(client, request, 30000).error == 0);
     core::UnexpectedMessage got;
     REQUIRE(verbs::receive_unexpected(*server.instance, got) == 1);
@@ -250,8 +249,7 @@ TEST_CASE("verbs: the listen address a peer announces routes nothing", "[verbs]"
     BMI_addr_t other_addr = 0;
     REQUIRE(pair.server.instance->addr_lookup(other_address, other_addr) == 0);
     char text[] = "for the real one";
-    auto request = send_request(pair.server, other_addr, text, sizeof text, 8);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.server, other_addr, text, sizeof text, 8);
     REQUIRE(post_and_wait(pair.server, request, 30000).error == 0);
     core::UnexpectedMessage got;
     REQUIRE(verbs::receive_unexpected(*other.instance, got) == 1);

@@ -199,8 +199,7 @@ TEST_CASE("verbs: a keyless attacker cannot carry a handshake to a key holder an
     REQUIRE(pair.client.instance->addr_lookup("verbs://127.0.0.1:" + std::to_string(port), taken) ==
             0);
     const char secret[] = "for the real peer only";
-    auto request = send_request(pair.client, taken, secret, sizeof secret, 5);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.client, taken, secret, sizeof secret, 5);
     bmi_op_id_t id = 0;
     REQUIRE(pair.client.instance->post(request, id, nullptr) == 0);
 

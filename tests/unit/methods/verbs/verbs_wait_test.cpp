@@ -227,8 +227,7 @@ TEST_CASE("verbs: a queue pair event fails the connection owning that QP, and on
 
     // A looked-up peer is reached again over a new connection.
     char again[16] = "again";
-    auto request = send_request(pair.client, pair.server_addr, again, sizeof again, 8);
-    request.kind = method::OpKind::send_unexpected;
+    auto request = unexpected_request(pair.client, pair.server_addr, again, sizeof again, 8);
     REQUIRE(post_and_wait(pair.client, request).error == 0);
     core::UnexpectedMessage got;
     REQUIRE(verbs::receive_unexpected(*pair.server.instance, got) == 1);
