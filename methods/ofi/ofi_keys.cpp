@@ -5,6 +5,7 @@
 #include "methods/kit/posted_recvs.hpp"
 #include "methods/ofi/ofi_handshake.hpp"
 #include "methods/ofi/ofi_method_impl.hpp"
+#include "support/logging/log.hpp"
 
 namespace bmi::method::ofi {
 
