@@ -176,12 +176,9 @@ int Fabric::open(const OfiAddress& address, bool bind, std::size_t cq_size,
     if ((rc = fi_getname(&ep_->fid, name_.data(), &length)) != 0) return fail("fi_getname", rc);
     name_.resize(length);
     if (tags_in_data_) {
-        // 0 means "none": the first of the nonce's words that is not 0.
         const support::keys::Nonce random = support::keys::fresh_nonce();
-        for (std::size_t at = 0; token_ == 0 && at + sizeof token_ <= random.size();
-             at += sizeof token_)
-            std::memcpy(&token_, random.data() + at, sizeof token_);
-        if (token_ == 0) token_ = 1;
+        std::memcpy(&token_, random.data(), sizeof token_);
+        token_ |= 1;  // odd, so never 0, which means "no token"
         inject_scratch_.resize(info_->tx_attr->inject_size);
     }
     return 0;

@@ -425,9 +425,7 @@ bool OfiMethod::enter_new_region(OfiPeer& peer) {
     }
     const fi_addr_t old = peer.fi_addr;
     auto self = peer_at(old);
-    if (!self || backlog_.count(old) != 0) return true;
-    for (const auto& [request, owned] : requests_)
-        if (request->role != Request::Role::buffer && request->addr == old) return true;
+    if (!self || named_by_requests(old)) return true;
     auto address = parse_address(peer.endpoint);
     std::vector<std::byte> name;
     if (!address || provider_name(*address, name) != 0) return true;
@@ -471,11 +469,17 @@ void OfiMethod::erase_peer(fi_addr_t addr) {
     retire_if_unused(addr);
 }
 
+bool OfiMethod::named_by_requests(fi_addr_t addr) const {
+    // Receive buffers take any sender: they name no entry, whatever they last held. The
+    // backlog's requests are among requests_ too.
+    for (const auto& [request, owned] : requests_)
+        if (request->role != Request::Role::buffer && request->addr == addr) return true;
+    return false;
+}
+
 void OfiMethod::retire_if_unused(fi_addr_t addr) {
     if (std::find(retiring_.begin(), retiring_.end(), addr) == retiring_.end()) return;
-    // Receive buffers take any sender: they name no entry, whatever they last held.
-    for (const auto& [request, owned] : requests_)
-        if (request->role != Request::Role::buffer && request->addr == addr) return;
+    if (named_by_requests(addr)) return;
     std::erase(retiring_, addr);
     if (provider_ == "shm" && shm_endpoint_may_send(addresses_.endpoint_of(addr))) {
         silenced_.push_back(addr);

@@ -320,6 +320,8 @@ private:
     // The address-vector entry of the endpoint `name`, whose text is `endpoint`
     // (address_of_name; AddressTable): FI_ADDR_NOTAVAIL if the provider takes no more.
     fi_addr_t enter_address(const std::vector<std::byte>& name, const std::string& endpoint);
+    // Whether a request of ours in the provider (or waiting to enter it) names addr's entry.
+    bool named_by_requests(fi_addr_t addr) const;
     // Forgets the peer at addr, with its handshake, ticket, deadlines and parked messages, and
     // removes its entry once no request in the provider names it.
     void erase_peer(fi_addr_t addr);
