@@ -235,7 +235,10 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
                  "the peer deadlines and bounds do not hold over it (doc/methods/ofi.md)",
                  address.provider_hint().c_str());
     own_endpoint_ = address_of_name(fabric_.name());
-    if (address.is_shm()) note_shm_endpoint(own_endpoint_, true);
+    if (address.is_shm()) {
+        note_shm_endpoint(own_endpoint_, true);
+        own_region_lock_ = ShmRegionLock::open_own(own_endpoint_);
+    }
     inject_bytes_ = fabric_.inject_limit();
     iov_limit_ = 1;
     if (fabric_.needs_local_mr())
@@ -291,12 +294,13 @@ OfiMethod::~OfiMethod() {
         // Disconnections rxm has not yet seen are taken in first: over verbs a send to a peer
         // whose endpoint closed since our last progress crashes inside the provider.
         fi_cq_tagged_entry entry{};
-        for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
+        const bool reads = own_region_free();
+        for (int i = 0; reads && i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
         for (auto& [addr, peer] : peers_)
             if (peer->state == OfiPeer::State::ready && !closed_in_process(*peer))
                 (void)inject_sealed(*peer, nullptr, 0,
                                     with_number(control_tag(Kind::bye, 0), bye_number(*peer)));
-        for (int i = 0; i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
+        for (int i = 0; reads && i < goodbye_reads; ++i) (void)fi_cq_read(fabric_.cq(), &entry, 1);
         // Registrations go after the endpoint that may use them and before the domain.
         fabric_.close_endpoint();
         for (auto& [request, owned] : requests_) Registrations::release(request->own_mr);
@@ -446,6 +450,8 @@ bool OfiMethod::enter_new_region(OfiPeer& peer) {
     if (peer.fi_addr == FI_ADDR_NOTAVAIL) return false;
     peer.region = file;
     peer.in_process.reset();  // the new process may be this one
+    peer.region_lock.reset();
+    peer.region_lock_opened = false;
     peers_.insert_or_assign(peer.fi_addr, self);
     BMI_LOG(ofi, "bmi_ofi: %s has a new region: a new entry reaches it", peer.address.c_str());
     return true;
@@ -590,6 +596,8 @@ int OfiMethod::get_info(Peer* peer, int option, void* arg) {
         stats.resets_taken = resets_taken_;
         stats.token_mismatches = token_mismatches_;
         stats.regions_replaced = regions_replaced_;
+        stats.dead_holders = dead_holders_;
+        stats.locks_taken_back = locks_taken_back_;
         return 0;
     }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;

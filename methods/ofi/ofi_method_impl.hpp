@@ -31,6 +31,7 @@
 #include "methods/ofi/ofi_order.hpp"
 #include "methods/ofi/ofi_retry_pause.hpp"
 #include "methods/ofi/ofi_shm.hpp"
+#include "methods/ofi/ofi_shm_lock.hpp"
 #include "methods/ofi/ofi_staging.hpp"
 #include "methods/ofi/ofi_waiting.hpp"
 #include "methods/ofi/ofi_wire.hpp"
@@ -100,6 +101,10 @@ struct OfiPeer final : Peer {
     // shm, a peer we greet: its region file when we first greeted it (ShmRegionFile). Another
     // file under its name is another process, which only a new entry reaches.
     std::optional<ShmRegionFile> region;
+    // shm: a look at its region's lock (ShmRegionLock), opened at our first send to it; null
+    // where the region's layout is not known.
+    std::unique_ptr<ShmRegionLock> region_lock;
+    bool region_lock_opened = false;
     std::deque<Operation*> waiting;  // sends held until the answer, or until credits come
     // Credits (ofi_wire.hpp): how many more of our costly messages it takes; how many of its
     // we hold that we have not given back, and of those how many left their buffers (owed).
@@ -317,6 +322,16 @@ private:
     // be sent to it.
     bool closed_in_process(OfiPeer& peer) const;
     bool closed_in_process(fi_addr_t addr) const;
+    // shm: 0 if a send to the peer may enter the provider now (ShmRegionLock); -FI_EAGAIN while
+    // a live process holds its region's lock; -FI_ECONNRESET once the region's owner died
+    // with the lock held, and the peer is lost at the next pass (lose_dead_holders).
+    int region_admits(OfiPeer& peer);
+    int region_admits(fi_addr_t addr);
+    // shm: whether our own region's lock is free, so that a read of the queue or a posted
+    // receive, which take it in the provider, may call in; taken back from a holder that ended.
+    bool own_region_free();
+    bool ended_holder_seen() const;
+    void lose_dead_holders();
     // The address-vector entry of the endpoint `name`, whose text is `endpoint`
     // (address_of_name; AddressTable): FI_ADDR_NOTAVAIL if the provider takes no more.
     fi_addr_t enter_address(const std::vector<std::byte>& name, const std::string& endpoint);
@@ -654,9 +669,14 @@ private:
     std::uint64_t resets_taken_ = 0;      // Stats
     std::uint64_t token_mismatches_ = 0;  // Stats
     std::uint64_t regions_replaced_ = 0;  // Stats
-    std::uint32_t resets_out_ = 0;        // resets to strangers in the provider
-    std::uint64_t sent_under_grant_ = 0;  // Stats
-    std::uint64_t handed_wakeups_ = 0;    // Stats
+    std::uint64_t dead_holders_ = 0;      // Stats
+    std::uint64_t locks_taken_back_ = 0;  // Stats
+    std::optional<std::chrono::steady_clock::time_point> own_region_held_since_;
+    std::unique_ptr<ShmRegionLock> own_region_lock_;
+    std::vector<fi_addr_t> dead_holders_found_;  // peers for lose_dead_holders
+    std::uint32_t resets_out_ = 0;               // resets to strangers in the provider
+    std::uint64_t sent_under_grant_ = 0;         // Stats
+    std::uint64_t handed_wakeups_ = 0;           // Stats
     // Completions read for anything but the unasked sweep's peeks (sweep_unasked).
     std::uint64_t completions_taken_ = 0;
     std::uint32_t next_transfer_ = 1;

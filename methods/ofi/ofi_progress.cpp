@@ -39,6 +39,7 @@ void OfiMethod::release(Request& request) {
 }
 
 int OfiMethod::try_post(Request& r) {
+    if (r.is_recv && !own_region_free()) return -FI_EAGAIN;
     if (r.role == Request::Role::buffer)
         return static_cast<int>(
             fabric_.post_buffer(r.data, r.length, r.desc, r.ignore, &r.token, &r.context));
@@ -49,6 +50,7 @@ int OfiMethod::try_post(Request& r) {
         return static_cast<int>(
             fi_trecv(fabric_.ep(), r.data, r.length, r.desc, r.addr, r.tag, r.ignore, &r.context));
     if (closed_in_process(r.addr)) return -FI_ECONNRESET;
+    if (const int rc = region_admits(r.addr); rc != 0) return rc;
     if (r.role != Request::Role::data_send)
         return static_cast<int>(
             fabric_.send_small(r.data, r.length, r.desc, r.addr, r.tag, &r.context));
@@ -145,6 +147,7 @@ void OfiMethod::repost_buffer(Request& buffer) {
 }
 
 bool OfiMethod::read_completions() {
+    if (!own_region_free()) return false;
     bool moved = false;
     fi_cq_tagged_entry entries[completions_per_read];
     fi_addr_t sources[completions_per_read];
@@ -260,6 +263,7 @@ void OfiMethod::progress() {
     const auto now = kit::Deadlines::Clock::now();
     sweep_unasked(now);
     drain_backlog(now, completions);
+    if (!dead_holders_found_.empty()) lose_dead_holders();
     retry_parked();
     run_deadlines(now);
 }
@@ -291,6 +295,10 @@ bool OfiMethod::before_sleep() {
     moved = drain_backlog(now, completions) || moved;
     moved = retry_parked() || moved;
     moved = run_deadlines(now) || moved;
+    if (!dead_holders_found_.empty()) {
+        lose_dead_holders();
+        moved = true;
+    }
     if (moved) {
         waiting_.traffic();
         return true;

@@ -57,6 +57,7 @@ void OfiMethod::seal_request(OfiPeer& peer, Request& request) {
 
 ssize_t OfiMethod::inject_sealed(OfiPeer& peer, const void* data, std::size_t size,
                                  std::uint64_t tag) {
+    if (region_admits(peer) != 0) return -FI_EAGAIN;  // a posted send meets the same look
     if (!peer.records) return fabric_.inject_small(data, size, peer.fi_addr, tag);
     sealing_.resize(size + NumberedRecords::trailer_size);
     peer.records->seal(tag, as_bytes(data, size), sealing_.data());

@@ -10,11 +10,13 @@
 
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "bmi-types.h"
@@ -76,7 +78,13 @@ int ShmNameClaim::hold(std::string_view name) {
 }
 
 int ShmNameClaim::claim(std::string_view name) {
-    const int error = hold(name);
+    int error = hold(name);
+    // A peer that asks whether the name's last process is gone holds it for a moment
+    // (ShmRegionLock::owner_alive): a few tries tell that from a running server.
+    for (int retry = 0; error == EADDRINUSE && retry < 3; ++retry) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        error = hold(name);
+    }
     if (error == EADDRINUSE) {
         BMI_WARN("bmi_ofi: ofi+shm://%s is taken by a running server", std::string(name).c_str());
         return -BMI_EADDRINUSE;

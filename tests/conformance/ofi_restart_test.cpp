@@ -7,17 +7,14 @@
 // connection, instead of at the silence bound. The next send greets the new server.
 #include <catch2/catch.hpp>
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <string>
-#include <thread>
 
 #include "../unit/key_files.hpp"
+#include "forked_server.hpp"
 #include "harness.hpp"
 #include "methods/method_config.hpp"
 
@@ -45,94 +42,6 @@ method::ofi::Probe probe_naming(const std::vector<std::byte>& name) {
     return probe;
 }
 
-// A server process of the test's own, forked before this one makes any instance (libfabric's
-// verbs does not work in a child forked after its parent used it): it writes its listen
-// address as a line to the parent, then answers each unexpected message with its bytes under
-// its tag until it is killed. No Catch check runs there: it exits 3 to 5 if it cannot serve.
-struct ForkedServer {
-    int pid = -1;
-    std::string address;
-    ForkedServer() = default;
-    ForkedServer(const ForkedServer&) = delete;
-    ForkedServer& operator=(const ForkedServer&) = delete;
-    // Killed without a bye, as a crash would end it; also if the test fails before.
-    void kill_now() {
-        if (pid <= 0) return;
-        ::kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-        pid = -1;
-    }
-    ~ForkedServer() { kill_now(); }
-};
-
-[[noreturn]] void serve_until_killed(int address_fd, const std::string& options) {
-    Side server;
-    core::InitParams params;
-    params.listen = test_listen_address("ofi");
-    params.flags = BMI_INIT_SERVER;
-    params.options = options;
-    params.dialect = selected_dialect();
-    if (core::Instance::create(params, server.instance) != 0 ||
-        server.instance->open_context(server.context) != 0)
-        std::_Exit(3);
-    const std::string line = server.instance->listen_addresses() + "\n";
-    if (write(address_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-        std::_Exit(4);
-    close(address_fd);
-    for (;;) {
-        int outcount = 0;
-        core::UnexpectedMessage message;
-        if (server.instance->testunexpected(10, outcount, std::span(&message, 1)) != 0)
-            std::_Exit(5);
-        if (outcount == 0) continue;
-        bmi_op_id_t id = 0;
-        bmi_size_t actual = 0;
-        const auto answer =
-            send_request(server, message.addr, message.buffer, message.size, message.tag);
-        if (server.instance->post(answer, id, &actual) == 0) {
-            core::Completion done[1];
-            const auto until = Clock::now() + std::chrono::seconds(5);
-            for (int got = 0; got == 0 && Clock::now() < until;)
-                server.instance->testcontext(server.context, 10, got, done);
-        }
-        server.instance->unexpected_free(message.buffer);
-    }
-}
-
-void fork_server(const std::string& options, ForkedServer& server) {
-    const ForkedChild forked = fork_with_pipe(true);
-    if (forked.pid == 0) serve_until_killed(forked.fd, options);
-    server.pid = forked.pid;
-    server.address = read_line(forked.fd);
-    close(forked.fd);
-}
-
-// One request from the client and its echo, within ms: whether both went through.
-bool echoed(Side& client, BMI_addr_t server, const std::string& text, bmi_msg_tag_t tag, int ms) {
-    char reply[64] = {};
-    bmi_op_id_t recv_id = 0;
-    bmi_size_t actual = 0;
-    const int posted = client.instance->post(recv_request(client, server, reply, sizeof reply, tag),
-                                             recv_id, &actual);
-    REQUIRE(posted >= 0);
-    auto request =
-        unexpected_request(client, server, text.data(), static_cast<bmi_size_t>(text.size()), tag);
-    if (post_and_wait(client, request, ms).error != 0) return false;
-    const core::Completion done = posted == 1 ? core::Completion{0, 0, actual, nullptr}
-                                              : wait_op(client, recv_id, ms);
-    return done.error == 0 &&
-           std::string(reply, static_cast<std::size_t>(done.actual_size)) == text;
-}
-
-}  // namespace
-
-namespace {
-// Over shm a client learns of a restarted server from its new region file, not from a reset:
-// its probe would go into the region of the process that died (doc/methods/ofi.md).
-bool over_shm() {
-    const char* provider = std::getenv("BMI_CONFORMANCE_OFI_PROVIDER");
-    return provider != nullptr && std::string(provider) == "shm";
-}
 }  // namespace
 
 TEST_CASE("ofi: a server answers a probe from an endpoint it does not know, and only that",
@@ -212,7 +121,7 @@ TEST_CASE("ofi: a client of a server restarted without a bye fails at once, then
     const std::string bound = "ofi_silent_peer_timeout_ms=" + std::to_string(bound_ms);
     const std::string client_options = keys == Keys::none ? bound : bound + "," + key;
     ForkedServer first;
-    fork_server(keys == Keys::none ? "" : key, first);
+    fork_server("ofi", keys == Keys::none ? "" : key, first);
     REQUIRE(!first.address.empty());
 
     BMI_addr_t server_addr = 0;
@@ -244,8 +153,9 @@ TEST_CASE("ofi: a client of a server restarted without a bye fails at once, then
     const core::Completion done = wait_op(client, recv_id, 3 * bound_ms);
     const long long took = restart_ms_since(start);
     INFO("the receive ended after " << took << " ms");
-    if (over_shm()) {
-        // The new process's region file says so, whatever its key: the old one is gone.
+    if (ofi_over_shm()) {
+        // Over shm the new process's region file says so, whatever its key, not a reset: the
+        // probe would go into the region of the process that died (doc/methods/ofi.md).
         CHECK(done.error == -BMI_ECONNRESET);
         CHECK(took < bound_ms / 2);
         CHECK(ofi_stats(client).regions_replaced == 1);
