@@ -352,14 +352,20 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
         return -BMI_EPROTONOSUPPORT;  // one provider per instance
     }
     std::string endpoint = address_of_name(name);
+    // shm maps a peer's region when its entry is made: the file noted before is the one our
+    // sends reach, so a server restarted before our first hello is found there (greet).
+    std::optional<ShmRegionFile> region;
+    if (provider_ == "shm" && !addresses_.holds(endpoint)) region = shm_region_file(endpoint);
     const fi_addr_t addr = enter_address(name, endpoint);
     if (addr == FI_ADDR_NOTAVAIL) return -BMI_EINVAL;
-    if (auto known = peer_at(addr); known && !peer_gone(*known)) {
+    const auto known = peer_at(addr);
+    if (known && !peer_gone(*known)) {
         out = known;
         return 0;
     }
     auto peer = std::make_shared<OfiPeer>();
     peer->fi_addr = addr;
+    peer->region = known ? known->region : region;
     peer->address = std::string(text);
     peer->endpoint = std::move(endpoint);
     // By the endpoint, as for a peer that reaches us: a raw lookup of a socket provider

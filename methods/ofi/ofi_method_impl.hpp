@@ -98,8 +98,9 @@ struct OfiPeer final : Peer {
     // shm: the token its messages carry (Fabric::token), from its hello or its answer to
     // ours; 0 until then. What comes under its fi_addr without it is not its.
     std::uint64_t token = 0;
-    // shm, a peer we greet: its region file when we first greeted it (ShmRegionFile). Another
-    // file under its name is another process, which only a new entry reaches.
+    // shm, a peer we greet: its region file when its entry was made, or when we first greeted
+    // it if it had none then (ShmRegionFile). Another file under its name is another process,
+    // which only a new entry reaches.
     std::optional<ShmRegionFile> region;
     // shm: a look at its region's lock (ShmRegionLock), opened at our first send to it; null
     // where the region's layout is not known.

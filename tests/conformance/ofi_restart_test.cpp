@@ -193,4 +193,41 @@ TEST_CASE("ofi: a client of a server restarted without a bye fails at once, then
     CHECK(got.front().second == text);
 }
 
+TEST_CASE("ofi: a server restarted between our lookup and our first send gets that send",
+          "[conformance][ofi][restart]") {
+    if (!scheme_compiled("ofi")) return;
+    const char* provider = std::getenv("BMI_CONFORMANCE_OFI_PROVIDER");
+    if (provider != nullptr && std::string(provider) == "verbs") {
+        WARN("SKIP ofi+verbs: this case forks after the process used verbs");
+        return;
+    }
+    ForkedServer first;
+    fork_server("ofi", "", first);
+    REQUIRE(!first.address.empty());
+    BMI_addr_t server_addr = 0;
+    Side client = make_client("", first.address, server_addr);
+    first.kill_now();
+
+    core::InitParams params;
+    params.listen = first.address;
+    params.flags = BMI_INIT_SERVER;
+    params.dialect = selected_dialect();
+    Side restarted;
+    REQUIRE(core::Instance::create(params, restarted.instance) == 0);
+    REQUIRE(restarted.instance->open_context(restarted.context) == 0);
+    Pump serve(*restarted.instance);
+    // Over shm the entry our lookup made maps the old process's region: the region file,
+    // noted then, tells the first hello to go through a new one.
+    const std::string text = "first";
+    const auto start = Clock::now();
+    auto request = unexpected_request(client, server_addr, text.data(),
+                                      static_cast<bmi_size_t>(text.size()), 5);
+    REQUIRE(post_and_wait(client, request, 15000).error == 0);
+    const core::UnexpectedMessage got = wait_unexpected(restarted, 5000);
+    INFO("delivered after " << restart_ms_since(start) << " ms");
+    CHECK(std::string(static_cast<const char*>(got.buffer), got.size) == text);
+    restarted.instance->unexpected_free(got.buffer);
+    CHECK(restart_ms_since(start) < 3000);
+}
+
 #endif
