@@ -132,7 +132,7 @@ void OfiMethod::on_silence(OfiPeer& peer, kit::DeadlineKey key, Clock::time_poin
         lose(peer);
         return;
     }
-    if (!peer.reached_us && lost_to_new_region(peer)) return;
+    if (!peer.reached_us && left_its_region(peer)) return;
     peer.unanswered = answered ? 0 : peer.unanswered + 1;
     peer.asked = peer.heard;
     send_control(peer, Kind::ping, 0, nullptr, 0);

@@ -603,6 +603,7 @@ int OfiMethod::get_info(Peer* peer, int option, void* arg) {
         stats.token_mismatches = token_mismatches_;
         stats.regions_replaced = regions_replaced_;
         stats.dead_holders = dead_holders_;
+        stats.regions_ended = regions_ended_;
         stats.locks_taken_back = locks_taken_back_;
         return 0;
     }

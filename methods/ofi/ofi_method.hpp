@@ -42,6 +42,7 @@ struct Stats {
     std::uint64_t token_mismatches = 0;  // shm: messages under a peer's fi_addr without its token
     std::uint64_t regions_replaced = 0;  // shm: servers found restarted by their region file
     std::uint64_t dead_holders = 0;      // shm: peers found ended holding their region's lock
+    std::uint64_t regions_ended = 0;     // shm: servers found ended by their region's process
     std::uint64_t locks_taken_back = 0;  // shm: our region's lock, from a holder that ended
 };
 

@@ -539,9 +539,10 @@ private:
     }
     void on_probe_due(OfiPeer& peer, kit::DeadlineKey key, kit::Deadlines::Clock::time_point now);
     void on_probe(std::span<const std::byte> body, fi_addr_t source);
-    // shm: whether the peer we greeted has left its region file for a new process's, which
-    // nothing of ours reaches through its entry; if so, it is lost with -BMI_ECONNRESET.
-    bool lost_to_new_region(OfiPeer& peer);
+    // shm: whether the peer we greeted has left the region its entry reaches: a new process's
+    // file is under its name, or the process that made the region has ended. If so, it is
+    // lost with -BMI_ECONNRESET.
+    bool left_its_region(OfiPeer& peer);
     // shm: before a hello, a new entry for a peer whose name has a new region file (above),
     // unless requests in the provider still name the old one. False if the provider took no
     // new entry: the peer has none, and what is sent to it fails with -BMI_ENOMEM.
@@ -671,6 +672,7 @@ private:
     std::uint64_t token_mismatches_ = 0;  // Stats
     std::uint64_t regions_replaced_ = 0;  // Stats
     std::uint64_t dead_holders_ = 0;      // Stats
+    std::uint64_t regions_ended_ = 0;     // Stats
     std::uint64_t locks_taken_back_ = 0;  // Stats
     std::optional<std::chrono::steady_clock::time_point> own_region_held_since_;
     std::unique_ptr<ShmRegionLock> own_region_lock_;

@@ -36,14 +36,24 @@ void OfiMethod::on_probe_due(OfiPeer& peer, kit::DeadlineKey key,
                              kit::Deadlines::Clock::time_point now) {
     if (peer.probe_clock.expired_if_owed(peer.waited_on(), timers_, key, peer.heard, now,
                                          probe_after()) &&
-        !lost_to_new_region(peer))
+        !left_its_region(peer))
         send_probe(peer);
 }
 
-bool OfiMethod::lost_to_new_region(OfiPeer& peer) {
+bool OfiMethod::left_its_region(OfiPeer& peer) {
     if (provider_ != "shm" || !peer.region) return false;
     const auto file = shm_region_file(peer.endpoint);
-    if (!file || *file == *peer.region) return false;
+    if (!file) return false;
+    if (*file == *peer.region) {
+        // The same file, whose maker may have ended without a successor (killed, crashed): a
+        // probe would only go into its region, and the wait end at the silence bound.
+        if (!peer.region_lock || peer.region_lock->owner_alive(peer.endpoint)) return false;
+        BMI_LOG(error, "bmi_ofi: %s ended (its region's process is gone): what waits on it fails",
+                peer.address.c_str());
+        ++regions_ended_;
+        lose(peer, -BMI_ECONNRESET);
+        return true;
+    }
     // A live endpoint holds its name (ShmNameClaim): a new file is a new process, and the
     // probe would go into the old one's region, which we still map.
     BMI_LOG(error, "bmi_ofi: %s restarted (a new region in /dev/shm): what waits on it fails",

@@ -53,7 +53,8 @@ constexpr support::SettingSpec rows[] = {
      "taken as gone, and its operations fail with -BMI_ETIMEDOUT. An idle client is asked too, "
      "less often while it does not answer, so that one whose process ended is forgotten. A "
      "server we wait on is also asked after a quarter of this (at most 1 s) whether it "
-     "restarted; if it did, our operations with it fail at once with -BMI_ECONNRESET"},
+     "restarted (over shm: or ended); if it did, our operations with it fail at once with "
+     "-BMI_ECONNRESET"},
     support::pending_per_source_row(I::pending_per_source, "ofi_pending_per_source",
                                     "BMI_OFI_PENDING_PER_SOURCE", "16"),
     {I::pending_total, "ofi_pending_total", "BMI_OFI_PENDING_TOTAL", T::count, "1024", "handshakes",

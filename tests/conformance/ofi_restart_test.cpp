@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "../unit/key_files.hpp"
@@ -228,6 +229,46 @@ TEST_CASE("ofi: a server restarted between our lookup and our first send gets th
     CHECK(std::string(static_cast<const char*>(got.buffer), got.size) == text);
     restarted.instance->unexpected_free(got.buffer);
     CHECK(restart_ms_since(start) < 3000);
+}
+
+TEST_CASE("ofi: a client of an shm server that ended without a bye fails at its first probe",
+          "[conformance][ofi][restart]") {
+    if (!scheme_compiled("ofi")) return;
+    if (!ofi_over_shm()) {
+        WARN("SKIP: a region's process is libfabric's shm's (BMI_CONFORMANCE_OFI_PROVIDER=shm)");
+        return;
+    }
+    constexpr int bound_ms = 3000;
+    ForkedServer ended;
+    fork_server("ofi", "", ended);
+    REQUIRE(!ended.address.empty());
+    const std::string region_file = "/dev/shm/" +
+                                    ended.address.substr(ended.address.find("://") + 3);
+    BMI_addr_t server_addr = 0;
+    Side client = make_client("ofi_silent_peer_timeout_ms=" + std::to_string(bound_ms),
+                              ended.address, server_addr);
+    REQUIRE(echoed(client, server_addr, "before", 1, 10000));
+    ended.kill_now();
+
+    // Its region stays in /dev/shm, and nobody restarts it: no reset will come, and no new file.
+    char reply[64];
+    bmi_op_id_t recv_id = 0;
+    bmi_size_t actual = 0;
+    REQUIRE(client.instance->post(recv_request(client, server_addr, reply, sizeof reply, 2),
+                                  recv_id, &actual) == 0);
+    const auto start = Clock::now();
+    const std::string lost = "to nobody";
+    auto request = unexpected_request(client, server_addr, lost.data(),
+                                      static_cast<bmi_size_t>(lost.size()), 2);
+    REQUIRE(post_and_wait(client, request, 10000).error == 0);
+    const core::Completion done = wait_op(client, recv_id, 3 * bound_ms);
+    const long long took = restart_ms_since(start);
+    INFO("the receive ended after " << took << " ms");
+    CHECK(done.error == -BMI_ECONNRESET);
+    CHECK(took < bound_ms / 2);
+    CHECK(ofi_stats(client).regions_ended == 1);
+    std::error_code ignored;
+    std::filesystem::remove(region_file, ignored);
 }
 
 #endif
