@@ -36,6 +36,24 @@ long long restart_ms_since(Clock::time_point start) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 }
 
+// A request (tag 2) whose answer the client waits for, to a server that will not give it:
+// how the receive ended, and after how many ms from the request's post.
+core::Completion unanswered_request(Side& client, BMI_addr_t server, const std::string& text,
+                                    int ms, long long& took) {
+    char reply[64];
+    bmi_op_id_t recv_id = 0;
+    bmi_size_t actual = 0;
+    REQUIRE(client.instance->post(recv_request(client, server, reply, sizeof reply, 2), recv_id,
+                                  &actual) == 0);
+    const auto start = Clock::now();
+    auto request =
+        unexpected_request(client, server, text.data(), static_cast<bmi_size_t>(text.size()), 2);
+    REQUIRE(post_and_wait(client, request, 10000).error == 0);
+    const core::Completion done = wait_op(client, recv_id, ms);
+    took = restart_ms_since(start);
+    return done;
+}
+
 method::ofi::Probe probe_naming(const std::vector<std::byte>& name) {
     method::ofi::Probe probe;
     probe.nonce = support::keys::fresh_nonce();
@@ -141,18 +159,9 @@ TEST_CASE("ofi: a client of a server restarted without a bye fails at once, then
     REQUIRE(restarted.instance->open_context(restarted.context) == 0);
     std::optional<Pump> pump(std::in_place, *restarted.instance);
 
-    char reply[64];
-    bmi_op_id_t recv_id = 0;
-    bmi_size_t actual = 0;
-    REQUIRE(client.instance->post(recv_request(client, server_addr, reply, sizeof reply, 2),
-                                  recv_id, &actual) == 0);
-    const auto start = Clock::now();
-    const std::string lost = "dropped by the new process";
-    auto request = unexpected_request(client, server_addr, lost.data(),
-                                      static_cast<bmi_size_t>(lost.size()), 2);
-    REQUIRE(post_and_wait(client, request, 10000).error == 0);
-    const core::Completion done = wait_op(client, recv_id, 3 * bound_ms);
-    const long long took = restart_ms_since(start);
+    long long took = 0;
+    const core::Completion done =
+        unanswered_request(client, server_addr, "dropped by the new process", 3 * bound_ms, took);
     INFO("the receive ended after " << took << " ms");
     if (ofi_over_shm()) {
         // Over shm the new process's region file says so, whatever its key, not a reset: the
@@ -251,18 +260,9 @@ TEST_CASE("ofi: a client of an shm server that ended without a bye fails at its 
     ended.kill_now();
 
     // Its region stays in /dev/shm, and nobody restarts it: no reset will come, and no new file.
-    char reply[64];
-    bmi_op_id_t recv_id = 0;
-    bmi_size_t actual = 0;
-    REQUIRE(client.instance->post(recv_request(client, server_addr, reply, sizeof reply, 2),
-                                  recv_id, &actual) == 0);
-    const auto start = Clock::now();
-    const std::string lost = "to nobody";
-    auto request = unexpected_request(client, server_addr, lost.data(),
-                                      static_cast<bmi_size_t>(lost.size()), 2);
-    REQUIRE(post_and_wait(client, request, 10000).error == 0);
-    const core::Completion done = wait_op(client, recv_id, 3 * bound_ms);
-    const long long took = restart_ms_since(start);
+    long long took = 0;
+    const core::Completion done =
+        unanswered_request(client, server_addr, "to nobody", 3 * bound_ms, took);
     INFO("the receive ended after " << took << " ms");
     CHECK(done.error == -BMI_ECONNRESET);
     CHECK(took < bound_ms / 2);
