@@ -183,10 +183,19 @@ bool shm_endpoint_may_send(const std::string& address) {
     return shm_region_file(address).has_value();
 }
 
-std::optional<ShmRegionFile> shm_region_file(const std::string& address) {
+std::string_view shm_name_of(std::string_view address) {
     const std::size_t at = address.find("://");
-    if (at == std::string::npos) return std::nullopt;
-    const std::string path = "/dev/shm/" + address.substr(at + 3);
+    return at == std::string_view::npos ? std::string_view() : address.substr(at + 3);
+}
+
+std::string shm_region_path(std::string_view address) {
+    const std::string_view name = shm_name_of(address);
+    return name.empty() ? std::string() : "/dev/shm/" + std::string(name);
+}
+
+std::optional<ShmRegionFile> shm_region_file(const std::string& address) {
+    const std::string path = shm_region_path(address);
+    if (path.empty()) return std::nullopt;
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) return std::nullopt;
     return ShmRegionFile{static_cast<std::uint64_t>(st.st_dev),

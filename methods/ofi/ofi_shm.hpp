@@ -62,6 +62,11 @@ bool shm_endpoint_may_send(const std::string& address);
 // The region file of the shm endpoint at `address` ("ofi+shm://NAME") in /dev/shm, told apart
 // from a later file of the same name (a process that opened the name anew), or nullopt if
 // there is none. libfabric maps a peer's file once per address-vector entry.
+// The name in "ofi+shm://NAME", and the path of its region in /dev/shm ("" for an address
+// without a scheme).
+std::string_view shm_name_of(std::string_view address);
+std::string shm_region_path(std::string_view address);
+
 struct ShmRegionFile {
     std::uint64_t device = 0;
     std::uint64_t inode = 0;

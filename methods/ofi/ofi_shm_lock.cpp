@@ -44,11 +44,6 @@ int free_lock_value() {
 }
 
 bool pid_runs(int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH); }
-
-std::string region_path(const std::string& address) {
-    const std::size_t at = address.find("://");
-    return at == std::string::npos ? std::string() : "/dev/shm/" + address.substr(at + 3);
-}
 }  // namespace
 
 std::unique_ptr<ShmRegionLock> ShmRegionLock::open(const std::string& address,
@@ -63,7 +58,7 @@ std::unique_ptr<ShmRegionLock> ShmRegionLock::open_own(const std::string& addres
 std::unique_ptr<ShmRegionLock> ShmRegionLock::map_region(const std::string& address,
                                                          const std::optional<ShmRegionFile>& file,
                                                          bool writable) {
-    const std::string path = region_path(address);
+    const std::string path = shm_region_path(address);
     if (path.empty()) return nullptr;
     const int fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (fd < 0) return nullptr;
@@ -127,11 +122,11 @@ bool ShmRegionLock::owner_alive(const std::string& address) const {
     // The pid alone may be another process's by now, or not visible from our namespace: a pid
     // that is gone is checked against the name's claim.
     if (maker_runs()) return true;
-    const std::size_t at = address.find("://");
-    if (at == std::string::npos) return true;
+    const std::string_view name = shm_name_of(address);
+    if (name.empty()) return true;
     ShmNameClaim probe;
     // Holding the name for a moment says that nobody else does; the claim goes at once.
-    return probe.hold(std::string_view(address).substr(at + 3)) != 0;
+    return probe.hold(name) != 0;
 }
 
 bool shm_region_of_ended_process() {

@@ -134,8 +134,7 @@ TEST_CASE("ofi: a client of a server that ended holding its region's lock fails 
     BMI_addr_t server_addr = 0;
     Side client = make_client("", ended.address, server_addr);
     REQUIRE(echoed(client, server_addr, "before", 1, 10000));
-    const std::string region_file = "/dev/shm/" +
-                                    ended.address.substr(ended.address.find("://") + 3);
+    const std::string region_file = method::ofi::shm_region_path(ended.address);
     const int pid = ended.pid;
     ended.pid = -1;  // killed here
     if (!kill_holding(pid, ended.address)) return;

@@ -21,6 +21,7 @@
 
 #if BMI_METHOD_OFI
 #include "methods/ofi/ofi_handshake.hpp"
+#include "methods/ofi/ofi_shm.hpp"
 #include "ofi_raw_endpoint.hpp"
 #include "ofi_stats.hpp"
 #include "support/keys/key_proof.hpp"
@@ -251,8 +252,7 @@ TEST_CASE("ofi: a client of an shm server that ended without a bye fails at its 
     ForkedServer ended;
     fork_server("ofi", "", ended);
     REQUIRE(!ended.address.empty());
-    const std::string region_file = "/dev/shm/" +
-                                    ended.address.substr(ended.address.find("://") + 3);
+    const std::string region_file = method::ofi::shm_region_path(ended.address);
     BMI_addr_t server_addr = 0;
     Side client = make_client("ofi_silent_peer_timeout_ms=" + std::to_string(bound_ms),
                               ended.address, server_addr);

@@ -12,15 +12,16 @@
 #include <cstdint>
 #include <string>
 
+#include "methods/ofi/ofi_shm.hpp"
+
 namespace bmi::test {
 
 // Takes (or, with take false, releases) the lock of the region of `address`
 // ("ofi+shm://NAME"): false if there is no such region, or its layout is not one whose lock
 // is known (the case is then skipped), or the lock is held already.
 inline bool set_region_lock(const std::string& address, bool take) {
-    const std::size_t at = address.find("://");
-    if (at == std::string::npos) return false;
-    const std::string path = "/dev/shm/" + address.substr(at + 3);
+    const std::string path = method::ofi::shm_region_path(address);
+    if (path.empty()) return false;
     const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) return false;
     constexpr std::size_t length = 4096;
