@@ -193,14 +193,14 @@ void OfiMethod::late_handshake(OfiPeer& peer) {
 
 void OfiMethod::fail_unanswered_rts(OfiPeer& peer, Clock::time_point now) {
     const auto due = kit::take_due(timers_, {peer.fi_addr, kit::DeadlineKind::rendezvous}, now,
-                                   awaiting_cts_, [&peer](const Operation* op) {
+                                   large_.awaiting_cts, [&peer](const Operation* op) {
                                        return op->peer == &peer
                                                   ? method_slots<OpSlots>(*op).answer_due
                                                   : Clock::time_point{};
                                    });
     for (std::uint32_t transfer : due) {
-        Operation& op = *awaiting_cts_.at(transfer);
-        awaiting_cts_.erase(transfer);
+        Operation& op = *large_.awaiting_cts.at(transfer);
+        large_.awaiting_cts.erase(transfer);
         BMI_LOG(error, "bmi_ofi: %s did not answer an RTS in %lld ms; failing the send",
                 peer.address.c_str(), ms(limits_.rendezvous));
         // As a cancel: the receiver drops the announcement if it still comes to it.
@@ -293,7 +293,7 @@ void OfiMethod::fail_peer(OfiPeer& peer, int error) {
                             [&](const Arrival& a) { release_early(peer, a); });
     drop_parked(addr);
     drop_waiting(peer);
-    std::erase_if(awaiting_cts_, [&](const auto& entry) {
+    std::erase_if(large_.awaiting_cts, [&](const auto& entry) {
         if (entry.second->peer != &peer) return false;
         finish(*entry.second, error);
         return true;

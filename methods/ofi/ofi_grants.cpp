@@ -14,13 +14,14 @@ using Clock = kit::Deadlines::Clock;
 void OfiMethod::offer_grant(Operation& op, OfiPeer& peer) {
     const auto size = static_cast<std::size_t>(op.total_size);
     // A message of the peer's waiting in a receive buffer may be for this tag: it matches first.
-    if (!grants_on_ || peer.records || size <= eager_bytes_ || size > chunk_bytes_ ||
-        peer.state != OfiPeer::State::ready || peer.parked > 0 || closed_in_process(peer))
+    if (!switches_.grants || peer.records || size <= sizes_.eager_bytes ||
+        size > sizes_.chunk_bytes || peer.state != OfiPeer::State::ready || peer.parked > 0 ||
+        closed_in_process(peer))
         return;
-    if (++next_transfer_ == 0) next_transfer_ = 1;
-    post_chunks(op, peer, Request::Role::grant_recv, next_transfer_, size, true);
+    if (++large_.next_transfer == 0) large_.next_transfer = 1;
+    post_chunks(op, peer, Request::Role::grant_recv, large_.next_transfer, size, true);
     if (method_slots<OpSlots>(op).phase != OpSlots::granted) return;  // refused, and ended
-    const Grant grant{size, peer.expected_seen, next_transfer_, 0};
+    const Grant grant{size, peer.expected_seen, large_.next_transfer, 0};
     send_control(peer, Kind::grant, op.tag, &grant, sizeof grant);
 }
 
@@ -29,7 +30,7 @@ void OfiMethod::withdraw_grant(Operation& op, Arrival arrival) {
     // this one behind the data: the provider matched that data first, so the cancel fails and
     // the data completes the receive. Until then the tag's later messages wait.
     method_slots<OpSlots>(op).phase = OpSlots::withdrawing;
-    withdrawn_.insert_or_assign(&op, std::move(arrival));
+    large_.withdrawn.insert_or_assign(&op, std::move(arrival));
     cancel_data_recvs(op);
 }
 
@@ -39,16 +40,17 @@ void OfiMethod::revoke_grant(Operation& op, OfiPeer& peer) {
     slots.phase = OpSlots::revoking;
     slots.answer_due = Clock::now() + limits_.rendezvous;
     timers_.schedule_by({peer.fi_addr, kit::DeadlineKind::rendezvous}, slots.answer_due);
-    revoking_[slots.transfer] = &op;
+    large_.revoking[slots.transfer] = &op;
     const GrantId revoke{slots.transfer, 0};
     send_control(peer, Kind::revoke, op.tag, &revoke, sizeof revoke);
 }
 
 void OfiMethod::on_unused(OfiPeer& peer, const GrantId& unused) {
-    auto it = revoking_.find(unused.id);
-    if (it == revoking_.end() || it->second->peer != &peer) return;  // its data came, or forged
+    auto it = large_.revoking.find(unused.id);
+    if (it == large_.revoking.end() || it->second->peer != &peer)
+        return;  // its data came, or forged
     Operation& op = *it->second;
-    revoking_.erase(it);
+    large_.revoking.erase(it);
     method_slots<OpSlots>(op).error = -BMI_ECANCEL;
     cancel_data_recvs(op);
 }
@@ -56,14 +58,14 @@ void OfiMethod::on_unused(OfiPeer& peer, const GrantId& unused) {
 void OfiMethod::fail_unanswered_revokes(OfiPeer& peer, Clock::time_point now) {
     // The RTS scan under the same key (fail_unanswered_rts) ran first and set its time.
     const auto due = kit::take_due(
-        timers_, {peer.fi_addr, kit::DeadlineKind::rendezvous}, now, revoking_,
+        timers_, {peer.fi_addr, kit::DeadlineKind::rendezvous}, now, large_.revoking,
         [&peer](const Operation* op) {
             return op->peer == &peer ? method_slots<OpSlots>(*op).answer_due : Clock::time_point{};
         },
         kit::Reschedule::earlier_only);
     for (std::uint32_t transfer : due) {
-        Operation& op = *revoking_.at(transfer);
-        revoking_.erase(transfer);
+        Operation& op = *large_.revoking.at(transfer);
+        large_.revoking.erase(transfer);
         // Data that comes now is dropped with the unasked data, and its send stalls.
         BMI_LOG(error, "bmi_ofi: %s did not answer a revoked grant in %lld ms; cancelling",
                 peer.address.c_str(), static_cast<long long>(limits_.rendezvous.count()));
@@ -83,9 +85,9 @@ void OfiMethod::on_grant_recv_end(Request& request, int error, std::size_t lengt
     if (slots.phase == OpSlots::granted) {
         peer.posted_recvs.erase(*op);
     } else if (slots.phase == OpSlots::revoking) {
-        revoking_.erase(slots.transfer);  // its data came first: the cancel came too late
+        large_.revoking.erase(slots.transfer);  // its data came first: the cancel came too late
     } else if (slots.phase == OpSlots::withdrawing) {
-        auto node = withdrawn_.extract(op);
+        auto node = large_.withdrawn.extract(op);
         const bmi_msg_tag_t tag = op->tag;
         if (node.empty() || slots.error != 0) {
             end_request(request, error != 0 ? error : slots.error);
@@ -111,7 +113,7 @@ void OfiMethod::on_grant_recv_end(Request& request, int error, std::size_t lengt
 }
 
 bool OfiMethod::withdrawing(const OfiPeer& peer, bmi_msg_tag_t tag) const {
-    for (const auto& [op, arrival] : withdrawn_)
+    for (const auto& [op, arrival] : large_.withdrawn)
         if (op->peer == &peer && op->tag == tag) return true;
     return false;
 }
@@ -144,7 +146,7 @@ bool OfiMethod::send_under_grant(Operation& op, OfiPeer& peer) {
     const std::uint32_t id = it->second.id;
     peer.grants.erase(it);
     ++peer.expected_sent;
-    ++sent_under_grant_;
+    ++counted_.sent_under_grant;
     post_chunks(op, peer, Request::Role::data_send, id, static_cast<std::size_t>(op.total_size),
                 true);
     return true;

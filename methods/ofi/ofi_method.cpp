@@ -31,7 +31,7 @@ constexpr bmi_size_t default_unexpected_limit = 16 * 1024;
 // its 16 KiB buffer and refuses a larger request, which would leave its 64-byte default.
 constexpr std::size_t largest_inject_request = 8 * 1024;
 constexpr int goodbye_reads = 16;
-// Forgotten peers' entries kept (OfiMethod::lingering_): a peer retrying at once after a
+// Forgotten peers' entries kept (OfiMethod::forgotten_.lingering): a peer retrying at once after a
 // refusal or a reset finds its entry, which the next 64 forgotten peers push out.
 constexpr std::size_t most_lingering = 64;
 
@@ -142,26 +142,37 @@ int OfiMethod::start(const Config& config) {
     return open(*address, true);
 }
 
+namespace {
+Sizes sizes_of(const Config& config) {
+    Sizes sizes;
+    sizes.unexpected_limit = config.unexpected_limit > 0 ? config.unexpected_limit
+                                                         : default_unexpected_limit;
+    sizes.eager_bytes = static_cast<std::size_t>(config.settings.number(SettingId::eager_bytes));
+    sizes.chunk_bytes = static_cast<std::size_t>(config.settings.number(SettingId::chunk_bytes));
+    sizes.buffer_count = static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers));
+    sizes.buffer_bytes =
+        std::max(sizes.eager_bytes, static_cast<std::size_t>(sizes.unexpected_limit)) +
+        support::keys::NumberedRecords::trailer_size;
+    return sizes;
+}
+
+Switches switches_of(const Config& config) {
+    return Switches{.sweep_dead_clients = config.settings.flag(SettingId::shm_sweep),
+                    .grants = config.settings.flag(SettingId::grants),
+                    .wait_descriptor = config.settings.flag(SettingId::wait_descriptor)};
+}
+}  // namespace
+
 OfiMethod::OfiMethod(const Config& config, Sink& sink)
     : sink_(sink),
       router_(sink),
       planes_(config.planes),
       epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
-      unexpected_limit_(config.unexpected_limit > 0 ? config.unexpected_limit
-                                                    : default_unexpected_limit),
-      eager_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::eager_bytes))),
-      chunk_bytes_(static_cast<std::size_t>(config.settings.number(SettingId::chunk_bytes))),
-      buffer_count_(static_cast<std::size_t>(config.settings.number(SettingId::recv_buffers))),
-      sweep_dead_clients_(config.settings.flag(SettingId::shm_sweep)),
-      grants_on_(config.settings.flag(SettingId::grants)),
-      wait_descriptor_on_(config.settings.flag(SettingId::wait_descriptor)),
+      sizes_(sizes_of(config)),
+      switches_(switches_of(config)),
       waiting_(static_cast<int>(config.settings.number(SettingId::spin_us)),
                static_cast<int>(config.settings.number(SettingId::transfer_spin_us)),
-               static_cast<int>(config.settings.number(SettingId::nap_us))) {
-    // With room for a record's trailer, whether or not a peer encrypts.
-    buffer_bytes_ = std::max(eager_bytes_, static_cast<std::size_t>(unexpected_limit_)) +
-                    support::keys::NumberedRecords::trailer_size;
-}
+               static_cast<int>(config.settings.number(SettingId::nap_us))) {}
 
 int OfiMethod::allocated_choice(const OfiAddress& address, FabricChoice& out) const {
     if (planes_.empty()) return 0;
@@ -182,7 +193,7 @@ int OfiMethod::allocated_choice(const OfiAddress& address, FabricChoice& out) co
 int OfiMethod::open(const OfiAddress& address, bool listen) {
     std::string why;
     // Every buffer and every in-flight send can complete at once.
-    const std::size_t cq_size = std::max<std::size_t>(1024, buffer_count_ * 4);
+    const std::size_t cq_size = std::max<std::size_t>(1024, sizes_.buffer_count * 4);
     // A client's endpoint listens too (rxm connects both ways): one that first reaches a
     // loopback address stays on loopback rather than open a port on every interface.
     // Only a numeric host is looked at: no resolver runs under the method's lock.
@@ -199,7 +210,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     const bool shm_client = !listen && address.is_shm();
     if (address.is_shm()) {
         note_cma_permission();
-        if (sweep_dead_clients_) remove_regions_of_dead_clients();
+        if (switches_.sweep_dead_clients) remove_regions_of_dead_clients();
         const int rc = shm_client ? shm_claim_.claim_client_name(bind_to.node)
                                   : shm_claim_.claim(address.node);
         if (rc != 0) return rc;
@@ -213,7 +224,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         return -BMI_EINVAL;
     }
     choice.auth_key = auth_key_;
-    choice.wait_descriptor = wait_descriptor_on_;
+    choice.wait_descriptor = switches_.wait_descriptor;
     if (address.form == AddressForm::domain && !address.node.empty()) {
         if (!choice.domain.empty() && choice.domain != address.node) {
             BMI_WARN("bmi_ofi: %s: domain %s is not the allocated plane's (%s)",
@@ -223,7 +234,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         choice.domain = address.node;
     }
     if (int rc = fabric_.open(bind_to, listen || loopback || shm_client, cq_size,
-                              std::min(eager_bytes_, largest_inject_request), choice, why);
+                              std::min(sizes_.eager_bytes, largest_inject_request), choice, why);
         rc != 0) {
         BMI_WARN("bmi_ofi: %s: %s", address.provider_hint().c_str(), why.c_str());
         return rc;
@@ -237,14 +248,14 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     own_endpoint_ = address_of_name(fabric_.name());
     if (address.is_shm()) {
         note_shm_endpoint(own_endpoint_, true);
-        own_region_lock_ = ShmRegionLock::open_own(own_endpoint_);
+        region_locks_.own = ShmRegionLock::open_own(own_endpoint_);
     }
-    inject_bytes_ = fabric_.inject_limit();
-    iov_limit_ = 1;
+    sizes_.inject_bytes = fabric_.inject_limit();
+    sizes_.iov_limit = 1;
     if (fabric_.needs_local_mr())
         registrations_.use(fabric_.domain());
     else
-        iov_limit_ = std::max<std::size_t>(
+        sizes_.iov_limit = std::max<std::size_t>(
             1, std::min(fabric_.info().tx_attr->iov_limit, fabric_.info().rx_attr->iov_limit));
     if (fabric_.wait_fd() >= 0) {
         epoll_event event{};
@@ -264,15 +275,15 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
             listen_address_ = format_address(provider_, rest);
         } else if (address.is_shm()) {
             listen_address_ = format_address(provider_, rest);
-            if (sweep_dead_clients_)
+            if (switches_.sweep_dead_clients)
                 timers_.schedule(sweep_key, kit::Deadlines::Clock::now() + limits_.shm_sweep);
         } else {
             listen_address_ = own_endpoint_;  // where the provider put it
         }
     }
-    for (std::size_t i = 0; i < buffer_count_; ++i) {
+    for (std::size_t i = 0; i < sizes_.buffer_count; ++i) {
         Request& buffer = new_request(Request::Role::buffer, nullptr);
-        buffer.bytes.resize(buffer_bytes_);
+        buffer.bytes.resize(sizes_.buffer_bytes);
         repost_buffer(buffer);
     }
     return 0;
@@ -417,12 +428,12 @@ void OfiMethod::forget_peer(Peer& base) {
 fi_addr_t OfiMethod::enter_address(const std::vector<std::byte>& name,
                                    const std::string& endpoint) {
     // Room first: the kept entries of endpoints that have gone since.
-    if (!silenced_.empty()) release_silenced();
+    if (!forgotten_.silenced.empty()) release_silenced();
     const fi_addr_t addr = addresses_.insert(fabric_.av(), endpoint, name);
     // Named again before its requests ended, or while kept: it stays, for the peer made at it.
-    std::erase(retiring_, addr);
-    std::erase(silenced_, addr);
-    std::erase(lingering_, addr);
+    std::erase(forgotten_.retiring, addr);
+    std::erase(forgotten_.silenced, addr);
+    std::erase(forgotten_.lingering, addr);
     return addr;
 }
 
@@ -447,9 +458,9 @@ bool OfiMethod::enter_new_region(OfiPeer& peer) {
          {&peer.send_clock, &peer.stall_clock, &peer.silence_clock, &peer.probe_clock})
         clock->timed = false;
     peers_.erase(old);
-    std::erase(retiring_, old);
-    std::erase(silenced_, old);
-    std::erase(lingering_, old);
+    std::erase(forgotten_.retiring, old);
+    std::erase(forgotten_.silenced, old);
+    std::erase(forgotten_.lingering, old);
     // shm finds a name it holds by its text: the old entry goes first, and its mapping with it.
     addresses_.remove(fabric_.av(), old);
     peer.fi_addr = enter_address(name, peer.endpoint);
@@ -477,7 +488,7 @@ void OfiMethod::erase_peer(fi_addr_t addr) {
         addresses_.abandon(addr);
         return;
     }
-    retiring_.push_back(addr);
+    forgotten_.retiring.push_back(addr);
     retire_if_unused(addr);
 }
 
@@ -490,11 +501,13 @@ bool OfiMethod::named_by_requests(fi_addr_t addr) const {
 }
 
 void OfiMethod::retire_if_unused(fi_addr_t addr) {
-    if (std::find(retiring_.begin(), retiring_.end(), addr) == retiring_.end()) return;
+    if (std::find(forgotten_.retiring.begin(), forgotten_.retiring.end(), addr) ==
+        forgotten_.retiring.end())
+        return;
     if (named_by_requests(addr)) return;
-    std::erase(retiring_, addr);
+    std::erase(forgotten_.retiring, addr);
     if (provider_ == "shm" && shm_endpoint_may_send(addresses_.endpoint_of(addr))) {
-        silenced_.push_back(addr);
+        forgotten_.silenced.push_back(addr);
         return;
     }
     // shm's removal closes nothing, and its vector holds only 256.
@@ -502,14 +515,14 @@ void OfiMethod::retire_if_unused(fi_addr_t addr) {
         addresses_.remove(fabric_.av(), addr);
         return;
     }
-    lingering_.push_back(addr);
-    if (lingering_.size() <= most_lingering) return;
-    addresses_.remove(fabric_.av(), lingering_.front());
-    lingering_.pop_front();
+    forgotten_.lingering.push_back(addr);
+    if (forgotten_.lingering.size() <= most_lingering) return;
+    addresses_.remove(fabric_.av(), forgotten_.lingering.front());
+    forgotten_.lingering.pop_front();
 }
 
 void OfiMethod::release_silenced() {
-    std::erase_if(silenced_, [this](fi_addr_t addr) {
+    std::erase_if(forgotten_.silenced, [this](fi_addr_t addr) {
         const std::string endpoint = addresses_.endpoint_of(addr);
         if (shm_endpoint_may_send(endpoint)) return false;
         // A peer endpoint of this process that closed: as erase_peer says.
@@ -582,29 +595,20 @@ int OfiMethod::get_info(Peer* peer, int option, void* arg) {
     }
     if (option == get_stats_option && arg != nullptr) {
         auto& stats = *static_cast<Stats*>(arg);
+        stats = counted_;
         stats.early_bytes = static_cast<std::uint64_t>(early_.total() - spares_.bytes);
         stats.spare_buffers = static_cast<std::uint64_t>(spares_.count);
-        stats.sent_under_grant = sent_under_grant_;
         stats.grants_held = 0;
         for (const auto& [addr, peer] : peers_) stats.grants_held += peer->grants.size();
         stats.unproven = unproven_;
         stats.handshakes = handshakes_.size();
         stats.peers = peers_.size();
         stats.unasked_dropped = sweep_.dropped();
-        stats.handed_wakeups = handed_wakeups_;
         stats.encrypted_peers = static_cast<std::uint64_t>(
             std::count_if(peers_.begin(), peers_.end(),
                           [](const auto& entry) { return entry.second->records != nullptr; }));
-        stats.records_failed = records_failed_;
-        stats.silenced = silenced_.size();
+        stats.silenced = forgotten_.silenced.size();
         stats.naps = waiting_.naps_taken();
-        stats.resets_sent = resets_sent_;
-        stats.resets_taken = resets_taken_;
-        stats.token_mismatches = token_mismatches_;
-        stats.regions_replaced = regions_replaced_;
-        stats.dead_holders = dead_holders_;
-        stats.regions_ended = regions_ended_;
-        stats.locks_taken_back = locks_taken_back_;
         return 0;
     }
     if (option != info_listen_port || listen_address_.empty() || arg == nullptr) return -BMI_ENOSYS;

@@ -28,6 +28,7 @@
 #include "methods/ofi/ofi_fabric.hpp"
 #include "methods/ofi/ofi_handshake.hpp"
 #include "methods/ofi/ofi_memory.hpp"
+#include "methods/ofi/ofi_method.hpp"
 #include "methods/ofi/ofi_order.hpp"
 #include "methods/ofi/ofi_retry_pause.hpp"
 #include "methods/ofi/ofi_shm.hpp"
@@ -275,6 +276,75 @@ struct OpSlots {
     kit::Deadlines::Clock::time_point answer_due{};
 };
 
+// The sizes an instance sends and receives in: the settings', and what the provider took at
+// open.
+struct Sizes {
+    bmi_size_t unexpected_limit = 0;
+    std::size_t eager_bytes = 0;
+    std::size_t chunk_bytes = 0;
+    std::size_t buffer_count = 0;
+    // A receive buffer: the larger of the eager and unexpected sizes, with room for a record's
+    // trailer whether or not a peer encrypts.
+    std::size_t buffer_bytes = 0;
+    std::size_t inject_bytes = 0;
+    // The most iovecs one tagged operation takes both ways (1 where memory must be registered:
+    // a registration per iovec would cost more than the copy).
+    std::size_t iov_limit = 1;
+};
+
+// The settings that turn a behaviour on or off.
+struct Switches {
+    // ofi_shm_sweep: remove_regions_of_dead_clients at open, and on an ofi+shm server every
+    // limits_.shm_sweep (the deadline sweep_key).
+    bool sweep_dead_clients = true;
+    bool grants = true;           // ofi_grants
+    bool wait_descriptor = true;  // ofi_wait_descriptor
+};
+
+// Address-vector entries of peers we forgot, kept while something may still use them.
+struct ForgottenEntries {
+    // Entries that requests in the provider still name.
+    std::vector<fi_addr_t> retiring;
+    // Entries that no request names any more, kept for a while (oldest first, at most
+    // most_lingering): removing one closes the connection beneath (rxm with
+    // FI_AV_REMOVE_CLEANUP), and the peer's next message, often its hello, would be lost on it.
+    std::deque<fi_addr_t> lingering;
+    // shm: entries of endpoints that may still send. libfabric 1.17's shm names a message's
+    // source by an index the sender's command carries, and once an entry is removed it reports
+    // what that endpoint still sends as another peer's; kept, its messages name its own entry,
+    // which no peer holds, and are dropped. Removed once the endpoint is gone
+    // (release_silenced).
+    std::vector<fi_addr_t> silenced;
+};
+
+// Large messages under way beyond their operations: RTSs waiting for a CTS, receives whose
+// grants are being withdrawn or revoked, and the next transfer's number.
+struct LargeTransfers {
+    std::unordered_map<std::uint32_t, Operation*> awaiting_cts;
+    std::unordered_map<Operation*, Arrival> withdrawn;       // withdrawing receives' arrivals
+    std::unordered_map<std::uint32_t, Operation*> revoking;  // revoking receives, by grant id
+    std::uint32_t next_transfer = 1;
+};
+
+// Encrypted sends: large messages' staging by op, buffers kept for the next ones, and pieces
+// not yet sealed or posted, in order (seal_next). One whose op has been let go of (fail_peer)
+// is released unposted: its staging is gone.
+struct SealedSends {
+    std::unordered_map<const Operation*, Staged> staged;
+    StagingBuffers spare;
+    std::deque<Request*> unsealed;
+    std::vector<std::uint8_t> inject_record;  // an injected message's record
+};
+
+// shm: the region locks libfabric 1.17 takes without a bound (ofi_region_locks.cpp): the look
+// at our own (null elsewhere) and since when it has been held, and the peers found ended
+// holding theirs, lost at the next pass (lose_dead_holders).
+struct RegionLocks {
+    std::unique_ptr<ShmRegionLock> own;
+    std::optional<std::chrono::steady_clock::time_point> own_held_since;
+    std::vector<fi_addr_t> dead_holders_found;
+};
+
 class OfiMethod final : public Method {
 public:
     OfiMethod(const Config& config, Sink& sink);
@@ -306,7 +376,7 @@ public:
     std::string peer_host(const Peer& peer) const override;
     int query_range(const Peer& peer, std::string_view id_string, int netmask) const override;
     bool native_lists() const override { return true; }
-    bmi_size_t unexpected_limit() const override { return unexpected_limit_; }
+    bmi_size_t unexpected_limit() const override { return sizes_.unexpected_limit; }
     bmi_size_t max_message_size() const override;
     std::string listen_address() const override { return listen_address_; }
     void* mem_alloc(bmi_size_t size) override;
@@ -343,7 +413,7 @@ private:
     void erase_peer(fi_addr_t addr);
     // A request toward addr ended: its entry goes if it was waiting for that.
     void retire_if_unused(fi_addr_t addr);
-    // shm: removes the kept entries (silenced_) of endpoints that can no longer send.
+    // shm: removes the kept entries (forgotten_.silenced) of endpoints that can no longer send.
     void release_silenced();
 
     // ofi_send.cpp
@@ -351,10 +421,10 @@ private:
     void start_send(Operation& op, OfiPeer& peer);
     // The largest eager and unexpected messages we send peer: ours, within what it takes.
     std::size_t eager_limit_to(const OfiPeer& peer) const {
-        return std::min(eager_bytes_, peer.eager_takes);
+        return std::min(sizes_.eager_bytes, peer.eager_takes);
     }
     std::size_t unexpected_limit_to(const OfiPeer& peer) const {
-        return std::min(static_cast<std::size_t>(unexpected_limit_), peer.unexpected_takes);
+        return std::min(static_cast<std::size_t>(sizes_.unexpected_limit), peer.unexpected_takes);
     }
     bool above_unexpected_limit(OpKind kind, std::size_t size, const OfiPeer& peer) const {
         return kind == OpKind::send_unexpected && size > unexpected_limit_to(peer);
@@ -399,9 +469,10 @@ private:
     // for `grant_recv` or under a grant, in one operation under grant_tag(transfer).
     void post_chunks(Operation& op, OfiPeer& peer, Request::Role role, std::uint32_t transfer,
                      std::size_t size, bool granted = false, std::size_t stated_piece = 0);
-    // What a large message's data moves in: sealed pieces (staged), or chunks of chunk_bytes_.
+    // What a large message's data moves in: sealed pieces (staged), or chunks of
+    // sizes_.chunk_bytes.
     std::size_t piece_bytes(const Staged* staged) const {
-        return staged != nullptr ? sealed_piece_bytes : chunk_bytes_;
+        return staged != nullptr ? sealed_piece_bytes : sizes_.chunk_bytes;
     }
     // Points a chunk at [offset, offset + length) of its op's segments: their memory where one
     // segment holds it, iovecs where the provider takes that many, else a bounce buffer.
@@ -467,7 +538,8 @@ private:
     // Seals the chunks of [offset, offset + length) of the staging from the op's segments.
     static void seal_piece(Staged& staged, const Operation& op, std::uint64_t offset,
                            std::size_t length);
-    // Seals and posts the oldest piece of unsealed_ whose op still waits for it; true if any.
+    // Seals and posts the oldest piece of sealed_.unsealed whose op still waits for it; true if
+    // any.
     bool seal_next();
     // A data receive of a staged op has come (`length` bytes): its chunks opened into the op's
     // segments; false if one failed (the op's error is then -BMI_EPROTO, and the caller drops
@@ -607,33 +679,12 @@ private:
     // timer, or the nap timer (a provider without a wait descriptor).
     static constexpr std::uint64_t provider_tag = 0, timers_tag = 1, naps_tag = 2;
     std::string listen_address_;
-    bmi_size_t unexpected_limit_ = 0;
-    const std::size_t eager_bytes_;
-    const std::size_t chunk_bytes_;
-    const std::size_t buffer_count_;
-    // ofi_shm_sweep: remove_regions_of_dead_clients at open, and on an ofi+shm server every
-    // limits_.shm_sweep (the deadline sweep_key).
-    const bool sweep_dead_clients_;
+    Sizes sizes_;
+    const Switches switches_;
     static constexpr kit::DeadlineKey sweep_key{FI_ADDR_UNSPEC, kit::DeadlineKind::sweep};
-    std::size_t buffer_bytes_ = 0;
-    std::size_t inject_bytes_ = 0;
-    // The most iovecs one tagged operation takes both ways (1 where memory must be registered:
-    // a registration per iovec would cost more than the copy).
-    std::size_t iov_limit_ = 1;
     std::unordered_map<fi_addr_t, std::shared_ptr<OfiPeer>> peers_;
-    AddressTable addresses_;  // the provider's entries: peers_'s, retiring_'s, lingering_'s
-    // Entries of forgotten peers that requests in the provider still name.
-    std::vector<fi_addr_t> retiring_;
-    // Entries of forgotten peers that no request names any more, kept for a while (oldest
-    // first, at most most_lingering): removing one closes the connection beneath (rxm with
-    // FI_AV_REMOVE_CLEANUP), and the peer's next message, often its hello, would be lost on it.
-    std::deque<fi_addr_t> lingering_;
-    // shm: entries of forgotten peers whose endpoints may still send. libfabric 1.17's shm names
-    // a message's source by an index the sender's command carries, and once an entry is removed
-    // it reports what that endpoint still sends as another peer's; kept, its messages name its
-    // own entry, which no peer holds, and are dropped. Removed once the endpoint is gone
-    // (release_silenced).
-    std::vector<fi_addr_t> silenced_;
+    AddressTable addresses_;  // the provider's entries: peers_'s and forgotten_'s
+    ForgottenEntries forgotten_;
     // Handshakes under way, by peer: the method's, not the peer's, since a peer may outlive
     // the method and a handshake holds a nonce of gate_.
     std::unordered_map<fi_addr_t, kit::KeyHandshake> handshakes_;
@@ -653,36 +704,15 @@ private:
     std::size_t unproven_ = 0;        // tickets admission_ holds
     kit::Deadlines timers_;           // setup, send, stall and rendezvous, by fi_addr
     RetryPause retry_pause_;          // when backlog_ tries the provider again
-    std::unordered_map<std::uint32_t, Operation*> awaiting_cts_;
-    const bool grants_on_;           // ofi_grants
-    const bool wait_descriptor_on_;  // ofi_wait_descriptor
-    // Withdrawing receives' arrivals, and revoking receives by grant id.
-    std::unordered_map<Operation*, Arrival> withdrawn_;
-    std::unordered_map<std::uint32_t, Operation*> revoking_;
-    // Large messages' staging while encrypted, by op, and buffers kept for the next ones.
-    std::unordered_map<const Operation*, Staged> staged_;
-    StagingBuffers staging_;
-    // Pieces of sealed data sends not yet sealed or posted, in order (seal_next). One whose op
-    // has been let go of (fail_peer) is released unposted: its staging is gone.
-    std::deque<Request*> unsealed_;
-    std::vector<std::uint8_t> sealing_;   // an injected message's record
-    std::uint64_t records_failed_ = 0;    // Stats
-    std::uint64_t resets_sent_ = 0;       // Stats
-    std::uint64_t resets_taken_ = 0;      // Stats
-    std::uint64_t token_mismatches_ = 0;  // Stats
-    std::uint64_t regions_replaced_ = 0;  // Stats
-    std::uint64_t dead_holders_ = 0;      // Stats
-    std::uint64_t regions_ended_ = 0;     // Stats
-    std::uint64_t locks_taken_back_ = 0;  // Stats
-    std::optional<std::chrono::steady_clock::time_point> own_region_held_since_;
-    std::unique_ptr<ShmRegionLock> own_region_lock_;
-    std::vector<fi_addr_t> dead_holders_found_;  // peers for lose_dead_holders
-    std::uint32_t resets_out_ = 0;               // resets to strangers in the provider
-    std::uint64_t sent_under_grant_ = 0;         // Stats
-    std::uint64_t handed_wakeups_ = 0;           // Stats
+    LargeTransfers large_;
+    SealedSends sealed_;
+    // The counters of Stats, counted as things happen; get_info adds what it reads off the
+    // state at the time.
+    Stats counted_;
+    RegionLocks region_locks_;
+    std::uint32_t resets_out_ = 0;  // resets to strangers in the provider
     // Completions read for anything but the unasked sweep's peeks (sweep_unasked).
     std::uint64_t completions_taken_ = 0;
-    std::uint32_t next_transfer_ = 1;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
     Waiting waiting_;                // spins, then naps or sleeps on the descriptor
     std::size_t ops_waiting_ = 0;    // posted operations not yet finished

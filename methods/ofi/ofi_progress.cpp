@@ -35,7 +35,7 @@ void OfiMethod::release(Request& request) {
     Registrations::release(request.own_mr);
     const fi_addr_t addr = request.addr;
     requests_.erase(&request);
-    if (!retiring_.empty()) retire_if_unused(addr);
+    if (!forgotten_.retiring.empty()) retire_if_unused(addr);
 }
 
 int OfiMethod::try_post(Request& r) {
@@ -94,7 +94,7 @@ int OfiMethod::register_memory(Request& r) {
     const bool send = !r.is_recv;
     int rc = registrations_.acquire(r.data, r.length, send, r.desc, r.own_mr);
     // Memory the provider will not register (read-only data, say) is copied when small.
-    if (rc != 0 && r.role == Request::Role::send && r.length <= eager_bytes_) {
+    if (rc != 0 && r.role == Request::Role::send && r.length <= sizes_.eager_bytes) {
         const auto* from = static_cast<const std::byte*>(r.data);
         r.bytes.assign(from, from + r.length);
         r.data = r.bytes.data();
@@ -258,12 +258,12 @@ void OfiMethod::progress() {
     if (waiting_.naps()) waiting_.clear();
     const bool completions = read_completions();
     if (completions) waiting_.traffic();
-    if (!unsealed_.empty() && seal_next()) waiting_.traffic();
+    if (!sealed_.unsealed.empty() && seal_next()) waiting_.traffic();
     // One reading of the clock for the pass: it runs between every two polls of a spin.
     const auto now = kit::Deadlines::Clock::now();
     sweep_unasked(now);
     drain_backlog(now, completions);
-    if (!dead_holders_found_.empty()) lose_dead_holders();
+    if (!region_locks_.dead_holders_found.empty()) lose_dead_holders();
     retry_parked();
     run_deadlines(now);
 }
@@ -279,7 +279,7 @@ bool OfiMethod::accept_wake_fd(int fd, std::uint64_t tag) {
 void OfiMethod::progress_events(std::span<const epoll_event> ready) {
     // A pass reads the queue, the timers and the naps alike; only the provider's descriptor
     // matters here: it may say a dial the backlog waits on is done, so the backlog tries now.
-    ++handed_wakeups_;
+    ++counted_.handed_wakeups;
     if (std::any_of(ready.begin(), ready.end(),
                     [](const epoll_event& e) { return e.data.u64 == provider_tag; }))
         retry_pause_.woken();
@@ -291,11 +291,11 @@ bool OfiMethod::before_sleep() {
     const bool completions = read_completions();
     const auto now = kit::Deadlines::Clock::now();
     bool moved = sweep_unasked(now) || completions;
-    moved = (!unsealed_.empty() && seal_next()) || moved;
+    moved = (!sealed_.unsealed.empty() && seal_next()) || moved;
     moved = drain_backlog(now, completions) || moved;
     moved = retry_parked() || moved;
     moved = run_deadlines(now) || moved;
-    if (!dead_holders_found_.empty()) {
+    if (!region_locks_.dead_holders_found.empty()) {
         lose_dead_holders();
         moved = true;
     }

@@ -59,9 +59,10 @@ ssize_t OfiMethod::inject_sealed(OfiPeer& peer, const void* data, std::size_t si
                                  std::uint64_t tag) {
     if (region_admits(peer) != 0) return -FI_EAGAIN;  // a posted send meets the same look
     if (!peer.records) return fabric_.inject_small(data, size, peer.fi_addr, tag);
-    sealing_.resize(size + NumberedRecords::trailer_size);
-    peer.records->seal(tag, as_bytes(data, size), sealing_.data());
-    return fabric_.inject_small(sealing_.data(), sealing_.size(), peer.fi_addr, tag);
+    sealed_.inject_record.resize(size + NumberedRecords::trailer_size);
+    peer.records->seal(tag, as_bytes(data, size), sealed_.inject_record.data());
+    return fabric_.inject_small(sealed_.inject_record.data(), sealed_.inject_record.size(),
+                                peer.fi_addr, tag);
 }
 
 bool OfiMethod::open_record(Request& buffer, OfiPeer& peer) {
@@ -73,7 +74,7 @@ bool OfiMethod::open_record(Request& buffer, OfiPeer& peer) {
         buffer.record = number;
         return true;
     }
-    ++records_failed_;
+    ++counted_.records_failed;
     BMI_LOG(ofi, "bmi_ofi: %s: a record failed authentication; the peer is dropped",
             peer.address.c_str());
     lose(peer, -BMI_EPROTO);
@@ -95,24 +96,25 @@ std::size_t OfiMethod::stage_recv(Operation& op, OfiPeer& peer, std::uint64_t re
 std::size_t OfiMethod::stage(const Operation& op, support::keys::Cipher cipher,
                              const support::keys::DirectionKey& key, std::uint64_t record,
                              std::uint64_t total) {
-    Staged& staged = staged_[&op];
+    Staged& staged = sealed_.staged[&op];
     staged.bulk = std::make_unique<support::keys::SealedBulk>(cipher, key, record, total);
-    staged.bytes = staging_.take(static_cast<std::size_t>(support::keys::sealed_size(total)));
+    staged.bytes = sealed_.spare.take(static_cast<std::size_t>(support::keys::sealed_size(total)));
     return staged.bytes.size();
 }
 
 Staged* OfiMethod::staged_of(const Operation& op) {
-    if (staged_.empty()) return nullptr;  // an instance that encrypts nothing looks nothing up
-    const auto it = staged_.find(&op);
-    return it == staged_.end() ? nullptr : &it->second;
+    if (sealed_.staged.empty())
+        return nullptr;  // an instance that encrypts nothing looks nothing up
+    const auto it = sealed_.staged.find(&op);
+    return it == sealed_.staged.end() ? nullptr : &it->second;
 }
 
 void OfiMethod::unstage(const Operation& op) {
-    if (staged_.empty()) return;
-    const auto it = staged_.find(&op);
-    if (it == staged_.end()) return;
-    staging_.give_back(std::move(it->second.bytes));
-    staged_.erase(it);
+    if (sealed_.staged.empty()) return;
+    const auto it = sealed_.staged.find(&op);
+    if (it == sealed_.staged.end()) return;
+    sealed_.spare.give_back(std::move(it->second.bytes));
+    sealed_.staged.erase(it);
 }
 
 void OfiMethod::seal_piece(Staged& staged, const Operation& op, std::uint64_t offset,
@@ -139,9 +141,9 @@ void OfiMethod::seal_piece(Staged& staged, const Operation& op, std::uint64_t of
 }
 
 bool OfiMethod::seal_next() {
-    while (!unsealed_.empty()) {
-        Request& request = *unsealed_.front();
-        unsealed_.pop_front();
+    while (!sealed_.unsealed.empty()) {
+        Request& request = *sealed_.unsealed.front();
+        sealed_.unsealed.pop_front();
         Staged* staged = request.op != nullptr ? staged_of(*request.op) : nullptr;
         if (staged == nullptr) {
             release(request);
@@ -184,7 +186,7 @@ bool OfiMethod::open_piece(Request& request, std::size_t length) {
     }
     if (opened) return true;
     // Nothing of the message is the user's: the receive fails whatever else comes.
-    ++records_failed_;
+    ++counted_.records_failed;
     slots.error = -BMI_EPROTO;
     BMI_LOG(ofi, "bmi_ofi: %s: a large message's data failed authentication; the peer is dropped",
             describe_peer(*op.peer).c_str());

@@ -67,7 +67,7 @@ void OfiMethod::on_message(Request& buffer, fi_addr_t source) {
     if (peer && !carries_token(buffer, *peer)) {
         peer = nullptr;
         source = FI_ADDR_NOTAVAIL;
-        ++token_mismatches_;
+        ++counted_.token_mismatches;
     }
     // Unsealed, from endpoints that may know nothing of us: it counts as no traffic of a
     // peer's (ofi_restart.cpp).
@@ -279,11 +279,11 @@ void OfiMethod::post_spare() {
     // A peer keeps at most its credits' worth of buffers parked, and a few more waiting for
     // their turn; past the total, kept buffers are not replaced and rxm keeps what comes until
     // one is free.
-    const auto bytes = static_cast<std::int64_t>(buffer_bytes_);
+    const auto bytes = static_cast<std::int64_t>(sizes_.buffer_bytes);
     if (!early_.fits_total(bytes)) return;
     early_.charge(spares_, bytes);
     Request& spare = new_request(Request::Role::buffer, nullptr);
-    spare.bytes.resize(buffer_bytes_);
+    spare.bytes.resize(sizes_.buffer_bytes);
     repost_buffer(spare);
 }
 
@@ -292,7 +292,7 @@ void OfiMethod::unpark(Request& buffer) {
         repost_buffer(buffer);
         return;
     }
-    early_.release(spares_, static_cast<std::int64_t>(buffer_bytes_));
+    early_.release(spares_, static_cast<std::int64_t>(sizes_.buffer_bytes));
     release(buffer);
 }
 
@@ -307,7 +307,7 @@ void OfiMethod::drop_parked(fi_addr_t addr) {
 
 bool OfiMethod::deliver_unexpected(Request& buffer, OfiPeer& peer) {
     const auto size = static_cast<bmi_size_t>(buffer.length);
-    if (size > unexpected_limit_) return true;  // more than any sender of ours sends: dropped
+    if (size > sizes_.unexpected_limit) return true;  // more than any sender of ours sends: dropped
     void* memory = sink_.alloc_unexpected(peer, size);
     if (memory == nullptr) return false;
     if (size > 0) std::memcpy(memory, buffer.bytes.data(), buffer.length);
@@ -378,7 +378,7 @@ void OfiMethod::cancel(Operation& op) {
             revoke_grant(op, peer);
             return;
         case OpSlots::announced: {
-            awaiting_cts_.erase(slots.transfer);
+            large_.awaiting_cts.erase(slots.transfer);
             const Abort abort{slots.transfer, 0};
             send_control(peer, Kind::abort, op.tag, &abort, sizeof abort);
             finish(op, -BMI_ECANCEL);

@@ -17,13 +17,13 @@ constexpr std::chrono::milliseconds take_back_after{1000};
 }  // namespace
 
 int OfiMethod::region_admits(fi_addr_t addr) {
-    if (!own_region_lock_) return 0;  // not shm, or a layout without the lock
+    if (!region_locks_.own) return 0;  // not shm, or a layout without the lock
     auto peer = peer_at(addr);
     return peer ? region_admits(*peer) : 0;
 }
 
 int OfiMethod::region_admits(OfiPeer& peer) {
-    if (!own_region_lock_) return 0;
+    if (!region_locks_.own) return 0;
     if (!peer.region_lock_opened) {
         peer.region_lock = ShmRegionLock::open(peer.endpoint, peer.region);
         peer.region_lock_opened = true;
@@ -31,17 +31,17 @@ int OfiMethod::region_admits(OfiPeer& peer) {
     if (!peer.region_lock || peer.region_lock->free_soon()) return 0;
     if (peer.region_lock->owner_alive(peer.endpoint))
         return -FI_EAGAIN;  // waited for as any slow peer
-    if (std::find(dead_holders_found_.begin(), dead_holders_found_.end(), peer.fi_addr) ==
-        dead_holders_found_.end()) {
-        dead_holders_found_.push_back(peer.fi_addr);
-        ++dead_holders_;
+    if (std::find(region_locks_.dead_holders_found.begin(), region_locks_.dead_holders_found.end(),
+                  peer.fi_addr) == region_locks_.dead_holders_found.end()) {
+        region_locks_.dead_holders_found.push_back(peer.fi_addr);
+        ++counted_.dead_holders;
     }
     return -FI_ECONNRESET;
 }
 
 void OfiMethod::lose_dead_holders() {
     std::vector<fi_addr_t> found;
-    found.swap(dead_holders_found_);
+    found.swap(region_locks_.dead_holders_found);
     for (fi_addr_t addr : found) {
         auto peer = peer_at(addr);
         if (!peer || peer->lost) continue;
@@ -52,25 +52,25 @@ void OfiMethod::lose_dead_holders() {
 }
 
 bool OfiMethod::own_region_free() {
-    if (!own_region_lock_) return true;
-    if (own_region_lock_->free_soon()) {
-        own_region_held_since_.reset();
+    if (!region_locks_.own) return true;
+    if (region_locks_.own->free_soon()) {
+        region_locks_.own_held_since.reset();
         return true;
     }
     const auto now = std::chrono::steady_clock::now();
-    if (!own_region_held_since_) {
-        own_region_held_since_ = now;
+    if (!region_locks_.own_held_since) {
+        region_locks_.own_held_since = now;
         BMI_LOG(error,
                 "bmi_ofi: %s: our region's lock stays held: nothing is read until it is free",
                 own_endpoint_.c_str());
         return false;
     }
-    if (now - *own_region_held_since_ < take_back_after) return false;
-    own_region_held_since_ = now;  // the next look at the evidence, a bound later
+    if (now - *region_locks_.own_held_since < take_back_after) return false;
+    region_locks_.own_held_since = now;  // the next look at the evidence, a bound later
     if (!ended_holder_seen()) return false;
-    own_region_lock_->take_back();
-    own_region_held_since_.reset();
-    ++locks_taken_back_;
+    region_locks_.own->take_back();
+    region_locks_.own_held_since.reset();
+    ++counted_.locks_taken_back;
     BMI_LOG(error,
             "bmi_ofi: %s: took back our region's lock, held for %lld ms while a process that used "
             "shm has ended without closing",

@@ -50,7 +50,7 @@ bool OfiMethod::left_its_region(OfiPeer& peer) {
         if (!peer.region_lock || peer.region_lock->owner_alive(peer.endpoint)) return false;
         BMI_LOG(error, "bmi_ofi: %s ended (its region's process is gone): what waits on it fails",
                 peer.address.c_str());
-        ++regions_ended_;
+        ++counted_.regions_ended;
         lose(peer, -BMI_ECONNRESET);
         return true;
     }
@@ -58,7 +58,7 @@ bool OfiMethod::left_its_region(OfiPeer& peer) {
     // probe would go into the old one's region, which we still map.
     BMI_LOG(error, "bmi_ofi: %s restarted (a new region in /dev/shm): what waits on it fails",
             peer.address.c_str());
-    ++regions_replaced_;
+    ++counted_.regions_replaced;
     lose(peer, -BMI_ECONNRESET);
     return true;
 }
@@ -78,12 +78,12 @@ void OfiMethod::on_probe(std::span<const std::byte> body, fi_addr_t source) {
     Request& request = unsealed_request(addr, Kind::reset, encode(reset));
     request.to_stranger = true;
     ++resets_out_;
-    ++resets_sent_;
+    ++counted_.resets_sent;
     BMI_LOG(ofi, "bmi_ofi: a probe from %s, which we do not know: reset", prober.c_str());
     submit(request);
     // Its entry lingers once the reset has left, as a forgotten peer's (the prober's hello
     // comes over the connection beneath it, and claims it).
-    retiring_.push_back(addr);
+    forgotten_.retiring.push_back(addr);
     retire_if_unused(addr);
 }
 
@@ -101,7 +101,7 @@ void OfiMethod::on_reset(std::span<const std::byte> body, fi_addr_t source) {
     BMI_LOG(error, "bmi_ofi: %s restarted and holds nothing of ours: what waits on it fails",
             peer->address.c_str());
     peer->probe.reset();
-    ++resets_taken_;
+    ++counted_.resets_taken;
     lose(*peer, -BMI_ECONNRESET);
 }
 

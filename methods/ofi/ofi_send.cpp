@@ -33,7 +33,7 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
     std::size_t size = 0;
     for (const Segment& segment : segments) size += static_cast<std::size_t>(segment.size);
     if (above_unexpected_limit(kind, size, peer)) return -BMI_EMSGSIZE;
-    if (size + record_overhead(peer) > inject_bytes_ ||
+    if (size + record_overhead(peer) > sizes_.inject_bytes ||
         (kind == OpKind::send && size > eager_limit_to(peer)))
         return 0;
     const void* data = segments.empty() ? nullptr : segments[0].data;
@@ -52,7 +52,7 @@ int OfiMethod::send_now(Peer& base, OpKind kind, bmi_msg_tag_t tag,
 }
 
 int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
-    if (op.kind == OpKind::send_unexpected && op.total_size > unexpected_limit_)
+    if (op.kind == OpKind::send_unexpected && op.total_size > sizes_.unexpected_limit)
         return -BMI_EMSGSIZE;
     if (op.total_size > max_message_size()) return -BMI_EMSGSIZE;
     if (closed_in_process(peer)) {
@@ -79,7 +79,8 @@ int OfiMethod::post_send(Operation& op, OfiPeer& peer) {
     const auto size = static_cast<std::size_t>(op.total_size);
     if (above_unexpected_limit(op.kind, size, peer)) return -BMI_EMSGSIZE;
     const bool eager = op.kind == OpKind::send_unexpected || size <= eager_limit_to(peer);
-    if (eager && size + record_overhead(peer) <= inject_bytes_ && backlog_empty(peer.fi_addr)) {
+    if (eager && size + record_overhead(peer) <= sizes_.inject_bytes &&
+        backlog_empty(peer.fi_addr)) {
         // The provider copies it now: done without a completion.
         const Kind kind = op.kind == OpKind::send ? Kind::eager : Kind::unexpected;
         const int rc = static_cast<int>(inject_costly(peer, eager_bytes(op, gather_), size,
@@ -116,12 +117,12 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
         submit(request);
         return;
     }
-    if (++next_transfer_ == 0) next_transfer_ = 1;
-    slots.transfer = next_transfer_;
+    if (++large_.next_transfer == 0) large_.next_transfer = 1;
+    slots.transfer = large_.next_transfer;
     slots.phase = OpSlots::announced;
     slots.answer_due = kit::Deadlines::Clock::now() + limits_.rendezvous;
     timers_.schedule_by({peer.fi_addr, kit::DeadlineKind::rendezvous}, slots.answer_due);
-    awaiting_cts_[slots.transfer] = &op;
+    large_.awaiting_cts[slots.transfer] = &op;
     // Encrypted, its data is sealed now under the key the Rts's record number names.
     stage_send(op, peer, peer.records ? peer.records->next_number() : 0);
     const Rts rts{op.total_size > 0 ? static_cast<std::uint64_t>(op.total_size) : 0, slots.transfer,
@@ -130,10 +131,11 @@ void OfiMethod::start_send(Operation& op, OfiPeer& peer) {
 }
 
 void OfiMethod::on_cts(OfiPeer& peer, const Cts& cts) {
-    auto it = awaiting_cts_.find(cts.transfer);
-    if (it == awaiting_cts_.end() || it->second->peer != &peer) return;  // cancelled, or forged
+    auto it = large_.awaiting_cts.find(cts.transfer);
+    if (it == large_.awaiting_cts.end() || it->second->peer != &peer)
+        return;  // cancelled, or forged
     Operation& op = *it->second;
-    awaiting_cts_.erase(it);
+    large_.awaiting_cts.erase(it);
     if (cts.status != 0) {
         finish(op, -BMI_EMSGSIZE);
         return;
@@ -169,7 +171,7 @@ void OfiMethod::post_chunks(Operation& op, OfiPeer& peer, Request::Role role,
             if (offset > 0) {
                 request.addr = peer.fi_addr;
                 request.tag = data_tag(transfer);
-                unsealed_.push_back(&request);
+                sealed_.unsealed.push_back(&request);
                 continue;
             }
             seal_piece(*staged, op, offset, length);
@@ -195,14 +197,14 @@ void OfiMethod::place_chunk(Request& request, Staged* staged, std::uint64_t offs
         return;
     }
     for_each_piece(segments, offset, length, [&](std::byte* piece, std::size_t n) {
-        if (request.iov.size() <= iov_limit_) request.iov.push_back({piece, n});
+        if (request.iov.size() <= sizes_.iov_limit) request.iov.push_back({piece, n});
     });
     if (request.iov.size() <= 1) {
         request.data = request.iov.empty() ? nullptr : request.iov.front().iov_base;
         request.iov.clear();
         return;
     }
-    if (request.iov.size() <= iov_limit_) return;
+    if (request.iov.size() <= sizes_.iov_limit) return;
     request.iov.clear();
     request.bounced = true;
     request.bytes.resize(length);
@@ -287,9 +289,9 @@ void OfiMethod::on_credits(OfiPeer& peer, std::uint32_t credits) {
 
 BufferLimits OfiMethod::buffer_limits() const {
     constexpr std::size_t most = UINT32_MAX;
-    return {
-        static_cast<std::uint32_t>(std::min(eager_bytes_, most)),
-        static_cast<std::uint32_t>(std::min(static_cast<std::size_t>(unexpected_limit_), most))};
+    return {static_cast<std::uint32_t>(std::min(sizes_.eager_bytes, most)),
+            static_cast<std::uint32_t>(
+                std::min(static_cast<std::size_t>(sizes_.unexpected_limit), most))};
 }
 
 void OfiMethod::note_limits(OfiPeer& peer, const std::optional<BufferLimits>& limits) {
