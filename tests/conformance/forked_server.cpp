@@ -9,7 +9,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <span>
+
+#if BMI_METHOD_OFI
+#include "methods/ofi/ofi_shm.hpp"
+#endif
 
 namespace bmi::test {
 
@@ -58,6 +63,16 @@ void ForkedServer::kill_now() {
     ::kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
     pid = -1;
+}
+
+ForkedServer::~ForkedServer() {
+    kill_now();
+#if BMI_METHOD_OFI
+    if (address.rfind("ofi+shm://", 0) == 0) {
+        std::error_code ignored;
+        std::filesystem::remove(method::ofi::shm_region_path(address), ignored);
+    }
+#endif
 }
 
 void fork_server(const std::string& scheme, const std::string& options, ForkedServer& server) {

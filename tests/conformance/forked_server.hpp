@@ -21,7 +21,9 @@ struct ForkedServer {
     ForkedServer& operator=(const ForkedServer&) = delete;
     // SIGKILL, then waits for it; also if the test fails before.
     void kill_now();
-    ~ForkedServer() { kill_now(); }
+    // Also removes the region a killed ofi+shm server leaves in /dev/shm, whatever the case
+    // did before (a server it started at the same address has ended by then).
+    ~ForkedServer();
 };
 void fork_server(const std::string& scheme, const std::string& options, ForkedServer& server);
 

@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include "../unit/key_files.hpp"
@@ -21,7 +20,6 @@
 
 #if BMI_METHOD_OFI
 #include "methods/ofi/ofi_handshake.hpp"
-#include "methods/ofi/ofi_shm.hpp"
 #include "ofi_raw_endpoint.hpp"
 #include "ofi_stats.hpp"
 #include "support/keys/key_proof.hpp"
@@ -252,7 +250,6 @@ TEST_CASE("ofi: a client of an shm server that ended without a bye fails at its 
     ForkedServer ended;
     fork_server("ofi", "", ended);
     REQUIRE(!ended.address.empty());
-    const std::string region_file = method::ofi::shm_region_path(ended.address);
     BMI_addr_t server_addr = 0;
     Side client = make_client("ofi_silent_peer_timeout_ms=" + std::to_string(bound_ms),
                               ended.address, server_addr);
@@ -267,8 +264,6 @@ TEST_CASE("ofi: a client of an shm server that ended without a bye fails at its 
     CHECK(done.error == -BMI_ECONNRESET);
     CHECK(took < bound_ms / 2);
     CHECK(ofi_stats(client).regions_ended == 1);
-    std::error_code ignored;
-    std::filesystem::remove(region_file, ignored);
 }
 
 #endif
