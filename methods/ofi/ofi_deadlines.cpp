@@ -267,6 +267,11 @@ void OfiMethod::track(Request& r) {
         ++peer->sends_out;
         peer->send_clock.start(timers_, {r.addr, kit::DeadlineKind::send}, peer->send_progress(),
                                limits_.send);
+        // shm: a send into the region of a server that ended never completes; the probe's
+        // look at the region finds that within probe_after, not at the send deadline.
+        if (provider_ == "shm" && !peer->reached_us)
+            peer->probe_clock.start(timers_, {r.addr, kit::DeadlineKind::probe}, peer->heard,
+                                    probe_after());
     }
 }
 

@@ -155,6 +155,11 @@ struct OfiPeer final : Peer {
     std::optional<ProbeSent> probe;
     kit::ProgressDeadline probe_clock;  // a wait on it silent for OfiMethod::probe_after
     bool waited_on() const { return state == State::ready && !posted_recvs.empty(); }
+    // A wait that a probe may end: a receive, or over shm also a send the provider has not
+    // completed (a send into the region of a process that ended never completes).
+    bool probe_owed(bool over_shm) const {
+        return waited_on() || (over_shm && state == State::ready && sends_out > 0);
+    }
     // A ready client, idle or not, is pinged while silent too: a ping to an ended process
     // never completes (the send deadline takes it) or fails, as tcp's keepalive finds it.
     bool silence_watched() const {

@@ -34,8 +34,8 @@ void OfiMethod::send_probe(OfiPeer& peer) {
 
 void OfiMethod::on_probe_due(OfiPeer& peer, kit::DeadlineKey key,
                              kit::Deadlines::Clock::time_point now) {
-    if (peer.probe_clock.expired_if_owed(peer.waited_on(), timers_, key, peer.heard, now,
-                                         probe_after()) &&
+    if (peer.probe_clock.expired_if_owed(peer.probe_owed(provider_ == "shm"), timers_, key,
+                                         peer.heard, now, probe_after()) &&
         !left_its_region(peer))
         send_probe(peer);
 }
