@@ -292,12 +292,9 @@ private:
 
 // Waits, while the server progresses, until its count of failed records reaches `count`.
 bool records_failed_reach(Side& server, std::uint64_t count) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (ofi_stats(server).records_failed < count) {
-        if (std::chrono::steady_clock::now() > until) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return true;
+    return ofi_stats_come_to(
+        server, [&](const method::ofi::Stats& stats) { return stats.records_failed >= count; },
+        10000);
 }
 
 // No unexpected message arrives at the server for `ms`.

@@ -5,6 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
 #include "bmi/core/instance.hpp"
 #include "harness.hpp"
 #include "methods/ofi/ofi_method.hpp"
@@ -19,5 +23,17 @@ inline method::ofi::Stats ofi_stats(core::Instance& instance, BMI_addr_t any = 0
 }
 
 inline method::ofi::Stats ofi_stats(Side& side) { return ofi_stats(*side.instance); }
+
+// Whether a counter of a side that progresses on its own (a Pump) comes to satisfy `holds`
+// within `ms`: what it does with a message just sent is done in its own time.
+template <class Holds>
+bool ofi_stats_come_to(Side& side, Holds holds, int ms = 5000) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (!holds(ofi_stats(side))) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+}
 
 }  // namespace bmi::test
