@@ -104,4 +104,11 @@ bool ofi_over_shm() {
     return provider != nullptr && std::string(provider) == "shm";
 }
 
+bool runs_over_ofi_shm(const char* what) {
+    if (!scheme_compiled("ofi")) return false;
+    if (ofi_over_shm()) return true;
+    WARN("SKIP: " << what << " is libfabric's shm's (BMI_CONFORMANCE_OFI_PROVIDER=shm)");
+    return false;
+}
+
 }  // namespace bmi::test

@@ -32,5 +32,8 @@ bool echoed(Side& client, BMI_addr_t server, const std::string& text, bmi_msg_ta
 
 // Whether the ofi conformance run is over libfabric's shm (BMI_CONFORMANCE_OFI_PROVIDER).
 bool ofi_over_shm();
+// Whether a case about libfabric's shm runs here: ofi compiled and the run over shm; else it
+// is skipped, with a warning that names `what` as shm's.
+bool runs_over_ofi_shm(const char* what);
 
 }  // namespace bmi::test

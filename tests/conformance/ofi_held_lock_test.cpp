@@ -84,12 +84,7 @@ bool kill_holding(int child, const std::string& address) {
     return false;
 }
 
-bool skipped_here() {
-    if (!scheme_compiled("ofi")) return true;
-    if (ofi_over_shm()) return false;
-    WARN("SKIP: the region lock is libfabric's shm's (BMI_CONFORMANCE_OFI_PROVIDER=shm)");
-    return true;
-}
+bool skipped_here() { return !runs_over_ofi_shm("the region lock"); }
 }  // namespace
 
 TEST_CASE("ofi: a client that ended holding its region's lock costs the server only itself",

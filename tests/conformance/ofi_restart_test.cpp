@@ -62,12 +62,7 @@ struct ClientOfEndedShmServer {
     Side client;
     BMI_addr_t server_addr = 0;
     bool start(const std::string& options) {
-        if (!scheme_compiled("ofi")) return false;
-        if (!ofi_over_shm()) {
-            WARN("SKIP: a region's process is libfabric's shm's "
-                 "(BMI_CONFORMANCE_OFI_PROVIDER=shm)");
-            return false;
-        }
+        if (!runs_over_ofi_shm("a region's process")) return false;
         fork_server("ofi", "", ended);
         REQUIRE(!ended.address.empty());
         client = make_client(options, ended.address, server_addr);
