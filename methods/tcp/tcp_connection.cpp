@@ -54,7 +54,7 @@ Connection* TcpMethod::open_outbound(const std::shared_ptr<TcpPeer>& peer, int& 
     }
     int fd = -1;
     if (error = start_connect(peer->target, socket_tuning_, listeners_.policy_for(peer->plane),
-                              source_ports_, fd);
+                              sources_.ports, fd);
         error < 0) {
         BMI_LOG(tcp, "tcp: cannot connect to %s: %s", describe(peer->target).c_str(),
                 support::error_name(error));
@@ -113,14 +113,14 @@ std::optional<std::uint64_t> TcpMethod::start_accepted(const kit::AcceptedSocket
 }
 
 bool TcpMethod::refuse_untrusted(const SocketAddress& from) {
-    if (!trusted_) return false;
-    const char* why = trusted_->refusal(from.get());
+    if (!sources_.trusted) return false;
+    const char* why = sources_.trusted->refusal(from.get());
     if (why == nullptr) return false;
-    if (untrusted_refusals_.should_log(ip_text(from)))
+    if (sources_.refused.should_log(ip_text(from)))
         BMI_WARN("tcp: refused %s: its %s is not trusted (%s); connection closed (more "
                  "refusals of this host are counted for a minute, not logged; %llu so far)",
-                 describe(from).c_str(), why, trusted_->text().c_str(),
-                 static_cast<unsigned long long>(untrusted_refusals_.refused()));
+                 describe(from).c_str(), why, sources_.trusted->text().c_str(),
+                 static_cast<unsigned long long>(sources_.refused.refused()));
     return true;
 }
 
@@ -155,15 +155,15 @@ void TcpMethod::finish_connect(Connection& c) {
         return;
     }
     c.peer->remote = c.remote;
-    if (force_legacy_ || c.peer->legacy) {
+    if (legacy_.forced || c.peer->legacy) {
         if (keys_.keyed()) {
             refuse(c, kit::Refusal::legacy_framing);
             return;
         }
         c.peer->legacy = true;
         c.state = ConnState::established;
-        c.framing = legacy_framing_;
-    } else if (!keys_.keyed() && legacy_framing_ == Framing::orangefs && !c.peer->wants_key) {
+        c.framing = legacy_.framing;
+    } else if (!keys_.keyed() && legacy_.framing == Framing::orangefs && !c.peer->wants_key) {
         // OrangeFS frames at once, with the offer in each tag: an OrangeFS server takes them
         // as they are, and a libbmi one answers HELLO_ACK (doc/methods/tcp.md, "Handshake").
         c.state = ConnState::established;

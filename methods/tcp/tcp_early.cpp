@@ -47,8 +47,8 @@ bool TcpMethod::admit_early(Connection& c) {
     // A frame a posted receive takes at once is never buffered.
     if (peer.posted_recvs.contains(tag_of(h))) return true;
     const bmi_size_t cost = cost_of(h.mode, static_cast<bmi_size_t>(h.size));
-    if (early_.fits(peer.early, cost)) {
-        early_.charge(peer.early, cost);
+    if (held_.early.fits(peer.early, cost)) {
+        held_.early.charge(peer.early, cost);
         c.reader.early_reserved = cost;
         return true;
     }
@@ -57,11 +57,11 @@ bool TcpMethod::admit_early(Connection& c) {
                 "tcp: %s holds %lld bytes of early data (peer bound %lld, all peers %lld "
                 "of %lld); not reading it until receives claim some",
                 describe_peer(peer).c_str(), static_cast<long long>(peer.early.bytes),
-                static_cast<long long>(early_.limits().peer_bytes),
-                static_cast<long long>(early_.total()),
-                static_cast<long long>(early_.limits().total_bytes));
+                static_cast<long long>(held_.early.limits().peer_bytes),
+                static_cast<long long>(held_.early.total()),
+                static_cast<long long>(held_.early.limits().total_bytes));
         c.reader.phase = ReadPhase::wait_early;
-        paused_early_.push_back(c.id);
+        held_.paused.push_back(c.id);
     }
     return false;
 }
@@ -69,30 +69,30 @@ bool TcpMethod::admit_early(Connection& c) {
 void TcpMethod::keep_arrival(Connection& c, Arrival arrival) {
     TcpPeer& peer = *c.peer;
     if (arrival.granted) {
-        grants_.charge(peer.granted, grant_reservation(arrival.size));
+        held_.grants.charge(peer.granted, grant_reservation(arrival.size));
     } else if (c.reader.early_reserved == cost_of(arrival)) {
         c.reader.early_reserved = 0;  // the header's reservation is now the arrival's charge
     } else {
         release_reservation(c);
-        early_.charge(peer.early, cost_of(arrival));
+        held_.early.charge(peer.early, cost_of(arrival));
     }
     peer.arrivals.push(std::move(arrival));
 }
 
 void TcpMethod::release_reservation(Connection& c) {
     if (c.reader.early_reserved == 0) return;
-    early_.release(c.peer->early, c.reader.early_reserved);
+    held_.early.release(c.peer->early, c.reader.early_reserved);
     c.reader.early_reserved = 0;
-    early_released_ = true;
+    held_.released = true;
 }
 
 void TcpMethod::uncharge(TcpPeer& peer, const Arrival& arrival) {
     if (arrival.granted) {
-        grants_.release(peer.granted, grant_reservation(arrival.size));
+        held_.grants.release(peer.granted, grant_reservation(arrival.size));
         return;  // the early-data budget, which paused connections wait for, is unchanged
     }
-    early_.release(peer.early, cost_of(arrival));
-    early_released_ = true;
+    held_.early.release(peer.early, cost_of(arrival));
+    held_.released = true;
 }
 
 void TcpMethod::drop_arrivals(TcpPeer& peer) {
@@ -104,10 +104,10 @@ void TcpMethod::drop_arrivals(TcpPeer& peer) {
 }
 
 void TcpMethod::resume_paused() {
-    early_released_ = false;
-    if (paused_early_.empty()) return;
-    const std::vector<std::uint64_t> waiting = std::move(paused_early_);
-    paused_early_.clear();
+    held_.released = false;
+    if (held_.paused.empty()) return;
+    const std::vector<std::uint64_t> waiting = std::move(held_.paused);
+    held_.paused.clear();
     for (std::uint64_t id : waiting) {
         Connection* c = find_connection(id);
         if (c == nullptr || c->closed || c->reader.phase != ReadPhase::wait_early) continue;

@@ -30,9 +30,9 @@ void TcpMethod::maybe_grant(TcpPeer& peer, bmi_size_t size) {
         return;
     if (size <= c->eager_limit || size > grant_size_limit ||
         c->grants_given.size() >= max_grants_per_connection ||
-        !grants_.fits(peer.granted, grant_reservation(size)))
+        !held_.grants.fits(peer.granted, grant_reservation(size)))
         return;
-    grants_.charge(peer.granted, grant_reservation(size));
+    held_.grants.charge(peer.granted, grant_reservation(size));
     c->grants_given.push_back(Grant{next_cookie_++, size, false});
 }
 
@@ -79,14 +79,14 @@ bool TcpMethod::claim_grant(Connection& c) {
 
 void TcpMethod::settle_grant(Connection& c) {
     if (c.reader.frame_grant == 0) return;
-    grants_.release(c.peer->granted, grant_reservation(c.reader.frame_grant));
+    held_.grants.release(c.peer->granted, grant_reservation(c.reader.frame_grant));
     c.reader.frame_grant = 0;
 }
 
 void TcpMethod::release_grants(Connection& c) {
     if (!c.peer) return;
     for (const Grant& g : c.grants_given)
-        grants_.release(c.peer->granted, grant_reservation(g.size));
+        held_.grants.release(c.peer->granted, grant_reservation(g.size));
     c.grants_given.clear();
     settle_grant(c);
 }

@@ -30,21 +30,19 @@ TcpMethod::TcpMethod(const Config& config, Sink& sink)
     : sink_(sink),
       unexpected_limit_(config.unexpected_limit > 0 ? config.unexpected_limit
                                                     : default_unexpected_limit),
-      spin_(static_cast<int>(config.settings.number(SettingId::spin_us))),
-      spin_cap_(static_cast<int>(config.settings.number(SettingId::spin_us))),
-      read_wait_(config.settings.number(SettingId::read_wait_us)) {
-    force_legacy_ = config.settings.flag(SettingId::legacy);
-    dialect_ = config.dialect;
+      polling_(static_cast<int>(config.settings.number(SettingId::spin_us)),
+               std::chrono::microseconds(config.settings.number(SettingId::read_wait_us))) {
+    legacy_.forced = config.settings.flag(SettingId::legacy);
     // The row's choices, in order: dialect, orangefs, standalone.
     switch (config.settings.number(SettingId::legacy_framing)) {
         case 1:
-            legacy_framing_ = Framing::orangefs;
+            legacy_.framing = Framing::orangefs;
             break;
         case 2:
-            legacy_framing_ = Framing::standalone;
+            legacy_.framing = Framing::standalone;
             break;
         default:
-            legacy_framing_ = config.dialect == ApiDialect::standalone ? Framing::standalone
+            legacy_.framing = config.dialect == ApiDialect::standalone ? Framing::standalone
                                                                        : Framing::orangefs;
             break;
     }
@@ -67,11 +65,11 @@ TcpMethod::~TcpMethod() {
 }
 
 int TcpMethod::start(const Config& config) {
-    if (int rc = source_ports_for(config, source_ports_); rc < 0) return rc;
+    if (int rc = source_ports_for(config, sources_.ports); rc < 0) return rc;
     load_limits(config.settings, limits_);
     socket_tuning_.silent_peer = config.settings.duration(SettingId::silent_peer_timeout);
-    early_.set_limits(limits_.early);
-    grants_.set_limits(limits_.grants);
+    held_.early.set_limits(limits_.early);
+    held_.grants.set_limits(limits_.grants);
     acceptor_.set_limits(limits_.pending_per_source, limits_.setup_timeout);
     support::keys::SharedKey key;
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
@@ -296,8 +294,8 @@ int TcpMethod::set_info(Peer* peer, int option, void* arg) {
         }
         case info_trusted_sources:
             if (arg == nullptr) return -BMI_EINVAL;
-            trusted_ = *static_cast<const support::keys::TrustedSources*>(arg);
-            source_ports_.follow(*trusted_);
+            sources_.trusted = *static_cast<const support::keys::TrustedSources*>(arg);
+            sources_.ports.follow(*sources_.trusted);
             return 0;
         case BMI_TCP_CLOSE_SOCKET:
             if (peer == nullptr) return -BMI_EINVAL;

@@ -37,6 +37,58 @@
 
 namespace bmi::method::tcp {
 
+// What a peer without libbmi's handshake is spoken to in.
+struct LegacyFraming {
+    bool forced = false;  // tcp_legacy: every connection we open speaks the legacy framing
+    // tcp_legacy_framing, by default the dialect's; accepted legacy connections keep the
+    // framing they came with.
+    Framing framing = Framing::orangefs;
+};
+
+// Whom we take connections from and which ports ours leave from.
+struct SourceRules {
+    // BMI_TRUSTED_CONNECTION: connections from other sources are closed at accept, and ours
+    // come from its ports (unless tcp_source_ports says otherwise).
+    std::optional<support::keys::TrustedSources> trusted;
+    SourcePorts ports;
+    support::keys::RefusalLog refused;  // connections closed at accept for their source
+};
+
+// What peers' arrivals hold of us, and the connections paused on it.
+struct HeldArrivals {
+    EarlyBudget early;   // arrivals of every peer, within Limits
+    EarlyBudget grants;  // our GRANTs and the granted arrivals, within Limits::grants
+    std::vector<std::uint64_t> paused;  // connections in ReadPhase::wait_early
+    // Progress visits only connections with work: these lists name the ones a timer or the
+    // unexpected quota may concern, so a server with thousands of idle clients pays nothing
+    // for them per call (issue 18). Entries of closed connections are dropped lazily.
+    std::vector<std::uint64_t> waiting_unexpected;  // in ReadPhase::wait_unexpected
+    bool released = false;  // some budget came back since the last resume_paused()
+};
+
+// How progress looks at the sockets before it sleeps, and where it sleeps.
+struct Polling {
+    Polling(int spin_us, std::chrono::microseconds read_wait_us)
+        : spin(spin_us), spin_cap(spin_us), read_wait(read_wait_us) {}
+    // Polls the sockets before a sleep while operations wait (BMI_TCP_SPIN_US, 0 = never): a
+    // sleeping process wakes long after its data arrived (doc/perf/code-figures.md).
+    support::AdaptiveSpin spin;
+    std::chrono::microseconds spin_cap;
+    // The connection whose data the last poll found, and how many spin or polling passes went
+    // since the last epoll_wait (poll_once, progress_polling).
+    std::uint64_t hot_connection = 0;
+    // The last polling pass read data from the hot connection: if that read also came back
+    // short (its reader's `drained`), the next pass skips the read (progress_polling).
+    bool hot_read_data = false;
+    unsigned polls_since_epoll = 0;
+    // BMI_TCP_READ_WAIT_US: the longest sleep in a socket's read (0: none). While
+    // wait_in_read is set, the next read_socket blocks (sleep_in_read).
+    std::chrono::microseconds read_wait;
+    bool wait_in_read = false;
+    std::uint64_t detached = 0;  // the connection out of the epoll set (detach), or 0
+    std::chrono::steady_clock::time_point sleep_start;
+};
+
 class TcpMethod final : public Method, private kit::AcceptorHost {
 public:
     TcpMethod(const Config& config, Sink& sink);
@@ -81,9 +133,9 @@ public:
     int get_info(Peer* peer, int option, void* arg) override;
 
     // Bytes charged to the early-data budget over every peer (see Limits).
-    bmi_size_t early_bytes_held() const { return early_.total(); }
+    bmi_size_t early_bytes_held() const { return held_.early.total(); }
     // Bytes our GRANTs and the granted messages nobody claimed hold, over every peer.
-    bmi_size_t grant_bytes_held() const { return grants_.total(); }
+    bmi_size_t grant_bytes_held() const { return held_.grants.total(); }
     // Handshakes refused for the security key, and how many of them the log left out.
     const support::keys::RefusalLog& refusals() const { return keys_.log(); }
     // Open connections whose framing is not settled: an offer unanswered, or HELLO_ACK or the
@@ -352,33 +404,15 @@ private:
     // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
     kit::Acceptor acceptor_{*this, timers_, support::LogArea::tcp, "tcp"};
     bmi_size_t unexpected_limit_;
-    bool force_legacy_ = false;
-    // What a peer without libbmi's handshake is spoken to in (tcp_legacy_framing, by default
-    // the dialect's); accepted legacy connections keep the framing they came with.
-    Framing legacy_framing_ = Framing::orangefs;
-    ApiDialect dialect_ = ApiDialect::orangefs;
+    LegacyFraming legacy_;
     // Keyless: every peer admitted as in OrangeFS. Declared before connections_, whose
     // handshakes hold nonces in it.
     kit::KeyGate keys_{"tcp"};
-    // BMI_TRUSTED_CONNECTION: connections from other sources are closed at accept, and ours
-    // come from its ports (unless tcp_source_ports says otherwise).
-    std::optional<support::keys::TrustedSources> trusted_;
-    SourcePorts source_ports_;
+    SourceRules sources_;
     std::shared_ptr<kit::SameNodeTickets> same_node_;  // a server's offers; null: none
-    support::keys::RefusalLog untrusted_refusals_;
     Limits limits_;
-    EarlyBudget early_;   // arrivals of every peer, within Limits
-    EarlyBudget grants_;  // our GRANTs and the granted arrivals, within Limits::grants
-    std::vector<std::uint64_t> paused_early_;  // connections in ReadPhase::wait_early
-    // Progress visits only connections with work: these lists name the ones a timer or the
-    // unexpected quota may concern, so a server with thousands of idle clients pays nothing
-    // for them per call (issue 18). Entries of closed connections are dropped lazily.
-    std::vector<std::uint64_t> waiting_unexpected_;  // in ReadPhase::wait_unexpected
-    bool early_released_ = false;       // some budget came back since the last resume_paused()
+    HeldArrivals held_;
     support::MemoryReturner returner_;  // counts what closed connections and dropped data free
-    // Polls the sockets before a sleep while operations wait (BMI_TCP_SPIN_US, 0 = never): a
-    // sleeping process wakes long after its data arrived (doc/perf/code-figures.md).
-    support::AdaptiveSpin spin_;
     // Counts progress calls; a connection's direct_write_epoch compares with it (post_send).
     std::uint64_t progress_epoch_ = 1;
     // The send send_now started (Method::send_now_started), until the post() that follows
@@ -390,22 +424,9 @@ private:
         bmi_size_t size = 0;
     };
     std::optional<StartedSend> started_send_;
-    // The connection whose data the last poll found, and how many spin or polling passes went
-    // since the last epoll_wait (poll_once, progress_polling).
-    std::uint64_t hot_connection_ = 0;
-    // The last polling pass read data from the hot connection: if that read also came back
-    // short (its reader's `drained`), the next pass skips the read (progress_polling).
-    bool hot_read_data_ = false;
-    unsigned polls_since_epoll_ = 0;
+    Polling polling_;
     // Counts one more poll; true on every fourth, which looks at the whole epoll set.
-    bool look_due() { return ++polls_since_epoll_ % 4 == 0; }
-    std::chrono::microseconds spin_cap_;
-    // BMI_TCP_READ_WAIT_US: the longest sleep in a socket's read (0: none). While
-    // wait_in_read_ is set, the next read_socket blocks (sleep_in_read).
-    std::chrono::microseconds read_wait_;
-    bool wait_in_read_ = false;
-    std::uint64_t detached_ = 0;  // the connection out of the epoll set (detach), or 0
-    std::chrono::steady_clock::time_point sleep_start_;
+    bool look_due() { return ++polling_.polls_since_epoll % 4 == 0; }
     SocketTuning socket_tuning_;
     std::uint64_t next_connection_id_ = 16;
     std::uint64_t next_cookie_ = 1;

@@ -40,9 +40,9 @@ public:
     Connection* send_connection = nullptr;  // one connection carries all our sends
     std::vector<Connection*> connections;
     Arrivals arrivals;           // arrivals with no matching receive yet, by tag
-    EarlyBudget::Account early;  // what arrivals cost against TcpMethod::early_
+    EarlyBudget::Account early;  // what arrivals cost against TcpMethod::held_.early
     // Our GRANTs outstanding toward it, and the granted arrivals it left unclaimed, against
-    // TcpMethod::grants_ (tcp_grants.cpp).
+    // TcpMethod::held_.grants (tcp_grants.cpp).
     EarlyBudget::Account granted;
 };
 

@@ -29,14 +29,14 @@ void TcpMethod::progress_without_events() {
 // message came on stands in for the epoll_wait on three passes of four, but not while that
 // connection has output waiting for room, which only the whole set's EPOLLOUT moves.
 void TcpMethod::progress_polling() {
-    const bool read_data_before = std::exchange(hot_read_data_, false);
-    if (detached_ == 0 && hot_connection_ != 0 && !look_due()) {
+    const bool read_data_before = std::exchange(polling_.hot_read_data, false);
+    if (polling_.detached == 0 && polling_.hot_connection != 0 && !look_due()) {
         if (Connection* c = readable_hot_connection(); c != nullptr && !c->has_output()) {
             // A caller that polls makes its test calls in a row (Mercury's na_bmi: testunexpected,
             // then testcontext): the one right after a read that emptied the socket would only
             // be told EAGAIN, on the way to acting on what that read brought.
             if (read_data_before && c->reader.drained) return;
-            hot_read_data_ = poll_connection(*c);
+            polling_.hot_read_data = poll_connection(*c);
             return;
         }
     }
@@ -49,7 +49,7 @@ void TcpMethod::progress_events(std::span<const epoll_event> ready) {
     // Unknown ids (the control layer's wake-up fd, closed connections) find nothing.
     for (const auto& event : ready) handle_event(event.data.u64, event.events);
     retry_unexpected();
-    if (early_released_) resume_paused();
+    if (held_.released) resume_paused();
     graveyard_.clear();
     returner_.maybe_return();
 }
@@ -60,9 +60,9 @@ bool TcpMethod::before_sleep() {
     // server's testunexpected would sleep its whole idle time beside a waiting request.
     if (retry_unexpected()) return true;
     // Only while operations wait for the network: an idle server sleeps at once.
-    if (pending_ops_ != 0 && spin_.run([this] { return poll_once(); })) return true;
-    sleep_start_ = spin_.rewardable() ? std::chrono::steady_clock::now()
-                                      : std::chrono::steady_clock::time_point{};
+    if (pending_ops_ != 0 && polling_.spin.run([this] { return poll_once(); })) return true;
+    polling_.sleep_start = polling_.spin.rewardable() ? std::chrono::steady_clock::now()
+                                                      : std::chrono::steady_clock::time_point{};
     return false;
 }
 
@@ -70,9 +70,9 @@ void TcpMethod::after_wake() {
     // A sleep that ended soon means traffic flows and polling may catch the next message.
     // "Soon" allows for the wake-up itself on both ends of a round trip: with the bound at the
     // cap alone, one slow phase would leave the budget at 0 for good (doc/perf/code-figures.md).
-    if (sleep_start_ != std::chrono::steady_clock::time_point{} &&
-        std::chrono::steady_clock::now() - sleep_start_ < 4 * spin_cap_)
-        spin_.reward();
+    if (polling_.sleep_start != std::chrono::steady_clock::time_point{} &&
+        std::chrono::steady_clock::now() - polling_.sleep_start < 4 * polling_.spin_cap)
+        polling_.spin.reward();
 }
 
 // One nonblocking look at our sockets; true if any of them had something.
@@ -82,12 +82,12 @@ void TcpMethod::after_wake() {
 // where epoll_wait followed by the read takes two (doc/perf/code-figures.md). Every fourth poll is
 // still an epoll_wait, for the other sockets, the timer and the control layer's wake-ups.
 bool TcpMethod::poll_once() {
-    if (detached_ != 0) {
+    if (polling_.detached != 0) {
         // The one connection, out of the epoll set (tcp_read_wait.cpp): read it every time,
         // and every fourth time look at the set too.
         if (read_detached()) return true;
         if (!look_due()) return false;
-    } else if (hot_connection_ != 0 && !look_due()) {
+    } else if (polling_.hot_connection != 0 && !look_due()) {
         return poll_hot_connection();
     }
     epoll_event events[64];
@@ -108,9 +108,9 @@ bool TcpMethod::poll_hot_connection() {
 }
 
 Connection* TcpMethod::readable_hot_connection() {
-    Connection* c = find_connection(hot_connection_);
+    Connection* c = find_connection(polling_.hot_connection);
     if (c == nullptr || c->closed || c->state != ConnState::established || c->reader.paused()) {
-        hot_connection_ = 0;
+        polling_.hot_connection = 0;
         return nullptr;
     }
     return c;
@@ -124,7 +124,7 @@ bool TcpMethod::poll_connection(Connection& c) {
     on_readable(c);
     const bool moved = c.reader.reads_with_data != before || c.closed;
     retry_unexpected();
-    if (early_released_) resume_paused();
+    if (held_.released) resume_paused();
     graveyard_.clear();
     returner_.maybe_return();
     return moved;
@@ -168,17 +168,17 @@ void TcpMethod::handle_event(std::uint64_t id, std::uint32_t events) {
         return;
     }
     if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
-        hot_connection_ = c->id;
+        polling_.hot_connection = c->id;
         on_readable(*c);
     }
     if (!c->closed && (events & EPOLLOUT) != 0) flush(*c);
 }
 
 bool TcpMethod::retry_unexpected() {
-    if (waiting_unexpected_.empty()) return false;
+    if (held_.waiting_unexpected.empty()) return false;
     // deliver_unexpected() lists a connection again when the quota still has no room.
-    const std::vector<std::uint64_t> waiting = std::move(waiting_unexpected_);
-    waiting_unexpected_.clear();
+    const std::vector<std::uint64_t> waiting = std::move(held_.waiting_unexpected);
+    held_.waiting_unexpected.clear();
     bool delivered = false;
     for (std::uint64_t id : waiting) {
         Connection* c = find_connection(id);

@@ -27,8 +27,9 @@
 namespace bmi::method::tcp {
 
 Connection* TcpMethod::sole_waiting_connection() {
-    if (read_wait_.count() == 0 || pending_ops_ == 0 || connections_.size() != 1) return nullptr;
-    if (!waiting_unexpected_.empty() || early_released_) return nullptr;
+    if (polling_.read_wait.count() == 0 || pending_ops_ == 0 || connections_.size() != 1)
+        return nullptr;
+    if (!held_.waiting_unexpected.empty() || held_.released) return nullptr;
     Connection& c = *connections_.begin()->second;
     if (c.closed || c.state != ConnState::established || c.reader.paused() || c.has_output() ||
         c.buffered_input() || c.reader.read_wait_bound.count() < 0)
@@ -40,7 +41,7 @@ bool TcpMethod::sleep_in_read(std::chrono::steady_clock::time_point now,
                               std::chrono::steady_clock::time_point deadline, bool allowed) {
     Connection* c = allowed ? sole_waiting_connection() : nullptr;
     if (c != nullptr && c->reader.read_wait_bound.count() == 0) {
-        c->reader.read_wait_bound = enable_read_wait(c->fd, read_wait_);
+        c->reader.read_wait_bound = enable_read_wait(c->fd, polling_.read_wait);
         if (c->reader.read_wait_bound.count() <= 0) {
             BMI_LOG(tcp, "tcp: cannot sleep in the read of %s (%lld); it sleeps in epoll",
                     describe(c->remote).c_str(),
@@ -56,9 +57,9 @@ bool TcpMethod::sleep_in_read(std::chrono::steady_clock::time_point now,
         reattach_detached();
         return false;
     }
-    wait_in_read_ = true;
+    polling_.wait_in_read = true;
     const bool moved = poll_connection(*c);
-    wait_in_read_ = false;
+    polling_.wait_in_read = false;
     if (!moved) {
         reattach_detached();  // nothing came in the read's time: the sleep goes to epoll now
         return false;
@@ -72,12 +73,12 @@ bool TcpMethod::detach(Connection& c) {
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr) != 0) return false;
     c.reader.detached = true;
     c.events = 0;
-    detached_ = c.id;
+    polling_.detached = c.id;
     return true;
 }
 
 void TcpMethod::reattach(Connection& c) {
-    detached_ = 0;
+    polling_.detached = 0;
     if (!c.reader.detached || c.closed) return;
     c.reader.detached = false;
     epoll_event ev{};
@@ -93,16 +94,16 @@ void TcpMethod::reattach(Connection& c) {
 }
 
 void TcpMethod::reattach_detached() {
-    if (detached_ == 0) return;
-    if (Connection* c = find_connection(detached_); c != nullptr) reattach(*c);
-    detached_ = 0;
+    if (polling_.detached == 0) return;
+    if (Connection* c = find_connection(polling_.detached); c != nullptr) reattach(*c);
+    polling_.detached = 0;
 }
 
 bool TcpMethod::read_detached() {
-    if (detached_ == 0) return false;
-    Connection* c = find_connection(detached_);
+    if (polling_.detached == 0) return false;
+    Connection* c = find_connection(polling_.detached);
     if (c == nullptr || c->closed) {
-        detached_ = 0;
+        polling_.detached = 0;
         return false;
     }
     return poll_connection(*c);

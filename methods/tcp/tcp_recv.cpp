@@ -41,7 +41,7 @@ int TcpMethod::post_recv(Operation& op) {
     if (op.total_size > v2_eager_limit) maybe_grant(peer, op.total_size);
     // A frame for this tag may be held back by the early-data budget: it can now go straight
     // into this receive.
-    if (!paused_early_.empty()) resume_paused();
+    if (!held_.paused.empty()) resume_paused();
     return 0;
 }
 
@@ -145,7 +145,7 @@ ssize_t TcpMethod::read_socket(Connection& c, iovec* iov, int n) {
         ahead = unproven || r.phase == ReadPhase::header ? 0 : header_bytes_needed(c.dialect(), {});
     iovec ahead_iov{unproven ? r.inbuf.get() : r.read_ahead(), ahead};
     if (direct && ahead > 0) iov[n] = ahead_iov;
-    const bool wait = std::exchange(wait_in_read_, false);
+    const bool wait = std::exchange(polling_.wait_in_read, false);
     if (c.records) return read_records(c, iov, n, want, ahead, direct, ahead_iov, wait);
     const ssize_t read = direct ? receive_vector(c.fd, iov, n + (ahead > 0 ? 1 : 0), wait)
                                 : receive_vector(c.fd, &ahead_iov, 1, wait);
@@ -509,7 +509,7 @@ bool TcpMethod::deliver_unexpected(Connection& c) {
         // Quota full: hold the message in scratch and read nothing more from this peer until
         // memory comes back (retry_unexpected).
         // Its two callers: the read path, and retry_unexpected() with the list taken out.
-        waiting_unexpected_.push_back(c.id);
+        held_.waiting_unexpected.push_back(c.id);
         c.reader.phase = ReadPhase::wait_unexpected;
         return false;
     }
