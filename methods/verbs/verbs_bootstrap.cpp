@@ -61,24 +61,25 @@ int VerbsMethod::open_listener(const std::string& host, std::uint16_t port) {
     std::memcpy(&ss, result->ai_addr, result->ai_addrlen);
     len = result->ai_addrlen;
     freeaddrinfo(result);
-    listen_fd_ = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) return support::bmi_error_from_errno(errno);
-    kit::set_socket_int(listen_fd_, SOL_SOCKET, SO_REUSEADDR, 1);
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) < 0 || listen(listen_fd_, 128) < 0)
+    listener_.fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (listener_.fd < 0) return support::bmi_error_from_errno(errno);
+    kit::set_socket_int(listener_.fd, SOL_SOCKET, SO_REUSEADDR, 1);
+    if (bind(listener_.fd, reinterpret_cast<sockaddr*>(&ss), len) < 0 ||
+        listen(listener_.fd, 128) < 0)
         return support::bmi_error_from_errno(errno);
     sockaddr_storage bound{};
     socklen_t bound_len = sizeof bound;
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &bound_len);
+    getsockname(listener_.fd, reinterpret_cast<sockaddr*>(&bound), &bound_len);
     std::uint16_t actual = 0;
     ip_text(bound, &actual);
-    listen_address_ = "verbs://" + support::format_host_port(host, actual);
+    listener_.address = "verbs://" + support::format_host_port(host, actual);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = listener_id;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) < 0)
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener_.fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
     acceptor_.keep_reserve();  // to shed a connection when the table fills
-    BMI_LOG(verbs, "verbs: listening on %s", listen_address_.c_str());
+    BMI_LOG(verbs, "verbs: listening on %s", listener_.address.c_str());
     return 0;
 }
 
@@ -89,7 +90,7 @@ Connection& VerbsMethod::add_connection(int fd, bool outbound) {
     c->fd = fd;
     c->outbound = outbound;
     c->state = outbound ? Connection::State::connecting : Connection::State::awaiting_hello;
-    c->setup_deadline = std::chrono::steady_clock::now() + setup_timeout_;
+    c->setup_deadline = std::chrono::steady_clock::now() + timeouts_.setup;
     Connection& ref = *c;
     connections_.emplace(c->id, std::move(c));
     watch_setup(ref);
@@ -116,7 +117,7 @@ Connection* VerbsMethod::connection_for(const std::shared_ptr<VerbsPeer>& peer, 
         error = support::bmi_error_from_errno(errno);
         return nullptr;
     }
-    set_socket_options(fd, silent_peer_timeout_);
+    set_socket_options(fd, timeouts_.silent_peer);
     if (connect(fd, reinterpret_cast<const sockaddr*>(&peer->target), peer->target_length) < 0 &&
         errno != EINPROGRESS) {
         error = support::bmi_error_from_errno(errno);
@@ -178,11 +179,11 @@ int VerbsMethod::connect_qp(Connection& c, const Hello& remote) {
     a.min_rnr_timer = 12;  // 0.64 ms before the sender retries an empty SRQ
     a.ah_attr.dlid = remote.lid;
     a.ah_attr.port_num = device_->port;
-    a.ah_attr.sl = static_cast<std::uint8_t>(service_level_);  // the plane's QoS, else 0
+    a.ah_attr.sl = static_cast<std::uint8_t>(qos_.service_level);  // the plane's QoS, else 0
     // RoCE has no LIDs: every packet needs a GRH with the GID index we chose.
     if (device_->ethernet || remote.lid == 0) {
         a.ah_attr.is_global = 1;
-        a.ah_attr.grh.traffic_class = static_cast<std::uint8_t>(traffic_class_);
+        a.ah_attr.grh.traffic_class = static_cast<std::uint8_t>(qos_.traffic_class);
         std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
         a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(device_->gid_index);
         a.ah_attr.grh.hop_limit = 64;
@@ -220,8 +221,8 @@ void VerbsMethod::fill_hello(const Connection& c, Hello& h) const {
     h.eager_payload = eager_payload;
     h.unexpected_limit = static_cast<std::uint32_t>(unexpected_limit_);
     std::memcpy(h.gid, device_->gid.raw, 16);
-    const std::size_t n = std::min<std::size_t>(listen_address_.size(), max_name);
-    std::memcpy(h.name, listen_address_.data(), n);
+    const std::size_t n = std::min<std::size_t>(listener_.address.size(), max_name);
+    std::memcpy(h.name, listener_.address.data(), n);
     h.name_length = static_cast<std::uint16_t>(n);
 }
 
@@ -232,7 +233,7 @@ std::optional<std::string> VerbsMethod::source_of(kit::AcceptedSocket& socket) {
 std::optional<std::uint64_t> VerbsMethod::start_accepted(const kit::AcceptedSocket& socket) {
     std::uint16_t port = 0;
     std::string host = ip_text(socket.from, &port);
-    set_socket_options(socket.fd, silent_peer_timeout_);
+    set_socket_options(socket.fd, timeouts_.silent_peer);
     Connection& c = add_connection(socket.fd, false);
     // Its own peer, never merged with a known one: a connection is its own address, and
     // it joins peers_ only once the handshake is done (became_ready).
@@ -253,7 +254,7 @@ void VerbsMethod::offer_for_shedding(kit::SheddingChoice& choice) {
     for (auto& [id, owned] : connections_) {
         const Connection& c = *owned;
         if (c.outbound || c.fd < 0) continue;
-        const auto accepted_at = c.setup_deadline - setup_timeout_;
+        const auto accepted_at = c.setup_deadline - timeouts_.setup;
         if (acceptor_.unproven(id)) {
             choice.offer(id, accepted_at, true);
             continue;
@@ -268,11 +269,11 @@ void VerbsMethod::offer_for_shedding(kit::SheddingChoice& choice) {
 }
 
 void VerbsMethod::set_listener_interest(bool on) {
-    if (listen_fd_ < 0 || listener_watched_ == on) return;
+    if (listener_.fd < 0 || listener_.watched == on) return;
     epoll_event ev{};
     ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
     ev.data.u64 = listener_id;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) listener_watched_ = on;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener_.fd, &ev) == 0) listener_.watched = on;
 }
 
 bool VerbsMethod::flush_out(Connection& c) {

@@ -17,11 +17,12 @@ namespace bmi::method::verbs {
 
 void VerbsMethod::watch_credits(Connection& c) {
     if (!c.send_clock.timed && c.waits_for_credits())
-        c.send_clock.start(timers_, {c.id, kit::DeadlineKind::send}, c.credits_back, send_timeout_);
+        c.send_clock.start(timers_, {c.id, kit::DeadlineKind::send}, c.credits_back,
+                           timeouts_.send);
 }
 
 void VerbsMethod::watch_rts(Connection& c, SendTransfer& t) {
-    t.deadline = std::chrono::steady_clock::now() + rendezvous_timeout_;
+    t.deadline = std::chrono::steady_clock::now() + timeouts_.rendezvous;
     timers_.schedule_by({c.id, kit::DeadlineKind::rendezvous}, t.deadline);
 }
 
@@ -33,13 +34,13 @@ void VerbsMethod::on_peer_deadline(kit::DeadlineKey key,
     if (c.state != Connection::State::ready) return;  // failed: its operations with it
     if (key.kind == kit::DeadlineKind::send) {
         if (!c.send_clock.expired_if_owed(c.waits_for_credits(), timers_, key, c.credits_back, now,
-                                          send_timeout_))
+                                          timeouts_.send))
             return;
         BMI_LOG(error,
                 "verbs: connection %llu returned no credit in %lld ms "
                 "(BMI_VERBS_SEND_TIMEOUT_MS); its operations fail",
                 static_cast<unsigned long long>(c.id),
-                static_cast<long long>(send_timeout_.count()));
+                static_cast<long long>(timeouts_.send.count()));
         fail_connection(c, -BMI_ETIMEDOUT);
         return;
     }
@@ -58,7 +59,7 @@ void VerbsMethod::on_peer_deadline(kit::DeadlineKey key,
                 "verbs: connection %llu sent no FIN for an RTS in %lld ms "
                 "(BMI_VERBS_RENDEZVOUS_TIMEOUT_MS); the send fails",
                 static_cast<unsigned long long>(c.id),
-                static_cast<long long>(rendezvous_timeout_.count()));
+                static_cast<long long>(timeouts_.rendezvous.count()));
         queue_control(c, MsgType::cancel, cookie, FinStatus::cancelled);
         ops_.finish(op, -BMI_ETIMEDOUT);
     }

@@ -129,7 +129,7 @@ VerbsMethod::~VerbsMethod() {
     sends_.clear();
     reads_.clear();
     connections_.clear();
-    if (listen_fd_ >= 0) close(listen_fd_);
+    if (listener_.fd >= 0) close(listener_.fd);
     if (epoll_fd_ >= 0) close(epoll_fd_);
     reg_.reset();  // before the protection domain goes with the device
     device_.reset();
@@ -165,9 +165,9 @@ int VerbsMethod::start(const Config& config) {
     if (int rc = support::keys::method_key(config.key, config.settings, key); rc < 0) return rc;
     keys_.use(std::move(key));
     if (int rc = keys_.load_encryption(config.settings); rc < 0) return rc;
-    staging_.set_limits({config.settings.number(SettingId::staging_peer_bytes),
-                         std::numeric_limits<std::int64_t>::max(),
-                         config.settings.number(SettingId::staging_total_bytes)});
+    staging_.budget.set_limits({config.settings.number(SettingId::staging_peer_bytes),
+                                std::numeric_limits<std::int64_t>::max(),
+                                config.settings.number(SettingId::staging_total_bytes)});
     if (keys_.keyed())
         BMI_LOG(verbs,
                 "verbs: a security key is in force; only peers that prove it get in; "
@@ -201,8 +201,8 @@ int VerbsMethod::start(const Config& config) {
         choice_.device = plane.device;
         choice_.port = plane.device_port;
         if (plane.dscp) {
-            service_level_ = support::planes::service_level(*plane.dscp);
-            traffic_class_ = support::planes::tos_byte(*plane.dscp);
+            qos_.service_level = support::planes::service_level(*plane.dscp);
+            qos_.traffic_class = support::planes::tos_byte(*plane.dscp);
         }
     }
     device_ = std::make_unique<Device>();
@@ -225,12 +225,12 @@ int VerbsMethod::start(const Config& config) {
     ev.data.u64 = async_id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, device_->context->async_fd, &ev) < 0)
         return support::bmi_error_from_errno(errno);
-    setup_timeout_ = config.settings.duration(SettingId::setup_timeout);
-    send_timeout_ = config.settings.duration(SettingId::send_timeout);
-    rendezvous_timeout_ = config.settings.duration(SettingId::rendezvous_timeout);
-    silent_peer_timeout_ = config.settings.duration(SettingId::silent_peer_timeout);
+    timeouts_.setup = config.settings.duration(SettingId::setup_timeout);
+    timeouts_.send = config.settings.duration(SettingId::send_timeout);
+    timeouts_.rendezvous = config.settings.duration(SettingId::rendezvous_timeout);
+    timeouts_.silent_peer = config.settings.duration(SettingId::silent_peer_timeout);
     acceptor_.set_limits(static_cast<std::size_t>(device_->choice.pending_per_source),
-                         setup_timeout_);
+                         timeouts_.setup);
     arrivals_.set_limits({config.settings.number(SettingId::early_peer_bytes),
                           EarlyBudget::Limits{}.peer_count,
                           config.settings.number(SettingId::early_total_bytes)});
@@ -316,7 +316,7 @@ int VerbsMethod::post(Operation& op) {
     int rc = op.kind == OpKind::recv ? post_recv(op) : post_send(op);
     // Whatever the post queued may be sendable now (a receive that matched an RTS has READs
     // to post); the op itself may finish here, which still counts as immediate.
-    for (std::uint64_t id : std::exchange(to_pump_, {})) {
+    for (std::uint64_t id : std::exchange(work_.to_pump, {})) {
         if (auto it = connections_.find(id); it != connections_.end()) {
             it->second->pump_scheduled = false;
             pump(*it->second);
@@ -434,8 +434,8 @@ int VerbsMethod::get_info(Peer* peer, int option, void* arg) {
         return 0;
     }
     if (option == info_listen_port) {
-        if (listen_fd_ < 0) return -BMI_ENOSYS;
-        auto parsed = parse_address(listen_address_);
+        if (listener_.fd < 0) return -BMI_ENOSYS;
+        auto parsed = parse_address(listener_.address);
         if (!parsed) return -BMI_ENOSYS;
         *static_cast<int*>(arg) = parsed->bootstrap.port;
         return 0;

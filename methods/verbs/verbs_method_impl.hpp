@@ -42,6 +42,43 @@
 
 namespace bmi::method::verbs {
 
+// The bootstrap listener: its socket, whether our epoll set watches it, its address.
+struct VerbsListener {
+    int fd = -1;
+    bool watched = true;
+    std::string address;
+};
+
+// The deadlines' lengths, from the settings.
+struct VerbsTimeouts {
+    std::chrono::milliseconds setup{};       // verbs_setup_timeout_ms
+    std::chrono::milliseconds send{};        // verbs_send_timeout_ms (verbs_deadlines.cpp)
+    std::chrono::milliseconds rendezvous{};  // verbs_rendezvous_timeout_ms
+    // verbs_silent_peer_timeout_ms: the kernel's bound on every bootstrap socket. The device
+    // acknowledges for a live process, so only a node that is gone meets it.
+    std::chrono::milliseconds silent_peer{};
+};
+
+// A plane's QoS on our queue pairs; 0 without an allocated plane.
+struct PlaneQos {
+    int service_level = 0;
+    int traffic_class = 0;
+};
+
+// Sealed data our peers may READ (verbs_staging_*_bytes), and who waits for room in it.
+struct StagingRoom {
+    support::Budget budget;
+    std::vector<std::uint64_t> waiters;  // connections whose sends wait for staging
+};
+
+// Connections with something left to do at the end of a progress pass, by what it is.
+struct ConnectionWork {
+    std::vector<std::uint64_t> to_pump;      // connections with new room to send
+    std::vector<std::uint64_t> starved;      // connections waiting for a send buffer
+    std::vector<std::uint64_t> with_parked;  // connections holding parked SRQ buffers
+    std::vector<std::uint64_t> retired;      // ids of connections to destroy at a safe point
+};
+
 class VerbsMethod final : public Method, private kit::AcceptorHost {
 public:
     VerbsMethod(const Config& config, Sink& sink);
@@ -73,7 +110,7 @@ public:
     bool native_lists() const override { return true; }
     bmi_size_t unexpected_limit() const override { return unexpected_limit_; }
     bmi_size_t max_message_size() const override { return INT64_MAX / 2; }
-    std::string listen_address() const override { return listen_address_; }
+    std::string listen_address() const override { return listener_.address; }
     int set_info(Peer* peer, int option, void* arg) override;
     int get_info(Peer* peer, int option, void* arg) override;
     void* mem_alloc(bmi_size_t size) override;
@@ -213,27 +250,17 @@ private:
     std::unique_ptr<RegCache> reg_;
     DeviceChoice choice_;
     int epoll_fd_ = -1;
-    int listen_fd_ = -1;
-    bool listener_watched_ = true;
+    VerbsListener listener_;
     kit::Deadlines timers_;  // setup, send and rendezvous deadlines by connection id; timer_id
     // Accepting, per-source admission and shedding (the kit's); after timers_, which it uses.
     kit::Acceptor acceptor_{*this, timers_, support::LogArea::verbs, "verbs"};
-    int device_failed_ = 0;                      // -BMI_E* once the device reported a fatal error
-    std::chrono::milliseconds setup_timeout_{};  // the verbs_setup_timeout_ms setting
-    std::chrono::milliseconds send_timeout_{};   // verbs_send_timeout_ms (verbs_deadlines.cpp)
-    std::chrono::milliseconds rendezvous_timeout_{};  // verbs_rendezvous_timeout_ms
-    // verbs_silent_peer_timeout_ms: the kernel's bound on every bootstrap socket. The device
-    // acknowledges for a live process, so only a node that is gone meets it.
-    std::chrono::milliseconds silent_peer_timeout_{};
-    // The allocated plane's QoS (doc/planes.md) on every queue pair; 0 without one.
-    int service_level_ = 0;
-    int traffic_class_ = 0;
+    int device_failed_ = 0;  // -BMI_E* once the device reported a fatal error
+    VerbsTimeouts timeouts_;
+    PlaneQos qos_;  // the allocated plane's QoS (doc/planes.md) on every queue pair
     // Keyless: every peer admitted as before. Declared before connections_, whose handshakes
     // hold nonces in it.
     kit::KeyGate keys_{"verbs"};
-    support::Budget staging_;  // verbs_staging_*_bytes: sealed data our peers may READ
-    std::vector<std::uint64_t> staging_waiters_;  // connections whose sends wait for staging
-    std::string listen_address_;
+    StagingRoom staging_;
     bmi_size_t unexpected_limit_;
     VerbsEarlyArrivals arrivals_;  // arrivals of every peer, within verbs_early_*_bytes
     bool print_stats_;             // BMI_VERBS_STATS: counters to stderr when finalized
@@ -241,14 +268,11 @@ private:
     std::uint64_t next_cookie_ = 1;
     std::uint64_t next_read_id_ = 1;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
-    VerbsQueuePairs queue_pairs_;         // each QP's connection, for completions and events
-    std::vector<std::uint64_t> retired_;  // ids of connections to destroy at a safe point
+    VerbsQueuePairs queue_pairs_;  // each QP's connection, for completions and events
     PeerRegistry<VerbsPeer> peers_;
     std::unordered_map<std::uint64_t, std::unique_ptr<SendTransfer>> sends_;  // by cookie
     std::unordered_map<std::uint64_t, std::unique_ptr<RecvTransfer>> reads_;  // by read id
-    std::vector<std::uint64_t> to_pump_;      // connections with new room to send
-    std::vector<std::uint64_t> starved_;      // connections waiting for a send buffer
-    std::vector<std::uint64_t> with_parked_;  // connections holding parked SRQ buffers
+    ConnectionWork work_;
 };
 
 }  // namespace bmi::method::verbs

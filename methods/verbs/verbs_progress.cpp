@@ -62,7 +62,7 @@ bool VerbsMethod::accept_wake_fd(int fd, std::uint64_t tag) {
 // announces must be found here: messages parked while the unexpected quota was full, which
 // BMI_unexpected_free made room for.
 bool VerbsMethod::before_sleep() {
-    if (with_parked_.empty() || !retry_parked()) return false;
+    if (work_.with_parked.empty() || !retry_parked()) return false;
     finish_pass();
     return true;
 }
@@ -76,7 +76,7 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
         const std::uint64_t id = event.data.u64;
         if (id >= support::wake_tag_floor) continue;  // the control layer's fds: never ours to read
         if (id == listener_id) {
-            acceptor_.accept_all(listen_fd_, 0);
+            acceptor_.accept_all(listener_.fd, 0);
         } else if (id == cq_id) {
             cq_event = true;
         } else if (id == timer_id) {
@@ -115,12 +115,12 @@ void VerbsMethod::handle_events(std::span<const epoll_event> ready) {
 
 void VerbsMethod::finish_pass() {
     // Pumping can post more work, which cannot complete before the next poll: one pass.
-    for (std::size_t i = 0; i < to_pump_.size(); ++i)
-        if (auto it = connections_.find(to_pump_[i]); it != connections_.end()) {
+    for (std::size_t i = 0; i < work_.to_pump.size(); ++i)
+        if (auto it = connections_.find(work_.to_pump[i]); it != connections_.end()) {
             it->second->pump_scheduled = false;
             pump(*it->second);
         }
-    to_pump_.clear();
+    work_.to_pump.clear();
     reap();
 }
 
@@ -199,7 +199,7 @@ void VerbsMethod::on_completion(const ibv_wc& wc) {
             return;
         }
         if (!c->parked.empty() || !on_message(*c, buffer, length)) {
-            if (c->parked.empty()) with_parked_.push_back(c->id);
+            if (c->parked.empty()) work_.with_parked.push_back(c->id);
             c->parked.emplace_back(buffer, length);
             ++stats_.parked;
             return;
@@ -300,11 +300,11 @@ void VerbsMethod::fail_connection(Connection& c, int error) {
 // A failed connection is destroyed once nothing of it is left on the completion queue.
 void VerbsMethod::maybe_retire(Connection& c) {
     if (c.state != Connection::State::failed || c.sq_free < c.sq_depth) return;
-    retired_.push_back(c.id);
+    work_.retired.push_back(c.id);
 }
 
 void VerbsMethod::reap() {
-    for (std::uint64_t id : std::exchange(retired_, {})) {
+    for (std::uint64_t id : std::exchange(work_.retired, {})) {
         auto it = connections_.find(id);
         if (it == connections_.end()) continue;
         Connection& c = *it->second;

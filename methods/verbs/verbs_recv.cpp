@@ -302,8 +302,8 @@ void VerbsMethod::on_cancel(Connection& c, const MsgHeader& h) {
 
 bool VerbsMethod::retry_parked() {
     bool moved = false;
-    for (std::size_t i = 0; i < with_parked_.size();) {
-        auto it = connections_.find(with_parked_[i]);
+    for (std::size_t i = 0; i < work_.with_parked.size();) {
+        auto it = connections_.find(work_.with_parked[i]);
         Connection* c = it == connections_.end() ? nullptr : it->second.get();
         while (c != nullptr && !c->parked.empty()) {
             auto [buffer, length] = c->parked.front();
@@ -317,8 +317,8 @@ bool VerbsMethod::retry_parked() {
             schedule(*c);
         }
         if (c == nullptr || c->parked.empty()) {
-            with_parked_[i] = with_parked_.back();
-            with_parked_.pop_back();
+            work_.with_parked[i] = work_.with_parked.back();
+            work_.with_parked.pop_back();
         } else {
             ++i;
         }

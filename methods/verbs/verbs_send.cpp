@@ -33,7 +33,7 @@ int VerbsMethod::post_send(Operation& op) {
 void VerbsMethod::schedule(Connection& c) {
     if (c.pump_scheduled) return;
     c.pump_scheduled = true;
-    to_pump_.push_back(c.id);
+    work_.to_pump.push_back(c.id);
 }
 
 void VerbsMethod::queue_control(Connection& c, MsgType type, std::uint64_t cookie,
@@ -51,7 +51,7 @@ void VerbsMethod::pump(Connection& c) {
         const Control& ctl = c.controls.front();
         if (ctl.type != MsgType::credit && c.send_credits == 0) break;
         if (pool.free.empty()) {
-            starved_.push_back(c.id);
+            work_.starved.push_back(c.id);
             return;
         }
         if (!send_control(c, ctl)) return;
@@ -65,7 +65,7 @@ void VerbsMethod::pump(Connection& c) {
     if (!c.sends.empty() && c.send_credits == 0) ++stats_.credit_waits;
     while (!c.sends.empty() && c.sq_free > 0 && c.send_credits > 0) {
         if (pool.free.empty()) {
-            starved_.push_back(c.id);
+            work_.starved.push_back(c.id);
             return;
         }
         Operation& op = c.sends.front();
@@ -83,7 +83,7 @@ void VerbsMethod::pump(Connection& c) {
     // message (half the window), so a sender never waits on a receiver that only receives.
     if (c.owed_credits * 2 >= device_->choice.credits && c.sq_free > 0) {
         if (pool.free.empty()) {
-            starved_.push_back(c.id);  // a freed send buffer brings us back here
+            work_.starved.push_back(c.id);  // a freed send buffer brings us back here
             return;
         }
         send_control(c, Control{MsgType::credit, 0, FinStatus::ok});
@@ -178,15 +178,15 @@ bool VerbsMethod::staging_allows(Connection& c, const Operation& op) {
     const auto bytes =
         static_cast<std::int64_t>(sealed_size(static_cast<std::uint64_t>(op.total_size)));
     // One send alone always goes, or a message larger than the budget would never leave.
-    if (staging_.fits(c.peer->staging, bytes) || staging_.total() == 0) return true;
+    if (staging_.budget.fits(c.peer->staging, bytes) || staging_.budget.total() == 0) return true;
     ++stats_.staging_waits;
-    if (std::find(staging_waiters_.begin(), staging_waiters_.end(), c.id) == staging_waiters_.end())
-        staging_waiters_.push_back(c.id);
+    if (std::find(staging_.waiters.begin(), staging_.waiters.end(), c.id) == staging_.waiters.end())
+        staging_.waiters.push_back(c.id);
     return false;
 }
 
 void VerbsMethod::wake_staging_waiters() {
-    for (std::uint64_t id : std::exchange(staging_waiters_, {}))
+    for (std::uint64_t id : std::exchange(staging_.waiters, {}))
         if (auto it = connections_.find(id); it != connections_.end()) schedule(*it->second);
 }
 
@@ -212,7 +212,7 @@ bool VerbsMethod::send_rts(Connection& c, Operation& op, std::uint32_t buffer) {
         for (int i = 0; i < op.segment_count; ++i)
             plain.emplace_back(static_cast<const std::uint8_t*>(op.segments[i].data),
                                static_cast<std::size_t>(op.segments[i].size));
-        t->staging = std::make_unique<Staging>(staging_, c.peer, sealed_size(total));
+        t->staging = std::make_unique<Staging>(staging_.budget, c.peer, sealed_size(total));
         t->cookie = next_cookie_++;
         seal_bulk(c.records->cipher(), c.records->send_bulk_key(t->cookie), t->cookie, plain, total,
                   t->staging->data());
@@ -317,9 +317,9 @@ bool VerbsMethod::post_reads(Connection& c, RecvTransfer& t) {
 void VerbsMethod::release_send_buffer(std::uint32_t index) {
     device_->send_pool.free.push_back(index);
     // One freed buffer can unblock one starved connection; wake them in order.
-    while (!starved_.empty()) {
-        const std::uint64_t id = starved_.front();
-        starved_.erase(starved_.begin());
+    while (!work_.starved.empty()) {
+        const std::uint64_t id = work_.starved.front();
+        work_.starved.erase(work_.starved.begin());
         if (auto it = connections_.find(id); it != connections_.end()) {
             schedule(*it->second);
             break;
