@@ -269,7 +269,7 @@ void OfiMethod::track(Request& r) {
                                limits_.send);
         // shm: a send into the region of a server that ended never completes; the probe's
         // look at the region finds that within probe_after, not at the send deadline.
-        if (provider_ == "shm" && !peer->reached_us)
+        if (provider_.shm && !peer->reached_us)
             peer->probe_clock.start(timers_, {r.addr, kit::DeadlineKind::probe}, peer->heard,
                                     probe_after());
     }

@@ -10,7 +10,7 @@
 namespace bmi::method::ofi {
 
 void OfiMethod::greet(OfiPeer& peer) {
-    if (provider_ == "shm" && !enter_new_region(peer)) {
+    if (provider_.shm && !enter_new_region(peer)) {
         BMI_LOG(error, "bmi_ofi: %s: the address vector takes no new entry for its new region",
                 peer.address.c_str());
         flush_waiting(peer, -BMI_ENOMEM);

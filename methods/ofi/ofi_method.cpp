@@ -239,9 +239,9 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
         BMI_WARN("bmi_ofi: %s: %s", address.provider_hint().c_str(), why.c_str());
         return rc;
     }
-    provider_ = address.provider;
+    provider_ = {address.provider, address.provider == "shm"};
     // Measured by the whole conformance suite: messages pass over these, the peer rules do not.
-    if (provider_ == "sockets" || provider_ == "udp")
+    if (provider_.name == "sockets" || provider_.name == "udp")
         BMI_WARN("bmi_ofi: %s reports no departures and keeps no peekable unexpected queue: "
                  "the peer deadlines and bounds do not hold over it (doc/methods/ofi.md)",
                  address.provider_hint().c_str());
@@ -272,9 +272,9 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
             sockaddr_in bound{};
             std::memcpy(&bound, fabric_.name().data(), sizeof bound);
             rest = support::format_host_port(address.node, ntohs(bound.sin_port));
-            listen_address_ = format_address(provider_, rest);
+            listen_address_ = format_address(provider_.name, rest);
         } else if (address.is_shm()) {
-            listen_address_ = format_address(provider_, rest);
+            listen_address_ = format_address(provider_.name, rest);
             if (switches_.sweep_dead_clients)
                 timers_.schedule(sweep_key, kit::Deadlines::Clock::now() + limits_.shm_sweep);
         } else {
@@ -300,8 +300,8 @@ std::uint8_t OfiMethod::bye_number(const OfiPeer& peer) const {
 
 OfiMethod::~OfiMethod() {
     // Peers learn we left from a bye; a few reads of the queue let manual progress send it.
-    if (!provider_.empty()) {
-        if (provider_ == "shm") note_shm_endpoint(own_endpoint_, false);
+    if (!provider_.name.empty()) {
+        if (provider_.shm) note_shm_endpoint(own_endpoint_, false);
         // Disconnections rxm has not yet seen are taken in first: over verbs a send to a peer
         // whose endpoint closed since our last progress crashes inside the provider.
         fi_cq_tagged_entry entry{};
@@ -321,13 +321,13 @@ OfiMethod::~OfiMethod() {
 }
 
 bool OfiMethod::closed_in_process(OfiPeer& peer) const {
-    if (provider_ != "shm") return false;
+    if (!provider_.shm) return false;
     if (!peer.in_process) peer.in_process = shm_endpoint(peer.endpoint) != ShmEndpoint::elsewhere;
     return *peer.in_process && shm_endpoint(peer.endpoint) == ShmEndpoint::closed_here;
 }
 
 bool OfiMethod::closed_in_process(fi_addr_t addr) const {
-    if (provider_ != "shm") return false;
+    if (!provider_.shm) return false;
     auto peer = peer_at(addr);
     return peer != nullptr && closed_in_process(*peer);
 }
@@ -357,16 +357,16 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
     auto address = parse_address(text);
     if (!address) return -BMI_EINVAL;
     const std::vector<std::byte>& name = static_cast<const ProviderName&>(hint).bytes;
-    if (provider_.empty()) {
+    if (provider_.name.empty()) {
         if (int rc = open(*address, false); rc != 0) return rc;
-    } else if (address->provider != provider_) {
+    } else if (address->provider != provider_.name) {
         return -BMI_EPROTONOSUPPORT;  // one provider per instance
     }
     std::string endpoint = address_of_name(name);
     // shm maps a peer's region when its entry is made: the file noted before is the one our
     // sends reach, so a server restarted before our first hello is found there (greet).
     std::optional<ShmRegionFile> region;
-    if (provider_ == "shm" && !addresses_.holds(endpoint)) region = shm_region_file(endpoint);
+    if (provider_.shm && !addresses_.holds(endpoint)) region = shm_region_file(endpoint);
     const fi_addr_t addr = enter_address(name, endpoint);
     if (addr == FI_ADDR_NOTAVAIL) return -BMI_EINVAL;
     const auto known = peer_at(addr);
@@ -389,20 +389,20 @@ int OfiMethod::lookup_prepared(std::string_view text, const LookupHint& hint,
 }
 
 std::string OfiMethod::address_of_name(const std::vector<std::byte>& name) const {
-    if (provider_ == "shm") {
+    if (provider_.shm) {
         std::string_view text(reinterpret_cast<const char*>(name.data()),
                               strnlen(reinterpret_cast<const char*>(name.data()), name.size()));
         if (text.starts_with(shm_name_prefix)) text.remove_prefix(shm_name_prefix.size());
-        return format_address(provider_, text);
+        return format_address(provider_.name, text);
     }
     if (fabric_.info().addr_format == FI_SOCKADDR_IN && name.size() >= sizeof(sockaddr_in)) {
         sockaddr_in in{};
         std::memcpy(&in, name.data(), sizeof in);
         char text[INET_ADDRSTRLEN] = {};
         inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
-        return format_address(provider_, support::format_host_port(text, ntohs(in.sin_port)));
+        return format_address(provider_.name, support::format_host_port(text, ntohs(in.sin_port)));
     }
-    return format_address(provider_, format_raw(name));
+    return format_address(provider_.name, format_raw(name));
 }
 
 void OfiMethod::finish(Operation& op, int error) {
@@ -506,12 +506,12 @@ void OfiMethod::retire_if_unused(fi_addr_t addr) {
         return;
     if (named_by_requests(addr)) return;
     std::erase(forgotten_.retiring, addr);
-    if (provider_ == "shm" && shm_endpoint_may_send(addresses_.endpoint_of(addr))) {
+    if (provider_.shm && shm_endpoint_may_send(addresses_.endpoint_of(addr))) {
         forgotten_.silenced.push_back(addr);
         return;
     }
     // shm's removal closes nothing, and its vector holds only 256.
-    if (provider_ == "shm") {
+    if (provider_.shm) {
         addresses_.remove(fabric_.av(), addr);
         return;
     }

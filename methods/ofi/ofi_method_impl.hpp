@@ -350,6 +350,13 @@ struct RegionLocks {
     std::vector<fi_addr_t> dead_holders_found;
 };
 
+// The provider an instance opened, and whether it is libfabric's shm, which the method asks
+// often: shm has region files to watch and no wait descriptor.
+struct OpenedProvider {
+    std::string name;  // "" until open()
+    bool shm = false;
+};
+
 class OfiMethod final : public Method {
 public:
     OfiMethod(const Config& config, Sink& sink);
@@ -672,7 +679,7 @@ private:
     // The instance's allocated ofi planes (doc/planes.md); none: any provider.
     std::vector<support::planes::PlaneBinding> planes_;
     std::vector<std::byte> auth_key_;  // ofi_auth_key: asked of the provider with every open
-    std::string provider_;             // "" until open()
+    OpenedProvider provider_;
     // Our endpoint's address as peers name it (address_of_name of fabric_.name()); on shm it is
     // listed in ofi_shm.hpp while the endpoint is open.
     std::string own_endpoint_;

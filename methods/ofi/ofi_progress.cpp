@@ -254,7 +254,7 @@ void OfiMethod::cancel_data_recvs(const Operation& op) {
 }
 
 void OfiMethod::progress() {
-    if (provider_.empty()) return;
+    if (provider_.name.empty()) return;
     if (waiting_.naps()) waiting_.clear();
     const bool completions = read_completions();
     if (completions) waiting_.traffic();
@@ -287,7 +287,7 @@ void OfiMethod::progress_events(std::span<const epoll_event> ready) {
 }
 
 bool OfiMethod::before_sleep() {
-    if (provider_.empty()) return false;
+    if (provider_.name.empty()) return false;
     const bool completions = read_completions();
     const auto now = kit::Deadlines::Clock::now();
     bool moved = sweep_unasked(now) || completions;

@@ -34,14 +34,14 @@ void OfiMethod::send_probe(OfiPeer& peer) {
 
 void OfiMethod::on_probe_due(OfiPeer& peer, kit::DeadlineKey key,
                              kit::Deadlines::Clock::time_point now) {
-    if (peer.probe_clock.expired_if_owed(peer.probe_owed(provider_ == "shm"), timers_, key,
-                                         peer.heard, now, probe_after()) &&
+    if (peer.probe_clock.expired_if_owed(peer.probe_owed(provider_.shm), timers_, key, peer.heard,
+                                         now, probe_after()) &&
         !left_its_region(peer))
         send_probe(peer);
 }
 
 bool OfiMethod::left_its_region(OfiPeer& peer) {
-    if (provider_ != "shm" || !peer.region) return false;
+    if (!provider_.shm || !peer.region) return false;
     const auto file = shm_region_file(peer.endpoint);
     if (!file) return false;
     if (*file == *peer.region) {
