@@ -51,7 +51,8 @@ struct SourceRules {
     // come from its ports (unless tcp_source_ports says otherwise).
     std::optional<support::keys::TrustedSources> trusted;
     SourcePorts ports;
-    support::keys::RefusalLog refused;  // connections closed at accept for their source
+    // Connections closed at accept for their source: counted, logged once a minute per host.
+    support::keys::RefusalLog refused;
 };
 
 // What peers' arrivals hold of us, and the connections paused on it.
