@@ -33,8 +33,8 @@ void OfiMethod::load_limits(const Config& config) {
     limits_.pending_per_source = static_cast<std::size_t>(s.number(SettingId::pending_per_source));
     limits_.pending_total = static_cast<std::size_t>(s.number(SettingId::pending_total));
     limits_.shm_sweep = s.duration(SettingId::shm_sweep_period);
-    early_.set_limits(limits_.early);
-    admission_.set_limit(limits_.pending_per_source);
+    held_.early.set_limits(limits_.early);
+    unproven_.admission.set_limit(limits_.pending_per_source);
 }
 
 bool OfiMethod::run_deadlines(Clock::time_point now) {
@@ -214,28 +214,28 @@ bool OfiMethod::admit_hello(OfiPeer& peer) {
     // A host at its bound loses its oldest unproven hello, as tcp closes a source's oldest
     // connection: a key holder's handshake, done in a round trip, is not locked out by
     // endpoints that never finish theirs.
-    if (!admission_.has_room(peer.host))
-        if (auto oldest = admission_.oldest(peer.host)) {
+    if (!unproven_.admission.has_room(peer.host))
+        if (auto oldest = unproven_.admission.oldest(peer.host)) {
             BMI_LOG(error, "bmi_ofi: %s holds %zu unproven hellos; its oldest is dropped",
-                    peer.host.c_str(), admission_.held(peer.host));
+                    peer.host.c_str(), unproven_.admission.held(peer.host));
             if (auto old = peer_at(oldest->ticket))
                 drop_unproven(old);
             else
                 release_ticket(oldest->ticket);
         }
-    if (unproven_ >= limits_.pending_total) {
+    if (unproven_.tickets >= limits_.pending_total) {
         BMI_LOG(error, "bmi_ofi: %s: %zu unproven hellos in all; dropped", peer.endpoint.c_str(),
-                unproven_);
+                unproven_.tickets);
         return false;
     }
-    admission_.admit(peer.host, peer.fi_addr, Clock::now());
-    ++unproven_;
+    unproven_.admission.admit(peer.host, peer.fi_addr, Clock::now());
+    ++unproven_.tickets;
     timers_.schedule({peer.fi_addr, kit::DeadlineKind::setup}, Clock::now() + limits_.setup);
     return true;
 }
 
 void OfiMethod::release_ticket(fi_addr_t addr) {
-    if (admission_.release(addr)) --unproven_;
+    if (unproven_.admission.release(addr)) --unproven_.tickets;
     timers_.cancel({addr, kit::DeadlineKind::setup});
 }
 
@@ -304,9 +304,9 @@ void OfiMethod::fail_peer(OfiPeer& peer, int error) {
         return true;
     });
     // Its posts the provider never took end now.
-    if (auto it = backlog_.find(addr); it != backlog_.end()) {
+    if (auto it = backlog_.by_peer.find(addr); it != backlog_.by_peer.end()) {
         const std::deque<Request*> unposted = std::move(it->second);
-        backlog_.erase(it);
+        backlog_.by_peer.erase(it);
         for (Request* request : unposted) end_request(*request, error);
     }
     // In the provider: data receives are cancelled (they write the user's buffer), sends are

@@ -71,8 +71,8 @@ void OfiMethod::on_hello(Request& buffer) {
     answer.limits = buffer_limits();
     answer.numbers = true;
     // Each keyed hello holds an address-vector entry and a nonce until its proof comes.
-    if (handshake.keyed() && peer->state == OfiPeer::State::fresh && !admission_.holds(addr) &&
-        !admit_hello(*peer)) {
+    if (handshake.keyed() && peer->state == OfiPeer::State::fresh &&
+        !unproven_.admission.holds(addr) && !admit_hello(*peer)) {
         drop_unproven(peer);
         return;
     }

@@ -118,7 +118,7 @@ int OfiMethod::start(const Config& config) {
     gate_.use(std::move(key));
     if (int rc = gate_.load_encryption(config.settings); rc < 0) return rc;
     if (std::string why;
-        parse_auth_key(config.settings.text(SettingId::auth_key), auth_key_, why) != 0) {
+        parse_auth_key(config.settings.text(SettingId::auth_key), open_rules_.auth_key, why) != 0) {
         BMI_WARN("bmi_ofi: ofi_auth_key (BMI_OFI_AUTH_KEY) '%s': %s",
                  config.settings.text(SettingId::auth_key).c_str(), why.c_str());
         return -BMI_EINVAL;
@@ -166,7 +166,7 @@ Switches switches_of(const Config& config) {
 OfiMethod::OfiMethod(const Config& config, Sink& sink)
     : sink_(sink),
       router_(sink),
-      planes_(config.planes),
+      open_rules_{config.planes, {}},
       epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
       sizes_(sizes_of(config)),
       switches_(switches_of(config)),
@@ -175,8 +175,8 @@ OfiMethod::OfiMethod(const Config& config, Sink& sink)
                static_cast<int>(config.settings.number(SettingId::nap_us))) {}
 
 int OfiMethod::allocated_choice(const OfiAddress& address, FabricChoice& out) const {
-    if (planes_.empty()) return 0;
-    for (const auto& plane : planes_) {
+    if (open_rules_.planes.empty()) return 0;
+    for (const auto& plane : open_rules_.planes) {
         if (plane.ofi_provider != address.provider) continue;
         out.domain = plane.ofi_domain;
         if (plane.dscp && socket_addressed(address.provider))
@@ -184,7 +184,8 @@ int OfiMethod::allocated_choice(const OfiAddress& address, FabricChoice& out) co
         return 0;
     }
     std::string allocated;
-    for (const auto& plane : planes_) allocated += (allocated.empty() ? "" : ", ") + plane.plane;
+    for (const auto& plane : open_rules_.planes)
+        allocated += (allocated.empty() ? "" : ", ") + plane.plane;
     BMI_WARN("bmi_ofi: %s is on none of this instance's allocated planes (ofi %s)",
              format_address(address.provider, address.rest).c_str(), allocated.c_str());
     return -BMI_EADDRNOTAVAIL;
@@ -217,13 +218,13 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
     }
     FabricChoice choice;
     if (int rc = allocated_choice(address, choice); rc != 0) return rc;
-    if (!auth_key_.empty() && !takes_auth_key(address.provider)) {
+    if (!open_rules_.auth_key.empty() && !takes_auth_key(address.provider)) {
         BMI_WARN("bmi_ofi: ofi+%s takes no authorization key; ofi_auth_key (BMI_OFI_AUTH_KEY) is "
                  "for cxi",
                  address.provider.c_str());
         return -BMI_EINVAL;
     }
-    choice.auth_key = auth_key_;
+    choice.auth_key = open_rules_.auth_key;
     choice.wait_descriptor = switches_.wait_descriptor;
     if (address.form == AddressForm::domain && !address.node.empty()) {
         if (!choice.domain.empty() && choice.domain != address.node) {
@@ -291,7 +292,7 @@ int OfiMethod::open(const OfiAddress& address, bool listen) {
 
 std::uint8_t OfiMethod::bye_number(const OfiPeer& peer) const {
     // Right after the last message that left: those still in the backlog never will.
-    if (auto it = backlog_.find(peer.fi_addr); it != backlog_.end())
+    if (auto it = backlog_.by_peer.find(peer.fi_addr); it != backlog_.by_peer.end())
         for (const Request* request : it->second)
             if (numbered(kind_of(request->tag).value_or(Kind::hello)))
                 return number_of(request->tag);
@@ -411,7 +412,7 @@ void OfiMethod::finish(Operation& op, int error) {
     slots.phase = OpSlots::none;
     if (slots.counted) {
         slots.counted = false;
-        --ops_waiting_;
+        --in_flight_.ops_waiting;
     }
     router_.complete(op, error);
 }
@@ -596,11 +597,11 @@ int OfiMethod::get_info(Peer* peer, int option, void* arg) {
     if (option == get_stats_option && arg != nullptr) {
         auto& stats = *static_cast<Stats*>(arg);
         stats = counted_;
-        stats.early_bytes = static_cast<std::uint64_t>(early_.total() - spares_.bytes);
-        stats.spare_buffers = static_cast<std::uint64_t>(spares_.count);
+        stats.early_bytes = static_cast<std::uint64_t>(held_.early.total() - held_.spares.bytes);
+        stats.spare_buffers = static_cast<std::uint64_t>(held_.spares.count);
         stats.grants_held = 0;
         for (const auto& [addr, peer] : peers_) stats.grants_held += peer->grants.size();
-        stats.unproven = unproven_;
+        stats.unproven = unproven_.tickets;
         stats.handshakes = handshakes_.size();
         stats.peers = peers_.size();
         stats.unasked_dropped = sweep_.dropped();

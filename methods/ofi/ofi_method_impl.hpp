@@ -121,7 +121,7 @@ struct OfiPeer final : Peer {
     std::unordered_map<bmi_msg_tag_t, Grant> grants;
     ArrivalsByTag<Arrival> arrivals;
     EarlyBudget::Account early;
-    std::uint32_t parked = 0;  // its messages waiting in receive buffers (OfiMethod::parked_)
+    std::uint32_t parked = 0;  // its messages waiting in receive buffers (OfiMethod::held_)
     MessageOrder order;        // the numbers of our ordered messages and of its
     // Sends (and data receives) of ours to it in the provider or the backlog, and how many
     // ended: the send and stall deadlines watch the count move while any are out.
@@ -206,7 +206,7 @@ struct Request {
     std::uint64_t record = 0;  // a filled buffer's record number, once opened
     std::uint64_t token = 0;   // a filled buffer's sender's token (Fabric::token)
     bool counted = false;      // in its peer's sends_out or data_recvs_out
-    bool to_stranger = false;  // a reset to an endpoint we know nothing of (resets_out_)
+    bool to_stranger = false;  // a reset to an endpoint we know nothing of (in_flight_.resets_out)
     // A chunk of a large message (OfiMethod::place_chunk) starts at `chunk_offset` of what its op
     // moves: its segments' bytes, or its staging's where it is sealed. A chunk of a list takes
     // the iovecs the provider takes in one operation (empty: `data` alone), or is `bounced`
@@ -276,7 +276,7 @@ struct OpSlots {
     std::uint32_t pending = 0;   // libfabric operations of this op not yet completed
     std::int32_t error = 0;      // what the op ends with once pending is 0
     Phase phase = none;
-    bool counted = false;  // in OfiMethod::ops_waiting_
+    bool counted = false;  // in OfiMethod::in_flight_.ops_waiting
     // announced: when its CTS is late; revoking: when the sender's answer is.
     kit::Deadlines::Clock::time_point answer_due{};
 };
@@ -355,6 +355,45 @@ struct RegionLocks {
 struct OpenedProvider {
     std::string name;  // "" until open()
     bool shm = false;
+};
+
+// What every open of the provider asks for.
+struct OpenRules {
+    // The instance's allocated ofi planes (doc/planes.md); none: any provider.
+    std::vector<support::planes::PlaneBinding> planes;
+    std::vector<std::byte> auth_key;  // ofi_auth_key: asked of the provider with every open
+};
+
+// Posts the provider said -FI_EAGAIN to, and when they are tried again.
+struct Backlog {
+    // In order per peer (buffers under FI_ADDR_UNSPEC): a peer that takes nothing holds up no
+    // other.
+    std::unordered_map<fi_addr_t, std::deque<Request*>> by_peer;
+    RetryPause pause;  // when by_peer tries the provider again
+};
+
+// What peers' arrivals hold of our receive buffers and memory.
+struct HeldArrivals {
+    // Buffers holding a message until the early budget or the unexpected quota has room, in
+    // arrival order; a peer's later messages wait behind its first.
+    std::deque<Request*> parked;
+    EarlyBudget early;
+    // Buffers posted in place of parked ones, so that peers which park cannot take every
+    // buffer from the others; charged to early's total (ofi_early_total_bytes), one each.
+    EarlyBudget::Account spares;
+};
+
+// Keyed hellos not yet proven, by host, and how many tickets that is over every host.
+struct UnprovenPeers {
+    kit::SourceAdmission admission;
+    std::size_t tickets = 0;
+};
+
+// What is under way, counted where it starts and ends: the wait policy reads it.
+struct InFlight {
+    std::size_t ops_waiting = 0;    // posted operations not yet finished
+    std::size_t data_requests = 0;  // a large message's chunks in the provider
+    std::uint32_t resets_out = 0;   // resets to strangers in the provider
 };
 
 class OfiMethod final : public Method {
@@ -676,9 +715,7 @@ private:
 
     Sink& sink_;
     CompletionRouter router_;
-    // The instance's allocated ofi planes (doc/planes.md); none: any provider.
-    std::vector<support::planes::PlaneBinding> planes_;
-    std::vector<std::byte> auth_key_;  // ofi_auth_key: asked of the provider with every open
+    OpenRules open_rules_;
     OpenedProvider provider_;
     // Our endpoint's address as peers name it (address_of_name of fabric_.name()); on shm it is
     // listed in ofi_shm.hpp while the endpoint is open.
@@ -701,35 +738,23 @@ private:
     // the method and a handshake holds a nonce of gate_.
     std::unordered_map<fi_addr_t, kit::KeyHandshake> handshakes_;
     std::unordered_map<Request*, std::unique_ptr<Request>> requests_;
-    // Posts the provider said -FI_EAGAIN to, in order per peer (buffers under FI_ADDR_UNSPEC):
-    // a peer that takes nothing holds up no other.
-    std::unordered_map<fi_addr_t, std::deque<Request*>> backlog_;
-    // Buffers holding a message until the early budget or the unexpected quota has room, in
-    // arrival order; a peer's later messages wait behind its first.
-    std::deque<Request*> parked_;
+    Backlog backlog_;
     Limits limits_;
-    EarlyBudget early_;
-    // Buffers posted in place of parked ones, so that peers which park cannot take every
-    // buffer from the others; charged to early_'s total (ofi_early_total_bytes), one each.
-    EarlyBudget::Account spares_;
-    kit::SourceAdmission admission_;  // keyed hellos not yet proven, by host
-    std::size_t unproven_ = 0;        // tickets admission_ holds
-    kit::Deadlines timers_;           // setup, send, stall and rendezvous, by fi_addr
-    RetryPause retry_pause_;          // when backlog_ tries the provider again
+    HeldArrivals held_;
+    UnprovenPeers unproven_;
+    kit::Deadlines timers_;  // setup, send, stall and rendezvous, by fi_addr
     LargeTransfers large_;
     SealedSends sealed_;
     // The counters of Stats, counted as things happen; get_info adds what it reads off the
     // state at the time.
     Stats counted_;
     RegionLocks region_locks_;
-    std::uint32_t resets_out_ = 0;  // resets to strangers in the provider
     // Completions read for anything but the unasked sweep's peeks (sweep_unasked).
     std::uint64_t completions_taken_ = 0;
     std::vector<std::byte> gather_;  // a list send_now copies into one buffer for the provider
     Waiting waiting_;                // spins, then naps or sleeps on the descriptor
-    std::size_t ops_waiting_ = 0;    // posted operations not yet finished
-    std::size_t data_requests_ = 0;  // a large message's chunks in the provider
-    Registrations registrations_;    // where the provider needs local registration
+    InFlight in_flight_;
+    Registrations registrations_;  // where the provider needs local registration
     UnaskedSweep sweep_;
     // Last, so it closes first: closing the endpoint ends every operation in it, and only then
     // may the requests' memory go.

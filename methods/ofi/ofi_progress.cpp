@@ -23,14 +23,14 @@ Request& OfiMethod::new_request(Request::Role role, Operation* op) {
     request.role = role;
     request.op = op;
     request.is_recv = role == Request::Role::buffer || Request::receives_data(role);
-    if (Request::is_data(role)) ++data_requests_;
+    if (Request::is_data(role)) ++in_flight_.data_requests;
     requests_.emplace(&request, std::move(owned));
     return request;
 }
 
 void OfiMethod::release(Request& request) {
-    if (Request::is_data(request.role)) --data_requests_;
-    if (request.to_stranger) --resets_out_;
+    if (Request::is_data(request.role)) --in_flight_.data_requests;
+    if (request.to_stranger) --in_flight_.resets_out;
     untrack(request);
     Registrations::release(request.own_mr);
     const fi_addr_t addr = request.addr;
@@ -74,21 +74,21 @@ void OfiMethod::submit(Request& request) {
         }
     track(request);
     // Behind its peer's backlog a post would overtake what waits there.
-    auto it = backlog_.find(request.addr);
-    if (it == backlog_.end()) {
+    auto it = backlog_.by_peer.find(request.addr);
+    if (it == backlog_.by_peer.end()) {
         const int rc = try_post(request);
         if (rc == 0) return;
         if (rc != -FI_EAGAIN) {
             on_error(request, bmi_error(rc));
             return;
         }
-        if (backlog_.empty()) retry_pause_.restart();
-        it = backlog_.try_emplace(request.addr).first;
+        if (backlog_.by_peer.empty()) backlog_.pause.restart();
+        it = backlog_.by_peer.try_emplace(request.addr).first;
     }
     it->second.push_back(&request);
 }
 
-bool OfiMethod::backlog_empty(fi_addr_t addr) const { return backlog_.count(addr) == 0; }
+bool OfiMethod::backlog_empty(fi_addr_t addr) const { return backlog_.by_peer.count(addr) == 0; }
 
 int OfiMethod::register_memory(Request& r) {
     const bool send = !r.is_recv;
@@ -104,19 +104,19 @@ int OfiMethod::register_memory(Request& r) {
 }
 
 bool OfiMethod::drain_backlog(kit::Deadlines::Clock::time_point now, bool completions) {
-    if (backlog_.empty()) return false;
-    if (!completions && !retry_pause_.due(now)) return false;
+    if (backlog_.by_peer.empty()) return false;
+    if (!completions && !backlog_.pause.due(now)) return false;
     bool posted = false, refused = false;
     // By key, found again each time: an error a post meets may post more (and rehash).
     std::vector<fi_addr_t> addrs;
-    addrs.reserve(backlog_.size());
-    for (const auto& entry : backlog_) addrs.push_back(entry.first);
+    addrs.reserve(backlog_.by_peer.size());
+    for (const auto& entry : backlog_.by_peer) addrs.push_back(entry.first);
     for (fi_addr_t addr : addrs) {
         for (;;) {
-            auto it = backlog_.find(addr);
-            if (it == backlog_.end()) break;
+            auto it = backlog_.by_peer.find(addr);
+            if (it == backlog_.by_peer.end()) break;
             if (it->second.empty()) {
-                backlog_.erase(it);
+                backlog_.by_peer.erase(it);
                 break;
             }
             Request& request = *it->second.front();
@@ -130,9 +130,9 @@ bool OfiMethod::drain_backlog(kit::Deadlines::Clock::time_point now, bool comple
             if (rc != 0) on_error(request, bmi_error(rc));
         }
     }
-    if (posted) retry_pause_.posted();
+    if (posted) backlog_.pause.posted();
     if (refused)
-        if (auto at = retry_pause_.refused(now))
+        if (auto at = backlog_.pause.refused(now))
             timers_.schedule({0, kit::DeadlineKind::connect_retry}, *at);
     return posted;
 }
@@ -282,7 +282,7 @@ void OfiMethod::progress_events(std::span<const epoll_event> ready) {
     ++counted_.handed_wakeups;
     if (std::any_of(ready.begin(), ready.end(),
                     [](const epoll_event& e) { return e.data.u64 == provider_tag; }))
-        retry_pause_.woken();
+        backlog_.pause.woken();
     progress();
 }
 
@@ -304,9 +304,9 @@ bool OfiMethod::before_sleep() {
         return true;
     }
     using Load = Waiting::Load;
-    const Load load = data_requests_ > 0 ? Load::transfer
-                      : ops_waiting_ > 0 ? Load::operations
-                                         : Load::idle;
+    const Load load = in_flight_.data_requests > 0 ? Load::transfer
+                      : in_flight_.ops_waiting > 0 ? Load::operations
+                                                   : Load::idle;
     if (waiting_.before_sleep(load, [this] { return read_completions() || retry_parked(); }))
         return true;
     return !waiting_.naps() && !fabric_.can_sleep();

@@ -258,20 +258,20 @@ bool OfiMethod::take_message(Request& buffer, OfiPeer& peer, Kind kind) {
     // Kept until a receive claims it, within the early budget; else it waits in its buffer.
     arrival.cost = (arrival.announced ? 0 : static_cast<std::int64_t>(body.size())) +
                    arrival_overhead;
-    if (!early_.fits(peer.early, arrival.cost)) return false;
-    early_.charge(peer.early, arrival.cost);
+    if (!held_.early.fits(peer.early, arrival.cost)) return false;
+    held_.early.charge(peer.early, arrival.cost);
     if (!arrival.announced) arrival.body.assign(body.begin(), body.end());
     peer.arrivals.push(std::move(arrival));
     return true;
 }
 
 void OfiMethod::release_early(OfiPeer& peer, const Arrival& arrival) {
-    if (arrival.cost != 0) early_.release(peer.early, arrival.cost);
+    if (arrival.cost != 0) held_.early.release(peer.early, arrival.cost);
 }
 
 void OfiMethod::park(Request& buffer, OfiPeer& peer, bool spare_posted) {
     ++peer.parked;
-    parked_.push_back(&buffer);
+    held_.parked.push_back(&buffer);
     if (!spare_posted) post_spare();
 }
 
@@ -280,24 +280,24 @@ void OfiMethod::post_spare() {
     // their turn; past the total, kept buffers are not replaced and rxm keeps what comes until
     // one is free.
     const auto bytes = static_cast<std::int64_t>(sizes_.buffer_bytes);
-    if (!early_.fits_total(bytes)) return;
-    early_.charge(spares_, bytes);
+    if (!held_.early.fits_total(bytes)) return;
+    held_.early.charge(held_.spares, bytes);
     Request& spare = new_request(Request::Role::buffer, nullptr);
     spare.bytes.resize(sizes_.buffer_bytes);
     repost_buffer(spare);
 }
 
 void OfiMethod::unpark(Request& buffer) {
-    if (spares_.count == 0) {
+    if (held_.spares.count == 0) {
         repost_buffer(buffer);
         return;
     }
-    early_.release(spares_, static_cast<std::int64_t>(sizes_.buffer_bytes));
+    held_.early.release(held_.spares, static_cast<std::int64_t>(sizes_.buffer_bytes));
     release(buffer);
 }
 
 void OfiMethod::drop_parked(fi_addr_t addr) {
-    std::erase_if(parked_, [&](Request* buffer) {
+    std::erase_if(held_.parked, [&](Request* buffer) {
         if (buffer->addr != addr) return false;
         unpark(*buffer);
         return true;
@@ -322,7 +322,7 @@ bool OfiMethod::retry_parked() {
     // A peer whose first waiting message still waits keeps its later ones waiting too; other
     // peers' go on.
     std::vector<fi_addr_t> blocked;
-    for (auto it = parked_.begin(); it != parked_.end();) {
+    for (auto it = held_.parked.begin(); it != held_.parked.end();) {
         Request& buffer = **it;
         if (std::find(blocked.begin(), blocked.end(), buffer.addr) != blocked.end()) {
             ++it;
@@ -339,7 +339,7 @@ bool OfiMethod::retry_parked() {
             if (peer->parked > 0) --peer->parked;
             took(*peer);
         }
-        it = parked_.erase(it);
+        it = held_.parked.erase(it);
         unpark(buffer);
         moved = true;
     }

@@ -71,13 +71,13 @@ void OfiMethod::on_probe(std::span<const std::byte> body, fi_addr_t source) {
     // A name we hold is a peer's (or one we answered already): whoever sent this, we reset
     // nobody we know.
     const std::string prober = address_of_name(probe->name);
-    if (addresses_.holds(prober) || resets_out_ >= most_resets_out) return;
+    if (addresses_.holds(prober) || in_flight_.resets_out >= most_resets_out) return;
     const fi_addr_t addr = enter_address(probe->name, prober);
     if (addr == FI_ADDR_NOTAVAIL) return;
     const Reset reset{probe->nonce, gate_.prove_reset(probe->nonce, prober, own_endpoint_)};
     Request& request = unsealed_request(addr, Kind::reset, encode(reset));
     request.to_stranger = true;
-    ++resets_out_;
+    ++in_flight_.resets_out;
     ++counted_.resets_sent;
     BMI_LOG(ofi, "bmi_ofi: a probe from %s, which we do not know: reset", prober.c_str());
     submit(request);

@@ -19,7 +19,7 @@ int OfiMethod::post(Operation& op) {
         router_.end_post(op.kind == OpKind::recv ? post_recv(op, peer) : post_send(op, peer));
     if (rc == 0) {
         method_slots<OpSlots>(op).counted = true;
-        ++ops_waiting_;
+        ++in_flight_.ops_waiting;
     }
     return rc;
 }
