@@ -72,19 +72,20 @@ void ShmLargeCopies::start_transfer(Connection& conn, Operation& op, bmi_size_t 
     ShmOpBook::slots(op).cookie = cookie;
     // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
     // the sender streams the message through the ring. A sender's buffer we can map is
-    // split at once: memcpy by both processes beats every other path.
+    // split at once (memcpy by both processes), unless split copy is off: then we copy it
+    // alone, still with memcpy.
     std::vector<Segment> mapped;
     PeerRegions::Keep keep;
     if (!iovs.empty()) buffers_.take_offers(conn);
     if (!iovs.empty() && conn.peer_regions.translate(iovs, mapped, keep) &&
-        start_split(conn, op, size, cookie, iovs, 0, mapped, keep))
+        start_split(conn, op, size, cookie, iovs, 0, mapped, keep, split_mode_ != SplitMode::never))
         return;
     bool adaptive = split_mode_ == SplitMode::adaptive && single_copy_ && !iovs.empty();
     LargePath path = adaptive ? paths_.pick(size) : LargePath::split;
     std::uint64_t started = adaptive ? monotonic_ns() : 0;
     mapped.clear();
     if (path == LargePath::split &&
-        start_split(conn, op, size, cookie, iovs, started, mapped, keep))
+        start_split(conn, op, size, cookie, iovs, started, mapped, keep, true))
         return;
     if (path == LargePath::split && single_copy_ && !iovs.empty() && size >= single_copy_min_) {
         conn.pulls.push_back(Pull{&op, cookie, std::move(iovs), size});
@@ -164,7 +165,7 @@ int ShmLargeCopies::advance_pulls(Connection& conn, bool& moved) {
 bool ShmLargeCopies::start_split(Connection& conn, Operation& op, bmi_size_t size,
                                  std::uint64_t cookie, std::vector<RemoteIov>& source,
                                  std::uint64_t started_ns, std::vector<Segment>& mapped,
-                                 PeerRegions::Keep& keep) {
+                                 PeerRegions::Keep& keep, bool ask_sender) {
     // Through the kernel a split needs both our permission to read the sender and the
     // sender's to help; from a mapped buffer we can always copy it all ourselves.
     bool kernel_ok = split_mode_ != SplitMode::never && single_copy_;
@@ -200,6 +201,11 @@ bool ShmLargeCopies::start_split(Connection& conn, Operation& op, bmi_size_t siz
     split.chunk_size = chunk_size_for(size, !split.mapped_source.empty());
     split.chunks = static_cast<std::uint32_t>(
         (static_cast<std::uint64_t>(size) + split.chunk_size - 1) / split.chunk_size);
+    split.helped = ask_sender || split.mapped_source.empty();
+    if (!split.helped) {
+        conn.splits.push_back(std::move(split));
+        return true;
+    }
 
     buffers_.offer(conn, segments_of(op));  // before the HELP that names our buffer
     HelpInfo info{entry, generation, split.chunk_size, split.chunks, 0};
@@ -286,7 +292,10 @@ int ShmLargeCopies::advance_splits(Connection& conn, bool& moved) {
         } else {
             op.actual_size = done.size;
             timed(LargePath::split, done.size, done.started_ns);
-            took(done.mapped_source.empty() ? TakenPath::split : TakenPath::shared, done.size);
+            took(done.mapped_source.empty() ? TakenPath::split
+                 : done.helped              ? TakenPath::shared
+                                            : TakenPath::shared_single,
+                 done.size);
             ops_.finish(op, 0);
             conn.controls.push_back(Control{MsgType::done, done.cookie, 0, 0});
         }

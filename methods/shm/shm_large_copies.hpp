@@ -59,10 +59,11 @@ public:
 private:
     // Starts a split copy of a matched message; false if it cannot be split. started_ns:
     // when it was chosen, for PathChoice; 0 if not timed. mapped: the source as mapped here
-    // (empty: read through the kernel); moved from when it starts.
+    // (empty: read through the kernel); moved from when it starts. ask_sender: HELP, so the
+    // sender copies a share; false (mapped sources only): every chunk is copied here.
     bool start_split(Connection& conn, Operation& op, bmi_size_t size, std::uint64_t cookie,
                      std::vector<RemoteIov>& source, std::uint64_t started_ns,
-                     std::vector<Segment>& mapped, PeerRegions::Keep& keep);
+                     std::vector<Segment>& mapped, PeerRegions::Keep& keep, bool ask_sender);
     void close_split_claims(Connection& conn, SplitReceive& split);
 
     bool single_copy_;      // cleared for good when the kernel refuses process_vm_readv

@@ -49,7 +49,10 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out) {
 }
 
 ShmMethod::ShmMethod(Sink& sink, const Options& options)
-    : sink_(sink), early_(options.budgets.early), spin_(options.spin_us), options_(options) {
+    : sink_(sink),
+      early_(options.budgets.early),
+      spins_(options.spin_us, options.transfer_spin_us),
+      options_(options) {
     // Yama (ptrace_scope 1) only lets ancestors read our memory; peers are not our ancestors.
     // Harmless where Yama is absent (the call then fails with EINVAL and changes nothing).
     if (options.single_copy) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
@@ -59,7 +62,8 @@ ShmMethod::ShmMethod(Sink& sink, const Options& options)
 }
 
 const char* taken_path_name(TakenPath path) {
-    constexpr const char* names[taken_paths] = {"shared", "split", "single", "stream"};
+    constexpr const char* names[taken_paths] = {"shared", "split", "single", "stream",
+                                                "shared-single"};
     auto index = static_cast<std::size_t>(path);
     return index < taken_paths ? names[index] : "?";
 }

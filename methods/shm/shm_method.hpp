@@ -15,11 +15,18 @@ namespace bmi::method::shm {
 // -BMI_EADDRINUSE if a live instance holds it, -BMI_EINVAL if malformed).
 int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
 
-// How a large receive's bytes came over: copied from the sender's shared buffer
-// (BMI_memalloc) mapped here, split between both processes by cross-memory copies, read by
-// the receiver alone (process_vm_readv), or streamed through the ring (two copies).
-enum class TakenPath : std::uint8_t { shared = 0, split = 1, single = 2, stream = 3 };
-inline constexpr std::size_t taken_paths = 4;
+// How a large receive's bytes came over: copied by both processes from the sender's shared
+// buffer (BMI_memalloc) mapped here, split between both processes by cross-memory copies,
+// read by the receiver alone (process_vm_readv), streamed through the ring (two copies), or
+// copied by the receiver alone from the sender's shared buffer.
+enum class TakenPath : std::uint8_t {
+    shared = 0,
+    split = 1,
+    single = 2,
+    stream = 3,
+    shared_single = 4
+};
+inline constexpr std::size_t taken_paths = 5;
 const char* taken_path_name(TakenPath path);
 // Completed large receives, [size class (size_classes, PathChoice::class_of)][TakenPath].
 using LargeReceiveCounts = std::array<std::array<std::uint64_t, taken_paths>, size_classes>;

@@ -46,6 +46,21 @@
 
 namespace bmi::method::shm {
 
+// before_sleep's bounded polls (support/spin/adaptive_spin.hpp): the short one, and a longer one
+// while a large message moves, since its peer copies it then and a sleep here would cost a
+// wake-up at the end of every large message (doc/perf/shm-malloc.md, "Copying alone from a
+// shared buffer"). Traffic lengthens both.
+struct WaitSpins {
+    WaitSpins(int spin_us, int transfer_spin_us)
+        : short_wait(spin_us), transfer(transfer_spin_us > 0 ? transfer_spin_us : spin_us) {}
+    void reward() {
+        short_wait.reward();
+        transfer.reward();
+    }
+    support::AdaptiveSpin short_wait;  // capped by BMI_SHM_SPIN_US
+    support::AdaptiveSpin transfer;    // capped by BMI_SHM_TRANSFER_SPIN_US
+};
+
 class ShmMethod final : public Method, private ShmSetupHost {
 public:
     ShmMethod(Sink& sink, const Options& options);
@@ -193,7 +208,7 @@ private:
     ShmVisits visits_;  // progress touches only connections with work
     std::vector<std::pair<std::uint64_t, int>> pass_failures_;  // scratch of poll_pass
     EarlyBudget early_;                 // what every peer's arrivals hold, within Budgets
-    support::AdaptiveSpin spin_;        // before_sleep's bounded poll, capped by BMI_SHM_SPIN_US
+    WaitSpins spins_;                   // before_sleep's bounded polls
     std::uint64_t last_announced_ = 0;  // the connection announce() last told of a message
     std::uint64_t futile_spins_ = 0;    // Stats
     Options options_;

@@ -2,7 +2,7 @@
 // The operations an shm instance holds, and where each sits.
 //
 // Its own object because every completion of every concern (rings, copies, closing) passes
-// here, and the count of held operations is what before_sleep spins on.
+// here, and the counts of held and of moving operations are what before_sleep spins on.
 #pragma once
 
 #include <chrono>
@@ -43,11 +43,14 @@ public:
             ++pending_;
             slots(op) = Slots{};
         }
+        moving_ -= op.method_state == static_cast<std::uint8_t>(Place::in_flight);
+        moving_ += where == Place::in_flight;
         op.method_state = static_cast<std::uint8_t>(where);
         slots(op).connection = connection;
     }
     void unplace(Operation& op) {
         if (op.method_state != 0) --pending_;
+        moving_ -= op.method_state == static_cast<std::uint8_t>(Place::in_flight);
         op.method_state = 0;
     }
     // Hands op back to the control layer with error (0: success).
@@ -59,10 +62,13 @@ public:
     void fail_posted_recvs(ShmPeer& peer, int error);
     // Operations with a method_state.
     std::size_t pending() const { return pending_; }
+    // Of those, the ones in flight: large messages announced or moving.
+    std::size_t moving() const { return moving_; }
 
 private:
     Sink& sink_;
     std::size_t pending_ = 0;
+    std::size_t moving_ = 0;
 };
 
 }  // namespace bmi::method::shm

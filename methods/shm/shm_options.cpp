@@ -41,6 +41,7 @@ int load_options(const support::Settings& settings, bmi_size_t unexpected_overri
     out.slot_count = slots;
     out.slot_size = slot_size;
     out.spin_us = static_cast<int>(settings.number(SettingId::spin_us));
+    out.transfer_spin_us = static_cast<int>(settings.number(SettingId::transfer_spin_us));
     out.single_copy = settings.flag(SettingId::single_copy);
     out.print_stats = settings.flag(SettingId::stats);
     out.single_copy_min = settings.number(SettingId::single_copy_min);

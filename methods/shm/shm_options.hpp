@@ -17,8 +17,8 @@ namespace bmi::method::shm {
 
 enum class SplitMode : std::uint8_t {
     never,     // 0: the receiver reads alone or the sender streams
-    always,    // 1: split whenever the kernel allows cross-memory copies
-    adaptive,  // auto: split or stream, whichever this receiver has timed faster
+    always,    // 1: split whenever the kernel allows cross-memory copies (or the source is mapped)
+    adaptive,  // auto: split or the other path, whichever this receiver has timed faster
 };
 
 // What one peer can make us hold (doc/methods/shm.md, "Limits a peer cannot exceed"). Read
@@ -51,7 +51,8 @@ struct Options {
     // messages are streamed.
     SplitMode split_copy = SplitMode::adaptive;
     bmi_size_t single_copy_min = 0;
-    int spin_us = 0;  // BMI_SHM_SPIN_US; 0 = block at once
+    int spin_us = 0;           // BMI_SHM_SPIN_US; 0 = block at once
+    int transfer_spin_us = 0;  // BMI_SHM_TRANSFER_SPIN_US, while a large message moves
     // BMI_memalloc hands out memory the peer maps too (shm_region.hpp); BMI_SHM_SHARED_BUFFERS=0
     // (shm_shared_buffers=0) leaves it to malloc, and every large message to the kernel's
     // cross-memory copies or the ring.

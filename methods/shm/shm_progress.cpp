@@ -106,16 +106,16 @@ Connection* ShmMethod::find_connection(std::uint64_t id) {
 // Traffic makes the next spin longer (support/spin/adaptive_spin.hpp).
 void ShmMethod::progress() {
     handle_events();
-    if (poll_pass()) spin_.reward();
+    if (poll_pass()) spins_.reward();
 }
 
 void ShmMethod::progress_events(std::span<const epoll_event> ready) {
     dispatch_events(ready);
-    if (poll_pass()) spin_.reward();
+    if (poll_pass()) spins_.reward();
 }
 
 void ShmMethod::progress_without_events() {
-    if (poll_pass()) spin_.reward();
+    if (poll_pass()) spins_.reward();
 }
 
 bool ShmMethod::accept_wake_fd(int fd, std::uint64_t tag) {
@@ -126,7 +126,7 @@ bool ShmMethod::accept_wake_fd(int fd, std::uint64_t tag) {
 
 bool ShmMethod::before_sleep() {
     if (poll_pass()) {
-        spin_.reward();
+        spins_.reward();
         return true;
     }
     const int cpu = sched_getcpu();
@@ -138,7 +138,9 @@ bool ShmMethod::before_sleep() {
         // With the spin configured off there is nothing to leave out (and nothing to count).
         if (options_.spin_us > 0 && spin_is_futile(cpu))
             ++futile_spins_;
-        else if (spin_.run([this] { return visits_.anything_to_do() && poll_pass(); }))
+        else if ((ops_.moving() > 0 ? spins_.transfer : spins_.short_wait).run([this] {
+                     return visits_.anything_to_do() && poll_pass();
+                 }))
             return true;
     }
     return visits_.sleep();

@@ -20,6 +20,10 @@ constexpr support::SettingSpec rows[] = {
      max_slot_size, "", "bytes per ring slot (a power of two)"},
     {I::spin_us, "shm_spin_us", "BMI_SHM_SPIN_US", T::count, "20", "us", 0, 10'000, "",
      "how long a test call polls the rings before it blocks; 0 = block at once"},
+    {I::transfer_spin_us, "shm_transfer_spin_us", "BMI_SHM_TRANSFER_SPIN_US", T::count, "500", "us",
+     0, 10'000, "",
+     "the same while a message above the eager limit moves: its peer copies it now, and a "
+     "sleep here costs a wake-up once it is done; 0 = use shm_spin_us"},
     {I::single_copy, "shm_single_copy", "BMI_SHM_SINGLE_COPY", T::flag, "1", "", 0, 0, "",
      "large messages may use cross-memory copies; 0 = two copies through the ring only"},
     {I::single_copy_min, "shm_single_copy_min", "BMI_SHM_SINGLE_COPY_MIN", T::size, "16M", "bytes",

@@ -16,6 +16,7 @@ enum class SettingId : std::uint8_t {
     ring_slots,
     slot_size,
     spin_us,
+    transfer_spin_us,
     single_copy,
     single_copy_min,
     split_copy,

@@ -85,6 +85,7 @@ struct SplitReceive {
     bool cancelled = false;          // complete with -BMI_ECANCEL once the sender is out
     std::uint32_t sender_share = 0;  // valid once claims_done: chunks the sender claimed
     std::uint64_t started_ns = 0;    // monotonic time the receiver chose split; 0: not timed
+    bool helped = true;              // the sender was asked (HELP); false: we copy every chunk
     // The sender's buffer mapped here (shm_region.hpp): chunks are memcpy'd, not read
     // through the kernel. Empty: process_vm_readv.
     std::vector<Segment> mapped_source;

@@ -51,6 +51,17 @@ TEST_CASE("shm options: a value that is not a mode is refused, not ignored", "[s
     CHECK(load("shm_ring_slots=auto", options) == -BMI_EINVAL);  // auto is the split mode's
     CHECK(load("shm_ring_slots=48", options) == -BMI_EINVAL);    // not a power of two
     CHECK(load("shm_spin_us=20000", options) == -BMI_EINVAL);    // was quietly 10000
+    CHECK(load("shm_transfer_spin_us=20000", options) == -BMI_EINVAL);
+    CHECK(load("shm_transfer_spin_us=long", options) == -BMI_EINVAL);
+}
+
+TEST_CASE("shm options: the spin while a large message moves has its own cap", "[shm][options]") {
+    ::unsetenv("BMI_SHM_TRANSFER_SPIN_US");
+    Options options;
+    REQUIRE(load("", options) == 0);
+    CHECK(options.transfer_spin_us == 500);
+    REQUIRE(load("shm_transfer_spin_us=0", options) == 0);  // 0: the short spin's cap
+    CHECK(options.transfer_spin_us == 0);
 }
 
 TEST_CASE("shm options: shared buffers are on unless turned off", "[shm][options]") {
@@ -69,6 +80,7 @@ TEST_CASE("shm options: the rows hold the defaults, the structs none of their ow
     CHECK(unset.slot_count == 0);
     CHECK(unset.slot_size == 0);
     CHECK(unset.spin_us == 0);
+    CHECK(unset.transfer_spin_us == 0);
     CHECK_FALSE(unset.single_copy);
     CHECK(unset.single_copy_min == 0);
     CHECK_FALSE(unset.shared_buffers);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -275,6 +276,22 @@ void exchange_from(Pair& pair, BMI_addr_t client_addr, char* out, char* in, std:
     REQUIRE(check_pattern(in, size, seed));
     REQUIRE(in[size] == 'x');
 }
+
+// A pumped pair with a shared buffer on each side: the client's to send from, the server's
+// (64 bytes longer, to catch an overrun) to receive into.
+struct SharedPair {
+    explicit SharedPair(std::size_t size)
+        : out(pumped.pair.client, pumped.pair.server_addr, size),
+          in(pumped.pair.server, pumped.client_addr, size + 64),
+          size(size) {}
+    // One message from out into target (in, or a plain buffer), in pieces.
+    void exchange(char* target, std::uint32_t seed, int pieces) {
+        exchange_from(pumped.pair, pumped.client_addr, out.data(), target, size, seed, pieces);
+    }
+    PumpedPair pumped;
+    SharedBuffer out, in;
+    std::size_t size;
+};
 }  // namespace
 
 // BMI_memalloc memory is shared with the peer (shm_region.hpp): a message in it is copied
@@ -307,16 +324,33 @@ TEST_CASE("shm: large messages between BMI_memalloc buffers, either or both shar
 // in shared memory still take one copy, and the rest two.
 TEST_CASE("shm: shared buffers carry large messages without cross-memory attach", "[shm]") {
     ScopedEnv force("BMI_SHM_SINGLE_COPY", "0");
-    PumpedPair pumped;
-    Pair& pair = pumped.pair;
-    BMI_addr_t client_addr = pumped.client_addr;
     constexpr std::size_t size = (4 << 20) + 1;
-    SharedBuffer out(pair.client, pair.server_addr, size);
-    SharedBuffer in(pair.server, client_addr, size + 64);
+    SharedPair shared(size);
     std::vector<char> plain_in(size + 64);
-    exchange_from(pair, client_addr, out.data(), in.data(), size, 61, 1);
-    exchange_from(pair, client_addr, out.data(), plain_in.data(), size, 62, 2);
-    REQUIRE(large_receives(pair.server, size, TakenPath::shared) == 2u);
+    shared.exchange(shared.in.data(), 61, 1);
+    shared.exchange(plain_in.data(), 62, 2);
+    REQUIRE(large_receives(shared.pumped.pair.server, size, TakenPath::shared) == 2u);
+}
+
+// With split copy off (BMI_SHM_SPLIT_COPY=0) the receiver copies a shared buffer alone, asking
+// the sender for nothing (shared-single); by default both processes copy it (shared).
+TEST_CASE("shm: the receiver copies a shared buffer alone when split copy is off", "[shm]") {
+    const bool split_off = GENERATE(true, false);
+    std::optional<ScopedEnv> alone;
+    if (split_off) alone.emplace("BMI_SHM_SPLIT_COPY", "0");
+    constexpr std::size_t size = (2 << 20) + 9;
+    SharedPair shared(size);
+    constexpr std::uint64_t rounds = 6;
+    for (std::uint32_t round = 0; round < rounds; ++round)
+        shared.exchange(shared.in.data(), 1200 + round, 1 + static_cast<int>(round % 2));
+    Side& server = shared.pumped.pair.server;
+    const auto both = large_receives(server, size, TakenPath::shared);
+    const auto single = large_receives(server, size, TakenPath::shared_single);
+    REQUIRE(both);
+    REQUIRE(single);
+    INFO("split off " << split_off << ": shared " << *both << ", shared-single " << *single);
+    REQUIRE(*(split_off ? single : both) == rounds);
+    REQUIRE(*(split_off ? both : single) == 0u);
 }
 
 // Freed shared buffers are withdrawn from the peer before their memory can come back as a
