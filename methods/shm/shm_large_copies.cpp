@@ -30,12 +30,12 @@ constexpr auto quiesce_limit = std::chrono::milliseconds(500);
 // Half the message, 16-256 KiB, whole pages: two chunks let both sides start at once on a
 // small message; more, smaller chunks on a large one let the faster side take more of them,
 // and a system call per 256 KiB costs nothing that shows.
-// Through mapped memory (shm_region.hpp) a chunk costs no system call, only a claim, so
-// chunks are a sixteenth of the message up to 128 KiB: the side that finishes first waits
-// at most for the other's last small chunk (other caps: doc/perf/code-figures.md).
+// Through mapped memory (shm_region.hpp) a chunk costs no system call, only a claim: an eighth
+// of the message, up to 8 MiB. Fewer chunks leave one side idle while the other copies its
+// last; more ran slower, for reasons not found (doc/perf/code-figures.md, "Split chunks").
 std::uint64_t chunk_size_for(bmi_size_t size, bool mapped) {
     auto bytes = static_cast<std::uint64_t>(size);
-    std::uint64_t chunk = mapped ? std::clamp<std::uint64_t>(bytes / 16, 16u << 10, 128u << 10)
+    std::uint64_t chunk = mapped ? std::clamp<std::uint64_t>(bytes / 8, 16u << 10, 8u << 20)
                                  : std::clamp<std::uint64_t>(bytes / 2, 16u << 10, 256u << 10);
     return chunk & ~std::uint64_t{4095};
 }
