@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <poll.h>
+#include <sched.h>
 
 #include "methods/shm/shm_checks.hpp"
 #include "methods/shm/shm_copy.hpp"
@@ -41,6 +42,13 @@ std::uint64_t chunk_size_for(bmi_size_t size, bool mapped) {
 }
 
 bool refused(int error) { return error == -EPERM || error == -EACCES || error == -ENOSYS; }
+
+// The peer last waited on the CPU we run on (its doorbell's hint): it cannot copy while we do,
+// so a split would only add the HELP and a switch to it. A wrong hint costs speed, not data.
+bool peer_waits_on_our_cpu(const Connection& conn) {
+    const int cpu = sched_getcpu();
+    return cpu >= 0 && conn.peer_bell.mapped() && conn.peer_bell.owner_waits_on(cpu);
+}
 
 // The peer's end of the socket is gone (its process exited): it writes nothing any more.
 bool socket_hung_up(int fd) {
@@ -72,13 +80,14 @@ void ShmLargeCopies::start_transfer(Connection& conn, Operation& op, bmi_size_t 
     ShmOpBook::slots(op).cookie = cookie;
     // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
     // the sender streams the message through the ring. A sender's buffer we can map is
-    // split at once (memcpy by both processes), unless split copy is off: then we copy it
-    // alone, still with memcpy.
+    // split at once (memcpy by both processes), unless split copy is off or the sender waits
+    // on our CPU: then we copy it alone, still with memcpy.
     std::vector<Segment> mapped;
     PeerRegions::Keep keep;
     if (!iovs.empty()) buffers_.take_offers(conn);
     if (!iovs.empty() && conn.peer_regions.translate(iovs, mapped, keep) &&
-        start_split(conn, op, size, cookie, iovs, 0, mapped, keep, split_mode_ != SplitMode::never))
+        start_split(conn, op, size, cookie, iovs, 0, mapped, keep,
+                    split_mode_ != SplitMode::never && !peer_waits_on_our_cpu(conn)))
         return;
     bool adaptive = split_mode_ == SplitMode::adaptive && single_copy_ && !iovs.empty();
     LargePath path = adaptive ? paths_.pick(size) : LargePath::split;

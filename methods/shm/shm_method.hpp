@@ -18,7 +18,8 @@ int create(const Config& config, Sink& sink, std::unique_ptr<Method>& out);
 // How a large receive's bytes came over: copied by both processes from the sender's shared
 // buffer (BMI_memalloc) mapped here, split between both processes by cross-memory copies,
 // read by the receiver alone (process_vm_readv), streamed through the ring (two copies), or
-// copied by the receiver alone from the sender's shared buffer.
+// copied by the receiver alone from the sender's shared buffer (split copy off, or the sender
+// on the receiver's CPU).
 enum class TakenPath : std::uint8_t {
     shared = 0,
     split = 1,
