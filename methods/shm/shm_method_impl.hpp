@@ -48,8 +48,8 @@ namespace bmi::method::shm {
 
 // before_sleep's bounded polls (support/spin/adaptive_spin.hpp): the short one, and a longer one
 // while a large message moves, since its peer copies it then and a sleep here would cost a
-// wake-up at the end of every large message (doc/perf/shm-malloc.md, "Copying alone from a
-// shared buffer"). Traffic lengthens both.
+// wake-up at the end of every large message (doc/perf/shm-notes.md, "A longer spin while a
+// large message moves"). Traffic lengthens both.
 struct WaitSpins {
     WaitSpins(int spin_us, int transfer_spin_us)
         : short_wait(spin_us), transfer(transfer_spin_us > 0 ? transfer_spin_us : spin_us) {}
