@@ -160,6 +160,11 @@ struct Connection {
     bool waits_for_room() const {
         return !controls.empty() || !streams.empty() || !send_queue.empty();
     }
+    // The peer last waited on cpu (its doorbell's hint; false before the doorbell is mapped or
+    // for cpu < 0). A wrong hint costs speed, never a message.
+    bool peer_waits_on(int cpu) const {
+        return cpu >= 0 && peer_bell.mapped() && peer_bell.owner_waits_on(cpu);
+    }
     // Tells the peer to look at this connection: wake_peer rings its doorbell (and writes its
     // eventfd if it sleeps) after a publication or a split counter the peer watches. Before
     // the hello's reply we know neither: receive_reply rings once the peer attached.

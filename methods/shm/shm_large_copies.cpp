@@ -43,13 +43,6 @@ std::uint64_t chunk_size_for(bmi_size_t size, bool mapped) {
 
 bool refused(int error) { return error == -EPERM || error == -EACCES || error == -ENOSYS; }
 
-// The peer last waited on the CPU we run on (its doorbell's hint): it cannot copy while we do,
-// so a split would only add the HELP and a switch to it. A wrong hint costs speed, not data.
-bool peer_waits_on_our_cpu(const Connection& conn) {
-    const int cpu = sched_getcpu();
-    return cpu >= 0 && conn.peer_bell.mapped() && conn.peer_bell.owner_waits_on(cpu);
-}
-
 // The peer's end of the socket is gone (its process exited): it writes nothing any more.
 bool socket_hung_up(int fd) {
     pollfd p{fd, POLLRDHUP, 0};
@@ -81,13 +74,13 @@ void ShmLargeCopies::start_transfer(Connection& conn, Operation& op, bmi_size_t 
     // The path is ours to choose (shm_options.hpp): both processes copy, we copy alone, or
     // the sender streams the message through the ring. A sender's buffer we can map is
     // split at once (memcpy by both processes), unless split copy is off or the sender waits
-    // on our CPU: then we copy it alone, still with memcpy.
+    // on our CPU, where it could not copy while we do: then we copy it alone, with memcpy.
     std::vector<Segment> mapped;
     PeerRegions::Keep keep;
     if (!iovs.empty()) buffers_.take_offers(conn);
     if (!iovs.empty() && conn.peer_regions.translate(iovs, mapped, keep) &&
         start_split(conn, op, size, cookie, iovs, 0, mapped, keep,
-                    split_mode_ != SplitMode::never && !peer_waits_on_our_cpu(conn)))
+                    split_mode_ != SplitMode::never && !conn.peer_waits_on(sched_getcpu())))
         return;
     bool adaptive = split_mode_ == SplitMode::adaptive && single_copy_ && !iovs.empty();
     LargePath path = adaptive ? paths_.pick(size) : LargePath::split;

@@ -147,9 +147,9 @@ bool ShmMethod::before_sleep() {
 }
 
 bool ShmMethod::spin_is_futile(int cpu) {
-    if (cpu < 0 || last_announced_ == 0) return false;
+    if (last_announced_ == 0) return false;
     const Connection* conn = find_connection(last_announced_);
-    return conn != nullptr && conn->peer_bell.mapped() && conn->peer_bell.owner_waits_on(cpu);
+    return conn != nullptr && conn->peer_waits_on(cpu);
 }
 
 void ShmMethod::after_wake() { visits_.disarm(); }
