@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "bmi.h"
+#include "bmi_tool.h"
+#include "pingpong_common.h"
 
 #define TAG_HELLO 1
 #define TAG_DATA 2
@@ -32,45 +34,6 @@ static const bmi_size_t sizes[] = {16384, 18000, 32768, 57000, 65536, 0 /* mixed
 static bmi_size_t round_size(bmi_size_t row_size, int round)
 {
     return row_size != 0 ? row_size : 18000 + (bmi_size_t)round * 7919 % 39000;
-}
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static void pin(int cpu)
-{
-    cpu_set_t set;
-    if (cpu < 0)
-        return;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    sched_setaffinity(0, sizeof(set), &set);
-}
-
-/* Waits for a posted operation; 0, or -1 (reported) on failure or after 10 s. */
-static int finish(int posted, bmi_op_id_t id, bmi_context_id ctx, const char *what)
-{
-    int outcount = 0;
-    bmi_error_code_t error = 0;
-    bmi_size_t actual = 0;
-    void *user = NULL;
-    double deadline = now_us() + 10e6;
-    if (posted == 1)
-        return 0;
-    while (posted == 0 && now_us() < deadline) {
-        if (BMI_test(id, &outcount, &error, &actual, &user, 100, ctx) < 0)
-            break;
-        if (outcount == 1 && error == 0)
-            return 0;
-        if (outcount == 1)
-            break;
-    }
-    fprintf(stderr, "memalloc_pingpong: %s failed (%d, %d)\n", what, posted, (int)error);
-    return -1;
 }
 
 /* One leg: a fresh buffer, written (send) or read (receive), freed after completion. */
@@ -89,7 +52,7 @@ static int leg(BMI_addr_t peer, bmi_context_id ctx, bmi_size_t size, int sending
         posted = BMI_post_recv(&id, peer, buffer, size, &actual, BMI_PRE_ALLOC, TAG_DATA, NULL, ctx,
                                NULL);
     }
-    rc = finish(posted, id, ctx, sending ? "send" : "receive");
+    rc = bt_finish("memalloc_pingpong", posted, id, ctx, sending ? "send" : "receive");
     if (rc == 0 && !sending && (buffer[0] != (round & 0xff) || buffer[size - 1] != buffer[0])) {
         fprintf(stderr, "memalloc_pingpong: wrong data in round %d\n", round);
         rc = -1;
@@ -108,13 +71,13 @@ static int rounds_of(BMI_addr_t peer, bmi_context_id ctx, int client, int rounds
         for (round = -warmup; round < rounds; round++) {
             bmi_size_t size = round_size(sizes[row], round + warmup);
             if (round == 0)
-                start = now_us();
+                start = pp_now_us();
             if (leg(peer, ctx, size, client, round) != 0 ||
                 leg(peer, ctx, size, !client, round) != 0)
                 return -1;
         }
         if (us != NULL)
-            us[row] = (now_us() - start) / rounds;
+            us[row] = (pp_now_us() - start) / rounds;
     }
     return 0;
 }
@@ -130,8 +93,8 @@ static int run_server(const char *listen, int ready_fd, int rounds)
         return -1;
     if (write(ready_fd, "r", 1) != 1)
         return -1;
-    deadline = now_us() + 10e6;
-    while (outcount == 0 && now_us() < deadline)
+    deadline = pp_now_us() + 10e6;
+    while (outcount == 0 && pp_now_us() < deadline)
         BMI_testunexpected(1, &outcount, &info, 100);
     if (outcount != 1)
         return -1;
@@ -151,12 +114,13 @@ static int run_client(const char *listen, int ready_fd, int rounds)
     static int hello = 1;
     char byte;
     size_t row;
+    int posted;
     if (read(ready_fd, &byte, 1) != 1 || BMI_initialize(NULL, NULL, 0, NULL) != 0 ||
         BMI_open_context(&ctx) != 0 || BMI_addr_lookup(&server, listen, NULL) != 0)
         return -1;
-    if (finish(BMI_post_sendunexpected(&id, server, &hello, sizeof(hello), BMI_EXT_ALLOC, TAG_HELLO,
-                                       NULL, ctx, NULL),
-               id, ctx, "hello") != 0 ||
+    posted = BMI_post_sendunexpected(&id, server, &hello, sizeof(hello), BMI_EXT_ALLOC, TAG_HELLO,
+                                     NULL, ctx, NULL);
+    if (bt_finish("memalloc_pingpong", posted, id, ctx, "hello") != 0 ||
         rounds_of(server, ctx, 1, rounds, us) != 0)
         return -1;
     printf("# memalloc_pingpong: a buffer per message, %d rounds per row\n", rounds);
@@ -198,12 +162,12 @@ int main(int argc, char **argv)
         return 1;
     if (child == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        pin(cpu_client);
+        bt_pin(cpu_client);
         close(ready[1]);
         _exit(run_client(listen, ready[0], rounds) == 0 ? 0 : 1);
     }
     close(ready[0]);
-    pin(cpu_server);
+    bt_pin(cpu_server);
     if (run_server(listen, ready[1], rounds) != 0) {
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);

@@ -23,7 +23,8 @@
 namespace bmi::method::shm {
 
 namespace {
-// Bytes one side copies per progress step, so a call into the method stays short.
+// Bytes the receiver copies per progress step, so a call into the method stays short (the
+// sender's steps copy whole chunks: shm_split.hpp, ChunkInHand).
 constexpr std::size_t step_bytes = std::size_t{1} << 20;
 // How long closing a connection waits for a live sender to finish the chunks it claimed.
 constexpr auto quiesce_limit = std::chrono::milliseconds(500);
@@ -174,12 +175,18 @@ bool ShmLargeCopies::start_split(Connection& conn, Operation& op, bmi_size_t siz
     if ((!kernel_ok && mapped.empty()) || source.empty() || conn.board_free == 0 ||
         conn.state != ConnState::open)
         return false;
-    const auto limit = static_cast<std::size_t>(inline_limit(conn.tx, eager_limit_));
-    std::size_t room = limit > sizeof(HelpInfo) ? (limit - sizeof(HelpInfo)) / sizeof(RemoteIov)
-                                                : 0;
-    std::vector<RemoteIov> target(static_cast<std::size_t>(nonempty_segments(segments_of(op))));
-    if (target.empty() || target.size() > room) return false;
-    describe_segments(segments_of(op), target);
+    // The sender is asked with our buffer's pieces in one HELP record; copying alone from a
+    // mapped buffer names nothing, so a receive of any number of pieces can.
+    const bool helped = ask_sender || mapped.empty();
+    std::vector<RemoteIov> target;
+    if (helped) {
+        const auto limit = static_cast<std::size_t>(inline_limit(conn.tx, eager_limit_));
+        std::size_t room = limit > sizeof(HelpInfo) ? (limit - sizeof(HelpInfo)) / sizeof(RemoteIov)
+                                                    : 0;
+        target.resize(static_cast<std::size_t>(nonempty_segments(segments_of(op))));
+        if (target.empty() || target.size() > room) return false;
+        describe_segments(segments_of(op), target);
+    }
 
     auto entry = static_cast<std::uint32_t>(std::countr_zero(conn.board_free));
     conn.board_free &= ~(1u << entry);
@@ -203,7 +210,7 @@ bool ShmLargeCopies::start_split(Connection& conn, Operation& op, bmi_size_t siz
     split.chunk_size = chunk_size_for(size, !split.mapped_source.empty());
     split.chunks = static_cast<std::uint32_t>(
         (static_cast<std::uint64_t>(size) + split.chunk_size - 1) / split.chunk_size);
-    split.helped = ask_sender || split.mapped_source.empty();
+    split.helped = helped;
     if (!split.helped) {
         conn.splits.push_back(std::move(split));
         return true;
@@ -228,20 +235,29 @@ int ShmLargeCopies::advance_splits(Connection& conn, bool& moved) {
         Operation& op = *split.op;
         std::size_t copied = 0;
         int error = 0;
-        while (!split.claims_done && copied < step_bytes) {
-            std::uint32_t chunk = 0;
-            if (!claim_chunk(shared, split.generation, split.chunks, chunk)) {
-                split.claims_done = true;
-                split.sender_share = split.chunks - split.own;
-                break;
+        const auto total = static_cast<std::uint64_t>(split.size);
+        while (copied < step_bytes) {
+            ChunkInHand& hand = split.in_hand;
+            if (!hand.held) {
+                std::uint32_t chunk = 0;
+                if (split.claims_done) break;
+                if (!claim_chunk(shared, split.generation, split.chunks, chunk)) {
+                    split.claims_done = true;
+                    split.sender_share = split.chunks - split.own;
+                    break;
+                }
+                ++split.own;
+                hand = ChunkInHand{chunk, 0, true};
             }
-            ++split.own;
-            std::uint64_t offset = std::uint64_t{chunk} * split.chunk_size;
-            auto length = static_cast<std::size_t>(std::min<std::uint64_t>(
-                split.chunk_size, static_cast<std::uint64_t>(split.size) - offset));
+            std::uint64_t start = std::uint64_t{hand.index} * split.chunk_size;
+            std::uint64_t chunk_length = std::min(split.chunk_size, total - start);
+            auto length = static_cast<std::size_t>(
+                std::min<std::uint64_t>(chunk_length - hand.copied, step_bytes - copied));
             error = copy_chunk(Direction::read, conn.peer_pid, split.source, split.mapped_source,
-                               segments_of(op), offset, length);
+                               segments_of(op), start + hand.copied, length);
             if (error != 0) break;
+            hand.copied += length;
+            hand.held = hand.copied < chunk_length;
             copied += length;
             moved = true;
         }
@@ -270,7 +286,7 @@ int ShmLargeCopies::advance_splits(Connection& conn, bool& moved) {
             }
             continue;
         }
-        if (!split.claims_done) {
+        if (!split.claims_done || split.in_hand.held) {
             ++i;
             continue;
         }
@@ -335,6 +351,7 @@ bool ShmLargeCopies::cancel_split(Connection& conn, Operation& op) {
         // Nothing more for the sender to claim; the receive ends once its claimed chunks are
         // written (advance_splits), so nothing lands in the buffer after the cancel.
         close_split_claims(conn, split);
+        split.in_hand.held = false;  // what we have not copied yet is not wanted
         split.cancelled = true;
         BMI_LOG(shm, "cancel of a split receive: %u of %u chunks are the sender's to finish",
                 split.sender_share, split.chunks);

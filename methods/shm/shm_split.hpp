@@ -70,6 +70,15 @@ inline std::uint32_t close_claims(SplitBoardEntry& entry, std::uint32_t generati
     }
 }
 
+// A chunk the receiver claimed and copies over several progress steps, so that no step of a
+// large chunk keeps the receiver's other connections waiting. (The sender copies each chunk it
+// claims within one step: a sender that stops calling in must never hold up the receive.)
+struct ChunkInHand {
+    std::uint32_t index = 0;
+    std::uint64_t copied = 0;  // bytes of it done
+    bool held = false;         // claimed and not yet all copied
+};
+
 // The receiving side of a split copy.
 struct SplitReceive {
     Operation* op = nullptr;
@@ -81,6 +90,7 @@ struct SplitReceive {
     std::uint64_t chunk_size = 0;
     std::uint32_t chunks = 0;
     std::uint32_t own = 0;           // chunks we claimed (and copied, or are copying)
+    ChunkInHand in_hand;             // the one of them we are copying
     bool claims_done = false;        // nothing left to claim
     bool cancelled = false;          // complete with -BMI_ECANCEL once the sender is out
     std::uint32_t sender_share = 0;  // valid once claims_done: chunks the sender claimed

@@ -89,6 +89,33 @@ def test_bmi():
             fail(f"{m} many: header does not name the mode: {many_out}")
         table(many_out, 8, 65536, f"{m} many")
         print(f"bmi_{m}: latency {len(lat)}, bandwidth {len(bw)} sizes ok, many ok")
+    if "shm" in methods():
+        test_beside_stream()
+
+
+def test_beside_stream():
+    """Round trips beside a streamer on one server: a sane line of percentiles and the server's
+    receive rate, pinned to one CPU and unpinned; bad options are refused with exit 2."""
+    exe = os.environ["BMI_BESIDE_STREAM"]
+    cpu = min(os.sched_getaffinity(0))
+    for pin in (["--cpus", f"{cpu},{cpu},{cpu}"], []):
+        out = run([exe] + pin + ["--rounds", "300", "--size", str(1 << 20),
+                                 "--name", f"beside-test-{os.getpid()}"], what="beside_stream")
+        lines = out.splitlines()
+        if len(lines) != 4 or lines[1].split() != ["mean_us", "p50_us", "p99_us", "p99.9_us",
+                                                    "max_us"]:
+            fail(f"beside_stream {pin}: want a header, a row and the server's line: {out!r}")
+        mean, *ranks = (float(v) for v in lines[2].split())
+        if mean <= 0 or ranks != sorted(ranks) or ranks[0] <= 0 or not ranks[-1] >= mean:
+            fail(f"beside_stream {pin}: bad round trips {lines[2]!r}")
+        if not lines[3].startswith("# the server received ") or " 0 messages" in lines[3]:
+            fail(f"beside_stream {pin}: bad server line {lines[3]!r}")
+    for bad in (["--cpus", f"0,0,{os.cpu_count() + 64}"], ["--rounds", "0"], ["--size", "-1"],
+                ["--what"]):
+        res = subprocess.run([exe] + bad, capture_output=True, text=True, timeout=TIMEOUT)
+        if res.returncode != 2:
+            fail(f"beside_stream {bad}: exit {res.returncode}, {res.stderr!r}")
+    print("beside_stream ok")
 
 
 def mpi_usable():

@@ -356,6 +356,17 @@ TEST_CASE("shm: the receiver copies a shared buffer alone when split copy is off
     REQUIRE(from_shared(server, size) == rounds);
 }
 
+// Copying alone names none of our buffer's pieces to the sender, so a receive of more pieces
+// than one HELP record could list still copies the shared buffer without the kernel.
+TEST_CASE("shm: a receive of thousands of pieces copies a shared buffer alone", "[shm]") {
+    ScopedEnv alone("BMI_SHM_SPLIT_COPY", "0");
+    constexpr std::size_t size = (2 << 20) + 9;
+    SharedPair shared(size);
+    std::vector<char> plain_in(size + 64);
+    shared.exchange(plain_in.data(), 1300, 3000);
+    REQUIRE(large_receives(shared.pumped.pair.server, size, TakenPath::shared_single) == 1u);
+}
+
 // Freed shared buffers are withdrawn from the peer before their memory can come back as a
 // new buffer, often at the same address: the peer must never copy from the old one.
 TEST_CASE("shm: buffers freed and allocated again never deliver stale bytes", "[shm]") {
