@@ -505,15 +505,17 @@ class Runner:
                 break
         return cli
 
-    def fi_pingpong(self, provider, cpus=None, smallest=None, largest=None):
+    def fi_pingpong(self, provider, cpus=None, smallest=None, largest=None, size=None,
+                    iters=None, mode="latency"):
         """libfabric's own ping-pong (fi_pingpong, libfabric-bin) on an RDM endpoint with
         tagged messages over provider (as bmi_ofi uses it): the floor that provider allows.
-        Its own size list; the power-of-two sizes in range are kept. cpus: (server CPU,
-        client CPU), or None: left to the scheduler."""
+        Its own size list, whose power-of-two sizes in range are kept, or one size. cpus:
+        (server CPU, client CPU), or None: left to the scheduler."""
         a, fpp = self.args, shutil.which("fi_pingpong")
-        lo, hi = smallest or a.min, largest or a.max
-        opts = ["-p", provider, "-e", "rdm", "-m", "tagged", "-I", str(a.iters), "-S", "all"]
-        s = Series("fi pingpong", "latency", f"fi_pingpong {' '.join(opts)}")
+        lo, hi = (size, size) if size else (smallest or a.min, largest or a.max)
+        opts = ["-p", provider, "-e", "rdm", "-m", "tagged", "-I", str(iters or a.iters),
+                "-S", str(size) if size else "all"]
+        s = Series("fi pingpong", mode, f"fi_pingpong {' '.join(opts)}")
         # The data endpoint on loopback too, not the first interface the provider finds.
         env = dict(os.environ, FI_TCP_IFACE="lo")
 

@@ -5,6 +5,7 @@ from encryption import Encryption
 from idle import Idle
 from legacy import Legacy
 from neighbour import Neighbour
+from ofi import Ofi
 from peers import Peers
 from placement import Placement
 from placement_bw import PlacementBandwidth
@@ -14,7 +15,7 @@ from same_node import SameNode
 from shm import Shm
 
 STUDIES = (Shm, Legacy, Rate, Idle, Peers, Neighbour, Posted, Placement, PlacementBandwidth,
-           SameNode, Encryption)
+           SameNode, Ofi, Encryption)
 NAMES = tuple(s.name for s in STUDIES)
 DEFAULT = tuple(s.name for s in STUDIES if s.by_default)
 

@@ -382,6 +382,27 @@ def check_same_node(tmp):
                 fail(f"same-node study: the report lacks the {placement} {size} row:\n{text}")
 
 
+def check_ofi_study(tmp):
+    """The ofi study: bmi_ofi and fi_pingpong at 8 B (--max 8 leaves the large sizes out) in
+    each placement, in turns: a judged row per placement on stdout and in the report."""
+    md = os.path.join(tmp, "OFI.md")
+    res = studies(["--studies", "ofi", "--modes", "none", "--methods", "ofi-tcp",
+                   "--baselines", "fi-pingpong", "--iters", "20", "--max", "8", "--plot", "none",
+                   "--out-dir", empty_dir(tmp, "ofi"), "--markdown", md])
+    if res.returncode != 0 or "failed" in res.stderr:
+        fail(f"ofi study: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
+    text = open(md).read()
+    for placement in expected_placements():
+        if not re.search(rf"^{placement} +8 B +[\d.]+ +[\d.]+ +[\d.]+ +<= 1.1$", res.stdout,
+                         re.M):
+            fail(f"ofi study: no {placement} 8 B row:\n{res.stdout}")
+        if not re.search(rf"^\| {placement} \| 8 B \| [\d.]+ \| [\d.]+ \| [\d.]+ \| "
+                         rf"<= 1.1 \| 5 \| (met|\*\*not met\*\*) \|$", text, re.M):
+            fail(f"ofi study: the report lacks the {placement} 8 B row:\n{text}")
+    if "MiB" in res.stdout:
+        fail(f"ofi study: a size above --max ran:\n{res.stdout}")
+
+
 def check_placement(tmp, methods):
     """The placement studies: an 8-byte ping-pong per method on two cores, one core and unpinned,
     each against its reference, in turns: a row per method and placement with both times, the
@@ -536,6 +557,7 @@ def main():
         if "ofi" in os.environ.get("BMI_ENABLED_METHODS", "").split() and duels and \
                 shutil.which("fi_pingpong"):
             check_fi_pingpong(tmp)
+            check_ofi_study(tmp)
         check_default_dir(tmp, plots)
         if "tcp" in methods:
             check_installed_runner(tmp)
