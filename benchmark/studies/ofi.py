@@ -9,11 +9,9 @@ take turns a scheduler slice at a time, so there it runs a tenth of the rounds (
 milliseconds). libbmi runs with its defaults (an idle instance sleeps on the queue's wait
 descriptor), as users meet it.
 """
-import statistics
-
 from bmi_perf_modes import fi_provider
-from bmi_perf_runs import Step, one_way_us
-from study import Study, in_turns, three_placements
+from bmi_perf_runs import one_way_us
+from study import Study, duel_plan, duel_rows, duel_turns
 
 ROUNDS = 5
 METHOD = "ofi-tcp"
@@ -41,42 +39,20 @@ class Ofi(Study):
         return METHOD in a.methods and "fi-pingpong" in a.baselines
 
     def plan(self, runner):
-        """Per turn, placement and size up to --max: libbmi, then fi_pingpong (order
-        alternating by turn)."""
-        steps = []
-        for turn in range(ROUNDS):
-            for placement, cpus in three_placements(runner):
-                for size in (s for s in SIZES if s <= runner.args.max):
-                    runs = [(who, lambda who=who, size=size, cpus=cpus, p=placement:
-                             measure(runner, who, size, cpus, p)) for who in (OURS, THEIRS)]
-                    steps += [Step((turn, placement, size, who), thunk)
-                              for who, thunk in in_turns(turn, runs)]
-        return steps
+        """Per turn, placement and size up to --max: libbmi and fi_pingpong, in turns."""
+        sizes = [s for s in SIZES if s <= runner.args.max]
+        return duel_plan(runner, ROUNDS, sizes, (OURS, THEIRS),
+                         lambda who, size, cpus, p: measure(runner, who, size, cpus, p))
 
     def fold(self, got):
         """{(placement, size): [{who: one-way us}]}, one dict per turn."""
-        turns = {}
-        for (turn, placement, size, who), s in got:
-            per = turns.setdefault((placement, size), [])
-            while len(per) <= turn:
-                per.append({})
-            if s.status == "ok" and s.at(size):
-                per[turn][who] = one_way_us(s.at(size))
-        return turns
+        return duel_turns(got, lambda who, s, size: one_way_us(s.at(size)))
 
     def rows(self, turns):
         """[(placement, size, median ours us, median theirs us, median ratio, turns, target
         name, Target)]."""
-        rows = []
-        for (placement, size), per in turns.items():
-            both = [(t[OURS], t[THEIRS]) for t in per if OURS in t and THEIRS in t]
-            if both:
-                name = judged_by(size)
-                rows.append((placement, size, statistics.median(a for a, _ in both),
-                             statistics.median(b for _, b in both),
-                             statistics.median(ratio(size, a, b) for a, b in both), len(both),
-                             name, self.target[name]))
-        return rows
+        return [row + (judged_by(row[1]), self.target[judged_by(row[1])])
+                for row in duel_rows(turns, OURS, THEIRS, ratio)]
 
     def print_summary(self, result, out):
         out.write("\n== ofi: bmi_ofi over tcp;ofi_rxm against fi_pingpong, runs in turns "

@@ -9,10 +9,8 @@ The tcp-addressed runs turn same_node_shm back on (bmi-perf turns it off for eve
 and make the client print shm's statistics: a run whose client printed none stayed on tcp, and
 counts as failed.
 """
-import statistics
-
-from bmi_perf_runs import Step, one_way_us
-from study import Study, in_turns, three_placements
+from bmi_perf_runs import one_way_us
+from study import Study, duel_plan, duel_rows, duel_turns
 
 ROUNDS = 5
 SIZES = (8, 1 << 20)
@@ -29,46 +27,28 @@ class SameNode(Study):
         return "tcp" in a.methods and "shm" in a.methods
 
     def plan(self, runner):
-        """Per turn, placement and size: the shm address, then the tcp one (order alternating
-        by turn)."""
-        steps = []
-        for turn in range(ROUNDS):
-            for placement, cpus in three_placements(runner):
-                for size in SIZES:
-                    runs = [(m, lambda m=m, size=size, cpus=cpus: measure(runner, m, size, cpus))
-                            for m in (SHM, CARRIED)]
-                    steps += [Step((turn, placement, size, m), thunk)
-                              for m, thunk in in_turns(turn, runs)]
-        return steps
+        """Per turn, placement and size: the shm address and the tcp one, in turns."""
+        return duel_plan(runner, ROUNDS, SIZES, (SHM, CARRIED),
+                         lambda m, size, cpus, _: measure(runner, m, size, cpus))
 
     def fold(self, got):
         """{(placement, size): [{method: one-way us}]} one dict per turn, and the number of
         tcp-addressed runs that stayed on tcp."""
-        turns, on_tcp = {}, 0
-        for (turn, placement, size, m), s in got:
-            per = turns.setdefault((placement, size), [])
-            while len(per) <= turn:
-                per.append({})
-            if s.status != "ok" or not s.at(size):
-                continue
+        on_tcp = 0
+
+        def figure(m, s, size):
+            nonlocal on_tcp
             if m == CARRIED and s.shm_clients == 0:
                 on_tcp += 1
-                continue
-            per[turn][m] = one_way_us(s.at(size))
+                return None
+            return one_way_us(s.at(size))
+        turns = duel_turns(got, figure)
         return turns, on_tcp
 
     def rows(self, result):
         """[(placement, size, median shm us, median carried us, median ratio, turns, Target)]."""
-        turns, _ = result
-        rows = []
-        for (placement, size), per in turns.items():
-            both = [(t[SHM], t[CARRIED]) for t in per if SHM in t and CARRIED in t]
-            if both:
-                rows.append((placement, size, statistics.median(a for a, _ in both),
-                             statistics.median(b for _, b in both),
-                             statistics.median(b / a for a, b in both), len(both),
-                             self.target[TARGETS[size]]))
-        return rows
+        return [row + (self.target[TARGETS[row[1]]],)
+                for row in duel_rows(result[0], SHM, CARRIED, lambda _, a, b: b / a)]
 
     def print_summary(self, result, out):
         out.write("\n== same node: tcp address carried over shm against the shm address, "

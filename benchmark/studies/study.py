@@ -9,6 +9,9 @@ of the report. Runs are taken in turns, the order reversing every other turn (in
 machine that drifts during a turn favours nobody. A study's targets are rows of targets.tsv.
 """
 import os
+import statistics
+
+from bmi_perf_runs import Step
 
 # The placement left to the scheduler (three_placements).
 UNPINNED = "unpinned"
@@ -72,3 +75,45 @@ def cpu_seconds(pid):
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def duel_plan(runner, rounds, sizes, parties, measure):
+    """The steps of a duel of parties at each size in the three placements: per turn,
+    placement and size one run of each party, their order reversed every other turn. Keys are
+    (turn, placement, size, party); measure(party, size, cpus, placement) makes the run."""
+    steps = []
+    for turn in range(rounds):
+        for placement, cpus in three_placements(runner):
+            for size in sizes:
+                runs = [(party, lambda party=party, size=size, cpus=cpus, placement=placement:
+                         measure(party, size, cpus, placement)) for party in parties]
+                steps += [Step((turn, placement, size, party), thunk)
+                          for party, thunk in in_turns(turn, runs)]
+    return steps
+
+
+def duel_turns(got, figure):
+    """{(placement, size): [{party: figure}]}, one dict per turn, from a duel_plan's results;
+    figure(party, series, size) is the run's figure, or None to leave the run out."""
+    turns = {}
+    for (turn, placement, size, party), s in got:
+        per = turns.setdefault((placement, size), [])
+        while len(per) <= turn:
+            per.append({})
+        value = figure(party, s, size) if s.status == "ok" and s.at(size) else None
+        if value is not None:
+            per[turn][party] = value
+    return turns
+
+
+def duel_rows(turns, first, second, ratio):
+    """[(placement, size, median of first, median of second, median of the per-turn
+    ratio(size, first's, second's), turns)] over the turns that measured both."""
+    rows = []
+    for (placement, size), per in turns.items():
+        both = [(t[first], t[second]) for t in per if first in t and second in t]
+        if both:
+            rows.append((placement, size, statistics.median(a for a, _ in both),
+                         statistics.median(b for _, b in both),
+                         statistics.median(ratio(size, a, b) for a, b in both), len(both)))
+    return rows
