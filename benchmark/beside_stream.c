@@ -45,7 +45,8 @@ struct standing
     int stop;
 };
 
-/* The server's bulk messages and seconds from the pinger's first ping to its last. */
+/* The server's bulk messages and seconds, from its first wait for them to the pinger's last
+ * ping (the pinger's warm-up included). */
 static long received;
 static double receiving_s;
 
