@@ -174,8 +174,10 @@ static int run_streamer(const char *listen, int ready_fd, bmi_size_t size)
         int posted =
             BMI_post_send(&id, server, buffer, size, BMI_PRE_ALLOC, TAG_BULK, NULL, ctx, NULL);
         if (bt_finish("beside_stream", posted, id, ctx, "bulk send") != 0)
-            return -1;
+            break;
     }
+    BMI_memfree(server, buffer, size, BMI_SEND);
+    return -1;
 }
 
 static int by_value(const void *a, const void *b)
@@ -204,24 +206,24 @@ static int run_pinger(const char *listen, int ready_fd, int rounds)
     bmi_context_id ctx;
     BMI_addr_t server;
     double *us = malloc(sizeof(double) * (size_t)rounds), sum = 0, started;
-    int i;
+    int i, rc = -1;
     if (us == NULL || hello(listen, ready_fd, TAG_PINGER, &ctx, &server) != 0)
-        return -1;
+        goto out;
     /* A fifth of a second of warm-up: the streamer is under way by its end. */
     for (started = pp_now_us(); pp_now_us() < started + 2e5;)
         if (ping(server, ctx, 0) != 0)
-            return -1;
+            goto out;
     started = pp_now_us();
     for (i = 0; i < rounds; i++) {
         double t0 = pp_now_us();
         if (ping(server, ctx, 0) != 0)
-            return -1;
+            goto out;
         us[i] = pp_now_us() - t0;
         sum += us[i];
     }
     started = pp_now_us() - started;
     if (ping(server, ctx, 1) != 0)
-        return -1;
+        goto out;
     qsort(us, (size_t)rounds, sizeof(double), by_value);
     printf("# beside_stream: %d round trips of %d bytes beside a streamer, %.2f s\n", rounds,
            PING_SIZE, started / 1e6);
@@ -229,10 +231,12 @@ static int run_pinger(const char *listen, int ready_fd, int rounds)
     printf("%10.2f %10.2f %10.1f %10.1f %10.1f\n", sum / rounds, us[rounds / 2],
            us[(long)rounds * 99 / 100], us[(long)rounds * 999 / 1000], us[rounds - 1]);
     fflush(stdout);
-    free(us);
     BMI_close_context(ctx);
     BMI_finalize();
-    return 0;
+    rc = 0;
+out:
+    free(us);
+    return rc;
 }
 
 static pid_t start(int cpu, int (*role)(const char *, int, bmi_size_t, int), const char *listen,

@@ -27,8 +27,10 @@ class SameNode(Study):
         return "tcp" in a.methods and "shm" in a.methods
 
     def plan(self, runner):
-        """Per turn, placement and size: the shm address and the tcp one, in turns."""
-        return duel_plan(runner, ROUNDS, SIZES, (SHM, CARRIED),
+        """Per turn, placement and size up to --max: the shm address and the tcp one, in
+        turns."""
+        sizes = [s for s in SIZES if s <= runner.args.max]
+        return duel_plan(runner, ROUNDS, sizes, (SHM, CARRIED),
                          lambda m, size, cpus, _: measure(runner, m, size, cpus))
 
     def fold(self, got):

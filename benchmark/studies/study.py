@@ -80,13 +80,16 @@ def cpu_seconds(pid):
 def duel_plan(runner, rounds, sizes, parties, measure):
     """The steps of a duel of parties at each size in the three placements: per turn,
     placement and size one run of each party, their order reversed every other turn. Keys are
-    (turn, placement, size, party); measure(party, size, cpus, placement) makes the run."""
+    (turn, placement, size, party); measure(party, size, cpus, placement) makes the run.
+    parties is a tuple, or a function of the size giving one (a party may run at some sizes
+    only)."""
     steps = []
     for turn in range(rounds):
         for placement, cpus in three_placements(runner):
             for size in sizes:
+                at = parties(size) if callable(parties) else parties
                 runs = [(party, lambda party=party, size=size, cpus=cpus, placement=placement:
-                         measure(party, size, cpus, placement)) for party in parties]
+                         measure(party, size, cpus, placement)) for party in at]
                 steps += [Step((turn, placement, size, party), thunk)
                           for party, thunk in in_turns(turn, runs)]
     return steps

@@ -359,6 +359,18 @@ def check_posted(tmp, methods):
                      f"\n{text}")
 
 
+def expect_duel_row(study, stdout, text, keys, target):
+    """A duel study's judged row, on stdout and in the report: its key columns, three figures
+    (ours, theirs, the ratio), the target and, in the report, five turns and a verdict."""
+    printed = " +".join(re.escape(k) for k in keys)
+    if not re.search(rf"^{printed} +[\d.]+ +[\d.]+ +[\d.]+ +{re.escape(target)}$", stdout, re.M):
+        fail(f"{study}: no {' '.join(keys)} row:\n{stdout}")
+    cells = "".join(rf"\| {re.escape(k)} " for k in keys)
+    if not re.search(rf"^{cells}\| [\d.]+ \| [\d.]+ \| [\d.]+ \| {re.escape(target)} \| 5 \| "
+                     rf"(met|\*\*not met\*\*) \|$", text, re.M):
+        fail(f"{study}: the report lacks the {' '.join(keys)} row:\n{text}")
+
+
 def check_same_node(tmp):
     """The same-node study: the tcp-addressed ping-pong went over shm in every run (its client's
     shm method ran), and each placement and size has its judged row in the table and the
@@ -374,31 +386,23 @@ def check_same_node(tmp):
     text = open(md).read()
     for placement in expected_placements():
         for size in ("8 B", "1 MiB"):
-            if not re.search(rf"^{placement} +{size} +[\d.]+ +[\d.]+ +[\d.]+ +<= 1.2$",
-                             res.stdout, re.M):
-                fail(f"same-node study: no {placement} {size} row:\n{res.stdout}")
-            if not re.search(rf"^\| {placement} \| {size} \| [\d.]+ \| [\d.]+ \| [\d.]+ \| "
-                             rf"<= 1.2 \| 5 \| (met|\*\*not met\*\*) \|$", text, re.M):
-                fail(f"same-node study: the report lacks the {placement} {size} row:\n{text}")
+            expect_duel_row("same-node study", res.stdout, text, [placement, size], "<= 1.2")
 
 
 def check_ofi_study(tmp):
-    """The ofi study: bmi_ofi and fi_pingpong at 8 B (--max 8 leaves the large sizes out) in
-    each placement, in turns: a judged row per placement on stdout and in the report."""
+    """The ofi study: bmi_ofi (its default queue and the polled one) and fi_pingpong at 8 B
+    (--max 8 leaves the large sizes out) in each placement, in turns: a judged row per queue
+    and placement on stdout and in the report."""
     md = os.path.join(tmp, "OFI.md")
-    res = studies(["--studies", "ofi", "--modes", "none", "--methods", "ofi-tcp",
+    res = studies(["--studies", "ofi", "--modes", "none", "--methods", "ofi-tcp,ofi-tcp-polled",
                    "--baselines", "fi-pingpong", "--iters", "20", "--max", "8", "--plot", "none",
                    "--out-dir", empty_dir(tmp, "ofi"), "--markdown", md])
     if res.returncode != 0 or "failed" in res.stderr:
         fail(f"ofi study: exit {res.returncode}\n{res.stdout}\n{res.stderr}")
     text = open(md).read()
     for placement in expected_placements():
-        if not re.search(rf"^{placement} +8 B +[\d.]+ +[\d.]+ +[\d.]+ +<= 1.1$", res.stdout,
-                         re.M):
-            fail(f"ofi study: no {placement} 8 B row:\n{res.stdout}")
-        if not re.search(rf"^\| {placement} \| 8 B \| [\d.]+ \| [\d.]+ \| [\d.]+ \| "
-                         rf"<= 1.1 \| 5 \| (met|\*\*not met\*\*) \|$", text, re.M):
-            fail(f"ofi study: the report lacks the {placement} 8 B row:\n{text}")
+        for queue in ("wait descriptor", "polled"):
+            expect_duel_row("ofi study", res.stdout, text, [placement, "8 B", queue], "<= 1.1")
     if "MiB" in res.stdout:
         fail(f"ofi study: a size above --max ran:\n{res.stdout}")
 
