@@ -46,14 +46,13 @@ class Ofi(Study):
     def plan(self, runner):
         """Per turn, placement and size up to --max: libbmi and fi_pingpong, in turns, and
         the polled series at 8 B where it is asked for."""
-        sizes = [s for s in SIZES if s <= runner.args.max]
         polled = POLLED_METHOD in runner.args.methods
 
         def parties(size):
             if polled and judged_by(size) == LATENCY:
                 return (OURS, POLLED, THEIRS)
             return (OURS, THEIRS)
-        return duel_plan(runner, ROUNDS, sizes, parties,
+        return duel_plan(runner, ROUNDS, SIZES, parties,
                          lambda who, size, cpus, p: measure(runner, who, size, cpus, p))
 
     def fold(self, got):

@@ -29,8 +29,7 @@ class SameNode(Study):
     def plan(self, runner):
         """Per turn, placement and size up to --max: the shm address and the tcp one, in
         turns."""
-        sizes = [s for s in SIZES if s <= runner.args.max]
-        return duel_plan(runner, ROUNDS, sizes, (SHM, CARRIED),
+        return duel_plan(runner, ROUNDS, SIZES, (SHM, CARRIED),
                          lambda m, size, cpus, _: measure(runner, m, size, cpus))
 
     def fold(self, got):

@@ -81,8 +81,9 @@ def duel_plan(runner, rounds, sizes, parties, measure):
     """The steps of a duel of parties at each size in the three placements: per turn,
     placement and size one run of each party, their order reversed every other turn. Keys are
     (turn, placement, size, party); measure(party, size, cpus, placement) makes the run.
-    parties is a tuple, or a function of the size giving one (a party may run at some sizes
-    only)."""
+    Sizes above --max are left out. parties is a tuple, or a function of the size giving one
+    (a party may run at some sizes only)."""
+    sizes = [s for s in sizes if s <= runner.args.max]
     steps = []
     for turn in range(rounds):
         for placement, cpus in three_placements(runner):
