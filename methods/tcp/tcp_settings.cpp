@@ -32,11 +32,12 @@ constexpr support::SettingSpec rows[] = {
      "socket is no longer read"},
     {I::early_total_bytes, "tcp_early_total_bytes", "BMI_TCP_EARLY_TOTAL_BYTES", T::size, "256M",
      "bytes", 64 * KiB, TiB, "", "early data kept for all peers together"},
-    {I::grant_peer_bytes, "tcp_grant_peer_bytes", "BMI_TCP_GRANT_PEER_BYTES", T::size, "8M",
+    {I::grant_peer_bytes, "tcp_grant_peer_bytes", "BMI_TCP_GRANT_PEER_BYTES", T::size, "17M",
      "bytes", 0, TiB, "",
      "room reserved for one libbmi peer's large messages to posted receives, so that they "
      "skip the RTS/CTS round trip (a message lands whole even if its receive went to another); "
-     "0 = no grants, always RTS above the eager limit"},
+     "the default holds one grant of the largest size, 16 MiB; 0 = no grants, always RTS "
+     "above the eager limit"},
     {I::grant_total_bytes, "tcp_grant_total_bytes", "BMI_TCP_GRANT_TOTAL_BYTES", T::size, "64M",
      "bytes", 0, TiB, "", "room reserved for large messages of all peers together"},
     support::peer_deadline_row(

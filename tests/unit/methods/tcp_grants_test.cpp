@@ -73,8 +73,9 @@ TEST_CASE("a large message to a posted receive leaves under its grant", "[tcp][g
     Pair p;
     REQUIRE(p.create_status == 0);
     REQUIRE(p.connect());
-    // 600,000 is just over the large-eager limit; 4 MiB fits the default 8 MiB grant budget.
-    const bmi_size_t size = GENERATE(bmi_size_t(600000), mib, 4 * mib);
+    // 600,000 is just over the large-eager limit; the largest a GRANT names fits the default
+    // per-peer budget with its bookkeeping.
+    const bmi_size_t size = GENERATE(bmi_size_t(600000), mib, 4 * mib, grant_size_limit);
     auto data = pattern(std::size_t(size), std::uint32_t(size));
     std::vector<std::uint8_t> in(static_cast<std::size_t>(size));
     auto r = make_op(OpKind::recv, p.to_client, 20, in.data(), size);
@@ -123,13 +124,14 @@ TEST_CASE("a GRANT rides with a small send that would take send_now's way", "[tc
     CHECK(p.server->send_now(*p.to_client, OpKind::send, 98, {&request, 1}) == 1);
 }
 
-TEST_CASE("a receive larger than the grant budget gets no grant and still completes",
+TEST_CASE("a receive beyond the grant budget or size limit gets no grant and still completes",
           "[tcp][grants]") {
-    // 8 MiB and its bookkeeping are more than the default 8 MiB per peer; with the budget at 0
-    // no receive gets one.
-    const std::string server_options =
-        GENERATE(std::string(""), std::string("tcp_grant_peer_bytes=0"));
-    const bmi_size_t size = server_options.empty() ? 8 * mib : mib;
+    // 8 MiB and its bookkeeping are more than a per-peer budget of 8 MiB; with the budget at 0
+    // no receive gets one; at the defaults a receive over the limit a GRANT can name gets none.
+    const auto [server_options, size] =
+        GENERATE(std::make_pair(std::string("tcp_grant_peer_bytes=8M"), 8 * mib),
+                 std::make_pair(std::string("tcp_grant_peer_bytes=0"), mib),
+                 std::make_pair(std::string(""), grant_size_limit + mib));
     Pair p("tcp://127.0.0.1:0", 0, server_options);
     REQUIRE(p.create_status == 0);
     REQUIRE(p.connect());
