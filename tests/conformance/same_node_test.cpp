@@ -260,8 +260,7 @@ TEST_CASE("same node: asking a restarted server again holds up no other shm peer
     int sent_meanwhile = 0;
     // A send that the client posts before it has seen the old connection go ends on that
     // connection without asking; a later one asks. How soon the client sees it go depends on
-    // the machine's load (five tries 100 ms apart were once not enough in CI), so it tries
-    // for up to 10 s.
+    // the machine's load, so it tries for up to 10 s.
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (int attempt = 0; asking_ms < 150 && std::chrono::steady_clock::now() < give_up;
          ++attempt) {
