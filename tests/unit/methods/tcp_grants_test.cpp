@@ -148,6 +148,39 @@ TEST_CASE("a receive beyond the grant budget or size limit gets no grant and sti
     CHECK(same(in, data));
 }
 
+TEST_CASE("at the defaults one peer's grants hold no more than one grant of the largest size",
+          "[tcp][grants]") {
+    // The per-peer budget is a bound on what a peer can make us hold (doc/RELIABILITY.md):
+    // beside a 16 MiB grant there is no room for another, and that receive takes RTS/CTS.
+    Pair p;
+    REQUIRE(p.create_status == 0);
+    REQUIRE(p.connect());
+    std::vector<std::uint8_t> big_in(static_cast<std::size_t>(grant_size_limit));
+    std::vector<std::uint8_t> small_in(static_cast<std::size_t>(mib));
+    auto r_big = make_op(OpKind::recv, p.to_client, 24, big_in.data(), grant_size_limit);
+    auto r_small = make_op(OpKind::recv, p.to_client, 25, small_in.data(), mib);
+    REQUIRE(post(*p.server, *r_big) == 0);
+    REQUIRE(post(*p.server, *r_small) == 0);
+    CHECK(tcp_of(p.server).grant_bytes_held() == grant_reservation(grant_size_limit));
+    reply(p);
+    auto big = pattern(static_cast<std::size_t>(grant_size_limit), 6);
+    auto small = pattern(static_cast<std::size_t>(mib), 7);
+    auto s_big = make_op(OpKind::send, p.to_server, 24, big.data(), grant_size_limit);
+    auto s_small = make_op(OpKind::send, p.to_server, 25, small.data(), mib);
+    post(*p.client, *s_big);
+    post(*p.client, *s_small);
+    REQUIRE(p.run(
+        [&] {
+            return r_big->completed && r_small->completed && s_big->completed && s_small->completed;
+        },
+        10.0));
+    CHECK(r_big->error == 0);
+    CHECK(r_small->error == 0);
+    CHECK(same(big_in, big));
+    CHECK(same(small_in, small));
+    CHECK(tcp_of(p.server).grant_bytes_held() == 0);
+}
+
 TEST_CASE("a granted message whose receive another took waits whole in its reservation",
           "[tcp][grants]") {
     Pair p;
